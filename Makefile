@@ -1,0 +1,122 @@
+# Airlock. GNU make; see README.md.
+#
+#   make              build the library, the binaries (bin/) and the tests
+#   make test         every test tier; ends with "N passed, N failed"
+#   make unit | integration | memory     one tier
+#   make asan         ASan+UBSan build of everything, unit and integration tests
+#   make valgrind     unit and integration tests under valgrind
+#   make cluster-up | cluster-down       the real control plane in .cluster/
+
+ifeq ($(origin CC),default)
+CC	 = gcc
+endif
+PKGS	 = libcurl jansson yaml-0.1 libmicrohttpd
+WARN	 = -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes \
+	   -Wmissing-prototypes -Wpointer-arith -Wformat=2 \
+	   -Wno-format-zero-length
+OPT	?= -O2 -g
+SAN	?=
+CFLAGS	 = -std=c17 $(OPT) $(WARN) $(SAN) -pthread
+CPPFLAGS = -D_GNU_SOURCE -Ioperator -Itests/support \
+	   $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
+LDFLAGS	 = $(SAN) -pthread
+LDLIBS	 = $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lm
+TESTLIBS = $(shell pkg-config --libs cmocka 2>/dev/null)
+
+# Object trees are per flavour so a sanitizer build never mixes with a plain one.
+B	?= build/plain
+
+LIB_SRC	 = $(wildcard operator/*.c)
+LIB_OBJ	 = $(LIB_SRC:%.c=$(B)/%.o)
+LIB	 = $(B)/liboperator.a
+
+SUP_SRC	 = $(wildcard tests/support/*.c)
+SUP_OBJ	 = $(SUP_SRC:%.c=$(B)/%.o)
+
+UNIT_SRC  = $(wildcard tests/unit/test_*.c)
+UNIT_BIN  = $(UNIT_SRC:tests/unit/%.c=$(B)/tests/unit/%)
+INTEG_SRC = $(wildcard tests/integration/test_*.c)
+INTEG_BIN = $(INTEG_SRC:tests/integration/%.c=$(B)/tests/integration/%)
+# Helper programs the integration tests start (not tests themselves).
+TOOL_SRC  = $(wildcard tests/integration/tool_*.c)
+TOOL_BIN  = $(TOOL_SRC:tests/integration/%.c=$(B)/tests/integration/%)
+
+BINS	 =
+
+.PHONY: all test deps unit integration memory asan valgrind \
+	cluster-up cluster-down clean
+.SUFFIXES:
+.DELETE_ON_ERROR:
+
+all: $(BINS) $(UNIT_BIN) $(INTEG_BIN) $(TOOL_BIN)
+
+$(B)/%.o: %.c
+	@mkdir -p $(@D)
+	$(CC) $(CPPFLAGS) $(CFLAGS) -MMD -MP -c -o $@ $<
+
+$(LIB): $(LIB_OBJ)
+	@rm -f $@
+	ar rcs $@ $^
+
+$(B)/tests/unit/%: $(B)/tests/unit/%.o $(SUP_OBJ) $(LIB)
+	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS) $(TESTLIBS)
+
+$(B)/tests/integration/%: $(B)/tests/integration/%.o $(SUP_OBJ) $(LIB)
+	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS) $(TESTLIBS)
+
+-include $(shell find build -name '*.d' 2>/dev/null)
+
+# make test: install what is missing (as root), then every tier. The
+# summary line comes from tests/run.sh, which tallies every tier's results
+# in build/results and exits non-zero if anything failed.
+test: deps
+	@rm -rf build/results
+	$(MAKE) all
+	-$(MAKE) unit
+	-$(MAKE) integration
+	-$(MAKE) memory
+	@tests/run.sh summary
+
+deps:
+	@tests/deps.sh
+
+unit: all
+	@tests/run.sh unit $(B) $(UNIT_BIN)
+
+integration: all
+	@tests/cluster/up.sh
+	@tests/run.sh integration $(B) $(INTEG_BIN)
+
+memory:
+	$(MAKE) B=build/asan OPT="-O1 -g" \
+		SAN="-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all" all
+	@tests/cluster/up.sh
+	@tests/run.sh asan build/asan \
+		$(UNIT_SRC:tests/unit/%.c=build/asan/tests/unit/%) \
+		$(INTEG_SRC:tests/integration/%.c=build/asan/tests/integration/%)
+	@VALGRIND=1 tests/run.sh valgrind $(B) $(UNIT_BIN)
+
+asan:
+	@rm -rf build/results
+	$(MAKE) B=build/asan OPT="-O1 -g" \
+		SAN="-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all" all
+	@tests/cluster/up.sh
+	-@tests/run.sh asan build/asan \
+		$(UNIT_SRC:tests/unit/%.c=build/asan/tests/unit/%) \
+		$(INTEG_SRC:tests/integration/%.c=build/asan/tests/integration/%)
+	@tests/run.sh summary
+
+valgrind: all
+	@rm -rf build/results
+	@tests/cluster/up.sh
+	-@VALGRIND=1 tests/run.sh valgrind $(B) $(UNIT_BIN) $(INTEG_BIN)
+	@tests/run.sh summary
+
+cluster-up:
+	@tests/cluster/up.sh
+
+cluster-down:
+	@tests/cluster/down.sh
+
+clean:
+	rm -rf build bin

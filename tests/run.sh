@@ -1,0 +1,66 @@
+#!/usr/bin/env bash
+# Run test binaries of one tier and tally them, or print the grand total.
+#
+#   tests/run.sh TIER BUILDDIR BIN...   run each BIN (cmocka, TAP output)
+#   tests/run.sh summary                "N passed, N failed" over all tiers
+#
+# Each test binary prints TAP; every "ok"/"not ok" line is one test. A binary
+# that exits non-zero without reporting a failure (a crash, a sanitizer or
+# valgrind error, a timeout) counts as one more failure, so nothing is lost.
+# Results accumulate in build/results/TIER as "passed failed".
+set -uo pipefail
+top=$(cd "$(dirname "$0")/.." && pwd)
+results=$top/build/results
+mkdir -p "$results"
+
+if [ "${1:-}" = summary ]; then
+	p=0 f=0 n=0
+	for r in "$results"/*; do
+		[ -f "$r" ] || continue
+		read -r rp rf < "$r"
+		p=$((p + rp)) f=$((f + rf)) n=$((n + 1))
+	done
+	[ "$n" -gt 0 ] || f=$((f + 1))	# no tier ran at all: that is a failure
+	echo "$p passed, $f failed"
+	[ "$f" -eq 0 ]
+	exit
+fi
+
+tier=$1 build=$2
+shift 2
+export AIRLOCK_BUILD=$top/$build AIRLOCK_TOP=$top CMOCKA_MESSAGE_OUTPUT=TAP
+[ -f "$top/.cluster/env" ] && export AIRLOCK_CLUSTER_ENV=$top/.cluster/env
+export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=0:exitcode=98}
+export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
+wrap=()
+if [ "${VALGRIND:-0}" = 1 ]; then
+	wrap=(valgrind -q --error-exitcode=99 --leak-check=full
+	      --errors-for-leak-kinds=definite --show-leak-kinds=definite
+	      --suppressions="$top/tests/valgrind.supp" --num-callers=30)
+fi
+
+pass=0 fail=0
+logdir=$top/build/logs/$tier
+mkdir -p "$logdir"
+for bin in "$@"; do
+	name=$(basename "$bin")
+	log=$logdir/$name.log
+	timeout --kill-after=10 "${TEST_TIMEOUT:-600}" "${wrap[@]}" "$bin" > "$log" 2>&1
+	rc=$?
+	p=$(grep -c '^ok ' "$log")
+	f=$(grep -c '^not ok ' "$log")
+	while read -r line; do echo "  $tier/$name: $line"; done < <(grep -E '^(not )?ok ' "$log" | sed 's/^ok [0-9]* - /PASS /; s/^not ok [0-9]* - /FAIL /')
+	if [ "$rc" -ne 0 ] && [ "$f" -eq 0 ]; then
+		f=1
+		echo "  $tier/$name: FAIL exited with status $rc"
+	fi
+	if [ "$rc" -ne 0 ] || [ "$f" -ne 0 ]; then
+		echo "  --- $log (last 40 lines) ---"
+		tail -n 40 "$log" | sed 's/^/  | /'
+	fi
+	pass=$((pass + p)) fail=$((fail + f))
+done
+read -r op of 2>/dev/null < "$results/$tier" || { op=0; of=0; }
+echo "$((op + pass)) $((of + fail))" > "$results/$tier"
+echo "$tier: $pass passed, $fail failed"
+[ "$fail" -eq 0 ]
