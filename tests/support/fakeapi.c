@@ -1,0 +1,253 @@
+#include <arpa/inet.h>
+#include <microhttpd.h>
+#include <netinet/in.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "buf.h"
+#include "fakeapi.h"
+#include "xmalloc.h"
+
+#define MAX_SCRIPT	64
+#define MAX_REQS	256
+
+struct reply {
+	int	 status;
+	char	*retry_after;
+	char	*body;
+	long	 delay_ms;
+};
+
+struct req {
+	char	*line, *body, *auth, *ctype;
+};
+
+struct fakeapi {
+	struct MHD_Daemon	*d;
+	char			 url[64];
+	pthread_mutex_t		 lock;
+	struct reply		 script[MAX_SCRIPT];
+	int			 nscript, next;
+	struct req		 reqs[MAX_REQS];
+	int			 nreqs;
+};
+
+struct conn {
+	char		*uri;	/* raw, with the query: MHD's url lacks it */
+	int		 seen;
+	struct buf	 body;
+};
+
+static void *
+uri_log(void *cls, const char *uri, struct MHD_Connection *c)
+{
+	struct conn *cn = xcalloc(1, sizeof(*cn));
+
+	(void)cls;
+	(void)c;
+	cn->uri = xstrdup(uri);
+	buf_init(&cn->body, 1 << 20);
+	return cn;
+}
+
+static const char *
+hdr(struct MHD_Connection *c, const char *name)
+{
+	const char *v = MHD_lookup_connection_value(c, MHD_HEADER_KIND, name);
+
+	return v ? v : "";
+}
+
+static enum MHD_Result
+handle(void *cls, struct MHD_Connection *c, const char *url,
+    const char *method, const char *version, const char *data,
+    size_t *data_size, void **ctx)
+{
+	struct fakeapi *f = cls;
+	struct conn *cn = *ctx;
+	struct MHD_Response *resp;
+	struct reply r = { 599, NULL, "{}", 0 };
+	const char *q;
+	struct buf line;
+	enum MHD_Result ret;
+
+	(void)version;
+	(void)url;
+	if (!cn->seen) {
+		cn->seen = 1;
+		return MHD_YES;
+	}
+	if (*data_size > 0) {
+		if (buf_append(&cn->body, data, *data_size) != 0)
+			return MHD_NO;
+		*data_size = 0;
+		return MHD_YES;
+	}
+	/* The whole request is in: record it, answer from the script. */
+	buf_init(&line, 1 << 16);
+	if (buf_append_str(&line, method) || buf_append_str(&line, " ") ||
+	    buf_append_str(&line, cn->uri))
+		abort();
+	q = NULL;
+	pthread_mutex_lock(&f->lock);
+	if (f->nreqs < MAX_REQS) {
+		struct req *rq = &f->reqs[f->nreqs++];
+
+		rq->line = buf_detach(&line, NULL);
+		rq->body = xstrdup(cn->body.data ? cn->body.data : "");
+		rq->auth = xstrdup(hdr(c, "Authorization"));
+		rq->ctype = xstrdup(hdr(c, "Content-Type"));
+		q = rq->line;
+	}
+	if (f->next < f->nscript)
+		r = f->script[f->next++];
+	pthread_mutex_unlock(&f->lock);
+	buf_free(&line);
+	(void)q;
+	if (r.delay_ms > 0)
+		usleep((useconds_t)r.delay_ms * 1000);
+	resp = MHD_create_response_from_buffer(strlen(r.body), r.body,
+	    MHD_RESPMEM_MUST_COPY);
+	MHD_add_response_header(resp, "Content-Type", "application/json");
+	if (r.retry_after)
+		MHD_add_response_header(resp, "Retry-After", r.retry_after);
+	ret = MHD_queue_response(c, (unsigned)r.status, resp);
+	MHD_destroy_response(resp);
+	return ret;
+}
+
+static void
+completed(void *cls, struct MHD_Connection *c, void **ctx,
+    enum MHD_RequestTerminationCode toe)
+{
+	struct conn *cn = *ctx;
+
+	(void)cls;
+	(void)c;
+	(void)toe;
+	if (cn) {
+		buf_free(&cn->body);
+		free(cn->uri);
+		free(cn);
+		*ctx = NULL;
+	}
+}
+
+struct fakeapi *
+fakeapi_start(void)
+{
+	struct fakeapi *f = xcalloc(1, sizeof(*f));
+	const union MHD_DaemonInfo *di;
+	struct sockaddr_in sa = { .sin_family = AF_INET };
+
+	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	pthread_mutex_init(&f->lock, NULL);
+	f->d = MHD_start_daemon(MHD_USE_THREAD_PER_CONNECTION |
+	    MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ERROR_LOG, 0, NULL, NULL,
+	    handle, f, MHD_OPTION_NOTIFY_COMPLETED, completed, f,
+	    MHD_OPTION_URI_LOG_CALLBACK, uri_log, f,
+	    MHD_OPTION_SOCK_ADDR, &sa, MHD_OPTION_END);
+	if (f->d == NULL) {
+		fprintf(stderr, "fakeapi: cannot start\n");
+		abort();
+	}
+	di = MHD_get_daemon_info(f->d, MHD_DAEMON_INFO_BIND_PORT);
+	snprintf(f->url, sizeof(f->url), "http://127.0.0.1:%u",
+	    (unsigned)di->port);
+	return f;
+}
+
+void
+fakeapi_stop(struct fakeapi *f)
+{
+	MHD_stop_daemon(f->d);
+	for (int i = 0; i < f->nscript; i++) {
+		free(f->script[i].retry_after);
+		free(f->script[i].body);
+	}
+	for (int i = 0; i < f->nreqs; i++) {
+		free(f->reqs[i].line);
+		free(f->reqs[i].body);
+		free(f->reqs[i].auth);
+		free(f->reqs[i].ctype);
+	}
+	pthread_mutex_destroy(&f->lock);
+	free(f);
+}
+
+const char *
+fakeapi_url(struct fakeapi *f)
+{
+	return f->url;
+}
+
+void
+fakeapi_push(struct fakeapi *f, int status, const char *retry_after,
+    const char *body, long delay_ms)
+{
+	pthread_mutex_lock(&f->lock);
+	if (f->nscript == MAX_SCRIPT)
+		abort();
+	f->script[f->nscript++] = (struct reply){ status,
+	    retry_after ? xstrdup(retry_after) : NULL, xstrdup(body),
+	    delay_ms };
+	pthread_mutex_unlock(&f->lock);
+}
+
+int
+fakeapi_count(struct fakeapi *f)
+{
+	int n;
+
+	pthread_mutex_lock(&f->lock);
+	n = f->nreqs;
+	pthread_mutex_unlock(&f->lock);
+	return n;
+}
+
+#define REQ_FIELD(fn, field)						\
+const char *								\
+fn(struct fakeapi *f, int i)						\
+{									\
+	const char *s;							\
+									\
+	pthread_mutex_lock(&f->lock);					\
+	s = i < f->nreqs ? f->reqs[i].field : "";			\
+	pthread_mutex_unlock(&f->lock);					\
+	return s;							\
+}
+REQ_FIELD(fakeapi_request, line)
+REQ_FIELD(fakeapi_body, body)
+REQ_FIELD(fakeapi_auth, auth)
+REQ_FIELD(fakeapi_ctype, ctype)
+
+struct k8s_config *
+fakeapi_config(struct fakeapi *f, const char *token)
+{
+	char path[] = "/tmp/airlock-fakeapi-XXXXXX";
+	struct k8s_config *cfg;
+	struct k8s_error err;
+	FILE *fp;
+	int fd = mkstemp(path);
+
+	if (fd < 0 || (fp = fdopen(fd, "w")) == NULL)
+		abort();
+	fprintf(fp, "apiVersion: v1\nkind: Config\ncurrent-context: fake\n"
+	    "clusters:\n- name: fake\n  cluster:\n    server: %s\n"
+	    "users:\n- name: u\n  user:\n%s%s%s"
+	    "contexts:\n- name: fake\n  context:\n    cluster: fake\n"
+	    "    user: u\n    namespace: ns1\n", f->url,
+	    token ? "    token: " : "    {}\n", token ? token : "",
+	    token ? "\n" : "");
+	fclose(fp);
+	if (k8s_config_load_kubeconfig(path, NULL, &cfg, &err) != 0) {
+		fprintf(stderr, "fakeapi: config: %s\n", err.message);
+		abort();
+	}
+	unlink(path);
+	return cfg;
+}

@@ -1,0 +1,48 @@
+/*
+ * fakeapi.h - a scripted HTTP server for unit tests of the client and watch.
+ *
+ * It answers requests, in order, with responses pushed beforehand, and
+ * records every request. It exists for what a real API server cannot be
+ * made to do on demand (500s, 429 with Retry-After, a slow answer, a torn
+ * stream); everything else is tested against the real kube-apiserver in
+ * tests/integration/. Served by libmicrohttpd on 127.0.0.1, one thread
+ * per connection.
+ */
+#ifndef AIRLOCK_FAKEAPI_H
+#define AIRLOCK_FAKEAPI_H
+
+#include "config.h"
+
+struct fakeapi;
+
+/* Starts on a free port; aborts the test program if it cannot. */
+struct fakeapi *fakeapi_start(void);
+void fakeapi_stop(struct fakeapi *f);
+
+/* "http://127.0.0.1:PORT". Borrowed. */
+const char *fakeapi_url(struct fakeapi *f);
+
+/*
+ * Queue one response. retry_after may be NULL; body is copied; delay_ms
+ * holds the answer back. With no response queued the server answers 599.
+ */
+void fakeapi_push(struct fakeapi *f, int status, const char *retry_after,
+    const char *body, long delay_ms);
+
+/* How many requests arrived, and the i-th as "METHOD URL" (borrowed). */
+int fakeapi_count(struct fakeapi *f);
+const char *fakeapi_request(struct fakeapi *f, int i);
+/* The i-th request's body and its Authorization and Content-Type headers
+ * ("" when absent). Borrowed. */
+const char *fakeapi_body(struct fakeapi *f, int i);
+const char *fakeapi_auth(struct fakeapi *f, int i);
+const char *fakeapi_ctype(struct fakeapi *f, int i);
+
+/*
+ * A config for the fake server, loaded from a kubeconfig written to a
+ * temp file (so the real loader is used). token may be NULL. Caller frees
+ * with k8s_config_free().
+ */
+struct k8s_config *fakeapi_config(struct fakeapi *f, const char *token);
+
+#endif
