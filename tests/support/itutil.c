@@ -1,0 +1,227 @@
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <cmocka.h>
+
+#include <curl/curl.h>
+
+#include "buf.h"
+#include "itutil.h"
+#include "xmalloc.h"
+
+#define MAXVARS 32
+
+static char *keys[MAXVARS], *vals[MAXVARS];
+static int nvars = -1;
+
+static void
+load_env(void)
+{
+	const char *path = getenv("AIRLOCK_CLUSTER_ENV");
+	char line[4096], def[4096];
+	FILE *f;
+
+	if (nvars >= 0)
+		return;
+	nvars = 0;
+	if (path == NULL) {
+		snprintf(def, sizeof(def), "%s/.cluster/env",
+		    getenv("AIRLOCK_TOP") ? getenv("AIRLOCK_TOP") : ".");
+		path = def;
+	}
+	if ((f = fopen(path, "r")) == NULL)
+		fail_msg("no test cluster: cannot open '%s' (run make cluster-up)", path);
+	while (fgets(line, sizeof(line), f) && nvars < MAXVARS) {
+		char *eq = strchr(line, '='), *v;
+		size_t n;
+
+		if (line[0] == '#' || eq == NULL)
+			continue;
+		*eq = '\0';
+		v = eq + 1;
+		n = strcspn(v, "\n");
+		v[n] = '\0';
+		if (n >= 2 && (v[0] == '"' || v[0] == '\'') && v[n - 1] == v[0]) {
+			v[n - 1] = '\0';
+			v++;
+		}
+		keys[nvars] = xstrdup(line);
+		vals[nvars++] = xstrdup(v);
+	}
+	fclose(f);
+}
+
+const char *
+it_env(const char *key)
+{
+	load_env();
+	for (int i = 0; i < nvars; i++)
+		if (strcmp(keys[i], key) == 0)
+			return vals[i];
+	return NULL;
+}
+
+struct k8s_client *
+it_client(int restricted, struct k8s_config **cfgp)
+{
+	const char *kc = it_env(restricted ? "KUBECONFIG_RESTRICTED" :
+	    "KUBECONFIG_ADMIN");
+	struct k8s_client *c;
+	struct k8s_error err;
+
+	if (kc == NULL)
+		fail_msg("no kubeconfig in the cluster env");
+	if (k8s_config_load_kubeconfig(kc, NULL, cfgp, &err) != 0)
+		fail_msg("kubeconfig '%s': %s", kc, err.message);
+	if (k8s_client_new(*cfgp, NULL, &c, &err) != 0)
+		fail_msg("client: %s", err.message);
+	return c;
+}
+
+void
+it_client_free(struct k8s_client *c, struct k8s_config *cfg)
+{
+	k8s_client_free(c);
+	k8s_config_free(cfg);
+}
+
+char *
+it_namespace_new(struct k8s_client *c, const char *prefix)
+{
+	struct k8s_error err;
+	struct timespec ts;
+	json_t *ns;
+	char *name;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	name = xasprintf("%s-%x%04lx", prefix, (unsigned)getpid() & 0xffff,
+	    (ts.tv_nsec / 1000) & 0xffff);
+	ns = json_pack("{s:s, s:s, s:{s:s}}", "apiVersion", "v1",
+	    "kind", "Namespace", "metadata", "name", name);
+	if (k8s_create(c, &k8s_res_namespaces, NULL, ns, NULL, &err) != 0)
+		fail_msg("create namespace %s: %s", name, err.message);
+	json_decref(ns);
+	return name;
+}
+
+void
+it_namespace_delete(struct k8s_client *c, const char *ns)
+{
+	struct k8s_error err;
+
+	if (k8s_delete(c, &k8s_res_namespaces, NULL, ns, NULL, NULL, &err) != 0)
+		fprintf(stderr, "delete namespace %s: %s\n", ns, err.message);
+}
+
+char *
+it_configmap(struct k8s_client *c, const char *ns, const char *name,
+    const char *v)
+{
+	struct k8s_error err;
+	json_t *cm, *out;
+	char *rv;
+
+	cm = json_pack("{s:s, s:s, s:{s:s}, s:{s:s}}", "apiVersion", "v1",
+	    "kind", "ConfigMap", "metadata", "name", name, "data", "k", v);
+	if (k8s_create(c, &k8s_res_configmaps, ns, cm, &out, &err) != 0)
+		fail_msg("create configmap %s/%s: %s", ns, name, err.message);
+	rv = xstrdup(k8s_obj_rv(out));
+	json_decref(cm);
+	json_decref(out);
+	return rv;
+}
+
+static size_t
+collect(char *p, size_t size, size_t n, void *arg)
+{
+	return buf_append(arg, p, size * n) == 0 ? size * n : 0;
+}
+
+/* POST JSON to etcd's v3 gateway; the parsed answer. */
+static json_t *
+etcd_post(const char *path, const char *body)
+{
+	const char *base = it_env("ETCD_URL");
+	struct curl_slist *h = NULL;
+	struct buf b;
+	json_t *out;
+	char *url;
+	CURL *c;
+
+	if (base == NULL)
+		fail_msg("no ETCD_URL in the cluster env");
+	buf_init(&b, 1 << 20);
+	url = xasprintf("%s%s", base, path);
+	c = curl_easy_init();
+	h = curl_slist_append(h, "Content-Type: application/json");
+	curl_easy_setopt(c, CURLOPT_URL, url);
+	curl_easy_setopt(c, CURLOPT_POSTFIELDS, body);
+	curl_easy_setopt(c, CURLOPT_HTTPHEADER, h);
+	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, collect);
+	curl_easy_setopt(c, CURLOPT_WRITEDATA, &b);
+	curl_easy_setopt(c, CURLOPT_TIMEOUT, 30L);
+	if (curl_easy_perform(c) != CURLE_OK)
+		fail_msg("etcd %s failed", path);
+	out = json_loads(b.data ? b.data : "", 0, NULL);
+	if (out == NULL)
+		fail_msg("etcd %s: bad answer '%s'", path, b.data ? b.data : "");
+	curl_slist_free_all(h);
+	curl_easy_cleanup(c);
+	free(url);
+	buf_free(&b);
+	return out;
+}
+
+long
+it_etcd_compact(void)
+{
+	json_t *r = etcd_post("/v3/kv/range", "{\"key\":\"AA==\"}");
+	const char *rev = json_string_value(json_object_get(
+	    json_object_get(r, "header"), "revision"));
+	long n = rev ? strtol(rev, NULL, 10) : 0;
+	char body[128];
+
+	if (n <= 0)
+		fail_msg("etcd revision unreadable");
+	json_decref(r);
+	snprintf(body, sizeof(body), "{\"revision\":\"%ld\",\"physical\":true}", n);
+	json_decref(etcd_post("/v3/kv/compaction", body));
+	return n;
+}
+
+long
+it_mono_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+void
+it_sleep_ms(long ms)
+{
+	struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };
+
+	nanosleep(&ts, NULL);
+}
+
+int
+it_wait_for(int (*cond)(void *arg), void *arg, long timeout_ms)
+{
+	long end = it_mono_ms() + timeout_ms;
+
+	for (;;) {
+		if (cond(arg))
+			return 1;
+		if (it_mono_ms() >= end)
+			return 0;
+		it_sleep_ms(10);
+	}
+}

@@ -1,0 +1,37 @@
+/*
+ * itutil.h - helpers for integration tests against the real control plane
+ * that tests/cluster/up.sh started (.cluster/env describes it).
+ *
+ * Nothing here is skipped quietly: without a cluster every helper fails
+ * the calling test with a message saying so.
+ */
+#ifndef AIRLOCK_ITUTIL_H
+#define AIRLOCK_ITUTIL_H
+
+#include "client.h"
+
+/* A value from .cluster/env (borrowed), or NULL. */
+const char *it_env(const char *key);
+
+/* A client as the admin (restricted = 0) or the least-privileged user. */
+struct k8s_client *it_client(int restricted, struct k8s_config **cfgp);
+void it_client_free(struct k8s_client *c, struct k8s_config *cfg);
+
+/* Create a fresh namespace "PREFIX-xxxxxx"; returns its name (caller frees). */
+char *it_namespace_new(struct k8s_client *c, const char *prefix);
+void it_namespace_delete(struct k8s_client *c, const char *ns);
+
+/* Create ConfigMap ns/name with data {k: v}; returns its resourceVersion. */
+char *it_configmap(struct k8s_client *c, const char *ns, const char *name,
+    const char *v);
+
+/* Compact etcd at its current revision; returns that revision. */
+long it_etcd_compact(void);
+
+long it_mono_ms(void);
+void it_sleep_ms(long ms);
+
+/* Poll cond(arg) every 10 ms until true or timeout: 1 if it came true. */
+int it_wait_for(int (*cond)(void *arg), void *arg, long timeout_ms);
+
+#endif
