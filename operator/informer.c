@@ -4,6 +4,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "clock.h"
 #include "informer.h"
 #include "log.h"
 #include "xmalloc.h"
@@ -202,7 +203,6 @@ informer_new(struct k8s_client *c, const struct informer_opts *opts,
     const struct informer_handlers *h)
 {
 	struct informer *inf = xcalloc(1, sizeof(*inf));
-	pthread_condattr_t ca;
 
 	inf->client = c;
 	inf->opts = *opts;
@@ -211,10 +211,7 @@ informer_new(struct k8s_client *c, const struct informer_opts *opts,
 		inf->opts.page_size = 500;
 	inf->cache = json_object();
 	pthread_mutex_init(&inf->lock, NULL);
-	pthread_condattr_init(&ca);
-	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-	pthread_cond_init(&inf->cond, &ca);
-	pthread_condattr_destroy(&ca);
+	clock_cond_init(&inf->cond);
 	return inf;
 }
 
@@ -288,13 +285,7 @@ informer_wait_synced(struct informer *inf, long timeout_ms)
 	struct timespec until;
 	int rc = 0;
 
-	clock_gettime(CLOCK_MONOTONIC, &until);
-	until.tv_sec += timeout_ms / 1000;
-	until.tv_nsec += (timeout_ms % 1000) * 1000000L;
-	if (until.tv_nsec >= 1000000000L) {
-		until.tv_sec++;
-		until.tv_nsec -= 1000000000L;
-	}
+	clock_mono_ts(&until, clock_mono_ms() + timeout_ms);
 	pthread_mutex_lock(&inf->lock);
 	while (!inf->synced && rc != ETIMEDOUT)
 		rc = pthread_cond_timedwait(&inf->cond, &inf->lock, &until);

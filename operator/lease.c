@@ -6,6 +6,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "clock.h"
 #include "lease.h"
 #include "log.h"
 #include "xmalloc.h"
@@ -28,15 +29,6 @@ struct lease {
 	long	 seen_duration_ms;
 };
 
-static long long
-mono_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 /* Lease times are MicroTime: RFC 3339 with microseconds, in UTC. */
 static void
 micro_time(char out[32])
@@ -57,7 +49,6 @@ lease_new(struct k8s_client *c, const struct lease_config *cfg,
     struct k8s_error *err)
 {
 	struct lease *l;
-	pthread_condattr_t ca;
 
 	*out = NULL;
 	if (!cfg->ns || !cfg->name || !cfg->identity || !cfg->identity[0])
@@ -86,10 +77,7 @@ lease_new(struct k8s_client *c, const struct lease_config *cfg,
 		return K8S_EINVAL;
 	}
 	pthread_mutex_init(&l->lock, NULL);
-	pthread_condattr_init(&ca);
-	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-	pthread_cond_init(&l->cond, &ca);
-	pthread_condattr_destroy(&ca);
+	clock_cond_init(&l->cond);
 	*out = l;
 	return 0;
 }
@@ -119,15 +107,16 @@ int
 lease_is_leader(struct lease *l)
 {
 	return atomic_load(&l->leading) &&
-	    mono_ms() - atomic_load(&l->renewed_at) < l->cfg.renew_deadline_ms;
+	    clock_mono_ms() - atomic_load(&l->renewed_at) < l->cfg.renew_deadline_ms;
 }
 
 /* Sleep until mono ms `until` or stop. */
 static void
 sleep_until(struct lease *l, long long until)
 {
-	struct timespec ts = { until / 1000, (until % 1000) * 1000000L };
+	struct timespec ts;
 
+	clock_mono_ts(&ts, until);
 	pthread_mutex_lock(&l->lock);
 	while (!atomic_load(&l->stop) &&
 	    pthread_cond_timedwait(&l->cond, &l->lock, &ts) == 0)
@@ -210,7 +199,7 @@ try_acquire_or_renew(struct lease *l, long long *next_try)
 {
 	const struct k8s_resource *res = &k8s_res_leases;
 	struct k8s_error err;
-	long long start = mono_ms();
+	long long start = clock_mono_ms();
 	json_t *lease = NULL, *spec;
 	const char *holder, *acq;
 	json_int_t trans;
@@ -304,7 +293,7 @@ lease_run(struct lease *l)
 	int rc;
 
 	while (!atomic_load(&l->stop)) {
-		start = mono_ms();
+		start = clock_mono_ms();
 		rc = try_acquire_or_renew(l, &next);
 		if (rc == 1) {
 			set_leading(l, true, start);
@@ -312,7 +301,7 @@ lease_run(struct lease *l)
 			set_leading(l, false, 0);
 		} else if (atomic_load(&l->leading)) {
 			/* Keep trying to renew until the deadline passes. */
-			if (mono_ms() - atomic_load(&l->renewed_at) >=
+			if (clock_mono_ms() - atomic_load(&l->renewed_at) >=
 			    l->cfg.renew_deadline_ms)
 				set_leading(l, false, 0);
 			else

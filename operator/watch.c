@@ -10,6 +10,7 @@
 #include <curl/curl.h>
 
 #include "client_priv.h"
+#include "clock.h"
 #include "log.h"
 #include "watch.h"
 #include "xmalloc.h"
@@ -135,7 +136,7 @@ struct watch {
 	pthread_cond_t		 cond;		/* backoff sleeps wait on it */
 	char			*rv;
 	struct watch_stats	 stats;
-	struct timespec		 next_tick;
+	long long		 next_tick;	/* mono ms */
 
 	/* Per connection, touched only by the run thread. */
 	struct watch_decoder	 dec;
@@ -145,33 +146,6 @@ struct watch {
 	struct k8s_error	 err;
 };
 
-static void
-now_mono(struct timespec *ts)
-{
-	clock_gettime(CLOCK_MONOTONIC, ts);
-}
-
-static long
-ms_until(const struct timespec *t)
-{
-	struct timespec n;
-
-	now_mono(&n);
-	return (t->tv_sec - n.tv_sec) * 1000 +
-	    (t->tv_nsec - n.tv_nsec) / 1000000;
-}
-
-static void
-add_ms(struct timespec *t, long ms)
-{
-	t->tv_sec += ms / 1000;
-	t->tv_nsec += (ms % 1000) * 1000000L;
-	if (t->tv_nsec >= 1000000000L) {
-		t->tv_sec++;
-		t->tv_nsec -= 1000000000L;
-	}
-}
-
 static unsigned
 rand32(void)
 {
@@ -180,7 +154,7 @@ rand32(void)
 	if (s == 0) {
 		struct timespec ts;
 
-		now_mono(&ts);
+		clock_gettime(CLOCK_MONOTONIC, &ts);
 		s = (unsigned)ts.tv_nsec ^ ((unsigned)getpid() << 16) ^ 0x9e3779b9u;
 	}
 	s ^= s << 13;
@@ -194,7 +168,6 @@ watch_new(struct k8s_client *c, const struct watch_opts *opts,
     const struct watch_handlers *h)
 {
 	struct watch *w = xcalloc(1, sizeof(*w));
-	pthread_condattr_t ca;
 
 	w->client = c;
 	w->opts = *opts;
@@ -213,10 +186,7 @@ watch_new(struct k8s_client *c, const struct watch_opts *opts,
 	}
 	atomic_init(&w->stop, false);
 	pthread_mutex_init(&w->lock, NULL);
-	pthread_condattr_init(&ca);
-	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-	pthread_cond_init(&w->cond, &ca);
-	pthread_condattr_destroy(&ca);
+	clock_cond_init(&w->cond);
 	watch_decoder_init(&w->dec, w->opts.max_line);
 	buf_init(&w->errbody, ERRBODY_MAX);
 	return w;
@@ -281,8 +251,7 @@ wait_ms(struct watch *w, long ms)
 	struct timespec until;
 	int rc;
 
-	now_mono(&until);
-	add_ms(&until, ms);
+	clock_mono_ts(&until, clock_mono_ms() + ms);
 	pthread_mutex_lock(&w->lock);
 	while (!atomic_load(&w->stop))
 		if (pthread_cond_timedwait(&w->cond, &w->lock, &until) != 0)
@@ -296,10 +265,9 @@ static void
 maybe_tick(struct watch *w)
 {
 	if (w->opts.tick_ms <= 0 || w->h.on_tick == NULL ||
-	    ms_until(&w->next_tick) > 0)
+	    clock_mono_ms() < w->next_tick)
 		return;
-	now_mono(&w->next_tick);
-	add_ms(&w->next_tick, w->opts.tick_ms);
+	w->next_tick = clock_mono_ms() + w->opts.tick_ms;
 	w->h.on_tick(w->h.arg);
 }
 
@@ -455,7 +423,7 @@ watch_once(struct watch *w, const char *rv)
 		if (!running)
 			break;
 		if (w->opts.tick_ms > 0) {
-			long u = ms_until(&w->next_tick);
+			long u = (long)(w->next_tick - clock_mono_ms());
 
 			t = u < 0 ? 0 : (u < t ? u : t);
 		}
@@ -494,8 +462,7 @@ watch_run(struct watch *w, const char *start_rv)
 	char *rv;
 	int rc;
 
-	now_mono(&w->next_tick);
-	add_ms(&w->next_tick, w->opts.tick_ms);
+	w->next_tick = clock_mono_ms() + w->opts.tick_ms;
 	set_rv(w, start_rv && start_rv[0] ? start_rv : NULL);
 	while (!atomic_load(&w->stop)) {
 		maybe_tick(w);

@@ -15,6 +15,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "clock.h"
 #include "k8s_error.h"
 #include "log.h"
 #include "workqueue.h"
@@ -309,17 +310,13 @@ workqueue_new(const struct workqueue_opts *opts)
 {
 	struct workqueue *q = xcalloc(1, sizeof(*q));
 	struct workqueue_opts o;
-	pthread_condattr_t ca;
 
 	opts_fill(&o, opts);
 	q->base_delay_ms = o.base_delay_ms;
 	q->max_delay_ms = o.max_delay_ms;
 	workqueue_bucket_init(&q->bucket, &o, now_ns());
 	pthread_mutex_init(&q->mu, NULL);
-	pthread_condattr_init(&ca);
-	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-	pthread_cond_init(&q->cv, &ca);
-	pthread_condattr_destroy(&ca);
+	clock_cond_init(&q->cv);
 	return q;
 }
 

@@ -17,26 +17,18 @@
 #include <unistd.h>
 
 #include "client.h"
+#include "clock.h"
 #include "lease.h"
 #include "log.h"
 
 static struct lease *the_lease;
 static atomic_int quit;
 
-static long long
-mono_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 static void
 started(void *arg)
 {
 	(void)arg;
-	printf("LEADING %lld\n", mono_ms());
+	printf("LEADING %lld\n", clock_mono_ms());
 	fflush(stdout);
 }
 
@@ -44,7 +36,7 @@ static void
 stopped(void *arg)
 {
 	(void)arg;
-	printf("STOPPED %lld\n", mono_ms());
+	printf("STOPPED %lld\n", clock_mono_ms());
 	fflush(stdout);
 }
 
@@ -65,7 +57,7 @@ actor(void *arg)
 	(void)arg;
 	while (!atomic_load(&quit)) {
 		if (lease_is_leader(the_lease)) {
-			printf("ACT %lld\n", mono_ms());
+			printf("ACT %lld\n", clock_mono_ms());
 			fflush(stdout);
 		}
 		usleep(100000);
@@ -107,7 +99,7 @@ main(int argc, char **argv)
 	pthread_join(sig_th, NULL);
 	atomic_store(&quit, 1);
 	pthread_join(act_th, NULL);
-	printf("EXIT %lld\n", mono_ms());
+	printf("EXIT %lld\n", clock_mono_ms());
 	fflush(stdout);
 	lease_free(the_lease);
 	k8s_client_free(c);

@@ -12,6 +12,7 @@
 #include <curl/curl.h>
 
 #include "buf.h"
+#include "clock.h"
 #include "itutil.h"
 #include "xmalloc.h"
 
@@ -198,10 +199,7 @@ it_etcd_compact(void)
 long
 it_mono_ms(void)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+	return (long)clock_mono_ms();
 }
 
 void

@@ -13,6 +13,7 @@
 #include <cmocka.h>
 
 #include "client.h"
+#include "clock.h"
 #include "fakeapi.h"
 
 struct fx {
@@ -57,10 +58,7 @@ teardown(void **state)
 static long
 mono_ms(void)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+	return (long)clock_mono_ms();
 }
 
 static void

@@ -1,0 +1,24 @@
+/*
+ * clock.h - the monotonic clock every timer in the library runs on.
+ *
+ * Deadlines, backoffs, lease expiry and queue delays are all measured on
+ * CLOCK_MONOTONIC, never on the wall clock, which NTP may step. Condition
+ * variables made with clock_cond_init() take absolute CLOCK_MONOTONIC
+ * deadlines in pthread_cond_timedwait(), built with clock_mono_ts().
+ */
+#ifndef AIRLOCK_CLOCK_H
+#define AIRLOCK_CLOCK_H
+
+#include <pthread.h>
+#include <time.h>
+
+/* Milliseconds on CLOCK_MONOTONIC. */
+long long clock_mono_ms(void);
+
+/* The timespec of the monotonic instant at_ms (as clock_mono_ms counts). */
+void clock_mono_ts(struct timespec *ts, long long at_ms);
+
+/* Initialise c so that its timed waits use CLOCK_MONOTONIC. */
+void clock_cond_init(pthread_cond_t *c);
+
+#endif
