@@ -43,7 +43,7 @@ TOOL_BIN  = $(TOOL_SRC:tests/integration/%.c=$(B)/tests/integration/%)
 
 BINS	 =
 
-.PHONY: all test deps unit integration memory asan valgrind \
+.PHONY: all test deps unit integration memory asan run-asan valgrind \
 	cluster-up cluster-down clean
 .SUFFIXES:
 .DELETE_ON_ERROR:
@@ -66,16 +66,18 @@ $(B)/tests/integration/%: $(B)/tests/integration/%.o $(SUP_OBJ) $(LIB)
 
 -include $(shell find build -name '*.d' 2>/dev/null)
 
-# make test: install what is missing (as root), then every tier. The
-# summary line comes from tests/run.sh, which tallies every tier's results
-# in build/results and exits non-zero if anything failed.
+# make test: install what is missing (as root), then every tier, then stop
+# the test cluster. The summary line comes from tests/run.sh, which tallies
+# every tier's results in build/results and exits non-zero if anything
+# failed (a tier that could not even start counts as a failure there).
 test: deps
 	@rm -rf build/results
 	$(MAKE) all
 	-$(MAKE) unit
 	-$(MAKE) integration
 	-$(MAKE) memory
-	@tests/run.sh summary
+	@tests/cluster/down.sh
+	@tests/run.sh summary unit integration asan valgrind
 
 deps:
 	@tests/deps.sh
@@ -87,30 +89,31 @@ integration: all
 	@tests/cluster/up.sh
 	@tests/run.sh integration $(B) $(INTEG_BIN)
 
-memory:
-	$(MAKE) B=build/asan OPT="-O1 -g" \
-		SAN="-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all" all
+# The ASan+UBSan flavour: its own object tree, every test in it.
+ASAN_MAKE  = $(MAKE) B=build/asan OPT="-O1 -g" \
+	     SAN="-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all"
+ASAN_TESTS = $(UNIT_SRC:tests/unit/%.c=build/asan/tests/unit/%) \
+	     $(INTEG_SRC:tests/integration/%.c=build/asan/tests/integration/%)
+
+run-asan:
+	$(ASAN_MAKE) all
 	@tests/cluster/up.sh
-	@tests/run.sh asan build/asan \
-		$(UNIT_SRC:tests/unit/%.c=build/asan/tests/unit/%) \
-		$(INTEG_SRC:tests/integration/%.c=build/asan/tests/integration/%)
+	@tests/run.sh asan build/asan $(ASAN_TESTS)
+
+memory:
+	-$(MAKE) run-asan
 	@VALGRIND=1 tests/run.sh valgrind $(B) $(UNIT_BIN)
 
 asan:
 	@rm -rf build/results
-	$(MAKE) B=build/asan OPT="-O1 -g" \
-		SAN="-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all" all
-	@tests/cluster/up.sh
-	-@tests/run.sh asan build/asan \
-		$(UNIT_SRC:tests/unit/%.c=build/asan/tests/unit/%) \
-		$(INTEG_SRC:tests/integration/%.c=build/asan/tests/integration/%)
-	@tests/run.sh summary
+	-$(MAKE) run-asan
+	@tests/run.sh summary asan
 
 valgrind: all
 	@rm -rf build/results
 	@tests/cluster/up.sh
 	-@VALGRIND=1 tests/run.sh valgrind $(B) $(UNIT_BIN) $(INTEG_BIN)
-	@tests/run.sh summary
+	@tests/run.sh summary valgrind
 
 cluster-up:
 	@tests/cluster/up.sh

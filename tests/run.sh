@@ -2,7 +2,8 @@
 # Run test binaries of one tier and tally them, or print the grand total.
 #
 #   tests/run.sh TIER BUILDDIR BIN...   run each BIN (cmocka, TAP output)
-#   tests/run.sh summary                "N passed, N failed" over all tiers
+#   tests/run.sh summary [TIER...]      "N passed, N failed" over all tiers;
+#                                       each TIER named must have reported
 #
 # Each test binary prints TAP; every "ok"/"not ok" line is one test. A binary
 # that exits non-zero without reporting a failure (a crash, a sanitizer or
@@ -14,13 +15,23 @@ results=$top/build/results
 mkdir -p "$results"
 
 if [ "${1:-}" = summary ]; then
-	p=0 f=0 n=0
+	shift
+	p=0 f=0
 	for r in "$results"/*; do
 		[ -f "$r" ] || continue
 		read -r rp rf < "$r"
-		p=$((p + rp)) f=$((f + rf)) n=$((n + 1))
+		p=$((p + rp)) f=$((f + rf))
 	done
-	[ "$n" -gt 0 ] || f=$((f + 1))	# no tier ran at all: that is a failure
+	# A tier that was expected but never reported (its build or its
+	# cluster failed first) is a failure, not a silent gap.
+	[ $# -gt 0 ] || set -- "$results"/*
+	for t in "$@"; do
+		t=$(basename "$t")
+		if [ ! -f "$results/$t" ]; then
+			echo "  $t: FAIL the tier did not run"
+			f=$((f + 1))
+		fi
+	done
 	echo "$p passed, $f failed"
 	[ "$f" -eq 0 ]
 	exit
