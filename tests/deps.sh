@@ -3,7 +3,8 @@
 # Only root can; anyone else gets the list to install.
 set -euo pipefail
 pkgs=(gcc make pkg-config libcurl4-openssl-dev libjansson-dev libyaml-dev
-      libmicrohttpd-dev libcmocka-dev valgrind openssl curl ca-certificates)
+      libmicrohttpd-dev libcmocka-dev valgrind openssl curl ca-certificates
+      iproute2 util-linux)
 missing=()
 for p in "${pkgs[@]}"; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'ok installed' ||

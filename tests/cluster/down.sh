@@ -1,0 +1,95 @@
+#!/usr/bin/env bash
+# Stop the test control plane started by up.sh and remove <repo>/.cluster.
+# Idempotent: exits 0 when nothing is up.
+#
+# usage: down.sh               (make cluster-down)
+#        down.sh --stop-only   stop the processes, keep .cluster (up.sh uses
+#                              this on a failed start so the logs survive)
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+root=$(cd "$here/../.." && pwd)
+cluster=$root/.cluster
+STOP_TIMEOUT=10
+
+die() { echo "down.sh: $*" >&2; exit 1; }
+
+stop_only=false
+case ${1-} in
+--stop-only) stop_only=true ;;
+"") ;;
+*) die "unknown argument '$1'" ;;
+esac
+
+# Same lock as up.sh, unless up.sh (holding it) called us.
+if [ -z "${AIRLOCK_CLUSTER_LOCK_HELD-}" ]; then
+	exec 9<"$here"
+	flock 9
+fi
+
+[ -e "$cluster" ] || { echo "down.sh: nothing to stop"; exit 0; }
+
+# our_pid PIDFILE: print the pid if it is alive and really ours: a recycled
+# pid never mentions our state directory on its command line.
+our_pid() {
+	local pid
+	pid=$(cat "$1" 2>/dev/null) || return 1
+	[[ $pid =~ ^[0-9]+$ ]] || return 1
+	tr '\0' ' ' 2>/dev/null <"/proc/$pid/cmdline" | grep -qF "$cluster/" || return 1
+	echo "$pid"
+}
+
+alive() { kill -0 "$1" 2>/dev/null; }
+
+# stop PIDFILE: TERM, up to STOP_TIMEOUT s to exit, then KILL.
+stop() {
+	local pid name
+	name=$(basename "$1" .pid)
+	pid=$(our_pid "$1") || return 0
+	kill -TERM "$pid" 2>/dev/null || return 0
+	local deadline=$((SECONDS + STOP_TIMEOUT))
+	while alive "$pid" && ((SECONDS < deadline)); do sleep 0.1; done
+	alive "$pid" || return 0
+	echo "down.sh: $name ($pid) still running after $STOP_TIMEOUT s, killing it" >&2
+	kill -KILL "$pid" 2>/dev/null || true
+	for _ in $(seq 50); do alive "$pid" || return 0; sleep 0.1; done
+	die "$name ($pid) survived SIGKILL"
+}
+
+# One at a time, the apiserver first: with etcd gone it spends minutes
+# retrying etcd instead of shutting down.
+stop_all() {
+	local f
+	stop "$cluster/kube-apiserver.pid"
+	for f in "$cluster"/*.pid; do
+		[ -e "$f" ] && stop "$f"
+	done
+	return 0
+}
+
+# Processes we did not record (should not happen) are reported, not killed:
+# without a pid file we cannot tell why they are there.
+report_strays() {
+	local p strays=()
+	for p in /proc/[0-9]*; do
+		tr '\0' ' ' 2>/dev/null <"$p/cmdline" | grep -qF "$cluster/" || continue
+		[ "${p#/proc/}" = $$ ] && continue
+		strays+=("${p#/proc/}")
+	done
+	[ ${#strays[@]} -eq 0 ] || echo "down.sh: warning: processes still mention $cluster: ${strays[*]}" >&2
+}
+
+# Nothing here mounts today, but never rm -rf through a mount point.
+unmount_all() {
+	local m
+	findmnt -rn -o TARGET | { grep -F "$cluster/" || true; } | sort -r |
+		while read -r m; do
+			umount "$m" || umount -l "$m" || die "cannot unmount $m"
+		done
+}
+
+stop_all
+report_strays
+$stop_only && { echo "down.sh: processes stopped; $cluster kept"; exit 0; }
+unmount_all
+rm -rf --one-file-system "$cluster"
+echo "down.sh: cluster stopped and $cluster removed"
