@@ -2,6 +2,13 @@
  * Integration: operator/watch.c and operator/informer.c against the real
  * kube-apiserver and etcd: event order, 410 after compaction, missed
  * deletes found by the relist.
+ *
+ * The 410 tests watch core/v1 Events. kube-apiserver keeps a watch cache
+ * for most resources and answers a resumed watch from the cache's own
+ * history (at least 75 s of it), whatever etcd compacted; Events are not
+ * cached by default, so their watches reach etcd, and a compacted
+ * resourceVersion comes back as the in-band ERROR 410 a real informer
+ * meets after a long disconnect. (See tests/cluster/README.md.)
  */
 #include <pthread.h>
 #include <setjmp.h>
@@ -45,10 +52,13 @@ logf_(struct log *l, const char *fmt, ...)
 	pthread_mutex_unlock(&l->lock);
 }
 
+/* A ConfigMap's data.k, or an Event's message: the value tests change. */
 static const char *
 val(json_t *o)
 {
-	return json_string_value(json_object_get(json_object_get(o, "data"), "k"));
+	json_t *d = json_object_get(o, "data");
+
+	return json_string_value(d ? json_object_get(d, "k") : json_object_get(o, "message"));
 }
 
 static void
@@ -92,24 +102,54 @@ wait_lines(struct log *l, int n)
 }
 
 static void
-update_cm(struct k8s_client *c, const char *ns, const char *name, const char *v)
+update_obj(struct k8s_client *c, const struct k8s_resource *res, const char *ns,
+    const char *name, const char *v)
 {
 	struct k8s_patch_opts merge = { .type = K8S_PATCH_MERGE };
 	struct k8s_error err;
-	json_t *p = json_pack("{s:{s:s}}", "data", "k", v);
+	json_t *p = res == &k8s_res_events ? json_pack("{s:s}", "message", v) :
+	    json_pack("{s:{s:s}}", "data", "k", v);
 
-	if (k8s_patch(c, &k8s_res_configmaps, ns, name, &merge, p, NULL, &err) != 0)
+	if (k8s_patch(c, res, ns, name, &merge, p, NULL, &err) != 0)
 		fail_msg("patch %s: %s", name, err.message);
 	json_decref(p);
 }
 
 static void
-delete_cm(struct k8s_client *c, const char *ns, const char *name)
+delete_obj(struct k8s_client *c, const struct k8s_resource *res, const char *ns,
+    const char *name)
 {
 	struct k8s_error err;
 
-	if (k8s_delete(c, &k8s_res_configmaps, ns, name, NULL, NULL, &err) != 0)
+	if (k8s_delete(c, res, ns, name, NULL, NULL, &err) != 0)
 		fail_msg("delete %s: %s", name, err.message);
+}
+
+static void
+update_cm(struct k8s_client *c, const char *ns, const char *name, const char *v)
+{
+	update_obj(c, &k8s_res_configmaps, ns, name, v);
+}
+
+static void
+delete_cm(struct k8s_client *c, const char *ns, const char *name)
+{
+	delete_obj(c, &k8s_res_configmaps, ns, name);
+}
+
+/* A core/v1 Event about nothing in particular, with message v. */
+static void
+event(struct k8s_client *c, const char *ns, const char *name, const char *v)
+{
+	struct k8s_error err;
+	json_t *e = json_pack("{s:s, s:s, s:{s:s}, s:{s:s, s:s, s:s}, s:s, s:s, s:s}",
+	    "apiVersion", "v1", "kind", "Event", "metadata", "name", name,
+	    "involvedObject", "kind", "ConfigMap", "namespace", ns, "name", "x",
+	    "reason", "Test", "message", v, "type", "Normal");
+
+	if (k8s_create(c, &k8s_res_events, ns, e, NULL, &err) != 0)
+		fail_msg("create event %s: %s", name, err.message);
+	json_decref(e);
 }
 
 static void
@@ -179,7 +219,7 @@ raw_relist(void *arg, char **rv, struct k8s_error *err)
 	int rc;
 
 	r->relists++;
-	rc = k8s_list_all(r->c, &k8s_res_configmaps, r->ns, NULL, &items, rv, err);
+	rc = k8s_list_all(r->c, &k8s_res_events, r->ns, NULL, &items, rv, err);
 	if (rc == 0) {
 		snprintf(r->seen[r->n++ % 16], 64, "relist %zu", json_array_size(items));
 		json_decref(items);
@@ -205,7 +245,7 @@ create_after(void *arg)
 	struct raw *r = arg;
 
 	it_sleep_ms(1500);
-	free(it_configmap(r->c, r->ns, "after", "x"));
+	event(r->c, r->ns, "after", "x");
 	return NULL;
 }
 
@@ -216,7 +256,7 @@ test_watch_410_after_compaction(void **state)
 	struct k8s_client *c = it_client(0, &cfg);
 	char *ns = it_namespace_new(c, "it-gone");
 	struct raw r = { .c = c, .ns = ns };
-	struct watch_opts wo = { .res = &k8s_res_configmaps, .timeout_seconds = 30 };
+	struct watch_opts wo = { .res = &k8s_res_events, .timeout_seconds = 30 };
 	struct watch_handlers wh = { raw_relist, raw_event, NULL, &r };
 	struct watch_stats st;
 	struct k8s_error err;
@@ -226,15 +266,15 @@ test_watch_410_after_compaction(void **state)
 
 	(void)state;
 	wo.ns = ns;
-	free(it_configmap(c, ns, "first", "x"));
-	assert_int_equal(k8s_list_all(c, &k8s_res_configmaps, ns, NULL, &items, &old_rv, &err), 0);
+	event(c, ns, "first", "x");
+	assert_int_equal(k8s_list_all(c, &k8s_res_events, ns, NULL, &items, &old_rv, &err), 0);
 	json_decref(items);
 	for (int i = 0; i < 5; i++) {
 		char name[32];
 
 		snprintf(name, sizeof(name), "churn%d", i);
-		free(it_configmap(c, ns, name, "x"));
-		delete_cm(c, ns, name);
+		event(c, ns, name, "x");
+		delete_obj(c, &k8s_res_events, ns, name);
 	}
 	it_etcd_compact();
 
@@ -263,16 +303,16 @@ test_informer_restart_detects_missed_deletes(void **state)
 	struct k8s_client *c = it_client(0, &cfg);
 	char *ns = it_namespace_new(c, "it-relist");
 	struct log l = { .lock = PTHREAD_MUTEX_INITIALIZER };
-	struct informer_opts io = { .res = &k8s_res_configmaps };
+	struct informer_opts io = { .res = &k8s_res_events };
 	struct informer_handlers h = { on_add, on_update, on_delete, &l };
 	struct watch_stats st;
 	struct informer *inf;
 
 	(void)state;
 	io.ns = ns;
-	free(it_configmap(c, ns, "keep", "1"));
-	free(it_configmap(c, ns, "doomed", "1"));
-	free(it_configmap(c, ns, "changed", "1"));
+	event(c, ns, "keep", "1");
+	event(c, ns, "doomed", "1");
+	event(c, ns, "changed", "1");
 	inf = informer_new(c, &io, &h);
 	assert_int_equal(informer_start(inf), 0);
 	assert_int_equal(informer_wait_synced(inf, 10000), 0);
@@ -280,9 +320,9 @@ test_informer_restart_detects_missed_deletes(void **state)
 	informer_stop(inf);
 
 	/* While it is down: a delete, a change, a create; then compaction. */
-	delete_cm(c, ns, "doomed");
-	update_cm(c, ns, "changed", "2");
-	free(it_configmap(c, ns, "new", "1"));
+	delete_obj(c, &k8s_res_events, ns, "doomed");
+	update_obj(c, &k8s_res_events, ns, "changed", "2");
+	event(c, ns, "new", "1");
 	it_etcd_compact();
 
 	assert_int_equal(informer_start(inf), 0);
