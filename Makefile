@@ -102,7 +102,8 @@ run-asan:
 
 memory:
 	-$(MAKE) run-asan
-	@VALGRIND=1 tests/run.sh valgrind $(B) $(UNIT_BIN)
+	@tests/cluster/up.sh
+	@VALGRIND=1 tests/run.sh valgrind $(B) $(UNIT_BIN) $(INTEG_BIN)
 
 asan:
 	@rm -rf build/results
