@@ -1,0 +1,151 @@
+/*
+ * Unit tests: operator/lease.c against a scripted server, for what the real
+ * API server cannot be made to do on demand: fail every renewal, or hang.
+ * Contention and takeover between processes are in tests/integration.
+ */
+#include <pthread.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <cmocka.h>
+
+#include "client.h"
+#include "clock.h"
+#include "fakeapi.h"
+#include "lease.h"
+
+struct run {
+	struct lease	*l;
+	long long	 started, stopped;	/* mono ms of the callbacks */
+	pthread_t	 th;
+};
+
+static void
+on_start(void *arg)
+{
+	((struct run *)arg)->started = clock_mono_ms();
+}
+
+static void
+on_stop(void *arg)
+{
+	((struct run *)arg)->stopped = clock_mono_ms();
+}
+
+static void
+nap(void)
+{
+	struct timespec ts = { 0, 1000000L };
+
+	nanosleep(&ts, NULL);
+}
+
+static void *
+runner(void *arg)
+{
+	lease_run(((struct run *)arg)->l);
+	return NULL;
+}
+
+static void
+test_failed_renewals_stop_acting(void **state)
+{
+	struct fakeapi *api = fakeapi_start();
+	struct k8s_config *cfg = fakeapi_config(api, NULL);
+	struct lease_config lc = { "ns1", "ctl", "me", 3000, 1000, 500 };
+	struct run r = { 0 };
+	struct lease_callbacks cb = { on_start, on_stop, NULL, &r };
+	struct k8s_client *c;
+	struct k8s_error err;
+	long long t0, lost_at = 0;
+
+	(void)state;
+	assert_int_equal(k8s_client_new(cfg, NULL, &c, &err), 0);
+	/* No Lease yet: create it and lead. Then every request fails (599). */
+	fakeapi_push(api, 404, NULL, "{\"kind\":\"Status\",\"reason\":\"NotFound\",\"code\":404}", 0);
+	fakeapi_push(api, 201, NULL, "{}", 0);
+	assert_int_equal(lease_new(c, &lc, &cb, &r.l, &err), 0);
+	t0 = clock_mono_ms();
+	pthread_create(&r.th, NULL, runner, &r);
+	while (!lease_is_leader(r.l) && clock_mono_ms() - t0 < 2000)
+		nap();
+	assert_true(lease_is_leader(r.l));
+	while (lease_is_leader(r.l) && clock_mono_ms() - t0 < 5000)
+		nap();
+	lost_at = clock_mono_ms();
+	assert_false(lease_is_leader(r.l));
+	/* Acting stops at the renew deadline, counted from the last good renewal. */
+	assert_true(lost_at - t0 >= 1000);
+	assert_true(lost_at - t0 < 1300);
+	/* The callback follows within one short retry (P/4). */
+	while (r.stopped == 0 && clock_mono_ms() - t0 < 3000)
+		nap();
+	assert_true(r.started > 0);
+	assert_true(r.stopped >= t0 + 1000);
+	assert_true(r.stopped < t0 + 1400);
+	/* It kept trying meanwhile: a GET every P/4 after the first failure. */
+	assert_true(fakeapi_count(api) >= 6);
+	lease_stop(r.l);
+	pthread_join(r.th, NULL);
+	lease_free(r.l);
+	k8s_client_free(c);
+	k8s_config_free(cfg);
+	fakeapi_stop(api);
+}
+
+static void
+test_hung_renewal_stops_acting(void **state)
+{
+	struct fakeapi *api = fakeapi_start();
+	struct k8s_config *cfg = fakeapi_config(api, NULL);
+	struct lease_config lc = { "ns1", "ctl", "me", 3000, 1000, 500 };
+	struct k8s_client_opts co = { .timeout_ms = 2500 };
+	struct run r = { 0 };
+	struct lease_callbacks cb = { on_start, on_stop, NULL, &r };
+	struct k8s_client *c;
+	struct k8s_error err;
+	long long t0, lost_at;
+
+	(void)state;
+	assert_int_equal(k8s_client_new(cfg, &co, &c, &err), 0);
+	fakeapi_push(api, 404, NULL, "{\"kind\":\"Status\",\"reason\":\"NotFound\",\"code\":404}", 0);
+	fakeapi_push(api, 201, NULL, "{}", 0);
+	/* The first renewal's GET hangs past the deadline (the client gives up at 2.5 s). */
+	fakeapi_push(api, 200, NULL, "{}", 4000);
+	assert_int_equal(lease_new(c, &lc, &cb, &r.l, &err), 0);
+	t0 = clock_mono_ms();
+	pthread_create(&r.th, NULL, runner, &r);
+	while (!lease_is_leader(r.l) && clock_mono_ms() - t0 < 2000)
+		nap();
+	assert_true(lease_is_leader(r.l));
+	while (lease_is_leader(r.l) && clock_mono_ms() - t0 < 5000)
+		nap();
+	lost_at = clock_mono_ms();
+	/* Not acting at the deadline even though the request is still out. */
+	assert_true(lost_at - t0 >= 1000);
+	assert_true(lost_at - t0 < 1300);
+	assert_int_equal(r.stopped, 0);
+	lease_stop(r.l);
+	pthread_join(r.th, NULL);
+	/* The run loop reported it once the request returned. */
+	assert_true(r.stopped >= t0 + 2500);
+	lease_free(r.l);
+	k8s_client_free(c);
+	k8s_config_free(cfg);
+	fakeapi_stop(api);
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_failed_renewals_stop_acting),
+		cmocka_unit_test(test_hung_renewal_stops_acting),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
