@@ -1,4 +1,5 @@
 #include <ctype.h>
+#include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -54,6 +55,12 @@ k8s_client_new(struct k8s_config *cfg, const struct k8s_client_opts *opts,
 	    strncmp(cfg->server, "http://", 7) != 0)
 		return k8s_error_set(err, K8S_EINVAL, 0, NULL,
 		    "server '%s' is not an http(s) URL", cfg->server);
+	if (strncmp(cfg->server, "http://", 7) == 0 &&
+	    (cfg->token || cfg->token_file) &&
+	    !(opts && opts->allow_token_over_http))
+		return k8s_error_set(err, K8S_EINVAL, 0, NULL,
+		    "refusing to send a bearer token to '%s' over plain http",
+		    cfg->server);
 	if (cfg->tls_server_name != NULL)
 		return k8s_error_set(err, K8S_EINVAL, 0, NULL,
 		    "tls-server-name is not supported");
@@ -196,6 +203,15 @@ k8s_client_setup(struct k8s_client *c, CURL *h, const char *method,
 	return 0;
 }
 
+void
+k8s_headers_free(struct curl_slist *hdrs)
+{
+	/* The Authorization header holds the token: wipe it before free. */
+	for (struct curl_slist *s = hdrs; s; s = s->next)
+		explicit_bzero(s->data, strlen(s->data));
+	curl_slist_free_all(hdrs);
+}
+
 /* Make a server-supplied string safe for a one-line message. */
 static void
 sanitize(char *dst, size_t dstlen, const char *src, size_t len)
@@ -220,7 +236,7 @@ k8s_error_from_response(long status, const char *body, size_t len,
 	int code;
 
 	if (body && len > 0)
-		st = json_loadb(body, len, 0, NULL);
+		st = json_loadb(body, len, JSON_ALLOW_NUL, NULL);
 	if (json_is_object(st)) {
 		reason = json_string_value(json_object_get(st, "reason"));
 		msg = json_string_value(json_object_get(st, "message"));
@@ -273,6 +289,8 @@ header_cb(char *p, size_t size, size_t n, void *arg)
 			end++;
 		/* Only delta-seconds; an HTTP-date is treated as 1 s. */
 		x->retry_after_s = (*end == '\0' && s >= 0) ? s : 1;
+		if (x->retry_after_s > 86400)
+			x->retry_after_s = 86400;	/* the cap applies later */
 	}
 	return len;
 }
@@ -282,7 +300,7 @@ sleep_ms(long ms)
 {
 	struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };
 
-	while (nanosleep(&ts, &ts) != 0)
+	while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
 		;
 }
 
@@ -307,8 +325,10 @@ k8s_request(struct k8s_client *c, const char *method, const char *path,
 		x.retry_after_s = -1;
 		hdrs = NULL;
 		if ((rc = k8s_client_setup(c, h, method, path,
-		    c->opts.timeout_ms, &hdrs, err)) != 0)
+		    c->opts.timeout_ms, &hdrs, err)) != 0) {
+			k8s_headers_free(hdrs);
 			goto out;
+		}
 		if (content_type) {
 			char *ct = xasprintf("Content-Type: %s", content_type);
 
@@ -330,7 +350,7 @@ k8s_request(struct k8s_client *c, const char *method, const char *path,
 
 		CURLcode cc = curl_easy_perform(h);
 
-		curl_slist_free_all(hdrs);
+		k8s_headers_free(hdrs);
 		hdrs = NULL;
 		if (cc == CURLE_WRITE_ERROR) {
 			rc = k8s_error_set(err, K8S_ETOOBIG, 0, NULL,
@@ -367,7 +387,8 @@ k8s_request(struct k8s_client *c, const char *method, const char *path,
 	}
 	rc = 0;
 	if (out && x.body.len > 0) {
-		*out = json_loadb(x.body.data, x.body.len, 0, &jerr);
+		*out = json_loadb(x.body.data, x.body.len, JSON_ALLOW_NUL,
+		    &jerr);
 		if (*out == NULL)
 			rc = k8s_error_set(err, K8S_EINVAL, status, NULL,
 			    "%s %s: bad JSON in response: %s", method, path,
@@ -547,7 +568,20 @@ k8s_list_all(struct k8s_client *c, const struct k8s_resource *res,
 			    "list of %s: items is not an array", res->plural);
 			goto out;
 		}
-		json_array_extend(all, its ? its : json_array());
+		if (its)
+			json_array_extend(all, its);
+		if (json_array_size(all) > K8S_LIST_MAX_ITEMS) {
+			rc = k8s_error_set(err, K8S_ETOOBIG, 200, NULL,
+			    "list of %s: more than %d items", res->plural,
+			    K8S_LIST_MAX_ITEMS);
+			goto out;
+		}
+		if (next && cont && strcmp(next, cont) == 0) {
+			rc = k8s_error_set(err, K8S_EINVAL, 200, NULL,
+			    "list of %s: the server repeated a continue token",
+			    res->plural);
+			goto out;
+		}
 		free(cont);
 		cont = (next && next[0]) ? xstrdup(next) : NULL;
 		if (cont == NULL) {
@@ -560,6 +594,9 @@ k8s_list_all(struct k8s_client *c, const struct k8s_resource *res,
 		}
 		json_decref(page);
 		page = NULL;
+		/* Later pages are pinned by the token; the server refuses both. */
+		o.resource_version = NULL;
+		o.resource_version_match = NULL;
 	}
 	*items = all;
 	all = NULL;
@@ -679,7 +716,7 @@ k8s_delete(struct k8s_client *c, const struct k8s_resource *res,
 		if (o->propagation_policy)
 			json_object_set_new(body, "propagationPolicy",
 			    json_string(o->propagation_policy));
-		if (o->grace_period_seconds >= 0)
+		if (o->grace_period_set)
 			json_object_set_new(body, "gracePeriodSeconds",
 			    json_integer(o->grace_period_seconds));
 		if (o->precondition_uid || o->precondition_rv) {

@@ -55,6 +55,7 @@ struct k8s_client_opts {
 	int		 max_retries;		/* default 3; -1 for none */
 	long		 max_retry_after_ms;	/* default 10000 */
 	const char	*user_agent;		/* default "airlock/0.1" */
+	int		 allow_token_over_http;	/* tests only: else refused */
 };
 
 struct k8s_client;
@@ -119,8 +120,11 @@ int k8s_list(struct k8s_client *c, const struct k8s_resource *res,
  * Every page, following metadata.continue. *items is a new array of all
  * objects; *rv (caller frees, may be NULL) the list's resourceVersion.
  * If a continue token expires mid-way (410), the list starts over once
- * without a page size, as client-go's pager does.
+ * without a page size, as client-go's pager does. resource_version and
+ * resource_version_match apply to the first page only. At most
+ * K8S_LIST_MAX_ITEMS objects: K8S_ETOOBIG past that.
  */
+#define K8S_LIST_MAX_ITEMS	(1 << 20)
 int k8s_list_all(struct k8s_client *c, const struct k8s_resource *res,
     const char *ns, const struct k8s_list_opts *opts, json_t **items,
     char **rv, struct k8s_error *err)
@@ -161,12 +165,13 @@ int k8s_patch(struct k8s_client *c, const struct k8s_resource *res,
 
 struct k8s_delete_opts {
 	const char	*propagation_policy;	/* "Foreground", "Background", "Orphan" or NULL */
-	long		 grace_period_seconds;	/* < 0: server default */
+	int		 grace_period_set;	/* 0: the server's default grace */
+	long		 grace_period_seconds;	/* used when grace_period_set */
 	const char	*precondition_uid;	/* delete only this incarnation */
 	const char	*precondition_rv;
 };
 
-/* opts may be NULL (server defaults). */
+/* opts may be NULL; a zeroed struct also means the server's defaults. */
 int k8s_delete(struct k8s_client *c, const struct k8s_resource *res,
     const char *ns, const char *name, const struct k8s_delete_opts *opts,
     json_t **out, struct k8s_error *err)

@@ -13,12 +13,16 @@
  * the bearer token (re-read if it rotated), Accept, User-Agent, timeouts
  * (timeout_ms 0: none, for long-lived streams). Headers are appended to
  * *hdrs, which the caller frees with curl_slist_free_all() after the
- * transfer. The caller sets the body and the write callbacks.
+ * transfer with k8s_headers_free(), also when this fails. The caller sets
+ * the body and the write callbacks.
  */
 int k8s_client_setup(struct k8s_client *c, CURL *h, const char *method,
     const char *path, long timeout_ms, struct curl_slist **hdrs,
     struct k8s_error *err)
     __attribute__((warn_unused_result));
+
+/* Free a header list from k8s_client_setup(), wiping the token first. */
+void k8s_headers_free(struct curl_slist *hdrs);
 
 /*
  * Turn a non-2xx answer into an error code and fill err: reason and message

@@ -70,7 +70,7 @@ decode_line(const char *p, size_t len, watch_event_fn fn, void *arg,
 			break;
 	if (i == len)
 		return 0;
-	root = json_loadb(p, len, 0, &jerr);
+	root = json_loadb(p, len, JSON_ALLOW_NUL, &jerr);
 	if (root == NULL)
 		return k8s_error_set(err, K8S_EINVAL, 0, NULL,
 		    "watch event is not JSON: %s at column %d", jerr.text,
@@ -449,7 +449,7 @@ watch_once(struct watch *w, const char *rv)
 		rc = 0;		/* the server closed it: timeoutSeconds */
 	}
 out:
-	curl_slist_free_all(hdrs);
+	k8s_headers_free(hdrs);
 	curl_easy_cleanup(h);
 	free(path);
 	return rc;

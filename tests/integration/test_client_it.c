@@ -218,8 +218,9 @@ test_delete_precondition(void **state)
 {
 	struct fx *fx = *state;
 	struct k8s_delete_opts wrong = { .precondition_uid = "00000000-0000-0000-0000-000000000000",
-	    .grace_period_seconds = -1, .propagation_policy = "Background" };
-	struct k8s_delete_opts right = { .grace_period_seconds = 0, .propagation_policy = "Foreground" };
+	    .propagation_policy = "Background" };
+	struct k8s_delete_opts right = { .grace_period_set = 1, .grace_period_seconds = 0,
+	    .propagation_policy = "Foreground" };
 	struct k8s_error err;
 	json_t *got;
 

@@ -38,7 +38,8 @@ setup_opts(void **state, const struct k8s_client_opts *o, const char *token)
 static int
 setup(void **state)
 {
-	struct k8s_client_opts o = { .max_retry_after_ms = 3000 };
+	struct k8s_client_opts o = { .max_retry_after_ms = 3000,
+	    .allow_token_over_http = 1 };
 
 	return setup_opts(state, &o, "s3cret-token");
 }
@@ -233,7 +234,7 @@ static void
 test_bad_json_and_too_big(void **state)
 {
 	struct fx *fx = *state;
-	struct k8s_client_opts o = { .max_response_bytes = 64 };
+	struct k8s_client_opts o = { .max_response_bytes = 64, .allow_token_over_http = 1 };
 	struct k8s_client *small;
 	struct k8s_error err;
 	json_t *obj;
@@ -260,7 +261,7 @@ static void
 test_timeout_and_refused(void **state)
 {
 	struct fx *fx = *state;
-	struct k8s_client_opts o = { .timeout_ms = 300 };
+	struct k8s_client_opts o = { .timeout_ms = 300, .allow_token_over_http = 1 };
 	struct k8s_client *quick;
 	struct k8s_config *cfg;
 	struct fakeapi *dead;
@@ -340,7 +341,9 @@ test_patch_and_delete_bodies(void **state)
 	struct k8s_patch_opts apply = { K8S_PATCH_APPLY, "airlock-controller", 1, "status" };
 	struct k8s_patch_opts merge = { K8S_PATCH_MERGE, NULL, 0, NULL };
 	struct k8s_patch_opts noman = { K8S_PATCH_APPLY, NULL, 0, NULL };
-	struct k8s_delete_opts del = { "Foreground", 0, "uid-9", NULL };
+	struct k8s_delete_opts del = { .propagation_policy = "Foreground",
+	    .grace_period_set = 1, .grace_period_seconds = 0, .precondition_uid = "uid-9" };
+	struct k8s_delete_opts zero = { 0 };
 	struct k8s_error err;
 	json_t *p = json_pack("{s:{s:s}}", "data", "k", "v");
 
@@ -360,7 +363,11 @@ test_patch_and_delete_bodies(void **state)
 	assert_string_equal(fakeapi_body(fx->api, 2),
 	    "{\"apiVersion\":\"v1\",\"kind\":\"DeleteOptions\",\"propagationPolicy\":\"Foreground\","
 	    "\"gracePeriodSeconds\":0,\"preconditions\":{\"uid\":\"uid-9\"}}");
-	assert_int_equal(fakeapi_count(fx->api), 3);
+	/* Zeroed options are the server's defaults, not "grace period 0". */
+	fakeapi_push(fx->api, 200, NULL, "{}", 0);
+	assert_int_equal(k8s_delete(fx->c, &k8s_res_pods, "ns1", "p", &zero, NULL, &err), 0);
+	assert_string_equal(fakeapi_body(fx->api, 3), "{\"apiVersion\":\"v1\",\"kind\":\"DeleteOptions\"}");
+	assert_int_equal(fakeapi_count(fx->api), 4);
 	json_decref(p);
 }
 
@@ -384,6 +391,80 @@ test_no_token_no_header(void **state)
 	fakeapi_stop(api);
 }
 
+static void
+test_retry_after_huge(void **state)
+{
+	struct fx *fx = *state;
+	struct k8s_error err;
+	json_t *obj;
+	long t0 = mono_ms(), dt;
+
+	/* Overflowed a long once (seconds * 1000) and spun forever. */
+	fakeapi_push(fx->api, 429, "9223372036854776", "{}", 0);
+	fakeapi_push(fx->api, 200, NULL, "{}", 0);
+	assert_int_equal(k8s_get(fx->c, &k8s_res_pods, "ns1", "p", &obj, &err), 0);
+	json_decref(obj);
+	dt = mono_ms() - t0;
+	assert_true(dt >= 3000);	/* the 3 s cap of setup() */
+	assert_true(dt < 4500);
+}
+
+static void
+test_nul_escape_parses(void **state)
+{
+	struct fx *fx = *state;
+	struct k8s_error err;
+	json_t *obj;
+
+	/* Valid JSON the API server accepts in annotations and data. */
+	fakeapi_push(fx->api, 200, NULL, "{\"metadata\":{\"name\":\"a\"},\"data\":{\"k\":\"x\\u0000y\"}}", 0);
+	assert_int_equal(k8s_get(fx->c, &k8s_res_configmaps, "ns1", "a", &obj, &err), 0);
+	assert_int_equal(json_string_length(json_object_get(json_object_get(obj, "data"), "k")), 3);
+	json_decref(obj);
+}
+
+static void
+test_list_all_rv_first_page_only(void **state)
+{
+	struct fx *fx = *state;
+	struct k8s_list_opts lo = { .limit = 1, .resource_version = "5",
+	    .resource_version_match = "NotOlderThan" };
+	struct k8s_error err;
+	json_t *items;
+	char *rv;
+
+	fakeapi_push(fx->api, 200, NULL, "{\"metadata\":{\"continue\":\"t1\"},\"items\":[{}]}", 0);
+	fakeapi_push(fx->api, 200, NULL, "{\"metadata\":{\"resourceVersion\":\"9\"},\"items\":[{}]}", 0);
+	assert_int_equal(k8s_list_all(fx->c, &k8s_res_pods, "ns1", &lo, &items, &rv, &err), 0);
+	assert_string_equal(fakeapi_request(fx->api, 0),
+	    "GET /api/v1/namespaces/ns1/pods?limit=1&resourceVersion=5&resourceVersionMatch=NotOlderThan");
+	assert_string_equal(fakeapi_request(fx->api, 1), "GET /api/v1/namespaces/ns1/pods?limit=1&continue=t1");
+	json_decref(items);
+	free(rv);
+
+	/* A server that hands back the same token would loop forever. */
+	fakeapi_push(fx->api, 200, NULL, "{\"metadata\":{\"continue\":\"same\"},\"items\":[]}", 0);
+	fakeapi_push(fx->api, 200, NULL, "{\"metadata\":{\"continue\":\"same\"}}", 0);
+	assert_int_equal(k8s_list_all(fx->c, &k8s_res_pods, "ns1", NULL, &items, &rv, &err), K8S_EINVAL);
+	assert_null(items);
+	assert_string_equal(err.message, "list of pods: the server repeated a continue token");
+}
+
+static void
+test_token_over_http_refused(void **state)
+{
+	struct fx *fx = *state;
+	struct k8s_client *c;
+	struct k8s_error err;
+	char want[128];
+
+	assert_int_equal(k8s_client_new(fx->cfg, NULL, &c, &err), K8S_EINVAL);
+	assert_null(c);
+	snprintf(want, sizeof(want), "refusing to send a bearer token to '%s' over plain http",
+	    fakeapi_url(fx->api));
+	assert_string_equal(err.message, want);
+}
+
 int
 main(void)
 {
@@ -402,6 +483,10 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_list_all_expired_continue, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_patch_and_delete_bodies, setup, teardown),
 		cmocka_unit_test(test_no_token_no_header),
+		cmocka_unit_test_setup_teardown(test_retry_after_huge, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_nul_escape_parses, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_list_all_rv_first_page_only, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_token_over_http_refused, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
