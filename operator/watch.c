@@ -143,8 +143,18 @@ struct watch {
 	struct buf		 errbody;
 	long			 status;
 	int			 result;	/* why the stream was cut */
+	int			 handler_rc;	/* on_event's non-zero, kept apart */
+	unsigned long		 conn_events;	/* events and bookmarks received */
+	long long		 conn_start;	/* mono ms */
 	struct k8s_error	 err;
 };
+
+/* watch_once: the handler asked to stop (its value is in handler_rc). */
+#define HANDLER_STOPPED	1
+/* A connection that lived this long, or carried an event, was healthy. */
+#define HEALTHY_MS	30000
+/* A normal end sooner than this, with nothing received, is a failure. */
+#define TOO_SHORT_MS	1000
 
 static unsigned
 rand32(void)
@@ -197,6 +207,9 @@ watch_free(struct watch *w)
 {
 	if (w == NULL)
 		return;
+	/* A watch_stop() still inside its locked section finishes first. */
+	pthread_mutex_lock(&w->lock);
+	pthread_mutex_unlock(&w->lock);
 	curl_multi_cleanup(w->multi);
 	pthread_mutex_destroy(&w->lock);
 	pthread_cond_destroy(&w->cond);
@@ -212,8 +225,8 @@ watch_stop(struct watch *w)
 	pthread_mutex_lock(&w->lock);
 	atomic_store(&w->stop, true);
 	pthread_cond_broadcast(&w->cond);
+	curl_multi_wakeup(w->multi);	/* under the lock: see watch_free */
 	pthread_mutex_unlock(&w->lock);
-	curl_multi_wakeup(w->multi);
 }
 
 char *
@@ -299,8 +312,14 @@ on_stream_event(void *arg, const struct watch_event *ev)
 		break;
 	default:
 		rc = w->h.on_event ? w->h.on_event(w->h.arg, ev) : 0;
+		if (rc != 0) {
+			/* Not resumed past: the event was not handled. */
+			w->handler_rc = rc;
+			return rc;
+		}
 		break;
 	}
+	w->conn_events++;
 	if (rv && rv[0])
 		set_rv(w, rv);
 	return rc;
@@ -409,6 +428,9 @@ watch_once(struct watch *w, const char *rv)
 	buf_reset(&w->errbody);
 	w->status = 0;
 	w->result = 0;
+	w->handler_rc = 0;
+	w->conn_events = 0;
+	w->conn_start = clock_mono_ms();
 	pthread_mutex_lock(&w->lock);
 	w->stats.connects++;
 	pthread_mutex_unlock(&w->lock);
@@ -418,8 +440,10 @@ watch_once(struct watch *w, const char *rv)
 	while (running && !atomic_load(&w->stop)) {
 		long t = 1000;
 
-		if (curl_multi_perform(w->multi, &running) != CURLM_OK)
+		if (curl_multi_perform(w->multi, &running) != CURLM_OK) {
+			cc = CURLE_RECV_ERROR;
 			break;
+		}
 		if (!running)
 			break;
 		if (w->opts.tick_ms > 0) {
@@ -437,6 +461,8 @@ watch_once(struct watch *w, const char *rv)
 
 	if (atomic_load(&w->stop)) {
 		rc = K8S_ECANCELED;
+	} else if (w->handler_rc != 0) {
+		rc = HANDLER_STOPPED;
 	} else if (w->result != 0) {
 		rc = w->result;		/* decoder or handler: err is filled */
 	} else if (w->status != 0 && (w->status < 200 || w->status >= 300)) {
@@ -459,8 +485,8 @@ int
 watch_run(struct watch *w, const char *start_rv)
 {
 	long backoff = 0;
-	char *rv;
-	int rc;
+	char *rv, *bad_rv = NULL;
+	int rc, healthy;
 
 	w->next_tick = clock_mono_ms() + w->opts.tick_ms;
 	set_rv(w, start_rv && start_rv[0] ? start_rv : NULL);
@@ -472,6 +498,9 @@ watch_run(struct watch *w, const char *start_rv)
 
 			k8s_error_clear(&err);
 			rc = w->h.relist(w->h.arg, &rv, &err);
+			if (rc == 0 && rv == NULL)
+				rc = k8s_error_set(&err, K8S_EINVAL, 0, NULL,
+				    "relist gave no resourceVersion");
 			if (rc != 0) {
 				log_warn("relist failed", "resource=%s code=%ld "
 				    "error=\"%s\"", w->opts.res->plural,
@@ -486,12 +515,25 @@ watch_run(struct watch *w, const char *start_rv)
 		rc = watch_once(w, rv);
 		free(rv);
 		rv = NULL;
+		healthy = w->conn_events > 0 ||
+		    clock_mono_ms() - w->conn_start >= HEALTHY_MS;
+		if (healthy)
+			backoff = 0;
 		switch (rc) {
-		case 0:
-			backoff = 0;	/* a normal end: resume at once */
-			continue;
+		case HANDLER_STOPPED:
+			free(bad_rv);
+			return w->handler_rc;
 		case K8S_ECANCELED:
 			continue;
+		case 0:
+			/* The server closed it (timeoutSeconds): resume at once,
+			 * unless it closes as fast as we connect. */
+			if (healthy ||
+			    clock_mono_ms() - w->conn_start >= TOO_SHORT_MS)
+				continue;
+			log_warn("watch ended at once", "resource=%s",
+			    w->opts.res->plural);
+			break;
 		case K8S_EGONE:
 			/* Our resourceVersion is compacted away: relist now. */
 			log_info("watch expired, relisting", "resource=%s",
@@ -502,25 +544,36 @@ watch_run(struct watch *w, const char *start_rv)
 			set_rv(w, NULL);
 			backoff = 0;
 			continue;
-		case K8S_EIO:
-		case K8S_ETIMEDOUT:
-		case K8S_EHTTP:
-		case K8S_EUNAUTH:
-		case K8S_EFORBIDDEN:
-		case K8S_ENOTFOUND:
+		case K8S_ETOOBIG:
+		case K8S_EINVAL:
+			/*
+			 * A broken stream. Reconnecting from the same version
+			 * once is worth it (a proxy may have torn a line);
+			 * failing there twice means the next event itself is
+			 * unusable, and only a relist gets past it.
+			 */
+			rv = watch_resource_version(w);
+			if (bad_rv && rv && strcmp(bad_rv, rv) == 0) {
+				log_warn("watch event unusable twice, relisting",
+				    "resource=%s error=\"%s\"",
+				    w->opts.res->plural, k8s_strerror(rc));
+				set_rv(w, NULL);
+				free(rv);
+				rv = NULL;
+			} else {
+				log_warn("watch stream unusable", "resource=%s "
+				    "error=\"%s\"", w->opts.res->plural,
+				    k8s_strerror(rc));
+				free(bad_rv);
+				bad_rv = rv;
+				rv = NULL;
+			}
+			break;
+		default:
 			log_warn("watch failed", "resource=%s status=%ld "
 			    "error=\"%s\"", w->opts.res->plural,
 			    w->err.http_status, k8s_strerror(rc));
 			break;
-		case K8S_ETOOBIG:
-		case K8S_EINVAL:
-			/* A broken stream: the RV may be fine, reconnect. */
-			log_warn("watch stream unusable", "resource=%s "
-			    "error=\"%s\"", w->opts.res->plural,
-			    k8s_strerror(rc));
-			break;
-		default:
-			return rc;	/* the handler asked to stop */
 		}
 backoff:
 		free(rv);
@@ -534,5 +587,6 @@ backoff:
 		    (unsigned)(backoff / 2 + 1))) != 0)
 			break;
 	}
+	free(bad_rv);
 	return K8S_ECANCELED;
 }

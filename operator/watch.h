@@ -95,7 +95,8 @@ struct watch *watch_new(struct k8s_client *c, const struct watch_opts *opts,
 /*
  * Watch until watch_stop(): blocks in the calling thread, which is the one
  * every handler runs in. Resumes from rv when non-NULL, else relists first.
- * Returns K8S_ECANCELED after watch_stop(), or what on_event returned.
+ * Returns K8S_ECANCELED after watch_stop(), or the non-zero value on_event
+ * returned, unchanged (the event it refused is not resumed past).
  */
 int watch_run(struct watch *w, const char *rv);
 
@@ -114,7 +115,11 @@ struct watch_stats {
 };
 void watch_get_stats(struct watch *w, struct watch_stats *out);
 
-/* After watch_run has returned. NULL is fine. */
+/*
+ * After watch_run has returned and any watch_stop() call has returned: the
+ * owner of a watch run in another thread stops it, joins that thread, then
+ * frees. NULL is fine.
+ */
 void watch_free(struct watch *w);
 
 #endif

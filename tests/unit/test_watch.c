@@ -17,6 +17,7 @@
 #include <cmocka.h>
 
 #include "client.h"
+#include "clock.h"
 #include "fakeapi.h"
 #include "watch.h"
 
@@ -408,6 +409,152 @@ test_watch_stop_is_prompt(void **state)
 	fakeapi_stop(api);
 }
 
+/* A handler's own code comes back unchanged, even one that looks like a
+ * transport error, and the refused event is not resumed past. */
+static int
+refuse_b(void *arg, const struct watch_event *ev)
+{
+	(void)arg;
+	return strcmp(k8s_obj_name(ev->object), "b") == 0 ? K8S_EIO : 0;
+}
+
+static void
+test_watch_handler_code_returned(void **state)
+{
+	struct fakeapi *api = fakeapi_start();
+	struct k8s_config *cfg = fakeapi_config(api, NULL);
+	struct watch_opts wo = { .res = &k8s_res_configmaps, .ns = "ns1", .timeout_seconds = 5 };
+	struct loop l = { 0 };
+	struct watch_handlers wh = { loop_relist, refuse_b, NULL, &l };
+	struct k8s_client *c;
+	struct k8s_error err;
+	struct watch *w;
+	char *rv;
+
+	(void)state;
+	assert_int_equal(k8s_client_new(cfg, NULL, &c, &err), 0);
+	fakeapi_push(api, 200, NULL,
+	    "{\"type\":\"ADDED\",\"object\":{\"metadata\":{\"name\":\"a\",\"resourceVersion\":\"2\"}}}\n"
+	    "{\"type\":\"ADDED\",\"object\":{\"metadata\":{\"name\":\"b\",\"resourceVersion\":\"3\"}}}\n", 0);
+	w = watch_new(c, &wo, &wh);
+	assert_int_equal(watch_run(w, "1"), K8S_EIO);
+	assert_int_equal(fakeapi_count(api), 1);	/* no reconnect */
+	rv = watch_resource_version(w);
+	assert_string_equal(rv, "2");
+	free(rv);
+	watch_free(w);
+	k8s_client_free(c);
+	k8s_config_free(cfg);
+	fakeapi_stop(api);
+}
+
+static void
+test_watch_bad_event_twice_relists(void **state)
+{
+	struct fakeapi *api = fakeapi_start();
+	struct k8s_config *cfg = fakeapi_config(api, NULL);
+	struct watch_opts wo = { .res = &k8s_res_configmaps, .ns = "ns1",
+	    .timeout_seconds = 5, .backoff_initial_ms = 20 };
+	struct loop l = { .stop_at = 1 };
+	struct watch_handlers wh = { loop_relist, loop_event, NULL, &l };
+	struct k8s_client *c;
+	struct k8s_error err;
+	const char *bad = "{\"type\":\"ADDED\",\"object\":{\"metadata\":{\"name\":\"x\"},\"k\":tru}}\n";
+
+	(void)state;
+	assert_int_equal(k8s_client_new(cfg, NULL, &c, &err), 0);
+	fakeapi_push(api, 200, NULL, bad, 0);
+	fakeapi_push(api, 200, NULL, bad, 0);
+	fakeapi_push(api, 200, NULL,
+	    "{\"type\":\"ADDED\",\"object\":{\"metadata\":{\"name\":\"ok\",\"resourceVersion\":\"101\"}}}\n", 0);
+	l.w = watch_new(c, &wo, &wh);
+	assert_int_equal(watch_run(l.w, "9"), K8S_ECANCELED);
+	/* Same version twice: the second failure relists (rv 100). */
+	assert_int_equal(l.relists, 1);
+	assert_string_equal(fakeapi_request(api, 0), WPATH "9&timeoutSeconds=5");
+	assert_string_equal(fakeapi_request(api, 1), WPATH "9&timeoutSeconds=5");
+	assert_string_equal(fakeapi_request(api, 2), WPATH "100&timeoutSeconds=5");
+	assert_string_equal(l.events[0], "0 ok");
+	watch_free(l.w);
+	k8s_client_free(c);
+	k8s_config_free(cfg);
+	fakeapi_stop(api);
+}
+
+static void
+test_watch_empty_answers_back_off(void **state)
+{
+	struct fakeapi *api = fakeapi_start();
+	struct k8s_config *cfg = fakeapi_config(api, NULL);
+	struct watch_opts wo = { .res = &k8s_res_configmaps, .ns = "ns1",
+	    .timeout_seconds = 5, .backoff_initial_ms = 200 };
+	struct loop l = { .stop_at = 1 };
+	struct watch_handlers wh = { loop_relist, loop_event, NULL, &l };
+	struct k8s_client *c;
+	struct k8s_error err;
+	long long t0, dt;
+
+	(void)state;
+	assert_int_equal(k8s_client_new(cfg, NULL, &c, &err), 0);
+	/* A proxy that answers 200 and hangs up: not a reason to hammer it. */
+	fakeapi_push(api, 200, NULL, "", 0);
+	fakeapi_push(api, 200, NULL, "", 0);
+	fakeapi_push(api, 200, NULL,
+	    "{\"type\":\"ADDED\",\"object\":{\"metadata\":{\"name\":\"x\",\"resourceVersion\":\"5\"}}}\n", 0);
+	l.w = watch_new(c, &wo, &wh);
+	t0 = clock_mono_ms();
+	assert_int_equal(watch_run(l.w, "4"), K8S_ECANCELED);
+	dt = clock_mono_ms() - t0;
+	/* Backoff 200 then 400 ms, each slept for at least half. */
+	assert_true(dt >= 300);
+	assert_true(dt < 1500);
+	assert_int_equal(fakeapi_count(api), 3);
+	watch_free(l.w);
+	k8s_client_free(c);
+	k8s_config_free(cfg);
+	fakeapi_stop(api);
+}
+
+static int
+relist_nothing(void *arg, char **rv, struct k8s_error *err)
+{
+	struct loop *l = arg;
+
+	(void)err;
+	if (++l->relists == 1) {
+		*rv = NULL;		/* a buggy owner: must not crash */
+		return 0;
+	}
+	*rv = strdup("50");
+	return 0;
+}
+
+static void
+test_watch_relist_without_rv(void **state)
+{
+	struct fakeapi *api = fakeapi_start();
+	struct k8s_config *cfg = fakeapi_config(api, NULL);
+	struct watch_opts wo = { .res = &k8s_res_configmaps, .ns = "ns1",
+	    .timeout_seconds = 5, .backoff_initial_ms = 20 };
+	struct loop l = { .stop_at = 1 };
+	struct watch_handlers wh = { relist_nothing, loop_event, NULL, &l };
+	struct k8s_client *c;
+	struct k8s_error err;
+
+	(void)state;
+	assert_int_equal(k8s_client_new(cfg, NULL, &c, &err), 0);
+	fakeapi_push(api, 200, NULL,
+	    "{\"type\":\"ADDED\",\"object\":{\"metadata\":{\"name\":\"x\",\"resourceVersion\":\"51\"}}}\n", 0);
+	l.w = watch_new(c, &wo, &wh);
+	assert_int_equal(watch_run(l.w, NULL), K8S_ECANCELED);
+	assert_int_equal(l.relists, 2);
+	assert_string_equal(fakeapi_request(api, 0), WPATH "50&timeoutSeconds=5");
+	watch_free(l.w);
+	k8s_client_free(c);
+	k8s_config_free(cfg);
+	fakeapi_stop(api);
+}
+
 int
 main(void)
 {
@@ -421,6 +568,10 @@ main(void)
 		cmocka_unit_test(test_watch_resume_410_relist),
 		cmocka_unit_test(test_watch_oversized_reconnects),
 		cmocka_unit_test(test_watch_stop_is_prompt),
+		cmocka_unit_test(test_watch_handler_code_returned),
+		cmocka_unit_test(test_watch_bad_event_twice_relists),
+		cmocka_unit_test(test_watch_empty_answers_back_off),
+		cmocka_unit_test(test_watch_relist_without_rv),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
