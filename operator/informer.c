@@ -19,6 +19,7 @@ struct informer {
 	json_t			*cache;	/* key -> object */
 	int			 synced;
 	int			 running;
+	int			 stopping;	/* one informer_stop() owns the join */
 	char			*last_rv;	/* where a restart resumes */
 	struct watch		*watch;
 	struct watch_stats	 stats;		/* of watches already freed */
@@ -236,7 +237,7 @@ informer_start(struct informer *inf)
 	};
 
 	pthread_mutex_lock(&inf->lock);
-	if (inf->running) {
+	if (inf->running || inf->stopping) {
 		pthread_mutex_unlock(&inf->lock);
 		return K8S_EINVAL;
 	}
@@ -257,10 +258,18 @@ informer_stop(struct informer *inf)
 	struct watch_stats ws;
 
 	pthread_mutex_lock(&inf->lock);
+	if (inf->stopping) {
+		/* Another thread is joining: wait for it to finish. */
+		while (inf->running)
+			pthread_cond_wait(&inf->cond, &inf->lock);
+		pthread_mutex_unlock(&inf->lock);
+		return;
+	}
 	if (!inf->running) {
 		pthread_mutex_unlock(&inf->lock);
 		return;
 	}
+	inf->stopping = 1;
 	pthread_mutex_unlock(&inf->lock);
 	watch_stop(inf->watch);
 	pthread_join(inf->thread, NULL);
@@ -276,6 +285,8 @@ informer_stop(struct informer *inf)
 	watch_free(inf->watch);
 	inf->watch = NULL;
 	inf->running = 0;
+	inf->stopping = 0;
+	pthread_cond_broadcast(&inf->cond);
 	pthread_mutex_unlock(&inf->lock);
 }
 

@@ -59,7 +59,10 @@ struct informer *informer_new(struct k8s_client *c,
  */
 int informer_start(struct informer *inf) __attribute__((warn_unused_result));
 
-/* Stop and join the thread; the cache stays. Idempotent. */
+/*
+ * Stop and join the thread; the cache stays. Idempotent, and safe to call
+ * from several threads at once: one joins, the others wait for it.
+ */
 void informer_stop(struct informer *inf);
 
 /* Wait until the first list is in the cache: 0 or K8S_ETIMEDOUT. */
