@@ -106,6 +106,12 @@ k8s_client_config(struct k8s_client *c)
 	return c->cfg;
 }
 
+const struct k8s_client_opts *
+k8s_client_get_opts(struct k8s_client *c)
+{
+	return &c->opts;
+}
+
 static CURL *
 handle_get(struct k8s_client *c)
 {

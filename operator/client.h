@@ -75,6 +75,9 @@ void k8s_client_free(struct k8s_client *c);
 /* The config the client was made from (borrowed). */
 struct k8s_config *k8s_client_config(struct k8s_client *c);
 
+/* The options in force, defaults filled in (borrowed). */
+const struct k8s_client_opts *k8s_client_get_opts(struct k8s_client *c);
+
 /*
  * Build the path of an object, a collection (name NULL) or a subresource
  * (sub non-NULL) of res: /api/v1/namespaces/NS/configmaps/NAME/status.

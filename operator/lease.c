@@ -12,7 +12,7 @@
 #include "xmalloc.h"
 
 struct lease {
-	struct k8s_client	*client;
+	struct k8s_client	*client;	/* ours: requests end by the renew deadline */
 	struct lease_config	 cfg;
 	struct lease_callbacks	 cb;
 	pthread_mutex_t		 lock;
@@ -55,7 +55,6 @@ lease_new(struct k8s_client *c, const struct lease_config *cfg,
 		return k8s_error_set(err, K8S_EINVAL, 0, NULL,
 		    "lease needs a namespace, a name and an identity");
 	l = xcalloc(1, sizeof(*l));
-	l->client = c;
 	l->cfg = *cfg;
 	if (cb)
 		l->cb = *cb;
@@ -76,6 +75,19 @@ lease_new(struct k8s_client *c, const struct lease_config *cfg,
 		free(l);
 		return K8S_EINVAL;
 	}
+	{
+		/* A renewal that hangs must not outlive the deadline it serves. */
+		struct k8s_client_opts o = *k8s_client_get_opts(c);
+		int rc;
+
+		o.timeout_ms = l->cfg.renew_deadline_ms;
+		o.max_retries = -1;
+		if ((rc = k8s_client_new(k8s_client_config(c), &o, &l->client,
+		    err)) != 0) {
+			free(l);
+			return rc;
+		}
+	}
 	pthread_mutex_init(&l->lock, NULL);
 	clock_cond_init(&l->cond);
 	*out = l;
@@ -87,6 +99,7 @@ lease_free(struct lease *l)
 {
 	if (l == NULL)
 		return;
+	k8s_client_free(l->client);
 	pthread_mutex_destroy(&l->lock);
 	pthread_cond_destroy(&l->cond);
 	free(l->seen_rv);
@@ -157,7 +170,8 @@ set_leading(struct lease *l, bool on, long long renew_start)
 }
 
 static void
-observe(struct lease *l, json_t *lease, long long poll_start)
+observe(struct lease *l, json_t *lease, long long poll_start,
+    long long poll_end)
 {
 	json_t *spec = json_object_get(lease, "spec");
 	const char *rv = k8s_obj_rv(lease);
@@ -168,12 +182,17 @@ observe(struct lease *l, json_t *lease, long long poll_start)
 
 	if (rv == NULL || l->seen_rv == NULL || strcmp(rv, l->seen_rv) != 0) {
 		/*
-		 * The record changed after our previous poll started (or we
-		 * never saw it): count its age from then, the earliest it
-		 * can have been written, so a dead holder is replaced within
-		 * leaseDuration of its last renewal. See docs/lease.md.
+		 * The record changed since our previous poll started (or we
+		 * never saw it). It was written after that poll began, and a
+		 * live holder writes every retry period, so its latest write
+		 * is no older than poll_end - P. Date it by the later of the
+		 * two: never earlier than a live holder's last renewal minus
+		 * P (safety), and no later than a dead holder's last one when
+		 * we poll steadily (liveness). See docs/lease.md.
 		 */
-		l->seen_at = l->seen_rv ? l->last_poll : poll_start;
+		l->seen_at = poll_end - l->cfg.retry_period_ms;
+		if (l->seen_rv && l->last_poll > l->seen_at)
+			l->seen_at = l->last_poll;
 		free(l->seen_rv);
 		l->seen_rv = rv ? xstrdup(rv) : NULL;
 		if ((holder == NULL) != (l->seen_holder == NULL) ||
@@ -221,7 +240,7 @@ try_acquire_or_renew(struct lease *l, long long *next_try)
 	}
 	if (rc != 0)
 		goto fail;
-	observe(l, lease, start);
+	observe(l, lease, start, clock_mono_ms());
 	spec = json_object_get(lease, "spec");
 	holder = json_string_value(json_object_get(spec, "holderIdentity"));
 	acq = json_string_value(json_object_get(spec, "acquireTime"));
@@ -312,8 +331,9 @@ lease_run(struct lease *l)
 		sleep_until(l, next);
 	}
 	if (atomic_load(&l->leading)) {
-		release(l);
+		/* Stop acting first: a successor may start the moment we release. */
 		set_leading(l, false, 0);
+		release(l);
 	}
 	return 0;
 }

@@ -12,6 +12,12 @@
  * the timing argument (takeover within leaseDuration of the holder's last
  * renewal, and never while it may still act).
  *
+ * Callbacks run on lease_run()'s thread and must return promptly: while
+ * they run, nothing is renewed. The lease makes its own client from the
+ * one given, with requests that time out at the renew deadline and are not
+ * retried, so on_stopped_leading runs at most a request's time after the
+ * deadline even when the API server hangs.
+ *
  * Thread-safe: lease_run() blocks in one thread, the rest may be called
  * from any.
  */
@@ -49,7 +55,10 @@ int lease_new(struct k8s_client *c, const struct lease_config *cfg,
     const struct lease_callbacks *cb, struct lease **out,
     struct k8s_error *err) __attribute__((warn_unused_result));
 
-/* Contend, lead, renew until lease_stop(); then release. Returns 0. */
+/*
+ * Contend, lead, renew until lease_stop(); then stop acting
+ * (on_stopped_leading) and only then release. Returns 0.
+ */
 int lease_run(struct lease *l);
 
 /* Make lease_run() release and return. Any thread; idempotent. */

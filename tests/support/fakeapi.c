@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "buf.h"
+#include "clock.h"
 #include "fakeapi.h"
 #include "xmalloc.h"
 
@@ -23,7 +24,8 @@ struct reply {
 };
 
 struct req {
-	char	*line, *body, *auth, *ctype;
+	char		*line, *body, *auth, *ctype;
+	long long	 at;	/* mono ms it arrived */
 };
 
 struct fakeapi {
@@ -101,6 +103,7 @@ handle(void *cls, struct MHD_Connection *c, const char *url,
 		rq->body = xstrdup(cn->body.data ? cn->body.data : "");
 		rq->auth = xstrdup(hdr(c, "Authorization"));
 		rq->ctype = xstrdup(hdr(c, "Content-Type"));
+		rq->at = clock_mono_ms();
 		q = rq->line;
 	}
 	if (f->next < f->nscript)
@@ -224,6 +227,17 @@ REQ_FIELD(fakeapi_request, line)
 REQ_FIELD(fakeapi_body, body)
 REQ_FIELD(fakeapi_auth, auth)
 REQ_FIELD(fakeapi_ctype, ctype)
+
+long long
+fakeapi_time(struct fakeapi *f, int i)
+{
+	long long t;
+
+	pthread_mutex_lock(&f->lock);
+	t = i < f->nreqs ? f->reqs[i].at : 0;
+	pthread_mutex_unlock(&f->lock);
+	return t;
+}
 
 struct k8s_config *
 fakeapi_config(struct fakeapi *f, const char *token)

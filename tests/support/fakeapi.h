@@ -37,6 +37,8 @@ const char *fakeapi_request(struct fakeapi *f, int i);
 const char *fakeapi_body(struct fakeapi *f, int i);
 const char *fakeapi_auth(struct fakeapi *f, int i);
 const char *fakeapi_ctype(struct fakeapi *f, int i);
+/* When the i-th request arrived, in clock_mono_ms() terms; 0 if none. */
+long long fakeapi_time(struct fakeapi *f, int i);
 
 /*
  * A config for the fake server, loaded from a kubeconfig written to a
