@@ -1,0 +1,394 @@
+/*
+ * Integration: the CodeExecution CRD (crds/) on the real kube-apiserver.
+ * Installed by server-side apply from the YAML file itself; then valid
+ * objects are admitted with their defaults, and invalid ones refused with
+ * the field named, including updates to the immutable spec.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "client.h"
+#include "itutil.h"
+#include "yamljson.h"
+
+static const struct k8s_resource crds = { "apiextensions.k8s.io", "v1",
+    "customresourcedefinitions", 0 };
+static const struct k8s_resource cx = { "airlock.dev", "v1alpha1",
+    "codeexecutions", 1 };
+
+static struct k8s_client *c;
+static struct k8s_config *cfg;
+static char *ns;
+
+static int
+crd_established(void *arg)
+{
+	struct k8s_error err;
+	json_t *crd, *conds, *cd;
+	size_t i;
+	int ok = 0;
+
+	(void)arg;
+	if (k8s_get(c, &crds, NULL, "codeexecutions.airlock.dev", &crd, &err) != 0)
+		return 0;
+	conds = json_object_get(json_object_get(crd, "status"), "conditions");
+	json_array_foreach(conds, i, cd)
+		if (strcmp(json_string_value(json_object_get(cd, "type")), "Established") == 0 &&
+		    strcmp(json_string_value(json_object_get(cd, "status")), "True") == 0)
+			ok = 1;
+	json_decref(crd);
+	return ok;
+}
+
+static int
+group_setup(void **state)
+{
+	struct k8s_patch_opts apply = { K8S_PATCH_APPLY, "airlock-tests", 1, NULL };
+	struct k8s_error err;
+	char path[1024];
+	json_t *crd;
+
+	(void)state;
+	c = it_client(0, &cfg);
+	snprintf(path, sizeof(path), "%s/crds/airlock.dev_codeexecutions.yaml",
+	    getenv("AIRLOCK_TOP") ? getenv("AIRLOCK_TOP") : ".");
+	if (yamljson_load_file(path, "crd", 0, &crd, &err) != 0)
+		fail_msg("%s", err.message);
+	if (k8s_patch(c, &crds, NULL, "codeexecutions.airlock.dev", &apply, crd, NULL, &err) != 0)
+		fail_msg("apply crd: %s", err.message);
+	json_decref(crd);
+	if (!it_wait_for(crd_established, NULL, 20000))
+		fail_msg("crd not established in 20 s");
+	ns = it_namespace_new(c, "it-crd");
+	return 0;
+}
+
+static int
+group_teardown(void **state)
+{
+	(void)state;
+	it_namespace_delete(c, ns);
+	free(ns);
+	it_client_free(c, cfg);
+	return 0;
+}
+
+/* A CodeExecution named name with the given spec (stolen); NULL spec: none. */
+static json_t *
+object(const char *name, json_t *spec)
+{
+	json_t *o = json_pack("{s:s, s:s, s:{s:s}}", "apiVersion", "airlock.dev/v1alpha1",
+	    "kind", "CodeExecution", "metadata", "name", name);
+
+	if (spec)
+		json_object_set_new(o, "spec", spec);
+	return o;
+}
+
+static json_t *
+spec_json(const char *text)
+{
+	json_error_t jerr;
+	json_t *j = json_loads(text, 0, &jerr);
+
+	if (j == NULL)
+		fail_msg("bad test JSON '%s': %s", text, jerr.text);
+	return j;
+}
+
+/* A string of n copies of ch, as a JSON string value. */
+static json_t *
+filler(size_t n, char ch)
+{
+	char *s = malloc(n + 1);
+	json_t *j;
+
+	memset(s, ch, n);
+	s[n] = '\0';
+	j = json_string(s);
+	free(s);
+	return j;
+}
+
+static void
+expect_refused(const char *name, json_t *spec, const char *want)
+{
+	struct k8s_error err;
+	json_t *o = object(name, spec);
+	int rc = k8s_create(c, &cx, ns, o, NULL, &err);
+
+	json_decref(o);
+	if (rc == 0)
+		fail_msg("%s: admitted, expected '%s'", name, want);
+	assert_int_equal(rc, K8S_EHTTP);
+	assert_int_equal(err.http_status, 422);
+	assert_string_equal(err.reason, "Invalid");
+	if (strstr(err.message, want) == NULL)
+		fail_msg("%s: message '%s' lacks '%s'", name, err.message, want);
+}
+
+static json_t *
+admit(const char *name, json_t *spec)
+{
+	struct k8s_error err;
+	json_t *o = object(name, spec), *out;
+
+	if (k8s_create(c, &cx, ns, o, &out, &err) != 0)
+		fail_msg("%s refused: %s", name, err.message);
+	json_decref(o);
+	return out;
+}
+
+static void
+test_identity(void **state)
+{
+	struct k8s_error err;
+	json_t *crd, *sp, *names;
+
+	(void)state;
+	assert_int_equal(k8s_get(c, &crds, NULL, "codeexecutions.airlock.dev", &crd, &err), 0);
+	sp = json_object_get(crd, "spec");
+	names = json_object_get(sp, "names");
+	assert_string_equal(json_string_value(json_object_get(sp, "group")), "airlock.dev");
+	assert_string_equal(json_string_value(json_object_get(sp, "scope")), "Namespaced");
+	assert_string_equal(json_string_value(json_object_get(names, "kind")), "CodeExecution");
+	assert_string_equal(json_string_value(json_object_get(names, "plural")), "codeexecutions");
+	assert_string_equal(json_string_value(json_array_get(json_object_get(names, "shortNames"), 0)), "cx");
+	assert_int_equal(json_array_size(json_object_get(names, "shortNames")), 1);
+	assert_string_equal(json_string_value(json_array_get(json_object_get(names, "categories"), 0)), "airlock");
+	assert_string_equal(json_string_value(json_object_get(json_array_get(
+	    json_object_get(sp, "versions"), 0), "name")), "v1alpha1");
+	json_decref(crd);
+}
+
+static void
+test_valid_and_defaults(void **state)
+{
+	json_t *out, *s, *spec;
+
+	(void)state;
+	out = admit("minimal", spec_json("{\"runtime\":\"python\",\"source\":\"print(1)\"}"));
+	s = json_object_get(out, "spec");
+	assert_int_equal(json_integer_value(json_object_get(s, "timeoutSeconds")), 30);
+	assert_int_equal(json_integer_value(json_object_get(s, "ttlSecondsAfterFinished")), 3600);
+	assert_int_equal(json_integer_value(json_object_get(json_object_get(s, "output"), "maxBytes")), 65536);
+	assert_null(json_object_get(s, "cancel"));
+	json_decref(out);
+
+	out = admit("full", spec_json("{\"runtime\":\"node\",\"source\":\"console.log(1)\","
+	    "\"files\":[{\"path\":\"lib/a.js\",\"content\":\"x\"},{\"path\":\".env\",\"content\":\"\"}],"
+	    "\"stdin\":\"in\",\"args\":[\"-v\",\"\"],\"env\":[{\"name\":\"A_1\",\"value\":\"x\"},{\"name\":\"_b\"}],"
+	    "\"timeoutSeconds\":3600,\"resources\":{\"cpu\":\"500m\",\"memory\":\"256Mi\",\"ephemeralStorage\":1},"
+	    "\"output\":{\"maxBytes\":1048576},\"ttlSecondsAfterFinished\":0,\"cancel\":false}"));
+	s = json_object_get(out, "spec");
+	assert_int_equal(json_integer_value(json_object_get(s, "timeoutSeconds")), 3600);
+	assert_int_equal(json_integer_value(json_object_get(s, "ttlSecondsAfterFinished")), 0);
+	assert_string_equal(json_string_value(json_object_get(json_object_get(s, "resources"), "cpu")), "500m");
+	assert_int_equal(json_array_size(json_object_get(s, "files")), 2);
+	json_decref(out);
+
+	/* Exactly 256 KiB of files in all is allowed. */
+	spec = spec_json("{\"runtime\":\"bash\",\"files\":[{\"path\":\"a\"},{\"path\":\"b\"}]}");
+	json_object_set_new(json_array_get(json_object_get(spec, "files"), 0), "content", filler(131072, 'a'));
+	json_object_set_new(json_array_get(json_object_get(spec, "files"), 1), "content", filler(131072, 'b'));
+	json_decref(admit("files-at-cap", spec));
+	spec = spec_json("{\"runtime\":\"bash\"}");
+	json_object_set_new(spec, "source", filler(262144, 'x'));
+	json_decref(admit("source-at-cap", spec));
+}
+
+static void
+test_invalid_refused(void **state)
+{
+	json_t *spec;
+	char args[1024];
+	size_t n = 0;
+
+	(void)state;
+	expect_refused("no-spec", NULL, "spec: Required value");
+	expect_refused("no-runtime", spec_json("{\"source\":\"x\"}"), "spec.runtime: Required value");
+	expect_refused("bad-runtime", spec_json("{\"runtime\":\"Python!\"}"),
+	    "spec.runtime: Invalid value: \"Python!\": spec.runtime in body should match");
+	expect_refused("long-runtime", spec_json("{\"runtime\":"
+	    "\"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa\"}"),
+	    "spec.runtime: Too long: may not be more than 63 bytes");
+	expect_refused("timeout-zero", spec_json("{\"runtime\":\"python\",\"timeoutSeconds\":0}"),
+	    "spec.timeoutSeconds: Invalid value: 0: spec.timeoutSeconds in body should be greater than or equal to 1");
+	expect_refused("timeout-big", spec_json("{\"runtime\":\"python\",\"timeoutSeconds\":3601}"),
+	    "spec.timeoutSeconds: Invalid value: 3601: spec.timeoutSeconds in body should be less than or equal to 3600");
+	expect_refused("timeout-string", spec_json("{\"runtime\":\"python\",\"timeoutSeconds\":\"30\"}"),
+	    "spec.timeoutSeconds: Invalid value: \"string\": spec.timeoutSeconds in body must be of type integer");
+	spec = spec_json("{\"runtime\":\"python\"}");
+	json_object_set_new(spec, "source", filler(262145, 'x'));
+	expect_refused("source-big", spec, "spec.source: Too long: may not be more than 262144 bytes");
+	expect_refused("abs-path", spec_json("{\"runtime\":\"python\",\"files\":[{\"path\":\"/etc/passwd\",\"content\":\"x\"}]}"),
+	    "spec.files[0].path: Invalid value: \"/etc/passwd\": must be a relative path");
+	expect_refused("dotdot-path", spec_json("{\"runtime\":\"python\",\"files\":[{\"path\":\"a/../../x\",\"content\":\"x\"}]}"),
+	    "spec.files[0].path: Invalid value: \"a/../../x\": must not contain '.' or '..' segments");
+	expect_refused("dot-path", spec_json("{\"runtime\":\"python\",\"files\":[{\"path\":\"ok\",\"content\":\"\"},{\"path\":\"./x\",\"content\":\"x\"}]}"),
+	    "spec.files[1].path: Invalid value: \"./x\": must not contain '.' or '..' segments");
+	expect_refused("empty-segment", spec_json("{\"runtime\":\"python\",\"files\":[{\"path\":\"a//b\",\"content\":\"x\"}]}"),
+	    "spec.files[0].path: Invalid value: \"a//b\": must not hold empty segments");
+	expect_refused("dup-path", spec_json("{\"runtime\":\"python\",\"files\":[{\"path\":\"a\",\"content\":\"1\"},{\"path\":\"a\",\"content\":\"2\"}]}"),
+	    "spec.files[1]: Duplicate value: {\"path\":\"a\"}");
+	spec = spec_json("{\"runtime\":\"bash\",\"files\":[{\"path\":\"a\"},{\"path\":\"b\"}]}");
+	json_object_set_new(json_array_get(json_object_get(spec, "files"), 0), "content", filler(131072, 'a'));
+	json_object_set_new(json_array_get(json_object_get(spec, "files"), 1), "content", filler(131073, 'b'));
+	expect_refused("files-big", spec, "spec.files: Invalid value: files may hold at most 262144 bytes in all");
+	expect_refused("env-name", spec_json("{\"runtime\":\"python\",\"env\":[{\"name\":\"1BAD\",\"value\":\"x\"}]}"),
+	    "spec.env[0].name: Invalid value: \"1BAD\": spec.env[0].name in body should match");
+	expect_refused("env-dup", spec_json("{\"runtime\":\"python\",\"env\":[{\"name\":\"A\"},{\"name\":\"A\"}]}"),
+	    "spec.env[1]: Duplicate value: {\"name\":\"A\"}");
+	expect_refused("output-big", spec_json("{\"runtime\":\"python\",\"output\":{\"maxBytes\":1048577}}"),
+	    "spec.output.maxBytes: Invalid value: 1048577: spec.output.maxBytes in body should be less than or equal to 1048576");
+	expect_refused("output-zero", spec_json("{\"runtime\":\"python\",\"output\":{\"maxBytes\":0}}"),
+	    "spec.output.maxBytes: Invalid value: 0: spec.output.maxBytes in body should be greater than or equal to 1");
+	expect_refused("ttl-negative", spec_json("{\"runtime\":\"python\",\"ttlSecondsAfterFinished\":-1}"),
+	    "spec.ttlSecondsAfterFinished: Invalid value: -1: spec.ttlSecondsAfterFinished in body should be greater than or equal to 0");
+	expect_refused("memory-words", spec_json("{\"runtime\":\"python\",\"resources\":{\"memory\":\"lots\"}}"),
+	    "spec.resources.memory: Invalid value: \"lots\": must be a positive quantity such as 256Mi");
+	expect_refused("cpu-zero", spec_json("{\"runtime\":\"python\",\"resources\":{\"cpu\":\"0\"}}"),
+	    "spec.resources.cpu: Invalid value: \"0\": must be a positive quantity such as 500m or 1");
+	n += (size_t)snprintf(args + n, sizeof(args) - n, "{\"runtime\":\"python\",\"args\":[");
+	for (int i = 0; i < 65; i++)
+		n += (size_t)snprintf(args + n, sizeof(args) - n, "%s\"a\"", i ? "," : "");
+	snprintf(args + n, sizeof(args) - n, "]}");
+	expect_refused("args-many", spec_json(args), "spec.args: Too many: 65: must have at most 64 items");
+	expect_refused("cancel-string", spec_json("{\"runtime\":\"python\",\"cancel\":\"yes\"}"),
+	    "spec.cancel: Invalid value: \"string\": spec.cancel in body must be of type boolean");
+}
+
+static void
+test_spec_immutable_cancel_one_way(void **state)
+{
+	struct k8s_patch_opts merge = { .type = K8S_PATCH_MERGE };
+	struct k8s_error err;
+	json_t *p;
+
+	(void)state;
+	json_decref(admit("imm", spec_json("{\"runtime\":\"python\",\"source\":\"print(1)\"}")));
+	p = spec_json("{\"spec\":{\"source\":\"print(2)\"}}");
+	assert_int_equal(k8s_patch(c, &cx, ns, "imm", &merge, p, NULL, &err), K8S_EHTTP);
+	assert_int_equal(err.http_status, 422);
+	assert_non_null(strstr(err.message, "spec.source: Invalid value: \"print(2)\": is immutable"));
+	json_decref(p);
+	p = spec_json("{\"spec\":{\"timeoutSeconds\":60}}");
+	assert_int_equal(k8s_patch(c, &cx, ns, "imm", &merge, p, NULL, &err), K8S_EHTTP);
+	assert_non_null(strstr(err.message, "spec.timeoutSeconds: Invalid value: 60: is immutable"));
+	json_decref(p);
+	p = spec_json("{\"spec\":{\"stdin\":\"sneaky\"}}");
+	assert_int_equal(k8s_patch(c, &cx, ns, "imm", &merge, p, NULL, &err), K8S_EHTTP);
+	assert_non_null(strstr(err.message, "spec: Invalid value: the spec is immutable after creation, except spec.cancel"));
+	json_decref(p);
+	/* cancel: false -> true is the one change allowed... */
+	p = spec_json("{\"spec\":{\"cancel\":true}}");
+	assert_int_equal(k8s_patch(c, &cx, ns, "imm", &merge, p, NULL, &err), 0);
+	json_decref(p);
+	/* ...and it cannot be taken back, by false or by removal. */
+	p = spec_json("{\"spec\":{\"cancel\":false}}");
+	assert_int_equal(k8s_patch(c, &cx, ns, "imm", &merge, p, NULL, &err), K8S_EHTTP);
+	assert_non_null(strstr(err.message, "spec: Invalid value: spec.cancel cannot be unset once true"));
+	json_decref(p);
+	p = spec_json("{\"spec\":{\"cancel\":null}}");
+	assert_int_equal(k8s_patch(c, &cx, ns, "imm", &merge, p, NULL, &err), K8S_EHTTP);
+	assert_non_null(strstr(err.message, "spec.cancel cannot be unset once true"));
+	json_decref(p);
+}
+
+static void
+test_status_subresource(void **state)
+{
+	struct k8s_patch_opts st = { .type = K8S_PATCH_MERGE, .subresource = "status" };
+	struct k8s_patch_opts merge = { .type = K8S_PATCH_MERGE };
+	struct k8s_error err;
+	json_t *p, *out;
+	char cmd[2048], line[512];
+	FILE *f;
+	int rc;
+
+	(void)state;
+	json_decref(admit("st", spec_json("{\"runtime\":\"python\",\"source\":\"print(1)\"}")));
+	/* Status through the main resource is ignored... */
+	p = spec_json("{\"status\":{\"phase\":\"Succeeded\"}}");
+	assert_int_equal(k8s_patch(c, &cx, ns, "st", &merge, p, &out, &err), 0);
+	assert_null(json_object_get(out, "status"));
+	json_decref(out);
+	json_decref(p);
+	/* ...and validated through /status. */
+	p = spec_json("{\"status\":{\"phase\":\"Exploded\"}}");
+	assert_int_equal(k8s_patch(c, &cx, ns, "st", &st, p, NULL, &err), K8S_EHTTP);
+	assert_non_null(strstr(err.message, "status.phase: Unsupported value: \"Exploded\""));
+	json_decref(p);
+	p = spec_json("{\"status\":{\"phase\":\"Succeeded\",\"reason\":\"Completed\",\"exitCode\":0,"
+	    "\"durationMillis\":1234,\"stdout\":\"1\\n\",\"codeSha256\":"
+	    "\"6e340b9cffb37a989ca544e6bb780a2c78901d3fb33738768511a30617afa01d\","
+	    "\"conditions\":[{\"type\":\"Complete\",\"status\":\"True\",\"reason\":\"Completed\","
+	    "\"lastTransitionTime\":\"2026-11-23T01:00:00Z\",\"observedGeneration\":1}]}}");
+	assert_int_equal(k8s_patch(c, &cx, ns, "st", &st, p, &out, &err), 0);
+	assert_string_equal(json_string_value(json_object_get(json_object_get(out, "status"), "phase")), "Succeeded");
+	json_decref(out);
+	json_decref(p);
+
+	/* What kubectl users see: the printer columns, and wait on Complete. */
+	snprintf(cmd, sizeof(cmd), "%s --kubeconfig %s -n %s get cx st 2>&1",
+	    it_env("KUBECTL"), it_env("KUBECONFIG_ADMIN"), ns);
+	f = popen(cmd, "r");
+	assert_non_null(fgets(line, sizeof(line), f));
+	{
+		char a[6][16];
+
+		assert_int_equal(sscanf(line, "%15s %15s %15s %15s %15s %15s", a[0], a[1], a[2], a[3], a[4], a[5]), 6);
+		assert_string_equal(a[0], "NAME");
+		assert_string_equal(a[1], "RUNTIME");
+		assert_string_equal(a[2], "PHASE");
+		assert_string_equal(a[3], "EXIT");
+		assert_string_equal(a[4], "DURATION");
+		assert_string_equal(a[5], "AGE");
+		assert_non_null(fgets(line, sizeof(line), f));
+		assert_int_equal(sscanf(line, "%15s %15s %15s %15s %15s", a[0], a[1], a[2], a[3], a[4]), 5);
+		assert_string_equal(a[0], "st");
+		assert_string_equal(a[1], "python");
+		assert_string_equal(a[2], "Succeeded");
+		assert_string_equal(a[3], "0");
+		assert_string_equal(a[4], "1234");
+	}
+	assert_int_equal(pclose(f), 0);
+	snprintf(cmd, sizeof(cmd), "%s --kubeconfig %s -n %s wait --for=condition=Complete cx/st --timeout=10s 2>&1",
+	    it_env("KUBECTL"), it_env("KUBECONFIG_ADMIN"), ns);
+	f = popen(cmd, "r");
+	assert_non_null(fgets(line, sizeof(line), f));
+	assert_string_equal(line, "codeexecution.airlock.dev/st condition met\n");
+	rc = pclose(f);
+	assert_int_equal(rc, 0);
+	/* The short name and the category both reach it. */
+	snprintf(cmd, sizeof(cmd), "%s --kubeconfig %s -n %s get airlock -o name 2>&1",
+	    it_env("KUBECTL"), it_env("KUBECONFIG_ADMIN"), ns);
+	f = popen(cmd, "r");
+	rc = 0;
+	while (fgets(line, sizeof(line), f)) {
+		assert_int_equal(strncmp(line, "codeexecution.airlock.dev/", 26), 0);
+		rc += strcmp(line, "codeexecution.airlock.dev/st\n") == 0;
+	}
+	assert_int_equal(rc, 1);
+	assert_int_equal(pclose(f), 0);
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_identity),
+		cmocka_unit_test(test_valid_and_defaults),
+		cmocka_unit_test(test_invalid_refused),
+		cmocka_unit_test(test_spec_immutable_cancel_one_way),
+		cmocka_unit_test(test_status_subresource),
+	};
+
+	return cmocka_run_group_tests(tests, group_setup, group_teardown);
+}
