@@ -1,0 +1,703 @@
+/*
+ * config.c - the operator's config file.
+ *
+ * A schema walk in the manner of operator/config.c's kubeconfig walk: each
+ * mapping's keys are checked against the keys it may hold before anything
+ * is read from it (a misspelt key must fail, not fall back to a default),
+ * and the walk goes to a fixed depth without recursing on what it finds,
+ * so an alias cycle cannot loop it. Aliases can still make a small file
+ * name one big node many times, so every per-profile value is capped
+ * before it is copied.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "buf.h"
+#include "ctl_config.h"
+#include "quantity.h"
+#include "xmalloc.h"
+#include "yamlwalk.h"
+
+#define CONFIG_MAX_BYTES	(1024 * 1024)
+#define PROFILES_MAX		256
+#define COMMAND_MAX_ARGS	256
+#define COMMAND_MAX_BYTES	(64 * 1024)	/* a profile's whole argv */
+#define IMAGE_MAX		1024
+#define SOURCE_FILE_MAX		255
+#define DNS_LABEL_MAX		63
+#define DNS_SUBDOMAIN_MAX	253
+#define UID_MAX_K8S		INT64_C(2147483647) /* the API's limit */
+#define EXECUTIONS_MAX		INT64_C(1000000)
+
+static const char *const top_keys[] = { "runtimeClassName",
+    "allowCustomImages", "runAsUser", "tmpSizeLimit", "priorityClassName",
+    "profiles", "defaults", "caps", "quota", NULL };
+static const char *const profile_keys[] = { "image", "command",
+    "sourceFile", NULL };
+static const char *const resource_keys[] = { "cpu", "memory",
+    "ephemeralStorage", NULL };
+static const char *const quota_keys[] = { "executions", "cpu", "memory",
+    NULL };
+
+/* "" at the top level, "." below it, to join a field path. */
+static const char *
+dot(const char *where)
+{
+	return *where != '\0' ? "." : "";
+}
+
+/* A plain null scalar ("", "~", "null") means the same as an absent value. */
+static int
+null_node(const yaml_node_t *n)
+{
+	static const char *const nulls[] = { "", "~", "null", "Null", "NULL",
+	    NULL };
+	int i;
+
+	if (n == NULL)
+		return 1;
+	if (n->type != YAML_SCALAR_NODE ||
+	    n->data.scalar.style != YAML_PLAIN_SCALAR_STYLE)
+		return 0;
+	for (i = 0; nulls[i] != NULL; i++)
+		if (yamlwalk_scalar_is(n, nulls[i]))
+			return 1;
+	return 0;
+}
+
+/* Fail on the first key of map that is not one of the NULL-terminated keys. */
+static int
+check_keys(struct yamlwalk *w, yaml_node_t *map, const char *where,
+    const char *const *keys)
+{
+	yaml_node_pair_t *p;
+	yaml_node_t *k;
+	size_t i;
+	int rc, known;
+
+	if (map == NULL)
+		return 0;
+	for (p = map->data.mapping.pairs.start;
+	    p < map->data.mapping.pairs.top; p++) {
+		if ((rc = yamlwalk_step(w)) != 0)
+			return rc;
+		k = yamlwalk_node(w, p->key);
+		if (k == NULL || k->type != YAML_SCALAR_NODE)
+			return yamlwalk_fail(w, "%s has a key that is not a "
+			    "string", *where != '\0' ? where : "top level");
+		for (i = 0, known = 0; keys[i] != NULL && !known; i++)
+			known = yamlwalk_scalar_is(k, keys[i]);
+		if (!known)
+			return yamlwalk_fail(w, "%s%s%.*s is not a known key",
+			    where, dot(where),
+			    (int)(k->data.scalar.length > 64 ? 64 :
+			    k->data.scalar.length),
+			    (const char *)k->data.scalar.value);
+	}
+	return 0;
+}
+
+/* *out = the mapping at key, or NULL when absent or null. */
+static int
+get_mapping(struct yamlwalk *w, yaml_node_t *map, const char *where,
+    const char *key, yaml_node_t **out)
+{
+	int rc;
+
+	if ((rc = yamlwalk_lookup(w, map, where, key, out)) != 0)
+		return rc;
+	if (*out != NULL && (*out)->type != YAML_MAPPING_NODE)
+		return yamlwalk_fail(w, "%s%s%s is not a mapping", where,
+		    dot(where), key);
+	return 0;
+}
+
+/*
+ * *out = a new copy of the string at key, or NULL when absent, null or
+ * empty; longer than max bytes is an error, found before copying.
+ */
+static int
+get_string(struct yamlwalk *w, yaml_node_t *map, const char *where,
+    const char *key, size_t max, char **out)
+{
+	yaml_node_t *n;
+	int rc;
+
+	*out = NULL;
+	if ((rc = yamlwalk_lookup(w, map, where, key, &n)) != 0)
+		return rc;
+	if (n != NULL && n->type == YAML_SCALAR_NODE &&
+	    n->data.scalar.length > max)
+		return yamlwalk_fail(w, "%s%s%s is longer than %zu bytes",
+		    where, dot(where), key, max);
+	return yamlwalk_string(w, map, where, key, out);
+}
+
+/*
+ * A plain decimal integer at key into *out; *present says whether there
+ * was one (*out is untouched when not).
+ */
+static int
+get_int(struct yamlwalk *w, yaml_node_t *map, const char *where,
+    const char *key, int64_t *out, int *present)
+{
+	const unsigned char *s;
+	yaml_node_t *n;
+	size_t i, len;
+	int64_t v = 0;
+	int rc, neg;
+
+	*present = 0;
+	if ((rc = yamlwalk_lookup(w, map, where, key, &n)) != 0 || n == NULL)
+		return rc;
+	if (n->type != YAML_SCALAR_NODE ||
+	    n->data.scalar.style != YAML_PLAIN_SCALAR_STYLE)
+		goto bad;
+	s = n->data.scalar.value;
+	len = n->data.scalar.length;
+	neg = len > 0 && s[0] == '-';
+	if (len == (size_t)neg)
+		goto bad;
+	for (i = (size_t)neg; i < len; i++) {
+		if (s[i] < '0' || s[i] > '9')
+			goto bad;
+		if (__builtin_mul_overflow(v, 10, &v) ||
+		    __builtin_add_overflow(v, (int64_t)(s[i] - '0'), &v))
+			return yamlwalk_fail(w, "%s%s%s is out of range", where,
+			    dot(where), key);
+	}
+	*out = neg ? -v : v;
+	*present = 1;
+	return 0;
+bad:
+	return yamlwalk_fail(w, "%s%s%s is not an integer", where, dot(where),
+	    key);
+}
+
+/*
+ * The quantity at key, if present, replaces *text and *value: cpu-style
+ * (milli-units) when milli is set, else whole units. It must be above zero:
+ * Kubernetes reads a zero limit as "no limit".
+ */
+static int
+get_quantity(struct yamlwalk *w, yaml_node_t *map, const char *where,
+    const char *key, int milli, char **text, int64_t *value)
+{
+	struct k8s_error qe;
+	char *s = NULL;
+	int64_t v;
+	int rc;
+
+	k8s_error_clear(&qe);
+	if ((rc = get_string(w, map, where, key, QUANTITY_MAX_LEN,
+	    &s)) != 0 || s == NULL)
+		goto out;
+	rc = milli ? quantity_parse_milli(s, &v, &qe) :
+	    quantity_parse(s, &v, &qe);
+	if (rc != 0) {
+		rc = yamlwalk_fail(w, "%s%s%s: %s", where, dot(where), key,
+		    qe.message);
+		goto out;
+	}
+	if (v <= 0) {
+		rc = yamlwalk_fail(w, "%s%s%s '%s' must be greater than zero",
+		    where, dot(where), key, s);
+		goto out;
+	}
+	free(*text);
+	*text = s;
+	s = NULL;
+	*value = v;
+out:
+	free(s);
+	return rc;
+}
+
+/* s[0..len) matches [a-z0-9]([-a-z0-9]*[a-z0-9])? */
+static int
+dns_label(const char *s, size_t len)
+{
+	size_t i;
+
+	if (len == 0 || s[0] == '-' || s[len - 1] == '-')
+		return 0;
+	for (i = 0; i < len; i++)
+		if (!((s[i] >= 'a' && s[i] <= 'z') ||
+		    (s[i] >= '0' && s[i] <= '9') || s[i] == '-'))
+			return 0;
+	return 1;
+}
+
+/* A DNS-1123 subdomain: dot-separated labels, 253 bytes at most. */
+static int
+dns_subdomain(const char *s)
+{
+	size_t n;
+
+	if (strlen(s) > DNS_SUBDOMAIN_MAX)
+		return 0;
+	for (;;) {
+		n = strcspn(s, ".");
+		if (!dns_label(s, n))
+			return 0;
+		if (s[n] == '\0')
+			return 1;
+		s += n + 1;
+	}
+}
+
+/* A class name at key, if present, replaces *out. */
+static int
+get_class_name(struct yamlwalk *w, yaml_node_t *root, const char *key,
+    char **out)
+{
+	char *s = NULL;
+	int rc;
+
+	if ((rc = get_string(w, root, "", key, DNS_SUBDOMAIN_MAX, &s)) != 0 ||
+	    s == NULL)
+		return rc;
+	if (!dns_subdomain(s)) {
+		rc = yamlwalk_fail(w, "%s '%s' is not a valid name (lowercase "
+		    "letters, digits, '-' and '.')", key, s);
+		free(s);
+		return rc;
+	}
+	free(*out);
+	*out = s;
+	return 0;
+}
+
+/* Why path is not a safe relative path, or NULL if it is. */
+static const char *
+unsafe_path(const char *path)
+{
+	const char *s = path;
+	size_t n;
+
+	if (*s == '/')
+		return "it is absolute";
+	for (; *s != '\0'; s++)
+		if ((unsigned char)*s < 0x20 || *s == 0x7f)
+			return "it contains a control character";
+	for (s = path;; s += n + 1) {
+		n = strcspn(s, "/");
+		if (n == 0)
+			return "it has an empty segment";
+		if (n == 1 && s[0] == '.')
+			return "it has a '.' segment";
+		if (n == 2 && s[0] == '.' && s[1] == '.')
+			return "it has a '..' segment";
+		if (s[n] == '\0')
+			return NULL;
+	}
+}
+
+static int
+walk_command(struct yamlwalk *w, yaml_node_t *map, const char *where,
+    struct ctl_profile *p)
+{
+	yaml_node_item_t *it;
+	yaml_node_t *seq, *item;
+	size_t i, n, total = 0;
+	int rc;
+
+	if ((rc = yamlwalk_lookup(w, map, where, "command", &seq)) != 0)
+		return rc;
+	if (seq == NULL)
+		return yamlwalk_fail(w, "%s.command is missing", where);
+	if (seq->type != YAML_SEQUENCE_NODE)
+		return yamlwalk_fail(w, "%s.command is not a list", where);
+	n = (size_t)(seq->data.sequence.items.top -
+	    seq->data.sequence.items.start);
+	if (n == 0)
+		return yamlwalk_fail(w, "%s.command is empty", where);
+	if (n > COMMAND_MAX_ARGS)
+		return yamlwalk_fail(w, "%s.command has more than %d items",
+		    where, COMMAND_MAX_ARGS);
+	p->command = xcalloc(n + 1, sizeof(*p->command));
+	for (i = 0, it = seq->data.sequence.items.start; i < n; i++, it++) {
+		if ((rc = yamlwalk_step(w)) != 0)
+			return rc;
+		item = yamlwalk_node(w, *it);
+		if (item == NULL || item->type != YAML_SCALAR_NODE)
+			return yamlwalk_fail(w, "%s.command[%zu] is not a "
+			    "string", where, i);
+		if (null_node(item) || item->data.scalar.length == 0)
+			return yamlwalk_fail(w, "%s.command[%zu] is empty",
+			    where, i);
+		if (memchr(item->data.scalar.value, '\0',
+		    item->data.scalar.length) != NULL)
+			return yamlwalk_fail(w, "%s.command[%zu] contains a "
+			    "NUL byte", where, i);
+		total += item->data.scalar.length;
+		if (total > COMMAND_MAX_BYTES)
+			return yamlwalk_fail(w, "%s.command is longer than %d "
+			    "bytes", where, COMMAND_MAX_BYTES);
+		p->command[i] = xstrndup((const char *)item->data.scalar.value,
+		    item->data.scalar.length);
+	}
+	return 0;
+}
+
+/* One profile; body is its value node (NULL or null for an empty one). */
+static int
+walk_profile(struct yamlwalk *w, const char *name, yaml_node_t *body,
+    struct ctl_profile *p)
+{
+	const char *why;
+	char where[DNS_LABEL_MAX + 16];
+	int rc;
+	size_t i;
+
+	snprintf(where, sizeof(where), "profiles.%s", name);
+	p->name = xstrdup(name);
+	if (null_node(body))
+		body = NULL;
+	if (body != NULL && body->type != YAML_MAPPING_NODE)
+		return yamlwalk_fail(w, "%s is not a mapping", where);
+	if ((rc = check_keys(w, body, where, profile_keys)) != 0 ||
+	    (rc = get_string(w, body, where, "image", IMAGE_MAX,
+	    &p->image)) != 0)
+		return rc;
+	if (p->image == NULL)
+		return yamlwalk_fail(w, "%s.image is missing", where);
+	for (i = 0; p->image[i] != '\0'; i++)
+		if ((unsigned char)p->image[i] <= 0x20 || p->image[i] == 0x7f)
+			return yamlwalk_fail(w, "%s.image '%s' contains "
+			    "whitespace or a control character", where,
+			    p->image);
+	if ((rc = walk_command(w, body, where, p)) != 0 ||
+	    (rc = get_string(w, body, where, "sourceFile", SOURCE_FILE_MAX,
+	    &p->source_file)) != 0)
+		return rc;
+	if (p->source_file == NULL)
+		return yamlwalk_fail(w, "%s.sourceFile is missing", where);
+	if ((why = unsafe_path(p->source_file)) != NULL)
+		return yamlwalk_fail(w, "%s.sourceFile '%s' is not a safe "
+		    "relative path: %s", where, p->source_file, why);
+	return 0;
+}
+
+static int
+walk_profiles(struct yamlwalk *w, yaml_node_t *root, struct ctl_config *c)
+{
+	yaml_node_pair_t *pair;
+	yaml_node_t *map, *k;
+	size_t i, j, n;
+	int rc;
+
+	if ((rc = get_mapping(w, root, "", "profiles", &map)) != 0)
+		return rc;
+	n = map == NULL ? 0 : (size_t)(map->data.mapping.pairs.top -
+	    map->data.mapping.pairs.start);
+	if (n == 0)
+		return yamlwalk_fail(w, "profiles: at least one profile is "
+		    "required");
+	if (n > PROFILES_MAX)
+		return yamlwalk_fail(w, "profiles: more than %d profiles",
+		    PROFILES_MAX);
+	c->profiles = xcalloc(n, sizeof(*c->profiles));
+	for (i = 0, pair = map->data.mapping.pairs.start; i < n; i++, pair++) {
+		if ((rc = yamlwalk_step(w)) != 0)
+			return rc;
+		k = yamlwalk_node(w, pair->key);
+		if (k == NULL || k->type != YAML_SCALAR_NODE)
+			return yamlwalk_fail(w, "profiles has a key that is "
+			    "not a string");
+		if (k->data.scalar.length > DNS_LABEL_MAX ||
+		    !dns_label((const char *)k->data.scalar.value,
+		    k->data.scalar.length))
+			return yamlwalk_fail(w, "profiles.%.*s: the name is "
+			    "not a DNS label (at most %d lowercase letters, "
+			    "digits and '-', starting and ending with a "
+			    "letter or digit)",
+			    (int)(k->data.scalar.length > 64 ? 64 :
+			    k->data.scalar.length),
+			    (const char *)k->data.scalar.value, DNS_LABEL_MAX);
+		for (j = 0; j < i; j++) {
+			if ((rc = yamlwalk_step(w)) != 0)
+				return rc;
+			if (yamlwalk_scalar_is(k, c->profiles[j].name))
+				return yamlwalk_fail(w, "profiles.%s is given "
+				    "twice", c->profiles[j].name);
+		}
+		/* Counted first, so ctl_config_free() frees a partial one. */
+		c->nprofiles = i + 1;
+		if ((rc = walk_profile(w, (const char *)k->data.scalar.value,
+		    yamlwalk_node(w, pair->value), &c->profiles[i])) != 0)
+			return rc;
+	}
+	return 0;
+}
+
+/* defaults, caps or quota: each given quantity replaces its default. */
+static int
+walk_resources(struct yamlwalk *w, yaml_node_t *root, const char *key,
+    struct ctl_resources *r, int64_t *executions)
+{
+	yaml_node_t *map;
+	int64_t v;
+	int rc, present;
+
+	if ((rc = get_mapping(w, root, "", key, &map)) != 0 ||
+	    (rc = check_keys(w, map, key, executions != NULL ? quota_keys :
+	    resource_keys)) != 0 ||
+	    (rc = get_quantity(w, map, key, "cpu", 1, &r->cpu,
+	    &r->cpu_milli)) != 0 ||
+	    (rc = get_quantity(w, map, key, "memory", 0, &r->memory,
+	    &r->memory_bytes)) != 0)
+		return rc;
+	if (executions == NULL)
+		return get_quantity(w, map, key, "ephemeralStorage", 0,
+		    &r->ephemeral_storage, &r->ephemeral_bytes);
+	if ((rc = get_int(w, map, key, "executions", &v, &present)) != 0)
+		return rc;
+	if (present && (v < 1 || v > EXECUTIONS_MAX))
+		return yamlwalk_fail(w, "%s.executions must be between 1 and "
+		    "%lld", key, (long long)EXECUTIONS_MAX);
+	if (present)
+		*executions = v;
+	return 0;
+}
+
+/* Fail if a default is above its cap: every execution starts at one. */
+static int
+check_caps(struct yamlwalk *w, const struct ctl_config *c)
+{
+	const struct ctl_resources *d = &c->defaults, *m = &c->caps;
+
+	if (d->cpu_milli > m->cpu_milli)
+		return yamlwalk_fail(w, "defaults.cpu '%s' is above caps.cpu "
+		    "'%s'", d->cpu, m->cpu);
+	if (d->memory_bytes > m->memory_bytes)
+		return yamlwalk_fail(w, "defaults.memory '%s' is above "
+		    "caps.memory '%s'", d->memory, m->memory);
+	if (d->ephemeral_bytes > m->ephemeral_bytes)
+		return yamlwalk_fail(w, "defaults.ephemeralStorage '%s' is "
+		    "above caps.ephemeralStorage '%s'", d->ephemeral_storage,
+		    m->ephemeral_storage);
+	return 0;
+}
+
+static void
+resources_set(struct ctl_resources *r, const char *cpu, int64_t cpu_milli,
+    const char *memory, int64_t memory_bytes, const char *eph,
+    int64_t eph_bytes)
+{
+	r->cpu = xstrdup(cpu);
+	r->cpu_milli = cpu_milli;
+	r->memory = xstrdup(memory);
+	r->memory_bytes = memory_bytes;
+	r->ephemeral_storage = eph != NULL ? xstrdup(eph) : NULL;
+	r->ephemeral_bytes = eph_bytes;
+}
+
+/* A config holding the documented defaults and no profiles. */
+static struct ctl_config *
+config_defaults(void)
+{
+	struct ctl_config *c = xcalloc(1, sizeof(*c));
+
+	c->runtime_class = xstrdup("gvisor");
+	c->allow_custom_images = 0;
+	c->run_as_user = 65532;
+	c->tmp_size_limit = xstrdup("64Mi");
+	c->tmp_size_bytes = INT64_C(64) << 20;
+	c->priority_class = xstrdup("airlock-execution");
+	resources_set(&c->defaults, "500m", 500, "256Mi", INT64_C(256) << 20,
+	    "64Mi", INT64_C(64) << 20);
+	resources_set(&c->caps, "2", 2000, "2Gi", INT64_C(2) << 30, "1Gi",
+	    INT64_C(1) << 30);
+	c->quota_executions = 20;
+	resources_set(&c->quota, "8", 8000, "8Gi", INT64_C(8) << 30, NULL, 0);
+	return c;
+}
+
+static int
+config_walk(struct yamlwalk *w, yaml_node_t *root, struct ctl_config *c)
+{
+	int64_t uid;
+	int rc, present;
+
+	if ((rc = check_keys(w, root, "", top_keys)) != 0 ||
+	    (rc = get_class_name(w, root, "runtimeClassName",
+	    &c->runtime_class)) != 0 ||
+	    (rc = get_class_name(w, root, "priorityClassName",
+	    &c->priority_class)) != 0 ||
+	    (rc = yamlwalk_bool(w, root, "", "allowCustomImages",
+	    &c->allow_custom_images)) != 0 ||
+	    (rc = get_int(w, root, "", "runAsUser", &uid, &present)) != 0)
+		return rc;
+	if (present && (uid < 1 || uid > UID_MAX_K8S))
+		return yamlwalk_fail(w, "runAsUser %lld is refused: it must be "
+		    "a non-root uid from 1 to %lld", (long long)uid,
+		    (long long)UID_MAX_K8S);
+	if (present)
+		c->run_as_user = uid;
+	if ((rc = get_quantity(w, root, "", "tmpSizeLimit", 0,
+	    &c->tmp_size_limit, &c->tmp_size_bytes)) != 0 ||
+	    (rc = walk_resources(w, root, "defaults", &c->defaults,
+	    NULL)) != 0 ||
+	    (rc = walk_resources(w, root, "caps", &c->caps, NULL)) != 0 ||
+	    (rc = walk_resources(w, root, "quota", &c->quota,
+	    &c->quota_executions)) != 0 ||
+	    (rc = check_caps(w, c)) != 0)
+		return rc;
+	return walk_profiles(w, root, c);
+}
+
+int
+ctl_config_parse(const char *data, size_t len, const char *name,
+    struct ctl_config **out, struct k8s_error *err)
+{
+	struct ctl_config *c = NULL;
+	struct yamlwalk w;
+	yaml_node_t *root;
+	int rc;
+
+	if (name == NULL)
+		name = "(memory)";
+	yamlwalk_init(&w, "config", name, err);
+	if (len > CONFIG_MAX_BYTES) {
+		rc = k8s_error_set(err, K8S_ETOOBIG, 0, NULL,
+		    "config '%s' is larger than %d bytes", name,
+		    CONFIG_MAX_BYTES);
+		goto out;
+	}
+	if ((rc = yamlwalk_load(&w, data, len, &root)) != 0)
+		goto out;
+	c = config_defaults();
+	if ((rc = config_walk(&w, root, c)) != 0)
+		goto out;
+	*out = c;
+	c = NULL;
+out:
+	yamlwalk_free(&w);
+	ctl_config_free(c);
+	return rc;
+}
+
+/*
+ * Read path into b (initialised with its cap). 0; K8S_ETOOBIG past the
+ * cap; K8S_EIO with errno set otherwise.
+ */
+static int
+read_capped(const char *path, struct buf *b)
+{
+	char chunk[8192];
+	struct stat sb;
+	ssize_t n;
+	int fd, rc = K8S_EIO, saved;
+
+	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) == -1)
+		return K8S_EIO;
+	if (fstat(fd, &sb) == -1)
+		goto out;
+	if (S_ISREG(sb.st_mode) && (uintmax_t)sb.st_size > b->max) {
+		rc = K8S_ETOOBIG;
+		goto out;
+	}
+	for (;;) {
+		n = read(fd, chunk, sizeof(chunk));
+		if (n == -1 && errno == EINTR)
+			continue;
+		if (n == -1)
+			goto out;
+		if (n == 0)
+			break;
+		if (buf_append(b, chunk, (size_t)n) != 0) {
+			rc = K8S_ETOOBIG;
+			goto out;
+		}
+	}
+	rc = 0;
+out:
+	saved = errno;
+	close(fd);
+	errno = saved;
+	return rc;
+}
+
+int
+ctl_config_load(const char *path, struct ctl_config **out,
+    struct k8s_error *err)
+{
+	struct buf b;
+	int rc;
+
+	buf_init(&b, CONFIG_MAX_BYTES);
+	if (path == NULL || *path == '\0') {
+		rc = k8s_error_set(err, K8S_EINVAL, 0, NULL,
+		    "config path is empty");
+		goto out;
+	}
+	if ((rc = read_capped(path, &b)) == K8S_ETOOBIG) {
+		k8s_error_set(err, rc, 0, NULL,
+		    "config '%s' is larger than %d bytes", path,
+		    CONFIG_MAX_BYTES);
+		goto out;
+	}
+	if (rc != 0) {
+		rc = k8s_error_set(err, K8S_EINVAL, 0, NULL,
+		    "cannot read config '%s': %s", path, strerror(errno));
+		goto out;
+	}
+	rc = ctl_config_parse(b.data, b.len, path, out, err);
+out:
+	buf_free(&b);
+	return rc;
+}
+
+const struct ctl_profile *
+ctl_config_profile(const struct ctl_config *c, const char *name)
+{
+	size_t i;
+
+	if (c == NULL || name == NULL)
+		return NULL;
+	for (i = 0; i < c->nprofiles; i++)
+		if (strcmp(c->profiles[i].name, name) == 0)
+			return &c->profiles[i];
+	return NULL;
+}
+
+static void
+resources_free(struct ctl_resources *r)
+{
+	free(r->cpu);
+	free(r->memory);
+	free(r->ephemeral_storage);
+}
+
+void
+ctl_config_free(struct ctl_config *c)
+{
+	size_t i;
+	char **a;
+
+	if (c == NULL)
+		return;
+	for (i = 0; i < c->nprofiles; i++) {
+		free(c->profiles[i].name);
+		free(c->profiles[i].image);
+		for (a = c->profiles[i].command; a != NULL && *a != NULL; a++)
+			free(*a);
+		free(c->profiles[i].command);
+		free(c->profiles[i].source_file);
+	}
+	free(c->profiles);
+	free(c->runtime_class);
+	free(c->tmp_size_limit);
+	free(c->priority_class);
+	resources_free(&c->defaults);
+	resources_free(&c->caps);
+	resources_free(&c->quota);
+	free(c);
+}

@@ -1,0 +1,83 @@
+/*
+ * ctl_config.h - the operator's config file: runtime profiles, defaults and
+ * caps. Read at start-up (YAML); tenants never see or set it.
+ *
+ *   runtimeClassName: gvisor        # pods run under this RuntimeClass
+ *   allowCustomImages: false        # may spec.image override a profile?
+ *   runAsUser: 65532                # the fixed unprivileged uid
+ *   tmpSizeLimit: 64Mi              # emptyDir for /tmp and the work dir
+ *   priorityClassName: airlock-execution   # scopes the ResourceQuota
+ *   profiles:
+ *     python:
+ *       image: airlock/runner-python:0.1
+ *       command: [python3, main.py]         # run in the work dir
+ *       sourceFile: main.py                 # where spec.source goes
+ *   defaults: {cpu: 500m, memory: 256Mi, ephemeralStorage: 64Mi}
+ *   caps:     {cpu: "2",  memory: 2Gi,   ephemeralStorage: 1Gi}
+ *   quota:    {executions: 20, cpu: "8", memory: 8Gi}
+ *
+ * Quantities are kept both as the text (for the objects we write) and
+ * parsed (for comparisons): cpu in millicores, the rest in bytes.
+ */
+#ifndef AIRLOCK_CTL_CONFIG_H
+#define AIRLOCK_CTL_CONFIG_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "k8s_error.h"
+
+struct ctl_profile {
+	char	 *name;		/* the map key: spec.runtime */
+	char	 *image;
+	char	**command;	/* NULL-terminated argv */
+	char	 *source_file;	/* relative path, no '..' */
+};
+
+struct ctl_resources {
+	char	*cpu;		/* text as configured, e.g. "500m" */
+	char	*memory;
+	char	*ephemeral_storage;
+	int64_t	 cpu_milli;
+	int64_t	 memory_bytes;
+	int64_t	 ephemeral_bytes;
+};
+
+struct ctl_config {
+	char			*runtime_class;		/* default "gvisor" */
+	int			 allow_custom_images;	/* default 0 */
+	int64_t			 run_as_user;		/* default 65532; > 0 */
+	char			*tmp_size_limit;	/* default "64Mi" */
+	int64_t			 tmp_size_bytes;
+	char			*priority_class;	/* default "airlock-execution" */
+	struct ctl_profile	*profiles;
+	size_t			 nprofiles;		/* at least one */
+	struct ctl_resources	 defaults;		/* default 500m/256Mi/64Mi */
+	struct ctl_resources	 caps;			/* default 2/2Gi/1Gi; >= defaults */
+	int64_t			 quota_executions;	/* default 20 */
+	struct ctl_resources	 quota;			/* cpu/memory; default 8/8Gi; ephemeral unused */
+};
+
+/*
+ * Load the config at path. Missing keys take the defaults above; unknown
+ * keys are refused (a typo must not silently weaken isolation). *out is
+ * new; free with ctl_config_free(). K8S_EINVAL with the field path for
+ * malformed YAML, a bad quantity, a profile without image/command/
+ * sourceFile, an unsafe sourceFile, no profiles, or defaults above caps;
+ * K8S_ETOOBIG for a file over 1 MiB.
+ */
+int ctl_config_load(const char *path, struct ctl_config **out,
+    struct k8s_error *err) __attribute__((warn_unused_result));
+
+/* The same from memory (tests); name labels messages. */
+int ctl_config_parse(const char *data, size_t len, const char *name,
+    struct ctl_config **out, struct k8s_error *err)
+    __attribute__((warn_unused_result));
+
+/* The profile for spec.runtime, or NULL. Borrowed. */
+const struct ctl_profile *ctl_config_profile(const struct ctl_config *c,
+    const char *name);
+
+void ctl_config_free(struct ctl_config *c);
+
+#endif

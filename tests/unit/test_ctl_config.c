@@ -1,0 +1,582 @@
+/* Unit tests: controller/config.c. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <cmocka.h>
+
+#include "ctl_config.h"
+#include "k8s_error.h"
+#include "xmalloc.h"
+
+#define MIB	(1024 * 1024)
+
+static const char minimal_yaml[] =
+    "profiles:\n"
+    "  sh: {image: busybox, command: [sh], sourceFile: run.sh}\n";
+
+static char *
+fixture(const char *name)
+{
+	const char *top = getenv("AIRLOCK_TOP");
+
+	return xasprintf("%s/tests/data/ctlconfig/%s",
+	    top != NULL && *top != '\0' ? top : ".", name);
+}
+
+static struct ctl_config *
+load_ok(const char *name)
+{
+	struct ctl_config *c = NULL;
+	struct k8s_error e;
+	char *p = fixture(name);
+
+	k8s_error_clear(&e);
+	if (ctl_config_load(p, &c, &e) != 0) {
+		print_error("%s: %s\n", name, e.message);
+		fail();
+	}
+	free(p);
+	assert_non_null(c);
+	return c;
+}
+
+/* Assert the file fails with code and a message naming it and sub. */
+static void
+expect_fail(const char *name, int code, const char *sub)
+{
+	struct ctl_config *c = NULL;
+	struct k8s_error e;
+	char *p = fixture(name), *prefix = xasprintf("config '%s': ", p);
+	int rc;
+
+	k8s_error_clear(&e);
+	rc = ctl_config_load(p, &c, &e);
+	if (rc != code || e.code != code || strstr(e.message, sub) == NULL ||
+	    strncmp(e.message, prefix, strlen(prefix)) != 0) {
+		print_error("%s: rc %d, message '%s'; want %d and '%s'\n", name,
+		    rc, e.message, code, sub);
+		fail();
+	}
+	assert_null(c);
+	free(prefix);
+	free(p);
+}
+
+/* Parse from memory; assert a failure with sub, or success if sub NULL. */
+static void
+expect_parse(const char *yaml, size_t len, int code, const char *sub)
+{
+	struct ctl_config *c = NULL;
+	struct k8s_error e;
+	int rc;
+
+	k8s_error_clear(&e);
+	rc = ctl_config_parse(yaml, len, "mem", &c, &e);
+	if (rc != code || (sub != NULL && strstr(e.message, sub) == NULL)) {
+		print_error("rc %d, message '%s'; want %d and '%s'\n", rc,
+		    e.message, code, sub ? sub : "");
+		fail();
+	}
+	if (code == 0)
+		assert_non_null(c);
+	else
+		assert_null(c);
+	ctl_config_free(c);
+}
+
+static void
+assert_argv(char **argv, const char *const *want)
+{
+	size_t i;
+
+	assert_non_null(argv);
+	for (i = 0; want[i] != NULL; i++) {
+		assert_non_null(argv[i]);
+		assert_string_equal(argv[i], want[i]);
+	}
+	assert_null(argv[i]);
+}
+
+static void
+assert_resources(const struct ctl_resources *r, const char *cpu,
+    int64_t cpu_milli, const char *memory, int64_t memory_bytes,
+    const char *eph, int64_t eph_bytes)
+{
+	assert_string_equal(r->cpu, cpu);
+	assert_int_equal(r->cpu_milli, cpu_milli);
+	assert_string_equal(r->memory, memory);
+	assert_int_equal(r->memory_bytes, memory_bytes);
+	if (eph == NULL)
+		assert_null(r->ephemeral_storage);
+	else
+		assert_string_equal(r->ephemeral_storage, eph);
+	assert_int_equal(r->ephemeral_bytes, eph_bytes);
+}
+
+/* Everything a config without those keys must hold. */
+static void
+assert_defaults(const struct ctl_config *c)
+{
+	assert_string_equal(c->runtime_class, "gvisor");
+	assert_int_equal(c->allow_custom_images, 0);
+	assert_int_equal(c->run_as_user, 65532);
+	assert_string_equal(c->tmp_size_limit, "64Mi");
+	assert_int_equal(c->tmp_size_bytes, 67108864);
+	assert_string_equal(c->priority_class, "airlock-execution");
+	assert_resources(&c->defaults, "500m", 500, "256Mi", 268435456,
+	    "64Mi", 67108864);
+	assert_resources(&c->caps, "2", 2000, "2Gi", INT64_C(2147483648),
+	    "1Gi", 1073741824);
+	assert_int_equal(c->quota_executions, 20);
+	assert_resources(&c->quota, "8", 8000, "8Gi", INT64_C(8589934592),
+	    NULL, 0);
+}
+
+static void
+test_full(void **state)
+{
+	static const char *const py[] = { "python3", "-u", "main.py", NULL };
+	static const char *const node[] = { "node", "--max-old-space-size=128",
+	    "src/index.js", NULL };
+	struct ctl_config *c = load_ok("full.yaml");
+
+	(void)state;
+	assert_string_equal(c->runtime_class, "gvisor-kvm");
+	assert_int_equal(c->allow_custom_images, 1);
+	assert_int_equal(c->run_as_user, 10001);
+	assert_string_equal(c->tmp_size_limit, "128Mi");
+	assert_int_equal(c->tmp_size_bytes, 134217728);
+	assert_string_equal(c->priority_class, "airlock.exec-low");
+	assert_int_equal(c->nprofiles, 2);
+	assert_string_equal(c->profiles[0].name, "python");
+	assert_string_equal(c->profiles[0].image, "airlock/runner-python:0.2");
+	assert_argv(c->profiles[0].command, py);
+	assert_string_equal(c->profiles[0].source_file, "main.py");
+	assert_string_equal(c->profiles[1].name, "node-20");
+	assert_string_equal(c->profiles[1].image,
+	    "registry.example.com/airlock/runner-node@sha256:0123abcd");
+	assert_argv(c->profiles[1].command, node);
+	assert_string_equal(c->profiles[1].source_file, "src/index.js");
+	assert_resources(&c->defaults, "250m", 250, "128Mi", 134217728,
+	    "32Mi", 33554432);
+	assert_resources(&c->caps, "4", 4000, "1.5Gi", 1610612736, "2Gi",
+	    INT64_C(2147483648));
+	assert_int_equal(c->quota_executions, 50);
+	assert_resources(&c->quota, "16", 16000, "32Gi",
+	    INT64_C(34359738368), NULL, 0);
+	ctl_config_free(c);
+}
+
+static void
+test_minimal(void **state)
+{
+	static const char *const sh[] = { "sh", "run.sh", NULL };
+	static const char nulls[] = "defaults:\ncaps: ~\nquota: null\n"
+	    "runAsUser:\nruntimeClassName: ''\ntmpSizeLimit: NULL\n"
+	    "profiles: {sh: {image: busybox, command: [sh], sourceFile: x}}\n";
+	struct ctl_config *c = load_ok("minimal.yaml");
+
+	(void)state;
+	assert_defaults(c);
+	assert_int_equal(c->nprofiles, 1);
+	assert_string_equal(c->profiles[0].name, "sh");
+	assert_string_equal(c->profiles[0].image, "busybox:1.36");
+	assert_argv(c->profiles[0].command, sh);
+	assert_string_equal(c->profiles[0].source_file, "run.sh");
+	ctl_config_free(c);
+
+	/* The same from memory; null blocks are empty blocks. */
+	c = NULL;
+	assert_int_equal(ctl_config_parse(minimal_yaml, strlen(minimal_yaml),
+	    NULL, &c, NULL), 0);
+	assert_defaults(c);
+	ctl_config_free(c);
+	c = NULL;
+	assert_int_equal(ctl_config_parse(nulls, strlen(nulls), NULL, &c,
+	    NULL), 0);
+	assert_defaults(c);
+	ctl_config_free(c);
+}
+
+/* A block given in part keeps the defaults of the keys it leaves out. */
+static void
+test_partial(void **state)
+{
+	static const char *const sh[] = { "sh", NULL };
+	struct ctl_config *c = load_ok("partial.yaml");
+
+	(void)state;
+	assert_string_equal(c->runtime_class, "gvisor");
+	assert_int_equal(c->run_as_user, 1000);
+	assert_resources(&c->defaults, "1", 1000, "256Mi", 268435456,
+	    "64Mi", 67108864);
+	assert_resources(&c->caps, "2", 2000, "4Gi", INT64_C(4294967296),
+	    "1Gi", 1073741824);
+	assert_int_equal(c->quota_executions, 5);
+	assert_resources(&c->quota, "8", 8000, "8Gi", INT64_C(8589934592),
+	    NULL, 0);
+	assert_int_equal(c->nprofiles, 1);
+	assert_argv(c->profiles[0].command, sh);
+	assert_string_equal(c->profiles[0].source_file, "a/b/run.sh");
+	ctl_config_free(c);
+}
+
+/* Aliased bodies are copied, not shared: each profile owns its strings. */
+static void
+test_alias(void **state)
+{
+	static const char *const cmd[] = { "sh", "-c", "exec ./x", NULL };
+	struct ctl_config *c = load_ok("alias.yaml");
+
+	(void)state;
+	assert_int_equal(c->nprofiles, 3);
+	assert_string_equal(c->profiles[1].name, "two");
+	assert_string_equal(c->profiles[1].image, "busybox");
+	assert_argv(c->profiles[1].command, cmd);
+	assert_string_equal(c->profiles[1].source_file, "x");
+	assert_ptr_not_equal(c->profiles[0].image, c->profiles[1].image);
+	assert_string_equal(c->profiles[2].image, "alpine");
+	assert_argv(c->profiles[2].command, cmd);
+	assert_string_equal(c->profiles[2].source_file, "y");
+	ctl_config_free(c);
+}
+
+static void
+test_profile_lookup(void **state)
+{
+	struct ctl_config *c = load_ok("full.yaml");
+	const struct ctl_profile *p;
+
+	(void)state;
+	p = ctl_config_profile(c, "python");
+	assert_ptr_equal(p, &c->profiles[0]);
+	p = ctl_config_profile(c, "node-20");
+	assert_ptr_equal(p, &c->profiles[1]);
+	assert_string_equal(p->image,
+	    "registry.example.com/airlock/runner-node@sha256:0123abcd");
+	assert_null(ctl_config_profile(c, "node"));
+	assert_null(ctl_config_profile(c, "node-200"));
+	assert_null(ctl_config_profile(c, "Python"));
+	assert_null(ctl_config_profile(c, ""));
+	assert_null(ctl_config_profile(c, NULL));
+	assert_null(ctl_config_profile(NULL, "python"));
+	ctl_config_free(c);
+	ctl_config_free(NULL);
+}
+
+static void
+test_malformed(void **state)
+{
+	static const struct { const char *file, *msg; } cases[] = {
+		{ "bad-syntax.yaml", "invalid YAML at line" },
+		{ "bad-top-level.yaml", "top level is not a mapping" },
+		{ "bad-duplicate-key.yaml", "runAsUser is given twice" },
+		{ "bad-unknown-key.yaml",
+		    "profiles.python.imgae is not a known key" },
+		{ "bad-unknown-top.yaml", "runtimeClass is not a known key" },
+		{ "bad-unknown-resource.yaml",
+		    "defaults.mem is not a known key" },
+		{ "bad-quota-ephemeral.yaml",
+		    "quota.ephemeralStorage is not a known key" },
+		{ "bad-quantity.yaml", "defaults.memory: quantity '256MB' is "
+		    "not valid: unknown suffix 'MB'" },
+		{ "bad-quantity-zero.yaml",
+		    "caps.cpu '0' must be greater than zero" },
+		{ "bad-quantity-range.yaml",
+		    "tmpSizeLimit: quantity '9Ei' is out of range" },
+		{ "bad-defaults-above-caps.yaml",
+		    "defaults.memory '4Gi' is above caps.memory '2Gi'" },
+		{ "bad-cpu-above-cap.yaml",
+		    "defaults.cpu '2001m' is above caps.cpu '2'" },
+		{ "bad-ephemeral-above-cap.yaml", "defaults.ephemeralStorage "
+		    "'64Mi' is above caps.ephemeralStorage '32Mi'" },
+		{ "bad-run-as-root.yaml", "runAsUser 0 is refused: it must be "
+		    "a non-root uid from 1 to 2147483647" },
+		{ "bad-run-as-negative.yaml", "runAsUser -5 is refused" },
+		{ "bad-run-as-huge.yaml", "runAsUser 4294967296 is refused" },
+		{ "bad-run-as-string.yaml", "runAsUser is not an integer" },
+		{ "bad-source-dotdot.yaml", "profiles.python.sourceFile '../x' "
+		    "is not a safe relative path: it has a '..' segment" },
+		{ "bad-source-inner-dotdot.yaml", "profiles.python.sourceFile "
+		    "'src/../../main.py' is not a safe relative path: it has "
+		    "a '..' segment" },
+		{ "bad-source-abs.yaml", "profiles.python.sourceFile "
+		    "'/etc/passwd' is not a safe relative path: it is "
+		    "absolute" },
+		{ "bad-source-dot.yaml", "profiles.python.sourceFile "
+		    "'./main.py' is not a safe relative path: it has a '.' "
+		    "segment" },
+		{ "bad-source-trailing-slash.yaml", "profiles.python."
+		    "sourceFile 'src/' is not a safe relative path: it has an "
+		    "empty segment" },
+		{ "bad-no-source.yaml", "profiles.python.sourceFile is "
+		    "missing" },
+		{ "bad-no-image.yaml", "profiles.python.image is missing" },
+		{ "bad-profile-null.yaml", "profiles.python.image is missing" },
+		{ "bad-image-space.yaml", "profiles.python.image 'airlock/"
+		    "runner python' contains whitespace" },
+		{ "bad-no-command.yaml", "profiles.python.command is missing" },
+		{ "bad-command-empty.yaml",
+		    "profiles.python.command is empty" },
+		{ "bad-command-string.yaml",
+		    "profiles.python.command is not a list" },
+		{ "bad-command-item-empty.yaml",
+		    "profiles.python.command[1] is empty" },
+		{ "bad-command-item-list.yaml",
+		    "profiles.python.command[1] is not a string" },
+		{ "bad-no-profiles.yaml",
+		    "profiles: at least one profile is required" },
+		{ "bad-profiles-empty.yaml",
+		    "profiles: at least one profile is required" },
+		{ "bad-profiles-list.yaml", "profiles is not a mapping" },
+		{ "bad-profile-name.yaml", "profiles.Python_3: the name is not "
+		    "a DNS label" },
+		{ "bad-profile-twice.yaml", "profiles.python is given twice" },
+		{ "bad-runtime-class.yaml",
+		    "runtimeClassName 'gVisor' is not a valid name" },
+		{ "bad-priority-class.yaml",
+		    "priorityClassName '-airlock' is not a valid name" },
+		{ "bad-allow-custom.yaml",
+		    "allowCustomImages is not a boolean" },
+		{ "bad-executions.yaml",
+		    "quota.executions must be between 1 and 1000000" },
+	};
+	size_t i;
+
+	(void)state;
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
+		expect_fail(cases[i].file, K8S_EINVAL, cases[i].msg);
+}
+
+/* Names and paths at and just past their limits. */
+static void
+test_limits(void **state)
+{
+	static const char *const good_names[] = { "a", "0", "a-b", "a1-2b",
+	    "123", NULL };
+	static const char *const bad_names[] = { "-a", "a-", "a_b", "a.b",
+	    "A", "\"\"", "a b", NULL };
+	char *y, *s;
+	size_t i;
+
+	(void)state;
+	for (i = 0; good_names[i] != NULL; i++) {
+		y = xasprintf("profiles: {%s: {image: i, command: [c], "
+		    "sourceFile: f}}", good_names[i]);
+		expect_parse(y, strlen(y), 0, NULL);
+		free(y);
+	}
+	for (i = 0; bad_names[i] != NULL; i++) {
+		y = xasprintf("profiles: {%s: {image: i, command: [c], "
+		    "sourceFile: f}}", bad_names[i]);
+		expect_parse(y, strlen(y), K8S_EINVAL, "is not a DNS label");
+		free(y);
+	}
+	/* 63 bytes of profile name pass, 64 do not. */
+	s = xmalloc(300);
+	memset(s, 'a', 64);
+	s[63] = '\0';
+	y = xasprintf("profiles: {%s: {image: i, command: [c], sourceFile: f}}",
+	    s);
+	expect_parse(y, strlen(y), 0, NULL);
+	free(y);
+	s[63] = 'a';
+	s[64] = '\0';
+	y = xasprintf("profiles: {%s: {image: i, command: [c], sourceFile: f}}",
+	    s);
+	expect_parse(y, strlen(y), K8S_EINVAL, "is not a DNS label");
+	free(y);
+	/* sourceFile: 255 bytes pass, 256 do not. */
+	memset(s, 'f', 256);
+	s[1] = '/';
+	s[255] = '\0';
+	y = xasprintf("profiles: {p: {image: i, command: [c], sourceFile: %s}}",
+	    s);
+	expect_parse(y, strlen(y), 0, NULL);
+	free(y);
+	s[255] = 'f';
+	s[256] = '\0';
+	y = xasprintf("profiles: {p: {image: i, command: [c], sourceFile: %s}}",
+	    s);
+	expect_parse(y, strlen(y), K8S_EINVAL,
+	    "profiles.p.sourceFile is longer than 255 bytes");
+	free(y);
+	/* A class name: 253 bytes pass, 254 do not; dots are allowed. */
+	memset(s, 'r', 254);
+	s[100] = '.';
+	s[253] = '\0';
+	y = xasprintf("runtimeClassName: %s\n%s", s, minimal_yaml);
+	expect_parse(y, strlen(y), 0, NULL);
+	free(y);
+	s[253] = 'r';
+	s[254] = '\0';
+	y = xasprintf("runtimeClassName: %s\n%s", s, minimal_yaml);
+	expect_parse(y, strlen(y), K8S_EINVAL,
+	    "runtimeClassName is longer than 253 bytes");
+	free(y);
+	free(s);
+	y = xasprintf("priorityClassName: a..b\n%s", minimal_yaml);
+	expect_parse(y, strlen(y), K8S_EINVAL,
+	    "priorityClassName 'a..b' is not a valid name");
+	free(y);
+	y = xasprintf("runAsUser: 2147483647\n%s", minimal_yaml);
+	expect_parse(y, strlen(y), 0, NULL);
+	free(y);
+	y = xasprintf("runAsUser: 2147483648\n%s", minimal_yaml);
+	expect_parse(y, strlen(y), K8S_EINVAL, "runAsUser 2147483648 is "
+	    "refused");
+	free(y);
+	y = xasprintf("runAsUser: 99999999999999999999\n%s", minimal_yaml);
+	expect_parse(y, strlen(y), K8S_EINVAL, "runAsUser is out of range");
+	free(y);
+	/* Equal to the cap is fine. */
+	y = xasprintf("defaults: {cpu: 2, memory: 2Gi, ephemeralStorage: "
+	    "1024Mi}\n%s", minimal_yaml);
+	expect_parse(y, strlen(y), 0, NULL);
+	free(y);
+}
+
+/* Argument lists, profile counts and images are capped before copying. */
+static void
+test_caps(void **state)
+{
+	char *y, *img, *p;
+	size_t i, len, cap = 64 * 1024;
+
+	(void)state;
+	p = xmalloc(cap);
+	len = (size_t)snprintf(p, cap, "profiles:\n  p:\n    image: i\n"
+	    "    sourceFile: f\n    command:\n");
+	for (i = 0; i < 257; i++)
+		len += (size_t)snprintf(p + len, cap - len,
+		    "    - a%zu\n", i);
+	expect_parse(p, len, K8S_EINVAL,
+	    "profiles.p.command has more than 256 items");
+	len = (size_t)snprintf(p, cap, "profiles:\n");
+	for (i = 0; i < 257; i++)
+		len += (size_t)snprintf(p + len, cap - len,
+		    "  p%zu: {image: i, command: [c], sourceFile: f}\n", i);
+	expect_parse(p, len, K8S_EINVAL, "profiles: more than 256 "
+	    "profiles");
+	/* 256 of them are fine. */
+	len = (size_t)snprintf(p, cap, "profiles:\n");
+	for (i = 0; i < 256; i++)
+		len += (size_t)snprintf(p + len, cap - len,
+		    "  p%zu: {image: i, command: [c], sourceFile: f}\n", i);
+	expect_parse(p, len, 0, NULL);
+	free(p);
+	img = xmalloc(1026);
+	memset(img, 'i', 1025);
+	img[1025] = '\0';
+	y = xasprintf("profiles: {p: {image: %s, command: [c], sourceFile: f}}",
+	    img);
+	expect_parse(y, strlen(y), K8S_EINVAL,
+	    "profiles.p.image is longer than 1024 bytes");
+	free(y);
+	img[1024] = '\0';
+	y = xasprintf("profiles: {p: {image: %s, command: [c], sourceFile: f}}",
+	    img);
+	expect_parse(y, strlen(y), 0, NULL);
+	free(y);
+	free(img);
+}
+
+static void
+test_size_cap(void **state)
+{
+	struct ctl_config *c = NULL;
+	struct k8s_error e;
+	char path[] = "/tmp/airlock-ctlconfig-XXXXXX", *data;
+	size_t len = MIB;
+	FILE *f;
+	int fd;
+
+	(void)state;
+	/* Exactly 1 MiB: the minimal config padded with a comment. */
+	data = xmalloc(len + 2);
+	memcpy(data, minimal_yaml, strlen(minimal_yaml));
+	memset(data + strlen(minimal_yaml), ' ', len - strlen(minimal_yaml));
+	data[strlen(minimal_yaml)] = '#';
+	data[len - 1] = '\n';
+	assert_int_equal(ctl_config_parse(data, len, "big", &c, &e), 0);
+	assert_int_equal(c->nprofiles, 1);
+	ctl_config_free(c);
+	c = NULL;
+	fd = mkstemp(path);
+	assert_true(fd >= 0);
+	f = fdopen(fd, "w");
+	assert_non_null(f);
+	assert_int_equal(fwrite(data, 1, len, f), len);
+	assert_int_equal(fflush(f), 0);
+	assert_int_equal(ctl_config_load(path, &c, &e), 0);
+	ctl_config_free(c);
+	c = NULL;
+
+	/* One byte more. */
+	data[len] = '\n';
+	assert_int_equal(ctl_config_parse(data, len + 1, "big", &c, &e),
+	    K8S_ETOOBIG);
+	assert_string_equal(e.message, "config 'big' is larger than 1048576 "
+	    "bytes");
+	assert_int_equal(fwrite("\n", 1, 1, f), 1);
+	assert_int_equal(fclose(f), 0);
+	k8s_error_clear(&e);
+	assert_int_equal(ctl_config_load(path, &c, &e), K8S_ETOOBIG);
+	assert_int_equal(e.code, K8S_ETOOBIG);
+	assert_non_null(strstr(e.message, path));
+	assert_non_null(strstr(e.message, "is larger than 1048576 bytes"));
+	assert_null(c);
+	assert_int_equal(unlink(path), 0);
+	free(data);
+}
+
+static void
+test_unreadable(void **state)
+{
+	struct ctl_config *c = NULL;
+	struct k8s_error e;
+	char *p = fixture("no-such-file.yaml");
+
+	(void)state;
+	k8s_error_clear(&e);
+	assert_int_equal(ctl_config_load(p, &c, &e), K8S_EINVAL);
+	assert_non_null(strstr(e.message, "cannot read config '"));
+	assert_non_null(strstr(e.message, "No such file or directory"));
+	assert_null(c);
+	free(p);
+	p = fixture("");
+	assert_int_equal(ctl_config_load(p, &c, &e), K8S_EINVAL);
+	assert_non_null(strstr(e.message, "cannot read config '"));
+	free(p);
+	assert_int_equal(ctl_config_load("", &c, &e), K8S_EINVAL);
+	assert_string_equal(e.message, "config path is empty");
+	assert_int_equal(ctl_config_load(NULL, &c, NULL), K8S_EINVAL);
+	expect_parse("", 0, K8S_EINVAL, "config 'mem': file holds no YAML "
+	    "document");
+	expect_parse(NULL, 0, K8S_EINVAL, "file holds no YAML document");
+	assert_null(c);
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_full),
+		cmocka_unit_test(test_minimal),
+		cmocka_unit_test(test_partial),
+		cmocka_unit_test(test_alias),
+		cmocka_unit_test(test_profile_lookup),
+		cmocka_unit_test(test_malformed),
+		cmocka_unit_test(test_limits),
+		cmocka_unit_test(test_caps),
+		cmocka_unit_test(test_size_cap),
+		cmocka_unit_test(test_unreadable),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
