@@ -10,14 +10,14 @@
 ifeq ($(origin CC),default)
 CC	 = gcc
 endif
-PKGS	 = libcurl jansson yaml-0.1 libmicrohttpd
+PKGS	 = libcurl jansson yaml-0.1 libmicrohttpd libcrypto
 WARN	 = -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes \
 	   -Wmissing-prototypes -Wpointer-arith -Wformat=2 \
 	   -Wno-format-zero-length
 OPT	?= -O2 -g
 SAN	?=
 CFLAGS	 = -std=c17 $(OPT) $(WARN) $(SAN) -pthread
-CPPFLAGS = -D_GNU_SOURCE -Ioperator -Itests/support \
+CPPFLAGS = -D_GNU_SOURCE -Ioperator -Icontroller -Itests/support \
 	   $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 LDFLAGS	 = $(SAN) -pthread
 LDLIBS	 = $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lm
@@ -26,7 +26,8 @@ TESTLIBS = $(shell pkg-config --libs cmocka 2>/dev/null)
 # Object trees are per flavour so a sanitizer build never mixes with a plain one.
 B	?= build/plain
 
-LIB_SRC	 = $(wildcard operator/*.c)
+LIB_SRC	 = $(wildcard operator/*.c) \
+	   $(filter-out controller/main.c,$(wildcard controller/*.c))
 LIB_OBJ	 = $(LIB_SRC:%.c=$(B)/%.o)
 LIB	 = $(B)/liboperator.a
 

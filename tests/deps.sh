@@ -4,7 +4,7 @@
 set -euo pipefail
 pkgs=(gcc make pkg-config libcurl4-openssl-dev libjansson-dev libyaml-dev
       libmicrohttpd-dev libcmocka-dev valgrind openssl curl ca-certificates
-      iproute2 util-linux)
+      iproute2 util-linux libssl-dev)
 missing=()
 for p in "${pkgs[@]}"; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'ok installed' ||

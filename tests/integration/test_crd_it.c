@@ -15,56 +15,21 @@
 
 #include "client.h"
 #include "itutil.h"
-#include "yamljson.h"
 
 static const struct k8s_resource crds = { "apiextensions.k8s.io", "v1",
     "customresourcedefinitions", 0 };
-static const struct k8s_resource cx = { "airlock.dev", "v1alpha1",
-    "codeexecutions", 1 };
+#define cx it_res_cx
 
 static struct k8s_client *c;
 static struct k8s_config *cfg;
 static char *ns;
 
 static int
-crd_established(void *arg)
-{
-	struct k8s_error err;
-	json_t *crd, *conds, *cd;
-	size_t i;
-	int ok = 0;
-
-	(void)arg;
-	if (k8s_get(c, &crds, NULL, "codeexecutions.airlock.dev", &crd, &err) != 0)
-		return 0;
-	conds = json_object_get(json_object_get(crd, "status"), "conditions");
-	json_array_foreach(conds, i, cd)
-		if (strcmp(json_string_value(json_object_get(cd, "type")), "Established") == 0 &&
-		    strcmp(json_string_value(json_object_get(cd, "status")), "True") == 0)
-			ok = 1;
-	json_decref(crd);
-	return ok;
-}
-
-static int
 group_setup(void **state)
 {
-	struct k8s_patch_opts apply = { K8S_PATCH_APPLY, "airlock-tests", 1, NULL };
-	struct k8s_error err;
-	char path[1024];
-	json_t *crd;
-
 	(void)state;
 	c = it_client(0, &cfg);
-	snprintf(path, sizeof(path), "%s/crds/airlock.dev_codeexecutions.yaml",
-	    getenv("AIRLOCK_TOP") ? getenv("AIRLOCK_TOP") : ".");
-	if (yamljson_load_file(path, "crd", 0, &crd, &err) != 0)
-		fail_msg("%s", err.message);
-	if (k8s_patch(c, &crds, NULL, "codeexecutions.airlock.dev", &apply, crd, NULL, &err) != 0)
-		fail_msg("apply crd: %s", err.message);
-	json_decref(crd);
-	if (!it_wait_for(crd_established, NULL, 20000))
-		fail_msg("crd not established in 20 s");
+	it_install_crd(c);
 	ns = it_namespace_new(c, "it-crd");
 	return 0;
 }

@@ -25,6 +25,12 @@ void it_namespace_delete(struct k8s_client *c, const char *ns);
 char *it_configmap(struct k8s_client *c, const char *ns, const char *name,
     const char *v);
 
+/* The CodeExecution resource. */
+extern const struct k8s_resource it_res_cx;
+
+/* Install crds/ by server-side apply and wait until it is Established. */
+void it_install_crd(struct k8s_client *c);
+
 /* Compact etcd at its current revision; returns that revision. */
 long it_etcd_compact(void);
 

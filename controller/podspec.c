@@ -1,0 +1,412 @@
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <openssl/evp.h>
+
+#include "client.h"
+#include "podspec.h"
+#include "quantity.h"
+#include "xmalloc.h"
+
+#define CODE_DIR	"/airlock/code"
+#define WORK_DIR	"/airlock/work"
+#define STDIN_FILE	".stdin"
+/* Past the run's own deadline, the kubelet's backstop. */
+#define DEADLINE_SLACK	30
+
+char *
+podspec_pod_name(const char *uid)
+{
+	return xasprintf("airlock-%s", uid);
+}
+
+void
+podspec_result_free(struct podspec_result *r)
+{
+	json_decref(r->pod);
+	json_decref(r->configmap);
+	r->pod = r->configmap = NULL;
+}
+
+static void
+sha256_hex(const char *s, size_t len, char out[65])
+{
+	unsigned char md[32];
+	unsigned int n = 0;
+
+	EVP_Digest(s, len, md, &n, EVP_sha256(), NULL);
+	for (unsigned i = 0; i < 32; i++)
+		snprintf(out + 2 * i, 3, "%02x", md[i]);
+}
+
+static json_t *
+labels(const char *uid)
+{
+	return json_pack("{s:s, s:s, s:s, s:s}",
+	    "app.kubernetes.io/name", "airlock",
+	    PODSPEC_LABEL_MANAGED, PODSPEC_MANAGER,
+	    PODSPEC_LABEL_COMPONENT, PODSPEC_COMPONENT,
+	    PODSPEC_LABEL_UID, uid);
+}
+
+/*
+ * One resource: the spec's value or the config's default, checked against
+ * the cap. *text is borrowed from cx or cfg.
+ */
+static int
+pick_resource(json_t *res, const char *key, const char *dflt, int64_t cap,
+    const char *cap_text, int milli, const char **text,
+    struct k8s_error *err)
+{
+	json_t *v = json_object_get(res, key);
+	char buf[32];
+	int64_t n;
+	int rc;
+
+	if (v == NULL) {
+		*text = dflt;
+		return 0;
+	}
+	if (json_is_integer(v)) {
+		/* int-or-string: an integer is whole units */
+		snprintf(buf, sizeof(buf), "%lld",
+		    (long long)json_integer_value(v));
+		*text = NULL;
+	} else {
+		snprintf(buf, sizeof(buf), "%s", json_string_value(v) ?
+		    json_string_value(v) : "");
+		*text = json_string_value(v);
+	}
+	rc = milli ? quantity_parse_milli(buf, &n, err) :
+	    quantity_parse(buf, &n, err);
+	if (rc != 0)
+		return k8s_error_set(err, K8S_EINVAL, 0, NULL,
+		    "spec.resources.%s: '%s' is not a quantity", key, buf);
+	if (n > cap)
+		return k8s_error_set(err, K8S_EINVAL, 0, NULL,
+		    "spec.resources.%s: %s is above this cluster's cap of %s",
+		    key, buf, cap_text);
+	if (*text == NULL)	/* keep the integer as the text we write */
+		*text = json_string_value(v);
+	return 0;
+}
+
+static json_t *
+quantity_json(json_t *res, const char *key, const char *text)
+{
+	json_t *v = json_object_get(res, key);
+
+	if (v && json_is_integer(v))
+		return json_sprintf("%lld", (long long)json_integer_value(v));
+	return json_string(text);
+}
+
+static json_t *
+resources(const struct ctl_config *cfg, json_t *spec, struct k8s_error *err)
+{
+	json_t *res = json_object_get(spec, "resources"), *q;
+	const char *cpu, *mem, *eph;
+
+	if (pick_resource(res, "cpu", cfg->defaults.cpu, cfg->caps.cpu_milli,
+	    cfg->caps.cpu, 1, &cpu, err) != 0 ||
+	    pick_resource(res, "memory", cfg->defaults.memory,
+	    cfg->caps.memory_bytes, cfg->caps.memory, 0, &mem, err) != 0 ||
+	    pick_resource(res, "ephemeralStorage",
+	    cfg->defaults.ephemeral_storage, cfg->caps.ephemeral_bytes,
+	    cfg->caps.ephemeral_storage, 0, &eph, err) != 0)
+		return NULL;
+	q = json_pack("{s:o, s:o, s:o}",
+	    "cpu", quantity_json(res, "cpu", cpu),
+	    "memory", quantity_json(res, "memory", mem),
+	    "ephemeral-storage", quantity_json(res, "ephemeralStorage", eph));
+	/* Requests equal limits: the execution gets what it is charged. */
+	return json_pack("{s:O, s:o}", "requests", q, "limits", q);
+}
+
+/* Collect key -> path items for the code volume, and the payloads. */
+struct code {
+	json_t	*data;		/* key -> content */
+	json_t	*items;		/* [{key, path}] */
+	size_t	 bytes;
+};
+
+static void
+code_add(struct code *c, const char *key, const char *path, json_t *content)
+{
+	json_object_set(c->data, key, content);
+	json_array_append_new(c->items, json_pack("{s:s, s:s}", "key", key,
+	    "path", path));
+	c->bytes += json_string_length(content);
+}
+
+static json_t *
+env(json_t *spec)
+{
+	json_t *out = json_array(), *e;
+	size_t i;
+
+	json_array_foreach(json_object_get(spec, "env"), i, e) {
+		json_t *v = json_object_get(e, "value");
+
+		/* name/value only: never valueFrom, whatever was sent */
+		json_array_append_new(out, json_pack("{s:O, s:o}", "name",
+		    json_object_get(e, "name"), "value",
+		    v ? json_incref(v) : json_string("")));
+	}
+	json_array_append_new(out, json_pack("{s:s, s:s}", "name",
+	    "AIRLOCK_CODE_DIR", "value", CODE_DIR));
+	return out;
+}
+
+int
+podspec_build(const struct ctl_config *cfg, json_t *cx,
+    struct podspec_result *out, struct k8s_error *err)
+{
+	json_t *spec = json_object_get(cx, "spec"), *md, *f, *res, *cmd, *vol;
+	json_t *args;
+	const char *runtime = json_string_value(json_object_get(spec, "runtime"));
+	const char *image = json_string_value(json_object_get(spec, "image"));
+	const char *uid, *ns, *src;
+	const struct ctl_profile *p;
+	struct code code;
+	json_int_t timeout;
+	size_t i;
+	char *podname, key[32];
+
+	memset(out, 0, sizeof(*out));
+	md = json_object_get(cx, "metadata");
+	uid = json_string_value(json_object_get(md, "uid"));
+	ns = json_string_value(json_object_get(md, "namespace"));
+	if (uid == NULL || ns == NULL || runtime == NULL)
+		return k8s_error_set(err, K8S_EINVAL, 0, NULL,
+		    "execution lacks metadata.uid, metadata.namespace or spec.runtime");
+	if ((p = ctl_config_profile(cfg, runtime)) == NULL)
+		return k8s_error_set(err, K8S_EINVAL, 0, NULL,
+		    "spec.runtime: unknown runtime profile '%s'", runtime);
+	if (image && !cfg->allow_custom_images)
+		return k8s_error_set(err, K8S_EINVAL, 0, NULL,
+		    "spec.image: custom images are not allowed on this cluster");
+	if ((res = resources(cfg, spec, err)) == NULL)
+		return K8S_EINVAL;
+	timeout = json_integer_value(json_object_get(spec, "timeoutSeconds"));
+	if (timeout <= 0)
+		timeout = 30;
+
+	code.data = json_object();
+	code.items = json_array();
+	code.bytes = 0;
+	src = json_string_value(json_object_get(spec, "source"));
+	sha256_hex(src ? src : "", src ? strlen(src) : 0, out->code_sha256);
+	{
+		/* No source (files only) still gets its, empty, file. */
+		json_t *empty = src ? NULL : json_string("");
+
+		code_add(&code, "source", p->source_file, src ?
+		    json_object_get(spec, "source") : empty);
+		json_decref(empty);
+	}
+	json_array_foreach(json_object_get(spec, "files"), i, f) {
+		snprintf(key, sizeof(key), "file-%zu", i);
+		code_add(&code, key, json_string_value(json_object_get(f,
+		    "path")), json_object_get(f, "content"));
+	}
+	if (json_object_get(spec, "stdin"))
+		code_add(&code, "stdin", STDIN_FILE, json_object_get(spec,
+		    "stdin"));
+
+	podname = podspec_pod_name(uid);
+	if (code.bytes <= PODSPEC_ANNOTATION_BUDGET) {
+		json_t *ann = json_object(), *items = json_array(), *it;
+		const char *k;
+		json_t *v;
+
+		json_object_foreach(code.data, k, v) {
+			char *ak = xasprintf("airlock.dev/%s", k);
+
+			json_object_set(ann, ak, v);
+			free(ak);
+		}
+		json_array_foreach(code.items, i, it) {
+			char *fp = xasprintf("metadata.annotations['airlock.dev/%s']",
+			    json_string_value(json_object_get(it, "key")));
+
+			json_array_append_new(items, json_pack("{s:O, s:{s:s}}",
+			    "path", json_object_get(it, "path"), "fieldRef",
+			    "fieldPath", fp));
+			free(fp);
+		}
+		json_object_set_new(ann, PODSPEC_ANN_NAME,
+		    json_string(k8s_obj_name(cx)));
+		vol = json_pack("{s:s, s:{s:o, s:i}}", "name", "code",
+		    "downwardAPI", "items", items, "defaultMode", 0444);
+		md = json_pack("{s:s, s:s, s:o, s:o}", "name", podname,
+		    "namespace", ns, "labels", labels(uid), "annotations", ann);
+	} else {
+		out->configmap = json_pack("{s:s, s:s, s:{s:s, s:s, s:o, s:{s:s}},"
+		    " s:O, s:b}", "apiVersion", "v1", "kind", "ConfigMap",
+		    "metadata", "name", podname, "namespace", ns,
+		    "labels", labels(uid), "annotations", PODSPEC_ANN_NAME,
+		    k8s_obj_name(cx), "data", code.data, "immutable", 1);
+		vol = json_pack("{s:s, s:{s:s, s:O, s:i}}", "name", "code",
+		    "configMap", "name", podname, "items", code.items,
+		    "defaultMode", 0444);
+		md = json_pack("{s:s, s:s, s:o, s:{s:s}}", "name", podname,
+		    "namespace", ns, "labels", labels(uid), "annotations",
+		    PODSPEC_ANN_NAME, k8s_obj_name(cx));
+	}
+	json_object_set_new(md, "ownerReferences", json_pack(
+	    "[{s:s, s:s, s:s, s:s, s:b, s:b}]", "apiVersion",
+	    "airlock.dev/v1alpha1", "kind", "CodeExecution", "name",
+	    k8s_obj_name(cx), "uid", uid, "controller", 1,
+	    "blockOwnerDeletion", 1));
+	if (out->configmap)
+		json_object_set(json_object_get(out->configmap, "metadata"),
+		    "ownerReferences", json_object_get(md, "ownerReferences"));
+
+	cmd = json_array();
+	for (char **a = p->command; *a; a++)
+		json_array_append_new(cmd, json_string(*a));
+	args = json_object_get(spec, "args") ?
+	    json_incref(json_object_get(spec, "args")) : json_array();
+
+	out->pod = json_pack("{s:s, s:s, s:o, s:{"
+	    "s:s, s:s, s:s, s:s, s:I, s:b, s:b, s:s, s:{s:[s]},"
+	    "s:b, s:b, s:b, s:I,"
+	    "s:{s:b, s:I, s:I, s:I, s:{s:s}},"
+	    "s:[{s:s, s:s, s:o, s:o, s:s, s:o, s:o,"
+	    "  s:{s:b, s:b, s:b, s:I, s:{s:[s]}, s:{s:s}},"
+	    "  s:[{s:s, s:s, s:b}, {s:s, s:s}, {s:s, s:s}]}],"
+	    "s:[o, {s:s, s:{s:s}}, {s:s, s:{s:s}}]}}",
+	    "apiVersion", "v1", "kind", "Pod", "metadata", md, "spec",
+	    "serviceAccountName", PODSPEC_SERVICE_ACCOUNT,
+	    "runtimeClassName", cfg->runtime_class,
+	    "priorityClassName", cfg->priority_class,
+	    "restartPolicy", "Never",
+	    "activeDeadlineSeconds", (json_int_t)(timeout + DEADLINE_SLACK),
+	    "automountServiceAccountToken", 0,
+	    "enableServiceLinks", 0,
+	    /* No resolver at all: nothing listens on loopback inside. */
+	    "dnsPolicy", "None", "dnsConfig", "nameservers", "127.0.0.1",
+	    "hostNetwork", 0, "hostPID", 0, "hostIPC", 0,
+	    "terminationGracePeriodSeconds", (json_int_t)1,
+	    "securityContext",
+	    "runAsNonRoot", 1, "runAsUser", (json_int_t)cfg->run_as_user,
+	    "runAsGroup", (json_int_t)cfg->run_as_user,
+	    "fsGroup", (json_int_t)cfg->run_as_user,
+	    "seccompProfile", "type", "RuntimeDefault",
+	    "containers",
+	    "name", "run", "image", image ? image : p->image,
+	    "command", cmd,
+	    "args", args,
+	    "workingDir", WORK_DIR,
+	    "env", env(spec),
+	    "resources", res,
+	    "securityContext",
+	    "allowPrivilegeEscalation", 0, "readOnlyRootFilesystem", 1,
+	    "runAsNonRoot", 1, "runAsUser", (json_int_t)cfg->run_as_user,
+	    "capabilities", "drop", "ALL",
+	    "seccompProfile", "type", "RuntimeDefault",
+	    "volumeMounts",
+	    "name", "code", "mountPath", CODE_DIR, "readOnly", 1,
+	    "name", "work", "mountPath", WORK_DIR,
+	    "name", "tmp", "mountPath", "/tmp",
+	    "volumes", vol,
+	    "name", "work", "emptyDir", "sizeLimit", cfg->tmp_size_limit,
+	    "name", "tmp", "emptyDir", "sizeLimit", cfg->tmp_size_limit);
+	free(podname);
+	json_decref(code.data);
+	json_decref(code.items);
+	if (out->pod == NULL) {
+		podspec_result_free(out);
+		return k8s_error_set(err, K8S_EINVAL, 0, NULL,
+		    "cannot build the pod (bad strings in the spec?)");
+	}
+	return 0;
+}
+
+json_t *
+podspec_service_account(const char *ns)
+{
+	return json_pack("{s:s, s:s, s:{s:s, s:s, s:{s:s}}, s:b}",
+	    "apiVersion", "v1", "kind", "ServiceAccount",
+	    "metadata", "name", PODSPEC_SERVICE_ACCOUNT, "namespace", ns,
+	    "labels", PODSPEC_LABEL_MANAGED, PODSPEC_MANAGER,
+	    "automountServiceAccountToken", 0);
+}
+
+json_t *
+podspec_network_policy(const char *ns)
+{
+	/* Both policy types and no rules: nothing in, nothing out, no DNS. */
+	return json_pack("{s:s, s:s, s:{s:s, s:s, s:{s:s}},"
+	    " s:{s:{s:{s:s, s:s}}, s:[s, s]}}",
+	    "apiVersion", "networking.k8s.io/v1", "kind", "NetworkPolicy",
+	    "metadata", "name", "airlock-deny-all", "namespace", ns,
+	    "labels", PODSPEC_LABEL_MANAGED, PODSPEC_MANAGER,
+	    "spec", "podSelector", "matchLabels",
+	    PODSPEC_LABEL_MANAGED, PODSPEC_MANAGER,
+	    PODSPEC_LABEL_COMPONENT, PODSPEC_COMPONENT,
+	    "policyTypes", "Ingress", "Egress");
+}
+
+struct buf_warn {
+	char	*msg;	/* the first problem found; caller frees */
+};
+
+/* A namespace annotation overriding a quota value, if well formed. */
+static const char *
+override(json_t *ann, const char *key, int milli, struct buf_warn *w)
+{
+	const char *v = json_string_value(json_object_get(ann, key));
+	struct k8s_error e;
+	int64_t n;
+
+	if (v == NULL)
+		return NULL;
+	if ((milli ? quantity_parse_milli(v, &n, &e) :
+	    quantity_parse(v, &n, &e)) != 0 || n <= 0) {
+		if (w->msg == NULL)
+			w->msg = xasprintf("namespace annotation %s: '%.64s' "
+			    "is not a positive quantity; using the default",
+			    key, v);
+		return NULL;
+	}
+	return v;
+}
+
+json_t *
+podspec_resource_quota(const struct ctl_config *cfg, const char *ns,
+    json_t *namespace_obj, char **warning)
+{
+	json_t *ann = json_object_get(json_object_get(namespace_obj,
+	    "metadata"), "annotations");
+	struct buf_warn w = { NULL };
+	const char *n = override(ann, "airlock.dev/quota-executions", 0, &w);
+	const char *cpu = override(ann, "airlock.dev/quota-cpu", 1, &w);
+	const char *mem = override(ann, "airlock.dev/quota-memory", 0, &w);
+	char pods[32];
+
+	snprintf(pods, sizeof(pods), "%lld", (long long)cfg->quota_executions);
+	if (n && strspn(n, "0123456789") != strlen(n)) {
+		if (w.msg == NULL)
+			w.msg = xasprintf("namespace annotation "
+			    "airlock.dev/quota-executions: '%.64s' is not a "
+			    "whole number; using the default", n);
+		n = NULL;
+	}
+	*warning = w.msg;
+	cpu = cpu ? cpu : cfg->quota.cpu;
+	mem = mem ? mem : cfg->quota.memory;
+	return json_pack("{s:s, s:s, s:{s:s, s:s, s:{s:s}},"
+	    " s:{s:{s:s, s:s, s:s, s:s, s:s},"
+	    " s:{s:[{s:s, s:s, s:[s]}]}}}",
+	    "apiVersion", "v1", "kind", "ResourceQuota",
+	    "metadata", "name", "airlock-executions", "namespace", ns,
+	    "labels", PODSPEC_LABEL_MANAGED, PODSPEC_MANAGER,
+	    "spec", "hard", "pods", n ? n : pods,
+	    "requests.cpu", cpu, "limits.cpu", cpu,
+	    "requests.memory", mem, "limits.memory", mem,
+	    "scopeSelector", "matchExpressions", "scopeName", "PriorityClass",
+	    "operator", "In", "values", cfg->priority_class);
+}

@@ -1,0 +1,85 @@
+/*
+ * podspec.h - the objects the controller creates, built from a
+ * CodeExecution and the operator's config. Pure: no API calls, so every
+ * field is unit-tested, and tests/integration checks the apiserver admits
+ * them (Pod Security "restricted" included).
+ *
+ * The pod contract (the runner images implement it; see
+ * controller/docs/pod.md):
+ *   /airlock/code  read-only: the program (profile's sourceFile), spec.files
+ *                  at their paths, and .stdin when spec.stdin is set
+ *   /airlock/work  writable emptyDir, the working directory
+ *   /tmp           writable emptyDir
+ * The container's command is the profile's, then spec.args.
+ *
+ * Code reaches the pod without an extra API call when it fits in
+ * annotations (a downward-API volume projects them as files); past
+ * PODSPEC_ANNOTATION_BUDGET bytes it goes in a ConfigMap owned by the
+ * CodeExecution, which costs one more request.
+ */
+#ifndef AIRLOCK_PODSPEC_H
+#define AIRLOCK_PODSPEC_H
+
+#include <jansson.h>
+
+#include "ctl_config.h"
+#include "k8s_error.h"
+
+/* Annotations are capped at 256 KiB per object; leave room for others. */
+#define PODSPEC_ANNOTATION_BUDGET	(192 * 1024)
+
+/* Labels on everything the controller creates for an execution. */
+#define PODSPEC_LABEL_MANAGED	"app.kubernetes.io/managed-by"
+#define PODSPEC_MANAGER		"airlock-controller"
+#define PODSPEC_LABEL_COMPONENT	"app.kubernetes.io/component"
+#define PODSPEC_COMPONENT	"execution"
+#define PODSPEC_LABEL_UID	"airlock.dev/execution-uid"
+#define PODSPEC_ANN_NAME	"airlock.dev/execution"
+
+struct podspec_result {
+	json_t	*pod;		/* always, on success */
+	json_t	*configmap;	/* when the code does not fit annotations */
+	char	 code_sha256[65];	/* of the program text (spec.source) */
+};
+
+/*
+ * Build the pod (and maybe ConfigMap) for the CodeExecution cx (borrowed;
+ * as the API server returned it, defaults applied). The pod is named
+ * "airlock-<uid>", so a controller that restarts mid-way finds its pod
+ * instead of making a second one. On success the caller owns the json_t
+ * references in *out. K8S_EINVAL, with a message for the tenant, when
+ * the execution must be Rejected: unknown runtime profile, a custom image
+ * the config does not allow, or resources above the config's caps.
+ */
+int podspec_build(const struct ctl_config *cfg, json_t *cx,
+    struct podspec_result *out, struct k8s_error *err)
+    __attribute__((warn_unused_result));
+
+void podspec_result_free(struct podspec_result *r);
+
+/* The pod's name for an execution uid: "airlock-<uid>". Caller frees. */
+char *podspec_pod_name(const char *uid);
+
+/*
+ * The namespace guardrails. NetworkPolicy "airlock-deny-all": no ingress,
+ * no egress (DNS included) for execution pods. ResourceQuota
+ * "airlock-executions": scoped by PriorityClass to execution pods only,
+ * capping how many run at once and their cpu and memory; the config's
+ * quota unless the Namespace (borrowed, may be NULL) carries the
+ * annotations airlock.dev/quota-executions, -cpu, -memory, which a cluster
+ * admin sets. A bad annotation is ignored and described in *warning
+ * (caller frees; NULL when none). New references.
+ */
+json_t *podspec_network_policy(const char *ns);
+
+/*
+ * ServiceAccount "airlock-execution": what execution pods run as instead
+ * of the namespace's "default", which the tenant may have bound to roles.
+ * It has no bindings and no token is mounted. A new reference.
+ */
+#define PODSPEC_SERVICE_ACCOUNT	"airlock-execution"
+json_t *podspec_service_account(const char *ns);
+json_t *podspec_resource_quota(const struct ctl_config *cfg, const char *ns,
+    json_t *namespace_obj, char **warning);
+
+#endif

@@ -1,0 +1,360 @@
+/* Unit tests: controller/podspec.c, every field of what the controller creates. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "ctl_config.h"
+#include "podspec.h"
+
+static const char conf[] =
+    "runtimeClassName: gvisor\n"
+    "runAsUser: 65532\n"
+    "tmpSizeLimit: 64Mi\n"
+    "profiles:\n"
+    "  python:\n"
+    "    image: airlock/runner-python:0.1\n"
+    "    command: [python3, /airlock/code/main.py]\n"
+    "    sourceFile: main.py\n"
+    "defaults: {cpu: 500m, memory: 256Mi, ephemeralStorage: 64Mi}\n"
+    "caps: {cpu: \"2\", memory: 2Gi, ephemeralStorage: 1Gi}\n"
+    "quota: {executions: 20, cpu: \"8\", memory: 8Gi}\n";
+
+static struct ctl_config *
+config(void)
+{
+	struct ctl_config *c;
+	struct k8s_error err;
+
+	if (ctl_config_parse(conf, sizeof(conf) - 1, "test", &c, &err) != 0)
+		fail_msg("config: %s", err.message);
+	return c;
+}
+
+static json_t *
+cx(const char *spec)
+{
+	json_t *s = json_loads(spec, 0, NULL), *o;
+
+	assert_non_null(s);
+	o = json_pack("{s:s, s:s, s:{s:s, s:s, s:s}, s:o}", "apiVersion",
+	    "airlock.dev/v1alpha1", "kind", "CodeExecution", "metadata", "name", "hello",
+	    "namespace", "team-a", "uid", "0b9c4b1e-1111-2222-3333-444455556666", "spec", s);
+	return o;
+}
+
+/* The value at a dotted path with [i] indexes, e.g. "spec.containers[0].name". */
+static json_t *
+at(json_t *j, const char *path)
+{
+	char buf[256], *save = NULL, *tok;
+
+	snprintf(buf, sizeof(buf), "%s", path);
+	for (tok = strtok_r(buf, ".", &save); tok && j; tok = strtok_r(NULL, ".", &save)) {
+		char *br = strchr(tok, '[');
+
+		if (br) {
+			*br = '\0';
+			j = json_object_get(j, tok);
+			j = json_array_get(j, (size_t)atoi(br + 1));
+		} else {
+			j = json_object_get(j, tok);
+		}
+	}
+	return j;
+}
+
+static const char *
+str(json_t *j, const char *path)
+{
+	const char *s = json_string_value(at(j, path));
+
+	if (s == NULL)
+		fail_msg("no string at %s", path);
+	return s;
+}
+
+static long long
+num(json_t *j, const char *path)
+{
+	json_t *v = at(j, path);
+
+	if (!json_is_integer(v))
+		fail_msg("no integer at %s", path);
+	return (long long)json_integer_value(v);
+}
+
+static int
+boolean(json_t *j, const char *path)
+{
+	json_t *v = at(j, path);
+
+	if (!json_is_boolean(v))
+		fail_msg("no boolean at %s", path);
+	return json_is_true(v);
+}
+
+/* A key that holds dots (labels, annotations) under the object at path. */
+static const char *
+key(json_t *j, const char *path, const char *k)
+{
+	const char *s = json_string_value(json_object_get(at(j, path), k));
+
+	if (s == NULL)
+		fail_msg("no %s under %s", k, path);
+	return s;
+}
+
+#define UID "0b9c4b1e-1111-2222-3333-444455556666"
+
+static void
+test_pod_hardening(void **state)
+{
+	struct ctl_config *c = config();
+	json_t *o = cx("{\"runtime\":\"python\",\"source\":\"print(1)\",\"timeoutSeconds\":30,"
+	    "\"args\":[\"-x\"],\"env\":[{\"name\":\"A\",\"value\":\"1\"},{\"name\":\"B\","
+	    "\"valueFrom\":{\"secretKeyRef\":{\"name\":\"s\",\"key\":\"k\"}}}],"
+	    "\"files\":[{\"path\":\"lib/util.py\",\"content\":\"X=1\"}],\"stdin\":\"in\"}");
+	struct podspec_result r;
+	struct k8s_error err;
+	json_t *p, *ctr;
+
+	(void)state;
+	assert_int_equal(podspec_build(c, o, &r, &err), 0);
+	p = r.pod;
+	assert_null(r.configmap);
+	assert_string_equal(r.code_sha256, "d287bb7f9d15abdc5b6e98536263815744b6ef21c8f3c839fc434ca70d8efe99");
+
+	/* identity, labels, ownership */
+	assert_string_equal(str(p, "kind"), "Pod");
+	assert_string_equal(str(p, "metadata.name"), "airlock-" UID);
+	assert_string_equal(str(p, "metadata.namespace"), "team-a");
+	assert_string_equal(key(p, "metadata.labels", "app.kubernetes.io/managed-by"), "airlock-controller");
+	assert_string_equal(key(p, "metadata.labels", "app.kubernetes.io/component"), "execution");
+	assert_string_equal(key(p, "metadata.labels", "airlock.dev/execution-uid"), UID);
+	assert_string_equal(key(p, "metadata.annotations", "airlock.dev/execution"), "hello");
+	assert_string_equal(str(p, "metadata.ownerReferences[0].kind"), "CodeExecution");
+	assert_string_equal(str(p, "metadata.ownerReferences[0].apiVersion"), "airlock.dev/v1alpha1");
+	assert_string_equal(str(p, "metadata.ownerReferences[0].name"), "hello");
+	assert_string_equal(str(p, "metadata.ownerReferences[0].uid"), UID);
+	assert_true(boolean(p, "metadata.ownerReferences[0].controller"));
+	assert_true(boolean(p, "metadata.ownerReferences[0].blockOwnerDeletion"));
+
+	/* isolation and lifecycle */
+	assert_string_equal(str(p, "spec.serviceAccountName"), "airlock-execution");
+	assert_string_equal(str(p, "spec.runtimeClassName"), "gvisor");
+	assert_string_equal(str(p, "spec.priorityClassName"), "airlock-execution");
+	assert_string_equal(str(p, "spec.restartPolicy"), "Never");
+	assert_int_equal(num(p, "spec.activeDeadlineSeconds"), 60);
+	assert_false(boolean(p, "spec.automountServiceAccountToken"));
+	assert_false(boolean(p, "spec.enableServiceLinks"));
+	assert_false(boolean(p, "spec.hostNetwork"));
+	assert_false(boolean(p, "spec.hostPID"));
+	assert_false(boolean(p, "spec.hostIPC"));
+	assert_string_equal(str(p, "spec.dnsPolicy"), "None");
+	assert_string_equal(str(p, "spec.dnsConfig.nameservers[0]"), "127.0.0.1");
+	assert_true(boolean(p, "spec.securityContext.runAsNonRoot"));
+	assert_int_equal(num(p, "spec.securityContext.runAsUser"), 65532);
+	assert_int_equal(num(p, "spec.securityContext.runAsGroup"), 65532);
+	assert_string_equal(str(p, "spec.securityContext.seccompProfile.type"), "RuntimeDefault");
+
+	/* the one container */
+	assert_int_equal(json_array_size(at(p, "spec.containers")), 1);
+	ctr = at(p, "spec.containers[0]");
+	assert_string_equal(str(ctr, "image"), "airlock/runner-python:0.1");
+	assert_string_equal(str(ctr, "command[0]"), "python3");
+	assert_string_equal(str(ctr, "command[1]"), "/airlock/code/main.py");
+	assert_string_equal(str(ctr, "args[0]"), "-x");
+	assert_string_equal(str(ctr, "workingDir"), "/airlock/work");
+	assert_false(boolean(ctr, "securityContext.allowPrivilegeEscalation"));
+	assert_true(boolean(ctr, "securityContext.readOnlyRootFilesystem"));
+	assert_true(boolean(ctr, "securityContext.runAsNonRoot"));
+	assert_string_equal(str(ctr, "securityContext.capabilities.drop[0]"), "ALL");
+	assert_int_equal(json_array_size(at(ctr, "securityContext.capabilities.drop")), 1);
+	assert_null(at(ctr, "securityContext.capabilities.add"));
+	assert_string_equal(str(ctr, "securityContext.seccompProfile.type"), "RuntimeDefault");
+	/* requests = limits, from the config's defaults */
+	assert_string_equal(str(ctr, "resources.requests.cpu"), "500m");
+	assert_string_equal(str(ctr, "resources.limits.cpu"), "500m");
+	assert_string_equal(str(ctr, "resources.requests.memory"), "256Mi");
+	assert_string_equal(str(ctr, "resources.limits.memory"), "256Mi");
+	assert_string_equal(str(ctr, "resources.limits.ephemeral-storage"), "64Mi");
+	/* env: name/value only (valueFrom dropped), plus the code dir */
+	assert_int_equal(json_array_size(at(ctr, "env")), 3);
+	assert_string_equal(str(ctr, "env[0].name"), "A");
+	assert_string_equal(str(ctr, "env[0].value"), "1");
+	assert_string_equal(str(ctr, "env[1].name"), "B");
+	assert_string_equal(str(ctr, "env[1].value"), "");
+	assert_null(at(ctr, "env[1].valueFrom"));
+	assert_string_equal(str(ctr, "env[2].name"), "AIRLOCK_CODE_DIR");
+	assert_string_equal(str(ctr, "env[2].value"), "/airlock/code");
+	/* mounts: code read-only, work and tmp size-limited emptyDirs */
+	assert_string_equal(str(ctr, "volumeMounts[0].mountPath"), "/airlock/code");
+	assert_true(boolean(ctr, "volumeMounts[0].readOnly"));
+	assert_string_equal(str(ctr, "volumeMounts[1].mountPath"), "/airlock/work");
+	assert_string_equal(str(ctr, "volumeMounts[2].mountPath"), "/tmp");
+	assert_string_equal(str(p, "spec.volumes[1].emptyDir.sizeLimit"), "64Mi");
+	assert_string_equal(str(p, "spec.volumes[2].emptyDir.sizeLimit"), "64Mi");
+
+	/* code by annotation, projected as files: no extra API call */
+	assert_string_equal(key(p, "metadata.annotations", "airlock.dev/source"), "print(1)");
+	assert_string_equal(key(p, "metadata.annotations", "airlock.dev/file-0"), "X=1");
+	assert_string_equal(key(p, "metadata.annotations", "airlock.dev/stdin"), "in");
+	assert_string_equal(str(p, "spec.volumes[0].name"), "code");
+	assert_string_equal(str(p, "spec.volumes[0].downwardAPI.items[0].path"), "main.py");
+	assert_string_equal(str(p, "spec.volumes[0].downwardAPI.items[0].fieldRef.fieldPath"),
+	    "metadata.annotations['airlock.dev/source']");
+	assert_string_equal(str(p, "spec.volumes[0].downwardAPI.items[1].path"), "lib/util.py");
+	assert_string_equal(str(p, "spec.volumes[0].downwardAPI.items[2].path"), ".stdin");
+	assert_int_equal(num(p, "spec.volumes[0].downwardAPI.defaultMode"), 0444);
+
+	json_decref(o);
+	podspec_result_free(&r);
+	ctl_config_free(c);
+}
+
+static void
+test_big_code_goes_to_configmap(void **state)
+{
+	struct ctl_config *c = config();
+	json_t *o = cx("{\"runtime\":\"python\"}");
+	struct podspec_result r;
+	struct k8s_error err;
+	char *big = malloc(PODSPEC_ANNOTATION_BUDGET + 2);
+
+	(void)state;
+	memset(big, 'x', PODSPEC_ANNOTATION_BUDGET + 1);
+	big[PODSPEC_ANNOTATION_BUDGET + 1] = '\0';
+	json_object_set_new(json_object_get(o, "spec"), "source", json_string(big));
+	assert_int_equal(podspec_build(c, o, &r, &err), 0);
+	assert_non_null(r.configmap);
+	assert_string_equal(str(r.configmap, "metadata.name"), "airlock-" UID);
+	assert_string_equal(str(r.configmap, "metadata.ownerReferences[0].uid"), UID);
+	assert_true(boolean(r.configmap, "immutable"));
+	assert_int_equal(strlen(str(r.configmap, "data.source")), PODSPEC_ANNOTATION_BUDGET + 1);
+	assert_string_equal(str(r.pod, "spec.volumes[0].configMap.name"), "airlock-" UID);
+	assert_string_equal(str(r.pod, "spec.volumes[0].configMap.items[0].key"), "source");
+	assert_string_equal(str(r.pod, "spec.volumes[0].configMap.items[0].path"), "main.py");
+	assert_null(json_object_get(at(r.pod, "metadata.annotations"), "airlock.dev/source"));
+	/* Exactly at the budget still goes by annotation. */
+	podspec_result_free(&r);
+	big[PODSPEC_ANNOTATION_BUDGET] = '\0';
+	json_object_set_new(json_object_get(o, "spec"), "source", json_string(big));
+	assert_int_equal(podspec_build(c, o, &r, &err), 0);
+	assert_null(r.configmap);
+	podspec_result_free(&r);
+	free(big);
+	json_decref(o);
+	ctl_config_free(c);
+}
+
+static void
+test_rejections(void **state)
+{
+	static const struct { const char *spec, *msg; } bad[] = {
+		{ "{\"runtime\":\"cobol\"}", "spec.runtime: unknown runtime profile 'cobol'" },
+		{ "{\"runtime\":\"python\",\"image\":\"evil:latest\"}",
+		  "spec.image: custom images are not allowed on this cluster" },
+		{ "{\"runtime\":\"python\",\"resources\":{\"cpu\":\"2001m\"}}",
+		  "spec.resources.cpu: 2001m is above this cluster's cap of 2" },
+		{ "{\"runtime\":\"python\",\"resources\":{\"cpu\":3}}",
+		  "spec.resources.cpu: 3 is above this cluster's cap of 2" },
+		{ "{\"runtime\":\"python\",\"resources\":{\"memory\":\"3Gi\"}}",
+		  "spec.resources.memory: 3Gi is above this cluster's cap of 2Gi" },
+		{ "{\"runtime\":\"python\",\"resources\":{\"ephemeralStorage\":\"2Gi\"}}",
+		  "spec.resources.ephemeralStorage: 2Gi is above this cluster's cap of 1Gi" },
+	};
+	struct ctl_config *c = config();
+	struct podspec_result r;
+	struct k8s_error err;
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		json_t *o = cx(bad[i].spec);
+
+		assert_int_equal(podspec_build(c, o, &r, &err), K8S_EINVAL);
+		assert_null(r.pod);
+		assert_string_equal(err.message, bad[i].msg);
+		json_decref(o);
+	}
+	/* At the cap exactly is fine, and the tenant's text is kept. */
+	{
+		json_t *o = cx("{\"runtime\":\"python\",\"resources\":{\"cpu\":\"2\",\"memory\":\"2Gi\",\"ephemeralStorage\":1}}");
+
+		assert_int_equal(podspec_build(c, o, &r, &err), 0);
+		assert_string_equal(str(r.pod, "spec.containers[0].resources.limits.cpu"), "2");
+		assert_string_equal(str(r.pod, "spec.containers[0].resources.requests.memory"), "2Gi");
+		assert_string_equal(str(r.pod, "spec.containers[0].resources.limits.ephemeral-storage"), "1");
+		podspec_result_free(&r);
+		json_decref(o);
+	}
+	ctl_config_free(c);
+}
+
+static void
+test_guardrails(void **state)
+{
+	struct ctl_config *c = config();
+	json_t *np = podspec_network_policy("team-a"), *rq, *nsobj, *sa;
+	char *warn;
+
+	(void)state;
+	assert_string_equal(str(np, "metadata.name"), "airlock-deny-all");
+	assert_string_equal(str(np, "metadata.namespace"), "team-a");
+	assert_string_equal(key(np, "spec.podSelector.matchLabels", "app.kubernetes.io/managed-by"), "airlock-controller");
+	assert_string_equal(key(np, "spec.podSelector.matchLabels", "app.kubernetes.io/component"), "execution");
+	assert_string_equal(str(np, "spec.policyTypes[0]"), "Ingress");
+	assert_string_equal(str(np, "spec.policyTypes[1]"), "Egress");
+	assert_null(at(np, "spec.ingress"));
+	assert_null(at(np, "spec.egress"));
+	json_decref(np);
+
+	sa = podspec_service_account("team-a");
+	assert_string_equal(str(sa, "kind"), "ServiceAccount");
+	assert_string_equal(str(sa, "metadata.name"), "airlock-execution");
+	assert_string_equal(str(sa, "metadata.namespace"), "team-a");
+	assert_false(boolean(sa, "automountServiceAccountToken"));
+	json_decref(sa);
+
+	rq = podspec_resource_quota(c, "team-a", NULL, &warn);
+	assert_null(warn);
+	assert_string_equal(str(rq, "metadata.name"), "airlock-executions");
+	assert_string_equal(str(rq, "spec.hard.pods"), "20");
+	assert_string_equal(key(rq, "spec.hard", "requests.cpu"), "8");
+	assert_string_equal(key(rq, "spec.hard", "limits.memory"), "8Gi");
+	assert_string_equal(str(rq, "spec.scopeSelector.matchExpressions[0].scopeName"), "PriorityClass");
+	assert_string_equal(str(rq, "spec.scopeSelector.matchExpressions[0].operator"), "In");
+	assert_string_equal(str(rq, "spec.scopeSelector.matchExpressions[0].values[0]"), "airlock-execution");
+	json_decref(rq);
+
+	/* A cluster admin's overrides; a bad one falls back, with a warning. */
+	nsobj = json_pack("{s:{s:{s:s, s:s, s:s}}}", "metadata", "annotations",
+	    "airlock.dev/quota-executions", "5", "airlock.dev/quota-cpu", "lots",
+	    "airlock.dev/quota-memory", "1Gi");
+	rq = podspec_resource_quota(c, "team-a", nsobj, &warn);
+	assert_string_equal(str(rq, "spec.hard.pods"), "5");
+	assert_string_equal(key(rq, "spec.hard", "limits.cpu"), "8");
+	assert_string_equal(key(rq, "spec.hard", "requests.memory"), "1Gi");
+	assert_string_equal(warn, "namespace annotation airlock.dev/quota-cpu: 'lots' is not a positive quantity; using the default");
+	free(warn);
+	json_decref(rq);
+	json_decref(nsobj);
+	ctl_config_free(c);
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_pod_hardening),
+		cmocka_unit_test(test_big_code_goes_to_configmap),
+		cmocka_unit_test(test_rejections),
+		cmocka_unit_test(test_guardrails),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
