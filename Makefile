@@ -42,7 +42,9 @@ INTEG_BIN = $(INTEG_SRC:tests/integration/%.c=$(B)/tests/integration/%)
 TOOL_SRC  = $(wildcard tests/integration/tool_*.c)
 TOOL_BIN  = $(TOOL_SRC:tests/integration/%.c=$(B)/tests/integration/%)
 
-BINS	 =
+# Binaries: bin/ for the plain flavour, the flavour's own bin/ otherwise.
+BIN_DIR	?= bin
+BINS	 = $(BIN_DIR)/airlock-controller
 
 .PHONY: all test deps unit integration memory asan run-asan valgrind \
 	cluster-up cluster-down clean
@@ -58,6 +60,10 @@ $(B)/%.o: %.c
 $(LIB): $(LIB_OBJ)
 	@rm -f $@
 	ar rcs $@ $^
+
+$(BIN_DIR)/airlock-controller: $(B)/controller/main.o $(LIB)
+	@mkdir -p $(@D)
+	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
 $(B)/tests/unit/%: $(B)/tests/unit/%.o $(SUP_OBJ) $(LIB)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS) $(TESTLIBS)
@@ -91,7 +97,7 @@ integration: all
 	@tests/run.sh integration $(B) $(INTEG_BIN)
 
 # The ASan+UBSan flavour: its own object tree, every test in it.
-ASAN_MAKE  = $(MAKE) B=build/asan OPT="-O1 -g" \
+ASAN_MAKE  = $(MAKE) B=build/asan BIN_DIR=build/asan/bin OPT="-O1 -g" \
 	     SAN="-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all"
 ASAN_TESTS = $(UNIT_SRC:tests/unit/%.c=build/asan/tests/unit/%) \
 	     $(INTEG_SRC:tests/integration/%.c=build/asan/tests/integration/%)

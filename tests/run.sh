@@ -40,6 +40,12 @@ fi
 tier=$1 build=$2
 shift 2
 export AIRLOCK_BUILD=$top/$build AIRLOCK_TOP=$top CMOCKA_MESSAGE_OUTPUT=TAP
+# The daemons the tests start come from the same flavour as the tests.
+if [ "$build" = build/plain ]; then
+	export AIRLOCK_BIN=$top/bin
+else
+	export AIRLOCK_BIN=$top/$build/bin
+fi
 [ -f "$top/.cluster/env" ] && export AIRLOCK_CLUSTER_ENV=$top/.cluster/env
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=0:exitcode=98}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}

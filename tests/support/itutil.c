@@ -6,6 +6,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/wait.h>
 #include <unistd.h>
 #include <cmocka.h>
 
@@ -267,4 +270,43 @@ it_install_crd(struct k8s_client *c)
 	json_decref(crd);
 	if (!it_wait_for(crd_established, c, 20000))
 		fail_msg("crd not established in 20 s");
+}
+
+pid_t
+it_spawn(const char *name, const char *logpath, const char *const *args)
+{
+	const char *bin = getenv("AIRLOCK_BIN");
+	char path[1024];
+	const char *argv[64];
+	int n = 0, fd;
+	pid_t pid;
+
+	snprintf(path, sizeof(path), "%s/%s", bin ? bin : "bin", name);
+	argv[n++] = path;
+	while (args && *args && n < 63)
+		argv[n++] = *args++;
+	argv[n] = NULL;
+	if ((pid = fork()) < 0)
+		fail_msg("fork failed");
+	if (pid == 0) {
+		fd = open(logpath, O_WRONLY | O_CREAT | O_APPEND, 0644);
+		if (fd >= 0) {
+			dup2(fd, 1);
+			dup2(fd, 2);
+			close(fd);
+		}
+		execv(path, (char *const *)argv);
+		_exit(127);
+	}
+	return pid;
+}
+
+int
+it_stop(pid_t pid, int sig)
+{
+	int st = -1;
+
+	kill(pid, sig);
+	waitpid(pid, &st, 0);
+	return st;
 }

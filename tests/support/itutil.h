@@ -34,6 +34,15 @@ void it_install_crd(struct k8s_client *c);
 /* Compact etcd at its current revision; returns that revision. */
 long it_etcd_compact(void);
 
+/*
+ * Start a program of the flavour under test ($AIRLOCK_BIN/NAME) with the
+ * NULL-terminated extra arguments, stdout and stderr to logpath. Returns
+ * its pid. it_stop() signals it and reaps it: its wait status.
+ */
+#include <sys/types.h>
+pid_t it_spawn(const char *name, const char *logpath, const char *const *args);
+int it_stop(pid_t pid, int sig);
+
 long it_mono_ms(void);
 void it_sleep_ms(long ms);
 

@@ -1,0 +1,250 @@
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "clock.h"
+#include "controller.h"
+#include "controller_priv.h"
+#include "informer.h"
+#include "log.h"
+#include "podspec.h"
+#include "workqueue.h"
+#include "xmalloc.h"
+
+const struct k8s_resource ctl_res_cx = { "airlock.dev", "v1alpha1",
+    "codeexecutions", 1 };
+
+static const double latency_bounds[] = { 0.001, 0.005, 0.01, 0.025, 0.05,
+    0.1, 0.25, 0.5, 1, 2.5, 5 };
+
+static void
+enqueue_obj(struct controller *ctl, json_t *obj)
+{
+	const char *ns = k8s_obj_namespace(obj), *name = k8s_obj_name(obj);
+	char *key;
+
+	if (ns == NULL || name == NULL)
+		return;
+	key = xasprintf("%s/%s", ns, name);
+	workqueue_add(ctl->queue, key);
+	free(key);
+}
+
+static void
+cx_add(void *arg, json_t *obj)
+{
+	enqueue_obj(arg, obj);
+}
+
+static void
+cx_update(void *arg, json_t *old, json_t *cur)
+{
+	(void)old;
+	enqueue_obj(arg, cur);
+}
+
+static void
+cx_delete(void *arg, json_t *obj, int unknown)
+{
+	(void)unknown;
+	enqueue_obj(arg, obj);	/* the reconcile finds it gone and sweeps */
+}
+
+/* A pod changed: reconcile the execution that owns it. */
+static void
+pod_event(struct controller *ctl, json_t *pod)
+{
+	json_t *ann = json_object_get(json_object_get(pod, "metadata"),
+	    "annotations");
+	const char *owner = json_string_value(json_object_get(ann,
+	    PODSPEC_ANN_NAME));
+	const char *ns = k8s_obj_namespace(pod);
+	char *key;
+
+	if (owner == NULL || ns == NULL)
+		return;
+	key = xasprintf("%s/%s", ns, owner);
+	workqueue_add(ctl->queue, key);
+	free(key);
+}
+
+static void
+pod_add(void *arg, json_t *obj)
+{
+	pod_event(arg, obj);
+}
+
+static void
+pod_update(void *arg, json_t *old, json_t *cur)
+{
+	(void)old;
+	pod_event(arg, cur);
+}
+
+static void
+pod_delete(void *arg, json_t *obj, int unknown)
+{
+	(void)unknown;
+	pod_event(arg, obj);
+}
+
+/*
+ * Block while not leading, and until both caches hold a full list: a
+ * worker that acted on a half-filled cache would take a live execution
+ * for a deleted one and delete its pod. 0 to go on, -1 when stopping.
+ */
+static int
+wait_leading(struct controller *ctl)
+{
+	while (!ctl->stopping && (informer_wait_synced(ctl->cx_inf, 1000) != 0 ||
+	    informer_wait_synced(ctl->pod_inf, 1000) != 0))
+		;
+	pthread_mutex_lock(&ctl->lock);
+	while (!ctl->leading && !ctl->stopping)
+		pthread_cond_wait(&ctl->cond, &ctl->lock);
+	pthread_mutex_unlock(&ctl->lock);
+	return ctl->stopping ? -1 : 0;
+}
+
+static void *
+worker(void *arg)
+{
+	struct controller *ctl = arg;
+	char *key;
+
+	while (wait_leading(ctl) == 0) {
+		if (workqueue_get(ctl->queue, &key) != 0)
+			break;
+		if (!atomic_load(&ctl->leading)) {
+			/* Lost the lease meanwhile: leave the key for later. */
+			workqueue_done(ctl->queue, key);
+			workqueue_add(ctl->queue, key);
+			free(key);
+			continue;
+		}
+		long long t0 = clock_mono_ms();
+		int rc = controller_reconcile(ctl, key);
+
+		metric_observe(ctl->m_latency, (double)(clock_mono_ms() - t0) / 1000.0);
+		if (rc != 0) {
+			log_debug("reconcile failed, requeued", "key=%s code=%d",
+			    key, rc);
+			workqueue_add_rate_limited(ctl->queue, key);
+		} else {
+			workqueue_forget(ctl->queue, key);
+		}
+		workqueue_done(ctl->queue, key);
+		metric_set(ctl->m_depth, NULL, (double)workqueue_len(ctl->queue));
+		free(key);
+	}
+	return NULL;
+}
+
+struct controller *
+controller_new(struct k8s_client *c, const struct ctl_config *cfg,
+    struct metrics *m, const struct controller_opts *opts)
+{
+	struct controller *ctl = xcalloc(1, sizeof(*ctl));
+	struct informer_opts cxo = { .res = &ctl_res_cx };
+	struct informer_opts po = { .res = &k8s_res_pods,
+	    .label_selector = PODSPEC_LABEL_MANAGED "=" PODSPEC_MANAGER "," 
+	    PODSPEC_LABEL_COMPONENT "=" PODSPEC_COMPONENT };
+	struct informer_handlers cxh = { cx_add, cx_update, cx_delete, ctl };
+	struct informer_handlers ph = { pod_add, pod_update, pod_delete, ctl };
+
+	ctl->client = c;
+	ctl->cfg = cfg;
+	if (opts)
+		ctl->opts = *opts;
+	if (ctl->opts.workers <= 0)
+		ctl->opts.workers = 2;
+	if (ctl->opts.resync_ms <= 0)
+		ctl->opts.resync_ms = 60000;
+	cxo.ns = po.ns = ctl->opts.namespace;
+	cxo.resync_ms = ctl->opts.resync_ms;
+	ctl->cx_inf = informer_new(c, &cxo, &cxh);
+	ctl->pod_inf = informer_new(c, &po, &ph);
+	ctl->queue = workqueue_new(NULL);
+	ctl->guarded = json_object();
+	pthread_mutex_init(&ctl->lock, NULL);
+	pthread_cond_init(&ctl->cond, NULL);
+	ctl->m_phase = metrics_counter(m, "airlock_executions_total",
+	    "Executions that reached a phase, by phase.", "phase");
+	ctl->m_latency = metrics_histogram(m, "airlock_reconcile_seconds",
+	    "Time one reconcile took.", latency_bounds,
+	    sizeof(latency_bounds) / sizeof(latency_bounds[0]));
+	ctl->m_depth = metrics_gauge(m, "airlock_workqueue_depth",
+	    "Keys waiting in the work queue.", NULL);
+	ctl->m_leader = metrics_gauge(m, "airlock_leader",
+	    "1 while this replica holds the lease.", NULL);
+	return ctl;
+}
+
+int
+controller_start(struct controller *ctl)
+{
+	if (informer_start(ctl->cx_inf) != 0 ||
+	    informer_start(ctl->pod_inf) != 0)
+		return K8S_EINVAL;
+	ctl->threads = xcalloc((size_t)ctl->opts.workers, sizeof(pthread_t));
+	for (int i = 0; i < ctl->opts.workers; i++)
+		pthread_create(&ctl->threads[i], NULL, worker, ctl);
+	return 0;
+}
+
+void
+controller_set_leading(struct controller *ctl, int leading)
+{
+	pthread_mutex_lock(&ctl->lock);
+	atomic_store(&ctl->leading, leading);
+	pthread_cond_broadcast(&ctl->cond);
+	pthread_mutex_unlock(&ctl->lock);
+	metric_set(ctl->m_leader, NULL, leading ? 1 : 0);
+	if (leading) {
+		/* A new leader looks at everything once. */
+		json_t *all = informer_list(ctl->cx_inf), *o;
+		size_t i;
+
+		json_array_foreach(all, i, o)
+			enqueue_obj(ctl, o);
+		json_decref(all);
+	}
+}
+
+int
+controller_ready(struct controller *ctl)
+{
+	return informer_wait_synced(ctl->cx_inf, 0) == 0 &&
+	    informer_wait_synced(ctl->pod_inf, 0) == 0;
+}
+
+void
+controller_stop(struct controller *ctl)
+{
+	pthread_mutex_lock(&ctl->lock);
+	ctl->stopping = 1;
+	pthread_cond_broadcast(&ctl->cond);
+	pthread_mutex_unlock(&ctl->lock);
+	workqueue_shutdown(ctl->queue);
+	for (int i = 0; ctl->threads && i < ctl->opts.workers; i++)
+		pthread_join(ctl->threads[i], NULL);
+	informer_stop(ctl->cx_inf);
+	informer_stop(ctl->pod_inf);
+}
+
+void
+controller_free(struct controller *ctl)
+{
+	if (ctl == NULL)
+		return;
+	informer_free(ctl->cx_inf);
+	informer_free(ctl->pod_inf);
+	workqueue_free(ctl->queue);
+	json_decref(ctl->guarded);
+	free(ctl->threads);
+	pthread_mutex_destroy(&ctl->lock);
+	pthread_cond_destroy(&ctl->cond);
+	free(ctl);
+}

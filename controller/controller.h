@@ -1,0 +1,61 @@
+/*
+ * controller.h - the CodeExecution controller: informers on CodeExecutions
+ * and on execution pods feed a work queue keyed "namespace/name"; workers
+ * reconcile each key while this replica holds the leader lease.
+ *
+ * Status ownership (the node agent is the other writer, issue 4):
+ *   controller: phase Pending/Running, and the terminal phases it decides
+ *               itself (Failed/Rejected, Failed/ImagePullFailed,
+ *               Cancelled); conditions Scheduled and Started; podName,
+ *               nodeName, codeSha256, startTime, observedGeneration,
+ *               message.
+ *   node agent: the terminal result: phase Succeeded/Failed/TimedOut,
+ *               reason, exitCode, stdout/stderr and their counts, timing,
+ *               condition Complete.
+ * The controller never writes over a terminal phase. Every status write
+ * carries the resourceVersion it read, so the two never overwrite each
+ * other; a 409 requeues the key.
+ */
+#ifndef AIRLOCK_CONTROLLER_H
+#define AIRLOCK_CONTROLLER_H
+
+#include <jansson.h>
+
+#include "client.h"
+#include "ctl_config.h"
+#include "metrics.h"
+
+extern const struct k8s_resource ctl_res_cx;
+
+struct controller_opts {
+	const char	*namespace;	/* NULL: all namespaces */
+	int		 workers;	/* default 2 */
+	long		 resync_ms;	/* default 60000 */
+};
+
+struct controller;
+
+/* cfg, c and m are borrowed and must outlive the controller. */
+struct controller *controller_new(struct k8s_client *c,
+    const struct ctl_config *cfg, struct metrics *m,
+    const struct controller_opts *opts);
+
+/* Start informers and workers. Workers act only while leading. */
+int controller_start(struct controller *ctl)
+    __attribute__((warn_unused_result));
+
+/* Leadership gained or lost (from the lease callbacks). */
+void controller_set_leading(struct controller *ctl, int leading);
+
+/* Informers synced: for /readyz. */
+int controller_ready(struct controller *ctl);
+
+/* Stop workers and informers; then free. */
+void controller_stop(struct controller *ctl);
+void controller_free(struct controller *ctl);
+
+/* One reconcile of key "ns/name" (exposed for tests). 0, or a code that
+ * makes the worker requeue the key with backoff. */
+int controller_reconcile(struct controller *ctl, const char *key);
+
+#endif

@@ -1,0 +1,466 @@
+/*
+ * reconcile.c - one pass over one CodeExecution: make the world match it.
+ * Idempotent: every step either finds its result already there (the pod
+ * is named by the execution's uid; creates tolerate AlreadyExists) or
+ * does it, so a restart at any point loses nothing and duplicates nothing.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "clock.h"
+#include "controller_priv.h"
+#include "log.h"
+#include "podspec.h"
+#include "xmalloc.h"
+
+static const struct k8s_resource res_sa = { "", "v1", "serviceaccounts", 1 };
+static const struct k8s_resource res_netpol = { "networking.k8s.io", "v1",
+    "networkpolicies", 1 };
+static const struct k8s_resource res_quota = { "", "v1", "resourcequotas", 1 };
+
+#define FIELD_MANAGER	"airlock-controller"
+
+static int
+terminal(const char *phase)
+{
+	return phase && (strcmp(phase, "Succeeded") == 0 ||
+	    strcmp(phase, "Failed") == 0 || strcmp(phase, "TimedOut") == 0 ||
+	    strcmp(phase, "Cancelled") == 0);
+}
+
+static void
+now_rfc3339(char out[32])
+{
+	time_t t = time(NULL);
+	struct tm tm;
+
+	gmtime_r(&t, &tm);
+	strftime(out, 32, "%Y-%m-%dT%H:%M:%SZ", &tm);
+}
+
+/* Seconds since the epoch of an RFC 3339 UTC time, or -1. */
+static long long
+parse_time(const char *s)
+{
+	struct tm tm;
+	const char *end;
+
+	if (s == NULL)
+		return -1;
+	memset(&tm, 0, sizeof(tm));
+	end = strptime(s, "%Y-%m-%dT%H:%M:%S", &tm);
+	if (end == NULL)
+		return -1;
+	return (long long)timegm(&tm);
+}
+
+/* Set or update condition type in status, keeping lastTransitionTime
+ * unless its status changes (Kubernetes API conventions). */
+static void
+set_condition(json_t *status, const char *type, const char *st,
+    const char *reason, const char *msg, json_int_t gen)
+{
+	json_t *conds = json_object_get(status, "conditions"), *c = NULL;
+	char now[32];
+	size_t i;
+
+	if (!json_is_array(conds)) {
+		conds = json_array();
+		json_object_set_new(status, "conditions", conds);
+	}
+	json_array_foreach(conds, i, c)
+		if (strcmp(json_string_value(json_object_get(c, "type")), type) == 0)
+			break;
+	if (i == json_array_size(conds) || c == NULL) {
+		c = json_object();
+		json_object_set_new(c, "type", json_string(type));
+		json_array_append_new(conds, c);
+	}
+	if (json_object_get(c, "status") == NULL ||
+	    strcmp(json_string_value(json_object_get(c, "status")), st) != 0) {
+		now_rfc3339(now);
+		json_object_set_new(c, "status", json_string(st));
+		json_object_set_new(c, "lastTransitionTime", json_string(now));
+	}
+	json_object_set_new(c, "reason", json_string(reason));
+	json_object_set_new(c, "message", json_string(msg));
+	json_object_set_new(c, "observedGeneration", json_integer(gen));
+}
+
+static void
+emit_event(struct controller *ctl, json_t *cx, const char *type,
+    const char *reason, const char *msg)
+{
+	struct k8s_error err;
+	char now[32];
+	json_t *ev;
+
+	now_rfc3339(now);
+	ev = json_pack("{s:s, s:s, s:{s:s}, s:{s:s, s:s, s:s, s:s, s:s},"
+	    " s:s, s:s, s:s, s:{s:s}, s:s, s:s, s:i, s:s}",
+	    "apiVersion", "v1", "kind", "Event",
+	    "metadata", "generateName", "airlock-",
+	    "involvedObject", "apiVersion", "airlock.dev/v1alpha1",
+	    "kind", "CodeExecution", "name", k8s_obj_name(cx),
+	    "namespace", k8s_obj_namespace(cx), "uid", k8s_obj_uid(cx),
+	    "reason", reason, "message", msg, "type", type,
+	    "source", "component", FIELD_MANAGER,
+	    "firstTimestamp", now, "lastTimestamp", now, "count", 1,
+	    "reportingComponent", FIELD_MANAGER);
+	if (k8s_create(ctl->client, &k8s_res_events, k8s_obj_namespace(cx),
+	    ev, NULL, &err) != 0)
+		log_warn("cannot record event", "reason=%s error=\"%s\"",
+		    reason, k8s_strerror(err.code));
+	json_decref(ev);
+}
+
+/* PUT the status if it changed; 409 (stale cache) makes the key retry. */
+static int
+write_status(struct controller *ctl, json_t *cx, json_t *status)
+{
+	struct k8s_error err;
+	json_t *obj;
+	int rc;
+
+	if (json_equal(status, json_object_get(cx, "status")))
+		return 0;
+	obj = json_deep_copy(cx);
+	json_object_set(obj, "status", status);
+	rc = k8s_update(ctl->client, &ctl_res_cx, k8s_obj_namespace(cx),
+	    k8s_obj_name(cx), "status", obj, NULL, &err);
+	json_decref(obj);
+	if (rc != 0 && rc != K8S_ECONFLICT && rc != K8S_ENOTFOUND)
+		log_warn("cannot write status", "execution=%s/%s error=\"%s\"",
+		    k8s_obj_namespace(cx), k8s_obj_name(cx), err.message);
+	return rc == K8S_ENOTFOUND ? 0 : rc;
+}
+
+/* The controller ends an execution itself: Rejected, Cancelled, ... */
+static int
+finish(struct controller *ctl, json_t *cx, json_t *status, const char *phase,
+    const char *reason, const char *msg)
+{
+	json_int_t gen = json_integer_value(json_object_get(json_object_get(cx,
+	    "metadata"), "generation"));
+	char now[32];
+	int rc;
+
+	now_rfc3339(now);
+	json_object_set_new(status, "phase", json_string(phase));
+	json_object_set_new(status, "reason", json_string(reason));
+	json_object_set_new(status, "message", json_string(msg));
+	json_object_set_new(status, "completionTime", json_string(now));
+	json_object_set_new(status, "observedGeneration", json_integer(gen));
+	set_condition(status, "Complete", "True", reason, msg, gen);
+	if ((rc = write_status(ctl, cx, status)) == 0) {
+		metric_inc(ctl->m_phase, phase);
+		emit_event(ctl, cx, strcmp(reason, "Cancelled") == 0 ? "Normal" :
+		    "Warning", reason, msg);
+		log_info("execution finished", "execution=%s/%s phase=%s reason=%s",
+		    k8s_obj_namespace(cx), k8s_obj_name(cx), phase, reason);
+	}
+	return rc;
+}
+
+/* Delete the execution's pod and ConfigMap, whatever state they are in. */
+static int
+delete_children(struct controller *ctl, const char *ns, const char *uid)
+{
+	struct k8s_delete_opts now = { .grace_period_set = 1,
+	    .grace_period_seconds = 0, .propagation_policy = "Background" };
+	struct k8s_error err;
+	char *name = podspec_pod_name(uid);
+	int rc, rc2;
+
+	rc = k8s_delete(ctl->client, &k8s_res_pods, ns, name, &now, NULL, &err);
+	rc2 = k8s_delete(ctl->client, &k8s_res_configmaps, ns, name, NULL, NULL,
+	    &err);
+	free(name);
+	if (rc == K8S_ENOTFOUND)
+		rc = 0;
+	if (rc == 0 && rc2 != K8S_ENOTFOUND)
+		rc = rc2;
+	return rc;
+}
+
+/*
+ * Delete the pods that executions named name left behind, found by the
+ * annotation naming them, except the one of uid keep (NULL: none). Without
+ * this, an execution deleted (or deleted and created again) while no
+ * garbage collector runs, or while we were down, would leave its pod.
+ */
+static int
+sweep(struct controller *ctl, const char *ns, const char *name,
+    const char *keep)
+{
+	json_t *pods = informer_list(ctl->pod_inf), *p;
+	size_t i;
+	int rc = 0;
+
+	json_array_foreach(pods, i, p) {
+		json_t *md = json_object_get(p, "metadata");
+		const char *owner = json_string_value(json_object_get(
+		    json_object_get(md, "annotations"), PODSPEC_ANN_NAME));
+		const char *uid = json_string_value(json_object_get(
+		    json_object_get(md, "labels"), PODSPEC_LABEL_UID));
+
+		if (owner && uid && strcmp(k8s_obj_namespace(p), ns) == 0 &&
+		    strcmp(owner, name) == 0 && (keep == NULL ||
+		    strcmp(uid, keep) != 0)) {
+			log_info("deleting pod of deleted execution",
+			    "pod=%s/%s", ns, k8s_obj_name(p));
+			if (delete_children(ctl, ns, uid) != 0)
+				rc = K8S_EIO;
+		}
+	}
+	json_decref(pods);
+	return rc;
+}
+
+static int
+ensure_guardrails(struct controller *ctl, const char *ns)
+{
+	struct k8s_patch_opts apply = { K8S_PATCH_APPLY, FIELD_MANAGER, 1, NULL };
+	struct k8s_error err;
+	json_t *nsobj = NULL, *objs[3];
+	const struct k8s_resource *res[3] = { &res_sa, &res_netpol, &res_quota };
+	char *warn = NULL;
+	long long now = clock_mono_ms();
+	json_int_t last;
+	int rc = 0;
+
+	pthread_mutex_lock(&ctl->lock);
+	last = json_integer_value(json_object_get(ctl->guarded, ns));
+	pthread_mutex_unlock(&ctl->lock);
+	if (last > 0 && now - last < ctl->opts.resync_ms)
+		return 0;
+
+	/* Read for the admin's quota annotations; without it, the defaults. */
+	if (k8s_get(ctl->client, &k8s_res_namespaces, NULL, ns, &nsobj, &err) != 0)
+		nsobj = NULL;
+	if (json_is_string(json_object_get(json_object_get(nsobj, "status"),
+	    "phase")) && strcmp(json_string_value(json_object_get(
+	    json_object_get(nsobj, "status"), "phase")), "Terminating") == 0) {
+		/* Nothing can be created there any more; nor need it be. */
+		json_decref(nsobj);
+		return K8S_ECANCELED;
+	}
+	objs[0] = podspec_service_account(ns);
+	objs[1] = podspec_network_policy(ns);
+	objs[2] = podspec_resource_quota(ctl->cfg, ns, nsobj, &warn);
+	if (warn) {
+		log_warn("bad quota annotation", "namespace=%s problem=\"%s\"",
+		    ns, warn);
+		free(warn);
+	}
+	for (int i = 0; i < 3; i++) {
+		if (rc == 0 && (rc = k8s_patch(ctl->client, res[i], ns,
+		    k8s_obj_name(objs[i]), &apply, objs[i], NULL, &err)) != 0)
+			log_warn("cannot apply guardrail", "namespace=%s kind=%s "
+			    "error=\"%s\"", ns, res[i]->plural, err.message);
+		json_decref(objs[i]);
+	}
+	json_decref(nsobj);
+	if (rc == 0) {
+		pthread_mutex_lock(&ctl->lock);
+		json_object_set_new(ctl->guarded, ns, json_integer(now));
+		pthread_mutex_unlock(&ctl->lock);
+	}
+	return rc;
+}
+
+/* Delete a finished execution once its TTL has passed; else come back. */
+static int
+ttl(struct controller *ctl, json_t *cx, const char *key)
+{
+	json_t *spec = json_object_get(cx, "spec");
+	json_t *st = json_object_get(cx, "status");
+	long long done = parse_time(json_string_value(json_object_get(st,
+	    "completionTime")));
+	json_int_t ttl_s = json_integer_value(json_object_get(spec,
+	    "ttlSecondsAfterFinished"));
+	long long left;
+	struct k8s_delete_opts bg = { .propagation_policy = "Background",
+	    .precondition_uid = k8s_obj_uid(cx) };
+	struct k8s_error err;
+	int rc;
+
+	if (!json_object_get(spec, "ttlSecondsAfterFinished"))
+		ttl_s = 3600;
+	if (done < 0)
+		done = (long long)time(NULL);	/* no completion time: from now */
+	left = done + ttl_s - (long long)time(NULL);
+	if (left > 0) {
+		workqueue_add_after(ctl->queue, key, (uint64_t)left * 1000);
+		return 0;
+	}
+	rc = k8s_delete(ctl->client, &ctl_res_cx, k8s_obj_namespace(cx),
+	    k8s_obj_name(cx), &bg, NULL, &err);
+	if (rc == 0)
+		log_info("execution expired", "execution=%s", key);
+	if (rc == 0 || rc == K8S_ENOTFOUND)
+		rc = delete_children(ctl, k8s_obj_namespace(cx), k8s_obj_uid(cx));
+	return rc;
+}
+
+/* Follow the pod into the status: Scheduled, Started, Running. */
+static int
+follow_pod(struct controller *ctl, json_t *cx, json_t *pod, json_t *status)
+{
+	json_int_t gen = json_integer_value(json_object_get(json_object_get(cx,
+	    "metadata"), "generation"));
+	json_t *ps = json_object_get(pod, "status"), *c;
+	const char *node = json_string_value(json_object_get(json_object_get(pod,
+	    "spec"), "nodeName"));
+	const char *pphase = json_string_value(json_object_get(ps, "phase"));
+	json_t *cs = json_array_get(json_object_get(ps, "containerStatuses"), 0);
+	const char *waiting = json_string_value(json_object_get(json_object_get(
+	    json_object_get(cs, "state"), "waiting"), "reason"));
+	size_t i;
+
+	json_array_foreach(json_object_get(ps, "conditions"), i, c) {
+		const char *t = json_string_value(json_object_get(c, "type"));
+		const char *s = json_string_value(json_object_get(c, "status"));
+		const char *r = json_string_value(json_object_get(c, "reason"));
+		const char *m = json_string_value(json_object_get(c, "message"));
+
+		if (t && s && strcmp(t, "PodScheduled") == 0 &&
+		    strcmp(s, "False") == 0 && r && strcmp(r, "Unschedulable") == 0)
+			set_condition(status, "Scheduled", "False",
+			    "Unschedulable", m ? m : "", gen);
+	}
+	if (waiting && (strcmp(waiting, "ErrImagePull") == 0 ||
+	    strcmp(waiting, "ImagePullBackOff") == 0 ||
+	    strcmp(waiting, "InvalidImageName") == 0)) {
+		char msg[512];
+		const char *m = json_string_value(json_object_get(json_object_get(
+		    json_object_get(cs, "state"), "waiting"), "message"));
+
+		snprintf(msg, sizeof(msg), "the runner image cannot be pulled: %s",
+		    m ? m : waiting);
+		(void)delete_children(ctl, k8s_obj_namespace(cx), k8s_obj_uid(cx));
+		return finish(ctl, cx, status, "Failed", "ImagePullFailed", msg);
+	}
+	if (node) {
+		char msg[300];
+
+		snprintf(msg, sizeof(msg), "scheduled to node %s", node);
+		json_object_set_new(status, "nodeName", json_string(node));
+		set_condition(status, "Scheduled", "True", "Scheduled", msg, gen);
+	}
+	if (pphase && strcmp(pphase, "Running") == 0) {
+		const char *started = json_string_value(json_object_get(
+		    json_object_get(json_object_get(cs, "state"), "running"),
+		    "startedAt"));
+
+		if (!json_object_get(status, "startTime"))
+			json_object_set_new(status, "startTime", json_string(
+			    started ? started : json_string_value(
+			    json_object_get(ps, "startTime"))));
+		if (strcmp(json_string_value(json_object_get(status, "phase")),
+		    "Running") != 0) {
+			metric_inc(ctl->m_phase, "Running");
+			emit_event(ctl, cx, "Normal", "Started",
+			    "the program is running");
+		}
+		json_object_set_new(status, "phase", json_string("Running"));
+		set_condition(status, "Started", "True", "Started",
+		    "the program is running", gen);
+	}
+	return write_status(ctl, cx, status);
+}
+
+static int
+create_pod(struct controller *ctl, json_t *cx, json_t *status)
+{
+	json_int_t gen = json_integer_value(json_object_get(json_object_get(cx,
+	    "metadata"), "generation"));
+	struct podspec_result r;
+	struct k8s_error err;
+	const char *ns = k8s_obj_namespace(cx);
+	int rc;
+
+	if ((rc = podspec_build(ctl->cfg, cx, &r, &err)) != 0)
+		return finish(ctl, cx, status, "Failed", "Rejected", err.message);
+	if (r.configmap && (rc = k8s_create(ctl->client, &k8s_res_configmaps, ns,
+	    r.configmap, NULL, &err)) != 0 && rc != K8S_EEXIST)
+		goto fail;
+	rc = k8s_create(ctl->client, &k8s_res_pods, ns, r.pod, NULL, &err);
+	if (rc != 0 && rc != K8S_EEXIST)
+		goto fail;
+	json_object_set_new(status, "podName", json_string(k8s_obj_name(r.pod)));
+	json_object_set_new(status, "codeSha256", json_string(r.code_sha256));
+	if (!json_object_get(status, "phase")) {
+		json_object_set_new(status, "phase", json_string("Pending"));
+		json_object_set_new(status, "observedGeneration", json_integer(gen));
+		set_condition(status, "Scheduled", "False", "Pending",
+		    "waiting for a node", gen);
+		set_condition(status, "Started", "False", "Pending",
+		    "not started", gen);
+		set_condition(status, "Complete", "False", "Pending",
+		    "not finished", gen);
+		metric_inc(ctl->m_phase, "Pending");
+		emit_event(ctl, cx, "Normal", "Created", "created the execution's pod");
+	}
+	podspec_result_free(&r);
+	return write_status(ctl, cx, status);
+fail:
+	log_warn("cannot create pod", "execution=%s/%s status=%ld error=\"%s\"",
+	    ns, k8s_obj_name(cx), err.http_status, err.message);
+	podspec_result_free(&r);
+	return rc;
+}
+
+int
+controller_reconcile(struct controller *ctl, const char *key)
+{
+	const char *slash = strchr(key, '/');
+	char *ns, *podname;
+	const char *name, *phase;
+	json_t *cx, *status, *pod;
+	int rc;
+
+	if (slash == NULL)
+		return 0;
+	ns = xstrndup(key, (size_t)(slash - key));
+	name = slash + 1;
+	cx = informer_get(ctl->cx_inf, ns, name);
+	if (cx == NULL) {
+		rc = sweep(ctl, ns, name, NULL);
+		free(ns);
+		return rc;
+	}
+	status = json_deep_copy(json_object_get(cx, "status"));
+	if (status == NULL)
+		status = json_object();
+	phase = json_string_value(json_object_get(status, "phase"));
+	podname = podspec_pod_name(k8s_obj_uid(cx));
+	pod = informer_get(ctl->pod_inf, ns, podname);
+
+	if (json_object_get(json_object_get(cx, "metadata"), "deletionTimestamp"))
+		rc = 0;
+	else if (terminal(phase))
+		rc = ttl(ctl, cx, key);
+	else if (json_is_true(json_object_get(json_object_get(cx, "spec"), "cancel"))) {
+		rc = delete_children(ctl, ns, k8s_obj_uid(cx));
+		if (rc == 0)
+			rc = finish(ctl, cx, status, "Cancelled", "Cancelled",
+			    "cancelled by spec.cancel");
+	} else if ((rc = sweep(ctl, ns, name, k8s_obj_uid(cx))) != 0) {
+		;
+	} else if ((rc = ensure_guardrails(ctl, ns)) != 0) {
+		if (rc == K8S_ECANCELED)
+			rc = 0;	/* a terminating namespace: leave it be */
+	} else if (pod == NULL)
+		rc = create_pod(ctl, cx, status);
+	else
+		rc = follow_pod(ctl, cx, pod, status);
+	json_decref(pod);
+	json_decref(status);
+	json_decref(cx);
+	free(podname);
+	free(ns);
+	return rc;
+}

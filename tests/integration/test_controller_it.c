@@ -1,0 +1,454 @@
+/*
+ * Integration: bin/airlock-controller as a process against the real
+ * kube-apiserver. No kubelet or scheduler runs yet (issue 4): where a pod
+ * must progress, the test plays them, binding the pod and writing its
+ * status. Each test uses its own namespace and its own controller(s),
+ * scoped to that namespace with --namespace.
+ */
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <cmocka.h>
+
+#include "client.h"
+#include "itutil.h"
+
+static const struct k8s_resource res_sa = { "", "v1", "serviceaccounts", 1 };
+static const struct k8s_resource res_np = { "networking.k8s.io", "v1", "networkpolicies", 1 };
+static const struct k8s_resource res_rq = { "", "v1", "resourcequotas", 1 };
+static const struct k8s_resource res_rc = { "node.k8s.io", "v1", "runtimeclasses", 0 };
+static const struct k8s_resource res_pc = { "scheduling.k8s.io", "v1", "priorityclasses", 0 };
+
+static struct k8s_client *c;
+static struct k8s_config *kcfg;
+static char confpath[] = "/tmp/airlock-ctl-config-XXXXXX";
+
+struct fx {
+	char	*ns;
+	pid_t	 pid[2];
+	char	 log[2][128];
+};
+
+static void
+ensure(const struct k8s_resource *res, json_t *obj)
+{
+	struct k8s_error err;
+	int rc = k8s_create(c, res, NULL, obj, NULL, &err);
+
+	if (rc != 0 && rc != K8S_EEXIST)
+		fail_msg("create %s: %s", res->plural, err.message);
+	json_decref(obj);
+}
+
+static int
+group_setup(void **state)
+{
+	int fd = mkstemp(confpath);
+	FILE *f = fdopen(fd, "w");
+
+	(void)state;
+	c = it_client(0, &kcfg);
+	it_install_crd(c);
+	ensure(&res_rc, json_pack("{s:s, s:s, s:{s:s}, s:s}", "apiVersion", "node.k8s.io/v1",
+	    "kind", "RuntimeClass", "metadata", "name", "gvisor", "handler", "runsc"));
+	ensure(&res_pc, json_pack("{s:s, s:s, s:{s:s}, s:i, s:s}", "apiVersion",
+	    "scheduling.k8s.io/v1", "kind", "PriorityClass", "metadata", "name", "airlock-execution",
+	    "value", 0, "preemptionPolicy", "Never"));
+	fputs("profiles:\n  python:\n    image: airlock/runner-python:0.1\n"
+	    "    command: [python3, /airlock/code/main.py]\n    sourceFile: main.py\n", f);
+	fclose(f);
+	return 0;
+}
+
+static int
+group_teardown(void **state)
+{
+	(void)state;
+	unlink(confpath);
+	it_client_free(c, kcfg);
+	return 0;
+}
+
+static pid_t
+start_controller(struct fx *fx, int i, const char *identity)
+{
+	const char *args[] = { "--config", confpath, "--kubeconfig", it_env("KUBECONFIG_ADMIN"),
+	    "--namespace", fx->ns, "--lease-namespace", fx->ns, "--identity", identity,
+	    "--metrics-addr", "0", "--lease-duration-ms", "3000", "--renew-deadline-ms", "2000",
+	    "--retry-period-ms", "500", NULL };
+
+	snprintf(fx->log[i], sizeof(fx->log[i]), "%s/build/logs/controller-%s-%d.log",
+	    getenv("AIRLOCK_TOP") ? getenv("AIRLOCK_TOP") : ".", fx->ns, i);
+	fx->pid[i] = it_spawn("airlock-controller", fx->log[i], args);
+	return fx->pid[i];
+}
+
+static int
+setup(void **state)
+{
+	struct fx *fx = calloc(1, sizeof(*fx));
+
+	fx->ns = it_namespace_new(c, "it-ctl");
+	start_controller(fx, 0, "ctl-0");
+	*state = fx;
+	return 0;
+}
+
+static int
+teardown(void **state)
+{
+	struct fx *fx = *state;
+
+	for (int i = 0; i < 2; i++)
+		if (fx->pid[i] > 0) {
+			int st = it_stop(fx->pid[i], SIGTERM);
+
+			/* A clean exit on SIGTERM, every time. */
+			assert_true(WIFEXITED(st));
+			assert_int_equal(WEXITSTATUS(st), 0);
+		}
+	it_namespace_delete(c, fx->ns);
+	free(fx->ns);
+	free(fx);
+	return 0;
+}
+
+static void
+create_cx(struct fx *fx, const char *name, const char *spec)
+{
+	struct k8s_error err;
+	json_t *o = json_pack("{s:s, s:s, s:{s:s}, s:o}", "apiVersion", "airlock.dev/v1alpha1",
+	    "kind", "CodeExecution", "metadata", "name", name, "spec", json_loads(spec, 0, NULL));
+
+	if (k8s_create(c, &it_res_cx, fx->ns, o, NULL, &err) != 0)
+		fail_msg("create %s: %s", name, err.message);
+	json_decref(o);
+}
+
+static json_t *
+get_cx(struct fx *fx, const char *name)
+{
+	struct k8s_error err;
+	json_t *o = NULL;
+
+	if (k8s_get(c, &it_res_cx, fx->ns, name, &o, &err) != 0)
+		return NULL;
+	return o;
+}
+
+static const char *
+st_str(json_t *cx, const char *key)
+{
+	return json_string_value(json_object_get(json_object_get(cx, "status"), key));
+}
+
+static const char *
+cond(json_t *cx, const char *type, const char *field)
+{
+	json_t *cs = json_object_get(json_object_get(cx, "status"), "conditions"), *x;
+	size_t i;
+
+	json_array_foreach(cs, i, x)
+		if (strcmp(json_string_value(json_object_get(x, "type")), type) == 0)
+			return json_string_value(json_object_get(x, field));
+	return NULL;
+}
+
+struct wait_phase {
+	struct fx	*fx;
+	const char	*name, *phase;
+};
+
+static int
+has_phase(void *arg)
+{
+	struct wait_phase *w = arg;
+	json_t *o = get_cx(w->fx, w->name);
+	int ok = o && st_str(o, "phase") && strcmp(st_str(o, "phase"), w->phase) == 0;
+
+	json_decref(o);
+	return ok;
+}
+
+static json_t *
+wait_phase(struct fx *fx, const char *name, const char *phase)
+{
+	struct wait_phase w = { fx, name, phase };
+
+	if (!it_wait_for(has_phase, &w, 10000)) {
+		json_t *o = get_cx(fx, name);
+		char *s = json_dumps(json_object_get(o, "status"), 0);
+
+		fail_msg("%s never reached %s; status %s", name, phase, s ? s : "(none)");
+	}
+	return get_cx(fx, name);
+}
+
+/* Pods of the namespace labelled with this execution uid. */
+static size_t
+count_pods(struct fx *fx, const char *uid)
+{
+	struct k8s_list_opts lo = { 0 };
+	struct k8s_error err;
+	char sel[128];
+	json_t *items;
+	char *rv;
+	size_t n;
+
+	snprintf(sel, sizeof(sel), "airlock.dev/execution-uid=%s", uid);
+	lo.label_selector = sel;
+	if (k8s_list_all(c, &k8s_res_pods, fx->ns, &lo, &items, &rv, &err) != 0)
+		fail_msg("list pods: %s", err.message);
+	n = json_array_size(items);
+	json_decref(items);
+	free(rv);
+	return n;
+}
+
+struct gone {
+	struct fx		*fx;
+	const struct k8s_resource *res;
+	const char		*name;
+};
+
+static int
+is_gone(void *arg)
+{
+	struct gone *g = arg;
+	struct k8s_error err;
+	json_t *o;
+	int rc = k8s_get(c, g->res, g->fx->ns, g->name, &o, &err);
+
+	json_decref(o);
+	return rc == K8S_ENOTFOUND;
+}
+
+static void
+test_pod_created_and_status_follows(void **state)
+{
+	struct fx *fx = *state;
+	struct k8s_patch_opts st = { .type = K8S_PATCH_MERGE, .subresource = "status" };
+	struct k8s_error err;
+	json_t *cx, *o, *body;
+	char pod[64], path[256];
+
+	create_cx(fx, "hello", "{\"runtime\":\"python\",\"source\":\"print(1)\"}");
+	cx = wait_phase(fx, "hello", "Pending");
+	snprintf(pod, sizeof(pod), "airlock-%s", k8s_obj_uid(cx));
+	assert_string_equal(st_str(cx, "podName"), pod);
+	assert_string_equal(st_str(cx, "codeSha256"),
+	    "d287bb7f9d15abdc5b6e98536263815744b6ef21c8f3c839fc434ca70d8efe99");
+	assert_string_equal(cond(cx, "Scheduled", "status"), "False");
+	assert_string_equal(cond(cx, "Scheduled", "reason"), "Pending");
+	assert_string_equal(cond(cx, "Started", "status"), "False");
+	assert_string_equal(cond(cx, "Complete", "status"), "False");
+	assert_int_equal(json_integer_value(json_object_get(json_object_get(cx, "status"),
+	    "observedGeneration")), 1);
+	assert_int_equal(count_pods(fx, k8s_obj_uid(cx)), 1);
+	/* The pod is the hardened one, owned by the execution. */
+	assert_int_equal(k8s_get(c, &k8s_res_pods, fx->ns, pod, &o, &err), 0);
+	assert_string_equal(json_string_value(json_object_get(json_object_get(o, "spec"),
+	    "runtimeClassName")), "gvisor");
+	assert_string_equal(json_string_value(json_object_get(json_array_get(json_object_get(
+	    json_object_get(o, "metadata"), "ownerReferences"), 0), "uid")), k8s_obj_uid(cx));
+	json_decref(o);
+	/* The namespace's guardrails are in place. */
+	assert_int_equal(k8s_get(c, &res_sa, fx->ns, "airlock-execution", &o, &err), 0);
+	json_decref(o);
+	assert_int_equal(k8s_get(c, &res_np, fx->ns, "airlock-deny-all", &o, &err), 0);
+	json_decref(o);
+	assert_int_equal(k8s_get(c, &res_rq, fx->ns, "airlock-executions", &o, &err), 0);
+	json_decref(o);
+
+	/* Play the scheduler: bind the pod to a node. */
+	snprintf(path, sizeof(path), "/api/v1/namespaces/%s/pods/%s/binding", fx->ns, pod);
+	body = json_pack("{s:s, s:s, s:{s:s}, s:{s:s, s:s, s:s}}", "apiVersion", "v1",
+	    "kind", "Binding", "metadata", "name", pod, "target", "apiVersion", "v1",
+	    "kind", "Node", "name", "node-1");
+	{
+		char *b = json_dumps(body, 0);
+
+		assert_int_equal(k8s_request(c, "POST", path, "application/json", b, strlen(b),
+		    NULL, NULL, &err), 0);
+		free(b);
+	}
+	json_decref(body);
+	/* Play the kubelet: the container runs. */
+	body = json_pack("{s:{s:s, s:s, s:[{s:s, s:s}], s:[{s:s, s:b, s:i, s:s, s:s, s:{s:{s:s}}}]}}",
+	    "status", "phase", "Running", "startTime", "2026-11-23T01:00:00Z",
+	    "conditions", "type", "PodScheduled", "status", "True",
+	    "containerStatuses", "name", "run", "ready", 1, "restartCount", 0,
+	    "image", "airlock/runner-python:0.1", "imageID", "",
+	    "state", "running", "startedAt", "2026-11-23T01:00:01Z");
+	assert_int_equal(k8s_patch(c, &k8s_res_pods, fx->ns, pod, &st, body, NULL, &err), 0);
+	json_decref(body);
+	json_decref(cx);
+	cx = wait_phase(fx, "hello", "Running");
+	assert_string_equal(st_str(cx, "nodeName"), "node-1");
+	assert_string_equal(st_str(cx, "startTime"), "2026-11-23T01:00:01Z");
+	assert_string_equal(cond(cx, "Scheduled", "status"), "True");
+	assert_string_equal(cond(cx, "Scheduled", "message"), "scheduled to node node-1");
+	assert_string_equal(cond(cx, "Started", "status"), "True");
+	assert_string_equal(cond(cx, "Complete", "status"), "False");
+
+	/* Cancel: the pod goes, the execution ends Cancelled. */
+	{
+		struct k8s_patch_opts merge = { .type = K8S_PATCH_MERGE };
+		json_t *p = json_pack("{s:{s:b}}", "spec", "cancel", 1);
+		struct gone g = { fx, &k8s_res_pods, pod };
+
+		assert_int_equal(k8s_patch(c, &it_res_cx, fx->ns, "hello", &merge, p, NULL, &err), 0);
+		json_decref(p);
+		json_decref(cx);
+		cx = wait_phase(fx, "hello", "Cancelled");
+		assert_string_equal(st_str(cx, "reason"), "Cancelled");
+		assert_string_equal(cond(cx, "Complete", "status"), "True");
+		assert_non_null(st_str(cx, "completionTime"));
+		assert_true(it_wait_for(is_gone, &g, 5000));
+	}
+	json_decref(cx);
+}
+
+static void
+test_rejected_and_ttl(void **state)
+{
+	struct fx *fx = *state;
+	struct gone g = { fx, &it_res_cx, "bad" };
+	json_t *cx;
+	long long t0;
+
+	create_cx(fx, "bad", "{\"runtime\":\"cobol\",\"source\":\"x\",\"ttlSecondsAfterFinished\":2}");
+	cx = wait_phase(fx, "bad", "Failed");
+	t0 = it_mono_ms();
+	assert_string_equal(st_str(cx, "reason"), "Rejected");
+	assert_string_equal(st_str(cx, "message"), "spec.runtime: unknown runtime profile 'cobol'");
+	assert_string_equal(cond(cx, "Complete", "status"), "True");
+	assert_string_equal(cond(cx, "Complete", "reason"), "Rejected");
+	assert_int_equal(count_pods(fx, k8s_obj_uid(cx)), 0);
+	json_decref(cx);
+	/* TTL 2 s after completion: the controller deletes it. */
+	assert_true(it_wait_for(is_gone, &g, 6000));
+	assert_true(it_mono_ms() - t0 >= 500);
+}
+
+static void
+test_delete_removes_pod(void **state)
+{
+	struct fx *fx = *state;
+	struct k8s_error err;
+	json_t *cx;
+	char pod[64];
+	struct gone g = { fx, &k8s_res_pods, pod };
+
+	create_cx(fx, "doomed", "{\"runtime\":\"python\",\"source\":\"while True: pass\"}");
+	cx = wait_phase(fx, "doomed", "Pending");
+	snprintf(pod, sizeof(pod), "airlock-%s", k8s_obj_uid(cx));
+	json_decref(cx);
+	assert_int_equal(k8s_delete(c, &it_res_cx, fx->ns, "doomed", NULL, NULL, &err), 0);
+	assert_true(it_wait_for(is_gone, &g, 5000));
+}
+
+static void
+test_restart_no_duplicates(void **state)
+{
+	struct fx *fx = *state;
+	const char *names[] = { "r1", "r2", "r3" };
+	int st;
+
+	/* Killed outright, with work arriving while it is down. */
+	st = it_stop(fx->pid[0], SIGKILL);
+	assert_true(WIFSIGNALED(st));
+	fx->pid[0] = 0;
+	for (int i = 0; i < 3; i++)
+		create_cx(fx, names[i], "{\"runtime\":\"python\",\"source\":\"print(2)\"}");
+	start_controller(fx, 0, "ctl-0b");
+	for (int i = 0; i < 3; i++) {
+		json_t *cx = wait_phase(fx, names[i], "Pending");
+
+		assert_int_equal(count_pods(fx, k8s_obj_uid(cx)), 1);
+		json_decref(cx);
+	}
+	/* And once more mid-flight: nothing doubles. */
+	st = it_stop(fx->pid[0], SIGKILL);
+	fx->pid[0] = 0;
+	start_controller(fx, 0, "ctl-0c");
+	it_sleep_ms(1500);
+	for (int i = 0; i < 3; i++) {
+		json_t *cx = get_cx(fx, names[i]);
+
+		assert_string_equal(st_str(cx, "phase"), "Pending");
+		assert_int_equal(count_pods(fx, k8s_obj_uid(cx)), 1);
+		json_decref(cx);
+	}
+}
+
+static int
+ctl0_leads(void *arg)
+{
+	struct fx *fx = arg;
+	struct k8s_error err;
+	json_t *lease;
+	const char *h;
+	int ok;
+
+	if (k8s_get(c, &k8s_res_leases, fx->ns, "airlock-controller", &lease, &err) != 0)
+		return 0;
+	h = json_string_value(json_object_get(json_object_get(lease, "spec"), "holderIdentity"));
+	ok = h && strcmp(h, "ctl-0") == 0;
+	json_decref(lease);
+	return ok;
+}
+
+static void
+test_two_replicas_one_leader(void **state)
+{
+	struct fx *fx = *state;
+	struct k8s_error err;
+	json_t *lease, *cx;
+	const char *holder;
+
+	/* ctl-0 (started by setup) leads first; then a second replica. */
+	assert_true(it_wait_for(ctl0_leads, fx, 10000));
+	start_controller(fx, 1, "ctl-1");
+	create_cx(fx, "duo", "{\"runtime\":\"python\",\"source\":\"print(3)\"}");
+	cx = wait_phase(fx, "duo", "Pending");
+	assert_int_equal(count_pods(fx, k8s_obj_uid(cx)), 1);
+	json_decref(cx);
+	assert_int_equal(k8s_get(c, &k8s_res_leases, fx->ns, "airlock-controller", &lease, &err), 0);
+	holder = json_string_value(json_object_get(json_object_get(lease, "spec"), "holderIdentity"));
+	/* ctl-0 still holds it; ctl-1 only waits. */
+	assert_string_equal(holder, "ctl-0");
+	json_decref(lease);
+	{
+		char line[512];
+		FILE *f = fopen(fx->log[1], "r");
+		int led = 0;
+
+		assert_non_null(f);
+		while (fgets(line, sizeof(line), f))
+			led += strstr(line, "became leader") != NULL;
+		fclose(f);
+		assert_int_equal(led, 0);
+	}
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(test_pod_created_and_status_follows, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_rejected_and_ttl, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_delete_removes_pod, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_restart_no_duplicates, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_two_replicas_one_leader, setup, teardown),
+	};
+
+	return cmocka_run_group_tests(tests, group_setup, group_teardown);
+}
