@@ -17,6 +17,12 @@
 #include <unistd.h>
 #include <cmocka.h>
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <curl/curl.h>
+
+#include "buf.h"
 #include "client.h"
 #include "itutil.h"
 
@@ -34,7 +40,53 @@ struct fx {
 	char	*ns;
 	pid_t	 pid[2];
 	char	 log[2][128];
+	char	 addr[2][32];	/* metrics address */
 };
+
+/* A loopback port nothing listens on now. */
+static int
+free_port(void)
+{
+	struct sockaddr_in sa = { .sin_family = AF_INET };
+	socklen_t len = sizeof(sa);
+	int fd = socket(AF_INET, SOCK_STREAM, 0), port;
+
+	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) != 0 ||
+	    getsockname(fd, (struct sockaddr *)&sa, &len) != 0)
+		fail_msg("no free port");
+	port = ntohs(sa.sin_port);
+	close(fd);
+	return port;
+}
+
+static size_t
+collect(char *p, size_t size, size_t n, void *arg)
+{
+	return buf_append(arg, p, size * n) == 0 ? size * n : 0;
+}
+
+/* GET http://ADDR/PATH: the status code, the body in *body (caller frees). */
+static long
+http_get(const char *addr, const char *path, char **body)
+{
+	struct buf b;
+	char url[128];
+	long code = 0;
+	CURL *h = curl_easy_init();
+
+	buf_init(&b, 1 << 20);
+	snprintf(url, sizeof(url), "http://%s%s", addr, path);
+	curl_easy_setopt(h, CURLOPT_URL, url);
+	curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, collect);
+	curl_easy_setopt(h, CURLOPT_WRITEDATA, &b);
+	curl_easy_setopt(h, CURLOPT_TIMEOUT, 5L);
+	if (curl_easy_perform(h) == CURLE_OK)
+		curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &code);
+	curl_easy_cleanup(h);
+	*body = buf_detach(&b, NULL);
+	return code;
+}
 
 static void
 ensure(const struct k8s_resource *res, json_t *obj)
@@ -79,14 +131,18 @@ group_teardown(void **state)
 static pid_t
 start_controller(struct fx *fx, int i, const char *identity)
 {
-	const char *args[] = { "--config", confpath, "--kubeconfig", it_env("KUBECONFIG_ADMIN"),
-	    "--namespace", fx->ns, "--lease-namespace", fx->ns, "--identity", identity,
-	    "--metrics-addr", "0", "--lease-duration-ms", "3000", "--renew-deadline-ms", "2000",
-	    "--retry-period-ms", "500", NULL };
-
+	snprintf(fx->addr[i], sizeof(fx->addr[i]), "127.0.0.1:%d", free_port());
 	snprintf(fx->log[i], sizeof(fx->log[i]), "%s/build/logs/controller-%s-%d.log",
 	    getenv("AIRLOCK_TOP") ? getenv("AIRLOCK_TOP") : ".", fx->ns, i);
-	fx->pid[i] = it_spawn("airlock-controller", fx->log[i], args);
+	{
+		const char *args[] = { "--config", confpath, "--kubeconfig",
+		    it_env("KUBECONFIG_ADMIN"), "--namespace", fx->ns, "--lease-namespace",
+		    fx->ns, "--identity", identity, "--metrics-addr", fx->addr[i],
+		    "--lease-duration-ms", "3000", "--renew-deadline-ms", "2000",
+		    "--retry-period-ms", "500", NULL };
+
+		fx->pid[i] = it_spawn("airlock-controller", fx->log[i], args);
+	}
 	return fx->pid[i];
 }
 
@@ -252,6 +308,21 @@ test_pod_created_and_status_follows(void **state)
 	assert_int_equal(json_integer_value(json_object_get(json_object_get(cx, "status"),
 	    "observedGeneration")), 1);
 	assert_int_equal(count_pods(fx, k8s_obj_uid(cx)), 1);
+	/* What an operator scrapes. */
+	{
+		char *text;
+
+		assert_int_equal(http_get(fx->addr[0], "/metrics", &text), 200);
+		if (strstr(text, "airlock_executions_total{phase=\"Pending\"} 1\n") == NULL ||
+		    strstr(text, "airlock_leader 1\n") == NULL ||
+		    strstr(text, "# TYPE airlock_reconcile_seconds histogram\n") == NULL ||
+		    strstr(text, "airlock_workqueue_depth ") == NULL)
+			fail_msg("metrics lack a series:\n%s", text);
+		free(text);
+		assert_int_equal(http_get(fx->addr[0], "/readyz", &text), 200);
+		assert_string_equal(text, "ok");
+		free(text);
+	}
 	/* The pod is the hardened one, owned by the execution. */
 	assert_int_equal(k8s_get(c, &k8s_res_pods, fx->ns, pod, &o, &err), 0);
 	assert_string_equal(json_string_value(json_object_get(json_object_get(o, "spec"),
