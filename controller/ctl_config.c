@@ -584,47 +584,6 @@ out:
 	return rc;
 }
 
-/*
- * Read path into b (initialised with its cap). 0; K8S_ETOOBIG past the
- * cap; K8S_EIO with errno set otherwise.
- */
-static int
-read_capped(const char *path, struct buf *b)
-{
-	char chunk[8192];
-	struct stat sb;
-	ssize_t n;
-	int fd, rc = K8S_EIO, saved;
-
-	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) == -1)
-		return K8S_EIO;
-	if (fstat(fd, &sb) == -1)
-		goto out;
-	if (S_ISREG(sb.st_mode) && (uintmax_t)sb.st_size > b->max) {
-		rc = K8S_ETOOBIG;
-		goto out;
-	}
-	for (;;) {
-		n = read(fd, chunk, sizeof(chunk));
-		if (n == -1 && errno == EINTR)
-			continue;
-		if (n == -1)
-			goto out;
-		if (n == 0)
-			break;
-		if (buf_append(b, chunk, (size_t)n) != 0) {
-			rc = K8S_ETOOBIG;
-			goto out;
-		}
-	}
-	rc = 0;
-out:
-	saved = errno;
-	close(fd);
-	errno = saved;
-	return rc;
-}
-
 int
 ctl_config_load(const char *path, struct ctl_config **out,
     struct k8s_error *err)
@@ -638,8 +597,8 @@ ctl_config_load(const char *path, struct ctl_config **out,
 		    "config path is empty");
 		goto out;
 	}
-	if ((rc = read_capped(path, &b)) == K8S_ETOOBIG) {
-		k8s_error_set(err, rc, 0, NULL,
+	if ((rc = buf_read_file(&b, path, NULL)) == BUF_ETOOBIG) {
+		rc = k8s_error_set(err, K8S_ETOOBIG, 0, NULL,
 		    "config '%s' is larger than %d bytes", path,
 		    CONFIG_MAX_BYTES);
 		goto out;

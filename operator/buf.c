@@ -1,5 +1,10 @@
+#include <errno.h>
+#include <fcntl.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "buf.h"
 #include "xmalloc.h"
@@ -85,4 +90,43 @@ buf_detach(struct buf *b, size_t *lenp)
 	b->len = 0;
 	b->alloc = 0;
 	return p;
+}
+
+int
+buf_read_file(struct buf *b, const char *path, struct stat *st)
+{
+	char chunk[8192];
+	struct stat sb;
+	ssize_t n;
+	int fd, rc = BUF_EIO, saved;
+
+	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) == -1)
+		return BUF_EIO;
+	if (fstat(fd, &sb) == -1)
+		goto out;
+	if (S_ISREG(sb.st_mode) && (uintmax_t)sb.st_size > b->max) {
+		rc = BUF_ETOOBIG;
+		goto out;
+	}
+	for (;;) {
+		n = read(fd, chunk, sizeof(chunk));
+		if (n == -1 && errno == EINTR)
+			continue;
+		if (n == -1)
+			goto out;
+		if (n == 0)
+			break;
+		if (buf_append(b, chunk, (size_t)n) != 0) {
+			rc = BUF_ETOOBIG;
+			goto out;
+		}
+	}
+	if (st != NULL)
+		*st = sb;
+	rc = 0;
+out:
+	saved = errno;
+	close(fd);
+	errno = saved;
+	return rc;
 }

@@ -16,6 +16,7 @@
 #include <stddef.h>
 
 #define BUF_ETOOBIG (-1)
+#define BUF_EIO     (-2)	/* errno says why */
 
 struct buf {
 	char	*data;
@@ -41,6 +42,16 @@ void buf_reset(struct buf *b);
 
 /* Free the memory; the buffer is empty and reusable with the same cap. */
 void buf_free(struct buf *b);
+
+/*
+ * Append the contents of the file at path, failing fast when fstat()
+ * already shows it past the cap. If st is non-NULL it receives the
+ * fstat() of the file that was read. 0; BUF_ETOOBIG past the cap (the
+ * buffer may hold a part); BUF_EIO with errno set otherwise.
+ */
+struct stat;
+int buf_read_file(struct buf *b, const char *path, struct stat *st)
+    __attribute__((warn_unused_result));
 
 /*
  * Hand the contents to the caller, who frees them with free(); never NULL

@@ -77,50 +77,6 @@ path_join(const char *dir, const char *rel)
 	    rel);
 }
 
-/*
- * Read the file at path into b, which the caller initialised with its cap.
- * If st is non-NULL it receives the fstat() of the file that was read.
- * 0; K8S_ETOOBIG past the cap; K8S_EIO with errno set otherwise.
- */
-static int
-read_capped(const char *path, struct buf *b, struct stat *st)
-{
-	char chunk[8192];
-	struct stat sb;
-	ssize_t n;
-	int fd, rc = K8S_EIO, saved;
-
-	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) == -1)
-		return K8S_EIO;
-	if (fstat(fd, &sb) == -1)
-		goto out;
-	if (S_ISREG(sb.st_mode) && (uintmax_t)sb.st_size > b->max) {
-		rc = K8S_ETOOBIG;
-		goto out;
-	}
-	for (;;) {
-		n = read(fd, chunk, sizeof(chunk));
-		if (n == -1 && errno == EINTR)
-			continue;
-		if (n == -1)
-			goto out;
-		if (n == 0)
-			break;
-		if (buf_append(b, chunk, (size_t)n) != 0) {
-			rc = K8S_ETOOBIG;
-			goto out;
-		}
-	}
-	if (st != NULL)
-		*st = sb;
-	rc = 0;
-out:
-	saved = errno;
-	close(fd);
-	errno = saved;
-	return rc;
-}
-
 /* 1 if s[0..len) holds a control byte (which cannot go into a header). */
 static int
 has_ctl(const char *s, size_t len)
@@ -459,8 +415,8 @@ k8s_config_load_kubeconfig(const char *path, const char *context,
 		    "kubeconfig path is empty");
 		goto out;
 	}
-	if ((rc = read_capped(path, &b, NULL)) == K8S_ETOOBIG) {
-		k8s_error_set(err, rc, 0, NULL,
+	if ((rc = buf_read_file(&b, path, NULL)) == BUF_ETOOBIG) {
+		rc = k8s_error_set(err, K8S_ETOOBIG, 0, NULL,
 		    "kubeconfig '%s' is larger than %d bytes", path,
 		    K8S_CONFIG_MAX_KUBECONFIG);
 		goto out;
@@ -562,10 +518,10 @@ k8s_config_load_incluster(const char *sa_dir, struct k8s_config **out,
 		goto out;
 	}
 	/* No namespace file: client-go falls back to "default" too. */
-	rc = read_capped(nspath, &b, NULL);
-	if (rc == K8S_ETOOBIG)
+	rc = buf_read_file(&b, nspath, NULL);
+	if (rc == BUF_ETOOBIG)
 		errno = EFBIG;
-	if (rc != 0 && (rc == K8S_ETOOBIG || errno != ENOENT)) {
+	if (rc != 0 && (rc == BUF_ETOOBIG || errno != ENOENT)) {
 		rc = sa_unreadable(err, "namespace", nspath);
 		goto out;
 	}
@@ -662,8 +618,8 @@ k8s_config_token(struct k8s_config *c, char **out, struct k8s_error *err)
 		goto out;
 	}
 	/* The identity cached is that of the file actually read (fstat). */
-	if ((rc = read_capped(c->token_file, &b, &st)) == K8S_ETOOBIG) {
-		k8s_error_set(err, rc, 0, NULL,
+	if ((rc = buf_read_file(&b, c->token_file, &st)) == BUF_ETOOBIG) {
+		rc = k8s_error_set(err, K8S_ETOOBIG, 0, NULL,
 		    "token file '%s' is larger than %d bytes", c->token_file,
 		    K8S_CONFIG_MAX_TOKEN);
 		goto out;

@@ -254,28 +254,18 @@ yamljson_load_file(const char *path, const char *what, size_t max_nodes,
     json_t **out, struct k8s_error *err)
 {
 	struct buf b;
-	char chunk[65536];
-	FILE *f;
-	size_t n;
-	int rc = 0;
+	int rc;
 
 	*out = NULL;
-	if ((f = fopen(path, "rb")) == NULL)
-		return k8s_error_set(err, K8S_EINVAL, 0, NULL,
-		    "cannot read %s '%s': %s", what, path, strerror(errno));
 	buf_init(&b, MAX_FILE);
-	while ((n = fread(chunk, 1, sizeof(chunk), f)) > 0)
-		if (buf_append(&b, chunk, n) != 0) {
-			rc = k8s_error_set(err, K8S_ETOOBIG, 0, NULL,
-			    "%s '%s' is larger than %u bytes", what, path,
-			    MAX_FILE);
-			break;
-		}
-	if (rc == 0 && ferror(f))
+	rc = buf_read_file(&b, path, NULL);
+	if (rc == BUF_ETOOBIG)
+		rc = k8s_error_set(err, K8S_ETOOBIG, 0, NULL,
+		    "%s '%s' is larger than %u bytes", what, path, MAX_FILE);
+	else if (rc != 0)
 		rc = k8s_error_set(err, K8S_EINVAL, 0, NULL,
 		    "cannot read %s '%s': %s", what, path, strerror(errno));
-	fclose(f);
-	if (rc == 0)
+	else
 		rc = yamljson_load(b.data ? b.data : "", b.len, what, path,
 		    max_nodes, out, err);
 	buf_free(&b);

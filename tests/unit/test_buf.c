@@ -5,7 +5,10 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <errno.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include <cmocka.h>
 
 #include "buf.h"
@@ -69,6 +72,33 @@ test_buf_binary(void **state)
 	assert_int_equal(buf_append(&b, bin, 3), 0);
 	assert_memory_equal(b.data, bin, 3);
 	assert_int_equal(b.data[3], '\0');
+	buf_free(&b);
+}
+
+static void
+test_buf_read_file(void **state)
+{
+	char path[] = "/tmp/airlock-buf-XXXXXX";
+	int fd = mkstemp(path);
+	struct stat st;
+	struct buf b;
+
+	(void)state;
+	assert_int_equal(write(fd, "0123456789", 10), 10);
+	close(fd);
+	buf_init(&b, 10);
+	assert_int_equal(buf_read_file(&b, path, &st), 0);
+	assert_int_equal(b.len, 10);
+	assert_string_equal(b.data, "0123456789");
+	assert_int_equal(st.st_size, 10);
+	buf_free(&b);
+	buf_init(&b, 9);	/* one byte short */
+	assert_int_equal(buf_read_file(&b, path, NULL), BUF_ETOOBIG);
+	buf_free(&b);
+	unlink(path);
+	buf_init(&b, 10);
+	assert_int_equal(buf_read_file(&b, path, NULL), BUF_EIO);
+	assert_int_equal(errno, ENOENT);
 	buf_free(&b);
 }
 
@@ -148,6 +178,7 @@ main(void)
 		cmocka_unit_test(test_buf_append_and_cap),
 		cmocka_unit_test(test_buf_consume_detach),
 		cmocka_unit_test(test_buf_binary),
+		cmocka_unit_test(test_buf_read_file),
 		cmocka_unit_test(test_errcode_from_http),
 		cmocka_unit_test(test_error_set_truncates),
 		cmocka_unit_test(test_log_format),
