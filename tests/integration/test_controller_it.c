@@ -29,8 +29,6 @@
 static const struct k8s_resource res_sa = { "", "v1", "serviceaccounts", 1 };
 static const struct k8s_resource res_np = { "networking.k8s.io", "v1", "networkpolicies", 1 };
 static const struct k8s_resource res_rq = { "", "v1", "resourcequotas", 1 };
-static const struct k8s_resource res_rc = { "node.k8s.io", "v1", "runtimeclasses", 0 };
-static const struct k8s_resource res_pc = { "scheduling.k8s.io", "v1", "priorityclasses", 0 };
 
 static struct k8s_client *c;
 static struct k8s_config *kcfg;
@@ -88,17 +86,6 @@ http_get(const char *addr, const char *path, char **body)
 	return code;
 }
 
-static void
-ensure(const struct k8s_resource *res, json_t *obj)
-{
-	struct k8s_error err;
-	int rc = k8s_create(c, res, NULL, obj, NULL, &err);
-
-	if (rc != 0 && rc != K8S_EEXIST)
-		fail_msg("create %s: %s", res->plural, err.message);
-	json_decref(obj);
-}
-
 static int
 group_setup(void **state)
 {
@@ -108,11 +95,7 @@ group_setup(void **state)
 	(void)state;
 	c = it_client(0, &kcfg);
 	it_install_crd(c);
-	ensure(&res_rc, json_pack("{s:s, s:s, s:{s:s}, s:s}", "apiVersion", "node.k8s.io/v1",
-	    "kind", "RuntimeClass", "metadata", "name", "gvisor", "handler", "runsc"));
-	ensure(&res_pc, json_pack("{s:s, s:s, s:{s:s}, s:i, s:s}", "apiVersion",
-	    "scheduling.k8s.io/v1", "kind", "PriorityClass", "metadata", "name", "airlock-execution",
-	    "value", 0, "preemptionPolicy", "Never"));
+	it_install_classes(c);
 	fputs("profiles:\n  python:\n    image: airlock/runner-python:0.1\n"
 	    "    command: [python3, /airlock/code/main.py]\n    sourceFile: main.py\n", f);
 	fclose(f);

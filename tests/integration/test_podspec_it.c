@@ -23,8 +23,6 @@
 #include "itutil.h"
 #include "podspec.h"
 
-static const struct k8s_resource runtimeclasses = { "node.k8s.io", "v1", "runtimeclasses", 0 };
-static const struct k8s_resource priorityclasses = { "scheduling.k8s.io", "v1", "priorityclasses", 0 };
 static const struct k8s_resource netpols = { "networking.k8s.io", "v1", "networkpolicies", 1 };
 static const struct k8s_resource quotas = { "", "v1", "resourcequotas", 1 };
 static const struct k8s_resource serviceaccounts = { "", "v1", "serviceaccounts", 1 };
@@ -40,17 +38,6 @@ static struct k8s_client *c;
 static struct k8s_config *kcfg;
 static struct ctl_config *cfg;
 
-static void
-ensure(const struct k8s_resource *res, json_t *obj)
-{
-	struct k8s_error err;
-	int rc = k8s_create(c, res, NULL, obj, NULL, &err);
-
-	if (rc != 0 && rc != K8S_EEXIST)
-		fail_msg("create %s: %s", res->plural, err.message);
-	json_decref(obj);
-}
-
 static int
 group_setup(void **state)
 {
@@ -62,11 +49,7 @@ group_setup(void **state)
 	if (ctl_config_parse(conf, sizeof(conf) - 1, "test", &cfg, &err) != 0)
 		fail_msg("config: %s", err.message);
 	/* What the Helm chart will install: the RuntimeClass and PriorityClass. */
-	ensure(&runtimeclasses, json_pack("{s:s, s:s, s:{s:s}, s:s}", "apiVersion", "node.k8s.io/v1",
-	    "kind", "RuntimeClass", "metadata", "name", "gvisor", "handler", "runsc"));
-	ensure(&priorityclasses, json_pack("{s:s, s:s, s:{s:s}, s:i, s:s, s:s}", "apiVersion",
-	    "scheduling.k8s.io/v1", "kind", "PriorityClass", "metadata", "name", "airlock-execution",
-	    "value", 0, "preemptionPolicy", "Never", "description", "Airlock executions"));
+	it_install_classes(c);
 	return 0;
 }
 

@@ -310,3 +310,31 @@ it_stop(pid_t pid, int sig)
 	waitpid(pid, &st, 0);
 	return st;
 }
+
+static void
+ensure(struct k8s_client *c, const struct k8s_resource *res, json_t *obj)
+{
+	struct k8s_error err;
+	int rc = k8s_create(c, res, NULL, obj, NULL, &err);
+
+	if (rc != 0 && rc != K8S_EEXIST)
+		fail_msg("create %s: %s", res->plural, err.message);
+	json_decref(obj);
+}
+
+void
+it_install_classes(struct k8s_client *c)
+{
+	static const struct k8s_resource rc = { "node.k8s.io", "v1",
+	    "runtimeclasses", 0 };
+	static const struct k8s_resource pc = { "scheduling.k8s.io", "v1",
+	    "priorityclasses", 0 };
+
+	ensure(c, &rc, json_pack("{s:s, s:s, s:{s:s}, s:s}", "apiVersion",
+	    "node.k8s.io/v1", "kind", "RuntimeClass", "metadata", "name",
+	    "gvisor", "handler", "runsc"));
+	ensure(c, &pc, json_pack("{s:s, s:s, s:{s:s}, s:i, s:s, s:s}",
+	    "apiVersion", "scheduling.k8s.io/v1", "kind", "PriorityClass",
+	    "metadata", "name", "airlock-execution", "value", 0,
+	    "preemptionPolicy", "Never", "description", "Airlock executions"));
+}

@@ -31,6 +31,12 @@ extern const struct k8s_resource it_res_cx;
 /* Install crds/ by server-side apply and wait until it is Established. */
 void it_install_crd(struct k8s_client *c);
 
+/*
+ * What the Helm chart will install cluster-wide, for pods to be admitted:
+ * RuntimeClass "gvisor" and PriorityClass "airlock-execution". Idempotent.
+ */
+void it_install_classes(struct k8s_client *c);
+
 /* Compact etcd at its current revision; returns that revision. */
 long it_etcd_compact(void);
 
