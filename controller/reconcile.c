@@ -89,6 +89,22 @@ set_condition(json_t *status, const char *type, const char *st,
 	json_object_set_new(c, "observedGeneration", json_integer(gen));
 }
 
+/* A condition's status (or reason, when field says so) in status, or "". */
+static const char *
+condition_field(json_t *status, const char *type, const char *field)
+{
+	json_t *c;
+	size_t i;
+
+	json_array_foreach(json_object_get(status, "conditions"), i, c)
+		if (strcmp(json_string_value(json_object_get(c, "type")), type) == 0) {
+			const char *v = json_string_value(json_object_get(c, field));
+
+			return v ? v : "";
+		}
+	return "";
+}
+
 static void
 emit_event(struct controller *ctl, json_t *cx, const char *type,
     const char *reason, const char *msg)
@@ -327,9 +343,14 @@ follow_pod(struct controller *ctl, json_t *cx, json_t *pod, json_t *status)
 		const char *m = json_string_value(json_object_get(c, "message"));
 
 		if (t && s && strcmp(t, "PodScheduled") == 0 &&
-		    strcmp(s, "False") == 0 && r && strcmp(r, "Unschedulable") == 0)
+		    strcmp(s, "False") == 0 && r && strcmp(r, "Unschedulable") == 0) {
+			if (strcmp(condition_field(json_object_get(cx, "status"),
+			    "Scheduled", "reason"), "Unschedulable") != 0)
+				emit_event(ctl, cx, "Warning", "Unschedulable",
+				    m ? m : "no node can run it");
 			set_condition(status, "Scheduled", "False",
 			    "Unschedulable", m ? m : "", gen);
+		}
 	}
 	if (waiting && (strcmp(waiting, "ErrImagePull") == 0 ||
 	    strcmp(waiting, "ImagePullBackOff") == 0 ||
@@ -347,6 +368,9 @@ follow_pod(struct controller *ctl, json_t *cx, json_t *pod, json_t *status)
 		char msg[300];
 
 		snprintf(msg, sizeof(msg), "scheduled to node %s", node);
+		if (strcmp(condition_field(json_object_get(cx, "status"),
+		    "Scheduled", "status"), "True") != 0)
+			emit_event(ctl, cx, "Normal", "Scheduled", msg);
 		json_object_set_new(status, "nodeName", json_string(node));
 		set_condition(status, "Scheduled", "True", "Scheduled", msg, gen);
 	}

@@ -2,8 +2,8 @@
  * Integration: bin/airlock-controller as a process against the real
  * kube-apiserver. No kubelet or scheduler runs yet (issue 4): where a pod
  * must progress, the test plays them, binding the pod and writing its
- * status. Each test uses its own namespace and its own controller(s),
- * scoped to that namespace with --namespace.
+ * status. Each test uses its own namespace, which enforces Pod Security
+ * "restricted", and its own controller(s), scoped to it with --namespace.
  */
 #include <setjmp.h>
 #include <signal.h>
@@ -135,6 +135,17 @@ setup(void **state)
 	struct fx *fx = calloc(1, sizeof(*fx));
 
 	fx->ns = it_namespace_new(c, "it-ctl");
+	{
+		struct k8s_patch_opts merge = { .type = K8S_PATCH_MERGE };
+		struct k8s_error err;
+		json_t *p = json_pack("{s:{s:{s:s, s:s}}}", "metadata", "labels",
+		    "pod-security.kubernetes.io/enforce", "restricted",
+		    "pod-security.kubernetes.io/enforce-version", "latest");
+
+		if (k8s_patch(c, &k8s_res_namespaces, NULL, fx->ns, &merge, p, NULL, &err) != 0)
+			fail_msg("label namespace: %s", err.message);
+		json_decref(p);
+	}
 	start_controller(fx, 0, "ctl-0");
 	*state = fx;
 	return 0;
@@ -269,6 +280,106 @@ is_gone(void *arg)
 	return rc == K8S_ENOTFOUND;
 }
 
+/* How many events about execution name carry reason (and type). */
+static int
+events(struct fx *fx, const char *name, const char *reason, const char *type)
+{
+	struct k8s_error err;
+	json_t *items, *e;
+	char *rv;
+	size_t i;
+	int n = 0;
+
+	if (k8s_list_all(c, &k8s_res_events, fx->ns, NULL, &items, &rv, &err) != 0)
+		fail_msg("list events: %s", err.message);
+	json_array_foreach(items, i, e) {
+		json_t *io = json_object_get(e, "involvedObject");
+
+		if (strcmp(json_string_value(json_object_get(io, "name")), name) == 0 &&
+		    strcmp(json_string_value(json_object_get(io, "kind")), "CodeExecution") == 0 &&
+		    strcmp(json_string_value(json_object_get(e, "reason")), reason) == 0 &&
+		    strcmp(json_string_value(json_object_get(e, "type")), type) == 0)
+			n++;
+	}
+	json_decref(items);
+	free(rv);
+	return n;
+}
+
+struct wait_cond {
+	struct fx	*fx;
+	const char	*name, *type, *reason;
+};
+
+static int
+has_cond_reason(void *arg)
+{
+	struct wait_cond *w = arg;
+	json_t *o = get_cx(w->fx, w->name);
+	const char *r = o ? cond(o, w->type, "reason") : NULL;
+	int ok = r && strcmp(r, w->reason) == 0;
+
+	json_decref(o);
+	return ok;
+}
+
+/* Play the kubelet: merge this into the pod's status. */
+static void
+pod_status(struct fx *fx, const char *pod, json_t *status)
+{
+	struct k8s_patch_opts st = { .type = K8S_PATCH_MERGE, .subresource = "status" };
+	struct k8s_error err;
+	json_t *body = json_pack("{s:o}", "status", status);
+
+	if (k8s_patch(c, &k8s_res_pods, fx->ns, pod, &st, body, NULL, &err) != 0)
+		fail_msg("pod status: %s", err.message);
+	json_decref(body);
+}
+
+static void
+test_unschedulable_and_image_pull(void **state)
+{
+	struct fx *fx = *state;
+	struct wait_cond w = { fx, "stuck", "Scheduled", "Unschedulable" };
+	char pod[64];
+	struct gone g = { fx, &k8s_res_pods, pod };
+	json_t *cx;
+
+	/* No node fits: the execution says so, and stays Pending. */
+	create_cx(fx, "stuck", "{\"runtime\":\"python\",\"source\":\"print(1)\"}");
+	cx = wait_phase(fx, "stuck", "Pending");
+	snprintf(pod, sizeof(pod), "airlock-%s", k8s_obj_uid(cx));
+	json_decref(cx);
+	pod_status(fx, pod, json_pack("{s:s, s:[{s:s, s:s, s:s, s:s}]}", "phase", "Pending",
+	    "conditions", "type", "PodScheduled", "status", "False", "reason", "Unschedulable",
+	    "message", "0/1 nodes are available: 1 Insufficient memory."));
+	if (!it_wait_for(has_cond_reason, &w, 10000))
+		fail_msg("Scheduled never became Unschedulable");
+	cx = get_cx(fx, "stuck");
+	assert_string_equal(st_str(cx, "phase"), "Pending");
+	assert_string_equal(cond(cx, "Scheduled", "status"), "False");
+	assert_string_equal(cond(cx, "Scheduled", "message"), "0/1 nodes are available: 1 Insufficient memory.");
+	json_decref(cx);
+	assert_int_equal(events(fx, "stuck", "Unschedulable", "Warning"), 1);
+
+	/* The runner image cannot be pulled: Failed, with why, pod gone. */
+	create_cx(fx, "nopull", "{\"runtime\":\"python\",\"source\":\"print(1)\"}");
+	cx = wait_phase(fx, "nopull", "Pending");
+	snprintf(pod, sizeof(pod), "airlock-%s", k8s_obj_uid(cx));
+	json_decref(cx);
+	pod_status(fx, pod, json_pack("{s:s, s:[{s:s, s:b, s:i, s:s, s:s, s:{s:{s:s, s:s}}}]}",
+	    "phase", "Pending", "containerStatuses", "name", "run", "ready", 0, "restartCount", 0,
+	    "image", "airlock/runner-python:0.1", "imageID", "", "state", "waiting",
+	    "reason", "ErrImagePull", "message", "pull access denied"));
+	cx = wait_phase(fx, "nopull", "Failed");
+	assert_string_equal(st_str(cx, "reason"), "ImagePullFailed");
+	assert_string_equal(st_str(cx, "message"), "the runner image cannot be pulled: pull access denied");
+	assert_string_equal(cond(cx, "Complete", "status"), "True");
+	json_decref(cx);
+	assert_true(it_wait_for(is_gone, &g, 5000));
+	assert_int_equal(events(fx, "nopull", "ImagePullFailed", "Warning"), 1);
+}
+
 static void
 test_pod_created_and_status_follows(void **state)
 {
@@ -368,6 +479,11 @@ test_pod_created_and_status_follows(void **state)
 		assert_true(it_wait_for(is_gone, &g, 5000));
 	}
 	json_decref(cx);
+	/* An event for each transition, once each. */
+	assert_int_equal(events(fx, "hello", "Created", "Normal"), 1);
+	assert_int_equal(events(fx, "hello", "Scheduled", "Normal"), 1);
+	assert_int_equal(events(fx, "hello", "Started", "Normal"), 1);
+	assert_int_equal(events(fx, "hello", "Cancelled", "Normal"), 1);
 }
 
 static void
@@ -387,6 +503,7 @@ test_rejected_and_ttl(void **state)
 	assert_string_equal(cond(cx, "Complete", "reason"), "Rejected");
 	assert_int_equal(count_pods(fx, k8s_obj_uid(cx)), 0);
 	json_decref(cx);
+	assert_int_equal(events(fx, "bad", "Rejected", "Warning"), 1);
 	/* TTL 2 s after completion: the controller deletes it. */
 	assert_true(it_wait_for(is_gone, &g, 6000));
 	assert_true(it_mono_ms() - t0 >= 500);
@@ -499,6 +616,7 @@ main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_pod_created_and_status_follows, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_rejected_and_ttl, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_unschedulable_and_image_pull, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_delete_removes_pod, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_restart_no_duplicates, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_two_replicas_one_leader, setup, teardown),
