@@ -21,6 +21,7 @@ podspec_pod_name(const char *uid)
 	return xasprintf("airlock-%s", uid);
 }
 
+
 void
 podspec_result_free(struct podspec_result *r)
 {
@@ -38,6 +39,15 @@ sha256_hex(const char *s, size_t len, char out[65])
 	EVP_Digest(s, len, md, &n, EVP_sha256(), NULL);
 	for (unsigned i = 0; i < 32; i++)
 		snprintf(out + 2 * i, 3, "%02x", md[i]);
+}
+
+void
+podspec_code_sha256(json_t *cx, char out[65])
+{
+	const char *src = json_string_value(json_object_get(json_object_get(cx,
+	    "spec"), "source"));
+
+	sha256_hex(src ? src : "", src ? strlen(src) : 0, out);
 }
 
 static json_t *
@@ -197,7 +207,7 @@ podspec_build(const struct ctl_config *cfg, json_t *cx,
 	code.items = json_array();
 	code.bytes = 0;
 	src = json_string_value(json_object_get(spec, "source"));
-	sha256_hex(src ? src : "", src ? strlen(src) : 0, out->code_sha256);
+	podspec_code_sha256(cx, out->code_sha256);
 	{
 		/* No source (files only) still gets its, empty, file. */
 		json_t *empty = src ? NULL : json_string("");

@@ -57,6 +57,9 @@ int podspec_build(const struct ctl_config *cfg, json_t *cx,
 
 void podspec_result_free(struct podspec_result *r);
 
+/* The SHA-256 of spec.source in hex ("" source when absent). */
+void podspec_code_sha256(json_t *cx, char out[65]);
+
 /* The pod's name for an execution uid: "airlock-<uid>". Caller frees. */
 char *podspec_pod_name(const char *uid);
 

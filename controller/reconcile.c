@@ -132,9 +132,42 @@ emit_event(struct controller *ctl, json_t *cx, const char *type,
 	json_decref(ev);
 }
 
-/* PUT the status if it changed; 409 (stale cache) makes the key retry. */
+/*
+ * Events and phase counts for transitions a reconcile decided, recorded
+ * only once the status that holds the transition is written: a write
+ * refused as stale (the cache lagged) retries the reconcile, which must
+ * not announce the same transition twice.
+ */
+struct notes {
+	int		 n;
+	struct {
+		const char	*type, *reason;
+		char		 msg[600];
+	}		 e[4];
+	const char	*phase;		/* for airlock_executions_total */
+};
+
+static void
+note(struct notes *ns, const char *type, const char *reason, const char *msg)
+{
+	if (ns->n < 4) {
+		ns->e[ns->n].type = type;
+		ns->e[ns->n].reason = reason;
+		snprintf(ns->e[ns->n].msg, sizeof(ns->e[0].msg), "%s", msg);
+		ns->n++;
+	}
+}
+
+static void emit_event(struct controller *ctl, json_t *cx, const char *type,
+    const char *reason, const char *msg);
+
+/*
+ * PUT the status if it changed, then record the notes. 409 (stale cache)
+ * makes the key retry. notes may be NULL.
+ */
 static int
-write_status(struct controller *ctl, json_t *cx, json_t *status)
+write_status(struct controller *ctl, json_t *cx, json_t *status,
+    struct notes *notes)
 {
 	struct k8s_error err;
 	json_t *obj;
@@ -150,6 +183,13 @@ write_status(struct controller *ctl, json_t *cx, json_t *status)
 	if (rc != 0 && rc != K8S_ECONFLICT && rc != K8S_ENOTFOUND)
 		log_warn("cannot write status", "execution=%s/%s error=\"%s\"",
 		    k8s_obj_namespace(cx), k8s_obj_name(cx), err.message);
+	if (rc == 0 && notes) {
+		for (int i = 0; i < notes->n; i++)
+			emit_event(ctl, cx, notes->e[i].type, notes->e[i].reason,
+			    notes->e[i].msg);
+		if (notes->phase)
+			metric_inc(ctl->m_phase, notes->phase);
+	}
 	return rc == K8S_ENOTFOUND ? 0 : rc;
 }
 
@@ -160,6 +200,7 @@ finish(struct controller *ctl, json_t *cx, json_t *status, const char *phase,
 {
 	json_int_t gen = json_integer_value(json_object_get(json_object_get(cx,
 	    "metadata"), "generation"));
+	struct notes n = { 0 };
 	char now[32];
 	int rc;
 
@@ -170,10 +211,10 @@ finish(struct controller *ctl, json_t *cx, json_t *status, const char *phase,
 	json_object_set_new(status, "completionTime", json_string(now));
 	json_object_set_new(status, "observedGeneration", json_integer(gen));
 	set_condition(status, "Complete", "True", reason, msg, gen);
-	if ((rc = write_status(ctl, cx, status)) == 0) {
-		metric_inc(ctl->m_phase, phase);
-		emit_event(ctl, cx, strcmp(reason, "Cancelled") == 0 ? "Normal" :
-		    "Warning", reason, msg);
+	n.phase = phase;
+	note(&n, strcmp(reason, "Cancelled") == 0 ? "Normal" : "Warning", reason,
+	    msg);
+	if ((rc = write_status(ctl, cx, status, &n)) == 0) {
 		log_info("execution finished", "execution=%s/%s phase=%s reason=%s",
 		    k8s_obj_namespace(cx), k8s_obj_name(cx), phase, reason);
 	}
@@ -321,10 +362,35 @@ ttl(struct controller *ctl, json_t *cx, const char *key)
 	return rc;
 }
 
+/*
+ * The first visit after the pod exists: Pending, with every condition
+ * set, as the API conventions ask. Whichever path gets here first (the
+ * create, or a retry after its status write was refused) does it.
+ */
+static void
+init_pending(json_t *cx, json_t *status, struct notes *notes)
+{
+	json_int_t gen = json_integer_value(json_object_get(json_object_get(cx,
+	    "metadata"), "generation"));
+
+	if (json_object_get(status, "phase"))
+		return;
+	json_object_set_new(status, "phase", json_string("Pending"));
+	json_object_set_new(status, "observedGeneration", json_integer(gen));
+	set_condition(status, "Scheduled", "False", "Pending",
+	    "waiting for a node", gen);
+	set_condition(status, "Started", "False", "Pending", "not started", gen);
+	set_condition(status, "Complete", "False", "Pending", "not finished",
+	    gen);
+	notes->phase = "Pending";
+	note(notes, "Normal", "Created", "created the execution's pod");
+}
+
 /* Follow the pod into the status: Scheduled, Started, Running. */
 static int
 follow_pod(struct controller *ctl, json_t *cx, json_t *pod, json_t *status)
 {
+	struct notes nn = { 0 }, *notes = &nn;
 	json_int_t gen = json_integer_value(json_object_get(json_object_get(cx,
 	    "metadata"), "generation"));
 	json_t *ps = json_object_get(pod, "status"), *c;
@@ -336,6 +402,16 @@ follow_pod(struct controller *ctl, json_t *cx, json_t *pod, json_t *status)
 	    json_object_get(cs, "state"), "waiting"), "reason"));
 	size_t i;
 
+	if (!json_object_get(status, "podName")) {
+		char *name = podspec_pod_name(k8s_obj_uid(cx));
+		char sha[65];
+
+		podspec_code_sha256(cx, sha);
+		json_object_set_new(status, "podName", json_string(name));
+		json_object_set_new(status, "codeSha256", json_string(sha));
+		free(name);
+	}
+	init_pending(cx, status, notes);
 	json_array_foreach(json_object_get(ps, "conditions"), i, c) {
 		const char *t = json_string_value(json_object_get(c, "type"));
 		const char *s = json_string_value(json_object_get(c, "status"));
@@ -346,7 +422,7 @@ follow_pod(struct controller *ctl, json_t *cx, json_t *pod, json_t *status)
 		    strcmp(s, "False") == 0 && r && strcmp(r, "Unschedulable") == 0) {
 			if (strcmp(condition_field(json_object_get(cx, "status"),
 			    "Scheduled", "reason"), "Unschedulable") != 0)
-				emit_event(ctl, cx, "Warning", "Unschedulable",
+				note(notes, "Warning", "Unschedulable",
 				    m ? m : "no node can run it");
 			set_condition(status, "Scheduled", "False",
 			    "Unschedulable", m ? m : "", gen);
@@ -370,7 +446,7 @@ follow_pod(struct controller *ctl, json_t *cx, json_t *pod, json_t *status)
 		snprintf(msg, sizeof(msg), "scheduled to node %s", node);
 		if (strcmp(condition_field(json_object_get(cx, "status"),
 		    "Scheduled", "status"), "True") != 0)
-			emit_event(ctl, cx, "Normal", "Scheduled", msg);
+			note(notes, "Normal", "Scheduled", msg);
 		json_object_set_new(status, "nodeName", json_string(node));
 		set_condition(status, "Scheduled", "True", "Scheduled", msg, gen);
 	}
@@ -385,22 +461,20 @@ follow_pod(struct controller *ctl, json_t *cx, json_t *pod, json_t *status)
 			    json_object_get(ps, "startTime"))));
 		if (strcmp(json_string_value(json_object_get(status, "phase")),
 		    "Running") != 0) {
-			metric_inc(ctl->m_phase, "Running");
-			emit_event(ctl, cx, "Normal", "Started",
-			    "the program is running");
+			notes->phase = "Running";
+			note(notes, "Normal", "Started", "the program is running");
 		}
 		json_object_set_new(status, "phase", json_string("Running"));
 		set_condition(status, "Started", "True", "Started",
 		    "the program is running", gen);
 	}
-	return write_status(ctl, cx, status);
+	return write_status(ctl, cx, status, notes);
 }
 
 static int
 create_pod(struct controller *ctl, json_t *cx, json_t *status)
 {
-	json_int_t gen = json_integer_value(json_object_get(json_object_get(cx,
-	    "metadata"), "generation"));
+	struct notes notes = { 0 };
 	struct podspec_result r;
 	struct k8s_error err;
 	const char *ns = k8s_obj_namespace(cx);
@@ -416,20 +490,9 @@ create_pod(struct controller *ctl, json_t *cx, json_t *status)
 		goto fail;
 	json_object_set_new(status, "podName", json_string(k8s_obj_name(r.pod)));
 	json_object_set_new(status, "codeSha256", json_string(r.code_sha256));
-	if (!json_object_get(status, "phase")) {
-		json_object_set_new(status, "phase", json_string("Pending"));
-		json_object_set_new(status, "observedGeneration", json_integer(gen));
-		set_condition(status, "Scheduled", "False", "Pending",
-		    "waiting for a node", gen);
-		set_condition(status, "Started", "False", "Pending",
-		    "not started", gen);
-		set_condition(status, "Complete", "False", "Pending",
-		    "not finished", gen);
-		metric_inc(ctl->m_phase, "Pending");
-		emit_event(ctl, cx, "Normal", "Created", "created the execution's pod");
-	}
+	init_pending(cx, status, &notes);
 	podspec_result_free(&r);
-	return write_status(ctl, cx, status);
+	return write_status(ctl, cx, status, &notes);
 fail:
 	log_warn("cannot create pod", "execution=%s/%s status=%ld error=\"%s\"",
 	    ns, k8s_obj_name(cx), err.http_status, err.message);
