@@ -1,0 +1,116 @@
+#!/usr/bin/env bash
+# Benchmark: airlock-controller memory with N CodeExecutions cached, and
+# reconcile throughput (CodeExecution created -> pod created and status
+# Pending), each beside a baseline from the same run:
+#   memory:     the same controller, synced, with nothing to cache
+#   throughput: kubectl creating the same number of pods directly
+# Needs the test control plane (make cluster-up) and `make`. Not a test:
+# it prints numbers and appends them to bench/RESULTS.md.
+#
+# usage: bench/controller.sh [N]      (default 5000)
+set -euo pipefail
+top=$(cd "$(dirname "$0")/.." && pwd)
+n=${1:-5000}
+. "$top/.cluster/env"
+k() { "$KUBECTL" --kubeconfig "$KUBECONFIG_ADMIN" "$@"; }
+work=$(mktemp -d)
+ns=bench-$$
+trap 'kill "$pid" 2>/dev/null; wait "$pid" 2>/dev/null; k delete ns "$ns" --wait=false >/dev/null 2>&1; rm -rf "$work"' EXIT
+
+rss_kib() { awk '/^VmRSS/ { print $2 }' "/proc/$1/status"; }
+now() { date +%s.%N; }
+metric() { curl -s "http://$addr/metrics" | awk -v m="$1" '$1 == m { print $2 }'; }
+
+k apply --server-side -f "$top/crds/airlock.dev_codeexecutions.yaml" >/dev/null
+k wait --for=condition=Established crd/codeexecutions.airlock.dev >/dev/null
+k apply -f - >/dev/null <<YAML
+apiVersion: node.k8s.io/v1
+kind: RuntimeClass
+metadata: {name: gvisor}
+handler: runsc
+---
+apiVersion: scheduling.k8s.io/v1
+kind: PriorityClass
+metadata: {name: airlock-execution}
+value: 0
+preemptionPolicy: Never
+YAML
+k create ns "$ns" >/dev/null
+k create ns "$ns-base" >/dev/null
+k -n "$ns-base" create serviceaccount default >/dev/null   # no controller-manager makes it
+cat > "$work/config.yaml" <<YAML
+profiles:
+  python:
+    image: airlock/runner-python:0.1
+    command: [python3, /airlock/code/main.py]
+    sourceFile: main.py
+quota: {executions: 1000000, cpu: "100000", memory: 100000Gi}
+YAML
+
+# N executions and N plain pods of the same program, as one List each.
+python3 - "$n" "$work" <<'PY'
+import json, sys
+n, work = int(sys.argv[1]), sys.argv[2]
+src = "import sys\nprint(sum(range(10)))\n"
+cx = {"apiVersion": "v1", "kind": "List", "items": [
+    {"apiVersion": "airlock.dev/v1alpha1", "kind": "CodeExecution",
+     "metadata": {"name": "cx-%05d" % i}, "spec": {"runtime": "python", "source": src}}
+    for i in range(n)]}
+pods = {"apiVersion": "v1", "kind": "List", "items": [
+    {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "pod-%05d" % i,
+     "annotations": {"airlock.dev/source": src}},
+     "spec": {"restartPolicy": "Never", "containers": [{"name": "run",
+       "image": "airlock/runner-python:0.1", "command": ["python3", "main.py"]}]}}
+    for i in range(n)]}
+json.dump(cx, open(work + "/cx.json", "w"))
+json.dump(pods, open(work + "/pods.json", "w"))
+PY
+
+port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+addr=127.0.0.1:$port
+"$top/bin/airlock-controller" --config "$work/config.yaml" --kubeconfig "$KUBECONFIG_ADMIN" \
+	--namespace "$ns" --lease-namespace "$ns" --metrics-addr "$addr" --workers 2 \
+	--log-level warn > "$work/controller.log" 2>&1 &
+pid=$!
+until curl -sf "http://$addr/readyz" >/dev/null 2>&1; do sleep 0.2; done
+sleep 2
+rss_idle=$(rss_kib "$pid")
+
+# Baseline: the API server and kubectl alone creating N pods.
+t0=$(now)
+k -n "$ns-base" create -f "$work/pods.json" >/dev/null
+t1=$(now)
+base_s=$(echo "$t1 - $t0" | bc)
+
+# Airlock: N executions created; done when every one is Pending.
+t0=$(now)
+k -n "$ns" create -f "$work/cx.json" >/dev/null
+t_created=$(now)
+while :; do
+	p=$(metric 'airlock_executions_total{phase="Pending"}')
+	[ "${p:-0}" -ge "$n" ] && break
+	sleep 0.2
+done
+t1=$(now)
+sleep 3
+rss_full=$(rss_kib "$pid")
+create_s=$(echo "$t_created - $t0" | bc)
+total_s=$(echo "$t1 - $t0" | bc)
+pods=$(k -n "$ns" get pods --no-headers 2>/dev/null | wc -l)
+
+cpu=$(awk -F': ' '/model name/ { print $2; exit }' /proc/cpuinfo)
+mem=$(awk '/MemTotal/ { printf "%.0f GiB", $2 / 1048576 }' /proc/meminfo)
+{
+	echo
+	echo "## controller, $(date -u +%Y-%m-%d) - N=$n"
+	echo
+	echo "Machine: $(nproc) cores ($cpu), $mem; kube-apiserver v1.37.2 and etcd v3.7.3 on loopback (tests/cluster)."
+	echo
+	echo "| measure | baseline | airlock | ratio |"
+	echo "|---|---|---|---|"
+	echo "| RSS, KiB (baseline: synced, nothing cached) | $rss_idle | $rss_full ($n executions + $pods pods cached) | $(echo "scale=1; $rss_full / $rss_idle" | bc)x |"
+	echo "| RSS per execution (execution + its pod), KiB | | $(echo "scale=1; ($rss_full - $rss_idle) / $n" | bc) | |"
+	echo "| $n objects created, s (baseline: kubectl creates pods) | $base_s | $create_s (kubectl creates executions) | |"
+	echo "| created -> every execution Pending with its pod, s | | $total_s | $(echo "scale=2; $total_s / $base_s" | bc)x baseline |"
+	echo "| executions reconciled per second | $(echo "scale=0; $n / $base_s" | bc) pods/s | $(echo "scale=0; $n / $total_s" | bc) | |"
+} | tee -a "$top/bench/RESULTS.md"
