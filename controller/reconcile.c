@@ -386,10 +386,47 @@ init_pending(json_t *cx, json_t *status, struct notes *notes)
 	note(notes, "Normal", "Created", "created the execution's pod");
 }
 
+/*
+ * An execution no node can run must not wait forever: once it has waited
+ * longer than its own timeoutSeconds (counted from when Scheduled turned
+ * False, which a reason change does not move) it ends Failed/Unschedulable;
+ * until then the key comes back at that deadline. status holds the
+ * Unschedulable condition. 1 when it ended it (*rc holds the write's
+ * result), 0 to go on.
+ */
+static int
+unschedulable_too_long(struct controller *ctl, json_t *cx, json_t *status,
+    const char *key, const char *why, int *rc)
+{
+	long long since = parse_time(condition_field(status, "Scheduled",
+	    "lastTransitionTime"));
+	json_int_t limit = json_integer_value(json_object_get(
+	    json_object_get(cx, "spec"), "timeoutSeconds"));
+	long long left;
+	char msg[700];
+
+	if (since < 0)
+		return 0;
+	if (limit <= 0)
+		limit = 30;
+	left = since + limit - (long long)time(NULL);
+	if (left > 0) {
+		workqueue_add_after(ctl->queue, key, (uint64_t)left * 1000);
+		return 0;
+	}
+	snprintf(msg, sizeof(msg), "no node could run it within %lld s: %s",
+	    (long long)limit, why);
+	(void)delete_children(ctl, k8s_obj_namespace(cx), k8s_obj_uid(cx));
+	*rc = finish(ctl, cx, status, "Failed", "Unschedulable", msg);
+	return 1;
+}
+
 /* Follow the pod into the status: Scheduled, Started, Running. */
 static int
-follow_pod(struct controller *ctl, json_t *cx, json_t *pod, json_t *status)
+follow_pod(struct controller *ctl, json_t *cx, json_t *pod, json_t *status,
+    const char *key)
 {
+	int rc;
 	struct notes nn = { 0 }, *notes = &nn;
 	json_int_t gen = json_integer_value(json_object_get(json_object_get(cx,
 	    "metadata"), "generation"));
@@ -426,6 +463,9 @@ follow_pod(struct controller *ctl, json_t *cx, json_t *pod, json_t *status)
 				    m ? m : "no node can run it");
 			set_condition(status, "Scheduled", "False",
 			    "Unschedulable", m ? m : "", gen);
+			if (node == NULL && unschedulable_too_long(ctl, cx,
+			    status, key, m ? m : "no node can run it", &rc))
+				return rc;
 		}
 	}
 	if (waiting && (strcmp(waiting, "ErrImagePull") == 0 ||
@@ -543,7 +583,7 @@ controller_reconcile(struct controller *ctl, const char *key)
 	} else if (pod == NULL)
 		rc = create_pod(ctl, cx, status);
 	else
-		rc = follow_pod(ctl, cx, pod, status);
+		rc = follow_pod(ctl, cx, pod, status, key);
 	json_decref(pod);
 	json_decref(status);
 	json_decref(cx);

@@ -362,6 +362,26 @@ test_unschedulable_and_image_pull(void **state)
 	json_decref(cx);
 	assert_int_equal(events(fx, "stuck", "Unschedulable", "Warning"), 1);
 
+	/* Not forever: past its own timeout, it ends Failed/Unschedulable. */
+	create_cx(fx, "stuck-short", "{\"runtime\":\"python\",\"source\":\"print(1)\",\"timeoutSeconds\":2}");
+	cx = wait_phase(fx, "stuck-short", "Pending");
+	snprintf(pod, sizeof(pod), "airlock-%s", k8s_obj_uid(cx));
+	json_decref(cx);
+	pod_status(fx, pod, json_pack("{s:s, s:[{s:s, s:s, s:s, s:s}]}", "phase", "Pending",
+	    "conditions", "type", "PodScheduled", "status", "False", "reason", "Unschedulable",
+	    "message", "0/1 nodes are available: 1 Insufficient memory."));
+	cx = wait_phase(fx, "stuck-short", "Failed");
+	assert_string_equal(st_str(cx, "reason"), "Unschedulable");
+	assert_string_equal(st_str(cx, "message"),
+	    "no node could run it within 2 s: 0/1 nodes are available: 1 Insufficient memory.");
+	assert_string_equal(cond(cx, "Complete", "status"), "True");
+	json_decref(cx);
+	assert_true(it_wait_for(is_gone, &g, 5000));
+	/* The long-timeout one is still waiting. */
+	cx = get_cx(fx, "stuck");
+	assert_string_equal(st_str(cx, "phase"), "Pending");
+	json_decref(cx);
+
 	/* The runner image cannot be pulled: Failed, with why, pod gone. */
 	create_cx(fx, "nopull", "{\"runtime\":\"python\",\"source\":\"print(1)\"}");
 	cx = wait_phase(fx, "nopull", "Pending");
