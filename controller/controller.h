@@ -6,9 +6,10 @@
  * Status ownership (the node agent is the other writer, issue 4):
  *   controller: phase Pending/Running, and the terminal phases it decides
  *               itself (Failed/Rejected, Failed/ImagePullFailed,
- *               Cancelled); conditions Scheduled and Started; podName,
- *               nodeName, codeSha256, startTime, observedGeneration,
- *               message.
+ *               Failed/Unschedulable past the timeout, Failed/Error when
+ *               the pod is lost mid-run, Cancelled); conditions Scheduled
+ *               and Started; podName, nodeName, codeSha256, startTime,
+ *               observedGeneration, message.
  *   node agent: the terminal result: phase Succeeded/Failed/TimedOut,
  *               reason, exitCode, stdout/stderr and their counts, timing,
  *               condition Complete.

@@ -580,6 +580,13 @@ controller_reconcile(struct controller *ctl, const char *key)
 	} else if ((rc = ensure_guardrails(ctl, ns)) != 0) {
 		if (rc == K8S_ECANCELED)
 			rc = 0;	/* a terminating namespace: leave it be */
+	} else if (pod == NULL && phase && strcmp(phase, "Running") == 0) {
+		/*
+		 * Its pod went away mid-run (evicted, deleted by hand): a new
+		 * pod would run the tenant's code twice. At most once.
+		 */
+		rc = finish(ctl, cx, status, "Failed", "Error",
+		    "the execution's pod was deleted while it ran");
 	} else if (pod == NULL)
 		rc = create_pod(ctl, cx, status);
 	else

@@ -546,6 +546,48 @@ test_delete_removes_pod(void **state)
 	assert_true(it_wait_for(is_gone, &g, 5000));
 }
 
+/* A pod lost mid-run ends the execution; the code never runs twice. */
+static void
+test_pod_lost_while_running(void **state)
+{
+	struct fx *fx = *state;
+	struct k8s_error err;
+	json_t *cx, *body;
+	char pod[64], path[256], *b;
+	struct gone g = { fx, &k8s_res_pods, pod };
+
+	create_cx(fx, "victim", "{\"runtime\":\"python\",\"source\":\"print(4)\"}");
+	cx = wait_phase(fx, "victim", "Pending");
+	snprintf(pod, sizeof(pod), "airlock-%s", k8s_obj_uid(cx));
+	snprintf(path, sizeof(path), "/api/v1/namespaces/%s/pods/%s/binding", fx->ns, pod);
+	body = json_pack("{s:s, s:s, s:{s:s}, s:{s:s, s:s, s:s}}", "apiVersion", "v1",
+	    "kind", "Binding", "metadata", "name", pod, "target", "apiVersion", "v1",
+	    "kind", "Node", "name", "node-1");
+	b = json_dumps(body, 0);
+	assert_int_equal(k8s_request(c, "POST", path, "application/json", b, strlen(b),
+	    NULL, NULL, &err), 0);
+	free(b);
+	json_decref(body);
+	pod_status(fx, pod, json_pack("{s:s, s:[{s:s, s:b, s:i, s:s, s:s, s:{s:{s:s}}}]}",
+	    "phase", "Running", "containerStatuses", "name", "run", "ready", 1, "restartCount", 0,
+	    "image", "airlock/runner-python:0.1", "imageID", "", "state", "running",
+	    "startedAt", "2026-11-23T01:00:01Z"));
+	json_decref(cx);
+	json_decref(wait_phase(fx, "victim", "Running"));
+	{
+		struct k8s_delete_opts now = { .grace_period_set = 1, .grace_period_seconds = 0 };
+
+		assert_int_equal(k8s_delete(c, &k8s_res_pods, fx->ns, pod, &now, NULL, &err), 0);
+	}
+	cx = wait_phase(fx, "victim", "Failed");
+	assert_string_equal(st_str(cx, "reason"), "Error");
+	assert_string_equal(st_str(cx, "message"), "the execution's pod was deleted while it ran");
+	it_sleep_ms(1000);
+	assert_int_equal(count_pods(fx, k8s_obj_uid(cx)), 0);
+	assert_true(is_gone(&g));
+	json_decref(cx);
+}
+
 static void
 test_restart_no_duplicates(void **state)
 {
@@ -638,6 +680,7 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_rejected_and_ttl, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_unschedulable_and_image_pull, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_delete_removes_pod, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_pod_lost_while_running, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_restart_no_duplicates, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_two_replicas_one_leader, setup, teardown),
 	};
