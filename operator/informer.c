@@ -65,6 +65,13 @@ notify(struct informer *inf, struct note *n)
 	json_decref(n->cur);
 }
 
+/* What the cache keeps of obj: a new reference. */
+static json_t *
+keep(struct informer *inf, json_t *obj)
+{
+	return inf->opts.transform ? inf->opts.transform(obj) : json_incref(obj);
+}
+
 /* The watch's relist: replace the cache, announcing every difference. */
 static int
 relist(void *arg, char **rv, struct k8s_error *err)
@@ -91,7 +98,7 @@ relist(void *arg, char **rv, struct k8s_error *err)
 		char *k = obj_key(obj);
 
 		if (k) {
-			json_object_set(fresh, k, obj);
+			json_object_set_new(fresh, k, keep(inf, obj));
 			free(k);
 		}
 	}
@@ -136,7 +143,7 @@ on_event(void *arg, const struct watch_event *ev)
 	struct informer *inf = arg;
 	struct note n = { N_ADD, NULL, NULL };
 	char *key = obj_key(ev->object);
-	json_t *old;
+	json_t *old, *obj;
 
 	if (key == NULL) {
 		log_warn("watch event object has no name", "resource=%s",
@@ -148,20 +155,20 @@ on_event(void *arg, const struct watch_event *ev)
 	if (ev->type == WATCH_DELETED) {
 		if (old) {
 			/* Report the final state the server sent. */
-			n = (struct note){ N_DELETE, json_incref(ev->object),
+			n = (struct note){ N_DELETE, keep(inf, ev->object),
 			    NULL };
 			json_object_del(inf->cache, key);
 		} else {
 			n.kind = -1;
 		}
 	} else {
+		obj = keep(inf, ev->object);
 		if (old)
 			n = (struct note){ N_UPDATE, json_incref(old),
-			    json_incref(ev->object) };
+			    json_incref(obj) };
 		else
-			n = (struct note){ N_ADD, NULL,
-			    json_incref(ev->object) };
-		json_object_set(inf->cache, key, ev->object);
+			n = (struct note){ N_ADD, NULL, json_incref(obj) };
+		json_object_set_new(inf->cache, key, obj);
 	}
 	pthread_mutex_unlock(&inf->lock);
 	free(key);

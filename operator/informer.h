@@ -39,6 +39,13 @@ struct informer_opts {
 	const char	*field_selector;
 	long		 page_size;	/* list page; default 500 */
 	long		 resync_ms;	/* 0: no resync */
+	/*
+	 * Optional: make what is cached (and handed to handlers) from an
+	 * object as the server sent it: typically a copy trimmed to the
+	 * fields the owner reads, so a large cache stays small. Returns a new
+	 * reference; obj is borrowed. Runs on the informer's thread.
+	 */
+	json_t		*(*transform)(json_t *obj);
 	/* Passed to the watch (see watch.h); 0 = its defaults. */
 	long		 watch_timeout_seconds;
 	long		 backoff_initial_ms;

@@ -115,6 +115,63 @@ test_relist_diff(void **state)
 	fakeapi_stop(api);
 }
 
+/* Keep metadata only: the data never reaches the cache. */
+static json_t *
+trim(json_t *obj)
+{
+	return json_pack("{s:O}", "metadata", json_object_get(obj, "metadata"));
+}
+
+static int seen_data;
+
+static void
+on_add_check(void *arg, json_t *o)
+{
+	if (json_object_get(o, "data"))
+		seen_data++;
+	note(arg, "add", o);
+}
+
+static void
+test_transform(void **state)
+{
+	struct fakeapi *api = fakeapi_start();
+	struct k8s_config *cfg = fakeapi_config(api, NULL);
+	struct log l = { .lock = PTHREAD_MUTEX_INITIALIZER };
+	struct informer_opts io = { .res = &k8s_res_configmaps, .ns = "ns1", .transform = trim };
+	struct informer_handlers h = { on_add_check, on_update, on_delete, &l };
+	struct k8s_client *c;
+	struct k8s_error err;
+	struct informer *inf;
+	json_t *o;
+
+	(void)state;
+	assert_int_equal(k8s_client_new(cfg, NULL, &c, &err), 0);
+	fakeapi_push(api, 200, NULL, "{\"metadata\":{\"resourceVersion\":\"10\"},\"items\":["
+	    "{\"metadata\":{\"name\":\"a\",\"namespace\":\"ns1\",\"resourceVersion\":\"1\"},\"data\":{\"k\":\"big\"}}]}", 0);
+	fakeapi_push(api, 200, NULL,
+	    "{\"type\":\"ADDED\",\"object\":{\"metadata\":{\"name\":\"b\",\"namespace\":\"ns1\",\"resourceVersion\":\"11\"},\"data\":{\"k\":\"big\"}}}\n"
+	    "{\"type\":\"DELETED\",\"object\":{\"metadata\":{\"name\":\"a\",\"namespace\":\"ns1\",\"resourceVersion\":\"12\"},\"data\":{\"k\":\"big\"}}}\n", 1000);
+	inf = informer_new(c, &io, &h);
+	assert_int_equal(informer_start(inf), 0);
+	for (long long end = clock_mono_ms() + 3000; lines(&l) < 3 && clock_mono_ms() < end;)
+		nanosleep(&(struct timespec){ 0, 1000000L }, NULL);
+	assert_int_equal(lines(&l), 3);
+	assert_string_equal(l.line[0], "add a 1");
+	assert_string_equal(l.line[1], "add b 11");
+	assert_string_equal(l.line[2], "delete a 12");
+	assert_int_equal(seen_data, 0);
+	o = informer_get(inf, "ns1", "b");
+	assert_non_null(o);
+	assert_null(json_object_get(o, "data"));
+	assert_string_equal(k8s_obj_rv(o), "11");
+	json_decref(o);
+	informer_free(inf);
+	k8s_client_free(c);
+	k8s_config_free(cfg);
+	fakeapi_stop(api);
+}
+
 static void *
 stopper(void *arg)
 {
@@ -161,6 +218,7 @@ main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_relist_diff),
 		cmocka_unit_test(test_concurrent_stop),
+		cmocka_unit_test(test_transform),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
