@@ -142,13 +142,75 @@ worker(void *arg)
 	return NULL;
 }
 
+/*
+ * The cache keeps of a pod only what reconcile reads: its identity, the
+ * labels and the one annotation that name its execution (not the code
+ * annotations, up to 192 KiB each), the node, and the phase, conditions
+ * and first container state.
+ */
+static json_t *
+trim_pod(json_t *pod)
+{
+	json_t *md = json_object_get(pod, "metadata");
+	json_t *ps = json_object_get(pod, "status");
+	json_t *ann = json_object_get(json_object_get(md, "annotations"),
+	    PODSPEC_ANN_NAME);
+	json_t *cs = json_object_get(json_array_get(json_object_get(ps,
+	    "containerStatuses"), 0), "state");
+	json_t *out;
+
+	out = json_pack("{s:{s:O*, s:O*, s:O*, s:O*, s:O*},"
+	    " s:{s:O*}, s:{s:O*, s:O*, s:O*}}",
+	    "metadata", "name", json_object_get(md, "name"),
+	    "namespace", json_object_get(md, "namespace"),
+	    "uid", json_object_get(md, "uid"),
+	    "resourceVersion", json_object_get(md, "resourceVersion"),
+	    "labels", json_object_get(md, "labels"),
+	    "spec", "nodeName", json_object_get(json_object_get(pod, "spec"),
+	    "nodeName"),
+	    "status", "phase", json_object_get(ps, "phase"),
+	    "startTime", json_object_get(ps, "startTime"),
+	    "conditions", json_object_get(ps, "conditions"));
+	if (out == NULL)
+		return json_incref(pod);
+	if (ann)
+		json_object_set_new(json_object_get(out, "metadata"),
+		    "annotations", json_pack("{s:O}", PODSPEC_ANN_NAME, ann));
+	if (cs)
+		json_object_set_new(json_object_get(out, "status"),
+		    "containerStatuses", json_pack("[{s:O}]", "state", cs));
+	return out;
+}
+
+/*
+ * A CodeExecution without its managedFields and kubectl's last-applied
+ * copy of itself: bookkeeping as large as the object, never read here.
+ * Shallow copies: the rest is shared, not duplicated.
+ */
+static json_t *
+trim_cx(json_t *cx)
+{
+	json_t *out = json_copy(cx);
+	json_t *md = json_copy(json_object_get(cx, "metadata"));
+	json_t *ann = json_object_get(md, "annotations");
+
+	json_object_del(md, "managedFields");
+	if (json_object_get(ann, "kubectl.kubernetes.io/last-applied-configuration")) {
+		ann = json_copy(ann);
+		json_object_del(ann, "kubectl.kubernetes.io/last-applied-configuration");
+		json_object_set_new(md, "annotations", ann);
+	}
+	json_object_set_new(out, "metadata", md);
+	return out;
+}
+
 struct controller *
 controller_new(struct k8s_client *c, const struct ctl_config *cfg,
     struct metrics *m, const struct controller_opts *opts)
 {
 	struct controller *ctl = xcalloc(1, sizeof(*ctl));
-	struct informer_opts cxo = { .res = &ctl_res_cx };
-	struct informer_opts po = { .res = &k8s_res_pods,
+	struct informer_opts cxo = { .res = &ctl_res_cx, .transform = trim_cx };
+	struct informer_opts po = { .res = &k8s_res_pods, .transform = trim_pod,
 	    .label_selector = PODSPEC_LABEL_MANAGED "=" PODSPEC_MANAGER "," 
 	    PODSPEC_LABEL_COMPONENT "=" PODSPEC_COMPONENT };
 	struct informer_handlers cxh = { cx_add, cx_update, cx_delete, ctl };
