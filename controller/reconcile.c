@@ -56,24 +56,36 @@ parse_time(const char *s)
 	return (long long)timegm(&tm);
 }
 
+/* The condition of this type in status (borrowed), or NULL. */
+static json_t *
+find_condition(json_t *status, const char *type)
+{
+	json_t *c;
+	size_t i;
+
+	json_array_foreach(json_object_get(status, "conditions"), i, c) {
+		const char *t = json_string_value(json_object_get(c, "type"));
+
+		if (t && strcmp(t, type) == 0)
+			return c;
+	}
+	return NULL;
+}
+
 /* Set or update condition type in status, keeping lastTransitionTime
  * unless its status changes (Kubernetes API conventions). */
 static void
 set_condition(json_t *status, const char *type, const char *st,
     const char *reason, const char *msg, json_int_t gen)
 {
-	json_t *conds = json_object_get(status, "conditions"), *c = NULL;
+	json_t *conds = json_object_get(status, "conditions"), *c;
 	char now[32];
-	size_t i;
 
 	if (!json_is_array(conds)) {
 		conds = json_array();
 		json_object_set_new(status, "conditions", conds);
 	}
-	json_array_foreach(conds, i, c)
-		if (strcmp(json_string_value(json_object_get(c, "type")), type) == 0)
-			break;
-	if (i == json_array_size(conds) || c == NULL) {
+	if ((c = find_condition(status, type)) == NULL) {
 		c = json_object();
 		json_object_set_new(c, "type", json_string(type));
 		json_array_append_new(conds, c);
@@ -89,20 +101,14 @@ set_condition(json_t *status, const char *type, const char *st,
 	json_object_set_new(c, "observedGeneration", json_integer(gen));
 }
 
-/* A condition's status (or reason, when field says so) in status, or "". */
+/* A field of the condition of this type in status, or "". */
 static const char *
 condition_field(json_t *status, const char *type, const char *field)
 {
-	json_t *c;
-	size_t i;
+	const char *v = json_string_value(json_object_get(find_condition(status,
+	    type), field));
 
-	json_array_foreach(json_object_get(status, "conditions"), i, c)
-		if (strcmp(json_string_value(json_object_get(c, "type")), type) == 0) {
-			const char *v = json_string_value(json_object_get(c, field));
-
-			return v ? v : "";
-		}
-	return "";
+	return v ? v : "";
 }
 
 static void
