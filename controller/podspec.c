@@ -62,74 +62,62 @@ labels(const char *uid)
 
 /*
  * One resource: the spec's value or the config's default, checked against
- * the cap. *text is borrowed from cx or cfg.
+ * the cap. out receives the text to write into the pod: exactly the text
+ * that was checked (an integer, int-or-string, as whole units).
  */
 static int
 pick_resource(json_t *res, const char *key, const char *dflt, int64_t cap,
-    const char *cap_text, int milli, const char **text,
+    const char *cap_text, int milli, char out[QUANTITY_MAX_LEN + 1],
     struct k8s_error *err)
 {
 	json_t *v = json_object_get(res, key);
-	char buf[32];
+	const char *s;
 	int64_t n;
 	int rc;
 
 	if (v == NULL) {
-		*text = dflt;
+		snprintf(out, QUANTITY_MAX_LEN + 1, "%s", dflt);
 		return 0;
 	}
 	if (json_is_integer(v)) {
-		/* int-or-string: an integer is whole units */
-		snprintf(buf, sizeof(buf), "%lld",
+		snprintf(out, QUANTITY_MAX_LEN + 1, "%lld",
 		    (long long)json_integer_value(v));
-		*text = NULL;
-	} else {
-		snprintf(buf, sizeof(buf), "%s", json_string_value(v) ?
-		    json_string_value(v) : "");
-		*text = json_string_value(v);
+		s = out;
+	} else if ((s = json_string_value(v)) == NULL) {
+		return k8s_error_set(err, K8S_EINVAL, 0, NULL,
+		    "spec.resources.%s: not a quantity", key);
 	}
-	rc = milli ? quantity_parse_milli(buf, &n, err) :
-	    quantity_parse(buf, &n, err);
+	/* The whole text: the parser refuses more than QUANTITY_MAX_LEN. */
+	rc = milli ? quantity_parse_milli(s, &n, err) : quantity_parse(s, &n, err);
 	if (rc != 0)
 		return k8s_error_set(err, K8S_EINVAL, 0, NULL,
-		    "spec.resources.%s: '%s' is not a quantity", key, buf);
+		    "spec.resources.%s: '%.80s' is not a quantity", key, s);
 	if (n > cap)
 		return k8s_error_set(err, K8S_EINVAL, 0, NULL,
 		    "spec.resources.%s: %s is above this cluster's cap of %s",
-		    key, buf, cap_text);
-	if (*text == NULL)	/* keep the integer as the text we write */
-		*text = json_string_value(v);
+		    key, s, cap_text);
+	if (s != out)
+		snprintf(out, QUANTITY_MAX_LEN + 1, "%s", s);
 	return 0;
-}
-
-static json_t *
-quantity_json(json_t *res, const char *key, const char *text)
-{
-	json_t *v = json_object_get(res, key);
-
-	if (v && json_is_integer(v))
-		return json_sprintf("%lld", (long long)json_integer_value(v));
-	return json_string(text);
 }
 
 static json_t *
 resources(const struct ctl_config *cfg, json_t *spec, struct k8s_error *err)
 {
 	json_t *res = json_object_get(spec, "resources"), *q;
-	const char *cpu, *mem, *eph;
+	char cpu[QUANTITY_MAX_LEN + 1], mem[QUANTITY_MAX_LEN + 1];
+	char eph[QUANTITY_MAX_LEN + 1];
 
 	if (pick_resource(res, "cpu", cfg->defaults.cpu, cfg->caps.cpu_milli,
-	    cfg->caps.cpu, 1, &cpu, err) != 0 ||
+	    cfg->caps.cpu, 1, cpu, err) != 0 ||
 	    pick_resource(res, "memory", cfg->defaults.memory,
-	    cfg->caps.memory_bytes, cfg->caps.memory, 0, &mem, err) != 0 ||
+	    cfg->caps.memory_bytes, cfg->caps.memory, 0, mem, err) != 0 ||
 	    pick_resource(res, "ephemeralStorage",
 	    cfg->defaults.ephemeral_storage, cfg->caps.ephemeral_bytes,
-	    cfg->caps.ephemeral_storage, 0, &eph, err) != 0)
+	    cfg->caps.ephemeral_storage, 0, eph, err) != 0)
 		return NULL;
-	q = json_pack("{s:o, s:o, s:o}",
-	    "cpu", quantity_json(res, "cpu", cpu),
-	    "memory", quantity_json(res, "memory", mem),
-	    "ephemeral-storage", quantity_json(res, "ephemeralStorage", eph));
+	q = json_pack("{s:s, s:s, s:s}", "cpu", cpu, "memory", mem,
+	    "ephemeral-storage", eph);
 	/* Requests equal limits: the execution gets what it is charged. */
 	return json_pack("{s:O, s:o}", "requests", q, "limits", q);
 }

@@ -267,6 +267,12 @@ test_rejections(void **state)
 		  "spec.resources.memory: 3Gi is above this cluster's cap of 2Gi" },
 		{ "{\"runtime\":\"python\",\"resources\":{\"ephemeralStorage\":\"2Gi\"}}",
 		  "spec.resources.ephemeralStorage: 2Gi is above this cluster's cap of 1Gi" },
+		/* Longer than a short buffer: checked whole, not cut to "1.000..." (1 byte). */
+		{ "{\"runtime\":\"python\",\"resources\":{\"memory\":\"1.00000000000000000000000000000Ti\"}}",
+		  "spec.resources.memory: 1.00000000000000000000000000000Ti is above this cluster's cap of 2Gi" },
+		{ "{\"runtime\":\"python\",\"resources\":{\"cpu\":"
+		  "\"1000000000000000000000000000000000000000000000000000000000000000001m\"}}",
+		  "spec.resources.cpu: '1000000000000000000000000000000000000000000000000000000000000000001m' is not a quantity" },
 	};
 	struct ctl_config *c = config();
 	struct podspec_result r;
