@@ -536,16 +536,17 @@ k8s_list(struct k8s_client *c, const struct k8s_resource *res,
 }
 
 int
-k8s_list_all(struct k8s_client *c, const struct k8s_resource *res,
-    const char *ns, const struct k8s_list_opts *opts, json_t **items,
-    char **rv, struct k8s_error *err)
+k8s_list_each(struct k8s_client *c, const struct k8s_resource *res,
+    const char *ns, const struct k8s_list_opts *opts,
+    int (*each)(void *arg, json_t *item), void *arg, char **rv,
+    struct k8s_error *err)
 {
 	struct k8s_list_opts o = { 0 };
-	json_t *all = json_array(), *page = NULL;
+	json_t *page = NULL, *it;
 	char *cont = NULL;
+	size_t total = 0, i;
 	int rc, restarted = 0;
 
-	*items = NULL;
 	if (rv)
 		*rv = NULL;
 	if (opts)
@@ -556,7 +557,9 @@ k8s_list_all(struct k8s_client *c, const struct k8s_resource *res,
 		if (rc == K8S_EGONE && cont && !restarted) {
 			/* The continue token expired: one full list instead. */
 			restarted = 1;
-			json_array_clear(all);
+			total = 0;
+			if ((rc = each(arg, NULL)) != 0)
+				goto out;
 			free(cont);
 			cont = NULL;
 			o.limit = 0;
@@ -574,14 +577,16 @@ k8s_list_all(struct k8s_client *c, const struct k8s_resource *res,
 			    "list of %s: items is not an array", res->plural);
 			goto out;
 		}
-		if (its)
-			json_array_extend(all, its);
-		if (json_array_size(all) > K8S_LIST_MAX_ITEMS) {
+		total += json_array_size(its);
+		if (total > K8S_LIST_MAX_ITEMS) {
 			rc = k8s_error_set(err, K8S_ETOOBIG, 200, NULL,
 			    "list of %s: more than %d items", res->plural,
 			    K8S_LIST_MAX_ITEMS);
 			goto out;
 		}
+		json_array_foreach(its, i, it)
+			if ((rc = each(arg, it)) != 0)
+				goto out;
 		if (next && cont && strcmp(next, cont) == 0) {
 			rc = k8s_error_set(err, K8S_EINVAL, 200, NULL,
 			    "list of %s: the server repeated a continue token",
@@ -604,13 +609,44 @@ k8s_list_all(struct k8s_client *c, const struct k8s_resource *res,
 		o.resource_version = NULL;
 		o.resource_version_match = NULL;
 	}
-	*items = all;
-	all = NULL;
 out:
+	if (rc != 0 && rv) {
+		free(*rv);
+		*rv = NULL;
+	}
 	json_decref(page);
-	json_decref(all);
 	free(cont);
 	return rc;
+}
+
+static int
+append_item(void *arg, json_t *item)
+{
+	json_t *all = arg;
+
+	if (item == NULL)
+		json_array_clear(all);
+	else
+		json_array_append(all, item);
+	return 0;
+}
+
+int
+k8s_list_all(struct k8s_client *c, const struct k8s_resource *res,
+    const char *ns, const struct k8s_list_opts *opts, json_t **items,
+    char **rv, struct k8s_error *err)
+{
+	json_t *all = json_array();
+	int rc;
+
+	*items = NULL;
+	rc = k8s_list_each(c, res, ns, opts, append_item, all, rv, err);
+	if (rc != 0) {
+		json_decref(all);
+		return rc;
+	}
+	*items = all;
+	return 0;
 }
 
 /* POST/PUT/PATCH a JSON value to path. */

@@ -133,6 +133,19 @@ int k8s_list_all(struct k8s_client *c, const struct k8s_resource *res,
     char **rv, struct k8s_error *err)
     __attribute__((warn_unused_result));
 
+/*
+ * The same walk, handing each object (borrowed) to each() as its page
+ * arrives, so a caller that keeps a little of each never holds the whole
+ * list: only one page is in memory at a time. each(arg, NULL) means the
+ * list starts over (an expired continue token): forget what came before.
+ * A non-zero return from each() stops the walk and is returned.
+ */
+int k8s_list_each(struct k8s_client *c, const struct k8s_resource *res,
+    const char *ns, const struct k8s_list_opts *opts,
+    int (*each)(void *arg, json_t *item), void *arg, char **rv,
+    struct k8s_error *err)
+    __attribute__((warn_unused_result));
+
 int k8s_create(struct k8s_client *c, const struct k8s_resource *res,
     const char *ns, json_t *obj, json_t **out, struct k8s_error *err)
     __attribute__((warn_unused_result));

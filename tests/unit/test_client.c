@@ -334,6 +334,48 @@ test_list_all_expired_continue(void **state)
 	free(rv);
 }
 
+/* What k8s_list_each hands over, as a trace: "a b|" (| = start over). */
+static int
+trace_item(void *arg, json_t *item)
+{
+	char *t = arg;
+	size_t n = strlen(t);
+
+	snprintf(t + n, 64 - n, "%s", item ? k8s_obj_name(item) : "|");
+	return 0;
+}
+
+static int
+stop_at_b(void *arg, json_t *item)
+{
+	(void)arg;
+	return item && strcmp(k8s_obj_name(item), "b") == 0 ? K8S_ECANCELED : 0;
+}
+
+static void
+test_list_each(void **state)
+{
+	struct fx *fx = *state;
+	struct k8s_list_opts lo = { .limit = 1 };
+	struct k8s_error err;
+	char trace[64] = "", *rv = (char *)"unset";
+
+	/* Page by page, then told to start over when the token expires. */
+	fakeapi_push(fx->api, 200, NULL, "{\"metadata\":{\"continue\":\"t\"},\"items\":[{\"metadata\":{\"name\":\"a\"}}]}", 0);
+	fakeapi_push(fx->api, 410, NULL, "{\"kind\":\"Status\",\"reason\":\"Expired\",\"message\":\"continue expired\",\"code\":410}", 0);
+	fakeapi_push(fx->api, 200, NULL, "{\"metadata\":{\"resourceVersion\":\"20\"},\"items\":[{\"metadata\":{\"name\":\"a\"}},{\"metadata\":{\"name\":\"b\"}}]}", 0);
+	assert_int_equal(k8s_list_each(fx->c, &k8s_res_configmaps, "ns1", &lo, trace_item, trace, &rv, &err), 0);
+	assert_string_equal(trace, "a|ab");
+	assert_string_equal(rv, "20");
+	free(rv);
+	/* The callback's code stops the walk before the next page. */
+	fakeapi_push(fx->api, 200, NULL, "{\"metadata\":{\"continue\":\"t\"},\"items\":[{\"metadata\":{\"name\":\"a\"}},{\"metadata\":{\"name\":\"b\"}}]}", 0);
+	rv = (char *)"unset";
+	assert_int_equal(k8s_list_each(fx->c, &k8s_res_configmaps, "ns1", &lo, stop_at_b, NULL, &rv, &err), K8S_ECANCELED);
+	assert_null(rv);
+	assert_int_equal(fakeapi_count(fx->api), 4);
+}
+
 static void
 test_patch_and_delete_bodies(void **state)
 {
@@ -481,6 +523,7 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_timeout_and_refused, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_list_all_pages_and_query, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_list_all_expired_continue, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_list_each, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_patch_and_delete_bodies, setup, teardown),
 		cmocka_unit_test(test_no_token_no_header),
 		cmocka_unit_test_setup_teardown(test_retry_after_huge, setup, teardown),
