@@ -1,4 +1,7 @@
 #include <errno.h>
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,6 +20,8 @@ struct informer {
 	pthread_mutex_t		 lock;	/* guards everything below */
 	pthread_cond_t		 cond;	/* signalled when synced */
 	json_t			*cache;	/* key -> object */
+	json_t			*ival;	/* key -> its index value */
+	json_t			*index;	/* index value -> { key: null } */
 	int			 synced;
 	int			 running;
 	int			 stopping;	/* one informer_stop() owns the join */
@@ -65,11 +70,101 @@ notify(struct informer *inf, struct note *n)
 	json_decref(n->cur);
 }
 
-/* What the cache keeps of obj: a new reference. */
+/*
+ * What the cache keeps of obj: a new reference. Packed, it is a JSON
+ * string holding the object's text; stored() turns it back.
+ */
 static json_t *
-keep(struct informer *inf, json_t *obj)
+keep(struct informer *inf, json_t *obj, char **ival)
 {
-	return inf->opts.transform ? inf->opts.transform(obj) : json_incref(obj);
+	json_t *t = inf->opts.transform ? inf->opts.transform(obj) :
+	    json_incref(obj);
+	json_t *s;
+	char *text;
+	size_t len;
+
+	if (ival)
+		*ival = (inf->opts.index && t) ? inf->opts.index(t) : NULL;
+	if (!inf->opts.packed || t == NULL)
+		return t;
+	len = json_dumpb(t, NULL, 0, JSON_COMPACT);
+	text = xmalloc(len + 1);
+	if (len == 0 || json_dumpb(t, text, len, JSON_COMPACT) != len) {
+		free(text);
+		return t;	/* cannot happen for a server's object */
+	}
+	s = json_stringn_nocheck(text, len);
+	free(text);
+	if (s == NULL)
+		return t;
+	json_decref(t);
+	return s;
+}
+
+/* A new reference to the object a cache value holds. */
+static json_t *
+stored(json_t *v)
+{
+	json_error_t e;
+
+	if (!json_is_string(v))
+		return json_incref(v);
+	return json_loadb(json_string_value(v), json_string_length(v),
+	    JSON_ALLOW_NUL, &e);
+}
+
+/* Take key out of the index, then file it under value (NULL: nowhere). */
+static void
+index_set(json_t *ival, json_t *index, const char *key, const char *value)
+{
+	const char *was = json_string_value(json_object_get(ival, key));
+
+	if (was) {
+		json_t *set = json_object_get(index, was);
+
+		json_object_del(set, key);
+		if (json_object_size(set) == 0)
+			json_object_del(index, was);
+		json_object_del(ival, key);
+	}
+	if (value) {
+		json_t *set = json_object_get(index, value);
+
+		if (set == NULL)
+			json_object_set_new(index, value, set = json_object());
+		json_object_set_new(set, key, json_null());
+		json_object_set_new(ival, key, json_string(value));
+	}
+}
+
+struct fill {
+	struct informer	*inf;
+	json_t		*fresh;
+	json_t		*ival, *index;	/* the fresh cache's index */
+};
+
+/* One listed object into the new cache, kept as the cache keeps it. */
+static int
+fill_one(void *arg, json_t *obj)
+{
+	struct fill *f = arg;
+	char *k;
+
+	if (obj == NULL) {		/* the list starts over */
+		json_object_clear(f->fresh);
+		json_object_clear(f->ival);
+		json_object_clear(f->index);
+		return 0;
+	}
+	if ((k = obj_key(obj)) != NULL) {
+		char *iv;
+
+		json_object_set_new(f->fresh, k, keep(f->inf, obj, &iv));
+		index_set(f->ival, f->index, k, iv);
+		free(iv);
+		free(k);
+	}
+	return 0;
 }
 
 /* The watch's relist: replace the cache, announcing every difference. */
@@ -82,27 +177,23 @@ relist(void *arg, char **rv, struct k8s_error *err)
 		.field_selector = inf->opts.field_selector,
 		.limit = inf->opts.page_size,
 	};
-	json_t *items, *fresh, *obj, *old;
+	struct fill f = { inf, json_object(), json_object(), json_object() };
+	json_t *fresh = f.fresh, *obj, *old;
 	struct note *notes;
 	const char *key;
 	size_t i, nn = 0;
 	void *tmp;
 	int rc;
 
-	rc = k8s_list_all(inf->client, inf->opts.res, inf->opts.ns, &lo,
-	    &items, rv, err);
-	if (rc != 0)
+	/* Page by page: only what the cache keeps outlives its page. */
+	rc = k8s_list_each(inf->client, inf->opts.res, inf->opts.ns, &lo,
+	    fill_one, &f, rv, err);
+	if (rc != 0) {
+		json_decref(fresh);
+		json_decref(f.ival);
+		json_decref(f.index);
 		return rc;
-	fresh = json_object();
-	json_array_foreach(items, i, obj) {
-		char *k = obj_key(obj);
-
-		if (k) {
-			json_object_set_new(fresh, k, keep(inf, obj));
-			free(k);
-		}
 	}
-	json_decref(items);
 
 	pthread_mutex_lock(&inf->lock);
 	notes = xcalloc(json_object_size(fresh) +
@@ -110,23 +201,30 @@ relist(void *arg, char **rv, struct k8s_error *err)
 	json_object_foreach(fresh, key, obj) {
 		old = json_object_get(inf->cache, key);
 		if (old == NULL) {
-			notes[nn++] = (struct note){ N_ADD, NULL,
-			    json_incref(obj) };
-		} else {
-			const char *a = k8s_obj_rv(old), *b = k8s_obj_rv(obj);
+			notes[nn++] = (struct note){ N_ADD, NULL, stored(obj) };
+		} else if (!json_equal(old, obj)) {
+			json_t *o = stored(old), *c = stored(obj);
+			const char *a = k8s_obj_rv(o), *b = k8s_obj_rv(c);
 
 			if (a == NULL || b == NULL || strcmp(a, b) != 0)
-				notes[nn++] = (struct note){ N_UPDATE,
-				    json_incref(old), json_incref(obj) };
+				notes[nn++] = (struct note){ N_UPDATE, o, c };
+			else {
+				json_decref(o);
+				json_decref(c);
+			}
 		}
 	}
 	json_object_foreach_safe(inf->cache, tmp, key, old) {
 		if (json_object_get(fresh, key) == NULL)
 			notes[nn++] = (struct note){ N_DELETE_UNKNOWN,
-			    json_incref(old), NULL };
+			    stored(old), NULL };
 	}
 	json_decref(inf->cache);
+	json_decref(inf->ival);
+	json_decref(inf->index);
 	inf->cache = fresh;
+	inf->ival = f.ival;
+	inf->index = f.index;
 	inf->synced = 1;
 	pthread_cond_broadcast(&inf->cond);
 	pthread_mutex_unlock(&inf->lock);
@@ -134,6 +232,14 @@ relist(void *arg, char **rv, struct k8s_error *err)
 	for (i = 0; i < nn; i++)
 		notify(inf, &notes[i]);
 	free(notes);
+#ifdef __GLIBC__
+	/*
+	 * The pages were parsed into trees many times the size of what was
+	 * kept, between the kept values: give the freed pages back, or a
+	 * large list leaves the process that much bigger for good.
+	 */
+	malloc_trim(0);
+#endif
 	return 0;
 }
 
@@ -155,19 +261,25 @@ on_event(void *arg, const struct watch_event *ev)
 	if (ev->type == WATCH_DELETED) {
 		if (old) {
 			/* Report the final state the server sent. */
-			n = (struct note){ N_DELETE, keep(inf, ev->object),
-			    NULL };
+			json_t *last = keep(inf, ev->object, NULL);
+
+			n = (struct note){ N_DELETE, stored(last), NULL };
+			json_decref(last);
 			json_object_del(inf->cache, key);
+			index_set(inf->ival, inf->index, key, NULL);
 		} else {
 			n.kind = -1;
 		}
 	} else {
-		obj = keep(inf, ev->object);
+		char *iv;
+
+		obj = keep(inf, ev->object, &iv);
+		index_set(inf->ival, inf->index, key, iv);
+		free(iv);
 		if (old)
-			n = (struct note){ N_UPDATE, json_incref(old),
-			    json_incref(obj) };
+			n = (struct note){ N_UPDATE, stored(old), stored(obj) };
 		else
-			n = (struct note){ N_ADD, NULL, json_incref(obj) };
+			n = (struct note){ N_ADD, NULL, stored(obj) };
 		json_object_set_new(inf->cache, key, obj);
 	}
 	pthread_mutex_unlock(&inf->lock);
@@ -218,6 +330,8 @@ informer_new(struct k8s_client *c, const struct informer_opts *opts,
 	if (inf->opts.page_size <= 0)
 		inf->opts.page_size = 500;
 	inf->cache = json_object();
+	inf->ival = json_object();
+	inf->index = json_object();
 	pthread_mutex_init(&inf->lock, NULL);
 	clock_cond_init(&inf->cond);
 	return inf;
@@ -322,6 +436,12 @@ informer_get(struct informer *inf, const char *ns, const char *name)
 	pthread_mutex_lock(&inf->lock);
 	obj = json_incref(json_object_get(inf->cache, key));
 	pthread_mutex_unlock(&inf->lock);
+	if (obj && inf->opts.packed) {
+		json_t *v = obj;
+
+		obj = stored(v);
+		json_decref(v);
+	}
 	free(key);
 	return obj;
 }
@@ -336,6 +456,29 @@ informer_list(struct informer *inf)
 	json_object_foreach(inf->cache, key, obj)
 		json_array_append(all, obj);
 	pthread_mutex_unlock(&inf->lock);
+	if (inf->opts.packed) {
+		/* Parsed outside the lock: the watch need not wait for it. */
+		size_t i;
+
+		json_array_foreach(all, i, obj)
+			json_array_set_new(all, i, stored(obj));
+	}
+	return all;
+}
+
+json_t *
+informer_by_index(struct informer *inf, const char *value)
+{
+	json_t *all = json_array(), *v;
+	const char *key;
+	size_t i;
+
+	pthread_mutex_lock(&inf->lock);
+	json_object_foreach(json_object_get(inf->index, value), key, v)
+		json_array_append(all, json_object_get(inf->cache, key));
+	pthread_mutex_unlock(&inf->lock);
+	json_array_foreach(all, i, v)
+		json_array_set_new(all, i, stored(v));
 	return all;
 }
 
@@ -373,6 +516,8 @@ informer_free(struct informer *inf)
 		return;
 	informer_stop(inf);
 	json_decref(inf->cache);
+	json_decref(inf->ival);
+	json_decref(inf->index);
 	free(inf->last_rv);
 	pthread_mutex_destroy(&inf->lock);
 	pthread_cond_destroy(&inf->cond);

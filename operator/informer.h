@@ -46,6 +46,19 @@ struct informer_opts {
 	 * reference; obj is borrowed. Runs on the informer's thread.
 	 */
 	json_t		*(*transform)(json_t *obj);
+	/*
+	 * Keep each cached object as its compact JSON text rather than a
+	 * tree: several times smaller (a jansson node costs tens of bytes),
+	 * at the price of a parse per informer_get/informer_list and per
+	 * handler call. Objects handed out are then private copies.
+	 */
+	int		 packed;
+	/*
+	 * Optional: one index value for an object as cached (a new string,
+	 * or NULL for none), for informer_by_index(). Runs on the
+	 * informer's thread.
+	 */
+	char		*(*index)(json_t *obj);
 	/* Passed to the watch (see watch.h); 0 = its defaults. */
 	long		 watch_timeout_seconds;
 	long		 backoff_initial_ms;
@@ -83,6 +96,9 @@ json_t *informer_get(struct informer *inf, const char *ns, const char *name);
 json_t *informer_list(struct informer *inf);
 
 size_t informer_len(struct informer *inf);
+
+/* A new array of the cached objects whose index value is value. */
+json_t *informer_by_index(struct informer *inf, const char *value);
 
 /* The watch's counters (connects, relists, 410s, bookmarks). */
 void informer_get_stats(struct informer *inf, struct watch_stats *out);

@@ -68,20 +68,20 @@ lines(struct log *l)
 #define ITEM(n, rv) "{\"metadata\":{\"name\":\"" n "\",\"namespace\":\"ns1\",\"resourceVersion\":\"" rv "\"}}"
 
 static void
-test_relist_diff(void **state)
+relist_diff(int packed)
 {
 	struct fakeapi *api = fakeapi_start();
 	struct k8s_config *cfg = fakeapi_config(api, NULL);
 	struct log l = { .lock = PTHREAD_MUTEX_INITIALIZER };
 	struct informer_opts io = { .res = &k8s_res_configmaps, .ns = "ns1",
-	    .watch_timeout_seconds = 5, .backoff_initial_ms = 20 };
+	    .watch_timeout_seconds = 5, .backoff_initial_ms = 20,
+	    .packed = packed };
 	struct informer_handlers h = { on_add, on_update, on_delete, &l };
 	struct k8s_client *c;
 	struct k8s_error err;
 	struct informer *inf;
 	json_t *o;
 
-	(void)state;
 	assert_int_equal(k8s_client_new(cfg, NULL, &c, &err), 0);
 	/* First list: a, b, c. Watch: 410 at once. Second list: a (same),
 	 * b (changed), d (new); c vanished while nobody watched. */
@@ -109,6 +109,175 @@ test_relist_diff(void **state)
 	json_decref(o);
 	/* Starting twice is refused. */
 	assert_int_equal(informer_start(inf), K8S_EINVAL);
+	informer_free(inf);
+	k8s_client_free(c);
+	k8s_config_free(cfg);
+	fakeapi_stop(api);
+}
+
+static void
+test_relist_diff(void **state)
+{
+	(void)state;
+	relist_diff(0);
+}
+
+/* The same announcements from a cache that keeps objects as text. */
+static void
+test_relist_diff_packed(void **state)
+{
+	(void)state;
+	relist_diff(1);
+}
+
+/*
+ * Packed objects come back as they went in: nested values, a number past
+ * 2^53, an escaped NUL, multi-byte UTF-8; each read a private copy.
+ */
+static void
+test_packed_roundtrip(void **state)
+{
+	struct fakeapi *api = fakeapi_start();
+	struct k8s_config *cfg = fakeapi_config(api, NULL);
+	struct log l = { .lock = PTHREAD_MUTEX_INITIALIZER };
+	struct informer_opts io = { .res = &k8s_res_configmaps, .ns = "ns1",
+	    .packed = 1 };
+	struct informer_handlers h = { on_add, on_update, on_delete, &l };
+	static const char obj[] = "{\"metadata\":{\"name\":\"a\",\"namespace\":"
+	    "\"ns1\",\"resourceVersion\":\"7\",\"generation\":9007199254740993},"
+	    "\"data\":{\"nul\":\"x\\u0000y\",\"utf8\":\"\u00e9\u2603\","
+	    "\"list\":[1,2.5,true,null,{}]}}";
+	struct k8s_client *c;
+	struct k8s_error err;
+	struct informer *inf;
+	json_t *o, *o2, *want, *all;
+	char body[512];
+
+	(void)state;
+	assert_int_equal(k8s_client_new(cfg, NULL, &c, &err), 0);
+	snprintf(body, sizeof(body), "{\"metadata\":{\"resourceVersion\":\"10\"},"
+	    "\"items\":[%s]}", obj);
+	fakeapi_push(api, 200, NULL, body, 0);
+	fakeapi_push(api, 200, NULL, "", 2000);
+	inf = informer_new(c, &io, &h);
+	assert_int_equal(informer_start(inf), 0);
+	assert_int_equal(informer_wait_synced(inf, 3000), 0);
+	want = json_loads(obj, JSON_ALLOW_NUL, NULL);
+	assert_non_null(want);
+	o = informer_get(inf, "ns1", "a");
+	o2 = informer_get(inf, "ns1", "a");
+	assert_non_null(o);
+	assert_true(json_equal(o, want));
+	assert_ptr_not_equal(o, o2);	/* private copies */
+	assert_int_equal(json_integer_value(json_object_get(json_object_get(o,
+	    "metadata"), "generation")), 9007199254740993LL);
+	assert_int_equal(json_string_length(json_object_get(json_object_get(o,
+	    "data"), "nul")), 3);
+	all = informer_list(inf);
+	assert_int_equal(json_array_size(all), 1);
+	assert_true(json_equal(json_array_get(all, 0), want));
+	for (long long end = clock_mono_ms() + 3000; lines(&l) < 1 && clock_mono_ms() < end;)
+		nanosleep(&(struct timespec){ 0, 1000000L }, NULL);
+	assert_int_equal(lines(&l), 1);
+	assert_string_equal(l.line[0], "add a 7");
+	json_decref(all);
+	json_decref(o);
+	json_decref(o2);
+	json_decref(want);
+	informer_free(inf);
+	k8s_client_free(c);
+	k8s_config_free(cfg);
+	fakeapi_stop(api);
+}
+
+/* Index by the label "team". */
+static char *
+by_team(json_t *o)
+{
+	const char *t = json_string_value(json_object_get(json_object_get(
+	    json_object_get(o, "metadata"), "labels"), "team"));
+
+	return t ? strdup(t) : NULL;
+}
+
+/* The names informer_by_index finds for value, sorted, space-separated. */
+static void
+names(struct informer *inf, const char *value, char *out, size_t len)
+{
+	json_t *all = informer_by_index(inf, value), *o;
+	const char *v[8];
+	size_t i, n = 0;
+
+	json_array_foreach(all, i, o)
+		if (n < 8)
+			v[n++] = k8s_obj_name(o);
+	for (i = 1; i < n; i++)	/* insertion sort: a handful */
+		for (size_t j = i; j > 0 && strcmp(v[j - 1], v[j]) > 0; j--) {
+			const char *t = v[j];
+
+			v[j] = v[j - 1];
+			v[j - 1] = t;
+		}
+	out[0] = '\0';
+	for (i = 0; i < n; i++)
+		snprintf(out + strlen(out), len - strlen(out), "%s%s",
+		    i ? " " : "", v[i]);
+	json_decref(all);
+}
+
+#define TEAM(n, rv, team) "{\"metadata\":{\"name\":\"" n "\",\"namespace\":\"ns1\",\"resourceVersion\":\"" rv "\",\"labels\":{\"team\":\"" team "\"}}}"
+
+/* The index follows adds, a value that changes, deletes and a relist. */
+static void
+test_index(void **state)
+{
+	struct fakeapi *api = fakeapi_start();
+	struct k8s_config *cfg = fakeapi_config(api, NULL);
+	struct log l = { .lock = PTHREAD_MUTEX_INITIALIZER };
+	struct informer_opts io = { .res = &k8s_res_configmaps, .ns = "ns1",
+	    .packed = 1, .index = by_team, .backoff_initial_ms = 20 };
+	struct informer_handlers h = { on_add, on_update, on_delete, &l };
+	struct k8s_client *c;
+	struct k8s_error err;
+	struct informer *inf;
+	char got[128];
+
+	(void)state;
+	assert_int_equal(k8s_client_new(cfg, NULL, &c, &err), 0);
+	fakeapi_push(api, 200, NULL, "{\"metadata\":{\"resourceVersion\":\"10\"},\"items\":["
+	    TEAM("a", "1", "red") "," TEAM("b", "2", "red") "," TEAM("c", "3", "blue") ","
+	    ITEM("d", "4") "]}", 0);
+	fakeapi_push(api, 200, NULL,
+	    "{\"type\":\"MODIFIED\",\"object\":" TEAM("b", "11", "blue") "}\n"
+	    "{\"type\":\"DELETED\",\"object\":" TEAM("a", "12", "red") "}\n", 0);
+	/* The next watch waits a second, then expires. */
+	fakeapi_push(api, 200, NULL,
+	    "{\"type\":\"ERROR\",\"object\":{\"kind\":\"Status\",\"code\":410}}\n", 1000);
+	/* The relist: c gone while nobody watched, e new. */
+	fakeapi_push(api, 200, NULL, "{\"metadata\":{\"resourceVersion\":\"20\"},\"items\":["
+	    TEAM("b", "11", "blue") "," TEAM("e", "14", "red") "," ITEM("d", "4") "]}", 0);
+	fakeapi_push(api, 200, NULL, "", 2000);
+	inf = informer_new(c, &io, &h);
+	assert_int_equal(informer_start(inf), 0);
+	assert_int_equal(informer_wait_synced(inf, 3000), 0);
+	/* After the watch's events, before the relist. */
+	for (long long end = clock_mono_ms() + 3000; lines(&l) < 6 && clock_mono_ms() < end;)
+		nanosleep(&(struct timespec){ 0, 1000000L }, NULL);
+	assert_int_equal(lines(&l), 6);	/* 4 adds, update b, delete a */
+	names(inf, "red", got, sizeof(got));
+	assert_string_equal(got, "");
+	names(inf, "blue", got, sizeof(got));
+	assert_string_equal(got, "b c");
+	/* After the relist. */
+	for (long long end = clock_mono_ms() + 3000; lines(&l) < 8 && clock_mono_ms() < end;)
+		nanosleep(&(struct timespec){ 0, 1000000L }, NULL);
+	assert_int_equal(lines(&l), 8);	/* then add e, gone c */
+	names(inf, "red", got, sizeof(got));
+	assert_string_equal(got, "e");
+	names(inf, "blue", got, sizeof(got));
+	assert_string_equal(got, "b");
+	names(inf, "green", got, sizeof(got));
+	assert_string_equal(got, "");
 	informer_free(inf);
 	k8s_client_free(c);
 	k8s_config_free(cfg);
@@ -217,6 +386,9 @@ main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_relist_diff),
+		cmocka_unit_test(test_relist_diff_packed),
+		cmocka_unit_test(test_packed_roundtrip),
+		cmocka_unit_test(test_index),
 		cmocka_unit_test(test_concurrent_stop),
 		cmocka_unit_test(test_transform),
 	};
