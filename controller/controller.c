@@ -3,6 +3,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
 
 #include "clock.h"
 #include "controller.h"
@@ -91,6 +94,54 @@ pod_delete(void *arg, json_t *obj, int unknown)
 }
 
 /*
+ * A guardrail changed or was deleted (a tenant who may edit its own
+ * namespace may also try to loosen them): apply them again now, not at
+ * the next resync. Our own apply of an unchanged object makes no event,
+ * so this does not loop.
+ */
+static void
+guard_event(struct controller *ctl, json_t *obj)
+{
+	const char *ns = k8s_obj_namespace(obj);
+	char *key;
+
+	if (ns == NULL)
+		return;
+	pthread_mutex_lock(&ctl->lock);
+	json_object_del(ctl->guarded, ns);
+	pthread_mutex_unlock(&ctl->lock);
+	key = xasprintf("%s/", ns);
+	workqueue_add(ctl->queue, key);
+	free(key);
+}
+
+static void
+guard_update(void *arg, json_t *old, json_t *cur)
+{
+	(void)old;
+	guard_event(arg, cur);
+}
+
+static void
+guard_delete(void *arg, json_t *obj, int unknown)
+{
+	(void)unknown;
+	guard_event(arg, obj);
+}
+
+/* Of a guardrail, only its name: what changed is read from the server. */
+static json_t *
+trim_guard(json_t *obj)
+{
+	json_t *md = json_object_get(obj, "metadata");
+
+	return json_pack("{s:{s:O*, s:O*, s:O*}}", "metadata",
+	    "name", json_object_get(md, "name"),
+	    "namespace", json_object_get(md, "namespace"),
+	    "resourceVersion", json_object_get(md, "resourceVersion"));
+}
+
+/*
  * Block while not leading, and until both caches hold a full list: a
  * worker that acted on a half-filled cache would take a live execution
  * for a deleted one and delete its pod. 0 to go on, -1 when stopping.
@@ -106,6 +157,26 @@ wait_leading(struct controller *ctl)
 		pthread_cond_wait(&ctl->cond, &ctl->lock);
 	pthread_mutex_unlock(&ctl->lock);
 	return ctl->stopping ? -1 : 0;
+}
+
+/*
+ * A burst of reconciles (a new leader looks at every execution) parses
+ * each execution and pod it reads, tens of times the size of what the
+ * caches keep, and glibc keeps the freed pages. Once the queue drains,
+ * give them back; at most once a second, as it walks every arena.
+ */
+static void
+trim_when_idle(struct controller *ctl)
+{
+#ifdef __GLIBC__
+	long long now = clock_mono_ms(), last = atomic_load(&ctl->trimmed_at);
+
+	if (now - last >= 1000 &&
+	    atomic_compare_exchange_strong(&ctl->trimmed_at, &last, now))
+		malloc_trim(0);
+#else
+	(void)ctl;
+#endif
 }
 
 static void *
@@ -138,62 +209,137 @@ worker(void *arg)
 		workqueue_done(ctl->queue, key);
 		metric_set(ctl->m_depth, NULL, (double)workqueue_len(ctl->queue));
 		free(key);
+		if (workqueue_len(ctl->queue) == 0)
+			trim_when_idle(ctl);
 	}
 	return NULL;
 }
 
 /*
- * The cache keeps of a pod only what reconcile reads: its identity, the
- * labels and the one annotation that name its execution (not the code
- * annotations, up to 192 KiB each), the node, and the phase, conditions
- * and first container state.
+ * What the caches keep. Both informers hold objects packed as JSON text,
+ * so what is kept costs about its serialized size, and the transforms
+ * below keep only what reconcile reads. bench/controller.sh measures it.
+ */
+
+/* The condition of type in a pod's status, trimmed to what is read. */
+static json_t *
+pod_condition(json_t *ps, const char *type)
+{
+	json_t *c;
+	size_t i;
+
+	json_array_foreach(json_object_get(ps, "conditions"), i, c) {
+		const char *t = json_string_value(json_object_get(c, "type"));
+
+		if (t && strcmp(t, type) == 0)
+			return json_pack("{s:O*, s:O*, s:O*, s:O*}",
+			    "type", json_object_get(c, "type"),
+			    "status", json_object_get(c, "status"),
+			    "reason", json_object_get(c, "reason"),
+			    "message", json_object_get(c, "message"));
+	}
+	return NULL;
+}
+
+/*
+ * Of a pod: its identity, the label and annotation naming its execution
+ * (not the code annotations, up to 192 KiB each), the node, the phase,
+ * PodScheduled, and the first container's state.
  */
 static json_t *
 trim_pod(json_t *pod)
 {
 	json_t *md = json_object_get(pod, "metadata");
 	json_t *ps = json_object_get(pod, "status");
+	json_t *uid = json_object_get(json_object_get(md, "labels"),
+	    PODSPEC_LABEL_UID);
 	json_t *ann = json_object_get(json_object_get(md, "annotations"),
 	    PODSPEC_ANN_NAME);
 	json_t *cs = json_object_get(json_array_get(json_object_get(ps,
 	    "containerStatuses"), 0), "state");
+	json_t *sched = pod_condition(ps, "PodScheduled");
 	json_t *out;
 
-	out = json_pack("{s:{s:O*, s:O*, s:O*, s:O*, s:O*},"
-	    " s:{s:O*}, s:{s:O*, s:O*, s:O*}}",
+	out = json_pack("{s:{s:O*, s:O*, s:O*, s:O*}, s:{s:O*},"
+	    " s:{s:O*, s:O*}}",
 	    "metadata", "name", json_object_get(md, "name"),
 	    "namespace", json_object_get(md, "namespace"),
 	    "uid", json_object_get(md, "uid"),
 	    "resourceVersion", json_object_get(md, "resourceVersion"),
-	    "labels", json_object_get(md, "labels"),
 	    "spec", "nodeName", json_object_get(json_object_get(pod, "spec"),
 	    "nodeName"),
 	    "status", "phase", json_object_get(ps, "phase"),
-	    "startTime", json_object_get(ps, "startTime"),
-	    "conditions", json_object_get(ps, "conditions"));
-	if (out == NULL)
+	    "startTime", json_object_get(ps, "startTime"));
+	if (out == NULL) {
+		json_decref(sched);
 		return json_incref(pod);
+	}
+	if (uid)
+		json_object_set_new(json_object_get(out, "metadata"), "labels",
+		    json_pack("{s:O}", PODSPEC_LABEL_UID, uid));
 	if (ann)
 		json_object_set_new(json_object_get(out, "metadata"),
 		    "annotations", json_pack("{s:O}", PODSPEC_ANN_NAME, ann));
+	if (sched)
+		json_object_set_new(json_object_get(out, "status"),
+		    "conditions", json_pack("[o]", sched));
 	if (cs)
 		json_object_set_new(json_object_get(out, "status"),
 		    "containerStatuses", json_pack("[{s:O}]", "state", cs));
 	return out;
 }
 
+/* A pod's index value: the key ("ns/name") of the execution it ran. */
+static char *
+pod_owner_key(json_t *pod)
+{
+	const char *ns = k8s_obj_namespace(pod);
+	const char *owner = json_string_value(json_object_get(json_object_get(
+	    json_object_get(pod, "metadata"), "annotations"), PODSPEC_ANN_NAME));
+
+	return (ns && owner) ? xasprintf("%s/%s", ns, owner) : NULL;
+}
+
 /*
- * A CodeExecution without its managedFields and kubectl's last-applied
- * copy of itself: bookkeeping as large as the object, never read here.
- * Shallow copies: the rest is shared, not duplicated.
+ * Of an execution in flight: all but its managedFields and kubectl's
+ * last-applied copy of itself, bookkeeping as large as the object. Its
+ * spec is kept whole: a pod deleted before it ran is made again from it.
+ *
+ * Of a finished one, which is most of the cache in a steady state (they
+ * stay for ttlSecondsAfterFinished, an hour by default, while their pods
+ * are gone): only what the TTL and deletion read. Not the code, not the
+ * output (up to 2 MiB), not the conditions. Status writes are patches of
+ * what changed (write_status), and finished executions get none, so
+ * nothing is lost on the server by not holding it here.
  */
 static json_t *
 trim_cx(json_t *cx)
 {
-	json_t *out = json_copy(cx);
-	json_t *md = json_copy(json_object_get(cx, "metadata"));
-	json_t *ann = json_object_get(md, "annotations");
+	json_t *md = json_object_get(cx, "metadata");
+	json_t *st = json_object_get(cx, "status");
+	json_t *out, *ann;
 
+	if (ctl_terminal(json_string_value(json_object_get(st, "phase")))) {
+		out = json_pack("{s:{s:O*, s:O*, s:O*, s:O*, s:O*, s:O*},"
+		    " s:{s:O*}, s:{s:O*, s:O*}}",
+		    "metadata", "name", json_object_get(md, "name"),
+		    "namespace", json_object_get(md, "namespace"),
+		    "uid", json_object_get(md, "uid"),
+		    "resourceVersion", json_object_get(md, "resourceVersion"),
+		    "generation", json_object_get(md, "generation"),
+		    "deletionTimestamp", json_object_get(md,
+		    "deletionTimestamp"),
+		    "spec", "ttlSecondsAfterFinished", json_object_get(
+		    json_object_get(cx, "spec"), "ttlSecondsAfterFinished"),
+		    "status", "phase", json_object_get(st, "phase"),
+		    "completionTime", json_object_get(st, "completionTime"));
+		if (out)
+			return out;
+	}
+	/* Shallow copies: the rest is shared, not duplicated. */
+	out = json_copy(cx);
+	md = json_copy(md);
+	ann = json_object_get(md, "annotations");
 	json_object_del(md, "managedFields");
 	if (json_object_get(ann, "kubectl.kubernetes.io/last-applied-configuration")) {
 		ann = json_copy(ann);
@@ -209,12 +355,17 @@ controller_new(struct k8s_client *c, const struct ctl_config *cfg,
     struct metrics *m, const struct controller_opts *opts)
 {
 	struct controller *ctl = xcalloc(1, sizeof(*ctl));
-	struct informer_opts cxo = { .res = &ctl_res_cx, .transform = trim_cx };
+	struct informer_opts cxo = { .res = &ctl_res_cx, .transform = trim_cx,
+	    .packed = 1 };
 	struct informer_opts po = { .res = &k8s_res_pods, .transform = trim_pod,
+	    .packed = 1, .index = pod_owner_key,
 	    .label_selector = PODSPEC_LABEL_MANAGED "=" PODSPEC_MANAGER "," 
 	    PODSPEC_LABEL_COMPONENT "=" PODSPEC_COMPONENT };
 	struct informer_handlers cxh = { cx_add, cx_update, cx_delete, ctl };
 	struct informer_handlers ph = { pod_add, pod_update, pod_delete, ctl };
+	struct informer_opts go = { .transform = trim_guard, .packed = 1,
+	    .label_selector = PODSPEC_LABEL_MANAGED "=" PODSPEC_MANAGER };
+	struct informer_handlers gh = { NULL, guard_update, guard_delete, ctl };
 
 	ctl->client = c;
 	ctl->cfg = cfg;
@@ -228,6 +379,11 @@ controller_new(struct k8s_client *c, const struct ctl_config *cfg,
 	cxo.resync_ms = ctl->opts.resync_ms;
 	ctl->cx_inf = informer_new(c, &cxo, &cxh);
 	ctl->pod_inf = informer_new(c, &po, &ph);
+	go.ns = ctl->opts.namespace;
+	for (int i = 0; i < 3; i++) {
+		go.res = ctl_guard_res[i];
+		ctl->guard_inf[i] = informer_new(c, &go, &gh);
+	}
 	ctl->queue = workqueue_new(NULL);
 	ctl->guarded = json_object();
 	pthread_mutex_init(&ctl->lock, NULL);
@@ -250,6 +406,9 @@ controller_start(struct controller *ctl)
 	if (informer_start(ctl->cx_inf) != 0 ||
 	    informer_start(ctl->pod_inf) != 0)
 		return K8S_EINVAL;
+	for (int i = 0; i < 3; i++)
+		if (informer_start(ctl->guard_inf[i]) != 0)
+			return K8S_EINVAL;
 	ctl->threads = xcalloc((size_t)ctl->opts.workers, sizeof(pthread_t));
 	for (int i = 0; i < ctl->opts.workers; i++)
 		pthread_create(&ctl->threads[i], NULL, worker, ctl);
@@ -294,6 +453,8 @@ controller_stop(struct controller *ctl)
 		pthread_join(ctl->threads[i], NULL);
 	informer_stop(ctl->cx_inf);
 	informer_stop(ctl->pod_inf);
+	for (int i = 0; i < 3; i++)
+		informer_stop(ctl->guard_inf[i]);
 }
 
 void
@@ -303,6 +464,8 @@ controller_free(struct controller *ctl)
 		return;
 	informer_free(ctl->cx_inf);
 	informer_free(ctl->pod_inf);
+	for (int i = 0; i < 3; i++)
+		informer_free(ctl->guard_inf[i]);
 	workqueue_free(ctl->queue);
 	json_decref(ctl->guarded);
 	free(ctl->threads);

@@ -18,12 +18,14 @@ struct controller {
 	struct controller_opts	 opts;
 	struct informer		*cx_inf;
 	struct informer		*pod_inf;
+	struct informer		*guard_inf[3];	/* see ctl_guard_res */
 	struct workqueue	*queue;
 	pthread_t		*threads;
 
 	pthread_mutex_t		 lock;		/* leading, stopping, guarded */
 	pthread_cond_t		 cond;
 	atomic_int		 leading;
+	atomic_llong		 trimmed_at;	/* clock_mono_ms() of the last trim */
 	int			 stopping;
 	json_t			*guarded;	/* ns -> true: guardrails applied */
 
@@ -32,5 +34,11 @@ struct controller {
 	struct metric		*m_depth;
 	struct metric		*m_leader;
 };
+
+/* The guardrails' kinds: ServiceAccount, NetworkPolicy, ResourceQuota. */
+extern const struct k8s_resource *const ctl_guard_res[3];
+
+/* Succeeded, Failed, TimedOut or Cancelled: nothing more will run. */
+int ctl_terminal(const char *phase);
 
 #endif

@@ -20,10 +20,13 @@ static const struct k8s_resource res_netpol = { "networking.k8s.io", "v1",
     "networkpolicies", 1 };
 static const struct k8s_resource res_quota = { "", "v1", "resourcequotas", 1 };
 
+const struct k8s_resource *const ctl_guard_res[3] = { &res_sa, &res_netpol,
+    &res_quota };
+
 #define FIELD_MANAGER	"airlock-controller"
 
-static int
-terminal(const char *phase)
+int
+ctl_terminal(const char *phase)
 {
 	return phase && (strcmp(phase, "Succeeded") == 0 ||
 	    strcmp(phase, "Failed") == 0 || strcmp(phase, "TimedOut") == 0 ||
@@ -168,24 +171,43 @@ static void emit_event(struct controller *ctl, json_t *cx, const char *type,
     const char *reason, const char *msg);
 
 /*
- * PUT the status if it changed, then record the notes. 409 (stale cache)
- * makes the key retry. notes may be NULL.
+ * Write what changed in status, and only that, then record the notes.
+ *
+ * A JSON merge patch of the changed keys (null for a removed one), which
+ * carries the resourceVersion the change was computed from: the server
+ * refuses it with 409 if the object moved on meanwhile, and the key is
+ * retried against the newer state. Keys the controller did not change,
+ * the node agent's result among them, are not in the patch, so a cache
+ * that does not hold them (see trim_cx) cannot erase them. notes may be
+ * NULL.
  */
 static int
 write_status(struct controller *ctl, json_t *cx, json_t *status,
     struct notes *notes)
 {
+	struct k8s_patch_opts po = { .type = K8S_PATCH_MERGE,
+	    .subresource = "status" };
+	json_t *old = json_object_get(cx, "status"), *diff, *patch, *v;
 	struct k8s_error err;
-	json_t *obj;
+	const char *k;
 	int rc;
 
-	if (json_equal(status, json_object_get(cx, "status")))
+	diff = json_object();
+	json_object_foreach(status, k, v)
+		if (!json_equal(v, json_object_get(old, k)))
+			json_object_set(diff, k, v);
+	json_object_foreach(old, k, v)
+		if (json_object_get(status, k) == NULL)
+			json_object_set_new(diff, k, json_null());
+	if (json_object_size(diff) == 0) {
+		json_decref(diff);
 		return 0;
-	obj = json_deep_copy(cx);
-	json_object_set(obj, "status", status);
-	rc = k8s_update(ctl->client, &ctl_res_cx, k8s_obj_namespace(cx),
-	    k8s_obj_name(cx), "status", obj, NULL, &err);
-	json_decref(obj);
+	}
+	patch = json_pack("{s:{s:s?}, s:o}", "metadata", "resourceVersion",
+	    k8s_obj_rv(cx), "status", diff);
+	rc = k8s_patch(ctl->client, &ctl_res_cx, k8s_obj_namespace(cx),
+	    k8s_obj_name(cx), &po, patch, NULL, &err);
+	json_decref(patch);
 	if (rc != 0 && rc != K8S_ECONFLICT && rc != K8S_ENOTFOUND)
 		log_warn("cannot write status", "execution=%s/%s error=\"%s\"",
 		    k8s_obj_namespace(cx), k8s_obj_name(cx), err.message);
@@ -250,7 +272,8 @@ delete_children(struct controller *ctl, const char *ns, const char *uid)
 
 /*
  * Delete the pods that executions named name left behind, found by the
- * annotation naming them, except the one of uid keep (NULL: none). Without
+ * annotation naming them (the pod cache's index), except the one of uid
+ * keep (NULL: none). Without
  * this, an execution deleted (or deleted and created again) while no
  * garbage collector runs, or while we were down, would leave its pod.
  */
@@ -258,10 +281,12 @@ static int
 sweep(struct controller *ctl, const char *ns, const char *name,
     const char *keep)
 {
-	json_t *pods = informer_list(ctl->pod_inf), *p;
+	char *owner_key = xasprintf("%s/%s", ns, name);
+	json_t *pods = informer_by_index(ctl->pod_inf, owner_key), *p;
 	size_t i;
 	int rc = 0;
 
+	free(owner_key);
 	json_array_foreach(pods, i, p) {
 		json_t *md = json_object_get(p, "metadata");
 		const char *owner = json_string_value(json_object_get(
@@ -288,7 +313,7 @@ ensure_guardrails(struct controller *ctl, const char *ns)
 	struct k8s_patch_opts apply = { K8S_PATCH_APPLY, FIELD_MANAGER, 1, NULL };
 	struct k8s_error err;
 	json_t *nsobj = NULL, *objs[3];
-	const struct k8s_resource *res[3] = { &res_sa, &res_netpol, &res_quota };
+	const struct k8s_resource *const *res = ctl_guard_res;
 	char *warn = NULL;
 	long long now = clock_mono_ms();
 	json_int_t last;
@@ -559,6 +584,12 @@ controller_reconcile(struct controller *ctl, const char *key)
 		return 0;
 	ns = xstrndup(key, (size_t)(slash - key));
 	name = slash + 1;
+	if (name[0] == '\0') {
+		/* "ns/": a guardrail there changed or went away. */
+		rc = ensure_guardrails(ctl, ns);
+		free(ns);
+		return rc == K8S_ECANCELED ? 0 : rc;
+	}
 	cx = informer_get(ctl->cx_inf, ns, name);
 	if (cx == NULL) {
 		rc = sweep(ctl, ns, name, NULL);
@@ -574,7 +605,7 @@ controller_reconcile(struct controller *ctl, const char *key)
 
 	if (json_object_get(json_object_get(cx, "metadata"), "deletionTimestamp"))
 		rc = 0;
-	else if (terminal(phase))
+	else if (ctl_terminal(phase))
 		rc = ttl(ctl, cx, key);
 	else if (json_is_true(json_object_get(json_object_get(cx, "spec"), "cancel"))) {
 		rc = delete_children(ctl, ns, k8s_obj_uid(cx));

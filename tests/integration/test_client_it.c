@@ -12,6 +12,7 @@
 
 #include "client.h"
 #include "itutil.h"
+#include "xmalloc.h"
 
 struct fx {
 	struct k8s_client	*c;
@@ -173,6 +174,41 @@ test_stale_update_conflict(void **state)
 	json_decref(v2);
 }
 
+/*
+ * A merge patch that names a resourceVersion is conditional on it: the
+ * controller's status writes rely on this to patch only what they change
+ * without overwriting a newer state.
+ */
+static void
+test_stale_merge_patch_conflict(void **state)
+{
+	struct fx *fx = *state;
+	struct k8s_patch_opts merge = { .type = K8S_PATCH_MERGE };
+	struct k8s_error err;
+	json_t *v1, *patch, *now;
+	char *rv;
+
+	free(it_configmap(fx->c, fx->ns, "race2", "a"));
+	assert_int_equal(k8s_get(fx->c, &k8s_res_configmaps, fx->ns, "race2", &v1, &err), 0);
+	rv = xstrdup(k8s_obj_rv(v1));
+	patch = json_pack("{s:{s:s}, s:{s:s}}", "metadata", "resourceVersion", rv,
+	    "data", "k", "b");
+	assert_int_equal(k8s_patch(fx->c, &k8s_res_configmaps, fx->ns, "race2", &merge, patch, NULL, &err), 0);
+	json_decref(patch);
+	/* The same resourceVersion again is now stale. */
+	patch = json_pack("{s:{s:s}, s:{s:s}}", "metadata", "resourceVersion", rv,
+	    "data", "other", "c");
+	assert_int_equal(k8s_patch(fx->c, &k8s_res_configmaps, fx->ns, "race2", &merge, patch, NULL, &err), K8S_ECONFLICT);
+	assert_int_equal(err.http_status, 409);
+	json_decref(patch);
+	assert_int_equal(k8s_get(fx->c, &k8s_res_configmaps, fx->ns, "race2", &now, &err), 0);
+	assert_string_equal(json_string_value(json_object_get(json_object_get(now, "data"), "k")), "b");
+	assert_null(json_object_get(json_object_get(now, "data"), "other"));
+	json_decref(now);
+	json_decref(v1);
+	free(rv);
+}
+
 static void
 test_server_side_apply(void **state)
 {
@@ -275,6 +311,7 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_configmap_crud, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_pagination, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_stale_update_conflict, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_stale_merge_patch_conflict, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_server_side_apply, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_delete_precondition, setup, teardown),
 		cmocka_unit_test(test_rbac_forbidden),

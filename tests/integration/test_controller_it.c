@@ -211,6 +211,65 @@ cond(json_t *cx, const char *type, const char *field)
 	return NULL;
 }
 
+/* A guardrail whose spec equals want (a JSON text) again. */
+struct guard_back {
+	struct fx			*fx;
+	const struct k8s_resource	*res;
+	const char			*name;
+	json_t				*want;
+};
+
+static int
+guard_is_back(void *arg)
+{
+	struct guard_back *g = arg;
+	struct k8s_error err;
+	json_t *o;
+	int ok;
+
+	if (k8s_get(c, g->res, g->fx->ns, g->name, &o, &err) != 0)
+		return 0;
+	ok = json_equal(json_object_get(o, "spec"), g->want);
+	json_decref(o);
+	return ok;
+}
+
+/*
+ * A tenant who may edit its namespace deletes the deny-all policy and
+ * raises its quota: the controller puts both back in seconds, not at its
+ * next resync (60 s here).
+ */
+static void
+check_guardrails_restored(struct fx *fx)
+{
+	struct k8s_patch_opts merge = { .type = K8S_PATCH_MERGE };
+	struct k8s_error err;
+	struct guard_back np = { fx, &res_np, "airlock-deny-all", NULL };
+	struct guard_back rq = { fx, &res_rq, "airlock-executions", NULL };
+	json_t *o, *patch;
+	long long t0;
+
+	assert_int_equal(k8s_get(c, &res_np, fx->ns, np.name, &o, &err), 0);
+	np.want = json_incref(json_object_get(o, "spec"));
+	json_decref(o);
+	assert_int_equal(k8s_get(c, &res_rq, fx->ns, rq.name, &o, &err), 0);
+	rq.want = json_incref(json_object_get(o, "spec"));
+	json_decref(o);
+
+	t0 = it_mono_ms();
+	assert_int_equal(k8s_delete(c, &res_np, fx->ns, np.name, NULL, NULL, &err), 0);
+	patch = json_pack("{s:{s:{s:s}}}", "spec", "hard", "pods", "100000");
+	assert_int_equal(k8s_patch(c, &res_rq, fx->ns, rq.name, &merge, patch, NULL, &err), 0);
+	json_decref(patch);
+	if (!it_wait_for(guard_is_back, &np, 5000))
+		fail_msg("the deleted NetworkPolicy did not come back within 5 s");
+	if (!it_wait_for(guard_is_back, &rq, 5000))
+		fail_msg("the loosened ResourceQuota was not restored within 5 s");
+	print_message("# guardrails restored in %lld ms\n", it_mono_ms() - t0);
+	json_decref(np.want);
+	json_decref(rq.want);
+}
+
 struct wait_phase {
 	struct fx	*fx;
 	const char	*name, *phase;
@@ -451,6 +510,7 @@ test_pod_created_and_status_follows(void **state)
 	json_decref(o);
 	assert_int_equal(k8s_get(c, &res_rq, fx->ns, "airlock-executions", &o, &err), 0);
 	json_decref(o);
+	check_guardrails_restored(fx);
 
 	/* Play the scheduler: bind the pod to a node. */
 	snprintf(path, sizeof(path), "/api/v1/namespaces/%s/pods/%s/binding", fx->ns, pod);
