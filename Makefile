@@ -17,7 +17,7 @@ WARN	 = -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes \
 OPT	?= -O2 -g
 SAN	?=
 CFLAGS	 = -std=c17 $(OPT) $(WARN) $(SAN) -pthread
-CPPFLAGS = -D_GNU_SOURCE -Ioperator -Icontroller -Itests/support \
+CPPFLAGS = -D_GNU_SOURCE -Ioperator -Icontroller -Inode-agent -Itests/support \
 	   $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 LDFLAGS	 = $(SAN) -pthread
 LDLIBS	 = $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lm
@@ -27,7 +27,8 @@ TESTLIBS = $(shell pkg-config --libs cmocka 2>/dev/null)
 B	?= build/plain
 
 LIB_SRC	 = $(wildcard operator/*.c) \
-	   $(filter-out controller/main.c,$(wildcard controller/*.c))
+	   $(filter-out controller/main.c,$(wildcard controller/*.c)) \
+	   $(filter-out node-agent/main.c,$(wildcard node-agent/*.c))
 LIB_OBJ	 = $(LIB_SRC:%.c=$(B)/%.o)
 LIB	 = $(B)/liboperator.a
 

@@ -4,7 +4,8 @@
 set -euo pipefail
 pkgs=(gcc make pkg-config libcurl4-openssl-dev libjansson-dev libyaml-dev
       libmicrohttpd-dev libcmocka-dev valgrind openssl curl ca-certificates
-      iproute2 util-linux libssl-dev)
+      iproute2 util-linux libssl-dev
+      containerd runc)   # test_ctrd_it runs a private containerd
 missing=()
 for p in "${pkgs[@]}"; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'ok installed' ||

@@ -1,0 +1,123 @@
+/*
+ * ctrd.h - a small client of containerd's own gRPC API, over its unix
+ * socket: what the node agent needs of the node's container runtime that
+ * the kubelet reports too late or not at all.
+ *
+ *   - task events as they happen (start, exit with its status, OOM), each
+ *     with containerd's nanosecond timestamp: the kubelet learns of an
+ *     exit by relisting, up to a second later, and reports start times
+ *     in whole seconds;
+ *   - a container's labels, which name the pod it belongs to;
+ *   - killing a task, at once.
+ *
+ * gRPC is HTTP/2 with prior knowledge (no TLS on a unix socket), each
+ * message framed as 1 byte "compressed" (always 0 here) + 4 bytes
+ * big-endian length + the protobuf bytes, and the outcome in the
+ * grpc-status trailer. libcurl does the HTTP/2; pb.h the protobuf.
+ * Every reply and every streamed message is capped (CTRD_MSG_MAX).
+ *
+ * Errors: 0 or a negative K8S_E* code, detail in struct k8s_error, whose
+ * http_status holds the gRPC status code (0 when none was received):
+ * NOT_FOUND (5) is K8S_ENOTFOUND, ALREADY_EXISTS (6) K8S_EEXIST,
+ * a transport failure K8S_EIO, any other status K8S_EHTTP.
+ */
+#ifndef AIRLOCK_CTRD_H
+#define AIRLOCK_CTRD_H
+
+#include <stdatomic.h>
+#include <stdint.h>
+
+#include <jansson.h>
+
+#include "k8s_error.h"
+
+#define CTRD_MSG_MAX	(4 << 20)	/* one reply or one event */
+
+struct ctrd;
+
+/*
+ * A client of the containerd listening on socket, acting in containerd
+ * namespace ns ("k8s.io" for the kubelet's containers). Strings are
+ * copied. Calls from several threads at once are fine.
+ */
+struct ctrd *ctrd_new(const char *socket, const char *ns);
+void ctrd_free(struct ctrd *c);
+
+/* containerd's version (caller frees): a cheap liveness check. */
+int ctrd_version(struct ctrd *c, char **version, struct k8s_error *err)
+    __attribute__((warn_unused_result));
+
+/* A container's labels, as a new JSON object of strings. */
+int ctrd_container_labels(struct ctrd *c, const char *id, json_t **labels,
+    struct k8s_error *err)
+    __attribute__((warn_unused_result));
+
+/* Send sig to a container's task; all: to every process in it. */
+int ctrd_kill(struct ctrd *c, const char *id, int sig, int all,
+    struct k8s_error *err)
+    __attribute__((warn_unused_result));
+
+enum ctrd_event_kind {
+	CTRD_EV_OTHER,
+	CTRD_EV_TASK_START,
+	CTRD_EV_TASK_EXIT,
+	CTRD_EV_TASK_OOM,
+};
+
+/* One event; every pointer is borrowed for the handler call only. */
+struct ctrd_event {
+	enum ctrd_event_kind	 kind;
+	int64_t			 ts_ns;		/* when containerd published it */
+	const char		*ns;		/* containerd namespace */
+	const char		*topic;		/* e.g. "/tasks/exit" */
+	const char		*container_id;	/* task events */
+	uint32_t		 pid;		/* start, exit */
+	uint32_t		 exit_status;	/* exit */
+	int64_t			 exited_ns;	/* exit */
+};
+
+/*
+ * Subscribe to events matching any of filters (containerd's filter
+ * syntax, e.g. "topic~=\"^/tasks/\""; NULL-terminated; NULL for all)
+ * and call fn for each, in order, from this thread, until fn returns
+ * non-zero (returned as is), *stop becomes non-zero (K8S_ECANCELED,
+ * within about a second), or the stream fails. containerd says nothing
+ * when a subscription starts: events published while it is being set up
+ * may be missed, so a caller lists what it needs after subscribing.
+ */
+int ctrd_subscribe(struct ctrd *c, const char *const *filters,
+    int (*fn)(void *arg, const struct ctrd_event *ev), void *arg,
+    atomic_int *stop, struct k8s_error *err)
+    __attribute__((warn_unused_result));
+
+/*
+ * Decoders, exposed for tests: one events.Envelope message into ev
+ * (strings point into scratch, which must hold len + 4 bytes).
+ * 0, or K8S_EINVAL when the message is malformed.
+ */
+int ctrd_decode_envelope(const void *msg, size_t len, struct ctrd_event *ev,
+    char *scratch)
+    __attribute__((warn_unused_result));
+
+/*
+ * The gRPC message framing over a byte stream: feed bytes as they come;
+ * each complete message is handed to fn (borrowed). A message over
+ * CTRD_MSG_MAX or a compressed one is K8S_ETOOBIG / K8S_EINVAL and the
+ * framer stays failed.
+ */
+struct ctrd_framer {
+	uint8_t		 hdr[5];
+	size_t		 hdr_have;	/* bytes of hdr so far */
+	size_t		 want;		/* the message's length, hdr full */
+	size_t		 msg_have;	/* bytes of the message so far */
+	uint8_t		*msg;		/* want bytes, while collecting */
+	int		 failed;	/* the error it failed with, or 0 */
+};
+
+void ctrd_framer_init(struct ctrd_framer *f);
+int ctrd_framer_feed(struct ctrd_framer *f, const void *p, size_t n,
+    int (*fn)(void *arg, const uint8_t *msg, size_t len), void *arg)
+    __attribute__((warn_unused_result));
+void ctrd_framer_free(struct ctrd_framer *f);
+
+#endif

@@ -1,0 +1,298 @@
+/*
+ * Integration tests: node-agent/ctrd.c against a real containerd (Debian's,
+ * the one the test node runs), started here in a private directory with
+ * its CRI plugin off, running real runc containers from a one-file rootfs:
+ * a static program that exits with a given code, or waits to be killed.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+#include <cmocka.h>
+
+#include "ctrd.h"
+#include "itutil.h"
+
+static char dir[] = "/tmp/airlock-ctrd-XXXXXX";
+static char sock[128];
+static pid_t ctrd_pid;
+
+static int
+sh(const char *fmt, ...)
+{
+	char cmd[2048];
+	va_list ap;
+	int st;
+
+	va_start(ap, fmt);
+	vsnprintf(cmd, sizeof(cmd), fmt, ap);
+	va_end(ap);
+	st = system(cmd);
+	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+static int
+sock_up(void *arg)
+{
+	struct stat st;
+
+	(void)arg;
+	return stat(sock, &st) == 0;
+}
+
+static int
+setup(void **state)
+{
+	char path[256];
+	FILE *f;
+
+	(void)state;
+	if (mkdtemp(dir) == NULL)
+		return -1;
+	snprintf(sock, sizeof(sock), "%s/containerd.sock", dir);
+	snprintf(path, sizeof(path), "%s/config.toml", dir);
+	if ((f = fopen(path, "w")) == NULL)
+		return -1;
+	fprintf(f, "version = 2\nroot = \"%s/root\"\nstate = \"%s/state\"\n"
+	    "disabled_plugins = [\"io.containerd.grpc.v1.cri\"]\n"
+	    "[grpc]\n  address = \"%s\"\n[ttrpc]\n  address = \"%s.ttrpc\"\n",
+	    dir, dir, sock, sock);
+	fclose(f);
+	/* The rootfs: one static program. */
+	snprintf(path, sizeof(path), "%s/prog.c", dir);
+	if ((f = fopen(path, "w")) == NULL)
+		return -1;
+	fputs("#include <stdlib.h>\n#include <unistd.h>\n"
+	    "int main(int c, char **v) { if (c > 1) return atoi(v[1]);"
+	    " for (;;) pause(); }\n", f);
+	fclose(f);
+	if (sh("mkdir -p %s/rootfs && gcc -static -O1 -o %s/rootfs/prog %s/prog.c",
+	    dir, dir, dir) != 0)
+		fail_msg("cannot build the static test program");
+	if ((ctrd_pid = fork()) == 0) {
+		char log[256];
+
+		snprintf(log, sizeof(log), "%s/containerd.log", dir);
+		snprintf(path, sizeof(path), "%s/config.toml", dir);
+		freopen(log, "w", stdout);
+		freopen(log, "a", stderr);
+		execlp("containerd", "containerd", "--config", path, (char *)NULL);
+		_exit(127);
+	}
+	if (!it_wait_for(sock_up, NULL, 10000))
+		fail_msg("containerd did not start (see %s/containerd.log)", dir);
+	return 0;
+}
+
+static int
+teardown(void **state)
+{
+	(void)state;
+	sh("for t in $(ctr -a %s -n k8s.io tasks ls -q 2>/dev/null); do"
+	    " ctr -a %s -n k8s.io tasks kill -s KILL $t; done >/dev/null 2>&1",
+	    sock, sock);
+	it_sleep_ms(200);
+	sh("for t in $(ctr -a %s -n k8s.io tasks ls -q 2>/dev/null); do"
+	    " ctr -a %s -n k8s.io tasks rm -f $t; done >/dev/null 2>&1;"
+	    " for c in $(ctr -a %s -n k8s.io c ls -q 2>/dev/null); do"
+	    " ctr -a %s -n k8s.io c rm $c; done >/dev/null 2>&1",
+	    sock, sock, sock, sock);
+	kill(ctrd_pid, SIGTERM);
+	waitpid(ctrd_pid, NULL, 0);
+	sh("umount -R %s/state %s/root >/dev/null 2>&1; rm -rf %s", dir, dir,
+	    dir);
+	return 0;
+}
+
+/* Events as a subscriber thread saw them. */
+struct seen {
+	pthread_mutex_t	 lock;
+	struct ctrd	*c;
+	atomic_int	 stop;
+	int		 rc;
+	int		 n;
+	struct {
+		enum ctrd_event_kind kind;
+		char		 id[64];
+		int64_t		 ts_ns, exited_ns;
+		uint32_t	 status, pid;
+	}		 ev[32];
+};
+
+static int
+on_event(void *arg, const struct ctrd_event *ev)
+{
+	struct seen *s = arg;
+
+	pthread_mutex_lock(&s->lock);
+	if (s->n < 32 && ev->container_id) {
+		s->ev[s->n].kind = ev->kind;
+		snprintf(s->ev[s->n].id, sizeof(s->ev[0].id), "%s", ev->container_id);
+		s->ev[s->n].ts_ns = ev->ts_ns;
+		s->ev[s->n].exited_ns = ev->exited_ns;
+		s->ev[s->n].status = ev->exit_status;
+		s->ev[s->n].pid = ev->pid;
+		s->n++;
+	}
+	pthread_mutex_unlock(&s->lock);
+	return 0;
+}
+
+static void *
+subscriber(void *arg)
+{
+	struct seen *s = arg;
+	static const char *const filters[] = { "topic~=\"^/tasks/\"", NULL };
+	struct k8s_error err;
+
+	s->rc = ctrd_subscribe(s->c, filters, on_event, s, &s->stop, &err);
+	return NULL;
+}
+
+/* The index of the first event of kind for id, or -1. */
+static int
+find(struct seen *s, enum ctrd_event_kind kind, const char *id)
+{
+	int i, at = -1;
+
+	pthread_mutex_lock(&s->lock);
+	for (i = 0; i < s->n && at < 0; i++)
+		if (s->ev[i].kind == kind && strcmp(s->ev[i].id, id) == 0)
+			at = i;
+	pthread_mutex_unlock(&s->lock);
+	return at;
+}
+
+struct want {
+	struct seen		*s;
+	enum ctrd_event_kind	 kind;
+	const char		*id;
+};
+
+static int
+has_event(void *arg)
+{
+	struct want *w = arg;
+
+	return find(w->s, w->kind, w->id) >= 0;
+}
+
+static void
+test_version_and_errors(void **state)
+{
+	struct ctrd *c = ctrd_new(sock, "k8s.io");
+	struct k8s_error err;
+	json_t *labels;
+	char *v;
+
+	(void)state;
+	if (ctrd_version(c, &v, &err) != 0)
+		fail_msg("version: %s", err.message);
+	if (strncmp(v, "1.", 2) != 0 && strncmp(v, "2.", 2) != 0)
+		fail_msg("unexpected containerd version '%s'", v);
+	free(v);
+	assert_int_equal(ctrd_container_labels(c, "no-such-container", &labels, &err), K8S_ENOTFOUND);
+	assert_null(labels);
+	assert_int_equal(err.http_status, 5);
+	assert_int_equal(ctrd_kill(c, "no-such-container", SIGKILL, 1, &err), K8S_ENOTFOUND);
+	ctrd_free(c);
+	/* Nothing listening: a transport error naming the socket. */
+	c = ctrd_new("/nonexistent/containerd.sock", "k8s.io");
+	assert_int_equal(ctrd_version(c, &v, &err), K8S_EIO);
+	assert_non_null(strstr(err.message, "/nonexistent/containerd.sock"));
+	ctrd_free(c);
+}
+
+/*
+ * A task that exits 7, and one killed through ctrd_kill: their start and
+ * exit events with exact statuses, the labels, and how fast a kill lands.
+ */
+static void
+test_events_labels_kill(void **state)
+{
+	struct seen s = { .lock = PTHREAD_MUTEX_INITIALIZER };
+	struct want w = { &s, 0, NULL };
+	struct k8s_error err;
+	pthread_t th;
+	json_t *labels;
+	long long t0;
+	int i, j;
+
+	(void)state;
+	s.c = ctrd_new(sock, "k8s.io");
+	pthread_create(&th, NULL, subscriber, &s);
+	it_sleep_ms(300);	/* containerd does not say when it is subscribed */
+
+	if (sh("ctr -a %s -n k8s.io run -d"
+	    " --label io.kubernetes.pod.uid=u-123 --label io.kubernetes.container.name=run"
+	    " --rootfs %s/rootfs exit7 /prog 7 >/dev/null", sock, dir) != 0)
+		fail_msg("ctr run exit7 failed (see %s/containerd.log)", dir);
+	w.kind = CTRD_EV_TASK_EXIT;
+	w.id = "exit7";
+	if (!it_wait_for(has_event, &w, 10000))
+		fail_msg("no exit event for exit7");
+	i = find(&s, CTRD_EV_TASK_START, "exit7");
+	j = find(&s, CTRD_EV_TASK_EXIT, "exit7");
+	assert_true(i >= 0 && i < j);
+	assert_true(s.ev[i].pid > 0);
+	assert_int_equal(s.ev[j].status, 7);
+	assert_int_equal(s.ev[j].pid, s.ev[i].pid);
+	assert_true(s.ev[j].exited_ns >= s.ev[i].ts_ns);
+	assert_true(s.ev[j].exited_ns - s.ev[i].ts_ns < 5000000000LL);
+	/* Labels outlive the task. */
+	assert_int_equal(ctrd_container_labels(s.c, "exit7", &labels, &err), 0);
+	assert_string_equal(json_string_value(json_object_get(labels,
+	    "io.kubernetes.pod.uid")), "u-123");
+	assert_string_equal(json_string_value(json_object_get(labels,
+	    "io.kubernetes.container.name")), "run");
+	json_decref(labels);
+
+	/* A task that runs until killed. */
+	if (sh("ctr -a %s -n k8s.io run -d --rootfs %s/rootfs sleeper /prog"
+	    " >/dev/null", sock, dir) != 0)
+		fail_msg("ctr run sleeper failed");
+	w.kind = CTRD_EV_TASK_START;
+	w.id = "sleeper";
+	if (!it_wait_for(has_event, &w, 10000))
+		fail_msg("no start event for sleeper");
+	it_sleep_ms(200);
+	assert_int_equal(find(&s, CTRD_EV_TASK_EXIT, "sleeper"), -1);
+	t0 = it_mono_ms();
+	assert_int_equal(ctrd_kill(s.c, "sleeper", SIGKILL, 1, &err), 0);
+	w.kind = CTRD_EV_TASK_EXIT;
+	if (!it_wait_for(has_event, &w, 5000))
+		fail_msg("no exit event after the kill");
+	print_message("# kill -> exit event: %lld ms\n", it_mono_ms() - t0);
+	j = find(&s, CTRD_EV_TASK_EXIT, "sleeper");
+	assert_int_equal(s.ev[j].status, 128 + SIGKILL);
+
+	/* Stopping the subscription. */
+	t0 = it_mono_ms();
+	atomic_store(&s.stop, 1);
+	pthread_join(th, NULL);
+	assert_int_equal(s.rc, K8S_ECANCELED);
+	if (it_mono_ms() - t0 > 2000)
+		fail_msg("stop took %lld ms", it_mono_ms() - t0);
+	ctrd_free(s.c);
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_version_and_errors),
+		cmocka_unit_test(test_events_labels_kill),
+	};
+
+	return cmocka_run_group_tests(tests, setup, teardown);
+}
