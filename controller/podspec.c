@@ -253,6 +253,18 @@ podspec_build(const struct ctl_config *cfg, json_t *cx,
 		    "namespace", ns, "labels", labels(uid), "annotations",
 		    PODSPEC_ANN_NAME, k8s_obj_name(cx));
 	}
+	{
+		json_t *ann = json_object_get(md, "annotations");
+		json_int_t maxout = json_integer_value(json_object_get(
+		    json_object_get(spec, "output"), "maxBytes"));
+		char v[32];
+
+		snprintf(v, sizeof(v), "%lld", (long long)timeout * 1000);
+		json_object_set_new(ann, PODSPEC_ANN_TIMEOUT_MS, json_string(v));
+		snprintf(v, sizeof(v), "%lld", maxout > 0 ? (long long)maxout :
+		    65536LL);
+		json_object_set_new(ann, PODSPEC_ANN_MAX_OUTPUT, json_string(v));
+	}
 	json_object_set_new(md, "ownerReferences", json_pack(
 	    "[{s:s, s:s, s:s, s:s, s:b, s:b}]", "apiVersion",
 	    "airlock.dev/v1alpha1", "kind", "CodeExecution", "name",

@@ -35,6 +35,13 @@
 #define PODSPEC_COMPONENT	"execution"
 #define PODSPEC_LABEL_UID	"airlock.dev/execution-uid"
 #define PODSPEC_ANN_NAME	"airlock.dev/execution"
+/*
+ * What the node agent enforces, in the pod because the agent may read pods
+ * but not executions: spec.timeoutSeconds in milliseconds, and
+ * spec.output.maxBytes (per stream).
+ */
+#define PODSPEC_ANN_TIMEOUT_MS	"airlock.dev/timeout-ms"
+#define PODSPEC_ANN_MAX_OUTPUT	"airlock.dev/output-max-bytes"
 
 struct podspec_result {
 	json_t	*pod;		/* always, on success */

@@ -137,6 +137,9 @@ test_pod_hardening(void **state)
 	assert_string_equal(key(p, "metadata.labels", "app.kubernetes.io/component"), "execution");
 	assert_string_equal(key(p, "metadata.labels", "airlock.dev/execution-uid"), UID);
 	assert_string_equal(key(p, "metadata.annotations", "airlock.dev/execution"), "hello");
+	/* What the node agent enforces: 30 s, and output.maxBytes' default. */
+	assert_string_equal(key(p, "metadata.annotations", "airlock.dev/timeout-ms"), "30000");
+	assert_string_equal(key(p, "metadata.annotations", "airlock.dev/output-max-bytes"), "65536");
 	assert_string_equal(str(p, "metadata.ownerReferences[0].kind"), "CodeExecution");
 	assert_string_equal(str(p, "metadata.ownerReferences[0].apiVersion"), "airlock.dev/v1alpha1");
 	assert_string_equal(str(p, "metadata.ownerReferences[0].name"), "hello");
@@ -240,6 +243,7 @@ test_big_code_goes_to_configmap(void **state)
 	assert_string_equal(str(r.pod, "spec.volumes[0].configMap.items[0].key"), "source");
 	assert_string_equal(str(r.pod, "spec.volumes[0].configMap.items[0].path"), "main.py");
 	assert_null(json_object_get(at(r.pod, "metadata.annotations"), "airlock.dev/source"));
+	assert_string_equal(key(r.pod, "metadata.annotations", "airlock.dev/timeout-ms"), "30000");
 	/* Exactly at the budget still goes by annotation. */
 	podspec_result_free(&r);
 	big[PODSPEC_ANNOTATION_BUDGET] = '\0';

@@ -1,0 +1,400 @@
+/*
+ * crilog.c - an incremental parser for CRI container log files.
+ *
+ * Records are cut at LF. A record that arrives whole inside one chunk is
+ * parsed in place; only a record that straddles chunks is copied into the
+ * record buffer, which is capped at max_record, so a flood costs one memchr
+ * and a header parse per record and never more memory. Each stream's
+ * content then runs through a WHATWG-style UTF-8 decoder whose state lives
+ * with the stream, and only whole characters reach the kept text. Once a
+ * stream's text is full its content is only counted, not decoded.
+ */
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "buf.h"
+#include "crilog.h"
+#include "xmalloc.h"
+
+#define NS_PER_SEC	INT64_C(1000000000)
+
+static const unsigned char replacement[3] = { 0xEF, 0xBF, 0xBD };
+
+/*
+ * A stream and its private state. pub comes first so that the pointer
+ * handed out by crilog_stdout() converts back to its side.
+ * Invariants: text.len <= cap; text holds whole characters only; seen > 0
+ * exactly when a multi-byte character is in progress, seq[0..seen) holding
+ * its bytes so far and lo..hi the range its next byte must fall in.
+ */
+struct side {
+	struct crilog_stream pub;
+	struct buf	 text;		/* max = cap */
+	int		 full;		/* a character was dropped: keep nothing more */
+	int		 has_records;
+	unsigned char	 seq[4];
+	unsigned	 seen;		/* bytes of seq[] filled */
+	unsigned	 need;		/* total length of the character in progress */
+	unsigned char	 lo, hi;
+};
+
+struct crilog {
+	struct side	 out, err;
+	struct buf	 line;		/* a record split across feeds; max = max_record */
+	size_t		 max_record;
+	uint64_t	 bad;
+	int		 skipping;	/* inside an oversized record, already counted */
+	int		 finished;
+};
+
+/*
+ * Append n bytes to the kept text. An ASCII run may be cut anywhere
+ * (partial != 0); a character or U+FFFD is kept whole or not at all.
+ */
+static void
+keep(struct side *s, const void *p, size_t n, int partial)
+{
+	size_t room = s->text.max - s->text.len;
+
+	if (n > room) {
+		s->full = 1;
+		s->pub.truncated = 1;
+		if (!partial)
+			return;
+		n = room;
+	}
+	/* Cannot fail: n fits under the cap. */
+	if (n > 0 && buf_append(&s->text, p, n) != 0)
+		abort();
+}
+
+static void
+seq_reset(struct side *s)
+{
+	s->seen = 0;
+	s->need = 0;
+	s->lo = 0x80;
+	s->hi = 0xBF;
+}
+
+/* Run content through the decoder (WHATWG "UTF-8 decoder", section 9.1.1). */
+static void
+decode(struct side *s, const unsigned char *p, size_t n)
+{
+	size_t i = 0, j;
+	unsigned c;
+
+	while (i < n && !s->full) {
+		c = p[i];
+		if (s->seen == 0) {
+			if (c < 0x80) {
+				for (j = i + 1; j < n && p[j] < 0x80; j++)
+					;
+				keep(s, p + i, j - i, 1);
+				i = j;
+				continue;
+			}
+			i++;
+			if (c >= 0xC2 && c <= 0xDF)
+				s->need = 2;
+			else if (c >= 0xE0 && c <= 0xEF) {
+				s->need = 3;
+				if (c == 0xE0)		/* overlong */
+					s->lo = 0xA0;
+				else if (c == 0xED)	/* surrogate */
+					s->hi = 0x9F;
+			} else if (c >= 0xF0 && c <= 0xF4) {
+				s->need = 4;
+				if (c == 0xF0)		/* overlong */
+					s->lo = 0x90;
+				else if (c == 0xF4)	/* past U+10FFFF */
+					s->hi = 0x8F;
+			} else {
+				keep(s, replacement, 3, 0);
+				continue;
+			}
+			s->seq[s->seen++] = (unsigned char)c;
+			continue;
+		}
+		if (c < s->lo || c > s->hi) {
+			/* The maximal subpart ends here; c is looked at again. */
+			seq_reset(s);
+			keep(s, replacement, 3, 0);
+			continue;
+		}
+		i++;
+		s->lo = 0x80;
+		s->hi = 0xBF;
+		s->seq[s->seen++] = (unsigned char)c;
+		if (s->seen == s->need) {
+			keep(s, s->seq, s->seen, 0);
+			seq_reset(s);
+		}
+	}
+}
+
+/* The stream ended: a character in progress becomes U+FFFD. */
+static void
+decode_end(struct side *s)
+{
+	if (s->seen == 0)
+		return;
+	seq_reset(s);
+	if (!s->full)
+		keep(s, replacement, 3, 0);
+}
+
+/* n decimal digits at p; -1 if any is not a digit. */
+static int
+digits(const char *p, int n)
+{
+	int i, v = 0;
+
+	for (i = 0; i < n; i++) {
+		if (p[i] < '0' || p[i] > '9')
+			return -1;
+		v = v * 10 + (p[i] - '0');
+	}
+	return v;
+}
+
+/* Days from 1970-01-01 to y-m-d in the proleptic Gregorian calendar. */
+static int64_t
+days_from_civil(int64_t y, int m, int d)
+{
+	int64_t era, yoe, doy, doe;
+
+	y -= m <= 2;
+	era = (y >= 0 ? y : y - 399) / 400;
+	yoe = y - era * 400;
+	doy = (153 * (m > 2 ? m - 3 : m + 9) + 2) / 5 + d - 1;
+	doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+	return era * 146097 + doe - 719468;
+}
+
+static int
+days_in_month(int y, int m)
+{
+	static const int mdays[12] =
+	    { 31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31 };
+
+	if (m == 2 && y % 4 == 0 && (y % 100 != 0 || y % 400 == 0))
+		return 29;
+	return mdays[m - 1];
+}
+
+/*
+ * Parse an RFC 3339 timestamp of exactly n bytes into ns since the epoch,
+ * UTC. 0, or -1 if it is malformed or out of the int64_t range.
+ */
+static int
+parse_ts(const char *p, size_t n, int64_t *ns)
+{
+	int y, mo, d, h, mi, sec, off = 0, oh, om, nd = 0;
+	int64_t secs, frac = 0;
+	size_t i = 19;
+
+	if (n < 20 || p[4] != '-' || p[7] != '-' || p[10] != 'T' ||
+	    p[13] != ':' || p[16] != ':')
+		return -1;
+	if ((y = digits(p, 4)) < 0 || (mo = digits(p + 5, 2)) < 1 ||
+	    mo > 12 || (d = digits(p + 8, 2)) < 1 ||
+	    d > days_in_month(y, mo) || (h = digits(p + 11, 2)) < 0 ||
+	    h > 23 || (mi = digits(p + 14, 2)) < 0 || mi > 59 ||
+	    (sec = digits(p + 17, 2)) < 0 || sec > 59)
+		return -1;
+	if (p[i] == '.') {
+		for (i++; i < n && p[i] >= '0' && p[i] <= '9'; i++) {
+			if (++nd > 9)
+				return -1;
+			frac = frac * 10 + (p[i] - '0');
+		}
+		if (nd == 0)
+			return -1;
+		for (; nd < 9; nd++)
+			frac *= 10;
+	}
+	if (i + 1 == n && p[i] == 'Z')
+		;
+	else if (i + 6 == n && (p[i] == '+' || p[i] == '-') &&
+	    p[i + 3] == ':' && (oh = digits(p + i + 1, 2)) >= 0 && oh <= 23 &&
+	    (om = digits(p + i + 4, 2)) >= 0 && om <= 59)
+		off = (p[i] == '-' ? -1 : 1) * (oh * 3600 + om * 60);
+	else
+		return -1;
+
+	secs = days_from_civil(y, mo, d) * 86400 + h * 3600 + mi * 60 + sec -
+	    off;
+	/* Borrow a second so the exact minimum of int64_t stays reachable. */
+	if (secs < 0 && frac > 0) {
+		secs++;
+		frac -= NS_PER_SEC;
+	}
+	if (__builtin_mul_overflow(secs, NS_PER_SEC, ns) ||
+	    __builtin_add_overflow(*ns, frac, ns))
+		return -1;
+	return 0;
+}
+
+/* One complete record of n bytes, LF excluded. */
+static void
+record(struct crilog *l, const char *p, size_t n)
+{
+	const char *end = p + n, *stream, *tag, *content, *sp;
+	struct side *s;
+	int64_t ns;
+	size_t tlen;
+	int full;
+
+	if ((sp = memchr(p, ' ', n)) == NULL ||
+	    parse_ts(p, (size_t)(sp - p), &ns) != 0)
+		goto bad;
+	stream = sp + 1;
+	if ((sp = memchr(stream, ' ', (size_t)(end - stream))) == NULL)
+		goto bad;
+	if (sp - stream == 6 && memcmp(stream, "stdout", 6) == 0)
+		s = &l->out;
+	else if (sp - stream == 6 && memcmp(stream, "stderr", 6) == 0)
+		s = &l->err;
+	else
+		goto bad;
+	tag = sp + 1;
+	if ((sp = memchr(tag, ' ', (size_t)(end - tag))) == NULL)
+		goto bad;
+	content = sp + 1;
+	tlen = (size_t)(sp - tag);
+	if (tlen == 0 || (*tag != 'P' && *tag != 'F') ||
+	    (tlen > 1 && tag[1] != ':'))
+		goto bad;
+	full = *tag == 'F';
+
+	if (!s->has_records) {
+		s->has_records = 1;
+		s->pub.first_ns = ns;
+	}
+	s->pub.last_ns = ns;
+	s->pub.total += (uint64_t)(end - content) + (uint64_t)full;
+	decode(s, (const unsigned char *)content, (size_t)(end - content));
+	if (full)
+		decode(s, (const unsigned char *)"\n", 1);
+	return;
+bad:
+	l->bad++;
+}
+
+static void
+side_init(struct side *s, size_t cap)
+{
+	memset(s, 0, sizeof(*s));
+	buf_init(&s->text, cap);
+	seq_reset(s);
+}
+
+struct crilog *
+crilog_new(size_t cap, size_t max_record)
+{
+	struct crilog *l = xcalloc(1, sizeof(*l));
+
+	side_init(&l->out, cap);
+	side_init(&l->err, cap);
+	buf_init(&l->line, max_record);
+	l->max_record = max_record;
+	return l;
+}
+
+void
+crilog_feed(struct crilog *l, const void *buf, size_t n)
+{
+	const char *p = buf, *end = p + n, *lf;
+	size_t seg;
+
+	if (l->finished)
+		return;
+	while (p < end) {
+		lf = memchr(p, '\n', (size_t)(end - p));
+		seg = (size_t)((lf != NULL ? lf : end) - p);
+		if (l->skipping) {
+			if (lf != NULL)
+				l->skipping = 0;
+		} else if (seg > l->max_record - l->line.len) {
+			/* Oversized: count it now, drop what is buffered. */
+			l->bad++;
+			l->skipping = lf == NULL;
+			buf_reset(&l->line);
+		} else if (l->line.len == 0 && lf != NULL) {
+			record(l, p, seg);	/* whole in this chunk */
+		} else {
+			/* Cannot fail: seg fits under max_record. */
+			if (buf_append(&l->line, p, seg) != 0)
+				abort();
+			if (lf != NULL) {
+				record(l, l->line.data, l->line.len);
+				buf_reset(&l->line);
+			}
+		}
+		if (lf == NULL)
+			break;
+		p = lf + 1;
+	}
+}
+
+void
+crilog_finish(struct crilog *l)
+{
+	if (l->finished)
+		return;
+	l->finished = 1;
+	if (l->line.len > 0)
+		l->bad++;
+	l->skipping = 0;
+	buf_free(&l->line);
+	decode_end(&l->out);
+	decode_end(&l->err);
+}
+
+const struct crilog_stream *
+crilog_stdout(const struct crilog *l)
+{
+	return &l->out.pub;
+}
+
+const struct crilog_stream *
+crilog_stderr(const struct crilog *l)
+{
+	return &l->err.pub;
+}
+
+const char *
+crilog_text(const struct crilog_stream *s, size_t *len)
+{
+	const struct side *sd = (const struct side *)s;
+
+	if (len != NULL)
+		*len = sd->text.len;
+	return sd->text.data != NULL ? sd->text.data : "";
+}
+
+uint64_t
+crilog_bad_records(const struct crilog *l)
+{
+	return l->bad;
+}
+
+size_t
+crilog_memory(const struct crilog *l)
+{
+	return sizeof(*l) + l->line.alloc + l->out.text.alloc +
+	    l->err.text.alloc;
+}
+
+void
+crilog_free(struct crilog *l)
+{
+	if (l == NULL)
+		return;
+	buf_free(&l->line);
+	buf_free(&l->out.text);
+	buf_free(&l->err.text);
+	free(l);
+}

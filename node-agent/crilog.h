@@ -1,0 +1,133 @@
+/*
+ * crilog.h - an incremental parser for CRI container log files.
+ *
+ * The node agent tails the file the container runtime writes for a
+ * container (/var/log/pods/NS_POD_UID/CONTAINER/0.log) and feeds it here in
+ * whatever chunks read() returns; a chunk may end anywhere, mid-record or
+ * mid-character. The parser rebuilds the program's stdout and stderr
+ * separately, as text that can go straight into a JSON status: valid UTF-8
+ * and bounded.
+ *
+ * Format (containerd, pkg/cri/io/logger.go), one record per line:
+ *
+ *	TIMESTAMP SP STREAM SP TAG SP CONTENT LF
+ *
+ *  - TIMESTAMP is RFC 3339 with 0 to 9 fraction digits, as Go's
+ *    RFC3339Nano writes it ("2026-11-22T07:11:31.301173195Z"); a numeric
+ *    offset ("+05:30", "-07:00") is accepted too and converted to UTC.
+ *    Upper-case 'T' and 'Z' only; seconds 00-59; the instant must fit in an
+ *    int64_t of nanoseconds (1677-09-21 to 2262-04-11).
+ *  - STREAM is "stdout" or "stderr".
+ *  - TAG is "P" (partial) or "F" (full), possibly followed by more tags
+ *    joined by ':' ("F:x"), which are ignored.
+ *  - CONTENT is any bytes but LF, possibly none ("TS stdout F " LF).
+ *
+ * A stream is the concatenation, in file order, of CONTENT for P records and
+ * CONTENT "\n" for F records. containerd cuts lines longer than 16 KiB into
+ * P records, and a stream that ends without a newline ends with a P record.
+ * Known limitation of the format: containerd reads lines with Go's
+ * bufio.Reader.ReadLine, which drops a CR right before the LF, so a program
+ * that wrote "a\r\n" comes back as "a\n"; nothing here can recover it. A CR
+ * anywhere else is kept.
+ *
+ * Bad records: a record longer than max_record bytes (not counting its LF),
+ * a timestamp that does not parse, an unknown stream or tag, or a missing
+ * field (fewer than three SP) is counted in crilog_bad_records() and skipped
+ * up to the next LF. It contributes nothing to either stream. An oversized
+ * record is discarded as it arrives, never buffered past max_record.
+ *
+ * UTF-8 policy: the kept text is always valid UTF-8. Invalid input is
+ * replaced by U+FFFD (EF BF BD) once per maximal subpart of an ill-formed
+ * sequence, as the WHATWG Encoding Standard decoder and Unicode's "best
+ * practice" (chapter 3, U+FFFD substitution) do: a lead byte followed by the
+ * longest run of continuation bytes that could still begin a valid
+ * character becomes one U+FFFD; the offending byte is then looked at again.
+ * So a stray continuation byte, C0, C1, F5-FF each give one U+FFFD; an
+ * overlong E0 80 80 gives three, a surrogate ED A0 80 three, F4 90 80 80
+ * (past U+10FFFF) four, and a truncated E2 82 followed by 'x' gives one and
+ * then 'x'. Decoding state is kept per stream, across records and across
+ * feeds, so a character split over two P records or two chunks survives
+ * intact. A character still incomplete when the stream ends becomes U+FFFD
+ * at crilog_finish(); until then it is held back, not shown. NUL is kept
+ * (JSON encodes it as \u0000).
+ *
+ * Cap semantics: each stream keeps at most cap bytes of sanitised text: the
+ * longest prefix of the sanitised stream that fits, cut before the first
+ * character (or U+FFFD) that does not, so never in the middle of one. Once a
+ * character has been dropped nothing later is kept either: the kept text is
+ * always a prefix. truncated is 1 exactly when the kept text is not the
+ * whole sanitised stream; total counts every byte the program wrote to the
+ * stream (CONTENT bytes, plus one for the newline of each F record), kept
+ * or not, before sanitising.
+ *
+ * Memory: O(cap + max_record) whatever the input: one record buffer of at
+ * most max_record + 1 bytes and at most cap + 1 bytes of text per stream,
+ * all allocated as needed. Allocation goes through xmalloc (aborts on OOM).
+ * Not thread-safe: one struct crilog belongs to one thread at a time.
+ */
+#ifndef AIRLOCK_CRILOG_H
+#define AIRLOCK_CRILOG_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/*
+ * What the parser knows about one of the two streams. Read-only for the
+ * caller; the kept text itself is read with crilog_text().
+ * Invariants: truncated == 0 implies the kept text is the whole sanitised
+ * stream so far; first_ns <= last_ns is NOT implied (a runtime's clock may
+ * step back); both are 0 when the stream has no record yet.
+ */
+struct crilog_stream {
+	uint64_t total;		/* raw bytes the program wrote, kept or not */
+	int	 truncated;	/* 1 if the kept text is not the whole stream */
+	int64_t	 first_ns;	/* timestamp of its first record, ns since epoch */
+	int64_t	 last_ns;	/* timestamp of its last record */
+};
+
+struct crilog;
+
+/*
+ * A new parser keeping at most cap bytes of text per stream and accepting
+ * records of at most max_record bytes (not counting the LF; containerd's
+ * records are about 16 KiB plus a 40-byte header, so 64 KiB is ample).
+ * Never NULL; free with crilog_free().
+ */
+struct crilog *crilog_new(size_t cap, size_t max_record);
+
+/*
+ * Parse n more bytes of the file. Any chunking gives the same result as
+ * feeding the whole file at once. Ignored after crilog_finish().
+ */
+void crilog_feed(struct crilog *l, const void *buf, size_t n);
+
+/*
+ * The file ends here: an unterminated last record is counted bad and
+ * dropped, and a character left incomplete at the end of either stream
+ * becomes U+FFFD. Later calls to crilog_feed() and crilog_finish() do
+ * nothing.
+ */
+void crilog_finish(struct crilog *l);
+
+/* Borrowed, valid (and updated in place) until crilog_free(). */
+const struct crilog_stream *crilog_stdout(const struct crilog *l);
+const struct crilog_stream *crilog_stderr(const struct crilog *l);
+
+/*
+ * The kept text of s (from crilog_stdout() or crilog_stderr()): valid UTF-8,
+ * *len <= cap bytes, may hold NUL, and followed by a NUL not counted in
+ * *len. Never NULL (no text is ""). Borrowed: valid until the next
+ * crilog_feed(), crilog_finish() or crilog_free() on its parser.
+ */
+const char *crilog_text(const struct crilog_stream *s, size_t *len);
+
+/* Records skipped so far as malformed or oversized. */
+uint64_t crilog_bad_records(const struct crilog *l);
+
+/* Bytes of heap the parser holds now (at most about 2 cap + max_record). */
+size_t crilog_memory(const struct crilog *l);
+
+/* Free the parser and its text; NULL is fine. */
+void crilog_free(struct crilog *l);
+
+#endif
