@@ -45,7 +45,7 @@ TOOL_BIN  = $(TOOL_SRC:tests/integration/%.c=$(B)/tests/integration/%)
 
 # Binaries: bin/ for the plain flavour, the flavour's own bin/ otherwise.
 BIN_DIR	?= bin
-BINS	 = $(BIN_DIR)/airlock-controller
+BINS	 = $(BIN_DIR)/airlock-controller $(BIN_DIR)/airlock-node-agent
 
 .PHONY: all test deps unit integration memory asan run-asan valgrind \
 	cluster-up cluster-down clean
@@ -63,6 +63,10 @@ $(LIB): $(LIB_OBJ)
 	ar rcs $@ $^
 
 $(BIN_DIR)/airlock-controller: $(B)/controller/main.o $(LIB)
+	@mkdir -p $(@D)
+	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+
+$(BIN_DIR)/airlock-node-agent: $(B)/node-agent/main.o $(LIB)
 	@mkdir -p $(@D)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 

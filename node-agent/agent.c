@@ -1,0 +1,847 @@
+/*
+ * agent.c - see agent.h. Three threads share the table of runs (one per
+ * execution pod on this node, keyed by the pod's uid) under one lock:
+ *
+ *   informer  pods on this node: a run learns its timeout, output cap and
+ *             execution from its pod, or is made from the pod's status
+ *             when an event was missed (the agent restarted);
+ *   events    containerd's task events: start time, exit status, OOM;
+ *   ticker    every poll_ms: tail logs, enforce the deadline and the hard
+ *             output cap, record finished runs, delete recorded pods.
+ *
+ * Network calls (containerd, the API server) are made outside the lock.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "agent.h"
+#include "clock.h"
+#include "crilog.h"
+#include "ctrd.h"
+#include "informer.h"
+#include "log.h"
+#include "xmalloc.h"
+
+#define CONTAINER	"run"		/* podspec's container name */
+#define MAX_RECORD	(64 * 1024)	/* a CRI log record; containerd cuts at 16 KiB */
+#define READ_CHUNK	(256 * 1024)
+#define VERIFY_MS	5000		/* a started container no pod claims: not ours */
+
+static const struct k8s_resource res_cx = { "airlock.dev", "v1alpha1",
+    "codeexecutions", 1 };
+
+enum kill_why { KILL_NONE, KILL_DEADLINE, KILL_OUTPUT };
+
+struct run {
+	struct run	*next;
+	char		*uid, *ns, *pod;	/* the pod */
+	char		*cx;			/* its execution, once verified */
+	char		*cid;			/* the container, once known */
+	int		 verified;		/* our pod, seen in the cache */
+	long long	 seen_ms;		/* made, for VERIFY_MS */
+	long long	 timeout_ms;
+	size_t		 max_out;
+	int64_t		 start_ns, deadline_ns;
+	int		 start_exact;		/* from containerd, not the kubelet */
+
+	struct crilog	*log;
+	int		 fd;
+	long long	 last_read_ms;		/* last time the log grew */
+
+	int		 exited;
+	uint32_t	 status;
+	int64_t		 exited_ns;
+	long long	 exit_seen_ms;
+	int		 oom;
+	enum kill_why	 why;
+	int		 kill_sent;
+
+	int		 recorded;		/* result written, or someone's */
+	int		 busy;			/* a call is in flight for it */
+	long long	 retry_ms;
+	int		 attempts;
+};
+
+struct agent {
+	struct k8s_client	*client;
+	struct agent_opts	 o;
+	struct ctrd		*ctrd;
+	struct informer		*pods;
+	char			*field_selector;
+
+	pthread_mutex_t		 lock;
+	struct run		*runs;
+	atomic_int		 stop;
+	atomic_int		 ctrd_ok;
+	int			 started;
+	pthread_t		 ev_th, tick_th;
+
+	struct metric		*m_results, *m_record, *m_active;
+};
+
+static int64_t
+now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+/* RFC 3339 with milliseconds, UTC. */
+static void
+fmt_time(int64_t ns, char out[40])
+{
+	time_t s = (time_t)(ns / 1000000000);
+	struct tm tm;
+	size_t n;
+
+	gmtime_r(&s, &tm);
+	n = strftime(out, 40, "%Y-%m-%dT%H:%M:%S", &tm);
+	snprintf(out + n, 40 - n, ".%03dZ", (int)(ns / 1000000 % 1000));
+}
+
+/* RFC 3339 seconds (as the kubelet writes them) to ns, or 0. */
+static int64_t
+parse_time(const char *s)
+{
+	struct tm tm;
+
+	if (s == NULL)
+		return 0;
+	memset(&tm, 0, sizeof(tm));
+	if (strptime(s, "%Y-%m-%dT%H:%M:%S", &tm) == NULL)
+		return 0;
+	return (int64_t)timegm(&tm) * 1000000000;
+}
+
+static struct run *
+find_run(struct agent *a, const char *uid)
+{
+	struct run *r;
+
+	for (r = a->runs; r; r = r->next)
+		if (strcmp(r->uid, uid) == 0)
+			return r;
+	return NULL;
+}
+
+static struct run *
+new_run(struct agent *a, const char *uid, const char *ns, const char *pod)
+{
+	struct run *r = xcalloc(1, sizeof(*r));
+
+	r->uid = xstrdup(uid);
+	r->ns = xstrdup(ns);
+	r->pod = xstrdup(pod);
+	r->fd = -1;
+	r->seen_ms = clock_mono_ms();
+	r->next = a->runs;
+	a->runs = r;
+	return r;
+}
+
+static void
+free_run(struct run *r)
+{
+	if (r->fd >= 0)
+		close(r->fd);
+	crilog_free(r->log);
+	free(r->uid);
+	free(r->ns);
+	free(r->pod);
+	free(r->cx);
+	free(r->cid);
+	free(r);
+}
+
+static long long
+ann_number(json_t *ann, const char *key, long long dflt)
+{
+	const char *v = json_string_value(json_object_get(ann, key));
+	char *end;
+	long long n;
+
+	if (v == NULL)
+		return dflt;
+	errno = 0;
+	n = strtoll(v, &end, 10);
+	return (errno || *end || n <= 0) ? dflt : n;
+}
+
+/* What the run learns from its pod (lock held). */
+static void
+learn_pod(struct agent *a, struct run *r, json_t *pod)
+{
+	json_t *md = json_object_get(pod, "metadata");
+	json_t *ann = json_object_get(md, "annotations");
+	const char *cx = json_string_value(json_object_get(ann,
+	    "airlock.dev/execution"));
+
+	if (!r->verified && cx) {
+		r->verified = 1;
+		r->cx = xstrdup(cx);
+		r->timeout_ms = ann_number(ann, "airlock.dev/timeout-ms", 30000);
+		r->max_out = (size_t)ann_number(ann,
+		    "airlock.dev/output-max-bytes", 65536);
+		r->log = crilog_new(r->max_out, MAX_RECORD);
+		if (r->start_ns)
+			r->deadline_ns = r->start_ns + r->timeout_ms * 1000000;
+	}
+	(void)a;
+}
+
+/*
+ * A pod the cache announced: make or complete its run. A run made here
+ * rather than from a TaskStart event (the agent was down when it started)
+ * takes its start, and maybe its exit, from the kubelet's report.
+ */
+static void
+pod_seen(struct agent *a, json_t *pod)
+{
+	json_t *md = json_object_get(pod, "metadata");
+	json_t *cs = json_array_get(json_object_get(json_object_get(pod,
+	    "status"), "containerStatuses"), 0);
+	json_t *state = json_object_get(cs, "state");
+	const char *uid = k8s_obj_uid(pod);
+	const char *cid = json_string_value(json_object_get(cs, "containerID"));
+	json_t *term = json_object_get(state, "terminated");
+	struct run *r;
+
+	if (uid == NULL || k8s_obj_namespace(pod) == NULL)
+		return;
+	pthread_mutex_lock(&a->lock);
+	r = find_run(a, uid);
+	if (r == NULL && cid == NULL) {
+		pthread_mutex_unlock(&a->lock);
+		return;			/* not started: the event will come */
+	}
+	if (r == NULL) {
+		if (json_object_get(md, "deletionTimestamp")) {
+			pthread_mutex_unlock(&a->lock);
+			return;
+		}
+		r = new_run(a, uid, k8s_obj_namespace(pod), k8s_obj_name(pod));
+	}
+	learn_pod(a, r, pod);
+	if (r->cid == NULL && cid && strncmp(cid, "containerd://", 13) == 0)
+		r->cid = xstrdup(cid + 13);
+	if (r->start_ns == 0) {
+		int64_t t = parse_time(json_string_value(json_object_get(
+		    json_object_get(state, "running"), "startedAt")));
+
+		if (t == 0)
+			t = parse_time(json_string_value(json_object_get(term,
+			    "startedAt")));
+		if (t) {
+			r->start_ns = t;
+			r->deadline_ns = t + r->timeout_ms * 1000000;
+		}
+	}
+	if (!r->exited && term && json_integer_value(json_object_get(term,
+	    "exitCode")) >= 0 && json_object_get(term, "exitCode")) {
+		const char *why = json_string_value(json_object_get(term,
+		    "reason"));
+
+		r->exited = 1;
+		r->status = (uint32_t)json_integer_value(json_object_get(term,
+		    "exitCode"));
+		r->exited_ns = parse_time(json_string_value(json_object_get(term,
+		    "finishedAt")));
+		if (r->exited_ns == 0)
+			r->exited_ns = now_ns();
+		r->exit_seen_ms = clock_mono_ms();
+		if (why && strcmp(why, "OOMKilled") == 0)
+			r->oom = 1;
+	}
+	pthread_mutex_unlock(&a->lock);
+}
+
+static void
+pod_add(void *arg, json_t *pod)
+{
+	pod_seen(arg, pod);
+}
+
+static void
+pod_update(void *arg, json_t *old, json_t *cur)
+{
+	(void)old;
+	pod_seen(arg, cur);
+}
+
+static void
+pod_delete(void *arg, json_t *pod, int unknown)
+{
+	struct agent *a = arg;
+	struct run *r;
+
+	(void)unknown;
+	pthread_mutex_lock(&a->lock);
+	/*
+	 * Gone before its result was recorded: cancelled, or deleted by
+	 * hand. The controller decides what that execution became.
+	 */
+	if ((r = find_run(a, k8s_obj_uid(pod))) != NULL && !r->exited)
+		r->recorded = 1;
+	pthread_mutex_unlock(&a->lock);
+}
+
+/* --- containerd events ---------------------------------------------------- */
+
+static int
+on_task_event(void *arg, const struct ctrd_event *ev)
+{
+	struct agent *a = arg;
+	struct k8s_error err;
+	json_t *labels = NULL;
+	struct run *r;
+
+	if (ev->container_id == NULL)
+		return 0;
+	if (ev->kind == CTRD_EV_TASK_START) {
+		const char *uid, *ns, *pod, *name;
+
+		if (ctrd_container_labels(a->ctrd, ev->container_id, &labels,
+		    &err) != 0) {
+			log_warn("cannot read container labels", "container=%s "
+			    "error=\"%s\"", ev->container_id, err.message);
+			return 0;
+		}
+		uid = json_string_value(json_object_get(labels, "io.kubernetes.pod.uid"));
+		ns = json_string_value(json_object_get(labels, "io.kubernetes.pod.namespace"));
+		pod = json_string_value(json_object_get(labels, "io.kubernetes.pod.name"));
+		name = json_string_value(json_object_get(labels, "io.kubernetes.container.name"));
+		if (uid && ns && pod && name && strcmp(name, CONTAINER) == 0 &&
+		    strncmp(pod, "airlock-", 8) == 0) {
+			pthread_mutex_lock(&a->lock);
+			if ((r = find_run(a, uid)) == NULL)
+				r = new_run(a, uid, ns, pod);
+			if (r->cid == NULL)
+				r->cid = xstrdup(ev->container_id);
+			r->start_ns = ev->ts_ns;
+			r->start_exact = 1;
+			if (r->verified)
+				r->deadline_ns = r->start_ns + r->timeout_ms * 1000000;
+			pthread_mutex_unlock(&a->lock);
+		}
+		json_decref(labels);
+		return 0;
+	}
+	pthread_mutex_lock(&a->lock);
+	for (r = a->runs; r; r = r->next) {
+		if (r->cid == NULL || strcmp(r->cid, ev->container_id) != 0)
+			continue;
+		if (ev->kind == CTRD_EV_TASK_OOM) {
+			r->oom = 1;
+		} else if (ev->kind == CTRD_EV_TASK_EXIT && !r->exited) {
+			r->exited = 1;
+			r->status = ev->exit_status;
+			r->exited_ns = ev->exited_ns ? ev->exited_ns : ev->ts_ns;
+			r->exit_seen_ms = clock_mono_ms();
+		}
+	}
+	pthread_mutex_unlock(&a->lock);
+	return 0;
+}
+
+static void *
+events_main(void *arg)
+{
+	static const char *const filters[] = {
+		"namespace==k8s.io,topic==\"/tasks/start\"",
+		"namespace==k8s.io,topic==\"/tasks/exit\"",
+		"namespace==k8s.io,topic==\"/tasks/oom\"",
+		NULL,
+	};
+	struct agent *a = arg;
+	struct k8s_error err;
+	long backoff = 100;
+	char *v;
+
+	while (!atomic_load(&a->stop)) {
+		if (ctrd_version(a->ctrd, &v, &err) != 0) {
+			atomic_store(&a->ctrd_ok, 0);
+			log_warn("containerd does not answer", "error=\"%s\"",
+			    err.message);
+		} else {
+			if (!atomic_load(&a->ctrd_ok))
+				log_info("containerd answers", "version=%s", v);
+			free(v);
+			atomic_store(&a->ctrd_ok, 1);
+			backoff = 100;
+			if (ctrd_subscribe(a->ctrd, filters, on_task_event, a,
+			    &a->stop, &err) == K8S_ECANCELED)
+				break;
+			log_warn("containerd event stream ended", "error=\"%s\"",
+			    err.message);
+		}
+		for (long t = 0; t < backoff && !atomic_load(&a->stop); t += 50)
+			usleep(50000);
+		if (backoff < 5000)
+			backoff *= 2;
+	}
+	return NULL;
+}
+
+/* --- the ticker ----------------------------------------------------------- */
+
+/* Read what the run's log gained (lock held: reads a local file only). */
+static void
+tail(struct agent *a, struct run *r)
+{
+	static char chunk[READ_CHUNK];	/* the ticker's own */
+	ssize_t n;
+
+	if (r->fd < 0) {
+		char *path = xasprintf("%s/%s_%s_%s/%s/0.log", a->o.pod_logs_dir,
+		    r->ns, r->pod, r->uid, CONTAINER);
+
+		r->fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+		free(path);
+		if (r->fd < 0)
+			return;
+	}
+	while ((n = read(r->fd, chunk, sizeof(chunk))) > 0) {
+		crilog_feed(r->log, chunk, (size_t)n);
+		r->last_read_ms = clock_mono_ms();
+	}
+}
+
+enum action { ACT_NONE, ACT_KILL, ACT_RECORD, ACT_DELETE };
+
+struct todo {
+	enum action	 act;
+	char		*uid;
+};
+
+/*
+ * The JSON patch that records a run's result, if the phase is still
+ * expect and the conditions sit where the controller put them.
+ */
+static json_t *
+result_patch(struct agent *a, struct run *r, const char *expect,
+    const char **reasonp)
+{
+	const struct crilog_stream *out = crilog_stdout(r->log);
+	const struct crilog_stream *err = crilog_stderr(r->log);
+	const char *phase, *reason;
+	char msg[160], t0[40], t1[40], sched[300];
+	int64_t start = r->start_ns ? r->start_ns : r->exited_ns;
+	long long dur = (r->exited_ns - start) / 1000000;
+	size_t olen, elen;
+	const char *otext = crilog_text(out, &olen);
+	const char *etext = crilog_text(err, &elen);
+	json_t *p;
+
+	if (dur < 0)
+		dur = 0;
+	if (r->why == KILL_DEADLINE) {
+		phase = "TimedOut";
+		reason = "DeadlineExceeded";
+		snprintf(msg, sizeof(msg), "killed at its %lld ms deadline",
+		    r->timeout_ms);
+	} else if (r->why == KILL_OUTPUT) {
+		phase = "Failed";
+		reason = "OutputLimitExceeded";
+		snprintf(msg, sizeof(msg), "killed after writing more than "
+		    "%lld bytes", a->o.hard_cap);
+	} else if (r->oom) {
+		phase = "Failed";
+		reason = "OOMKilled";
+		snprintf(msg, sizeof(msg), "out of memory");
+	} else if (r->status == 0) {
+		phase = "Succeeded";
+		reason = "Completed";
+		snprintf(msg, sizeof(msg), "exit code 0");
+	} else {
+		phase = "Failed";
+		reason = "Error";
+		snprintf(msg, sizeof(msg), "exit code %u", r->status);
+	}
+	*reasonp = reason;
+	fmt_time(start, t0);
+	fmt_time(r->exited_ns, t1);
+	snprintf(sched, sizeof(sched), "scheduled to node %s", a->o.node_name);
+	p = json_pack("[{s:s, s:s, s:s}, {s:s, s:s, s:s}, {s:s, s:s, s:s},"
+	    " {s:s, s:s, s:s}]",
+	    "op", "test", "path", "/status/phase", "value", expect,
+	    "op", "test", "path", "/status/conditions/0/type", "value", "Scheduled",
+	    "op", "test", "path", "/status/conditions/1/type", "value", "Started",
+	    "op", "test", "path", "/status/conditions/2/type", "value", "Complete");
+#define COND(i, type, reason_, msg_, when) \
+	json_array_append_new(p, json_pack("{s:s, s:s, s:{s:s, s:s, s:s, s:s, s:s}}", \
+	    "op", "replace", "path", "/status/conditions/" #i, "value", \
+	    "type", type, "status", "True", "reason", reason_, "message", msg_, \
+	    "lastTransitionTime", when)); \
+	json_array_append_new(p, json_pack("{s:s, s:s, s:s}", "op", "copy", \
+	    "from", "/status/observedGeneration", \
+	    "path", "/status/conditions/" #i "/observedGeneration"))
+	COND(0, "Scheduled", "Scheduled", sched, t0);
+	COND(1, "Started", "Started", "the program started", t0);
+	COND(2, "Complete", reason, msg, t1);
+#undef COND
+#define SET(key, val) json_array_append_new(p, json_pack("{s:s, s:s, s:o}", \
+	    "op", "add", "path", "/status/" key, "value", val))
+	SET("phase", json_string(phase));
+	SET("reason", json_string(reason));
+	SET("message", json_string(msg));
+	SET("exitCode", json_integer((json_int_t)(int32_t)r->status));
+	SET("stdout", json_stringn_nocheck(otext, olen));
+	SET("stderr", json_stringn_nocheck(etext, elen));
+	SET("stdoutTruncated", json_boolean(out->truncated));
+	SET("stderrTruncated", json_boolean(err->truncated));
+	SET("stdoutBytes", json_integer((json_int_t)out->total));
+	SET("stderrBytes", json_integer((json_int_t)err->total));
+	SET("startTime", json_string(t0));
+	SET("completionTime", json_string(t1));
+	SET("durationMillis", json_integer(dur));
+	SET("nodeName", json_string(a->o.node_name));
+#undef SET
+	return p;
+}
+
+/* The execution's phase as the server has it ("" if none), or NULL. */
+static char *
+read_phase(struct agent *a, struct run *r, int *gone)
+{
+	struct k8s_patch_opts po = { .type = K8S_PATCH_JSON,
+	    .subresource = "status" };
+	struct k8s_error err;
+	json_t *probe, *cur = NULL;
+	const char *ph;
+	char *out;
+	int rc;
+
+	/* A patch that changes nothing answers with the object. */
+	probe = json_pack("[{s:s, s:s, s:s}]", "op", "test", "path",
+	    "/apiVersion", "value", "airlock.dev/v1alpha1");
+	rc = k8s_patch(a->client, &res_cx, r->ns, r->cx, &po, probe, &cur, &err);
+	json_decref(probe);
+	*gone = rc == K8S_ENOTFOUND;
+	if (rc != 0)
+		return NULL;
+	ph = json_string_value(json_object_get(json_object_get(cur, "status"),
+	    "phase"));
+	out = xstrdup(ph ? ph : "");
+	json_decref(cur);
+	return out;
+}
+
+static int
+is_terminal(const char *ph)
+{
+	return strcmp(ph, "Succeeded") == 0 || strcmp(ph, "Failed") == 0 ||
+	    strcmp(ph, "TimedOut") == 0 || strcmp(ph, "Cancelled") == 0;
+}
+
+/*
+ * Record r's result (r is busy: the ticker leaves it alone). 1 when the
+ * execution has its final result, whoever wrote it; 0 to try again later.
+ */
+static int
+record(struct agent *a, struct run *r)
+{
+	static const char *const expect[] = { "Running", "Pending" };
+	struct k8s_patch_opts po = { .type = K8S_PATCH_JSON,
+	    .subresource = "status" };
+	struct k8s_error err;
+	const char *reason = NULL;
+	char *ph;
+	int gone, rc = K8S_EHTTP;
+
+	for (int i = 0; i < 2; i++) {
+		json_t *p = result_patch(a, r, expect[i], &reason);
+
+		rc = k8s_patch(a->client, &res_cx, r->ns, r->cx, &po, p, NULL,
+		    &err);
+		json_decref(p);
+		if (rc == 0) {
+			long long ms = clock_mono_ms() - r->exit_seen_ms;
+
+			metric_inc(a->m_results, reason);
+			metric_observe(a->m_record, (double)ms / 1000.0);
+			log_info("execution finished", "execution=%s/%s reason=%s "
+			    "exit=%u duration_ms=%lld recorded_after_exit_ms=%lld",
+			    r->ns, r->cx, reason, r->status,
+			    (long long)((r->exited_ns - r->start_ns) / 1000000), ms);
+			return 1;
+		}
+		if (rc == K8S_ENOTFOUND)
+			return 1;	/* the execution is gone */
+		if (rc == K8S_EIO || rc == K8S_ETIMEDOUT || err.http_status >= 500 ||
+		    err.http_status == 429)
+			return 0;
+	}
+	/* Both tests failed: see what the execution is now. */
+	ph = read_phase(a, r, &gone);
+	if (gone)
+		return 1;
+	if (ph && is_terminal(ph)) {
+		log_info("execution already ended", "execution=%s/%s phase=%s",
+		    r->ns, r->cx, ph);
+		free(ph);
+		return 1;
+	}
+	log_warn("cannot record result yet", "execution=%s/%s phase=%s "
+	    "error=\"%s\"", r->ns, r->cx, ph ? ph : "?", err.message);
+	free(ph);
+	return 0;
+}
+
+static int
+delete_pod(struct agent *a, struct run *r)
+{
+	struct k8s_delete_opts del = { .grace_period_set = 1,
+	    .grace_period_seconds = 0, .precondition_uid = r->uid };
+	struct k8s_error err;
+	int rc = k8s_delete(a->client, &k8s_res_pods, r->ns, r->pod, &del,
+	    NULL, &err);
+
+	if (rc != 0 && rc != K8S_ENOTFOUND && rc != K8S_ECONFLICT) {
+		log_warn("cannot delete finished pod", "pod=%s/%s error=\"%s\"",
+		    r->ns, r->pod, err.message);
+		return 0;
+	}
+	return 1;
+}
+
+/* One pass over the runs; the decisions, acted on outside the lock. */
+static void
+tick(struct agent *a)
+{
+	struct todo todo[64];
+	int n = 0, active = 0;
+	long long now = clock_mono_ms();
+	int64_t wall = now_ns();
+	struct run *r, **pp;
+
+	pthread_mutex_lock(&a->lock);
+	for (pp = &a->runs; (r = *pp) != NULL;) {
+		if (r->busy) {
+			pp = &r->next;
+			continue;
+		}
+		if (!r->verified) {
+			json_t *pod = informer_get(a->pods, r->ns, r->pod);
+
+			if (pod && strcmp(k8s_obj_uid(pod), r->uid) == 0)
+				learn_pod(a, r, pod);
+			json_decref(pod);
+			if (!r->verified) {
+				if (now - r->seen_ms > VERIFY_MS) {
+					*pp = r->next;	/* not one of ours */
+					free_run(r);
+					continue;
+				}
+				pp = &r->next;
+				continue;
+			}
+		}
+		active++;
+		if (!r->recorded)
+			tail(a, r);
+		if (!r->exited && !r->kill_sent && r->cid) {
+			const struct crilog_stream *o = crilog_stdout(r->log);
+			const struct crilog_stream *e = crilog_stderr(r->log);
+
+			if ((long long)(o->total + e->total) > a->o.hard_cap)
+				r->why = KILL_OUTPUT;
+			else if (r->deadline_ns && wall >= r->deadline_ns)
+				r->why = KILL_DEADLINE;
+			if (r->why != KILL_NONE && n < 64) {
+				r->kill_sent = 1;
+				todo[n++] = (struct todo){ ACT_KILL, xstrdup(r->uid) };
+			}
+		}
+		/*
+		 * Exited: record once the log has been quiet for two polls,
+		 * so the last lines containerd copies after the exit are in.
+		 */
+		if (r->exited && !r->recorded && now >= r->retry_ms &&
+		    now - r->exit_seen_ms >= 2 * a->o.poll_ms &&
+		    now - r->last_read_ms >= 2 * a->o.poll_ms && n < 64) {
+			crilog_finish(r->log);
+			r->busy = 1;
+			todo[n++] = (struct todo){ ACT_RECORD, xstrdup(r->uid) };
+		} else if (r->recorded && n < 64 && now >= r->retry_ms) {
+			r->busy = 1;
+			todo[n++] = (struct todo){ ACT_DELETE, xstrdup(r->uid) };
+		}
+		pp = &r->next;
+	}
+	pthread_mutex_unlock(&a->lock);
+	metric_set(a->m_active, NULL, active);
+
+	for (int i = 0; i < n; i++) {
+		struct k8s_error err;
+		char *cid = NULL;
+		int ok;
+
+		pthread_mutex_lock(&a->lock);
+		r = find_run(a, todo[i].uid);
+		if (r && r->cid)
+			cid = xstrdup(r->cid);
+		pthread_mutex_unlock(&a->lock);
+		if (r == NULL) {
+			free(todo[i].uid);
+			continue;
+		}
+		switch (todo[i].act) {
+		case ACT_KILL:
+			if (ctrd_kill(a->ctrd, cid, SIGKILL, 1, &err) != 0 &&
+			    err.code != K8S_ENOTFOUND)
+				log_warn("cannot kill", "pod=%s/%s error=\"%s\"",
+				    r->ns, r->pod, err.message);
+			break;
+		case ACT_RECORD:
+			ok = record(a, r);	/* r is busy: nobody frees it */
+			pthread_mutex_lock(&a->lock);
+			r->busy = 0;
+			if (ok)
+				r->recorded = 1;
+			else
+				r->retry_ms = clock_mono_ms() +
+				    (r->attempts < 6 ? 100L << r->attempts++ : 5000);
+			pthread_mutex_unlock(&a->lock);
+			break;
+		case ACT_DELETE:
+			ok = delete_pod(a, r);
+			pthread_mutex_lock(&a->lock);
+			r->busy = 0;
+			if (ok) {
+				for (pp = &a->runs; *pp && *pp != r; pp = &(*pp)->next)
+					;
+				if (*pp)
+					*pp = r->next;
+				free_run(r);
+			} else {
+				r->retry_ms = clock_mono_ms() + 1000;
+			}
+			pthread_mutex_unlock(&a->lock);
+			break;
+		default:
+			break;
+		}
+		free(cid);
+		free(todo[i].uid);
+	}
+}
+
+static void *
+tick_main(void *arg)
+{
+	struct agent *a = arg;
+
+	while (!atomic_load(&a->stop)) {
+		tick(a);
+		usleep((useconds_t)a->o.poll_ms * 1000);
+	}
+	return NULL;
+}
+
+/* --- life cycle ----------------------------------------------------------- */
+
+static const double record_bounds[] = { 0.01, 0.025, 0.05, 0.1, 0.2, 0.5,
+    1, 2.5, 5 };
+
+struct agent *
+agent_new(struct k8s_client *c, struct metrics *m,
+    const struct agent_opts *opts)
+{
+	struct agent *a;
+	struct informer_opts io = { .res = &k8s_res_pods, .packed = 1,
+	    .label_selector = "app.kubernetes.io/managed-by=airlock-controller,"
+	    "app.kubernetes.io/component=execution" };
+	struct informer_handlers h;
+
+	if (opts == NULL || opts->node_name == NULL || !opts->node_name[0])
+		return NULL;
+	a = xcalloc(1, sizeof(*a));
+	a->client = c;
+	a->o = *opts;
+	if (a->o.pod_logs_dir == NULL)
+		a->o.pod_logs_dir = "/var/log/pods";
+	if (a->o.containerd_socket == NULL)
+		a->o.containerd_socket = "/run/containerd/containerd.sock";
+	if (a->o.containerd_ns == NULL)
+		a->o.containerd_ns = "k8s.io";
+	if (a->o.poll_ms <= 0)
+		a->o.poll_ms = 20;
+	if (a->o.hard_cap <= 0)
+		a->o.hard_cap = 16LL << 20;
+	a->ctrd = ctrd_new(a->o.containerd_socket, a->o.containerd_ns);
+	a->field_selector = xasprintf("spec.nodeName=%s", a->o.node_name);
+	pthread_mutex_init(&a->lock, NULL);
+	io.field_selector = a->field_selector;
+	io.ns = a->o.namespace;
+	h = (struct informer_handlers){ pod_add, pod_update, pod_delete, a };
+	a->pods = informer_new(c, &io, &h);
+	a->m_results = metrics_counter(m, "airlock_agent_results_total",
+	    "Results recorded, by reason.", "reason");
+	a->m_record = metrics_histogram(m, "airlock_agent_record_seconds",
+	    "From the exit to the result recorded.", record_bounds,
+	    sizeof(record_bounds) / sizeof(record_bounds[0]));
+	a->m_active = metrics_gauge(m, "airlock_agent_runs",
+	    "Executions this agent follows now.", NULL);
+	return a;
+}
+
+int
+agent_start(struct agent *a)
+{
+	if (a->started)
+		return K8S_EINVAL;
+	if (informer_start(a->pods) != 0)
+		return K8S_EINVAL;
+	a->started = 1;
+	pthread_create(&a->ev_th, NULL, events_main, a);
+	pthread_create(&a->tick_th, NULL, tick_main, a);
+	return 0;
+}
+
+int
+agent_ready(struct agent *a)
+{
+	return informer_wait_synced(a->pods, 0) == 0 &&
+	    atomic_load(&a->ctrd_ok);
+}
+
+void
+agent_stop(struct agent *a)
+{
+	if (!a->started)
+		return;
+	atomic_store(&a->stop, 1);
+	pthread_join(a->ev_th, NULL);
+	pthread_join(a->tick_th, NULL);
+	informer_stop(a->pods);
+	a->started = 0;
+}
+
+void
+agent_free(struct agent *a)
+{
+	struct run *r;
+
+	if (a == NULL)
+		return;
+	agent_stop(a);
+	informer_free(a->pods);
+	while ((r = a->runs) != NULL) {
+		a->runs = r->next;
+		free_run(r);
+	}
+	ctrd_free(a->ctrd);
+	free(a->field_selector);
+	pthread_mutex_destroy(&a->lock);
+	free(a);
+}

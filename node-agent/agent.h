@@ -1,0 +1,53 @@
+/*
+ * agent.h - the node agent: one per node, it watches the Airlock pods the
+ * scheduler put on its node and, for each, the program they run:
+ *
+ *   - start: containerd's TaskStart event, nanosecond timestamp; the
+ *     timeout (the pod's airlock.dev/timeout-ms) counts from there;
+ *   - output: the container's CRI log file, tailed every poll_ms into a
+ *     crilog (stdout and stderr apart, capped at airlock.dev/output-max-
+ *     bytes per stream); past hard_cap bytes in all, the task is killed;
+ *   - deadline: SIGKILL to the task through containerd, at the deadline;
+ *   - exit: containerd's TaskExit event, with the status, at once (the
+ *     kubelet would report it at its next relist, up to a second later).
+ *
+ * Then it writes the terminal result into the CodeExecution's status and,
+ * once that is recorded, deletes the pod. The write is a JSON patch whose
+ * first operations test that the phase is still Pending or Running and
+ * that the conditions are where the controller put them: it lands at most
+ * once, never over a phase the controller decided (Cancelled, or Failed
+ * when the pod was lost), and needs no permission to read executions.
+ * See node-agent/docs/agent.md.
+ */
+#ifndef AIRLOCK_AGENT_H
+#define AIRLOCK_AGENT_H
+
+#include "client.h"
+#include "metrics.h"
+
+struct agent_opts {
+	const char	*node_name;		/* required */
+	const char	*pod_logs_dir;		/* default /var/log/pods */
+	const char	*containerd_socket;	/* default /run/containerd/containerd.sock */
+	const char	*containerd_ns;		/* default k8s.io */
+	const char	*namespace;		/* NULL: all namespaces */
+	long		 poll_ms;		/* default 20 */
+	long long	 hard_cap;		/* bytes, both streams; default 16 MiB */
+};
+
+struct agent;
+
+/* c and m are borrowed; opts' strings too. NULL on a missing node name. */
+struct agent *agent_new(struct k8s_client *c, struct metrics *m,
+    const struct agent_opts *opts);
+
+/* Start its threads: 0, or K8S_EINVAL if already started. */
+int agent_start(struct agent *a) __attribute__((warn_unused_result));
+
+/* The pod cache is synced and containerd answered: for /readyz. */
+int agent_ready(struct agent *a);
+
+void agent_stop(struct agent *a);
+void agent_free(struct agent *a);
+
+#endif
