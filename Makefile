@@ -5,7 +5,8 @@
 #   make unit | integration | memory     one tier
 #   make asan         ASan+UBSan build of everything, unit and integration tests
 #   make valgrind     unit and integration tests under valgrind
-#   make cluster-up | cluster-down       the real control plane in .cluster/
+#   make e2e          end-to-end tests on the real gVisor node (NODE=1)
+#   make cluster-up [NODE=1] | cluster-down   the real cluster in .cluster/
 
 ifeq ($(origin CC),default)
 CC	 = gcc
@@ -39,6 +40,8 @@ UNIT_SRC  = $(wildcard tests/unit/test_*.c)
 UNIT_BIN  = $(UNIT_SRC:tests/unit/%.c=$(B)/tests/unit/%)
 INTEG_SRC = $(wildcard tests/integration/test_*.c)
 INTEG_BIN = $(INTEG_SRC:tests/integration/%.c=$(B)/tests/integration/%)
+E2E_SRC   = $(wildcard tests/e2e/test_*.c)
+E2E_BIN   = $(E2E_SRC:tests/e2e/%.c=$(B)/tests/e2e/%)
 # Helper programs the integration tests start (not tests themselves).
 TOOL_SRC  = $(wildcard tests/integration/tool_*.c)
 TOOL_BIN  = $(TOOL_SRC:tests/integration/%.c=$(B)/tests/integration/%)
@@ -47,12 +50,12 @@ TOOL_BIN  = $(TOOL_SRC:tests/integration/%.c=$(B)/tests/integration/%)
 BIN_DIR	?= bin
 BINS	 = $(BIN_DIR)/airlock-controller $(BIN_DIR)/airlock-node-agent
 
-.PHONY: all test deps unit integration memory asan run-asan valgrind \
+.PHONY: all test deps unit integration e2e memory asan run-asan valgrind \
 	cluster-up cluster-down clean
 .SUFFIXES:
 .DELETE_ON_ERROR:
 
-all: $(BINS) $(UNIT_BIN) $(INTEG_BIN) $(TOOL_BIN)
+all: $(BINS) $(UNIT_BIN) $(INTEG_BIN) $(TOOL_BIN) $(E2E_BIN)
 
 $(B)/%.o: %.c
 	@mkdir -p $(@D)
@@ -74,6 +77,9 @@ $(B)/tests/unit/%: $(B)/tests/unit/%.o $(SUP_OBJ) $(LIB)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS) $(TESTLIBS)
 
 $(B)/tests/integration/%: $(B)/tests/integration/%.o $(SUP_OBJ) $(LIB)
+	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS) $(TESTLIBS)
+
+$(B)/tests/e2e/%: $(B)/tests/e2e/%.o $(SUP_OBJ) $(LIB)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS) $(TESTLIBS)
 
 -include $(shell find build -name '*.d' 2>/dev/null)
@@ -129,7 +135,13 @@ valgrind: all
 	@tests/run.sh summary valgrind
 
 cluster-up:
-	@tests/cluster/up.sh
+	@NODE=$(NODE) tests/cluster/up.sh
+
+# End to end, on the real node: gVisor, containerd, a kubelet.
+e2e: all
+	@tests/cluster/node-deps.sh
+	@NODE=1 tests/cluster/up.sh
+	@tests/run.sh e2e $(B) $(E2E_BIN)
 
 cluster-down:
 	@tests/cluster/down.sh

@@ -42,22 +42,6 @@ struct fx {
 };
 
 /* A loopback port nothing listens on now. */
-static int
-free_port(void)
-{
-	struct sockaddr_in sa = { .sin_family = AF_INET };
-	socklen_t len = sizeof(sa);
-	int fd = socket(AF_INET, SOCK_STREAM, 0), port;
-
-	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) != 0 ||
-	    getsockname(fd, (struct sockaddr *)&sa, &len) != 0)
-		fail_msg("no free port");
-	port = ntohs(sa.sin_port);
-	close(fd);
-	return port;
-}
-
 static size_t
 collect(char *p, size_t size, size_t n, void *arg)
 {
@@ -114,7 +98,7 @@ group_teardown(void **state)
 static pid_t
 start_controller(struct fx *fx, int i, const char *identity)
 {
-	snprintf(fx->addr[i], sizeof(fx->addr[i]), "127.0.0.1:%d", free_port());
+	snprintf(fx->addr[i], sizeof(fx->addr[i]), "127.0.0.1:%d", it_free_port());
 	snprintf(fx->log[i], sizeof(fx->log[i]), "%s/build/logs/controller-%s-%d.log",
 	    getenv("AIRLOCK_TOP") ? getenv("AIRLOCK_TOP") : ".", fx->ns, i);
 	{

@@ -9,6 +9,9 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/wait.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <unistd.h>
 #include <cmocka.h>
 
@@ -337,4 +340,20 @@ it_install_classes(struct k8s_client *c)
 	    "apiVersion", "scheduling.k8s.io/v1", "kind", "PriorityClass",
 	    "metadata", "name", "airlock-execution", "value", 0,
 	    "preemptionPolicy", "Never", "description", "Airlock executions"));
+}
+
+int
+it_free_port(void)
+{
+	struct sockaddr_in sa = { .sin_family = AF_INET };
+	socklen_t len = sizeof(sa);
+	int fd = socket(AF_INET, SOCK_STREAM, 0), port;
+
+	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) != 0 ||
+	    getsockname(fd, (struct sockaddr *)&sa, &len) != 0)
+		fail_msg("no free port");
+	port = ntohs(sa.sin_port);
+	close(fd);
+	return port;
 }

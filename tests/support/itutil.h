@@ -49,6 +49,9 @@ long it_etcd_compact(void);
 pid_t it_spawn(const char *name, const char *logpath, const char *const *args);
 int it_stop(pid_t pid, int sig);
 
+/* A TCP port on 127.0.0.1 nothing listens on right now. */
+int it_free_port(void);
+
 long it_mono_ms(void);
 void it_sleep_ms(long ms);
 

@@ -1,0 +1,301 @@
+/*
+ * End-to-end tests on the real node (NODE=1 tests/cluster/up.sh): the
+ * controller and the node agent run as processes beside the cluster, a
+ * CodeExecution goes in, gVisor runs it, and each test asserts the exact
+ * status the agent recorded.
+ */
+#include <errno.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <cmocka.h>
+
+#include "client.h"
+#include "itutil.h"
+
+static struct k8s_client *c;
+static struct k8s_config *kcfg;
+static char confpath[] = "/tmp/airlock-e2e-XXXXXX";
+static char *ns;
+static pid_t ctl_pid, agent_pid;
+
+static const char *
+env(const char *k)
+{
+	const char *v = it_env(k);
+
+	if (v == NULL)
+		fail_msg("%s is not in .cluster/env: is the cluster up with NODE=1?", k);
+	return v;
+}
+
+static int
+group_setup(void **state)
+{
+	char log[2][512], addr[2][32];
+	const char *top = getenv("AIRLOCK_TOP") ? getenv("AIRLOCK_TOP") : ".";
+	FILE *f;
+	int fd;
+
+	(void)state;
+	c = it_client(0, &kcfg);
+	it_install_crd(c);
+	it_install_classes(c);
+	ns = it_namespace_new(c, "e2e");
+	if ((fd = mkstemp(confpath)) < 0 || (f = fdopen(fd, "w")) == NULL)
+		fail_msg("cannot write the controller config");
+	fprintf(f, "profiles:\n"
+	    "  python:\n    image: %s\n    command: [/airlock/bin/run, python3, main.py]\n"
+	    "    sourceFile: main.py\n"
+	    "  node:\n    image: %s\n    command: [/airlock/bin/run, node, main.js]\n"
+	    "    sourceFile: main.js\n"
+	    "  bash:\n    image: %s\n    command: [/airlock/bin/run, bash, main.sh]\n"
+	    "    sourceFile: main.sh\n",
+	    env("RUNNER_PYTHON_IMAGE"), env("RUNNER_NODE_IMAGE"),
+	    env("RUNNER_BASH_IMAGE"));
+	fclose(f);
+	snprintf(addr[0], sizeof(addr[0]), "127.0.0.1:%d", it_free_port());
+	snprintf(addr[1], sizeof(addr[1]), "127.0.0.1:%d", it_free_port());
+	snprintf(log[0], sizeof(log[0]), "%s/build/logs/e2e-controller-%s.log", top, ns);
+	snprintf(log[1], sizeof(log[1]), "%s/build/logs/e2e-agent-%s.log", top, ns);
+	{
+		const char *args[] = { "--config", confpath, "--kubeconfig",
+		    env("KUBECONFIG_ADMIN"), "--namespace", ns, "--lease-namespace",
+		    ns, "--metrics-addr", addr[0], NULL };
+
+		ctl_pid = it_spawn("airlock-controller", log[0], args);
+	}
+	{
+		const char *args[] = { "--kubeconfig", env("KUBECONFIG_ADMIN"),
+		    "--node-name", env("NODE_NAME"), "--namespace", ns,
+		    "--pod-logs-dir", env("POD_LOGS_DIR"), "--containerd-socket",
+		    env("CONTAINERD_SOCK"), "--metrics-addr", addr[1], NULL };
+
+		agent_pid = it_spawn("airlock-node-agent", log[1], args);
+	}
+	return 0;
+}
+
+static int
+group_teardown(void **state)
+{
+	int st;
+
+	(void)state;
+	st = it_stop(agent_pid, SIGTERM);
+	if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
+		fail_msg("the node agent did not exit cleanly on SIGTERM: %#x", st);
+	st = it_stop(ctl_pid, SIGTERM);
+	if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
+		fail_msg("the controller did not exit cleanly on SIGTERM: %#x", st);
+	it_namespace_delete(c, ns);
+	free(ns);
+	unlink(confpath);
+	it_client_free(c, kcfg);
+	return 0;
+}
+
+static void
+create_cx(const char *name, const char *spec)
+{
+	struct k8s_error err;
+	json_t *s = json_loads(spec, 0, NULL);
+	json_t *o;
+
+	if (s == NULL)
+		fail_msg("bad spec in the test: %s", spec);
+	o = json_pack("{s:s, s:s, s:{s:s}, s:o}", "apiVersion",
+	    "airlock.dev/v1alpha1", "kind", "CodeExecution", "metadata", "name",
+	    name, "spec", s);
+	if (k8s_create(c, &it_res_cx, ns, o, NULL, &err) != 0)
+		fail_msg("create %s: %s", name, err.message);
+	json_decref(o);
+}
+
+static int
+terminal(const char *ph)
+{
+	return ph && (strcmp(ph, "Succeeded") == 0 || strcmp(ph, "Failed") == 0 ||
+	    strcmp(ph, "TimedOut") == 0 || strcmp(ph, "Cancelled") == 0);
+}
+
+/* Wait for the execution to end; its status (new reference). */
+static json_t *
+wait_done(const char *name, long timeout_ms)
+{
+	long end = it_mono_ms() + timeout_ms;
+	struct k8s_error err;
+	json_t *o = NULL;
+
+	for (;;) {
+		json_decref(o);
+		o = NULL;
+		if (k8s_get(c, &it_res_cx, ns, name, &o, &err) == 0 &&
+		    terminal(json_string_value(json_object_get(json_object_get(o,
+		    "status"), "phase"))))
+			break;
+		if (it_mono_ms() > end)
+			fail_msg("%s did not finish within %ld ms: %s", name,
+			    timeout_ms, o ? json_dumps(json_object_get(o, "status"), 0) : "(none)");
+		it_sleep_ms(50);
+	}
+	{
+		json_t *st = json_incref(json_object_get(o, "status"));
+
+		json_decref(o);
+		return st;
+	}
+}
+
+static const char *
+s_(json_t *st, const char *k)
+{
+	const char *v = json_string_value(json_object_get(st, k));
+
+	if (v == NULL)
+		fail_msg("status.%s is missing", k);
+	return v;
+}
+
+static long long
+i_(json_t *st, const char *k)
+{
+	json_t *v = json_object_get(st, k);
+
+	if (!json_is_integer(v))
+		fail_msg("status.%s is missing", k);
+	return json_integer_value(v);
+}
+
+static int
+b_(json_t *st, const char *k)
+{
+	json_t *v = json_object_get(st, k);
+
+	if (!json_is_boolean(v))
+		fail_msg("status.%s is missing", k);
+	return json_is_true(v);
+}
+
+static const char *
+cond(json_t *st, const char *type, const char *field)
+{
+	json_t *x;
+	size_t i;
+
+	json_array_foreach(json_object_get(st, "conditions"), i, x)
+		if (strcmp(json_string_value(json_object_get(x, "type")), type) == 0)
+			return json_string_value(json_object_get(x, field));
+	fail_msg("no condition %s", type);
+	return NULL;
+}
+
+/* Its pod is collected once the result is in. */
+static int
+pod_gone(void *arg)
+{
+	struct k8s_error err;
+	json_t *o = NULL;
+	int rc = k8s_get(c, &k8s_res_pods, ns, arg, &o, &err);
+
+	json_decref(o);
+	return rc == K8S_ENOTFOUND;
+}
+
+static void
+check_collected(json_t *st)
+{
+	if (!it_wait_for(pod_gone, (void *)s_(st, "podName"), 10000))
+		fail_msg("pod %s was not deleted after its result", s_(st, "podName"));
+}
+
+static void
+test_python_hello(void **state)
+{
+	json_t *st;
+
+	(void)state;
+	create_cx("py-hello", "{\"runtime\":\"python\",\"source\":\"print('hello')\\n\"}");
+	st = wait_done("py-hello", 120000);
+	assert_string_equal(s_(st, "phase"), "Succeeded");
+	assert_string_equal(s_(st, "reason"), "Completed");
+	assert_int_equal(i_(st, "exitCode"), 0);
+	assert_string_equal(s_(st, "stdout"), "hello\n");
+	assert_string_equal(s_(st, "stderr"), "");
+	assert_int_equal(i_(st, "stdoutBytes"), 6);
+	assert_int_equal(i_(st, "stderrBytes"), 0);
+	assert_false(b_(st, "stdoutTruncated"));
+	assert_false(b_(st, "stderrTruncated"));
+	assert_string_equal(s_(st, "nodeName"), env("NODE_NAME"));
+	assert_string_equal(cond(st, "Complete", "status"), "True");
+	assert_string_equal(cond(st, "Complete", "reason"), "Completed");
+	assert_string_equal(cond(st, "Started", "status"), "True");
+	assert_string_equal(cond(st, "Scheduled", "status"), "True");
+	assert_true(i_(st, "durationMillis") > 0);
+	assert_true(i_(st, "durationMillis") < 30000);
+	check_collected(st);
+	json_decref(st);
+}
+
+/* stdout and stderr apart, in order within each; the exit code. */
+static void
+test_bash_streams_and_exit(void **state)
+{
+	json_t *st;
+
+	(void)state;
+	create_cx("sh-streams", "{\"runtime\":\"bash\",\"source\":"
+	    "\"echo out1; echo err1 >&2; printf 'no newline'; echo; echo err2 >&2; exit 3\\n\"}");
+	st = wait_done("sh-streams", 120000);
+	assert_string_equal(s_(st, "phase"), "Failed");
+	assert_string_equal(s_(st, "reason"), "Error");
+	assert_int_equal(i_(st, "exitCode"), 3);
+	assert_string_equal(s_(st, "stdout"), "out1\nno newline\n");
+	assert_string_equal(s_(st, "stderr"), "err1\nerr2\n");
+	assert_int_equal(i_(st, "stdoutBytes"), 16);
+	assert_int_equal(i_(st, "stderrBytes"), 10);
+	assert_string_equal(s_(st, "message"), "exit code 3");
+	check_collected(st);
+	json_decref(st);
+}
+
+/* An endless loop is killed at its deadline, its output so far kept. */
+static void
+test_timeout(void **state)
+{
+	json_t *st;
+	long long d;
+
+	(void)state;
+	create_cx("py-loop", "{\"runtime\":\"python\",\"timeoutSeconds\":2,\"source\":"
+	    "\"import sys\\nprint('before', flush=True)\\nwhile True: pass\\n\"}");
+	st = wait_done("py-loop", 120000);
+	assert_string_equal(s_(st, "phase"), "TimedOut");
+	assert_string_equal(s_(st, "reason"), "DeadlineExceeded");
+	assert_string_equal(s_(st, "stdout"), "before\n");
+	d = i_(st, "durationMillis");
+	print_message("# timeout 2000 ms: ran %lld ms\n", d);
+	if (d < 2000 || d > 2100)
+		fail_msg("killed after %lld ms, not within 100 ms of the 2000 ms deadline", d);
+	check_collected(st);
+	json_decref(st);
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_python_hello),
+		cmocka_unit_test(test_bash_streams_and_exit),
+		cmocka_unit_test(test_timeout),
+	};
+
+	return cmocka_run_group_tests(tests, group_setup, group_teardown);
+}
