@@ -425,12 +425,12 @@ controller_set_leading(struct controller *ctl, int leading)
 	metric_set(ctl->m_leader, NULL, leading ? 1 : 0);
 	if (leading) {
 		/* A new leader looks at everything once. */
-		json_t *all = informer_list(ctl->cx_inf), *o;
+		json_t *keys = informer_keys(ctl->cx_inf), *k;
 		size_t i;
 
-		json_array_foreach(all, i, o)
-			enqueue_obj(ctl, o);
-		json_decref(all);
+		json_array_foreach(keys, i, k)
+			workqueue_add(ctl->queue, json_string_value(k));
+		json_decref(keys);
 	}
 }
 

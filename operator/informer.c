@@ -7,6 +7,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "buf.h"
 #include "clock.h"
 #include "informer.h"
 #include "log.h"
@@ -47,27 +48,67 @@ obj_key(json_t *obj)
 	return (ns && ns[0]) ? xasprintf("%s/%s", ns, name) : xstrdup(name);
 }
 
+static json_t *stored(json_t *v);
+
+/*
+ * Call the handler for n, whose old and cur are cache values: decoded
+ * here, one note at a time, so a relist of thousands never holds them
+ * all as trees at once.
+ */
 static void
 notify(struct informer *inf, struct note *n)
 {
+	json_t *old = n->old ? stored(n->old) : NULL;
+	json_t *cur = n->cur ? stored(n->cur) : NULL;
+
 	switch (n->kind) {
 	case N_ADD:
-		if (inf->h.on_add)
-			inf->h.on_add(inf->h.arg, n->cur);
+		if (inf->h.on_add && cur)
+			inf->h.on_add(inf->h.arg, cur);
 		break;
 	case N_UPDATE:
-		if (inf->h.on_update)
-			inf->h.on_update(inf->h.arg, n->old, n->cur);
+		if (inf->h.on_update && old && cur)
+			inf->h.on_update(inf->h.arg, old, cur);
 		break;
 	case N_DELETE:
 	case N_DELETE_UNKNOWN:
-		if (inf->h.on_delete)
-			inf->h.on_delete(inf->h.arg, n->old,
+		if (inf->h.on_delete && old)
+			inf->h.on_delete(inf->h.arg, old,
 			    n->kind == N_DELETE_UNKNOWN);
 		break;
 	}
+	json_decref(old);
+	json_decref(cur);
 	json_decref(n->old);
 	json_decref(n->cur);
+}
+
+/*
+ * What the cache keeps of obj, as a tree (not packed; a new reference),
+ * or as its compact text (packed: *text, caller frees, and NULL returned).
+ * *ival gets the object's index value.
+ */
+static json_t *
+keep_form(struct informer *inf, json_t *obj, char **ival, char **text,
+    size_t *len)
+{
+	json_t *t = inf->opts.transform ? inf->opts.transform(obj) :
+	    json_incref(obj);
+
+	*text = NULL;
+	if (ival)
+		*ival = (inf->opts.index && t) ? inf->opts.index(t) : NULL;
+	if (!inf->opts.packed || t == NULL)
+		return t;
+	*len = json_dumpb(t, NULL, 0, JSON_COMPACT);
+	*text = xmalloc(*len + 1);
+	if (*len == 0 || json_dumpb(t, *text, *len, JSON_COMPACT) != *len) {
+		free(*text);
+		*text = NULL;
+		return t;	/* cannot happen for a server's object */
+	}
+	json_decref(t);
+	return NULL;
 }
 
 /*
@@ -77,27 +118,14 @@ notify(struct informer *inf, struct note *n)
 static json_t *
 keep(struct informer *inf, json_t *obj, char **ival)
 {
-	json_t *t = inf->opts.transform ? inf->opts.transform(obj) :
-	    json_incref(obj);
-	json_t *s;
 	char *text;
 	size_t len;
+	json_t *t = keep_form(inf, obj, ival, &text, &len), *s;
 
-	if (ival)
-		*ival = (inf->opts.index && t) ? inf->opts.index(t) : NULL;
-	if (!inf->opts.packed || t == NULL)
+	if (text == NULL)
 		return t;
-	len = json_dumpb(t, NULL, 0, JSON_COMPACT);
-	text = xmalloc(len + 1);
-	if (len == 0 || json_dumpb(t, text, len, JSON_COMPACT) != len) {
-		free(text);
-		return t;	/* cannot happen for a server's object */
-	}
 	s = json_stringn_nocheck(text, len);
 	free(text);
-	if (s == NULL)
-		return t;
-	json_decref(t);
 	return s;
 }
 
@@ -137,34 +165,110 @@ index_set(json_t *ival, json_t *index, const char *key, const char *value)
 	}
 }
 
+/*
+ * A relist fills a new cache page by page. Packed, the kept texts are
+ * staged in one buffer and become the cache's strings only after the
+ * last page is freed: made while a page's tree was alive, each would sit
+ * between that tree's freed nodes and pin their pages (a 5000-object
+ * list left the process megabytes larger for good).
+ */
+struct staged {
+	size_t	 key, ival, text, len;	/* offsets in the stage; ival: 0 none */
+};
+
 struct fill {
 	struct informer	*inf;
 	json_t		*fresh;
 	json_t		*ival, *index;	/* the fresh cache's index */
+	struct buf	 stage;		/* "\0" key "\0" ival "\0" text ... */
+	struct staged	*st;
+	size_t		 nst, capst;
 };
+
+static void
+fill_reset(struct fill *f)
+{
+	json_object_clear(f->fresh);
+	json_object_clear(f->ival);
+	json_object_clear(f->index);
+	buf_reset(&f->stage);
+	f->nst = 0;
+}
+
+/* Append s with its NUL; its offset, or 0 if the stage is full. */
+static size_t
+stage_str(struct fill *f, const char *s, size_t n)
+{
+	size_t at = f->stage.len;
+
+	if (buf_append(&f->stage, s, n) != 0 ||
+	    buf_append(&f->stage, "", 1) != 0)
+		return 0;
+	return at;
+}
 
 /* One listed object into the new cache, kept as the cache keeps it. */
 static int
 fill_one(void *arg, json_t *obj)
 {
 	struct fill *f = arg;
-	char *k;
+	char *k, *iv, *text;
+	size_t len;
+	json_t *t;
 
 	if (obj == NULL) {		/* the list starts over */
-		json_object_clear(f->fresh);
-		json_object_clear(f->ival);
-		json_object_clear(f->index);
+		fill_reset(f);
 		return 0;
 	}
-	if ((k = obj_key(obj)) != NULL) {
-		char *iv;
+	if ((k = obj_key(obj)) == NULL)
+		return 0;
+	t = keep_form(f->inf, obj, &iv, &text, &len);
+	if (text) {
+		struct staged e = { 0, 0, 0, len };
 
-		json_object_set_new(f->fresh, k, keep(f->inf, obj, &iv));
+		if (f->stage.len == 0 && stage_str(f, "", 0) != 0)
+			abort();	/* offset 0 stays "none" */
+		if ((e.key = stage_str(f, k, strlen(k))) == 0 ||
+		    (iv && (e.ival = stage_str(f, iv, strlen(iv))) == 0) ||
+		    (e.text = stage_str(f, text, len)) == 0) {
+			free(k);
+			free(iv);
+			free(text);
+			return K8S_ETOOBIG;
+		}
+		if (f->nst == f->capst) {
+			f->capst = f->capst ? 2 * f->capst : 256;
+			f->st = xrealloc(f->st, f->capst * sizeof(*f->st));
+		}
+		f->st[f->nst++] = e;
+		free(text);
+	} else {
+		json_object_set_new(f->fresh, k, t);
 		index_set(f->ival, f->index, k, iv);
-		free(iv);
-		free(k);
 	}
+	free(iv);
+	free(k);
 	return 0;
+}
+
+/* The staged texts into the new cache, now that every page is freed. */
+static void
+fill_unstage(struct fill *f)
+{
+	const char *base = f->stage.data;
+
+	for (size_t i = 0; i < f->nst; i++) {
+		const struct staged *e = &f->st[i];
+
+		json_object_set_new(f->fresh, base + e->key,
+		    json_stringn_nocheck(base + e->text, e->len));
+		index_set(f->ival, f->index, base + e->key,
+		    e->ival ? base + e->ival : NULL);
+	}
+	buf_free(&f->stage);
+	free(f->st);
+	f->st = NULL;
+	f->nst = f->capst = 0;
 }
 
 /* The watch's relist: replace the cache, announcing every difference. */
@@ -177,7 +281,8 @@ relist(void *arg, char **rv, struct k8s_error *err)
 		.field_selector = inf->opts.field_selector,
 		.limit = inf->opts.page_size,
 	};
-	struct fill f = { inf, json_object(), json_object(), json_object() };
+	struct fill f = { inf, json_object(), json_object(), json_object(),
+	    { 0 }, NULL, 0, 0 };
 	json_t *fresh = f.fresh, *obj, *old;
 	struct note *notes;
 	const char *key;
@@ -186,14 +291,18 @@ relist(void *arg, char **rv, struct k8s_error *err)
 	int rc;
 
 	/* Page by page: only what the cache keeps outlives its page. */
+	buf_init(&f.stage, (size_t)1 << 34);
 	rc = k8s_list_each(inf->client, inf->opts.res, inf->opts.ns, &lo,
 	    fill_one, &f, rv, err);
 	if (rc != 0) {
+		buf_free(&f.stage);
+		free(f.st);
 		json_decref(fresh);
 		json_decref(f.ival);
 		json_decref(f.index);
 		return rc;
 	}
+	fill_unstage(&f);
 
 	pthread_mutex_lock(&inf->lock);
 	notes = xcalloc(json_object_size(fresh) +
@@ -201,23 +310,23 @@ relist(void *arg, char **rv, struct k8s_error *err)
 	json_object_foreach(fresh, key, obj) {
 		old = json_object_get(inf->cache, key);
 		if (old == NULL) {
-			notes[nn++] = (struct note){ N_ADD, NULL, stored(obj) };
+			notes[nn++] = (struct note){ N_ADD, NULL,
+			    json_incref(obj) };
 		} else if (!json_equal(old, obj)) {
 			json_t *o = stored(old), *c = stored(obj);
 			const char *a = k8s_obj_rv(o), *b = k8s_obj_rv(c);
 
 			if (a == NULL || b == NULL || strcmp(a, b) != 0)
-				notes[nn++] = (struct note){ N_UPDATE, o, c };
-			else {
-				json_decref(o);
-				json_decref(c);
-			}
+				notes[nn++] = (struct note){ N_UPDATE,
+				    json_incref(old), json_incref(obj) };
+			json_decref(o);
+			json_decref(c);
 		}
 	}
 	json_object_foreach_safe(inf->cache, tmp, key, old) {
 		if (json_object_get(fresh, key) == NULL)
 			notes[nn++] = (struct note){ N_DELETE_UNKNOWN,
-			    stored(old), NULL };
+			    json_incref(old), NULL };
 	}
 	json_decref(inf->cache);
 	json_decref(inf->ival);
@@ -261,10 +370,8 @@ on_event(void *arg, const struct watch_event *ev)
 	if (ev->type == WATCH_DELETED) {
 		if (old) {
 			/* Report the final state the server sent. */
-			json_t *last = keep(inf, ev->object, NULL);
-
-			n = (struct note){ N_DELETE, stored(last), NULL };
-			json_decref(last);
+			n = (struct note){ N_DELETE, keep(inf, ev->object,
+			    NULL), NULL };
 			json_object_del(inf->cache, key);
 			index_set(inf->ival, inf->index, key, NULL);
 		} else {
@@ -277,9 +384,10 @@ on_event(void *arg, const struct watch_event *ev)
 		index_set(inf->ival, inf->index, key, iv);
 		free(iv);
 		if (old)
-			n = (struct note){ N_UPDATE, stored(old), stored(obj) };
+			n = (struct note){ N_UPDATE, json_incref(old),
+			    json_incref(obj) };
 		else
-			n = (struct note){ N_ADD, NULL, stored(obj) };
+			n = (struct note){ N_ADD, NULL, json_incref(obj) };
 		json_object_set_new(inf->cache, key, obj);
 	}
 	pthread_mutex_unlock(&inf->lock);
@@ -293,12 +401,23 @@ static void
 on_tick(void *arg)
 {
 	struct informer *inf = arg;
-	json_t *all = informer_list(inf), *obj;
+	json_t *all = json_array(), *v, *obj;
+	const char *key;
 	size_t i;
 
-	if (inf->h.on_update)
-		json_array_foreach(all, i, obj)
+	if (inf->h.on_update == NULL)
+		goto out;
+	/* Cache values; each decoded only for its own call. */
+	pthread_mutex_lock(&inf->lock);
+	json_object_foreach(inf->cache, key, v)
+		json_array_append(all, v);
+	pthread_mutex_unlock(&inf->lock);
+	json_array_foreach(all, i, v) {
+		if ((obj = stored(v)) != NULL)
 			inf->h.on_update(inf->h.arg, obj, obj);
+		json_decref(obj);
+	}
+out:
 	json_decref(all);
 }
 
@@ -463,6 +582,19 @@ informer_list(struct informer *inf)
 		json_array_foreach(all, i, obj)
 			json_array_set_new(all, i, stored(obj));
 	}
+	return all;
+}
+
+json_t *
+informer_keys(struct informer *inf)
+{
+	json_t *all = json_array(), *v;
+	const char *key;
+
+	pthread_mutex_lock(&inf->lock);
+	json_object_foreach(inf->cache, key, v)
+		json_array_append_new(all, json_string(key));
+	pthread_mutex_unlock(&inf->lock);
 	return all;
 }
 

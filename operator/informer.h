@@ -97,6 +97,9 @@ json_t *informer_list(struct informer *inf);
 
 size_t informer_len(struct informer *inf);
 
+/* A new array of the cache's keys ("namespace/name", or "name"). */
+json_t *informer_keys(struct informer *inf);
+
 /* A new array of the cached objects whose index value is value. */
 json_t *informer_by_index(struct informer *inf, const char *value);
 
