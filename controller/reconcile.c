@@ -381,7 +381,14 @@ ttl(struct controller *ctl, json_t *cx, const char *key)
 		done = (long long)time(NULL);	/* no completion time: from now */
 	left = done + ttl_s - (long long)time(NULL);
 	if (left > 0) {
-		workqueue_add_after(ctl->queue, key, (uint64_t)left * 1000);
+		/*
+		 * Far off (the default is an hour): the resync brings the key
+		 * back every resync_ms anyway, so only a TTL due before then
+		 * holds a timer. Thousands of finished executions then cost
+		 * no queue entries.
+		 */
+		if (left * 1000 <= ctl->opts.resync_ms)
+			workqueue_add_after(ctl->queue, key, (uint64_t)left * 1000);
 		return 0;
 	}
 	rc = k8s_delete(ctl->client, &ctl_res_cx, k8s_obj_namespace(cx),
