@@ -13,9 +13,16 @@
  *   node agent: the terminal result: phase Succeeded/Failed/TimedOut,
  *               reason, exitCode, stdout/stderr and their counts, timing,
  *               condition Complete.
- * The controller never writes over a terminal phase. Every status write
- * carries the resourceVersion it read, so the two never overwrite each
- * other; a 409 requeues the key.
+ * The controller never writes over a terminal phase. Its status writes
+ * are merge patches of only the keys it changed, carrying the
+ * resourceVersion they were computed from, so they never overwrite a newer
+ * state; a 409 requeues the key. The node agent's one write is a JSON
+ * patch that first tests the phase is still Pending or Running
+ * (node-agent/docs/agent.md).
+ *
+ * The caches hold objects packed as JSON text and trimmed to what is read;
+ * a finished execution is kept as little more than its TTL. Guardrails
+ * are watched too: one deleted or loosened is applied again at once.
  */
 #ifndef AIRLOCK_CONTROLLER_H
 #define AIRLOCK_CONTROLLER_H
