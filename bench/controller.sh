@@ -105,7 +105,8 @@ pods=$(k -n "$ns" get pods --no-headers 2>/dev/null | wc -l)
 # The same N, finished: play the node agent (write each one's result, delete
 # its pod), then start a fresh controller and let it cache them.
 kill "$pid"; wait "$pid" 2>/dev/null || true
-k -n "$ns" delete pods --all --grace-period=0 --wait=true >/dev/null
+k -n "$ns" delete pods --all --force --grace-period=0 --wait=false >/dev/null 2>&1
+until [ "$(k -n "$ns" get pods --no-headers 2>/dev/null | wc -l)" -eq 0 ]; do sleep 1; done
 "$KUBECTL" --kubeconfig "$KUBECONFIG_ADMIN" config view --raw -o json > "$work/kc.json"
 python3 - "$n" "$work" "$ns" "$APISERVER_URL" <<'PY'
 import base64, concurrent.futures, datetime, http.client, json, ssl, sys, threading, urllib.parse
