@@ -4,9 +4,10 @@
 #
 #   $AIRLOCK_CACHE/etcd-v$ETCD_VERSION-<modhash>/etcd
 #   $AIRLOCK_CACHE/kube-v$KUBE_VERSION-<modhash>/{kube-apiserver,...}
+#   $AIRLOCK_CACHE/gvisor-$GVISOR_VERSION-<modhash>/{runsc,containerd-shim-runsc-v1}
 #
 # The key includes a hash of the tool module's go.mod and go.sum, so editing
-# the pins rebuilds and nothing stale is reused. Prints the two directories.
+# the pins rebuilds and nothing stale is reused. Prints the three directories.
 #
 # usage: build.sh [component ...]    (default: etcd kube-apiserver)
 set -euo pipefail
@@ -19,6 +20,7 @@ command -v go >/dev/null || { echo "build.sh: go not found in PATH" >&2; exit 1;
 modkey() { cat "$1/go.mod" "$1/go.sum" | sha256sum | cut -c1-12; }
 etcd_dir=$AIRLOCK_CACHE/etcd-v$ETCD_VERSION-$(modkey "$here/tools/etcd")
 kube_dir=$AIRLOCK_CACHE/kube-v$KUBE_VERSION-$(modkey "$here/tools/kube")
+gvisor_dir=$AIRLOCK_CACHE/gvisor-$GVISOR_VERSION-$(modkey "$here/tools/gvisor")
 
 kube_ldflags="-s -w"
 for p in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
@@ -48,8 +50,14 @@ for c in "${components[@]}"; do
 	etcd) build_one "$etcd_dir" etcd "$here/tools/etcd" . "-s -w" ;;
 	kube-apiserver|kube-controller-manager|kube-scheduler|kubelet|kubectl)
 		build_one "$kube_dir" "$c" "$here/tools/kube" "k8s.io/kubernetes/cmd/$c" "$kube_ldflags" ;;
+	# gVisor's Go-only branch builds with plain go build, no cgo; runsc
+	# reports the pinned version instead of VERSION_MISSING.
+	runsc) build_one "$gvisor_dir" runsc "$here/tools/gvisor" gvisor.dev/gvisor/runsc \
+		"-s -w -X gvisor.dev/gvisor/runsc/version.version=$GVISOR_VERSION" ;;
+	containerd-shim-runsc-v1) build_one "$gvisor_dir" "$c" "$here/tools/gvisor" gvisor.dev/gvisor/shim "-s -w" ;;
 	*) echo "build.sh: unknown component '$c'" >&2; exit 2 ;;
 	esac
 done
 echo "ETCD_BIN_DIR=$etcd_dir"
 echo "KUBE_BIN_DIR=$kube_dir"
+echo "GVISOR_BIN_DIR=$gvisor_dir"
