@@ -55,10 +55,12 @@ stop() {
 	die "$name ($pid) survived SIGKILL"
 }
 
-# One at a time, the apiserver first: with etcd gone it spends minutes
-# retrying etcd instead of shutting down.
+# One at a time. The node (node-down.sh) first, while the apiserver is still
+# there for the kubelet to say goodbye to; then the apiserver: with etcd gone
+# it spends minutes retrying etcd instead of shutting down.
 stop_all() {
 	local f
+	if $with_node; then node_stop; fi
 	stop "$cluster/kube-apiserver.pid"
 	for f in "$cluster"/*.pid; do
 		[ -e "$f" ] && stop "$f"
@@ -78,7 +80,8 @@ report_strays() {
 	[ ${#strays[@]} -eq 0 ] || echo "down.sh: warning: processes still mention $cluster: ${strays[*]}" >&2
 }
 
-# Nothing here mounts today, but never rm -rf through a mount point.
+# The node's kubelet and containerd mount volumes, root filesystems and shm
+# under .cluster; never rm -rf through a mount point.
 unmount_all() {
 	local m
 	findmnt -rn -o TARGET | { grep -F "$cluster/" || true; } | sort -r |
@@ -87,9 +90,19 @@ unmount_all() {
 		done
 }
 
+with_node=false
+if [ -d "$cluster/node" ]; then
+	with_node=true
+	# shellcheck source=node-down.sh
+	. "$here/node-down.sh"
+fi
+
 stop_all
 report_strays
-$stop_only && { echo "down.sh: processes stopped; $cluster kept"; exit 0; }
+# A stopped node leaves mounts, a bridge, cgroups and netns behind: clear
+# them even when keeping .cluster for its logs.
 unmount_all
+if $with_node; then node_clean; fi
+$stop_only && { echo "down.sh: processes stopped; $cluster kept"; exit 0; }
 rm -rf --one-file-system "$cluster"
 echo "down.sh: cluster stopped and $cluster removed"
