@@ -40,19 +40,26 @@ our_pid() {
 
 alive() { kill -0 "$1" 2>/dev/null; }
 
-# stop PIDFILE: TERM, up to STOP_TIMEOUT s to exit, then KILL.
+# stop PIDFILE...: TERM them all at once, up to STOP_TIMEOUT s to exit,
+# then KILL.
 stop() {
-	local pid name
-	name=$(basename "$1" .pid)
-	pid=$(our_pid "$1") || return 0
-	kill -TERM "$pid" 2>/dev/null || return 0
+	local f pid pids=() names=() i
+	for f; do
+		pid=$(our_pid "$f") || continue
+		kill -TERM "$pid" 2>/dev/null || continue
+		pids+=("$pid")
+		names+=("$(basename "$f" .pid)")
+	done
 	local deadline=$((SECONDS + STOP_TIMEOUT))
-	while alive "$pid" && ((SECONDS < deadline)); do sleep 0.1; done
-	alive "$pid" || return 0
-	echo "down.sh: $name ($pid) still running after $STOP_TIMEOUT s, killing it" >&2
-	kill -KILL "$pid" 2>/dev/null || true
-	for _ in $(seq 50); do alive "$pid" || return 0; sleep 0.1; done
-	die "$name ($pid) survived SIGKILL"
+	for i in "${!pids[@]}"; do
+		while alive "${pids[$i]}" && ((SECONDS < deadline)); do sleep 0.1; done
+		alive "${pids[$i]}" || continue
+		echo "down.sh: ${names[$i]} (${pids[$i]}) still running after $STOP_TIMEOUT s, killing it" >&2
+		kill -KILL "${pids[$i]}" 2>/dev/null || true
+		for _ in $(seq 50); do alive "${pids[$i]}" || break; sleep 0.1; done
+		alive "${pids[$i]}" && die "${names[$i]} (${pids[$i]}) survived SIGKILL"
+	done
+	return 0
 }
 
 # One at a time. The node (node-down.sh) first, while the apiserver is still

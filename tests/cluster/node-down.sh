@@ -78,9 +78,7 @@ node_runsc_cleanup() {
 # node_stop: everything of the node's that runs. Before the apiserver stops.
 node_stop() {
 	node_load_ids
-	stop "$cluster/kubelet.pid"
-	stop "$cluster/kube-scheduler.pid"
-	stop "$cluster/kube-controller-manager.pid"
+	stop "$cluster/kubelet.pid" "$cluster/kube-scheduler.pid" "$cluster/kube-controller-manager.pid"
 	node_kill_pods
 	stop "$cluster/containerd.pid"
 	node_kill_strays

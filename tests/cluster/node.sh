@@ -37,7 +37,7 @@ EOF
 	# Host directories the kubelet and containerd create when missing and
 	# never remove; node-down.sh removes them again if we made them.
 	local d
-	for d in /var/log/containers /var/run/netns /var/lib/cni; do
+	for d in /var/log/containers /var/run/netns /var/lib/cni /run/containerd; do
 		[ -e "$d" ] || echo "$d" >>"$node/created-dirs"
 	done
 	return 0
