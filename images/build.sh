@@ -123,7 +123,11 @@ build_runner() {
 	# The customize hook runs on the host with the new root as $1: the
 	# runner user (65532, controller/docs/pod.md), the /airlock layout and
 	# the entrypoint.
+	# merged-usr hook: a merged /usr made by mmdebstrap itself, with the
+	# usr-is-merged marker instead of the usrmerge package, which would pull
+	# in the whole of perl (~50 MB per image, imported at every start).
 	mmdebstrap --quiet --variant=essential --mode=root \
+		--hook-dir=/usr/share/mmdebstrap/hooks/merged-usr \
 		${pkgs:+--include="$pkgs"} \
 		--dpkgopt='path-exclude=/usr/share/doc/*' \
 		--dpkgopt='path-include=/usr/share/doc/*/copyright' \

@@ -85,8 +85,10 @@ for c in "${components[@]}"; do
 	containerd-shim-runsc-v1)
 		if [ ! -x "$gvisor_dir/$c" ]; then
 			shimmod=$(shim_module)
+			trap 'rm -rf "$shimmod"' EXIT
 			build_one "$gvisor_dir" "$c" "$shimmod" gvisor.dev/gvisor/shim "-s -w"
 			rm -rf "$shimmod"
+			trap - EXIT
 		fi ;;
 	*) echo "build.sh: unknown component '$c'" >&2; exit 2 ;;
 	esac

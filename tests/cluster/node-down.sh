@@ -25,6 +25,7 @@ node_kill_pods() {
 	local ids id
 	[ -S "$node/containerd/containerd.sock" ] || return 0
 	ids=$(nctr containers ls -q 2>/dev/null) || return 0
+	printf '%s\n' $ids >>"$node/container-ids"
 	for id in $ids; do
 		nctr containers info "$id" 2>/dev/null |
 			grep -o '"/var/run/netns/[^"]*"\|"/run/netns/[^"]*"' | tr -d '"' >>"$node/netns" || true
@@ -130,8 +131,14 @@ node_rm_host_files() {
 	# The kubelet's /var/log/containers/*.log symlinks into our pod logs.
 	[ -d /var/log/containers ] &&
 		find /var/log/containers -maxdepth 1 -type l -lname "$node/*" -delete
-	# libcni's result cache (containerd 1.6 does not move it).
+	# libcni's result cache (containerd 1.6 does not move it), one file per
+	# network (ours and containerd's own loopback) per sandbox still set up.
 	[ -n "${CNI_NETWORK-}" ] && rm -f /var/lib/cni/results/"$CNI_NETWORK"-*
+	if [ -f "$node/container-ids" ]; then
+		while read -r d; do
+			[ -n "$d" ] && rm -f /var/lib/cni/results/*-"$d"-*
+		done <"$node/container-ids"
+	fi
 	# Host directories we created, when nothing else has put files there.
 	if [ -f "$node/created-dirs" ]; then
 		while read -r d; do

@@ -370,7 +370,6 @@ evictionHard:
   nodefs.inodesFree: "1"
   imagefs.available: "1Mi"
   imagefs.inodesFree: "1"
-evictionPressureTransitionPeriod: 0s
 imageGCHighThresholdPercent: 100
 imageGCLowThresholdPercent: 99
 # Root cannot lower oom_score_adj here (no CAP_SYS_RESOURCE).
