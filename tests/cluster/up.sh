@@ -334,7 +334,11 @@ main() {
 		exit 0
 	fi
 	if [ -e "$cluster" ]; then
-		echo "up.sh: $cluster holds a dead or half-started cluster; tearing it down" >&2
+		if $with_node && [ -f "$cluster/env" ] && ! grep -q '^NODE_NAME=' "$cluster/env"; then
+			echo "up.sh: $cluster holds a cluster without a node; replacing it (NODE=1)" >&2
+		else
+			echo "up.sh: $cluster holds a dead or half-started cluster; tearing it down" >&2
+		fi
 		"$here/down.sh" || die "down.sh failed to clear $cluster"
 	fi
 	local out
