@@ -140,8 +140,8 @@ build_runner() {
 		--customize-hook='echo "airlock:x:65532:65532:airlock runner:/airlock/work:/usr/sbin/nologin" >>"$1/etc/passwd"' \
 		--customize-hook='echo "airlock:x:65532:" >>"$1/etc/group"' \
 		--customize-hook='rm -rf "$1"/var/cache/* "$1"/var/log/* "$1"/var/lib/apt/lists/*' \
-		"$(suite)" "$d/layer.tar" "$(apt_sources)" >&2 ||
-		{ rm -rf "$d"; die "mmdebstrap failed for $name"; }
+		"$(suite)" "$d/layer.tar" "$(apt_sources)" >"$d/mmdebstrap.log" 2>&1 ||
+		{ tail -n 40 "$d/mmdebstrap.log" >&2; rm -rf "$d"; die "mmdebstrap failed for $name"; }
 	oci_archive "$out" "$ref" "$d/layer.tar" \
 		"\"User\":\"65532:65532\",\"Env\":[\"PATH=/usr/local/bin:/usr/bin:/bin\",\"LANG=C.UTF-8\",\"AIRLOCK_CODE_DIR=/airlock/code\"],\"WorkingDir\":\"/airlock/work\",\"Entrypoint\":[\"/airlock/bin/run\"],\"Cmd\":[$(runner_cmd "$name")]"
 	rm -rf "$d"
@@ -162,6 +162,9 @@ for name in "${images[@]}"; do
 		*) build_runner "$name" "$out" "$ref" ;;
 		esac
 		echo "images/build.sh: built $name in $((SECONDS - start)) s" >&2
+		# Keep this and the one before (another clone may use it); older
+		# keys only fill the disk.
+		ls -t "$cache/$name"-*.tar | tail -n +3 | xargs -r rm -f
 	fi
 	var=$(echo "$name" | tr a-z- A-Z_)
 	echo "${var}_IMAGE=$ref"

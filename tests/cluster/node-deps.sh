@@ -4,7 +4,9 @@
 # Separate from tests/deps.sh because only NODE=1 needs them, and they are
 # large. Only root can install; anyone else gets the list.
 #
-# usage: node-deps.sh
+# usage: node-deps.sh          the node's packages
+#        node-deps.sh runsc    also Debian's runsc (up.sh's fallback when
+#                              gVisor cannot be built)
 set -euo pipefail
 # containerd 1.6 (CRI), runc (its default runtime; the pause container of a
 # gvisor pod runs in runsc, but the node's own plumbing needs runc present),
@@ -12,6 +14,7 @@ set -euo pipefail
 # mmdebstrap (runner image root filesystems), gcc (the static pause binary).
 pkgs=(containerd runc containernetworking-plugins mmdebstrap gcc libc6-dev
       iproute2 util-linux procps kmod)
+[ "${1-}" = runsc ] && pkgs+=(runsc)
 missing=()
 for p in "${pkgs[@]}"; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'ok installed' ||

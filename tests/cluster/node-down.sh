@@ -69,7 +69,7 @@ node_kill_strays() {
 # from outside leaves it there. delete --force clears it.
 node_runsc_cleanup() {
 	local runsc id
-	runsc=$(sed -n 's/^binary_name = "\(.*\)"$/\1/p' "$node/runsc.toml" 2>/dev/null) || return 0
+	runsc=$(cat "$node/runsc-binary" 2>/dev/null) || return 0
 	[ -x "$runsc" ] && [ -d "$node/runsc/k8s.io" ] || return 0
 	for id in $("$runsc" --root "$node/runsc/k8s.io" list -quiet 2>/dev/null); do
 		timeout 20 "$runsc" --root "$node/runsc/k8s.io" delete --force "$id" >/dev/null 2>&1 || true

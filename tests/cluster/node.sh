@@ -53,15 +53,28 @@ node_ip() {
 	[ -n "$NODE_IP" ] || die "no global IPv4 address for the node (ip -4 addr)"
 }
 
+# node_build: binaries and images. gVisor: the pinned runsc and its shim,
+# built here (GVISOR_SHIM=gvisor); when that build fails, or with
+# AIRLOCK_GVISOR=debian, Debian's runsc under containerd's runc shim
+# (GVISOR_SHIM=runc-v2, see write_runsc_oci).
 node_build() {
 	"$here/node-deps.sh" || die "node-deps.sh failed"
 	local out
-	out=$("$here/build.sh" kube-scheduler kube-controller-manager kubelet \
-		runsc containerd-shim-runsc-v1) || die "build.sh failed for the node"
-	GVISOR_BIN_DIR=$(sed -n 's/^GVISOR_BIN_DIR=//p' <<<"$out")
-	RUNSC=$GVISOR_BIN_DIR/runsc
-	[ -x "$RUNSC" ] && [ -x "$GVISOR_BIN_DIR/containerd-shim-runsc-v1" ] ||
-		die "build.sh did not report usable gVisor binaries"
+	out=$("$here/build.sh" kube-scheduler kube-controller-manager kubelet) ||
+		die "build.sh failed for the node"
+	GVISOR_SHIM=gvisor
+	if [ "${AIRLOCK_GVISOR:-build}" = debian ] ||
+		! out=$("$here/build.sh" runsc containerd-shim-runsc-v1); then
+		echo "up.sh: warning: falling back to Debian's runsc without gVisor's shim (one sandbox per container)" >&2
+		"$here/node-deps.sh" runsc || die "node-deps.sh could not install runsc"
+		GVISOR_SHIM=runc-v2
+		RUNSC=$(command -v runsc) || die "no runsc in PATH"
+	else
+		GVISOR_BIN_DIR=$(sed -n 's/^GVISOR_BIN_DIR=//p' <<<"$out")
+		RUNSC=$GVISOR_BIN_DIR/runsc
+		[ -x "$RUNSC" ] && [ -x "$GVISOR_BIN_DIR/containerd-shim-runsc-v1" ] ||
+			die "build.sh did not report usable gVisor binaries"
+	fi
 	out=$("$root/images/build.sh") || die "images/build.sh failed"
 	eval "$(grep -E '^[A-Z_]+_IMAGE(_TAR)?=[^ ]+$' <<<"$out")"
 	[ -n "${PAUSE_IMAGE-}" ] && [ -n "${RUNNER_PYTHON_IMAGE-}" ] ||
@@ -139,10 +152,59 @@ EOF
 	chmod 755 "$node/bin/containerd-shim-runsc-v1"
 }
 
+# write_runsc_oci: the fallback's runtime binary for containerd's runc v2
+# shim. That shim would run a pod's containers inside the pause container's
+# sandbox, where their output never reaches the log file and their exit is
+# never reported (host-facts.md). Renaming the two CRI annotations runsc
+# reads at create makes every container its own sandbox (two per pod).
+# Renaming rather than deleting keeps the JSON valid without parsing it.
+write_runsc_oci() {
+	mkdir -p "$node/bin"
+	cat >"$node/bin/runsc-oci" <<EOF
+#!/bin/sh
+create=false bundle= prev=
+for a; do
+	case \$a in create) create=true ;; --bundle=*) bundle=\${a#--bundle=} ;; esac
+	case \$prev in --bundle|-b) bundle=\$a ;; esac
+	prev=\$a
+done
+if \$create && [ -f "\$bundle/config.json" ]; then
+	sed -i -E 's/"io\\.kubernetes\\.cri\\.(container-type|sandbox-id)":/"airlock.fallback.\\1":/g' "\$bundle/config.json"
+fi
+exec $RUNSC --network=none "\$@"
+EOF
+	chmod 755 "$node/bin/runsc-oci"
+}
+
+# runsc_runtime: the containerd runtime section of the gvisor handler.
+runsc_runtime() {
+	local r='[plugins."io.containerd.grpc.v1.cri".containerd.runtimes.'$RUNSC_HANDLER']'
+	if [ "$GVISOR_SHIM" = gvisor ]; then
+		cat <<EOF
+    $r
+      runtime_type = "io.containerd.runsc.v1"
+      [${r:1:-1}.options]
+        TypeUrl = "io.containerd.runsc.v1.options"
+        ConfigPath = "$node/runsc.toml"
+EOF
+	else
+		cat <<EOF
+    $r
+      runtime_type = "io.containerd.runc.v2"
+      [${r:1:-1}.options]
+        BinaryName = "$node/bin/runsc-oci"
+        Root = "$node/runsc"
+        SystemdCgroup = false
+EOF
+	fi
+}
+
 write_containerd_config() {
 	local cd=$node/containerd
 	mkdir -p "$cd" "$node/cni/net.d" "$node/cni/ipam"
 	CONTAINERD_SOCK=$cd/containerd.sock
+	# For node-down.sh: which runsc to ask for leftover sandboxes.
+	echo "$RUNSC" >"$node/runsc-binary"
 	# network=none: Airlock pods get no network at all, only loopback
 	# inside the sandbox (and Debian's older runsc needs it on kernels
 	# >= 6.11: host-facts.md).
@@ -190,11 +252,7 @@ disabled_plugins = ["io.containerd.internal.v1.tracing", "io.containerd.tracing.
         Root = "$node/runc"
         SystemdCgroup = false
     # The RuntimeClass "gvisor" names this handler.
-    [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.$RUNSC_HANDLER]
-      runtime_type = "io.containerd.runsc.v1"
-      [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.$RUNSC_HANDLER.options]
-        TypeUrl = "io.containerd.runsc.v1.options"
-        ConfigPath = "$node/runsc.toml"
+$(runsc_runtime)
   [plugins."io.containerd.grpc.v1.cri".cni]
     bin_dir = "/usr/lib/cni"
     conf_dir = "$node/cni/net.d"
@@ -229,7 +287,7 @@ containerd_ready() {
 }
 
 start_containerd() {
-	write_shim_wrapper
+	if [ "$GVISOR_SHIM" = gvisor ]; then write_shim_wrapper; else write_runsc_oci; fi
 	write_containerd_config
 	# PATH: containerd finds shims by name; ours (the wrapper) first.
 	spawn containerd env PATH="$node/bin:/usr/sbin:/usr/bin:/sbin:/bin" \
@@ -454,6 +512,7 @@ CTR="ctr --address $CONTAINERD_SOCK -n k8s.io"
 POD_LOGS_DIR=$POD_LOGS_DIR
 KUBELET_ROOT_DIR=$node/kubelet
 RUNSC=$RUNSC
+GVISOR_SHIM=$GVISOR_SHIM
 RUNSC_ROOT=$node/runsc/k8s.io
 CGROUP_ROOT=$CGROUP_ROOT
 PAUSE_IMAGE=$PAUSE_IMAGE
