@@ -158,20 +158,33 @@ EOF
 # never reported (host-facts.md). Renaming the two CRI annotations runsc
 # reads at create makes every container its own sandbox (two per pod).
 # Renaming rather than deleting keeps the JSON valid without parsing it.
+# And when a container has exited, its sandbox is gone: `runsc kill` then
+# fails with "sandbox is not running", which the shim passes on as an
+# unknown error, and containerd never records the exit. The container is
+# dead, which is what the kill wanted: report success.
 write_runsc_oci() {
 	mkdir -p "$node/bin"
 	cat >"$node/bin/runsc-oci" <<EOF
 #!/bin/sh
-create=false bundle= prev=
+runsc="$RUNSC --network=none"
+cmd= bundle= prev=
 for a; do
-	case \$a in create) create=true ;; --bundle=*) bundle=\${a#--bundle=} ;; esac
+	case \$a in create|kill) [ -n "\$cmd" ] || cmd=\$a ;; --bundle=*) bundle=\${a#--bundle=} ;; esac
 	case \$prev in --bundle|-b) bundle=\$a ;; esac
 	prev=\$a
 done
-if \$create && [ -f "\$bundle/config.json" ]; then
-	sed -i -E 's/"io\\.kubernetes\\.cri\\.(container-type|sandbox-id)":/"airlock.fallback.\\1":/g' "\$bundle/config.json"
-fi
-exec $RUNSC --network=none "\$@"
+case \$cmd in
+create)
+	[ -f "\$bundle/config.json" ] &&
+		sed -i -E 's/"io\\.kubernetes\\.cri\\.(container-type|sandbox-id)":/"airlock.fallback.\\1":/g' "\$bundle/config.json"
+	;;
+kill)
+	out=\$(\$runsc "\$@" 2>&1) && { printf '%s' "\$out"; exit 0; }
+	case \$out in *"sandbox is not running"*) exit 0 ;; esac
+	printf '%s\\n' "\$out" >&2
+	exit 1 ;;
+esac
+exec \$runsc "\$@"
 EOF
 	chmod 755 "$node/bin/runsc-oci"
 }
