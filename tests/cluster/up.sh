@@ -323,6 +323,8 @@ EOF
 stop_on_failure() {
 	local rc=$?
 	[ "$rc" = 0 ] && return 0
+	# The node's background image import, if still going.
+	[ -n "${import_pid-}" ] && kill "$import_pid" 2>/dev/null
 	"$here/down.sh" --stop-only >/dev/null || true
 	echo "up.sh: start-up failed; logs kept in $logs" >&2
 	exit "$rc"
