@@ -56,7 +56,7 @@ until k -n "$NS" get serviceaccount default >/dev/null 2>&1; do
 done
 pass "kube-controller-manager made the default ServiceAccount of $NS"
 token=$(k -n "$NS" create token default --duration=10m)
-[[ $token == ey*.*.* ]] && pass "a token for $NS/default" || fail "no token for $NS/default: '$token'"
+if [[ $token == ey*.*.* ]]; then pass "a token for $NS/default"; else fail "no token for $NS/default: '$token'"; fi
 
 # pod NAME IMAGE CODE_VOLUME_YAML COMMAND_JSON: a pod hardened like the
 # controller's (controller/docs/pod.md): gvisor, uid 65532, read-only root,
@@ -268,8 +268,9 @@ loglat=()
 for i in $(seq "$runs"); do
 	y=$(pod "echo$i" "$RUNNER_BASH_IMAGE" "    emptyDir: {}" '["bash", "-c", "echo hi"]')
 	run_pod "echo$i" "$y" >/dev/null
-	[ "$PHASE" = Succeeded ] && [ "$(stream "$LOG_FILE" stdout)" = hi ] ||
+	if [ "$PHASE" != Succeeded ] || [ "$(stream "$LOG_FILE" stdout)" != hi ]; then
 		fail "echo$i: $PHASE, '$(stream "$LOG_FILE" stdout)'"
+	fi
 	lat+=("${LATENCY[echo$i]}")
 	loglat+=("${LOG_LATENCY[echo$i]}")
 	k -n "$NS" delete pod "echo$i" --wait=false >/dev/null
@@ -280,12 +281,37 @@ logmedian=$(median "${loglat[@]}")
 echo "time: echo pod create -> 'hi' in the CRI log file, $runs in a row: ${loglat[*]} ms (median $logmedian ms)"
 echo "time: echo pod create -> Succeeded, $runs in a row: ${lat[*]} ms (median $median ms)"
 
-# 6. The namespace really goes: pods, configmaps, the namespace itself.
+# 6. The garbage collector: a dependent goes with its owner (the
+# controller's ConfigMaps are owned by their CodeExecution).
+owner_uid=$(k -n "$NS" create configmap gc-owner -o jsonpath='{.metadata.uid}')
+k apply -f - >/dev/null <<EOF
+apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: gc-dependent
+  namespace: $NS
+  ownerReferences:
+  - {apiVersion: v1, kind: ConfigMap, name: gc-owner, uid: $owner_uid}
+EOF
+t=$EPOCHREALTIME
+k -n "$NS" delete configmap gc-owner --wait=true >/dev/null
+deadline=$((SECONDS + 30))
+while k -n "$NS" get configmap gc-dependent >/dev/null 2>&1 && ((SECONDS < deadline)); do sleep 0.2; done
+if k -n "$NS" get configmap gc-dependent >/dev/null 2>&1; then
+	fail "garbage collector: gc-dependent outlived its owner by 30 s"
+else
+	pass "garbage collector deleted the owner's dependent ($(ms_since "$t") ms)"
+fi
+
+# 7. The namespace really goes: pods, configmaps, the namespace itself.
 t=$EPOCHREALTIME
 k delete namespace "$NS" --wait=true --timeout=60s >/dev/null ||
 	fail "namespace $NS not deleted within 60 s"
-k get namespace "$NS" >/dev/null 2>&1 && fail "namespace $NS still exists" ||
+if k get namespace "$NS" >/dev/null 2>&1; then
+	fail "namespace $NS still exists"
+else
 	pass "namespace $NS deleted ($(ms_since "$t") ms)"
+fi
 
 echo "timings (pod create -> end): python ${LATENCY[py]} ms, node ${LATENCY[nodejs]} ms, bash ${LATENCY[sh]} ms, echo median $median ms (output on disk: $logmedian ms)"
 echo "$passes passed, $fails failed"
