@@ -96,9 +96,10 @@ oci_archive() {
 	printf '{"schemaVersion":2,"mediaType":"application/vnd.oci.image.index.v1+json","manifests":[{"mediaType":"application/vnd.oci.image.manifest.v1+json","digest":"sha256:%s","size":%d,"platform":{"architecture":"%s","os":"linux"},"annotations":{"io.containerd.image.name":"%s","org.opencontainers.image.ref.name":"%s"}}]}' \
 		"$mdig" "$msize" "$(arch)" "$ref" "${ref##*:}" >"$d/index.json"
 	printf '{"imageLayoutVersion":"1.0.0"}' >"$d/oci-layout"
-	tar -C "$d" -cf "$out.tmp" oci-layout index.json blobs
+	# .$$: two clones may build the same key at once; mv is atomic.
+	tar -C "$d" -cf "$out.tmp.$$" oci-layout index.json blobs
 	rm -rf "$d"
-	mv "$out.tmp" "$out"
+	mv "$out.tmp.$$" "$out"
 }
 
 build_pause() {

@@ -42,8 +42,8 @@ build_one() {
 	mkdir -p "$dir"
 	local start=$SECONDS
 	echo "build.sh: building $name (cold; cached in $dir)" >&2
-	(cd "$moddir" && go build -trimpath -ldflags "$ldflags" "$@" -o "$dir/.$name.tmp" "$pkg")
-	mv "$dir/.$name.tmp" "$dir/$name"
+	(cd "$moddir" && go build -trimpath -ldflags "$ldflags" "$@" -o "$dir/.$name.tmp.$$" "$pkg")
+	mv "$dir/.$name.tmp.$$" "$dir/$name"
 	echo "build.sh: built $name in $((SECONDS - start)) s" >&2
 }
 
