@@ -227,6 +227,11 @@ root = "$node/runsc"
 [runsc_config]
 network = "none"
 EOF
+	# AIRLOCK_RUNSC_DEBUG=1: runsc's debug logs, one directory per
+	# container, for when a sandbox misbehaves.
+	if [ "${AIRLOCK_RUNSC_DEBUG-}" = 1 ]; then
+		printf 'debug = "true"\ndebug-log = "%s/runsc/%%ID%%/"\n' "$logs" >>"$node/runsc.toml"
+	fi
 	free_port stream_port
 	cat >"$cd/config.toml" <<EOF
 version = 2
