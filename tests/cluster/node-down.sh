@@ -76,9 +76,23 @@ node_runsc_cleanup() {
 	done
 }
 
+# node_bundle_netns: the ids and network namespaces of the tasks containerd
+# started, from their OCI bundles, which outlive a dead containerd; so they
+# are found even when node_kill_pods cannot ask it.
+node_bundle_netns() {
+	local b=$node/containerd/state/io.containerd.runtime.v2.task/k8s.io d
+	[ -d "$b" ] || return 0
+	for d in "$b"/*/; do
+		[ -d "$d" ] && basename "$d" >>"$node/container-ids"
+	done
+	cat "$b"/*/config.json 2>/dev/null |
+		grep -o '"/var/run/netns/[^"]*"\|"/run/netns/[^"]*"' | tr -d '"' >>"$node/netns" || true
+}
+
 # node_stop: everything of the node's that runs. Before the apiserver stops.
 node_stop() {
 	node_load_ids
+	node_bundle_netns
 	stop "$cluster/kubelet.pid" "$cluster/kube-scheduler.pid" "$cluster/kube-controller-manager.pid"
 	node_kill_pods
 	stop "$cluster/containerd.pid"
