@@ -40,25 +40,34 @@ our_pid() {
 
 alive() { kill -0 "$1" 2>/dev/null; }
 
-# stop PIDFILE: TERM, up to STOP_TIMEOUT s to exit, then KILL.
+# stop PIDFILE...: TERM them all at once, up to STOP_TIMEOUT s to exit,
+# then KILL.
 stop() {
-	local pid name
-	name=$(basename "$1" .pid)
-	pid=$(our_pid "$1") || return 0
-	kill -TERM "$pid" 2>/dev/null || return 0
+	local f pid pids=() names=() i
+	for f; do
+		pid=$(our_pid "$f") || continue
+		kill -TERM "$pid" 2>/dev/null || continue
+		pids+=("$pid")
+		names+=("$(basename "$f" .pid)")
+	done
 	local deadline=$((SECONDS + STOP_TIMEOUT))
-	while alive "$pid" && ((SECONDS < deadline)); do sleep 0.1; done
-	alive "$pid" || return 0
-	echo "down.sh: $name ($pid) still running after $STOP_TIMEOUT s, killing it" >&2
-	kill -KILL "$pid" 2>/dev/null || true
-	for _ in $(seq 50); do alive "$pid" || return 0; sleep 0.1; done
-	die "$name ($pid) survived SIGKILL"
+	for i in "${!pids[@]}"; do
+		while alive "${pids[$i]}" && ((SECONDS < deadline)); do sleep 0.1; done
+		alive "${pids[$i]}" || continue
+		echo "down.sh: ${names[$i]} (${pids[$i]}) still running after $STOP_TIMEOUT s, killing it" >&2
+		kill -KILL "${pids[$i]}" 2>/dev/null || true
+		for _ in $(seq 50); do alive "${pids[$i]}" || break; sleep 0.1; done
+		alive "${pids[$i]}" && die "${names[$i]} (${pids[$i]}) survived SIGKILL"
+	done
+	return 0
 }
 
-# One at a time, the apiserver first: with etcd gone it spends minutes
-# retrying etcd instead of shutting down.
+# One at a time. The node (node-down.sh) first, while the apiserver is still
+# there for the kubelet to say goodbye to; then the apiserver: with etcd gone
+# it spends minutes retrying etcd instead of shutting down.
 stop_all() {
 	local f
+	if $with_node; then node_stop; fi
 	stop "$cluster/kube-apiserver.pid"
 	for f in "$cluster"/*.pid; do
 		[ -e "$f" ] && stop "$f"
@@ -78,7 +87,8 @@ report_strays() {
 	[ ${#strays[@]} -eq 0 ] || echo "down.sh: warning: processes still mention $cluster: ${strays[*]}" >&2
 }
 
-# Nothing here mounts today, but never rm -rf through a mount point.
+# The node's kubelet and containerd mount volumes, root filesystems and shm
+# under .cluster; never rm -rf through a mount point.
 unmount_all() {
 	local m
 	findmnt -rn -o TARGET | { grep -F "$cluster/" || true; } | sort -r |
@@ -87,9 +97,19 @@ unmount_all() {
 		done
 }
 
+with_node=false
+if [ -d "$cluster/node" ]; then
+	with_node=true
+	# shellcheck source=node-down.sh
+	. "$here/node-down.sh"
+fi
+
 stop_all
 report_strays
-$stop_only && { echo "down.sh: processes stopped; $cluster kept"; exit 0; }
+# A stopped node leaves mounts, a bridge, cgroups and netns behind: clear
+# them even when keeping .cluster for its logs.
 unmount_all
+if $with_node; then node_clean; fi
+$stop_only && { echo "down.sh: processes stopped; $cluster kept"; exit 0; }
 rm -rf --one-file-system "$cluster"
 echo "down.sh: cluster stopped and $cluster removed"

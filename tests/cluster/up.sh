@@ -5,6 +5,8 @@
 # torn down and replaced. See README.md in this directory.
 #
 # usage: up.sh            (make cluster-up)
+#        NODE=1 up.sh     also a node: containerd + gVisor, scheduler,
+#                         controller-manager, kubelet (node.sh)
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
@@ -16,6 +18,14 @@ t0=$EPOCHREALTIME
 SERVICE_CIDR=10.96.0.0/16
 SERVICE_IP=10.96.0.1
 READY_TIMEOUT=${AIRLOCK_READY_TIMEOUT:-60}
+with_node=false
+case ${NODE:-0} in
+1) with_node=true ;;
+0) ;;
+# Anything else is someone else's variable: plain cluster-up must not change.
+*) echo "up.sh: warning: NODE='$NODE' is not 1; starting no node" >&2 ;;
+esac
+APISERVER_NODE_FLAGS=()
 
 die() { echo "up.sh: $*" >&2; exit 1; }
 elapsed() { awk -v a="$t0" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.1f", b - a }'; }
@@ -43,6 +53,12 @@ readyz() {
 already_up() {
 	[ -f "$cluster/env" ] || return 1
 	is_ours "$cluster/etcd.pid" && is_ours "$cluster/kube-apiserver.pid" || return 1
+	# A cluster with a node satisfies a plain cluster-up too; one without
+	# does not satisfy NODE=1.
+	if $with_node || grep -q '^NODE_NAME=' "$cluster/env"; then
+		grep -q '^NODE_NAME=' "$cluster/env" || return 1
+		is_ours "$cluster/containerd.pid" && is_ours "$cluster/kubelet.pid" || return 1
+	fi
 	# shellcheck disable=SC1091
 	. "$cluster/env"
 	readyz
@@ -195,7 +211,7 @@ start_apiserver() {
 			--service-account-key-file="$pki/sa.pub" \
 			--service-account-signing-key-file="$pki/sa.key" \
 			--endpoint-reconciler-type=none \
-			--profiling=false
+			--profiling=false "${APISERVER_NODE_FLAGS[@]}"
 		rc=0
 		wait_for kube-apiserver "$READY_TIMEOUT" apiserver_ready || rc=$?
 		[ "$rc" = 0 ] && return 0
@@ -298,6 +314,7 @@ KUBECTL=$KUBE_BIN_DIR/kubectl
 ETCD_BIN_DIR=$ETCD_BIN_DIR
 KUBE_BIN_DIR=$KUBE_BIN_DIR
 EOF
+	if $with_node; then node_env >>"$cluster/env.tmp"; fi
 	# Written last and atomically: its presence marks a completed start-up.
 	mv "$cluster/env.tmp" "$cluster/env"
 }
@@ -307,6 +324,8 @@ EOF
 stop_on_failure() {
 	local rc=$?
 	[ "$rc" = 0 ] && return 0
+	# The node's background image import, if still going.
+	[ -n "${import_pid-}" ] && kill "$import_pid" 2>/dev/null
 	"$here/down.sh" --stop-only >/dev/null || true
 	echo "up.sh: start-up failed; logs kept in $logs" >&2
 	exit "$rc"
@@ -318,7 +337,11 @@ main() {
 		exit 0
 	fi
 	if [ -e "$cluster" ]; then
-		echo "up.sh: $cluster holds a dead or half-started cluster; tearing it down" >&2
+		if $with_node && [ -f "$cluster/env" ] && ! grep -q '^NODE_NAME=' "$cluster/env"; then
+			echo "up.sh: $cluster holds a cluster without a node; replacing it (NODE=1)" >&2
+		else
+			echo "up.sh: $cluster holds a dead or half-started cluster; tearing it down" >&2
+		fi
 		"$here/down.sh" || die "down.sh failed to clear $cluster"
 	fi
 	local out
@@ -327,18 +350,31 @@ main() {
 	KUBE_BIN_DIR=$(sed -n 's/^KUBE_BIN_DIR=//p' <<<"$out")
 	[ -x "$ETCD_BIN_DIR/etcd" ] && [ -x "$KUBE_BIN_DIR/kube-apiserver" ] ||
 		die "build.sh did not report usable binaries"
+	if $with_node; then
+		# shellcheck source=node.sh
+		. "$here/node.sh"
+		node_build
+	fi
 
 	taken=()
 	mkdir -p "$logs"
 	trap stop_on_failure EXIT
 	make_pki
+	if $with_node; then
+		node_prepare
+		node_pki
+		node_apiserver_flags
+	fi
 	start_etcd
 	start_apiserver
 	write_kubeconfigs
 	apply_rbac
+	if $with_node; then node_start; fi
 	write_env
 	trap - EXIT
-	echo "up.sh: cluster up in $(elapsed) s: $APISERVER_URL (etcd $ETCD_URL); source $cluster/env"
+	local what=cluster
+	if $with_node; then what="cluster with node $NODE_NAME"; fi
+	echo "up.sh: $what up in $(elapsed) s: $APISERVER_URL (etcd $ETCD_URL); source $cluster/env"
 }
 
 main "$@"

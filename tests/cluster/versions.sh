@@ -2,4 +2,7 @@
 # Test tooling only: built from Go modules, cached, never shipped.
 KUBE_VERSION=1.37.2
 ETCD_VERSION=3.7.3
+# gVisor (runsc, containerd-shim-runsc-v1) for the test node (up.sh NODE=1):
+# the commit of gVisor's Go-only "go" branch pinned in tools/gvisor/go.mod.
+GVISOR_VERSION=20260905-160fafc42237
 AIRLOCK_CACHE=${AIRLOCK_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/airlock}

@@ -1,0 +1,173 @@
+#!/usr/bin/env bash
+# Build the test node's container images as OCI image-layout archives, once
+# per set of inputs, into the cache outside the work tree:
+#
+#   $AIRLOCK_CACHE/images/<name>-<key>.tar    (import: ctr -n k8s.io images import)
+#
+# No registry is reachable, so nothing is pulled: the pause image is a static
+# C program, the runner images are minimal Debian root filesystems made by
+# mmdebstrap from the machine's own apt sources file. The tag is the key (a
+# hash of everything that goes in), so a changed input is a new image and a
+# stale one is never reused. See images/README.md.
+#
+# usage: images/build.sh [image ...]    (default: all)
+# Prints, per image, NAME_IMAGE=<reference> and NAME_IMAGE_TAR=<archive>,
+# e.g. RUNNER_PYTHON_IMAGE=airlock.dev/runner-python:3f2a...
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+cache=${AIRLOCK_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/airlock}/images
+REGISTRY=airlock.dev
+ALL=(pause runner-python runner-node runner-bash)
+
+die() { echo "images/build.sh: $*" >&2; exit 1; }
+
+# Debian packages on top of the Essential set (bash, coreutils, dash, ...),
+# per runner image.
+runner_packages() {
+	case $1 in
+	runner-python) echo python3 ;;
+	runner-node) echo nodejs ;;
+	runner-bash) echo "" ;;
+	esac
+}
+
+# The runtime a runner image's default command starts (the controller's
+# profiles set their own command; this is for running the image by hand).
+runner_cmd() {
+	case $1 in
+	runner-python) echo '"python3","main.py"' ;;
+	runner-node) echo '"node","main.js"' ;;
+	runner-bash) echo '"bash","main.sh"' ;;
+	esac
+}
+
+# The machine's own apt sources: no mirror's address is written anywhere in
+# the project. deb822 (.sources) and one-line files both work with mmdebstrap.
+apt_sources() {
+	local f
+	for f in ${AIRLOCK_APT_SOURCES-} /etc/apt/sources.list.d/debian.sources /etc/apt/sources.list; do
+		[ -s "$f" ] && grep -qE '^[[:space:]]*(deb|URIs:)' "$f" && { echo "$f"; return 0; }
+	done
+	die "no apt sources file found (set AIRLOCK_APT_SOURCES)"
+}
+
+suite() { . /etc/os-release && echo "${VERSION_CODENAME:?}"; }
+
+arch() { dpkg --print-architecture; }
+
+hash_of() { sha256sum | cut -c1-12; }
+
+# key NAME: a hash of every input of the image.
+key() {
+	case $1 in
+	pause)
+		{ cat "$here/build.sh" "$here/pause/pause.c"; gcc --version | head -n1; arch; } | hash_of ;;
+	runner-*)
+		{ cat "$here/build.sh" "$here/runner/run" "$(apt_sources)"; suite; arch
+		  runner_packages "$1"; } | hash_of ;;
+	*) die "unknown image '$1' (known: ${ALL[*]})" ;;
+	esac
+}
+
+# oci_archive OUT REF LAYER CONFIG: write an OCI image-layout archive holding
+# one image of one uncompressed layer. Uncompressed: the archive is imported
+# on every cluster start, and containerd then only copies instead of
+# gunzipping (the cache is local, size matters less than start-up time).
+# CONFIG is the body of the image config's "config" object.
+oci_archive() {
+	local out=$1 ref=$2 layer=$3 config=$4
+	local d; d=$(mktemp -d "$cache/.oci.XXXXXX")
+	mkdir -p "$d/blobs/sha256"
+	local ldig lsize cfg cdig csize man mdig msize
+	ldig=$(sha256sum <"$layer" | cut -d' ' -f1)
+	lsize=$(stat -c %s "$layer")
+	mv "$layer" "$d/blobs/sha256/$ldig"
+	cfg=$(printf '{"architecture":"%s","os":"linux","created":"1970-01-01T00:00:00Z","config":{%s},"rootfs":{"type":"layers","diff_ids":["sha256:%s"]},"history":[{"created":"1970-01-01T00:00:00Z","created_by":"images/build.sh"}]}' \
+		"$(arch)" "$config" "$ldig")
+	cdig=$(printf %s "$cfg" | sha256sum | cut -d' ' -f1)
+	csize=${#cfg}
+	printf %s "$cfg" >"$d/blobs/sha256/$cdig"
+	man=$(printf '{"schemaVersion":2,"mediaType":"application/vnd.oci.image.manifest.v1+json","config":{"mediaType":"application/vnd.oci.image.config.v1+json","digest":"sha256:%s","size":%d},"layers":[{"mediaType":"application/vnd.oci.image.layer.v1.tar","digest":"sha256:%s","size":%d}]}' \
+		"$cdig" "$csize" "$ldig" "$lsize")
+	mdig=$(printf %s "$man" | sha256sum | cut -d' ' -f1)
+	msize=${#man}
+	printf %s "$man" >"$d/blobs/sha256/$mdig"
+	# io.containerd.image.name: the name ctr import gives the image.
+	printf '{"schemaVersion":2,"mediaType":"application/vnd.oci.image.index.v1+json","manifests":[{"mediaType":"application/vnd.oci.image.manifest.v1+json","digest":"sha256:%s","size":%d,"platform":{"architecture":"%s","os":"linux"},"annotations":{"io.containerd.image.name":"%s","org.opencontainers.image.ref.name":"%s"}}]}' \
+		"$mdig" "$msize" "$(arch)" "$ref" "${ref##*:}" >"$d/index.json"
+	printf '{"imageLayoutVersion":"1.0.0"}' >"$d/oci-layout"
+	# .$$: two clones may build the same key at once; mv is atomic.
+	tar -C "$d" -cf "$out.tmp.$$" oci-layout index.json blobs
+	rm -rf "$d"
+	mv "$out.tmp.$$" "$out"
+}
+
+build_pause() {
+	local out=$1 ref=$2 d
+	d=$(mktemp -d "$cache/.pause.XXXXXX")
+	mkdir -p "$d/root"
+	gcc -static -Os -s -o "$d/root/pause" "$here/pause/pause.c"
+	tar -C "$d/root" --owner=0 --group=0 --numeric-owner --mtime=@0 -cf "$d/layer.tar" pause
+	# 65535: the conventional non-root uid of pause images; the sandbox
+	# container of a restricted pod must not run as root either.
+	oci_archive "$out" "$ref" "$d/layer.tar" '"User":"65535:65535","Entrypoint":["/pause"]'
+	rm -rf "$d"
+}
+
+build_runner() {
+	local name=$1 out=$2 ref=$3 d pkgs
+	d=$(mktemp -d "$cache/.$name.XXXXXX")
+	pkgs=$(runner_packages "$name")
+	# essential: only the Essential:yes set (libc, bash, dash, coreutils, ...)
+	# plus what we include; no apt, no init. Documentation, manuals and
+	# locales are left out at dpkg level.
+	# The customize hook runs on the host with the new root as $1: the
+	# runner user (65532, controller/docs/pod.md), the /airlock layout and
+	# the entrypoint.
+	# merged-usr hook: a merged /usr made by mmdebstrap itself, with the
+	# usr-is-merged marker instead of the usrmerge package, which would pull
+	# in the whole of perl (~50 MB per image, imported at every start).
+	mmdebstrap --quiet --variant=essential --mode=root \
+		--hook-dir=/usr/share/mmdebstrap/hooks/merged-usr \
+		${pkgs:+--include="$pkgs"} \
+		--dpkgopt='path-exclude=/usr/share/doc/*' \
+		--dpkgopt='path-include=/usr/share/doc/*/copyright' \
+		--dpkgopt='path-exclude=/usr/share/man/*' \
+		--dpkgopt='path-exclude=/usr/share/info/*' \
+		--dpkgopt='path-exclude=/usr/share/locale/*' \
+		--customize-hook='mkdir -p "$1/airlock/bin" "$1/airlock/code" "$1/airlock/work"' \
+		--customize-hook='chmod 1777 "$1/airlock/work"' \
+		--customize-hook="install -m 0755 '$here/runner/run' \"\$1/airlock/bin/run\"" \
+		--customize-hook='echo "airlock:x:65532:65532:airlock runner:/airlock/work:/usr/sbin/nologin" >>"$1/etc/passwd"' \
+		--customize-hook='echo "airlock:x:65532:" >>"$1/etc/group"' \
+		--customize-hook='rm -rf "$1"/var/cache/* "$1"/var/log/* "$1"/var/lib/apt/lists/*' \
+		"$(suite)" "$d/layer.tar" "$(apt_sources)" >"$d/mmdebstrap.log" 2>&1 ||
+		{ tail -n 40 "$d/mmdebstrap.log" >&2; rm -rf "$d"; die "mmdebstrap failed for $name"; }
+	oci_archive "$out" "$ref" "$d/layer.tar" \
+		"\"User\":\"65532:65532\",\"Env\":[\"PATH=/usr/local/bin:/usr/bin:/bin\",\"LANG=C.UTF-8\",\"AIRLOCK_CODE_DIR=/airlock/code\"],\"WorkingDir\":\"/airlock/work\",\"Entrypoint\":[\"/airlock/bin/run\"],\"Cmd\":[$(runner_cmd "$name")]"
+	rm -rf "$d"
+}
+
+images=("$@")
+[ ${#images[@]} -gt 0 ] || images=("${ALL[@]}")
+mkdir -p "$cache"
+for name in "${images[@]}"; do
+	k=$(key "$name")
+	ref=$REGISTRY/$name:$k
+	out=$cache/$name-$k.tar
+	if [ ! -s "$out" ]; then
+		start=$SECONDS
+		echo "images/build.sh: building $ref (cold; cached in $out)" >&2
+		case $name in
+		pause) build_pause "$out" "$ref" ;;
+		*) build_runner "$name" "$out" "$ref" ;;
+		esac
+		echo "images/build.sh: built $name in $((SECONDS - start)) s" >&2
+		# Keep this and the one before (another clone may use it); older
+		# keys only fill the disk.
+		ls -t "$cache/$name"-*.tar | tail -n +3 | xargs -r rm -f
+	fi
+	var=$(echo "$name" | tr a-z- A-Z_)
+	echo "${var}_IMAGE=$ref"
+	echo "${var}_IMAGE_TAR=$out"
+done
