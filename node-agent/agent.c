@@ -35,6 +35,7 @@
 #define READ_CHUNK	(256 * 1024)
 #define VERIFY_MS	5000		/* a started container no pod claims: not ours */
 
+
 static const struct k8s_resource res_cx = { "airlock.dev", "v1alpha1",
     "codeexecutions", 1 };
 
@@ -63,6 +64,9 @@ struct run {
 	int		 oom;
 	enum kill_why	 why;
 	int		 kill_sent;
+	int64_t		 kill_sent_ns;
+	int64_t		 sandbox_killed_ns;	/* SIGKILL landed on runsc-sandbox */
+	uint32_t	 pid;			/* the task's, from TaskStart */
 
 	int		 recorded;		/* result written, or someone's */
 	int		 busy;			/* a call is in flight for it */
@@ -329,6 +333,7 @@ on_task_event(void *arg, const struct ctrd_event *ev)
 				r->cid = xstrdup(ev->container_id);
 			r->start_ns = ev->ts_ns;
 			r->start_exact = 1;
+			r->pid = ev->pid;
 			if (r->verified)
 				r->deadline_ns = r->start_ns + r->timeout_ms * 1000000;
 			pthread_mutex_unlock(&a->lock);
@@ -347,6 +352,13 @@ on_task_event(void *arg, const struct ctrd_event *ev)
 			r->status = ev->exit_status;
 			r->exited_ns = ev->exited_ns ? ev->exited_ns : ev->ts_ns;
 			r->exit_seen_ms = clock_mono_ms();
+			/*
+			 * Killed with its sandbox: the program stopped when
+			 * the signal landed, not when the shim noticed.
+			 */
+			if (r->sandbox_killed_ns &&
+			    r->sandbox_killed_ns < r->exited_ns)
+				r->exited_ns = r->sandbox_killed_ns;
 		}
 	}
 	pthread_mutex_unlock(&a->lock);
@@ -494,7 +506,9 @@ result_patch(struct agent *a, struct run *r, const char *expect,
 	SET("phase", json_string(phase));
 	SET("reason", json_string(reason));
 	SET("message", json_string(msg));
-	SET("exitCode", json_integer((json_int_t)(int32_t)r->status));
+	/* Killed by us: SIGKILL's status, whatever the runtime made of it. */
+	SET("exitCode", json_integer(r->why != KILL_NONE ? 137 :
+	    (json_int_t)(int32_t)r->status));
 	SET("stdout", json_stringn_nocheck(otext, olen));
 	SET("stderr", json_stringn_nocheck(etext, elen));
 	SET("stdoutTruncated", json_boolean(out->truncated));
@@ -614,6 +628,52 @@ delete_pod(struct agent *a, struct run *r)
 	return 1;
 }
 
+/*
+ * 1 if pid is a gVisor sandbox: runsc re-executes itself with argv[0]
+ * "runsc-sandbox" for the sentry, which runs every process of the pod.
+ */
+static int
+is_sandbox(uint32_t pid)
+{
+	char path[64], arg0[32];
+	ssize_t n;
+	int fd;
+
+	if (pid <= 1)
+		return 0;
+	snprintf(path, sizeof(path), "/proc/%u/cmdline", pid);
+	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
+		return 0;
+	n = read(fd, arg0, sizeof(arg0) - 1);
+	close(fd);
+	if (n <= 0)
+		return 0;
+	arg0[n] = '\0';
+	return strcmp(arg0, "runsc-sandbox") == 0;
+}
+
+/*
+ * Stop a run's program now. Under gVisor the task's pid is the sandbox's
+ * host process: SIGKILL to it stops every guest process at once, where
+ * containerd's Tasks/Kill goes through the shim running `runsc kill`
+ * (measured 76-156 ms on the test node). Needs the host's pid namespace,
+ * as the node agent's DaemonSet has. Elsewhere (runc), Tasks/Kill.
+ * Returns the time the signal was sent when it went to the sandbox, or 0.
+ */
+static int64_t
+kill_run(struct agent *a, const char *cid, uint32_t pid, struct k8s_error *err)
+{
+	int64_t t = now_ns();
+
+	if (is_sandbox(pid) && kill((pid_t)pid, SIGKILL) == 0)
+		return t;
+	if (ctrd_kill(a->ctrd, cid, SIGKILL, 1, err) != 0 &&
+	    err->code != K8S_ENOTFOUND)
+		log_warn("cannot kill", "container=%s error=\"%s\"", cid,
+		    err->message);
+	return 0;
+}
+
 /* One pass over the runs; the decisions, acted on outside the lock. */
 static void
 tick(struct agent *a)
@@ -659,6 +719,7 @@ tick(struct agent *a)
 				r->why = KILL_DEADLINE;
 			if (r->why != KILL_NONE && n < 64) {
 				r->kill_sent = 1;
+				r->kill_sent_ns = wall;
 				todo[n++] = (struct todo){ ACT_KILL, xstrdup(r->uid) };
 			}
 		}
@@ -696,12 +757,25 @@ tick(struct agent *a)
 			continue;
 		}
 		switch (todo[i].act) {
-		case ACT_KILL:
-			if (ctrd_kill(a->ctrd, cid, SIGKILL, 1, &err) != 0 &&
-			    err.code != K8S_ENOTFOUND)
-				log_warn("cannot kill", "pod=%s/%s error=\"%s\"",
-				    r->ns, r->pod, err.message);
+		case ACT_KILL: {
+			int64_t t;
+			uint32_t pid;
+
+			pthread_mutex_lock(&a->lock);
+			pid = r->pid;
+			pthread_mutex_unlock(&a->lock);
+			t = kill_run(a, cid, pid, &err);
+			pthread_mutex_lock(&a->lock);
+			r->sandbox_killed_ns = t;
+			if (t && r->exited && t < r->exited_ns)
+				r->exited_ns = t;
+			pthread_mutex_unlock(&a->lock);
+			log_info("killed", "pod=%s/%s why=%s after_start_ms=%lld "
+			    "sandbox=%d", r->ns, r->pod, r->why == KILL_DEADLINE ?
+			    "deadline" : "output", (long long)(((t ? t : now_ns()) -
+			    r->start_ns) / 1000000), t != 0);
 			break;
+		}
 		case ACT_RECORD:
 			ok = record(a, r);	/* r is busy: nobody frees it */
 			pthread_mutex_lock(&a->lock);
@@ -742,8 +816,20 @@ tick_main(void *arg)
 	struct agent *a = arg;
 
 	while (!atomic_load(&a->stop)) {
+		int64_t wait = (int64_t)a->o.poll_ms * 1000000, now;
+		struct run *r;
+
 		tick(a);
-		usleep((useconds_t)a->o.poll_ms * 1000);
+		/* Wake for the nearest deadline, not a poll later. */
+		now = now_ns();
+		pthread_mutex_lock(&a->lock);
+		for (r = a->runs; r; r = r->next)
+			if (r->deadline_ns && !r->kill_sent && !r->exited &&
+			    r->deadline_ns - now < wait)
+				wait = r->deadline_ns - now;
+		pthread_mutex_unlock(&a->lock);
+		if (wait > 0)
+			usleep((useconds_t)(wait / 1000));
 	}
 	return NULL;
 }
@@ -779,6 +865,7 @@ agent_new(struct k8s_client *c, struct metrics *m,
 	if (a->o.hard_cap <= 0)
 		a->o.hard_cap = 16LL << 20;
 	a->ctrd = ctrd_new(a->o.containerd_socket, a->o.containerd_ns);
+
 	a->field_selector = xasprintf("spec.nodeName=%s", a->o.node_name);
 	pthread_mutex_init(&a->lock, NULL);
 	io.field_selector = a->field_selector;

@@ -280,6 +280,7 @@ test_timeout(void **state)
 	assert_string_equal(s_(st, "phase"), "TimedOut");
 	assert_string_equal(s_(st, "reason"), "DeadlineExceeded");
 	assert_string_equal(s_(st, "stdout"), "before\n");
+	assert_int_equal(i_(st, "exitCode"), 137);
 	d = i_(st, "durationMillis");
 	print_message("# timeout 2000 ms: ran %lld ms\n", d);
 	if (d < 2000 || d > 2100)
