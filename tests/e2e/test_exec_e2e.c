@@ -289,6 +289,167 @@ test_timeout(void **state)
 	json_decref(st);
 }
 
+static void
+test_node_hello(void **state)
+{
+	json_t *st;
+
+	(void)state;
+	create_cx("js-hello", "{\"runtime\":\"node\",\"source\":"
+	    "\"console.log('hi from node'); console.error('warn');\\n\"}");
+	st = wait_done("js-hello", 120000);
+	assert_string_equal(s_(st, "phase"), "Succeeded");
+	assert_int_equal(i_(st, "exitCode"), 0);
+	assert_string_equal(s_(st, "stdout"), "hi from node\n");
+	assert_string_equal(s_(st, "stderr"), "warn\n");
+	json_decref(st);
+}
+
+/* stdin and spec.files reach the program; stdout and stderr interleave. */
+static void
+test_stdin_files_interleaving(void **state)
+{
+	json_t *st;
+
+	(void)state;
+	create_cx("py-io", "{\"runtime\":\"python\",\"stdin\":\"abc\\n\","
+	    "\"files\":[{\"path\":\"lib/data.txt\",\"content\":\"file!\\n\"}],"
+	    "\"source\":\"import sys\\n"
+	    "print(sys.stdin.read().upper(), end='', flush=True)\\n"
+	    "print(open('lib/data.txt').read(), end='', flush=True)\\n"
+	    "for i in range(3):\\n"
+	    "    print('o%d' % i, flush=True)\\n"
+	    "    print('e%d' % i, file=sys.stderr, flush=True)\\n\"}");
+	st = wait_done("py-io", 120000);
+	assert_string_equal(s_(st, "phase"), "Succeeded");
+	assert_string_equal(s_(st, "stdout"), "ABC\nfile!\no0\no1\no2\n");
+	assert_string_equal(s_(st, "stderr"), "e0\ne1\ne2\n");
+	json_decref(st);
+}
+
+/* output.maxBytes keeps a prefix and counts the rest. */
+static void
+test_output_cap(void **state)
+{
+	json_t *st;
+
+	(void)state;
+	create_cx("py-cap", "{\"runtime\":\"python\",\"output\":{\"maxBytes\":10},"
+	    "\"source\":\"print('x' * 100)\\n\"}");
+	st = wait_done("py-cap", 120000);
+	assert_string_equal(s_(st, "phase"), "Succeeded");
+	assert_string_equal(s_(st, "stdout"), "xxxxxxxxxx");
+	assert_true(b_(st, "stdoutTruncated"));
+	assert_int_equal(i_(st, "stdoutBytes"), 101);
+	assert_false(b_(st, "stderrTruncated"));
+	json_decref(st);
+}
+
+/* Bytes that are not UTF-8 become U+FFFD; the status stays valid JSON. */
+static void
+test_binary_output(void **state)
+{
+	json_t *st;
+
+	(void)state;
+	create_cx("py-bin", "{\"runtime\":\"python\",\"source\":"
+	    "\"import sys\\nsys.stdout.buffer.write(b'a\\\\xffb\\\\xc3\\\\xa9\\\\x00z\\\\n')\\n\"}");
+	st = wait_done("py-bin", 120000);
+	assert_string_equal(s_(st, "phase"), "Succeeded");
+	assert_int_equal(json_string_length(json_object_get(st, "stdout")), 10);
+	assert_memory_equal(s_(st, "stdout"), "a\xef\xbf\xbd" "b\xc3\xa9\0z\n", 10);
+	assert_int_equal(i_(st, "stdoutBytes"), 8);
+	json_decref(st);
+}
+
+/*
+ * From inside: no network to anywhere (the node, the API server's
+ * address, the service network, DNS), no service-account token, not
+ * root, a read-only root filesystem.
+ */
+static void
+test_isolation(void **state)
+{
+	char spec[4096];
+	const char *api = env("APISERVER_URL");
+	const char *hostport = strstr(api, "://") + 3;
+	json_t *st;
+
+	(void)state;
+	snprintf(spec, sizeof(spec), "{\"runtime\":\"python\",\"source\":"
+	    "\"import os, socket\\n"
+	    "def conn(h, p):\\n"
+	    "    s = socket.socket(); s.settimeout(2)\\n"
+	    "    try:\\n"
+	    "        s.connect((h, p)); return 'open'\\n"
+	    "    except OSError:\\n"
+	    "        return 'fail'\\n"
+	    "for h, p in [('%s', 10250), ('%.*s', %s), ('10.96.0.1', 443), ('10.88.0.1', 80), ('1.1.1.1', 443)]:\\n"
+	    "    print(h, conn(h, p))\\n"
+	    "try:\\n"
+	    "    socket.getaddrinfo('kubernetes.default.svc', 443); print('dns open')\\n"
+	    "except OSError:\\n"
+	    "    print('dns fail')\\n"
+	    "print('token', os.path.exists('/var/run/secrets/kubernetes.io/serviceaccount/token'))\\n"
+	    "print('uid', os.getuid(), os.getgid())\\n"
+	    "print('var/tmp mode', oct(os.stat('/var/tmp').st_mode & 0o7777))\\n"
+	    "try:\\n"
+	    "    open('/var/tmp/x', 'w'); print('rootfs writable')\\n"
+	    "except OSError as e:\\n"
+	    "    print('rootfs', e.errno)\\n"
+	    "open('/tmp/t', 'w').write('ok'); print('tmp', open('/tmp/t').read())\\n\"}",
+	    env("NODE_IP"), (int)(strrchr(hostport, ':') - hostport), hostport,
+	    strrchr(hostport, ':') + 1);
+	create_cx("py-iso", spec);
+	st = wait_done("py-iso", 120000);
+	assert_string_equal(s_(st, "phase"), "Succeeded");
+	{
+		char want[1024];
+
+		snprintf(want, sizeof(want), "%s fail\n%.*s fail\n10.96.0.1 fail\n"
+		    "10.88.0.1 fail\n1.1.1.1 fail\ndns fail\ntoken False\n"
+		    "uid 65532 65532\nvar/tmp mode 0o1777\nrootfs 30\ntmp ok\n", env("NODE_IP"),
+		    (int)(strrchr(hostport, ':') - hostport), hostport);
+		if (strcmp(s_(st, "stdout"), want) != 0)
+			fail_msg("from inside the sandbox:\n%s\nwanted:\n%s",
+			    s_(st, "stdout"), want);
+	}
+	json_decref(st);
+}
+
+/* Deleting an execution mid-run stops its program and removes its pod. */
+static void
+test_delete_mid_run(void **state)
+{
+	struct k8s_error err;
+	json_t *o = NULL;
+	char *pod;
+	long end;
+
+	(void)state;
+	create_cx("py-del", "{\"runtime\":\"python\",\"timeoutSeconds\":120,"
+	    "\"source\":\"import time\\nprint('up', flush=True)\\ntime.sleep(600)\\n\"}");
+	/* Wait until it runs. */
+	for (end = it_mono_ms() + 120000;; it_sleep_ms(100)) {
+		json_decref(o);
+		o = NULL;
+		if (k8s_get(c, &it_res_cx, ns, "py-del", &o, &err) == 0 &&
+		    json_string_value(json_object_get(json_object_get(o, "status"),
+		    "phase")) && strcmp(json_string_value(json_object_get(
+		    json_object_get(o, "status"), "phase")), "Running") == 0)
+			break;
+		if (it_mono_ms() > end)
+			fail_msg("py-del never ran");
+	}
+	pod = strdup(json_string_value(json_object_get(json_object_get(o,
+	    "status"), "podName")));
+	json_decref(o);
+	assert_int_equal(k8s_delete(c, &it_res_cx, ns, "py-del", NULL, NULL, &err), 0);
+	if (!it_wait_for(pod_gone, pod, 20000))
+		fail_msg("pod %s still there 20 s after its execution was deleted", pod);
+	free(pod);
+}
+
 int
 main(void)
 {
@@ -296,6 +457,12 @@ main(void)
 		cmocka_unit_test(test_python_hello),
 		cmocka_unit_test(test_bash_streams_and_exit),
 		cmocka_unit_test(test_timeout),
+		cmocka_unit_test(test_node_hello),
+		cmocka_unit_test(test_stdin_files_interleaving),
+		cmocka_unit_test(test_output_cap),
+		cmocka_unit_test(test_binary_output),
+		cmocka_unit_test(test_isolation),
+		cmocka_unit_test(test_delete_mid_run),
 	};
 
 	return cmocka_run_group_tests(tests, group_setup, group_teardown);
