@@ -49,6 +49,17 @@ group_setup(void **state)
 	it_install_crd(c);
 	it_install_classes(c);
 	ns = it_namespace_new(c, "e2e");
+	{
+		/* Room for test_concurrent's 30 at once (the default is 20). */
+		struct k8s_patch_opts merge = { .type = K8S_PATCH_MERGE };
+		struct k8s_error err;
+		json_t *p = json_pack("{s:{s:{s:s}}}", "metadata", "annotations",
+		    "airlock.dev/quota-executions", "40");
+
+		if (k8s_patch(c, &k8s_res_namespaces, NULL, ns, &merge, p, NULL, &err) != 0)
+			fail_msg("annotate namespace: %s", err.message);
+		json_decref(p);
+	}
 	if ((fd = mkstemp(confpath)) < 0 || (f = fdopen(fd, "w")) == NULL)
 		fail_msg("cannot write the controller config");
 	fprintf(f, "profiles:\n"
@@ -76,7 +87,8 @@ group_setup(void **state)
 		const char *args[] = { "--kubeconfig", env("KUBECONFIG_ADMIN"),
 		    "--node-name", env("NODE_NAME"), "--namespace", ns,
 		    "--pod-logs-dir", env("POD_LOGS_DIR"), "--containerd-socket",
-		    env("CONTAINERD_SOCK"), "--metrics-addr", addr[1], NULL };
+		    env("CONTAINERD_SOCK"), "--metrics-addr", addr[1],
+		    "--hard-output-cap", "4194304", NULL };
 
 		agent_pid = it_spawn("airlock-node-agent", log[1], args);
 	}
@@ -450,6 +462,74 @@ test_delete_mid_run(void **state)
 	free(pod);
 }
 
+/* Past its memory limit, the sandbox is killed: OOMKilled. */
+static void
+test_memory_bomb(void **state)
+{
+	json_t *st;
+
+	(void)state;
+	create_cx("py-oom", "{\"runtime\":\"python\",\"resources\":{\"memory\":\"128Mi\"},"
+	    "\"source\":\"a = []\\nprint('start', flush=True)\\n"
+	    "while True: a.append(bytearray(8 << 20))\\n\"}");
+	st = wait_done("py-oom", 120000);
+	assert_string_equal(s_(st, "phase"), "Failed");
+	assert_string_equal(s_(st, "reason"), "OOMKilled");
+	assert_string_equal(s_(st, "stdout"), "start\n");
+	json_decref(st);
+}
+
+/* A flood is stopped at the agent's hard cap (4 MiB here), not the disk. */
+static void
+test_output_flood(void **state)
+{
+	json_t *st;
+
+	(void)state;
+	create_cx("py-flood", "{\"runtime\":\"python\",\"timeoutSeconds\":60,"
+	    "\"source\":\"import sys\\nwhile True: sys.stdout.write('x' * 65536)\\n\"}");
+	st = wait_done("py-flood", 120000);
+	assert_string_equal(s_(st, "phase"), "Failed");
+	assert_string_equal(s_(st, "reason"), "OutputLimitExceeded");
+	assert_true(b_(st, "stdoutTruncated"));
+	assert_int_equal(json_string_length(json_object_get(st, "stdout")), 65536);
+	assert_true(i_(st, "stdoutBytes") > 4194304);
+	assert_true(i_(st, "stdoutBytes") < 64 << 20);
+	assert_int_equal(i_(st, "exitCode"), 137);
+	json_decref(st);
+}
+
+/* 30 at once all complete, each with its own output. */
+static void
+test_concurrent(void **state)
+{
+	char name[32], spec[256];
+	long t0 = it_mono_ms();
+
+	(void)state;
+	for (int i = 0; i < 30; i++) {
+		snprintf(name, sizeof(name), "many-%02d", i);
+		snprintf(spec, sizeof(spec), "{\"runtime\":\"python\",\"timeoutSeconds\":120,"
+		    "\"resources\":{\"cpu\":\"50m\",\"memory\":\"64Mi\"},"
+		    "\"source\":\"print(%d * 2)\\n\"}", i);
+		create_cx(name, spec);
+	}
+	for (int i = 0; i < 30; i++) {
+		char want[16];
+		json_t *st;
+
+		snprintf(name, sizeof(name), "many-%02d", i);
+		st = wait_done(name, 300000);
+		snprintf(want, sizeof(want), "%d\n", i * 2);
+		if (strcmp(s_(st, "phase"), "Succeeded") != 0)
+			fail_msg("%s: %s/%s: %s", name, s_(st, "phase"),
+			    s_(st, "reason"), s_(st, "message"));
+		assert_string_equal(s_(st, "stdout"), want);
+		json_decref(st);
+	}
+	print_message("# 30 concurrent executions done in %ld ms\n", it_mono_ms() - t0);
+}
+
 int
 main(void)
 {
@@ -463,6 +543,9 @@ main(void)
 		cmocka_unit_test(test_binary_output),
 		cmocka_unit_test(test_isolation),
 		cmocka_unit_test(test_delete_mid_run),
+		cmocka_unit_test(test_memory_bomb),
+		cmocka_unit_test(test_output_flood),
+		cmocka_unit_test(test_concurrent),
 	};
 
 	return cmocka_run_group_tests(tests, group_setup, group_teardown);
