@@ -31,6 +31,7 @@
 #include "xmalloc.h"
 
 #define CONTAINER	"run"		/* podspec's container name */
+#define AGENT_WORKERS	4		/* API calls in parallel */
 #define MAX_RECORD	(64 * 1024)	/* a CRI log record; containerd cuts at 16 KiB */
 #define READ_CHUNK	(256 * 1024)
 #define VERIFY_MS	5000		/* a started container no pod claims: not ours */
@@ -87,6 +88,10 @@ struct agent {
 	atomic_int		 ctrd_ok;
 	int			 started;
 	pthread_t		 ev_th, tick_th;
+	pthread_t		 workers[AGENT_WORKERS];
+	struct todo		*q;		/* for the workers; lock held */
+	size_t			 qn, qcap;
+	pthread_cond_t		 qcond;
 
 	struct metric		*m_results, *m_record, *m_active;
 };
@@ -579,7 +584,9 @@ record(struct agent *a, struct run *r)
 		    &err);
 		json_decref(p);
 		if (rc == 0) {
-			long long ms = clock_mono_ms() - r->exit_seen_ms;
+			/* From containerd's exited_at to the result stored. */
+			long long ms = (long long)((now_ns() - r->exited_ns) /
+			    1000000);
 
 			metric_inc(a->m_results, reason);
 			metric_observe(a->m_record, (double)ms / 1000.0);
@@ -674,6 +681,80 @@ kill_run(struct agent *a, const char *cid, uint32_t pid, struct k8s_error *err)
 	return 0;
 }
 
+/*
+ * Carry out one decision of the ticker. Kills run on the ticker itself;
+ * records and deletes (API calls, ~50 ms each) on the workers, so a burst
+ * of exits is recorded in parallel, not one after another.
+ */
+static void
+act(struct agent *a, struct todo *td)
+{
+	struct run *r, **pp;
+	struct k8s_error err;
+	char *cid = NULL;
+	int ok;
+
+	pthread_mutex_lock(&a->lock);
+	r = find_run(a, td->uid);
+	if (r && r->cid)
+		cid = xstrdup(r->cid);
+	pthread_mutex_unlock(&a->lock);
+	if (r == NULL)
+		goto out;
+	switch (td->act) {
+	case ACT_KILL: {
+		int64_t t;
+		uint32_t pid;
+
+		pthread_mutex_lock(&a->lock);
+		pid = r->pid;
+		pthread_mutex_unlock(&a->lock);
+		t = kill_run(a, cid, pid, &err);
+		pthread_mutex_lock(&a->lock);
+		r->sandbox_killed_ns = t;
+		if (t && r->exited && t < r->exited_ns)
+			r->exited_ns = t;
+		pthread_mutex_unlock(&a->lock);
+		log_info("killed", "pod=%s/%s why=%s after_start_ms=%lld "
+		    "sandbox=%d", r->ns, r->pod, r->why == KILL_DEADLINE ?
+		    "deadline" : "output", (long long)(((t ? t : now_ns()) -
+		    r->start_ns) / 1000000), t != 0);
+		break;
+	}
+	case ACT_RECORD:
+		ok = record(a, r);	/* r is busy: nobody frees it */
+		pthread_mutex_lock(&a->lock);
+		r->busy = 0;
+		if (ok)
+			r->recorded = 1;
+		else
+			r->retry_ms = clock_mono_ms() +
+			    (r->attempts < 6 ? 100L << r->attempts++ : 5000);
+		pthread_mutex_unlock(&a->lock);
+		break;
+	case ACT_DELETE:
+		ok = delete_pod(a, r);
+		pthread_mutex_lock(&a->lock);
+		r->busy = 0;
+		if (ok) {
+			for (pp = &a->runs; *pp && *pp != r; pp = &(*pp)->next)
+				;
+			if (*pp)
+				*pp = r->next;
+			free_run(r);
+		} else {
+			r->retry_ms = clock_mono_ms() + 1000;
+		}
+		pthread_mutex_unlock(&a->lock);
+		break;
+	default:
+		break;
+	}
+out:
+	free(cid);
+	free(td->uid);
+}
+
 /* One pass over the runs; the decisions, acted on outside the lock. */
 static void
 tick(struct agent *a)
@@ -709,7 +790,7 @@ tick(struct agent *a)
 		active++;
 		if (!r->recorded)
 			tail(a, r);
-		if (!r->exited && !r->kill_sent && r->cid) {
+		if (!r->exited && !r->kill_sent && !r->recorded && r->cid) {
 			const struct crilog_stream *o = crilog_stdout(r->log);
 			const struct crilog_stream *e = crilog_stderr(r->log);
 
@@ -743,71 +824,41 @@ tick(struct agent *a)
 	metric_set(a->m_active, NULL, active);
 
 	for (int i = 0; i < n; i++) {
-		struct k8s_error err;
-		char *cid = NULL;
-		int ok;
-
-		pthread_mutex_lock(&a->lock);
-		r = find_run(a, todo[i].uid);
-		if (r && r->cid)
-			cid = xstrdup(r->cid);
-		pthread_mutex_unlock(&a->lock);
-		if (r == NULL) {
-			free(todo[i].uid);
+		if (todo[i].act == ACT_KILL) {
+			act(a, &todo[i]);
 			continue;
 		}
-		switch (todo[i].act) {
-		case ACT_KILL: {
-			int64_t t;
-			uint32_t pid;
-
-			pthread_mutex_lock(&a->lock);
-			pid = r->pid;
-			pthread_mutex_unlock(&a->lock);
-			t = kill_run(a, cid, pid, &err);
-			pthread_mutex_lock(&a->lock);
-			r->sandbox_killed_ns = t;
-			if (t && r->exited && t < r->exited_ns)
-				r->exited_ns = t;
-			pthread_mutex_unlock(&a->lock);
-			log_info("killed", "pod=%s/%s why=%s after_start_ms=%lld "
-			    "sandbox=%d", r->ns, r->pod, r->why == KILL_DEADLINE ?
-			    "deadline" : "output", (long long)(((t ? t : now_ns()) -
-			    r->start_ns) / 1000000), t != 0);
-			break;
+		pthread_mutex_lock(&a->lock);
+		if (a->qn == a->qcap) {
+			a->qcap = a->qcap ? 2 * a->qcap : 64;
+			a->q = xrealloc(a->q, a->qcap * sizeof(*a->q));
 		}
-		case ACT_RECORD:
-			ok = record(a, r);	/* r is busy: nobody frees it */
-			pthread_mutex_lock(&a->lock);
-			r->busy = 0;
-			if (ok)
-				r->recorded = 1;
-			else
-				r->retry_ms = clock_mono_ms() +
-				    (r->attempts < 6 ? 100L << r->attempts++ : 5000);
-			pthread_mutex_unlock(&a->lock);
-			break;
-		case ACT_DELETE:
-			ok = delete_pod(a, r);
-			pthread_mutex_lock(&a->lock);
-			r->busy = 0;
-			if (ok) {
-				for (pp = &a->runs; *pp && *pp != r; pp = &(*pp)->next)
-					;
-				if (*pp)
-					*pp = r->next;
-				free_run(r);
-			} else {
-				r->retry_ms = clock_mono_ms() + 1000;
-			}
-			pthread_mutex_unlock(&a->lock);
-			break;
-		default:
-			break;
-		}
-		free(cid);
-		free(todo[i].uid);
+		a->q[a->qn++] = todo[i];
+		pthread_cond_signal(&a->qcond);
+		pthread_mutex_unlock(&a->lock);
 	}
+}
+
+static void *
+worker_main(void *arg)
+{
+	struct agent *a = arg;
+	struct todo t;
+
+	pthread_mutex_lock(&a->lock);
+	for (;;) {
+		while (a->qn == 0 && !atomic_load(&a->stop))
+			pthread_cond_wait(&a->qcond, &a->lock);
+		if (a->qn == 0)
+			break;
+		t = a->q[0];
+		memmove(a->q, a->q + 1, --a->qn * sizeof(*a->q));
+		pthread_mutex_unlock(&a->lock);
+		act(a, &t);
+		pthread_mutex_lock(&a->lock);
+	}
+	pthread_mutex_unlock(&a->lock);
+	return NULL;
 }
 
 static void *
@@ -868,6 +919,7 @@ agent_new(struct k8s_client *c, struct metrics *m,
 
 	a->field_selector = xasprintf("spec.nodeName=%s", a->o.node_name);
 	pthread_mutex_init(&a->lock, NULL);
+	pthread_cond_init(&a->qcond, NULL);
 	io.field_selector = a->field_selector;
 	io.ns = a->o.namespace;
 	h = (struct informer_handlers){ pod_add, pod_update, pod_delete, a };
@@ -892,6 +944,8 @@ agent_start(struct agent *a)
 	a->started = 1;
 	pthread_create(&a->ev_th, NULL, events_main, a);
 	pthread_create(&a->tick_th, NULL, tick_main, a);
+	for (int i = 0; i < AGENT_WORKERS; i++)
+		pthread_create(&a->workers[i], NULL, worker_main, a);
 	return 0;
 }
 
@@ -908,8 +962,13 @@ agent_stop(struct agent *a)
 	if (!a->started)
 		return;
 	atomic_store(&a->stop, 1);
+	pthread_mutex_lock(&a->lock);
+	pthread_cond_broadcast(&a->qcond);
+	pthread_mutex_unlock(&a->lock);
 	pthread_join(a->ev_th, NULL);
 	pthread_join(a->tick_th, NULL);
+	for (int i = 0; i < AGENT_WORKERS; i++)
+		pthread_join(a->workers[i], NULL);
 	informer_stop(a->pods);
 	a->started = 0;
 }
@@ -927,8 +986,12 @@ agent_free(struct agent *a)
 		a->runs = r->next;
 		free_run(r);
 	}
+	for (size_t i = 0; i < a->qn; i++)
+		free(a->q[i].uid);
+	free(a->q);
 	ctrd_free(a->ctrd);
 	free(a->field_selector);
+	pthread_cond_destroy(&a->qcond);
 	pthread_mutex_destroy(&a->lock);
 	free(a);
 }

@@ -36,11 +36,41 @@ env(const char *k)
 	return v;
 }
 
+/* The controller and the node agent, as processes beside the cluster. */
+static void
+start_daemons(void)
+{
+	static int gen;
+	char log[2][512], addr[2][32];
+	const char *top = getenv("AIRLOCK_TOP") ? getenv("AIRLOCK_TOP") : ".";
+
+	gen++;
+	snprintf(addr[0], sizeof(addr[0]), "127.0.0.1:%d", it_free_port());
+	snprintf(addr[1], sizeof(addr[1]), "127.0.0.1:%d", it_free_port());
+	snprintf(log[0], sizeof(log[0]), "%s/build/logs/e2e-controller-%s-%d.log", top, ns, gen);
+	snprintf(log[1], sizeof(log[1]), "%s/build/logs/e2e-agent-%s-%d.log", top, ns, gen);
+	{
+		const char *args[] = { "--config", confpath, "--kubeconfig",
+		    env("KUBECONFIG_ADMIN"), "--namespace", ns, "--lease-namespace",
+		    ns, "--metrics-addr", addr[0], "--lease-duration-ms", "3000",
+		    "--renew-deadline-ms", "2000", "--retry-period-ms", "500", NULL };
+
+		ctl_pid = it_spawn("airlock-controller", log[0], args);
+	}
+	{
+		const char *args[] = { "--kubeconfig", env("KUBECONFIG_ADMIN"),
+		    "--node-name", env("NODE_NAME"), "--namespace", ns,
+		    "--pod-logs-dir", env("POD_LOGS_DIR"), "--containerd-socket",
+		    env("CONTAINERD_SOCK"), "--metrics-addr", addr[1],
+		    "--hard-output-cap", "4194304", NULL };
+
+		agent_pid = it_spawn("airlock-node-agent", log[1], args);
+	}
+}
+
 static int
 group_setup(void **state)
 {
-	char log[2][512], addr[2][32];
-	const char *top = getenv("AIRLOCK_TOP") ? getenv("AIRLOCK_TOP") : ".";
 	FILE *f;
 	int fd;
 
@@ -72,26 +102,7 @@ group_setup(void **state)
 	    env("RUNNER_PYTHON_IMAGE"), env("RUNNER_NODE_IMAGE"),
 	    env("RUNNER_BASH_IMAGE"));
 	fclose(f);
-	snprintf(addr[0], sizeof(addr[0]), "127.0.0.1:%d", it_free_port());
-	snprintf(addr[1], sizeof(addr[1]), "127.0.0.1:%d", it_free_port());
-	snprintf(log[0], sizeof(log[0]), "%s/build/logs/e2e-controller-%s.log", top, ns);
-	snprintf(log[1], sizeof(log[1]), "%s/build/logs/e2e-agent-%s.log", top, ns);
-	{
-		const char *args[] = { "--config", confpath, "--kubeconfig",
-		    env("KUBECONFIG_ADMIN"), "--namespace", ns, "--lease-namespace",
-		    ns, "--metrics-addr", addr[0], NULL };
-
-		ctl_pid = it_spawn("airlock-controller", log[0], args);
-	}
-	{
-		const char *args[] = { "--kubeconfig", env("KUBECONFIG_ADMIN"),
-		    "--node-name", env("NODE_NAME"), "--namespace", ns,
-		    "--pod-logs-dir", env("POD_LOGS_DIR"), "--containerd-socket",
-		    env("CONTAINERD_SOCK"), "--metrics-addr", addr[1],
-		    "--hard-output-cap", "4194304", NULL };
-
-		agent_pid = it_spawn("airlock-node-agent", log[1], args);
-	}
+	start_daemons();
 	return 0;
 }
 
@@ -530,6 +541,45 @@ test_concurrent(void **state)
 	print_message("# 30 concurrent executions done in %ld ms\n", it_mono_ms() - t0);
 }
 
+/*
+ * The controller and the node agent killed (SIGKILL) while executions
+ * run, and started again: every execution still ends with its own
+ * correct result, and its pod is collected.
+ */
+static void
+test_restart_mid_run(void **state)
+{
+	char name[32], spec[256];
+
+	(void)state;
+	for (int i = 0; i < 3; i++) {
+		snprintf(name, sizeof(name), "rs-%d", i);
+		snprintf(spec, sizeof(spec), "{\"runtime\":\"python\",\"source\":"
+		    "\"import time\\ntime.sleep(%d)\\nprint('done %d')\\n\"}", 3 + i, i);
+		create_cx(name, spec);
+	}
+	it_sleep_ms(2500);		/* running, or about to */
+	it_stop(agent_pid, SIGKILL);
+	it_stop(ctl_pid, SIGKILL);
+	it_sleep_ms(3000);		/* some finish while nobody watches */
+	start_daemons();
+	for (int i = 0; i < 3; i++) {
+		char want[16];
+		json_t *st;
+
+		snprintf(name, sizeof(name), "rs-%d", i);
+		st = wait_done(name, 120000);
+		snprintf(want, sizeof(want), "done %d\n", i);
+		if (strcmp(s_(st, "phase"), "Succeeded") != 0)
+			fail_msg("%s: %s/%s: %s", name, s_(st, "phase"),
+			    s_(st, "reason"), s_(st, "message"));
+		assert_string_equal(s_(st, "stdout"), want);
+		assert_int_equal(i_(st, "exitCode"), 0);
+		check_collected(st);
+		json_decref(st);
+	}
+}
+
 int
 main(void)
 {
@@ -546,6 +596,7 @@ main(void)
 		cmocka_unit_test(test_memory_bomb),
 		cmocka_unit_test(test_output_flood),
 		cmocka_unit_test(test_concurrent),
+		cmocka_unit_test(test_restart_mid_run),
 	};
 
 	return cmocka_run_group_tests(tests, group_setup, group_teardown);
