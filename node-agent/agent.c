@@ -304,6 +304,35 @@ pod_delete(void *arg, json_t *pod, int unknown)
 	pthread_mutex_unlock(&a->lock);
 }
 
+/*
+ * Of a pod the cache keeps what the agent reads: identity, the three
+ * annotations meant for it (not the code, up to 192 KiB), and the
+ * container's status.
+ */
+static json_t *
+trim_pod(json_t *pod)
+{
+	static const char *const keep[] = { "airlock.dev/execution",
+	    "airlock.dev/timeout-ms", "airlock.dev/output-max-bytes" };
+	json_t *md = json_object_get(pod, "metadata");
+	json_t *ann = json_object_get(md, "annotations");
+	json_t *out, *a = json_object();
+
+	for (size_t i = 0; i < sizeof(keep) / sizeof(keep[0]); i++)
+		if (json_object_get(ann, keep[i]))
+			json_object_set(a, keep[i], json_object_get(ann, keep[i]));
+	out = json_pack("{s:{s:O*, s:O*, s:O*, s:O*, s:O*, s:o}, s:{s:O*}}",
+	    "metadata", "name", json_object_get(md, "name"),
+	    "namespace", json_object_get(md, "namespace"),
+	    "uid", json_object_get(md, "uid"),
+	    "resourceVersion", json_object_get(md, "resourceVersion"),
+	    "deletionTimestamp", json_object_get(md, "deletionTimestamp"),
+	    "annotations", a,
+	    "status", "containerStatuses", json_object_get(json_object_get(pod,
+	    "status"), "containerStatuses"));
+	return out ? out : json_incref(pod);
+}
+
 /* --- containerd events ---------------------------------------------------- */
 
 static int
@@ -896,6 +925,7 @@ agent_new(struct k8s_client *c, struct metrics *m,
 {
 	struct agent *a;
 	struct informer_opts io = { .res = &k8s_res_pods, .packed = 1,
+	    .transform = trim_pod,
 	    .label_selector = "app.kubernetes.io/managed-by=airlock-controller,"
 	    "app.kubernetes.io/component=execution" };
 	struct informer_handlers h;

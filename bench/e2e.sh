@@ -1,0 +1,196 @@
+#!/usr/bin/env bash
+# Benchmark: latency of `print(1)` in python on the real gVisor node, from
+# the create request to the program's output in hand, over N runs each:
+#
+#   airlock  a CodeExecution: create -> status.phase Succeeded (the output
+#            is in the status)
+#   job      the baseline: a plain Job, runtimeClassName gvisor, the same
+#            image and command: create -> Job complete -> `logs` read
+#   floor    gVisor alone: `runsc do` on the host's root filesystem, no
+#            containerd, no Kubernetes (there is no crictl here, and
+#            containerd 1.6's `ctr run` hangs with this gVisor shim)
+#
+# and the two ways the controller delivers code (controller/docs/pod.md),
+# with programs just under and just over the annotation budget (192 KiB):
+#   annot    190 KiB of source: annotations + a downward-API volume
+#   cmap     200 KiB of source: an owned ConfigMap, one more request
+#
+# Sequential runs, interleaved (airlock, job, floor, airlock, ...), so
+# drift hits all three alike. Needs `make cluster-up NODE=1` and `make`.
+# Not a test: it prints p50/p90/p99 and appends them to bench/RESULTS.md.
+#
+# usage: bench/e2e.sh [N]      (default 50)
+set -euo pipefail
+top=$(cd "$(dirname "$0")/.." && pwd)
+n=${1:-50}
+. "$top/.cluster/env"
+[ -n "${NODE_NAME:-}" ] || { echo "bench/e2e.sh: needs a cluster with NODE=1" >&2; exit 1; }
+k() { "$KUBECTL" --kubeconfig "$KUBECONFIG_ADMIN" "$@"; }
+work=$(mktemp -d)
+ns=bench-e2e-$$
+pids=()
+cleanup() {
+	for p in "${pids[@]}"; do kill "$p" 2>/dev/null; wait "$p" 2>/dev/null; done
+	k delete ns "$ns" --wait=false >/dev/null 2>&1
+	rm -rf "$work"
+}
+trap cleanup EXIT
+
+k apply --server-side -f "$top/crds/airlock.dev_codeexecutions.yaml" >/dev/null
+k wait --for=condition=Established crd/codeexecutions.airlock.dev >/dev/null
+k apply -f - >/dev/null <<YAML
+apiVersion: scheduling.k8s.io/v1
+kind: PriorityClass
+metadata: {name: airlock-execution}
+value: 0
+preemptionPolicy: Never
+YAML
+k create ns "$ns" >/dev/null
+until k -n "$ns" get serviceaccount default >/dev/null 2>&1; do sleep 0.2; done
+cat > "$work/config.yaml" <<YAML
+profiles:
+  python:
+    image: $RUNNER_PYTHON_IMAGE
+    command: [/airlock/bin/run, python3, main.py]
+    sourceFile: main.py
+YAML
+"$top/bin/airlock-controller" --config "$work/config.yaml" --kubeconfig "$KUBECONFIG_ADMIN" \
+	--namespace "$ns" --lease-namespace "$ns" --metrics-addr 0 --log-level warn \
+	> "$work/controller.log" 2>&1 &
+pids+=($!)
+"$top/bin/airlock-node-agent" --kubeconfig "$KUBECONFIG_ADMIN" --node-name "$NODE_NAME" \
+	--namespace "$ns" --pod-logs-dir "$POD_LOGS_DIR" --containerd-socket "$CONTAINERD_SOCK" \
+	--metrics-addr 0 --log-level warn > "$work/agent.log" 2>&1 &
+pids+=($!)
+k config view --raw -o json > "$work/kc.json"
+
+mkdir -p "$work/runsc-root"
+python3 - "$n" "$work" "$ns" "$APISERVER_URL" "$RUNNER_PYTHON_IMAGE" "$RUNSC" <<'PY'
+import base64, http.client, json, ssl, statistics, subprocess, sys, time, urllib.parse
+n, work, ns, url, image, runsc = int(sys.argv[1]), *sys.argv[2:7]
+kc = json.load(open(work + "/kc.json"))
+u, cl = kc["users"][0]["user"], kc["clusters"][0]["cluster"]
+for f, key in (("crt", u["client-certificate-data"]), ("key", u["client-key-data"]),
+               ("ca", cl["certificate-authority-data"])):
+    open("%s/%s.pem" % (work, f), "wb").write(base64.b64decode(key))
+ctx = ssl.create_default_context(cafile=work + "/ca.pem")
+ctx.load_cert_chain(work + "/crt.pem", work + "/key.pem")
+host = urllib.parse.urlparse(url)
+
+def conn():
+    return http.client.HTTPSConnection(host.hostname, host.port, context=ctx)
+
+def req(c, method, path, body=None):
+    c.request(method, path, json.dumps(body) if body is not None else None,
+              {"Content-Type": "application/json"})
+    r = c.getresponse()
+    data = r.read()
+    if r.status >= 300:
+        raise SystemExit("%s %s: HTTP %d %s" % (method, path, r.status, data[:300]))
+    return data
+
+def watch_until(path, done):
+    """Stream a watch on one object until done(obj) is true."""
+    c = conn()
+    c.request("GET", path)
+    r = c.getresponse()
+    buf = b""
+    while True:
+        chunk = r.read1(65536)
+        if not chunk:
+            raise SystemExit("watch ended: " + path)
+        buf += chunk
+        while b"\n" in buf:
+            line, buf = buf.split(b"\n", 1)
+            ev = json.loads(line)
+            if done(ev["object"]):
+                c.close()
+                return ev["object"]
+
+api = conn()
+cxp = "/apis/airlock.dev/v1alpha1/namespaces/%s/codeexecutions" % ns
+jobp = "/apis/batch/v1/namespaces/%s/jobs" % ns
+
+def run_airlock(i, pad=0, prefix="cx"):
+    name = "%s-%03d" % (prefix, i)
+    src = "print(1)\n" + ("#" * (pad - 1) + "\n" if pad else "")
+    t0 = time.monotonic()
+    req(api, "POST", cxp, {"apiVersion": "airlock.dev/v1alpha1", "kind": "CodeExecution",
+        "metadata": {"name": name}, "spec": {"runtime": "python", "source": src}})
+    o = watch_until("%s?watch=1&fieldSelector=metadata.name%%3D%s" % (cxp, name),
+                    lambda o: o.get("status", {}).get("phase") in
+                    ("Succeeded", "Failed", "TimedOut", "Cancelled"))
+    t = time.monotonic() - t0
+    assert o["status"]["phase"] == "Succeeded" and o["status"]["stdout"] == "1\n", o["status"]
+    return t
+
+def run_job(i):
+    name = "job-%03d" % i
+    t0 = time.monotonic()
+    req(api, "POST", jobp, {"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": name},
+        "spec": {"backoffLimit": 0, "template": {"spec": {"restartPolicy": "Never",
+        "runtimeClassName": "gvisor", "automountServiceAccountToken": False,
+        "containers": [{"name": "run", "image": image, "imagePullPolicy": "Never",
+                        "command": ["python3", "-c", "print(1)"],
+                        "resources": {"requests": {"cpu": "500m", "memory": "256Mi"},
+                                      "limits": {"cpu": "500m", "memory": "256Mi"}}}]}}}})
+    watch_until("%s?watch=1&fieldSelector=metadata.name%%3D%s" % (jobp, name),
+                lambda o: o.get("status", {}).get("succeeded", 0) >= 1 or
+                o.get("status", {}).get("failed", 0) >= 1)
+    pods = json.loads(req(api, "GET", "/api/v1/namespaces/%s/pods?labelSelector=job-name%%3D%s" % (ns, name)))
+    pod = pods["items"][0]["metadata"]["name"]
+    out = req(api, "GET", "/api/v1/namespaces/%s/pods/%s/log" % (ns, pod))
+    t = time.monotonic() - t0
+    assert out == b"1\n", out
+    req(api, "DELETE", "%s/%s?propagationPolicy=Background" % (jobp, name))
+    return t
+
+def run_floor(i):
+    t0 = time.monotonic()
+    out = subprocess.run([runsc, "--root", work + "/runsc-root", "--network=none", "do",
+                          "python3", "-c", "print(1)"], capture_output=True, check=True).stdout
+    t = time.monotonic() - t0
+    assert out == b"1\n", out
+    return t
+
+res = {"airlock": [], "job": [], "floor": [], "annot": [], "cmap": []}
+run_airlock(999); run_job(999); run_floor(999)      # warm-up, not counted
+for i in range(n):
+    res["airlock"].append(run_airlock(i))
+    res["job"].append(run_job(i))
+    res["floor"].append(run_floor(i))
+for i in range(max(n // 2, 1)):
+    res["annot"].append(run_airlock(i, 190 << 10, "annot"))
+    res["cmap"].append(run_airlock(i, 200 << 10, "cmap"))
+
+def q(v, p):
+    v = sorted(v)
+    return v[min(len(v) - 1, int(round(p / 100 * (len(v) - 1))))]
+out = {k: (q(v, 50), q(v, 90), q(v, 99)) for k, v in res.items()}
+json.dump(out, open(work + "/out.json", "w"))
+PY
+
+read -r a50 a90 a99 j50 j90 j99 f50 f90 f99 n50 n90 n99 c50 c90 c99 < <(python3 -c '
+import json,sys; o=json.load(open(sys.argv[1]))
+print(*["%.0f" % (x*1000) for k in ("airlock","job","floor","annot","cmap") for x in o[k]])' "$work/out.json")
+cpu=$(awk -F': ' '/model name/ { print $2; exit }' /proc/cpuinfo)
+mem=$(awk '/MemTotal/ { printf "%.0f GiB", $2 / 1048576 }' /proc/meminfo)
+{
+	echo
+	echo "## e2e latency, $(date -u +%Y-%m-%d) - print(1) in python, N=$n each, interleaved"
+	echo
+	echo "Machine: $(nproc) cores ($cpu), $mem; one node: kubelet v1.37.2, containerd 1.6.20, gVisor runsc (tests/cluster NODE=1)."
+	echo
+	echo "| path | p50 ms | p90 ms | p99 ms | p50 vs Job |"
+	echo "|---|---|---|---|---|"
+	echo "| Airlock: CodeExecution create -> Succeeded, output in status | $a50 | $a90 | $a99 | $(echo "scale=2; $a50 / $j50" | bc)x |"
+	echo "| baseline: Job (gvisor) create -> complete -> logs read | $j50 | $j90 | $j99 | 1.00x |"
+	echo "| floor: runsc do (host rootfs), no containerd, no Kubernetes | $f50 | $f90 | $f99 | $(echo "scale=2; $f50 / $j50" | bc)x |"
+	echo
+	echo "Code delivery, N=$((n / 2)) each, interleaved (p50 ratio: ConfigMap / annotations):"
+	echo
+	echo "| path | p50 ms | p90 ms | p99 ms | p50 ratio |"
+	echo "|---|---|---|---|---|"
+	echo "| 190 KiB source, annotations + downward API | $n50 | $n90 | $n99 | 1.00x |"
+	echo "| 200 KiB source, owned ConfigMap | $c50 | $c90 | $c99 | $(echo "scale=2; $c50 / $n50" | bc)x |"
+} | tee -a "$top/bench/RESULTS.md"
