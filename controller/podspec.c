@@ -287,7 +287,7 @@ podspec_build(const struct ctl_config *cfg, json_t *cx,
 	    "s:[{s:s, s:s, s:o, s:o, s:s, s:o, s:o,"
 	    "  s:{s:b, s:b, s:b, s:I, s:{s:[s]}, s:{s:s}},"
 	    "  s:[{s:s, s:s, s:b}, {s:s, s:s}, {s:s, s:s}]}],"
-	    "s:[o, {s:s, s:{s:s}}, {s:s, s:{s:s}}]}}",
+	    "s:[o, {s:s, s:{s:s, s:s}}, {s:s, s:{s:s, s:s}}]}}",
 	    "apiVersion", "v1", "kind", "Pod", "metadata", md, "spec",
 	    "serviceAccountName", PODSPEC_SERVICE_ACCOUNT,
 	    "runtimeClassName", cfg->runtime_class,
@@ -322,8 +322,10 @@ podspec_build(const struct ctl_config *cfg, json_t *cx,
 	    "name", "work", "mountPath", WORK_DIR,
 	    "name", "tmp", "mountPath", "/tmp",
 	    "volumes", vol,
-	    "name", "work", "emptyDir", "sizeLimit", cfg->tmp_size_limit,
-	    "name", "tmp", "emptyDir", "sizeLimit", cfg->tmp_size_limit);
+	    "name", "work", "emptyDir", "medium", "Memory", "sizeLimit",
+	    cfg->tmp_size_limit,
+	    "name", "tmp", "emptyDir", "medium", "Memory", "sizeLimit",
+	    cfg->tmp_size_limit);
 	free(podname);
 	json_decref(code.data);
 	json_decref(code.items);

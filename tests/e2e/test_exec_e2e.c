@@ -580,6 +580,57 @@ test_restart_mid_run(void **state)
 	}
 }
 
+/* A fork bomb ends, and the node runs the next execution as usual. */
+static void
+test_fork_bomb(void **state)
+{
+	json_t *st;
+
+	(void)state;
+	create_cx("sh-forks", "{\"runtime\":\"bash\",\"timeoutSeconds\":5,"
+	    "\"source\":\"echo start\\nf() { f | f & }\\nf\\nsleep 60\\n\"}");
+	st = wait_done("sh-forks", 120000);
+	print_message("# fork bomb: %s/%s exit %lld after %lld ms\n", s_(st, "phase"),
+	    s_(st, "reason"), i_(st, "exitCode"), i_(st, "durationMillis"));
+	assert_string_equal(s_(st, "stdout"), "start\n");
+	if (!((strcmp(s_(st, "phase"), "TimedOut") == 0 &&
+	    strcmp(s_(st, "reason"), "DeadlineExceeded") == 0) ||
+	    (strcmp(s_(st, "phase"), "Failed") == 0 &&
+	    strcmp(s_(st, "reason"), "OOMKilled") == 0)))
+		fail_msg("fork bomb ended %s/%s", s_(st, "phase"), s_(st, "reason"));
+	json_decref(st);
+	create_cx("after-forks", "{\"runtime\":\"bash\",\"source\":\"echo fine\\n\"}");
+	st = wait_done("after-forks", 120000);
+	assert_string_equal(s_(st, "phase"), "Succeeded");
+	assert_string_equal(s_(st, "stdout"), "fine\n");
+	json_decref(st);
+}
+
+/* /tmp is capped (tmpSizeLimit, 64Mi by default): writing past it fails. */
+static void
+test_fill_tmp(void **state)
+{
+	json_t *st;
+
+	(void)state;
+	create_cx("py-tmp", "{\"runtime\":\"python\",\"timeoutSeconds\":60,\"source\":"
+	    "\"import errno\\nn = 0\\ntry:\\n"
+	    "    with open('/tmp/fill', 'wb') as f:\\n"
+	    "        for n in range(1, 257):\\n"
+	    "            f.write(b'x' * (1 << 20)); f.flush()\\n"
+	    "    print('wrote', n, 'MiB')\\n"
+	    "except OSError as e:\\n"
+	    "    print('stopped after', n, 'MiB:', errno.errorcode[e.errno])\\n\"}");
+	st = wait_done("py-tmp", 120000);
+	print_message("# fill /tmp: %s/%s: %s\n", s_(st, "phase"), s_(st, "reason"),
+	    json_string_value(json_object_get(st, "stdout")));
+	assert_string_equal(s_(st, "phase"), "Succeeded");
+	if (strncmp(s_(st, "stdout"), "stopped after ", 14) != 0 ||
+	    strstr(s_(st, "stdout"), "ENOSPC") == NULL)
+		fail_msg("/tmp took 256 MiB: %s", s_(st, "stdout"));
+	json_decref(st);
+}
+
 int
 main(void)
 {
@@ -597,6 +648,8 @@ main(void)
 		cmocka_unit_test(test_output_flood),
 		cmocka_unit_test(test_concurrent),
 		cmocka_unit_test(test_restart_mid_run),
+		cmocka_unit_test(test_fork_bomb),
+		cmocka_unit_test(test_fill_tmp),
 	};
 
 	return cmocka_run_group_tests(tests, group_setup, group_teardown);

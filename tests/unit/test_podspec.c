@@ -202,6 +202,9 @@ test_pod_hardening(void **state)
 	assert_string_equal(str(ctr, "volumeMounts[2].mountPath"), "/tmp");
 	assert_string_equal(str(p, "spec.volumes[1].emptyDir.sizeLimit"), "64Mi");
 	assert_string_equal(str(p, "spec.volumes[2].emptyDir.sizeLimit"), "64Mi");
+	/* tmpfs of that size: a full /tmp is ENOSPC at once, not a full disk */
+	assert_string_equal(str(p, "spec.volumes[1].emptyDir.medium"), "Memory");
+	assert_string_equal(str(p, "spec.volumes[2].emptyDir.medium"), "Memory");
 
 	/* code by annotation, projected as files: no extra API call */
 	assert_string_equal(key(p, "metadata.annotations", "airlock.dev/source"), "print(1)");
