@@ -386,6 +386,7 @@ controller_new(struct k8s_client *c, const struct ctl_config *cfg,
 	}
 	ctl->queue = workqueue_new(NULL);
 	ctl->guarded = json_object();
+	ctl->ended = json_object();
 	pthread_mutex_init(&ctl->lock, NULL);
 	pthread_cond_init(&ctl->cond, NULL);
 	ctl->m_phase = metrics_counter(m, "airlock_executions_total",
@@ -468,6 +469,7 @@ controller_free(struct controller *ctl)
 		informer_free(ctl->guard_inf[i]);
 	workqueue_free(ctl->queue);
 	json_decref(ctl->guarded);
+	json_decref(ctl->ended);
 	free(ctl->threads);
 	pthread_mutex_destroy(&ctl->lock);
 	pthread_cond_destroy(&ctl->cond);

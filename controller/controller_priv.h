@@ -28,6 +28,13 @@ struct controller {
 	atomic_llong		 trimmed_at;	/* clock_mono_ms() of the last trim */
 	int			 stopping;
 	json_t			*guarded;	/* ns -> true: guardrails applied */
+	/*
+	 * uid -> clock_mono_ms(): executions this process ended itself, for
+	 * as long as the cache may still show them in flight. Without it, the
+	 * reconcile their pod's deletion triggers would read the stale cache
+	 * (Pending, no pod) and make a new pod for a finished execution.
+	 */
+	json_t			*ended;
 
 	struct metric		*m_phase;
 	struct metric		*m_latency;

@@ -221,6 +221,27 @@ write_status(struct controller *ctl, json_t *cx, json_t *status,
 	return rc == K8S_ENOTFOUND ? 0 : rc;
 }
 
+/*
+ * Did this process end the execution of uid (see ctl->ended)? Forgets it
+ * once the cache has caught up (cached says terminal) or after ten
+ * minutes.
+ */
+static int
+ended_here(struct controller *ctl, const char *uid, int cached_terminal)
+{
+	json_t *t;
+	int yes;
+
+	pthread_mutex_lock(&ctl->lock);
+	t = json_object_get(ctl->ended, uid);
+	yes = t != NULL && !cached_terminal &&
+	    clock_mono_ms() - json_integer_value(t) < 600000;
+	if (t && !yes)
+		json_object_del(ctl->ended, uid);
+	pthread_mutex_unlock(&ctl->lock);
+	return yes;
+}
+
 /* The controller ends an execution itself: Rejected, Cancelled, ... */
 static int
 finish(struct controller *ctl, json_t *cx, json_t *status, const char *phase,
@@ -245,6 +266,19 @@ finish(struct controller *ctl, json_t *cx, json_t *status, const char *phase,
 	if ((rc = write_status(ctl, cx, status, &n)) == 0) {
 		log_info("execution finished", "execution=%s/%s phase=%s reason=%s",
 		    k8s_obj_namespace(cx), k8s_obj_name(cx), phase, reason);
+		long long at = clock_mono_ms();
+		const char *k;
+		json_t *v;
+		void *tmp;
+
+		pthread_mutex_lock(&ctl->lock);
+		/* Drop what an execution deleted meanwhile left behind. */
+		json_object_foreach_safe(ctl->ended, tmp, k, v)
+			if (at - json_integer_value(v) >= 600000)
+				json_object_del(ctl->ended, k);
+		json_object_set_new(ctl->ended, k8s_obj_uid(cx),
+		    json_integer(at));
+		pthread_mutex_unlock(&ctl->lock);
 	}
 	return rc;
 }
@@ -612,8 +646,18 @@ controller_reconcile(struct controller *ctl, const char *key)
 
 	if (json_object_get(json_object_get(cx, "metadata"), "deletionTimestamp"))
 		rc = 0;
-	else if (ctl_terminal(phase))
-		rc = ttl(ctl, cx, key);
+	else if (ended_here(ctl, k8s_obj_uid(cx), ctl_terminal(phase)))
+		rc = 0;		/* our cache has not seen our own write yet */
+	else if (ctl_terminal(phase)) {
+		/*
+		 * A finished execution keeps no pod: the node agent deletes
+		 * its own once the result is in, and this catches one whose
+		 * delete failed when the controller ended it (or the agent's).
+		 */
+		rc = pod ? delete_children(ctl, ns, k8s_obj_uid(cx)) : 0;
+		if (rc == 0)
+			rc = ttl(ctl, cx, key);
+	}
 	else if (json_is_true(json_object_get(json_object_get(cx, "spec"), "cancel"))) {
 		rc = delete_children(ctl, ns, k8s_obj_uid(cx));
 		if (rc == 0)

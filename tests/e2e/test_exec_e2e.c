@@ -564,7 +564,7 @@ test_restart_mid_run(void **state)
 	it_sleep_ms(3000);		/* some finish while nobody watches */
 	start_daemons();
 	for (int i = 0; i < 3; i++) {
-		char want[16];
+		char want[32];
 		json_t *st;
 
 		snprintf(name, sizeof(name), "rs-%d", i);
