@@ -168,7 +168,7 @@ wait_leading(struct controller *ctl)
 static void
 trim_when_idle(struct controller *ctl)
 {
-#ifdef __GLIBC__
+#if defined(__GLIBC__) && !defined(__SANITIZE_ADDRESS__)
 	long long now = clock_mono_ms(), last = atomic_load(&ctl->trimmed_at);
 
 	if (now - last >= 1000 &&

@@ -341,11 +341,13 @@ relist(void *arg, char **rv, struct k8s_error *err)
 	for (i = 0; i < nn; i++)
 		notify(inf, &notes[i]);
 	free(notes);
-#ifdef __GLIBC__
+#if defined(__GLIBC__) && !defined(__SANITIZE_ADDRESS__)
 	/*
 	 * The pages were parsed into trees many times the size of what was
 	 * kept, between the kept values: give the freed pages back, or a
-	 * large list leaves the process that much bigger for good.
+	 * large list leaves the process that much bigger for good. (Not
+	 * under ASan: its allocator is not glibc's, and a trim racing a
+	 * thread's exit there trips glibc's arena accounting.)
 	 */
 	malloc_trim(0);
 #endif
