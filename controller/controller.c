@@ -225,20 +225,15 @@ worker(void *arg)
 static json_t *
 pod_condition(json_t *ps, const char *type)
 {
-	json_t *c;
-	size_t i;
+	json_t *c = ctl_find_condition(ps, type);
 
-	json_array_foreach(json_object_get(ps, "conditions"), i, c) {
-		const char *t = json_string_value(json_object_get(c, "type"));
-
-		if (t && strcmp(t, type) == 0)
-			return json_pack("{s:O*, s:O*, s:O*, s:O*}",
-			    "type", json_object_get(c, "type"),
-			    "status", json_object_get(c, "status"),
-			    "reason", json_object_get(c, "reason"),
-			    "message", json_object_get(c, "message"));
-	}
-	return NULL;
+	if (c == NULL)
+		return NULL;
+	return json_pack("{s:O*, s:O*, s:O*, s:O*}",
+	    "type", json_object_get(c, "type"),
+	    "status", json_object_get(c, "status"),
+	    "reason", json_object_get(c, "reason"),
+	    "message", json_object_get(c, "message"));
 }
 
 /*

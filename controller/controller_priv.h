@@ -45,6 +45,9 @@ struct controller {
 /* The guardrails' kinds: ServiceAccount, NetworkPolicy, ResourceQuota. */
 extern const struct k8s_resource *const ctl_guard_res[3];
 
+/* The condition of type in a status or a pod's status (borrowed), or NULL. */
+json_t *ctl_find_condition(json_t *status, const char *type);
+
 /* Succeeded, Failed, TimedOut or Cancelled: nothing more will run. */
 int ctl_terminal(const char *phase);
 

@@ -34,34 +34,14 @@ ctl_terminal(const char *phase)
 }
 
 static void
-now_rfc3339(char out[32])
+now_rfc3339(char out[CLOCK_RFC3339_LEN])
 {
-	time_t t = time(NULL);
-	struct tm tm;
-
-	gmtime_r(&t, &tm);
-	strftime(out, 32, "%Y-%m-%dT%H:%M:%SZ", &tm);
-}
-
-/* Seconds since the epoch of an RFC 3339 UTC time, or -1. */
-static long long
-parse_time(const char *s)
-{
-	struct tm tm;
-	const char *end;
-
-	if (s == NULL)
-		return -1;
-	memset(&tm, 0, sizeof(tm));
-	end = strptime(s, "%Y-%m-%dT%H:%M:%S", &tm);
-	if (end == NULL)
-		return -1;
-	return (long long)timegm(&tm);
+	clock_format_rfc3339((long long)time(NULL) * 1000000000, 0, out);
 }
 
 /* The condition of this type in status (borrowed), or NULL. */
-static json_t *
-find_condition(json_t *status, const char *type)
+json_t *
+ctl_find_condition(json_t *status, const char *type)
 {
 	json_t *c;
 	size_t i;
@@ -82,13 +62,13 @@ set_condition(json_t *status, const char *type, const char *st,
     const char *reason, const char *msg, json_int_t gen)
 {
 	json_t *conds = json_object_get(status, "conditions"), *c;
-	char now[32];
+	char now[CLOCK_RFC3339_LEN];
 
 	if (!json_is_array(conds)) {
 		conds = json_array();
 		json_object_set_new(status, "conditions", conds);
 	}
-	if ((c = find_condition(status, type)) == NULL) {
+	if ((c = ctl_find_condition(status, type)) == NULL) {
 		c = json_object();
 		json_object_set_new(c, "type", json_string(type));
 		json_array_append_new(conds, c);
@@ -108,7 +88,7 @@ set_condition(json_t *status, const char *type, const char *st,
 static const char *
 condition_field(json_t *status, const char *type, const char *field)
 {
-	const char *v = json_string_value(json_object_get(find_condition(status,
+	const char *v = json_string_value(json_object_get(ctl_find_condition(status,
 	    type), field));
 
 	return v ? v : "";
@@ -119,7 +99,7 @@ emit_event(struct controller *ctl, json_t *cx, const char *type,
     const char *reason, const char *msg)
 {
 	struct k8s_error err;
-	char now[32];
+	char now[CLOCK_RFC3339_LEN];
 	json_t *ev;
 
 	now_rfc3339(now);
@@ -250,7 +230,7 @@ finish(struct controller *ctl, json_t *cx, json_t *status, const char *phase,
 	json_int_t gen = json_integer_value(json_object_get(json_object_get(cx,
 	    "metadata"), "generation"));
 	struct notes n = { 0 };
-	char now[32];
+	char now[CLOCK_RFC3339_LEN];
 	int rc;
 
 	now_rfc3339(now);
@@ -399,7 +379,7 @@ ttl(struct controller *ctl, json_t *cx, const char *key)
 {
 	json_t *spec = json_object_get(cx, "spec");
 	json_t *st = json_object_get(cx, "status");
-	long long done = parse_time(json_string_value(json_object_get(st,
+	long long done = clock_parse_rfc3339(json_string_value(json_object_get(st,
 	    "completionTime")));
 	json_int_t ttl_s = json_integer_value(json_object_get(spec,
 	    "ttlSecondsAfterFinished"));
@@ -470,7 +450,7 @@ static int
 unschedulable_too_long(struct controller *ctl, json_t *cx, json_t *status,
     const char *key, const char *why, int *rc)
 {
-	long long since = parse_time(condition_field(status, "Scheduled",
+	long long since = clock_parse_rfc3339(condition_field(status, "Scheduled",
 	    "lastTransitionTime"));
 	json_int_t limit = json_integer_value(json_object_get(
 	    json_object_get(cx, "spec"), "timeoutSeconds"));

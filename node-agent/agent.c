@@ -105,31 +105,13 @@ now_ns(void)
 	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
-/* RFC 3339 with milliseconds, UTC. */
-static void
-fmt_time(int64_t ns, char out[40])
-{
-	time_t s = (time_t)(ns / 1000000000);
-	struct tm tm;
-	size_t n;
-
-	gmtime_r(&s, &tm);
-	n = strftime(out, 40, "%Y-%m-%dT%H:%M:%S", &tm);
-	snprintf(out + n, 40 - n, ".%03dZ", (int)(ns / 1000000 % 1000));
-}
-
 /* RFC 3339 seconds (as the kubelet writes them) to ns, or 0. */
 static int64_t
 parse_time(const char *s)
 {
-	struct tm tm;
+	long long t = clock_parse_rfc3339(s);
 
-	if (s == NULL)
-		return 0;
-	memset(&tm, 0, sizeof(tm));
-	if (strptime(s, "%Y-%m-%dT%H:%M:%S", &tm) == NULL)
-		return 0;
-	return (int64_t)timegm(&tm) * 1000000000;
+	return t < 0 ? 0 : (int64_t)t * 1000000000;
 }
 
 static struct run *
@@ -480,7 +462,7 @@ result_patch(struct agent *a, struct run *r, const char *expect,
 	const struct crilog_stream *out = crilog_stdout(r->log);
 	const struct crilog_stream *err = crilog_stderr(r->log);
 	const char *phase, *reason;
-	char msg[160], t0[40], t1[40], sched[300];
+	char msg[160], t0[CLOCK_RFC3339_LEN], t1[CLOCK_RFC3339_LEN], sched[300];
 	int64_t start = r->start_ns ? r->start_ns : r->exited_ns;
 	long long dur = (r->exited_ns - start) / 1000000;
 	size_t olen, elen;
@@ -514,8 +496,8 @@ result_patch(struct agent *a, struct run *r, const char *expect,
 		snprintf(msg, sizeof(msg), "exit code %u", r->status);
 	}
 	*reasonp = reason;
-	fmt_time(start, t0);
-	fmt_time(r->exited_ns, t1);
+	clock_format_rfc3339(start, 1, t0);
+	clock_format_rfc3339(r->exited_ns, 1, t1);
 	snprintf(sched, sizeof(sched), "scheduled to node %s", a->o.node_name);
 	p = json_pack("[{s:s, s:s, s:s}, {s:s, s:s, s:s}, {s:s, s:s, s:s},"
 	    " {s:s, s:s, s:s}]",

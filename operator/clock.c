@@ -1,3 +1,6 @@
+#include <stdio.h>
+#include <string.h>
+
 #include "clock.h"
 
 long long
@@ -25,4 +28,33 @@ clock_cond_init(pthread_cond_t *c)
 	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
 	pthread_cond_init(c, &ca);
 	pthread_condattr_destroy(&ca);
+}
+
+void
+clock_format_rfc3339(long long ns, int ms, char out[CLOCK_RFC3339_LEN])
+{
+	time_t s = (time_t)(ns / 1000000000);
+	struct tm tm;
+	size_t n;
+
+	gmtime_r(&s, &tm);
+	n = strftime(out, CLOCK_RFC3339_LEN, "%Y-%m-%dT%H:%M:%S", &tm);
+	if (ms)
+		snprintf(out + n, CLOCK_RFC3339_LEN - n, ".%03dZ",
+		    (int)(ns / 1000000 % 1000));
+	else
+		snprintf(out + n, CLOCK_RFC3339_LEN - n, "Z");
+}
+
+long long
+clock_parse_rfc3339(const char *s)
+{
+	struct tm tm;
+
+	if (s == NULL)
+		return -1;
+	memset(&tm, 0, sizeof(tm));
+	if (strptime(s, "%Y-%m-%dT%H:%M:%S", &tm) == NULL)
+		return -1;
+	return (long long)timegm(&tm);
 }

@@ -12,6 +12,7 @@
 #include <cmocka.h>
 
 #include "buf.h"
+#include "clock.h"
 #include "k8s_error.h"
 #include "log.h"
 
@@ -171,6 +172,25 @@ test_log_format(void **state)
 	assert_int_equal(log_parse_level("loud", &lvl), -1);
 }
 
+/* Status timestamps: written as the API server writes them, read back. */
+static void
+test_rfc3339(void **state)
+{
+	char out[CLOCK_RFC3339_LEN];
+
+	(void)state;
+	clock_format_rfc3339(0, 0, out);
+	assert_string_equal(out, "1970-01-01T00:00:00Z");
+	clock_format_rfc3339(1795000000123456789LL, 0, out);
+	assert_string_equal(out, "2026-11-18T11:06:40Z");
+	clock_format_rfc3339(1795000000123456789LL, 1, out);
+	assert_string_equal(out, "2026-11-18T11:06:40.123Z");
+	assert_int_equal(clock_parse_rfc3339("2026-11-23T01:00:00Z"), 1795395600LL);
+	assert_int_equal(clock_parse_rfc3339("2026-11-18T11:06:40.123Z"), 1795000000LL);
+	assert_int_equal(clock_parse_rfc3339(NULL), -1);
+	assert_int_equal(clock_parse_rfc3339("yesterday"), -1);
+}
+
 int
 main(void)
 {
@@ -182,6 +202,7 @@ main(void)
 		cmocka_unit_test(test_errcode_from_http),
 		cmocka_unit_test(test_error_set_truncates),
 		cmocka_unit_test(test_log_format),
+		cmocka_unit_test(test_rfc3339),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
