@@ -52,7 +52,6 @@ struct run {
 	long long	 timeout_ms;
 	size_t		 max_out;
 	int64_t		 start_ns, deadline_ns;
-	int		 start_exact;		/* from containerd, not the kubelet */
 
 	struct crilog	*log;
 	int		 fd;
@@ -65,7 +64,6 @@ struct run {
 	int		 oom;
 	enum kill_why	 why;
 	int		 kill_sent;
-	int64_t		 kill_sent_ns;
 	int64_t		 sandbox_killed_ns;	/* SIGKILL landed on runsc-sandbox */
 	uint32_t	 pid;			/* the task's, from TaskStart */
 
@@ -348,7 +346,6 @@ on_task_event(void *arg, const struct ctrd_event *ev)
 			if (r->cid == NULL)
 				r->cid = xstrdup(ev->container_id);
 			r->start_ns = ev->ts_ns;
-			r->start_exact = 1;
 			r->pid = ev->pid;
 			if (r->verified)
 				r->deadline_ns = r->start_ns + r->timeout_ms * 1000000;
@@ -811,7 +808,6 @@ tick(struct agent *a)
 				r->why = KILL_DEADLINE;
 			if (r->why != KILL_NONE && n < 64) {
 				r->kill_sent = 1;
-				r->kill_sent_ns = wall;
 				todo[n++] = (struct todo){ ACT_KILL, xstrdup(r->uid) };
 			}
 		}
