@@ -11,6 +11,7 @@
  *
  * Network calls (containerd, the API server) are made outside the lock.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -19,6 +20,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -28,6 +30,8 @@
 #include "ctrd.h"
 #include "informer.h"
 #include "log.h"
+#include "podspec.h"
+#include "usage.h"
 #include "xmalloc.h"
 
 #define CONTAINER	"run"		/* podspec's container name */
@@ -35,6 +39,7 @@
 #define MAX_RECORD	(64 * 1024)	/* a CRI log record; containerd cuts at 16 KiB */
 #define READ_CHUNK	(256 * 1024)
 #define VERIFY_MS	5000		/* a started container no pod claims: not ours */
+#define LOG_STALE_S	600		/* a pod log dir untouched that long, no pod */
 
 
 static const struct k8s_resource res_cx = { "airlock.dev", "v1alpha1",
@@ -66,6 +71,8 @@ struct run {
 	int		 kill_sent;
 	int64_t		 sandbox_killed_ns;	/* SIGKILL landed on runsc-sandbox */
 	uint32_t	 pid;			/* the task's, from TaskStart */
+	int		 usage_done;
+	struct usage	 usage;			/* -1: the node did not say */
 
 	int		 recorded;		/* result written, or someone's */
 	int		 busy;			/* a call is in flight for it */
@@ -87,11 +94,13 @@ struct agent {
 	int			 started;
 	pthread_t		 ev_th, tick_th;
 	pthread_t		 workers[AGENT_WORKERS];
+	long long		 next_sweep_ms;
+	int			 sweeping;
 	struct todo		*q;		/* for the workers; lock held */
 	size_t			 qn, qcap;
 	pthread_cond_t		 qcond;
 
-	struct metric		*m_results, *m_record, *m_active;
+	struct metric		*m_results, *m_record, *m_active, *m_swept;
 };
 
 static int64_t
@@ -132,6 +141,7 @@ new_run(struct agent *a, const char *uid, const char *ns, const char *pod)
 	r->ns = xstrdup(ns);
 	r->pod = xstrdup(pod);
 	r->fd = -1;
+	r->usage.peak_memory = r->usage.cpu_ns = -1;
 	r->seen_ms = clock_mono_ms();
 	r->next = a->runs;
 	a->runs = r;
@@ -173,14 +183,14 @@ learn_pod(struct agent *a, struct run *r, json_t *pod)
 	json_t *md = json_object_get(pod, "metadata");
 	json_t *ann = json_object_get(md, "annotations");
 	const char *cx = json_string_value(json_object_get(ann,
-	    "airlock.dev/execution"));
+	    PODSPEC_ANN_NAME));
 
 	if (!r->verified && cx) {
 		r->verified = 1;
 		r->cx = xstrdup(cx);
-		r->timeout_ms = ann_number(ann, "airlock.dev/timeout-ms", 30000);
+		r->timeout_ms = ann_number(ann, PODSPEC_ANN_TIMEOUT_MS, 30000);
 		r->max_out = (size_t)ann_number(ann,
-		    "airlock.dev/output-max-bytes", 65536);
+		    PODSPEC_ANN_MAX_OUTPUT, 65536);
 		r->log = crilog_new(r->max_out, MAX_RECORD);
 		if (r->start_ns)
 			r->deadline_ns = r->start_ns + r->timeout_ms * 1000000;
@@ -285,29 +295,34 @@ pod_delete(void *arg, json_t *pod, int unknown)
 }
 
 /*
- * Of a pod the cache keeps what the agent reads: identity, the three
- * annotations meant for it (not the code, up to 192 KiB), and the
- * container's status.
+ * Of a pod the cache keeps what the agent reads: identity, its execution's
+ * uid, the three annotations meant for it (not the code, up to 192 KiB),
+ * and the container's status.
  */
 static json_t *
 trim_pod(json_t *pod)
 {
-	static const char *const keep[] = { "airlock.dev/execution",
-	    "airlock.dev/timeout-ms", "airlock.dev/output-max-bytes" };
+	static const char *const keep[] = { PODSPEC_ANN_NAME,
+	    PODSPEC_ANN_TIMEOUT_MS, PODSPEC_ANN_MAX_OUTPUT };
 	json_t *md = json_object_get(pod, "metadata");
 	json_t *ann = json_object_get(md, "annotations");
-	json_t *out, *a = json_object();
+	json_t *euid = json_object_get(json_object_get(md, "labels"),
+	    PODSPEC_LABEL_UID);
+	json_t *out, *a = json_object(), *l = json_object();
 
 	for (size_t i = 0; i < sizeof(keep) / sizeof(keep[0]); i++)
 		if (json_object_get(ann, keep[i]))
 			json_object_set(a, keep[i], json_object_get(ann, keep[i]));
-	out = json_pack("{s:{s:O*, s:O*, s:O*, s:O*, s:O*, s:o}, s:{s:O*}}",
+	if (euid)
+		json_object_set(l, PODSPEC_LABEL_UID, euid);
+	out = json_pack("{s:{s:O*, s:O*, s:O*, s:O*, s:O*, s:o, s:o},"
+	    " s:{s:O*}}",
 	    "metadata", "name", json_object_get(md, "name"),
 	    "namespace", json_object_get(md, "namespace"),
 	    "uid", json_object_get(md, "uid"),
 	    "resourceVersion", json_object_get(md, "resourceVersion"),
 	    "deletionTimestamp", json_object_get(md, "deletionTimestamp"),
-	    "annotations", a,
+	    "annotations", a, "labels", l,
 	    "status", "containerStatuses", json_object_get(json_object_get(pod,
 	    "status"), "containerStatuses"));
 	return out ? out : json_incref(pod);
@@ -441,7 +456,7 @@ tail(struct agent *a, struct run *r)
 	}
 }
 
-enum action { ACT_NONE, ACT_KILL, ACT_RECORD, ACT_DELETE };
+enum action { ACT_NONE, ACT_KILL, ACT_RECORD, ACT_DELETE, ACT_SWEEP };
 
 struct todo {
 	enum action	 act;
@@ -532,6 +547,10 @@ result_patch(struct agent *a, struct run *r, const char *expect,
 	SET("completionTime", json_string(t1));
 	SET("durationMillis", json_integer(dur));
 	SET("nodeName", json_string(a->o.node_name));
+	if (r->usage.peak_memory >= 0)
+		SET("peakMemoryBytes", json_integer(r->usage.peak_memory));
+	if (r->usage.cpu_ns >= 0)
+		SET("cpuTimeMillis", json_integer(r->usage.cpu_ns / 1000000));
 #undef SET
 	return p;
 }
@@ -626,21 +645,207 @@ record(struct agent *a, struct run *r)
 	return 0;
 }
 
+/* Delete pod ns/name if its uid is still uid: 1 done (or gone), 0 not. */
 static int
-delete_pod(struct agent *a, struct run *r)
+delete_pod(struct agent *a, const char *ns, const char *name, const char *uid)
 {
 	struct k8s_delete_opts del = { .grace_period_set = 1,
-	    .grace_period_seconds = 0, .precondition_uid = r->uid };
+	    .grace_period_seconds = 0, .precondition_uid = uid };
 	struct k8s_error err;
-	int rc = k8s_delete(a->client, &k8s_res_pods, r->ns, r->pod, &del,
-	    NULL, &err);
+	int rc = k8s_delete(a->client, &k8s_res_pods, ns, name, &del, NULL,
+	    &err);
 
 	if (rc != 0 && rc != K8S_ENOTFOUND && rc != K8S_ECONFLICT) {
-		log_warn("cannot delete finished pod", "pod=%s/%s error=\"%s\"",
-		    r->ns, r->pod, err.message);
+		log_warn("cannot delete pod", "pod=%s/%s error=\"%s\"", ns,
+		    name, err.message);
 		return 0;
 	}
 	return 1;
+}
+
+/* --- the sweep ------------------------------------------------------------- */
+
+/*
+ * Whether pod's execution is gone: 1 gone (or replaced by a new one of
+ * the same name), 0 there, -1 unknown. The probe is a JSON patch that
+ * changes nothing, on the status the agent may patch anyway: it reads no
+ * execution, which the agent may not.
+ */
+static int
+execution_gone(struct agent *a, const char *ns, const char *cx,
+    const char *cx_uid)
+{
+	struct k8s_patch_opts po = { .type = K8S_PATCH_JSON,
+	    .subresource = "status" };
+	struct k8s_error err;
+	json_t *probe;
+	int rc;
+
+	if (cx_uid)
+		probe = json_pack("[{s:s, s:s, s:s}]", "op", "test", "path",
+		    "/metadata/uid", "value", cx_uid);
+	else
+		probe = json_pack("[{s:s, s:s, s:s}]", "op", "test", "path",
+		    "/apiVersion", "value", "airlock.dev/v1alpha1");
+	rc = k8s_patch(a->client, &res_cx, ns, cx, &po, probe, NULL, &err);
+	json_decref(probe);
+	if (rc == 0)
+		return 0;
+	if (rc == K8S_ENOTFOUND || (cx_uid && err.http_status == 422))
+		return 1;
+	log_warn("cannot tell whether an execution exists", "execution=%s/%s "
+	    "error=\"%s\"", ns, cx, err.message);
+	return -1;
+}
+
+/*
+ * Delete the pods on this node whose execution is gone. The controller
+ * deletes them as the execution goes, and the garbage collector after it;
+ * this catches what both missed (a pod made by hand, owner references
+ * removed, or the controller down), the pods that never started among
+ * them, which no result would ever collect.
+ */
+static void
+sweep_orphans(struct agent *a)
+{
+	json_t *pods = informer_list(a->pods), *pod;
+	size_t i;
+
+	json_array_foreach(pods, i, pod) {
+		json_t *md = json_object_get(pod, "metadata");
+		const char *cx = json_string_value(json_object_get(
+		    json_object_get(md, "annotations"), PODSPEC_ANN_NAME));
+		const char *cx_uid = json_string_value(json_object_get(
+		    json_object_get(md, "labels"), PODSPEC_LABEL_UID));
+		const char *pns = k8s_obj_namespace(pod);
+		const char *name = k8s_obj_name(pod), *uid = k8s_obj_uid(pod);
+
+		if (cx == NULL || pns == NULL || name == NULL || uid == NULL ||
+		    json_object_get(md, "deletionTimestamp") ||
+		    execution_gone(a, pns, cx, cx_uid) != 1)
+			continue;
+		log_info("deleting orphan pod", "pod=%s/%s execution=%s", pns,
+		    name, cx);
+		if (delete_pod(a, pns, name, uid))
+			metric_inc(a->m_swept, "pods");
+	}
+	json_decref(pods);
+}
+
+/* Remove name under dirfd and all it holds, depth levels down at most. */
+static int
+remove_tree(int dirfd, const char *name, int depth)
+{
+	struct dirent *de;
+	DIR *d;
+	int fd, rc = 0;
+
+	if (unlinkat(dirfd, name, 0) == 0)
+		return 0;
+	if (errno != EISDIR && errno != EPERM)
+		return -1;
+	if (depth == 0 || (fd = openat(dirfd, name, O_RDONLY | O_DIRECTORY |
+	    O_NOFOLLOW | O_CLOEXEC)) < 0)
+		return -1;
+	if ((d = fdopendir(fd)) == NULL) {
+		close(fd);
+		return -1;
+	}
+	while ((de = readdir(d)) != NULL)
+		if (strcmp(de->d_name, ".") != 0 && strcmp(de->d_name, "..") != 0 &&
+		    remove_tree(fd, de->d_name, depth - 1) != 0)
+			rc = -1;
+	closedir(d);
+	if (rc == 0 && unlinkat(dirfd, name, AT_REMOVEDIR) != 0)
+		rc = -1;
+	return rc;
+}
+
+/*
+ * ns, pod and uid from a kubelet pod log directory's name,
+ * "<namespace>_<pod>_<uid>" (none of the three holds a '_'), if the pod is
+ * an execution pod, "airlock-" and its execution's uid. 0 or -1.
+ */
+int
+agent_log_dir_name(const char *name, char *ns, char *pod, char *uid,
+    size_t size)
+{
+	const char *u1 = strchr(name, '_'), *u2 = u1 ? strchr(u1 + 1, '_') : NULL;
+	const char *p;
+	size_t nl, pl, ul;
+
+	if (u1 == NULL || u2 == NULL || strchr(u2 + 1, '_'))
+		return -1;
+	nl = (size_t)(u1 - name);
+	pl = (size_t)(u2 - u1 - 1);
+	ul = strlen(u2 + 1);
+	if (nl == 0 || ul == 0 || nl >= size || pl >= size || ul >= size)
+		return -1;
+	p = u1 + 1;
+	if (pl != 8 + 36 || strncmp(p, "airlock-", 8) != 0 ||
+	    strspn(p + 8, "0123456789abcdef-") != 36)
+		return -1;
+	memcpy(ns, name, nl);
+	ns[nl] = '\0';
+	memcpy(pod, p, pl);
+	pod[pl] = '\0';
+	memcpy(uid, u2 + 1, ul + 1);
+	return 0;
+}
+
+/*
+ * Remove the log directories of execution pods that are gone, older than
+ * LOG_STALE_S. The kubelet removes a pod's logs with the pod; what it
+ * missed (it was restarted, or the node's disk was full) would stay, and
+ * hold the output of tenant code, forever.
+ */
+static void
+sweep_logs(struct agent *a)
+{
+	char ns[256], pod[256], uid[256];
+	time_t now = time(NULL);
+	struct dirent *de;
+	struct stat st;
+	int dfd;
+	DIR *d;
+
+	if ((d = opendir(a->o.pod_logs_dir)) == NULL)
+		return;
+	dfd = dirfd(d);
+	while ((de = readdir(d)) != NULL) {
+		struct k8s_error err;
+		json_t *cur = NULL;
+		int rc, known;
+
+		if (agent_log_dir_name(de->d_name, ns, pod, uid, sizeof(ns)) != 0 ||
+		    (a->o.namespace && strcmp(ns, a->o.namespace) != 0) ||
+		    fstatat(dfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0 ||
+		    !S_ISDIR(st.st_mode) || now - st.st_mtime < LOG_STALE_S)
+			continue;
+		pthread_mutex_lock(&a->lock);
+		known = find_run(a, uid) != NULL;
+		pthread_mutex_unlock(&a->lock);
+		if (known)
+			continue;
+		/* The pod may be someone else's of that name: ask. */
+		rc = k8s_get(a->client, &k8s_res_pods, ns, pod, &cur, &err);
+		if (rc == 0 && strcmp(k8s_obj_uid(cur) ? k8s_obj_uid(cur) : "",
+		    uid) == 0) {
+			json_decref(cur);
+			continue;
+		}
+		json_decref(cur);
+		if (rc != 0 && rc != K8S_ENOTFOUND)
+			continue;
+		if (remove_tree(dfd, de->d_name, 4) == 0) {
+			log_info("removed stale pod logs", "dir=%s", de->d_name);
+			metric_inc(a->m_swept, "logdirs");
+		} else {
+			log_warn("cannot remove stale pod logs", "dir=%s "
+			    "error=\"%s\"", de->d_name, strerror(errno));
+		}
+	}
+	closedir(d);
 }
 
 /*
@@ -702,6 +907,14 @@ act(struct agent *a, struct todo *td)
 	char *cid = NULL;
 	int ok;
 
+	if (td->act == ACT_SWEEP) {
+		sweep_orphans(a);
+		sweep_logs(a);
+		pthread_mutex_lock(&a->lock);
+		a->sweeping = 0;
+		pthread_mutex_unlock(&a->lock);
+		return;
+	}
 	pthread_mutex_lock(&a->lock);
 	r = find_run(a, td->uid);
 	if (r && r->cid)
@@ -741,7 +954,7 @@ act(struct agent *a, struct todo *td)
 		pthread_mutex_unlock(&a->lock);
 		break;
 	case ACT_DELETE:
-		ok = delete_pod(a, r);
+		ok = delete_pod(a, r->ns, r->pod, r->uid);
 		pthread_mutex_lock(&a->lock);
 		r->busy = 0;
 		if (ok) {
@@ -812,6 +1025,15 @@ tick(struct agent *a)
 			}
 		}
 		/*
+		 * Exited: the cgroup's figures at once, before the idle
+		 * sandbox adds to its CPU time or the kubelet removes it.
+		 */
+		if (r->exited && !r->usage_done) {
+			usage_read(a->o.cgroup_mount, a->o.cgroup_root, r->uid,
+			    &r->usage);
+			r->usage_done = 1;
+		}
+		/*
 		 * Exited: record once the log has been quiet for two polls,
 		 * so the last lines containerd copies after the exit are in.
 		 */
@@ -826,6 +1048,11 @@ tick(struct agent *a)
 			todo[n++] = (struct todo){ ACT_DELETE, xstrdup(r->uid) };
 		}
 		pp = &r->next;
+	}
+	if (now >= a->next_sweep_ms && !a->sweeping && n < 64) {
+		a->sweeping = 1;
+		a->next_sweep_ms = now + a->o.sweep_ms;
+		todo[n++] = (struct todo){ ACT_SWEEP, NULL };
 	}
 	pthread_mutex_unlock(&a->lock);
 	metric_set(a->m_active, NULL, active);
@@ -904,8 +1131,8 @@ agent_new(struct k8s_client *c, struct metrics *m,
 	struct agent *a;
 	struct informer_opts io = { .res = &k8s_res_pods, .packed = 1,
 	    .transform = trim_pod,
-	    .label_selector = "app.kubernetes.io/managed-by=airlock-controller,"
-	    "app.kubernetes.io/component=execution" };
+	    .label_selector = PODSPEC_LABEL_MANAGED "=" PODSPEC_MANAGER ","
+	    PODSPEC_LABEL_COMPONENT "=" PODSPEC_COMPONENT };
 	struct informer_handlers h;
 
 	if (opts == NULL || opts->node_name == NULL || !opts->node_name[0])
@@ -923,6 +1150,10 @@ agent_new(struct k8s_client *c, struct metrics *m,
 		a->o.poll_ms = 20;
 	if (a->o.hard_cap <= 0)
 		a->o.hard_cap = 16LL << 20;
+	if (a->o.sweep_ms <= 0)
+		a->o.sweep_ms = 60000;
+	/* The first sweep once the cache has had time to fill. */
+	a->next_sweep_ms = clock_mono_ms() + a->o.sweep_ms;
 	a->ctrd = ctrd_new(a->o.containerd_socket, a->o.containerd_ns);
 
 	a->field_selector = xasprintf("spec.nodeName=%s", a->o.node_name);
@@ -939,6 +1170,8 @@ agent_new(struct k8s_client *c, struct metrics *m,
 	    sizeof(record_bounds) / sizeof(record_bounds[0]));
 	a->m_active = metrics_gauge(m, "airlock_agent_runs",
 	    "Executions this agent follows now.", NULL);
+	a->m_swept = metrics_counter(m, "airlock_agent_swept_total",
+	    "Orphan pods and stale pod log directories removed.", "kind");
 	return a;
 }
 

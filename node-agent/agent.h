@@ -9,7 +9,8 @@
  *     bytes per stream); past hard_cap bytes in all, the task is killed;
  *   - deadline: SIGKILL to the task through containerd, at the deadline;
  *   - exit: containerd's TaskExit event, with the status, at once (the
- *     kubelet would report it at its next relist, up to a second later).
+ *     kubelet would report it at its next relist, up to a second later);
+ *     then the sandbox's peak memory and CPU time from the pod's cgroup.
  *
  * Then it writes the terminal result into the CodeExecution's status and,
  * once that is recorded, deletes the pod. The write is a JSON patch whose
@@ -33,6 +34,9 @@ struct agent_opts {
 	const char	*namespace;		/* NULL: all namespaces */
 	long		 poll_ms;		/* default 20 */
 	long long	 hard_cap;		/* bytes, both streams; default 16 MiB */
+	const char	*cgroup_mount;		/* default /sys/fs/cgroup */
+	const char	*cgroup_root;		/* the kubelet's cgroupRoot; default / */
+	long		 sweep_ms;		/* orphan pods, stale logs; default 60000 */
 };
 
 struct agent;
@@ -48,6 +52,14 @@ int agent_start(struct agent *a) __attribute__((warn_unused_result));
 int agent_ready(struct agent *a);
 
 void agent_stop(struct agent *a);
+
+/*
+ * Split a kubelet pod log directory's name, "<namespace>_<pod>_<uid>",
+ * into bufs of size bytes, if the pod is an execution pod ("airlock-" and
+ * a uid): 0, else -1. For the sweep of stale logs; exposed for tests.
+ */
+int agent_log_dir_name(const char *name, char *ns, char *pod, char *uid,
+    size_t size);
 void agent_free(struct agent *a);
 
 #endif

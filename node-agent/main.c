@@ -3,6 +3,7 @@
  * captures its stdout and stderr apart, records its result and collects
  * its pod. See agent.h.
  */
+#include <errno.h>
 #include <getopt.h>
 #include <pthread.h>
 #include <signal.h>
@@ -24,6 +25,7 @@ usage(void)
 	    "usage: airlock-node-agent --node-name NAME [--kubeconfig FILE] [--context NAME]\n"
 	    "       [--namespace NS] [--pod-logs-dir DIR] [--containerd-socket PATH]\n"
 	    "       [--poll-ms MS] [--hard-output-cap BYTES] [--metrics-addr ADDR]\n"
+	    "       [--cgroup-mount DIR] [--cgroup-root PATH] [--sweep-ms MS]\n"
 	    "       [--log-level LEVEL]\n");
 	exit(2);
 }
@@ -52,6 +54,23 @@ readiness(void *arg)
 	return NULL;
 }
 
+/* A flag's decimal value in [lo, hi], or exit 2 naming the flag. */
+static long long
+flag_number(const char *flag, const char *s, long long lo, long long hi)
+{
+	char *end;
+	long long v;
+
+	errno = 0;
+	v = strtoll(s, &end, 10);
+	if (errno || end == s || *end || v < lo || v > hi) {
+		fprintf(stderr, "airlock-node-agent: %s: '%s' is not a number "
+		    "from %lld to %lld\n", flag, s, lo, hi);
+		exit(2);
+	}
+	return v;
+}
+
 int
 main(int argc, char **argv)
 {
@@ -66,6 +85,9 @@ main(int argc, char **argv)
 		{ "hard-output-cap", required_argument, NULL, 'H' },
 		{ "metrics-addr", required_argument, NULL, 'm' },
 		{ "log-level", required_argument, NULL, 'l' },
+		{ "cgroup-mount", required_argument, NULL, 'C' },
+		{ "cgroup-root", required_argument, NULL, 'R' },
+		{ "sweep-ms", required_argument, NULL, 'S' },
 		{ NULL, 0, NULL, 0 },
 	};
 	const char *kubeconfig = NULL, *context = NULL, *metrics_addr = ":8081";
@@ -88,8 +110,11 @@ main(int argc, char **argv)
 		case 'n': o.namespace = optarg; break;
 		case 'p': o.pod_logs_dir = optarg; break;
 		case 's': o.containerd_socket = optarg; break;
-		case 'P': o.poll_ms = atol(optarg); break;
-		case 'H': o.hard_cap = atoll(optarg); break;
+		case 'P': o.poll_ms = (long)flag_number("--poll-ms", optarg, 1, 1000); break;
+		case 'H': o.hard_cap = flag_number("--hard-output-cap", optarg, 1, 1LL << 40); break;
+		case 'C': o.cgroup_mount = optarg; break;
+		case 'R': o.cgroup_root = optarg; break;
+		case 'S': o.sweep_ms = (long)flag_number("--sweep-ms", optarg, 100, 86400000); break;
 		case 'm': metrics_addr = optarg; break;
 		case 'l':
 			if (log_parse_level(optarg, &lvl) != 0) {
@@ -106,11 +131,6 @@ main(int argc, char **argv)
 		o.node_name = getenv("NODE_NAME");
 	if (o.node_name == NULL || !o.node_name[0] || optind != argc)
 		usage();
-	if (o.poll_ms < 0 || o.poll_ms > 1000 || o.hard_cap < 0) {
-		fprintf(stderr, "airlock-node-agent: --poll-ms must be 1..1000 "
-		    "and --hard-output-cap positive\n");
-		exit(2);
-	}
 	if (k8s_config_load_default(kubeconfig, context, &kcfg, &err) != 0 ||
 	    k8s_client_new(kcfg, NULL, &client, &err) != 0) {
 		fprintf(stderr, "airlock-node-agent: %s\n", err.message);

@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 #include <cmocka.h>
 
@@ -62,7 +63,8 @@ start_daemons(void)
 		    "--node-name", env("NODE_NAME"), "--namespace", ns,
 		    "--pod-logs-dir", env("POD_LOGS_DIR"), "--containerd-socket",
 		    env("CONTAINERD_SOCK"), "--metrics-addr", addr[1],
-		    "--hard-output-cap", "4194304", NULL };
+		    "--hard-output-cap", "4194304", "--cgroup-root",
+		    env("CGROUP_ROOT"), "--sweep-ms", "2000", NULL };
 
 		agent_pid = it_spawn("airlock-node-agent", log[1], args);
 	}
@@ -112,6 +114,7 @@ group_teardown(void **state)
 	int st;
 
 	(void)state;
+	kill(ctl_pid, SIGCONT);		/* test_sweep stops it */
 	st = it_stop(agent_pid, SIGTERM);
 	if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
 		fail_msg("the node agent did not exit cleanly on SIGTERM: %#x", st);
@@ -263,6 +266,11 @@ test_python_hello(void **state)
 	assert_string_equal(cond(st, "Scheduled", "status"), "True");
 	assert_true(i_(st, "durationMillis") > 0);
 	assert_true(i_(st, "durationMillis") < 30000);
+	/* The sandbox's: python and gVisor, under the 256Mi default. */
+	print_message("# hello: peak %lld bytes, cpu %lld ms\n",
+	    i_(st, "peakMemoryBytes"), i_(st, "cpuTimeMillis"));
+	assert_in_range(i_(st, "peakMemoryBytes"), 4 << 20, 256 << 20);
+	assert_in_range(i_(st, "cpuTimeMillis"), 1, 5000);
 	check_collected(st);
 	json_decref(st);
 }
@@ -308,6 +316,12 @@ test_timeout(void **state)
 	print_message("# timeout 2000 ms: ran %lld ms\n", d);
 	if (d < 2000 || d > 2100)
 		fail_msg("killed after %lld ms, not within 100 ms of the 2000 ms deadline", d);
+	/*
+	 * A busy loop under the 500m default: half a CPU for the 2 s, plus
+	 * the sandbox's start, all under the same quota.
+	 */
+	print_message("# timeout: cpu %lld ms\n", i_(st, "cpuTimeMillis"));
+	assert_in_range(i_(st, "cpuTimeMillis"), 900, 1700);
 	check_collected(st);
 	json_decref(st);
 }
@@ -487,6 +501,9 @@ test_memory_bomb(void **state)
 	assert_string_equal(s_(st, "phase"), "Failed");
 	assert_string_equal(s_(st, "reason"), "OOMKilled");
 	assert_string_equal(s_(st, "stdout"), "start\n");
+	/* It reached the limit: 128Mi, less one 8 MiB step at most. */
+	print_message("# memory bomb: peak %lld bytes\n", i_(st, "peakMemoryBytes"));
+	assert_in_range(i_(st, "peakMemoryBytes"), 120 << 20, 128 << 20);
 	json_decref(st);
 }
 
@@ -607,6 +624,141 @@ test_fork_bomb(void **state)
 }
 
 /* /tmp is capped (tmpSizeLimit, 64Mi by default): writing past it fails. */
+/* Wait until the execution is Running; its pod's name (caller frees). */
+static char *
+wait_running(const char *name, long timeout_ms)
+{
+	struct k8s_error err;
+	json_t *o = NULL;
+	const char *ph;
+	char *pod;
+	long end;
+
+	for (end = it_mono_ms() + timeout_ms;; it_sleep_ms(100)) {
+		json_decref(o);
+		o = NULL;
+		if (k8s_get(c, &it_res_cx, ns, name, &o, &err) == 0 &&
+		    (ph = json_string_value(json_object_get(json_object_get(o,
+		    "status"), "phase"))) != NULL && strcmp(ph, "Running") == 0)
+			break;
+		if (it_mono_ms() > end)
+			fail_msg("%s never ran", name);
+	}
+	pod = strdup(json_string_value(json_object_get(json_object_get(o,
+	    "status"), "podName")));
+	json_decref(o);
+	return pod;
+}
+
+/* A pod that looks like an execution's, for execution cx of uid cx_uid. */
+static void
+create_fake_pod(const char *name, const char *cx, const char *cx_uid)
+{
+	struct k8s_error err;
+	json_t *o = json_pack("{s:s, s:s,"
+	    " s:{s:s, s:{s:s, s:s, s:s}, s:{s:s}},"
+	    " s:{s:s, s:s, s:b, s:{s:b, s:i, s:{s:s}},"
+	    "    s:[{s:s, s:s, s:s, s:{s:b, s:{s:[s]}}}]}}",
+	    "apiVersion", "v1", "kind", "Pod",
+	    "metadata", "name", name, "labels",
+	    "app.kubernetes.io/managed-by", "airlock-controller",
+	    "app.kubernetes.io/component", "execution",
+	    "airlock.dev/execution-uid", cx_uid,
+	    "annotations", "airlock.dev/execution", cx,
+	    "spec", "nodeName", env("NODE_NAME"), "restartPolicy", "Never",
+	    "automountServiceAccountToken", 0,
+	    "securityContext", "runAsNonRoot", 1, "runAsUser", 65532,
+	    "seccompProfile", "type", "RuntimeDefault",
+	    "containers", "name", "run", "image", "airlock.dev/absent:0",
+	    "imagePullPolicy", "Never", "securityContext",
+	    "allowPrivilegeEscalation", 0, "capabilities", "drop", "ALL");
+
+	if (k8s_create(c, &k8s_res_pods, ns, o, NULL, &err) != 0)
+		fail_msg("create pod %s: %s", name, err.message);
+	json_decref(o);
+}
+
+/* A kubelet-style pod log directory, its mtime age_s seconds ago. */
+static void
+make_log_dir(const char *dir, int age_s)
+{
+	char cmd[1024];
+
+	snprintf(cmd, sizeof(cmd), "mkdir -p '%s/%s/run' && echo x > '%s/%s/run/0.log'"
+	    " && touch -d '@%ld' '%s/%s'", env("POD_LOGS_DIR"), dir,
+	    env("POD_LOGS_DIR"), dir, (long)time(NULL) - age_s,
+	    env("POD_LOGS_DIR"), dir);
+	if (system(cmd) != 0)
+		fail_msg("%s failed", cmd);
+}
+
+static int
+log_dir_gone(void *arg)
+{
+	char path[1024];
+
+	snprintf(path, sizeof(path), "%s/%s", env("POD_LOGS_DIR"), (char *)arg);
+	return access(path, F_OK) != 0;
+}
+
+/*
+ * With the controller stopped, the node agent alone removes the pods of
+ * executions that are gone (never started, so no result would collect
+ * them) and the log directories the kubelet left, and touches nothing
+ * else: not a live execution's pod, a recent directory, or one not an
+ * execution pod's.
+ */
+static void
+test_sweep(void **state)
+{
+	char stale[256], fresh[256], foreign[256];
+	const char *cx_uid = "0b5e1d6e-5a3c-4c1e-9a59-3f4a4ab0c001";
+	const char *pod_uid = "0b5e1d6e-5a3c-4c1e-9a59-3f4a4ab0c002";
+	char *live;
+	json_t *st;
+
+	(void)state;
+	create_cx("sweep-live", "{\"runtime\":\"bash\",\"timeoutSeconds\":60,"
+	    "\"source\":\"sleep 8; echo done\\n\"}");
+	live = wait_running("sweep-live", 120000);
+	assert_int_equal(kill(ctl_pid, SIGSTOP), 0);
+
+	create_fake_pod("airlock-ghost", "ghost", cx_uid);	/* no such execution */
+	create_fake_pod("airlock-replaced", "sweep-live", cx_uid); /* not its uid */
+	snprintf(stale, sizeof(stale), "%s_airlock-%s_%s", ns, cx_uid, pod_uid);
+	snprintf(fresh, sizeof(fresh), "%s_airlock-%.35s9_%s", ns, cx_uid, pod_uid);
+	snprintf(foreign, sizeof(foreign), "%s_web-0_%s", ns, pod_uid);
+	make_log_dir(stale, 3600);
+	make_log_dir(fresh, 0);
+	make_log_dir(foreign, 3600);
+
+	if (!it_wait_for(pod_gone, "airlock-ghost", 15000))
+		fail_msg("the pod of a missing execution was not swept");
+	if (!it_wait_for(pod_gone, "airlock-replaced", 15000))
+		fail_msg("the pod of a replaced execution was not swept");
+	if (!it_wait_for(log_dir_gone, stale, 15000))
+		fail_msg("stale log directory %s was not removed", stale);
+	assert_false(log_dir_gone(fresh));
+	assert_false(log_dir_gone(foreign));
+	assert_false(pod_gone(live));
+
+	/* The agent needs no controller to finish the live one. */
+	st = wait_done("sweep-live", 60000);
+	assert_string_equal(s_(st, "phase"), "Succeeded");
+	assert_string_equal(s_(st, "stdout"), "done\n");
+	check_collected(st);
+	json_decref(st);
+	assert_int_equal(kill(ctl_pid, SIGCONT), 0);
+	{
+		char cmd[1024];
+
+		snprintf(cmd, sizeof(cmd), "rm -rf '%s/%s' '%s/%s'", env("POD_LOGS_DIR"),
+		    fresh, env("POD_LOGS_DIR"), foreign);
+		assert_int_equal(system(cmd), 0);
+	}
+	free(live);
+}
+
 static void
 test_fill_tmp(void **state)
 {
@@ -650,6 +802,7 @@ main(void)
 		cmocka_unit_test(test_restart_mid_run),
 		cmocka_unit_test(test_fork_bomb),
 		cmocka_unit_test(test_fill_tmp),
+		cmocka_unit_test(test_sweep),
 	};
 
 	return cmocka_run_group_tests(tests, group_setup, group_teardown);

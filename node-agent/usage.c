@@ -1,0 +1,172 @@
+/*
+ * usage.c - see usage.h.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "usage.h"
+
+#define FILE_MAX	4096		/* cpu.stat is a few lines */
+
+/* A uid goes into a path: hex digits and dashes only. */
+static int
+plain_uid(const char *uid)
+{
+	size_t n = strlen(uid);
+
+	if (n == 0 || n > 64)
+		return 0;
+	return strspn(uid, "0123456789abcdefABCDEF-") == n;
+}
+
+/* The file's text, NUL-terminated, in buf; its length or -1. */
+static ssize_t
+slurp(const char *path, char *buf, size_t size)
+{
+	ssize_t n, len = 0;
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+
+	if (fd < 0)
+		return -1;
+	while ((size_t)len < size - 1 &&
+	    (n = read(fd, buf + len, size - 1 - (size_t)len)) != 0) {
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			close(fd);
+			return -1;
+		}
+		len += n;
+	}
+	close(fd);
+	buf[len] = '\0';
+	return len;
+}
+
+/* A decimal count, alone on its line (a trailing newline allowed). */
+static int64_t
+number(const char *s)
+{
+	char *end;
+	long long v;
+
+	if (*s < '0' || *s > '9')
+		return -1;
+	errno = 0;
+	v = strtoll(s, &end, 10);
+	if (errno || (*end != '\0' && strcmp(end, "\n") != 0))
+		return -1;
+	return v;
+}
+
+static int64_t
+read_number(const char *path)
+{
+	char buf[64];
+
+	if (slurp(path, buf, sizeof(buf)) <= 0)
+		return -1;
+	return number(buf);
+}
+
+/* usage_usec from cgroup v2's cpu.stat, in ns. */
+static int64_t
+read_cpu_stat(const char *path)
+{
+	char buf[FILE_MAX], *line, *save = NULL;
+
+	if (slurp(path, buf, sizeof(buf)) <= 0)
+		return -1;
+	for (line = strtok_r(buf, "\n", &save); line;
+	    line = strtok_r(NULL, "\n", &save)) {
+		if (strncmp(line, "usage_usec ", 11) == 0) {
+			int64_t us = number(line + 11);
+
+			return us < 0 || us > INT64_MAX / 1000 ? -1 : us * 1000;
+		}
+	}
+	return -1;
+}
+
+static int
+is_dir(const char *path)
+{
+	return access(path, X_OK) == 0;
+}
+
+/*
+ * The pod's cgroup, relative to a hierarchy's root, as the kubelet would
+ * have named it: form 0-2 cgroupfs, 3-5 systemd; QoS guaranteed,
+ * burstable, besteffort.
+ */
+static void
+pod_dir(int form, const char *uid, char *out, size_t size)
+{
+	static const char *const qos[] = { "", "burstable", "besteffort" };
+	const char *q = qos[form % 3];
+	char u[72];
+	size_t i;
+
+	if (form < 3) {
+		snprintf(out, size, "kubepods%s%s/pod%s", *q ? "/" : "", q, uid);
+		return;
+	}
+	for (i = 0; uid[i] && i < sizeof(u) - 1; i++)
+		u[i] = uid[i] == '-' ? '_' : uid[i];
+	u[i] = '\0';
+	if (*q)
+		snprintf(out, size, "kubepods.slice/kubepods-%s.slice/"
+		    "kubepods-%s-pod%s.slice", q, q, u);
+	else
+		snprintf(out, size, "kubepods.slice/kubepods-pod%s.slice", u);
+}
+
+int
+usage_read(const char *mount, const char *root, const char *uid,
+    struct usage *u)
+{
+	char rel[256], path[PATH_MAX];
+
+	u->peak_memory = u->cpu_ns = -1;
+	if (mount == NULL)
+		mount = "/sys/fs/cgroup";
+	if (root == NULL || strcmp(root, "/") == 0)
+		root = "";
+	if (uid == NULL || !plain_uid(uid))
+		return -1;
+	for (int form = 0; form < 6; form++) {
+		pod_dir(form, uid, rel, sizeof(rel));
+		/* cgroup v1: one hierarchy per controller. */
+		snprintf(path, sizeof(path), "%s/memory%s/%s", mount, root, rel);
+		if (is_dir(path)) {
+			snprintf(path, sizeof(path), "%s/memory%s/%s/"
+			    "memory.max_usage_in_bytes", mount, root, rel);
+			u->peak_memory = read_number(path);
+			snprintf(path, sizeof(path), "%s/cpuacct%s/%s/"
+			    "cpuacct.usage", mount, root, rel);
+			if ((u->cpu_ns = read_number(path)) < 0) {
+				snprintf(path, sizeof(path), "%s/cpu,cpuacct%s/"
+				    "%s/cpuacct.usage", mount, root, rel);
+				u->cpu_ns = read_number(path);
+			}
+			break;
+		}
+		/* cgroup v2: one tree; memory.peak since Linux 5.19. */
+		snprintf(path, sizeof(path), "%s%s/%s", mount, root, rel);
+		if (is_dir(path)) {
+			snprintf(path, sizeof(path), "%s%s/%s/memory.peak",
+			    mount, root, rel);
+			u->peak_memory = read_number(path);
+			snprintf(path, sizeof(path), "%s%s/%s/cpu.stat", mount,
+			    root, rel);
+			u->cpu_ns = read_cpu_stat(path);
+			break;
+		}
+	}
+	return u->peak_memory < 0 && u->cpu_ns < 0 ? -1 : 0;
+}
