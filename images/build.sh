@@ -10,7 +10,12 @@
 # hash of everything that goes in), so a changed input is a new image and a
 # stale one is never reused. See images/README.md.
 #
-# usage: images/build.sh [image ...]    (default: all)
+# usage: images/build.sh [image ...]    (default: all but the daemons)
+#
+# controller and node-agent are Airlock's own daemons: a Debian root
+# filesystem with their shared libraries (cached by its own key), plus the
+# binary from $AIRLOCK_BIN (default: bin/ at the top of the tree). Build
+# them after `make`.
 # Prints, per image, NAME_IMAGE=<reference> and NAME_IMAGE_TAR=<archive>,
 # e.g. RUNNER_PYTHON_IMAGE=airlock.dev/runner-python:3f2a...
 set -euo pipefail
@@ -18,6 +23,10 @@ here=$(cd "$(dirname "$0")" && pwd)
 cache=${AIRLOCK_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/airlock}/images
 REGISTRY=airlock.dev
 ALL=(pause runner-python runner-node runner-bash)
+DAEMONS=(controller node-agent)
+bindir=${AIRLOCK_BIN:-$here/../bin}
+# The daemons' shared libraries (ldd bin/airlock-*), by Debian package.
+DAEMON_PACKAGES="libcurl4 libjansson4 libyaml-0-2 libmicrohttpd12"
 
 die() { echo "images/build.sh: $*" >&2; exit 1; }
 
@@ -65,7 +74,12 @@ key() {
 	runner-*)
 		{ cat "$here/build.sh" "$here/runner/run" "$(apt_sources)"; suite; arch
 		  runner_packages "$1"; } | hash_of ;;
-	*) die "unknown image '$1' (known: ${ALL[*]})" ;;
+	daemon-base)
+		{ cat "$here/build.sh" "$(apt_sources)"; suite; arch; } | hash_of ;;
+	controller|node-agent)
+		[ -x "$bindir/airlock-$1" ] || die "$bindir/airlock-$1 is not built (run make)"
+		{ key daemon-base; sha256sum <"$bindir/airlock-$1"; } | hash_of ;;
+	*) die "unknown image '$1' (known: ${ALL[*]} ${DAEMONS[*]})" ;;
 	esac
 }
 
@@ -148,6 +162,56 @@ build_runner() {
 	rm -rf "$d"
 }
 
+# The daemons' root filesystem: Essential, their libraries and CA
+# certificates, as a layer tarball cached under its own key (mmdebstrap
+# takes ~40 s; a new binary must not pay it again). Prints its path.
+daemon_base() {
+	local k out d
+	k=$(key daemon-base)
+	out=$cache/daemon-base-$k.tar
+	if [ ! -s "$out" ]; then
+		d=$(mktemp -d "$cache/.daemon-base.XXXXXX")
+		mmdebstrap --quiet --variant=essential --mode=root \
+			--hook-dir=/usr/share/mmdebstrap/hooks/merged-usr \
+			--include="$DAEMON_PACKAGES ca-certificates" \
+			--dpkgopt='path-exclude=/usr/share/doc/*' \
+			--dpkgopt='path-include=/usr/share/doc/*/copyright' \
+			--dpkgopt='path-exclude=/usr/share/man/*' \
+			--dpkgopt='path-exclude=/usr/share/info/*' \
+			--dpkgopt='path-exclude=/usr/share/locale/*' \
+			--customize-hook='echo "airlock:x:65532:65532:airlock:/nonexistent:/usr/sbin/nologin" >>"$1/etc/passwd"' \
+			--customize-hook='echo "airlock:x:65532:" >>"$1/etc/group"' \
+			--customize-hook='rm -rf "$1"/var/cache/* "$1"/var/log/* "$1"/var/lib/apt/lists/*' \
+			"$(suite)" "$d/layer.tar" "$(apt_sources)" >"$d/mmdebstrap.log" 2>&1 ||
+			{ tail -n 40 "$d/mmdebstrap.log" >&2; rm -rf "$d"; die "mmdebstrap failed for the daemons' base"; }
+		mv "$d/layer.tar" "$out.tmp.$$" && mv "$out.tmp.$$" "$out"
+		rm -rf "$d"
+		ls -t "$cache"/daemon-base-*.tar | tail -n +3 | xargs -r rm -f
+	fi
+	echo "$out"
+}
+
+# build_daemon NAME OUT REF: the base plus the stripped binary in
+# /usr/local/bin. The controller runs as 65532; the node agent as root,
+# which its DaemonSet narrows to the capabilities it needs (the chart).
+build_daemon() {
+	local name=$1 out=$2 ref=$3 base d user
+	base=$(daemon_base)
+	d=$(mktemp -d "$cache/.$name.XXXXXX")
+	mkdir -p "$d/root/usr/local/bin"
+	strip -o "$d/root/usr/local/bin/airlock-$name" "$bindir/airlock-$name"
+	cp "$base" "$d/layer.tar"
+	tar -C "$d/root" --owner=0 --group=0 --numeric-owner --mtime=@0 \
+		-rf "$d/layer.tar" usr/local/bin/airlock-$name
+	case $name in
+	controller) user=65532:65532 ;;
+	node-agent) user=0:0 ;;
+	esac
+	oci_archive "$out" "$ref" "$d/layer.tar" \
+		"\"User\":\"$user\",\"Env\":[\"PATH=/usr/local/bin:/usr/bin:/bin\"],\"Entrypoint\":[\"/usr/local/bin/airlock-$name\"]"
+	rm -rf "$d"
+}
+
 images=("$@")
 [ ${#images[@]} -gt 0 ] || images=("${ALL[@]}")
 mkdir -p "$cache"
@@ -160,6 +224,7 @@ for name in "${images[@]}"; do
 		echo "images/build.sh: building $ref (cold; cached in $out)" >&2
 		case $name in
 		pause) build_pause "$out" "$ref" ;;
+		controller|node-agent) build_daemon "$name" "$out" "$ref" ;;
 		*) build_runner "$name" "$out" "$ref" ;;
 		esac
 		echo "images/build.sh: built $name in $((SECONDS - start)) s" >&2

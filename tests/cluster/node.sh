@@ -79,6 +79,14 @@ node_build() {
 	eval "$(grep -E '^[A-Z_]+_IMAGE(_TAR)?=[^ ]+$' <<<"$out")"
 	[ -n "${PAUSE_IMAGE-}" ] && [ -n "${RUNNER_PYTHON_IMAGE-}" ] ||
 		die "images/build.sh did not report the images"
+	# Airlock's own daemons, once `make` has built them (the chart's
+	# tests run them in the cluster).
+	CONTROLLER_IMAGE= CONTROLLER_IMAGE_TAR= NODE_AGENT_IMAGE= NODE_AGENT_IMAGE_TAR=
+	if [ -x "$root/bin/airlock-controller" ] && [ -x "$root/bin/airlock-node-agent" ]; then
+		out=$(AIRLOCK_BIN="$root/bin" "$root/images/build.sh" controller node-agent) ||
+			die "images/build.sh failed for the daemons"
+		eval "$(grep -E '^[A-Z_]+_IMAGE(_TAR)?=[^ ]+$' <<<"$out")"
+	fi
 }
 
 # The kubelet refuses a cgroup root that does not exist in every hierarchy
@@ -320,7 +328,9 @@ import_images() {
 	(
 		set +e
 		for tar in "$PAUSE_IMAGE_TAR" "$RUNNER_PYTHON_IMAGE_TAR" \
-			"$RUNNER_NODE_IMAGE_TAR" "$RUNNER_BASH_IMAGE_TAR"; do
+			"$RUNNER_NODE_IMAGE_TAR" "$RUNNER_BASH_IMAGE_TAR" \
+			${CONTROLLER_IMAGE_TAR:+"$CONTROLLER_IMAGE_TAR"} \
+			${NODE_AGENT_IMAGE_TAR:+"$NODE_AGENT_IMAGE_TAR"}; do
 			ctr --address "$CONTAINERD_SOCK" -n k8s.io images import \
 				--snapshotter overlayfs "$tar" >>"$logs/image-import.log" 2>&1 ||
 				{ echo "$tar" >"$node/import-failed"; exit 1; }
@@ -537,5 +547,7 @@ PAUSE_IMAGE=$PAUSE_IMAGE
 RUNNER_PYTHON_IMAGE=$RUNNER_PYTHON_IMAGE
 RUNNER_NODE_IMAGE=$RUNNER_NODE_IMAGE
 RUNNER_BASH_IMAGE=$RUNNER_BASH_IMAGE
+CONTROLLER_IMAGE=$CONTROLLER_IMAGE
+NODE_AGENT_IMAGE=$NODE_AGENT_IMAGE
 EOF
 }

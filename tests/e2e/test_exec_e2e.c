@@ -783,6 +783,64 @@ test_fill_tmp(void **state)
 	json_decref(st);
 }
 
+/* Output and exit status of a command in image (ctr run, runc). */
+static char *
+ctr_run(const char *image, const char *cmd, int *status)
+{
+	static int n;
+	char line[2048], *out = calloc(1, 8192);
+	size_t len = 0;
+	FILE *p;
+
+	snprintf(line, sizeof(line), "%s run --rm --snapshotter overlayfs '%s' "
+	    "airlock-e2e-smoke-%d-%d %s 2>&1", env("CTR"), image, (int)getpid(),
+	    ++n, cmd);
+	if ((p = popen(line, "r")) == NULL)
+		fail_msg("popen %s", line);
+	len = fread(out, 1, 8191, p);
+	out[len] = '\0';
+	*status = pclose(p);
+	*status = WIFEXITED(*status) ? WEXITSTATUS(*status) : -1;
+	return out;
+}
+
+/*
+ * The daemons' images (images/build.sh controller node-agent) hold
+ * binaries that start, with every shared library found, as the users the
+ * chart expects.
+ */
+static void
+test_daemon_images(void **state)
+{
+	static const struct {
+		const char *var, *bin, *uid;
+	} img[] = {
+		{ "CONTROLLER_IMAGE", "airlock-controller", "65532\n" },
+		{ "NODE_AGENT_IMAGE", "airlock-node-agent", "0\n" },
+	};
+	char cmd[128], want[64];
+	char *out;
+	int st;
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(img) / sizeof(img[0]); i++) {
+		const char *ref = env(img[i].var);
+
+		if (!*ref)
+			fail_msg("%s is empty: bin/ was not built before up.sh", img[i].var);
+		snprintf(cmd, sizeof(cmd), "/usr/local/bin/%s --no-such-flag", img[i].bin);
+		out = ctr_run(ref, cmd, &st);
+		snprintf(want, sizeof(want), "usage: %s ", img[i].bin);
+		if (st != 2 || strstr(out, want) == NULL)
+			fail_msg("%s in %s: exit %d, output:\n%s", img[i].bin, ref, st, out);
+		free(out);
+		out = ctr_run(ref, "id -u", &st);
+		assert_int_equal(st, 0);
+		assert_string_equal(out, img[i].uid);
+		free(out);
+	}
+}
+
 int
 main(void)
 {
@@ -803,6 +861,7 @@ main(void)
 		cmocka_unit_test(test_fork_bomb),
 		cmocka_unit_test(test_fill_tmp),
 		cmocka_unit_test(test_sweep),
+		cmocka_unit_test(test_daemon_images),
 	};
 
 	return cmocka_run_group_tests(tests, group_setup, group_teardown);
