@@ -45,6 +45,9 @@ E2E_BIN   = $(E2E_SRC:tests/e2e/%.c=$(B)/tests/e2e/%)
 # Helper programs the integration tests start (not tests themselves).
 TOOL_SRC  = $(wildcard tests/integration/tool_*.c)
 TOOL_BIN  = $(TOOL_SRC:tests/integration/%.c=$(B)/tests/integration/%)
+# Helper programs of the benchmarks.
+BENCH_SRC = $(wildcard bench/*.c)
+BENCH_BIN = $(BENCH_SRC:bench/%.c=$(B)/bench/%)
 
 # Binaries: bin/ for the plain flavour, the flavour's own bin/ otherwise.
 BIN_DIR	?= bin
@@ -55,7 +58,7 @@ BINS	 = $(BIN_DIR)/airlock-controller $(BIN_DIR)/airlock-node-agent
 .SUFFIXES:
 .DELETE_ON_ERROR:
 
-all: $(BINS) $(UNIT_BIN) $(INTEG_BIN) $(TOOL_BIN) $(E2E_BIN)
+all: $(BINS) $(UNIT_BIN) $(INTEG_BIN) $(TOOL_BIN) $(E2E_BIN) $(BENCH_BIN)
 
 $(B)/%.o: %.c
 	@mkdir -p $(@D)
@@ -81,6 +84,9 @@ $(B)/tests/integration/%: $(B)/tests/integration/%.o $(SUP_OBJ) $(LIB)
 
 $(B)/tests/e2e/%: $(B)/tests/e2e/%.o $(SUP_OBJ) $(LIB)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS) $(TESTLIBS)
+
+$(B)/bench/%: $(B)/bench/%.o $(LIB)
+	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
 -include $(shell find build -name '*.d' 2>/dev/null)
 

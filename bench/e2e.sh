@@ -6,17 +6,21 @@
 #            is in the status)
 #   job      the baseline: a plain Job, runtimeClassName gvisor, the same
 #            image and command: create -> Job complete -> `logs` read
+#   cri      the raw floor: a pod sandbox and container started straight
+#            through CRI on the node's containerd, runtime handler runsc,
+#            the same image and command: RunPodSandbox -> exited -> CRI log
+#            read (bench/cri_floor.c; crictl's module is not on the Go
+#            proxy here)
 #   floor    gVisor alone: `runsc do` on the host's root filesystem, no
-#            containerd, no Kubernetes (there is no crictl here, and
-#            containerd 1.6's `ctr run` hangs with this gVisor shim)
+#            containerd, no Kubernetes
 #
 # and the two ways the controller delivers code (controller/docs/pod.md),
 # with programs just under and just over the annotation budget (192 KiB):
 #   annot    190 KiB of source: annotations + a downward-API volume
 #   cmap     200 KiB of source: an owned ConfigMap, one more request
 #
-# Sequential runs, interleaved (airlock, job, floor, airlock, ...), so
-# drift hits all three alike. Needs `make cluster-up NODE=1` and `make`.
+# Sequential runs, interleaved (airlock, job, cri, floor, airlock, ...), so
+# drift hits all four alike. Needs `make cluster-up NODE=1` and `make`.
 # Not a test: it prints p50/p90/p99 and appends them to bench/RESULTS.md.
 #
 # usage: bench/e2e.sh [N]      (default 50)
@@ -64,10 +68,13 @@ pids+=($!)
 pids+=($!)
 k config view --raw -o json > "$work/kc.json"
 
-mkdir -p "$work/runsc-root"
-python3 - "$n" "$work" "$ns" "$APISERVER_URL" "$RUNNER_PYTHON_IMAGE" "$RUNSC" <<'PY'
+mkdir -p "$work/runsc-root" "$work/cri-logs"
+cri_floor=$top/build/plain/bench/cri_floor
+[ -x "$cri_floor" ] || { echo "bench/e2e.sh: $cri_floor is not built (make)" >&2; exit 1; }
+python3 - "$n" "$work" "$ns" "$APISERVER_URL" "$RUNNER_PYTHON_IMAGE" "$RUNSC" \
+	"$cri_floor" "$CONTAINERD_SOCK" <<'PY'
 import base64, http.client, json, ssl, statistics, subprocess, sys, time, urllib.parse
-n, work, ns, url, image, runsc = int(sys.argv[1]), *sys.argv[2:7]
+n, work, ns, url, image, runsc, cri_floor, sock = int(sys.argv[1]), *sys.argv[2:9]
 kc = json.load(open(work + "/kc.json"))
 u, cl = kc["users"][0]["user"], kc["clusters"][0]["cluster"]
 for f, key in (("crt", u["client-certificate-data"]), ("key", u["client-key-data"]),
@@ -153,11 +160,22 @@ def run_floor(i):
     assert out == b"1\n", out
     return t
 
-res = {"airlock": [], "job": [], "floor": [], "annot": [], "cmap": []}
-run_airlock(999); run_job(999); run_floor(999)      # warm-up, not counted
+def run_cri(i):
+    # The tool times itself (create -> output read); its own start and the
+    # untimed sandbox removal are left out, as for the others.
+    out = subprocess.run([cri_floor, sock, "runsc", image, work + "/cri-logs",
+                          "python3", "-c", "print(1)"], capture_output=True, check=True,
+                         text=True).stdout.split()
+    f = dict(x.split("=", 1) for x in out)
+    assert f["exit"] == "0" and f["stdout"] == '"1\\n"', out
+    return float(f["ms"]) / 1000
+
+res = {"airlock": [], "job": [], "cri": [], "floor": [], "annot": [], "cmap": []}
+run_airlock(999); run_job(999); run_cri(999); run_floor(999)  # warm-up, not counted
 for i in range(n):
     res["airlock"].append(run_airlock(i))
     res["job"].append(run_job(i))
+    res["cri"].append(run_cri(i))
     res["floor"].append(run_floor(i))
 for i in range(max(n // 2, 1)):
     res["annot"].append(run_airlock(i, 190 << 10, "annot"))
@@ -170,9 +188,9 @@ out = {k: (q(v, 50), q(v, 90), q(v, 99)) for k, v in res.items()}
 json.dump(out, open(work + "/out.json", "w"))
 PY
 
-read -r a50 a90 a99 j50 j90 j99 f50 f90 f99 n50 n90 n99 c50 c90 c99 < <(python3 -c '
+read -r a50 a90 a99 j50 j90 j99 r50 r90 r99 f50 f90 f99 n50 n90 n99 c50 c90 c99 < <(python3 -c '
 import json,sys; o=json.load(open(sys.argv[1]))
-print(*["%.0f" % (x*1000) for k in ("airlock","job","floor","annot","cmap") for x in o[k]])' "$work/out.json")
+print(*["%.0f" % (x*1000) for k in ("airlock","job","cri","floor","annot","cmap") for x in o[k]])' "$work/out.json")
 cpu=$(awk -F': ' '/model name/ { print $2; exit }' /proc/cpuinfo)
 mem=$(awk '/MemTotal/ { printf "%.0f GiB", $2 / 1048576 }' /proc/meminfo)
 {
@@ -185,7 +203,8 @@ mem=$(awk '/MemTotal/ { printf "%.0f GiB", $2 / 1048576 }' /proc/meminfo)
 	echo "|---|---|---|---|---|"
 	echo "| Airlock: CodeExecution create -> Succeeded, output in status | $a50 | $a90 | $a99 | $(echo "scale=2; $a50 / $j50" | bc)x |"
 	echo "| baseline: Job (gvisor) create -> complete -> logs read | $j50 | $j90 | $j99 | 1.00x |"
-	echo "| floor: runsc do (host rootfs), no containerd, no Kubernetes | $f50 | $f90 | $f99 | $(echo "scale=2; $f50 / $j50" | bc)x |"
+	echo "| raw floor: pod through CRI (containerd, runsc), no Kubernetes | $r50 | $r90 | $r99 | $(echo "scale=2; $r50 / $j50" | bc)x |"
+	echo "| gVisor alone: runsc do (host rootfs), no containerd | $f50 | $f90 | $f99 | $(echo "scale=2; $f50 / $j50" | bc)x |"
 	echo
 	echo "Code delivery, N=$((n / 2)) each, interleaved (p50 ratio: ConfigMap / annotations):"
 	echo

@@ -590,6 +590,25 @@ out:
 }
 
 int
+ctrd_call(struct ctrd *c, const char *method, struct buf *req,
+    struct buf *reply, struct k8s_error *err)
+{
+	struct call call;
+	struct pb_reader r;
+	int rc;
+
+	call_init(&call);
+	buf_init(reply, CTRD_MSG_MAX);
+	rc = unary(c, method, req, &call, &r, err);
+	if (rc == 0 && call.reply.len &&
+	    buf_append(reply, call.reply.data, call.reply.len) != 0)
+		rc = k8s_error_set(err, K8S_ETOOBIG, 0, NULL, "%s: reply too "
+		    "large", method);
+	call_free(&call);
+	return rc;
+}
+
+int
 ctrd_subscribe(struct ctrd *c, const char *const *filters,
     int (*fn)(void *arg, const struct ctrd_event *ev), void *arg,
     atomic_int *stop, struct k8s_error *err)

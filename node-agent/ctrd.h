@@ -29,6 +29,7 @@
 
 #include <jansson.h>
 
+#include "buf.h"
 #include "k8s_error.h"
 
 #define CTRD_MSG_MAX	(4 << 20)	/* one reply or one event */
@@ -55,6 +56,16 @@ int ctrd_container_labels(struct ctrd *c, const char *id, json_t **labels,
 /* Send sig to a container's task; all: to every process in it. */
 int ctrd_kill(struct ctrd *c, const char *id, int sig, int all,
     struct k8s_error *err)
+    __attribute__((warn_unused_result));
+
+/*
+ * Any unary call: method is "/package.Service/Method", req the encoded
+ * request message. The reply message is copied into *reply (caller frees
+ * with buf_free); capped at CTRD_MSG_MAX. For callers with their own
+ * messages (bench/cri_floor.c speaks CRI this way).
+ */
+int ctrd_call(struct ctrd *c, const char *method, struct buf *req,
+    struct buf *reply, struct k8s_error *err)
     __attribute__((warn_unused_result));
 
 enum ctrd_event_kind {
