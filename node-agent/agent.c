@@ -601,15 +601,21 @@ record(struct agent *a, struct run *r)
 	    .subresource = "status" };
 	struct k8s_error err;
 	const char *reason = NULL;
+	json_t *patch[2];
 	char *ph;
-	int gone, rc = K8S_EHTTP;
+	int gone, done = -1, rc = K8S_EHTTP;
 
-	for (int i = 0; i < 2; i++) {
-		json_t *p = result_patch(a, r, expect[i], &reason);
-
-		rc = k8s_patch(a->client, &res_cx, r->ns, r->cx, &po, p, NULL,
-		    &err);
-		json_decref(p);
+	/*
+	 * Built under the lock: a late TaskOOM event may still write the
+	 * run. The calls are made without it.
+	 */
+	pthread_mutex_lock(&a->lock);
+	for (int i = 0; i < 2; i++)
+		patch[i] = result_patch(a, r, expect[i], &reason);
+	pthread_mutex_unlock(&a->lock);
+	for (int i = 0; i < 2 && done < 0; i++) {
+		rc = k8s_patch(a->client, &res_cx, r->ns, r->cx, &po, patch[i],
+		    NULL, &err);
 		if (rc == 0) {
 			/* From containerd's exited_at to the result stored. */
 			long long ms = (long long)((now_ns() - r->exited_ns) /
@@ -621,14 +627,18 @@ record(struct agent *a, struct run *r)
 			    "exit=%u duration_ms=%lld recorded_after_exit_ms=%lld",
 			    r->ns, r->cx, reason, r->status,
 			    (long long)((r->exited_ns - r->start_ns) / 1000000), ms);
-			return 1;
+			done = 1;
+		} else if (rc == K8S_ENOTFOUND) {
+			done = 1;	/* the execution is gone */
+		} else if (rc == K8S_EIO || rc == K8S_ETIMEDOUT ||
+		    err.http_status >= 500 || err.http_status == 429) {
+			done = 0;
 		}
-		if (rc == K8S_ENOTFOUND)
-			return 1;	/* the execution is gone */
-		if (rc == K8S_EIO || rc == K8S_ETIMEDOUT || err.http_status >= 500 ||
-		    err.http_status == 429)
-			return 0;
 	}
+	json_decref(patch[0]);
+	json_decref(patch[1]);
+	if (done >= 0)
+		return done;
 	/* Both tests failed: see what the execution is now. */
 	ph = read_phase(a, r, &gone);
 	if (gone)
