@@ -6,6 +6,8 @@
 #   make asan         ASan+UBSan build of everything, unit and integration tests
 #   make valgrind     unit and integration tests under valgrind
 #   make e2e          end-to-end tests on the real gVisor node (NODE=1)
+#   make chart        the Helm chart: render tests, then install/upgrade/test/uninstall
+#   make chart-crds   copy crds/ into the chart
 #   make cluster-up [NODE=1] | cluster-down   the real cluster in .cluster/
 
 ifeq ($(origin CC),default)
@@ -45,6 +47,8 @@ E2E_BIN   = $(E2E_SRC:tests/e2e/%.c=$(B)/tests/e2e/%)
 # Helper programs the integration tests start (not tests themselves).
 TOOL_SRC  = $(wildcard tests/integration/tool_*.c)
 TOOL_BIN  = $(TOOL_SRC:tests/integration/%.c=$(B)/tests/integration/%)
+CHART_SRC = $(wildcard tests/chart/test_*.c)
+CHART_BIN = $(CHART_SRC:tests/chart/%.c=$(B)/tests/chart/%)
 # Helper programs of the benchmarks.
 BENCH_SRC = $(wildcard bench/*.c)
 BENCH_BIN = $(BENCH_SRC:bench/%.c=$(B)/bench/%)
@@ -53,12 +57,12 @@ BENCH_BIN = $(BENCH_SRC:bench/%.c=$(B)/bench/%)
 BIN_DIR	?= bin
 BINS	 = $(BIN_DIR)/airlock-controller $(BIN_DIR)/airlock-node-agent
 
-.PHONY: all test deps unit integration e2e memory asan run-asan valgrind \
-	cluster-up cluster-down clean
+.PHONY: all test deps unit integration e2e chart chart-crds memory asan \
+	run-asan valgrind cluster-up cluster-down clean
 .SUFFIXES:
 .DELETE_ON_ERROR:
 
-all: $(BINS) $(UNIT_BIN) $(INTEG_BIN) $(TOOL_BIN) $(E2E_BIN) $(BENCH_BIN)
+all: $(BINS) $(UNIT_BIN) $(INTEG_BIN) $(TOOL_BIN) $(E2E_BIN) $(CHART_BIN) $(BENCH_BIN)
 
 $(B)/%.o: %.c
 	@mkdir -p $(@D)
@@ -85,6 +89,9 @@ $(B)/tests/integration/%: $(B)/tests/integration/%.o $(SUP_OBJ) $(LIB)
 $(B)/tests/e2e/%: $(B)/tests/e2e/%.o $(SUP_OBJ) $(LIB)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS) $(TESTLIBS)
 
+$(B)/tests/chart/%: $(B)/tests/chart/%.o $(SUP_OBJ) $(LIB)
+	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS) $(TESTLIBS)
+
 $(B)/bench/%: $(B)/bench/%.o $(LIB)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
@@ -105,8 +112,9 @@ test: deps
 	-$(MAKE) memory
 	@tests/cluster/down.sh
 	-$(MAKE) e2e
+	-$(MAKE) chart
 	@tests/cluster/down.sh
-	@tests/run.sh summary unit integration asan valgrind e2e
+	@tests/run.sh summary unit integration asan valgrind e2e chart
 
 deps:
 	@tests/deps.sh
@@ -153,6 +161,19 @@ e2e: all
 	@tests/cluster/node-deps.sh
 	@NODE=1 tests/cluster/up.sh
 	@tests/run.sh e2e $(B) $(E2E_BIN)
+
+# The Helm chart: lint and render tests, then install -> run -> upgrade ->
+# test -> uninstall on the real node, with helm pinned and built from its
+# Go module (tests/cluster/versions.sh).
+chart: all
+	@tests/cluster/node-deps.sh
+	@NODE=1 tests/cluster/up.sh
+	@HELM=$$(tests/cluster/build.sh helm | sed -n 's/^HELM_BIN_DIR=//p')/helm \
+		tests/run.sh chart $(B) $(CHART_BIN)
+
+# The chart's CRDs are crds/'s; test_render fails when they drift.
+chart-crds:
+	cp crds/airlock.dev_codeexecutions.yaml charts/airlock/crds/
 
 cluster-down:
 	@tests/cluster/down.sh

@@ -39,6 +39,13 @@ struct controller_opts {
 	const char	*namespace;	/* NULL: all namespaces */
 	int		 workers;	/* default 2 */
 	long		 resync_ms;	/* default 60000 */
+	/*
+	 * An ownerReference put on every namespace guardrail, or NULL. The
+	 * chart names its controller ClusterRole: uninstalling the release
+	 * deletes that, and the garbage collector then deletes the
+	 * guardrails in every namespace (charts/airlock/README.md).
+	 */
+	json_t		*guard_owner;	/* borrowed */
 };
 
 struct controller;

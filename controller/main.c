@@ -30,7 +30,8 @@ usage(void)
 	    "usage: airlock-controller --config FILE [--kubeconfig FILE] [--context NAME]\n"
 	    "       [--namespace NS] [--metrics-addr ADDR] [--workers N] [--log-level LEVEL]\n"
 	    "       [--no-leader-elect] [--lease-namespace NS] [--lease-name NAME] [--identity ID]\n"
-	    "       [--lease-duration-ms MS] [--renew-deadline-ms MS] [--retry-period-ms MS]\n");
+	    "       [--lease-duration-ms MS] [--renew-deadline-ms MS] [--retry-period-ms MS]\n"
+	    "       [--guardrail-owner-clusterrole NAME]\n");
 	exit(2);
 }
 
@@ -76,6 +77,34 @@ signals(void *arg)
 	return NULL;
 }
 
+/*
+ * The ownerReference naming ClusterRole name, for the guardrails. Retried
+ * for 30 s: the chart creates the role with the Deployment.
+ */
+static json_t *
+guard_owner(struct k8s_client *c, const char *name, struct k8s_error *err)
+{
+	static const struct k8s_resource res = { "rbac.authorization.k8s.io",
+	    "v1", "clusterroles", 0 };
+	json_t *role = NULL, *ref = NULL;
+
+	for (int i = 0; i < 60; i++) {
+		if (k8s_get(c, &res, NULL, name, &role, err) == 0)
+			break;
+		if (err->code != K8S_ENOTFOUND && err->code != K8S_EIO)
+			return NULL;
+		usleep(500000);
+	}
+	if (role && k8s_obj_uid(role))
+		ref = json_pack("{s:s, s:s, s:s, s:s}", "apiVersion",
+		    "rbac.authorization.k8s.io/v1", "kind", "ClusterRole",
+		    "name", name, "uid", k8s_obj_uid(role));
+	else if (role)
+		k8s_error_set(err, K8S_EINVAL, 0, NULL, "%s has no uid", name);
+	json_decref(role);
+	return ref;
+}
+
 int
 main(int argc, char **argv)
 {
@@ -94,11 +123,12 @@ main(int argc, char **argv)
 		{ "lease-duration-ms", required_argument, NULL, 'D' },
 		{ "renew-deadline-ms", required_argument, NULL, 'R' },
 		{ "retry-period-ms", required_argument, NULL, 'P' },
+		{ "guardrail-owner-clusterrole", required_argument, NULL, 'O' },
 		{ NULL, 0, NULL, 0 },
 	};
 	const char *kubeconfig = NULL, *context = NULL, *confpath = NULL;
 	const char *metrics_addr = ":8080", *lease_ns = NULL;
-	const char *lease_name = "airlock-controller";
+	const char *lease_name = "airlock-controller", *owner_role = NULL;
 	char *identity = NULL;
 	struct controller_opts co = { 0 };
 	struct lease_config lc = { 0 };
@@ -136,6 +166,7 @@ main(int argc, char **argv)
 		case 'D': lc.lease_duration_ms = atol(optarg); break;
 		case 'R': lc.renew_deadline_ms = atol(optarg); break;
 		case 'P': lc.retry_period_ms = atol(optarg); break;
+		case 'O': owner_role = optarg; break;
 		default: usage();
 		}
 	}
@@ -148,6 +179,12 @@ main(int argc, char **argv)
 	if (k8s_config_load_default(kubeconfig, context, &kcfg, &err) != 0 ||
 	    k8s_client_new(kcfg, NULL, &client, &err) != 0) {
 		fprintf(stderr, "airlock-controller: %s\n", err.message);
+		exit(1);
+	}
+	if (owner_role && (co.guard_owner = guard_owner(client, owner_role,
+	    &err)) == NULL) {
+		fprintf(stderr, "airlock-controller: --guardrail-owner-clusterrole: "
+		    "%s\n", err.message);
 		exit(1);
 	}
 	if (lease_ns == NULL)
@@ -212,6 +249,7 @@ main(int argc, char **argv)
 	k8s_client_free(client);
 	k8s_config_free(kcfg);
 	ctl_config_free(cfg);
+	json_decref(co.guard_owner);
 	free(identity);
 	log_info("controller stopped");
 	return 0;

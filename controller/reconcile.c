@@ -358,6 +358,10 @@ ensure_guardrails(struct controller *ctl, const char *ns)
 		free(warn);
 	}
 	for (int i = 0; i < 3; i++) {
+		if (ctl->opts.guard_owner)
+			json_object_set_new(json_object_get(objs[i], "metadata"),
+			    "ownerReferences", json_pack("[O]",
+			    ctl->opts.guard_owner));
 		if (rc == 0 && (rc = k8s_patch(ctl->client, res[i], ns,
 		    k8s_obj_name(objs[i]), &apply, objs[i], NULL, &err)) != 0)
 			log_warn("cannot apply guardrail", "namespace=%s kind=%s "

@@ -919,7 +919,8 @@ act(struct agent *a, struct todo *td)
 
 	if (td->act == ACT_SWEEP) {
 		sweep_orphans(a);
-		sweep_logs(a);
+		if (!a->o.keep_stale_logs)
+			sweep_logs(a);
 		pthread_mutex_lock(&a->lock);
 		a->sweeping = 0;
 		pthread_mutex_unlock(&a->lock);

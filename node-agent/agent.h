@@ -37,6 +37,7 @@ struct agent_opts {
 	const char	*cgroup_mount;		/* default /sys/fs/cgroup */
 	const char	*cgroup_root;		/* the kubelet's cgroupRoot; default / */
 	long		 sweep_ms;		/* orphan pods, stale logs; default 60000 */
+	int		 keep_stale_logs;	/* pod logs mounted read-only */
 };
 
 struct agent;

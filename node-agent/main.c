@@ -25,7 +25,7 @@ usage(void)
 	    "usage: airlock-node-agent --node-name NAME [--kubeconfig FILE] [--context NAME]\n"
 	    "       [--namespace NS] [--pod-logs-dir DIR] [--containerd-socket PATH]\n"
 	    "       [--poll-ms MS] [--hard-output-cap BYTES] [--metrics-addr ADDR]\n"
-	    "       [--cgroup-mount DIR] [--cgroup-root PATH] [--sweep-ms MS]\n"
+	    "       [--cgroup-mount DIR] [--cgroup-root PATH] [--sweep-ms MS] [--keep-stale-logs]\n"
 	    "       [--log-level LEVEL]\n");
 	exit(2);
 }
@@ -88,6 +88,7 @@ main(int argc, char **argv)
 		{ "cgroup-mount", required_argument, NULL, 'C' },
 		{ "cgroup-root", required_argument, NULL, 'R' },
 		{ "sweep-ms", required_argument, NULL, 'S' },
+		{ "keep-stale-logs", no_argument, NULL, 'K' },
 		{ NULL, 0, NULL, 0 },
 	};
 	const char *kubeconfig = NULL, *context = NULL, *metrics_addr = ":8081";
@@ -114,6 +115,7 @@ main(int argc, char **argv)
 		case 'H': o.hard_cap = flag_number("--hard-output-cap", optarg, 1, 1LL << 40); break;
 		case 'C': o.cgroup_mount = optarg; break;
 		case 'R': o.cgroup_root = optarg; break;
+		case 'K': o.keep_stale_logs = 1; break;
 		case 'S': o.sweep_ms = (long)flag_number("--sweep-ms", optarg, 100, 86400000); break;
 		case 'm': metrics_addr = optarg; break;
 		case 'l':

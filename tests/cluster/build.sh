@@ -5,6 +5,7 @@
 #   $AIRLOCK_CACHE/etcd-v$ETCD_VERSION-<modhash>/etcd
 #   $AIRLOCK_CACHE/kube-v$KUBE_VERSION-<modhash>/{kube-apiserver,...}
 #   $AIRLOCK_CACHE/gvisor-$GVISOR_VERSION-<modhash>/{runsc,containerd-shim-runsc-v1}
+#   $AIRLOCK_CACHE/helm-v$HELM_VERSION-<modhash>/helm
 #
 # The key includes a hash of the tool module's go.mod and go.sum, so editing
 # the pins rebuilds and nothing stale is reused. Prints the three directories.
@@ -23,6 +24,8 @@ kube_dir=$AIRLOCK_CACHE/kube-v$KUBE_VERSION-$(modkey "$here/tools/kube")
 # The shim's one build-time change (see shim_overlay) is part of its key.
 SHIM_OOM_SED='s/^\(\toomScoreMax = \)-999$/\10/'
 gvisor_dir=$AIRLOCK_CACHE/gvisor-$GVISOR_VERSION-$({ modkey "$here/tools/gvisor"; echo "$SHIM_OOM_SED"; } | sha256sum | cut -c1-12)
+
+helm_dir=$AIRLOCK_CACHE/helm-v$HELM_VERSION-$(modkey "$here/tools/helm")
 
 kube_ldflags="-s -w"
 for p in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
@@ -90,9 +93,12 @@ for c in "${components[@]}"; do
 			rm -rf "$shimmod"
 			trap - EXIT
 		fi ;;
+	helm) build_one "$helm_dir" helm "$here/tools/helm" helm.sh/helm/v3/cmd/helm \
+		"-s -w -X helm.sh/helm/v3/internal/version.version=v$HELM_VERSION -X helm.sh/helm/v3/internal/version.gitTreeState=clean" ;;
 	*) echo "build.sh: unknown component '$c'" >&2; exit 2 ;;
 	esac
 done
 echo "ETCD_BIN_DIR=$etcd_dir"
 echo "KUBE_BIN_DIR=$kube_dir"
 echo "GVISOR_BIN_DIR=$gvisor_dir"
+echo "HELM_BIN_DIR=$helm_dir"

@@ -1,0 +1,80 @@
+{{/* The release's base name, at most 63 characters. */}}
+{{- define "airlock.fullname" -}}
+{{- if contains .Chart.Name .Release.Name -}}
+{{- .Release.Name | trunc 63 | trimSuffix "-" -}}
+{{- else -}}
+{{- printf "%s-%s" .Release.Name .Chart.Name | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+{{- end -}}
+
+{{- define "airlock.labels" -}}
+app.kubernetes.io/name: {{ .Chart.Name }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version }}
+{{- end -}}
+
+{{/* Selector labels of one component (controller, node-agent). */}}
+{{- define "airlock.selector" -}}
+app.kubernetes.io/name: {{ .root.Chart.Name }}
+app.kubernetes.io/instance: {{ .root.Release.Name }}
+app.kubernetes.io/component: {{ .component }}
+{{- end -}}
+
+{{- define "airlock.controllerName" -}}
+{{- printf "%s-controller" (include "airlock.fullname" .) | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+
+{{- define "airlock.agentName" -}}
+{{- printf "%s-node-agent" (include "airlock.fullname" .) | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+
+{{- define "airlock.image" -}}
+{{- printf "%s:%s" .repository (.tag | default "latest") -}}
+{{- end -}}
+
+{{/* KUBERNETES_SERVICE_HOST/PORT when the values name the API server. */}}
+{{- define "airlock.apiServerEnv" -}}
+{{- if .Values.apiServer.host }}
+- name: KUBERNETES_SERVICE_HOST
+  value: {{ .Values.apiServer.host | quote }}
+- name: KUBERNETES_SERVICE_PORT
+  value: {{ .Values.apiServer.port | toString | quote }}
+{{- end }}
+{{- end -}}
+
+{{/* The operator's config file, from .Values.config. */}}
+{{- define "airlock.config" -}}
+runtimeClassName: {{ .Values.runtimeClass.name }}
+priorityClassName: {{ .Values.priorityClass.name }}
+allowCustomImages: {{ .Values.config.allowCustomImages }}
+runAsUser: {{ .Values.config.runAsUser }}
+tmpSizeLimit: {{ .Values.config.tmpSizeLimit | quote }}
+profiles:
+{{- range $name, $p := .Values.config.profiles }}
+  {{ $name }}:
+    image: {{ $p.image | quote }}
+    command: {{ toJson $p.command }}
+    sourceFile: {{ $p.sourceFile | quote }}
+{{- end }}
+defaults: {{ toJson .Values.config.defaults }}
+caps: {{ toJson .Values.config.caps }}
+quota: {{ toJson .Values.config.quota }}
+{{- end -}}
+
+{{/* Checks the schema cannot express. */}}
+{{- define "airlock.validate" -}}
+{{- if and .Values.apiServer.host (not .Values.apiServer.port) -}}
+{{- fail "apiServer.port: required when apiServer.host is set" -}}
+{{- end -}}
+{{- if and .Values.apiServer.port (not .Values.apiServer.host) -}}
+{{- fail "apiServer.host: required when apiServer.port is set" -}}
+{{- end -}}
+{{- if not (hasKey .Values.config.profiles .Values.test.runtime) -}}
+{{- fail (printf "test.runtime: %q is not one of config.profiles (%s)" .Values.test.runtime (keys .Values.config.profiles | sortAlpha | join ", ")) -}}
+{{- end -}}
+{{- if not (has .Values.test.runtime (list "python" "node" "bash")) -}}
+{{- fail (printf "test.runtime: %q: the test has programs for python, node and bash only" .Values.test.runtime) -}}
+{{- end -}}
+{{- end -}}

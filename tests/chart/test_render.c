@@ -1,0 +1,461 @@
+/*
+ * Chart tests without a cluster: `helm lint --strict`, and `helm template`
+ * with several value sets, each rendered manifest parsed and checked field
+ * by field; values the schema (or the chart's own checks) must refuse are
+ * refused, naming the value. The controller config the chart renders is
+ * fed to the controller's own config parser.
+ *
+ * HELM (tests/cluster/build.sh helm) and AIRLOCK_TOP come from tests/run.sh.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <cmocka.h>
+
+#include <jansson.h>
+
+#include "ctl_config.h"
+#include "yamljson.h"
+
+static char chart[4096];
+
+static const char *
+helm(void)
+{
+	const char *h = getenv("HELM");
+
+	if (h == NULL || !*h)
+		fail_msg("HELM is not set (tests/cluster/build.sh helm)");
+	return h;
+}
+
+/*
+ * Run helm with args (a shell fragment); its stdout (caller frees) and,
+ * in *errp, its stderr. Returns the exit status.
+ */
+static int
+run(const char *args, char **outp, char **errp)
+{
+	char cmd[8192], errpath[] = "/tmp/airlock-helm-err-XXXXXX";
+	size_t cap = 1 << 16, len = 0, n;
+	char *out = malloc(cap);
+	FILE *p, *f;
+	int fd, st;
+
+	if ((fd = mkstemp(errpath)) < 0)
+		fail_msg("mkstemp");
+	close(fd);
+	snprintf(cmd, sizeof(cmd), "'%s' %s 2>'%s'", helm(), args, errpath);
+	if ((p = popen(cmd, "r")) == NULL)
+		fail_msg("popen %s", cmd);
+	while ((n = fread(out + len, 1, cap - len - 1, p)) > 0) {
+		len += n;
+		if (cap - len < 4096)
+			out = realloc(out, cap *= 2);
+	}
+	out[len] = '\0';
+	st = pclose(p);
+	if ((f = fopen(errpath, "r")) != NULL) {
+		char *e = calloc(1, 65536);
+
+		n = fread(e, 1, 65535, f);
+		e[n] = '\0';
+		fclose(f);
+		if (errp)
+			*errp = e;
+		else
+			free(e);
+	}
+	unlink(errpath);
+	*outp = out;
+	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+/* helm template with extra args: every manifest, as an array of objects. */
+static json_t *
+render(const char *extra)
+{
+	char args[8192], *out, *err, *doc, *next;
+	json_t *all = json_array();
+	int st;
+
+	snprintf(args, sizeof(args), "template rel '%s' --kube-version 1.37.2 --namespace airlock-system %s",
+	    chart, extra);
+	st = run(args, &out, &err);
+	if (st != 0)
+		fail_msg("helm template %s: exit %d: %s", extra, st, err);
+	free(err);
+	/* Documents are separated by lines "---" (block scalars are indented). */
+	for (doc = out; doc; doc = next) {
+		json_t *o;
+		struct k8s_error e;
+		char *sep = strstr(doc, "\n---");
+
+		next = NULL;
+		if (sep) {
+			*sep = '\0';
+			next = strchr(sep + 1, '\n');
+			next = next ? next + 1 : NULL;
+		}
+		if (strncmp(doc, "---", 3) == 0)
+			doc = strchr(doc, '\n') ? strchr(doc, '\n') + 1 : doc + 3;
+		{
+			/* Skip documents of comments only. */
+			const char *q = doc;
+			int content = 0;
+
+			while (*q && !content) {
+				const char *eol = strchr(q, '\n');
+				const char *s = q + strspn(q, " \t");
+
+				if (*s && *s != '#' && *s != '\n')
+					content = 1;
+				q = eol ? eol + 1 : q + strlen(q);
+			}
+			if (!content)
+				continue;
+		}
+		if (yamljson_load(doc, strlen(doc), "manifest", "helm template", 0,
+		    &o, &e) != 0)
+			fail_msg("unparseable manifest: %s\n%s", e.message, doc);
+		json_array_append_new(all, o);
+	}
+	free(out);
+	return all;
+}
+
+/* The template's refusal: helm fails, and its message holds want. */
+static void
+refused(const char *extra, const char *want)
+{
+	char args[8192], *out, *err;
+	int st;
+
+	snprintf(args, sizeof(args), "template rel '%s' --kube-version 1.37.2 %s", chart, extra);
+	st = run(args, &out, &err);
+	if (st == 0)
+		fail_msg("helm template accepted %s", extra);
+	if (strstr(err, want) == NULL)
+		fail_msg("helm template %s: the error does not say '%s':\n%s",
+		    extra, want, err);
+	free(out);
+	free(err);
+}
+
+static json_t *
+find(json_t *all, const char *kind, const char *name)
+{
+	json_t *o;
+	size_t i;
+
+	json_array_foreach(all, i, o) {
+		json_t *md = json_object_get(o, "metadata");
+
+		if (strcmp(json_string_value(json_object_get(o, "kind")), kind) == 0 &&
+		    (name == NULL || strcmp(json_string_value(json_object_get(md,
+		    "name")), name) == 0))
+			return o;
+	}
+	return NULL;
+}
+
+static int
+count(json_t *all, const char *kind)
+{
+	json_t *o;
+	size_t i;
+	int n = 0;
+
+	json_array_foreach(all, i, o)
+		n += strcmp(json_string_value(json_object_get(o, "kind")), kind) == 0;
+	return n;
+}
+
+/*
+ * A path of keys and [indexes] into v, "spec.containers[0].image"; a dot
+ * inside a key is written "\\.".
+ */
+static json_t *
+at(json_t *v, const char *path)
+{
+	char key[256];
+	size_t k = 0;
+	const char *p = path;
+
+	for (;;) {
+		if (*p == '\\' && p[1] == '.') {
+			if (k < sizeof(key) - 1)
+				key[k++] = '.';
+			p += 2;
+			continue;
+		}
+		if (*p && *p != '.' && *p != '[') {
+			if (k < sizeof(key) - 1)
+				key[k++] = *p;
+			p++;
+			continue;
+		}
+		key[k] = '\0';
+		if (k)
+			v = json_object_get(v, key);
+		k = 0;
+		while (*p == '[') {
+			const char *close = strchr(p, ']');
+
+			v = json_array_get(v, strtoul(p + 1, NULL, 10));
+			p = close ? close + 1 : p + strlen(p);
+		}
+		if (*p == '\0' || v == NULL)
+			return v;
+		if (*p == '.')
+			p++;
+	}
+}
+
+static const char *
+str(json_t *v, const char *path)
+{
+	json_t *x = at(v, path);
+
+	if (!json_is_string(x))
+		fail_msg("%s is not a string", path);
+	return json_string_value(x);
+}
+
+/* Whether the string array at path holds s. */
+static int
+has(json_t *v, const char *path, const char *s)
+{
+	json_t *x;
+	size_t i;
+
+	json_array_foreach(at(v, path), i, x)
+		if (json_is_string(x) && strcmp(json_string_value(x), s) == 0)
+			return 1;
+	return 0;
+}
+
+static void
+test_lint(void **state)
+{
+	char args[4352], *out, *err;
+	int st;
+
+	(void)state;
+	snprintf(args, sizeof(args), "lint --strict '%s'", chart);
+	st = run(args, &out, &err);
+	if (st != 0)
+		fail_msg("helm lint --strict: exit %d:\n%s%s", st, out, err);
+	assert_non_null(strstr(out, "1 chart(s) linted, 0 chart(s) failed"));
+	free(out);
+	free(err);
+}
+
+/* The CRD in the chart is crds/'s, byte for byte (make chart-crds). */
+static void
+test_crd_in_sync(void **state)
+{
+	char a[4352], b[4352], cmd[9000];
+
+	(void)state;
+	snprintf(a, sizeof(a), "%s/crds/airlock.dev_codeexecutions.yaml", chart);
+	snprintf(b, sizeof(b), "%s/../../crds/airlock.dev_codeexecutions.yaml", chart);
+	snprintf(cmd, sizeof(cmd), "cmp -s '%s' '%s'", a, b);
+	if (system(cmd) != 0)
+		fail_msg("%s differs from %s: run make chart-crds", a, b);
+}
+
+static void
+test_defaults(void **state)
+{
+	json_t *all = render(""), *d, *ds, *c, *role, *x;
+	struct ctl_config *cfg;
+	struct k8s_error err;
+	const char *conf;
+	size_t i;
+
+	(void)state;
+	/* The controller: 2 replicas, probes, hardened, its config. */
+	assert_non_null(d = find(all, "Deployment", "rel-airlock-controller"));
+	assert_int_equal(json_integer_value(at(d, "spec.replicas")), 2);
+	c = at(d, "spec.template.spec.containers[0]");
+	assert_string_equal(str(c, "image"), "airlock.dev/controller:0.1.0");
+	assert_string_equal(str(c, "livenessProbe.httpGet.path"), "/healthz");
+	assert_string_equal(str(c, "readinessProbe.httpGet.path"), "/readyz");
+	assert_true(has(c, "args", "--lease-namespace=airlock-system"));
+	assert_true(has(c, "args", "--guardrail-owner-clusterrole=rel-airlock-controller"));
+	assert_true(json_is_false(at(c, "securityContext.allowPrivilegeEscalation")));
+	assert_true(json_is_true(at(c, "securityContext.readOnlyRootFilesystem")));
+	assert_true(has(c, "securityContext.capabilities.drop", "ALL"));
+	assert_true(json_is_true(at(d, "spec.template.spec.securityContext.runAsNonRoot")));
+	assert_string_equal(str(c, "resources.limits.memory"), "128Mi");
+	assert_null(at(c, "env[1]"));	/* no API server override */
+	assert_non_null(x = find(all, "PodDisruptionBudget", "rel-airlock-controller"));
+	assert_int_equal(json_integer_value(at(x, "spec.minAvailable")), 1);
+	assert_non_null(find(all, "Lease", "rel-airlock-controller"));
+
+	/* Its config, as the controller itself reads it. */
+	assert_non_null(x = find(all, "ConfigMap", "rel-airlock-controller"));
+	conf = str(x, "data.config\\.yaml");
+	if (ctl_config_parse(conf, strlen(conf), "chart config", &cfg, &err) != 0)
+		fail_msg("the controller refuses the chart's config: %s\n%s", err.message, conf);
+	assert_int_equal(cfg->nprofiles, 3);
+	assert_string_equal(ctl_config_profile(cfg, "python")->image,
+	    "airlock.dev/runner-python:0.1.0");
+	assert_string_equal(ctl_config_profile(cfg, "node")->source_file, "main.js");
+	assert_string_equal(cfg->runtime_class, "gvisor");
+	assert_string_equal(cfg->priority_class, "airlock-execution");
+	assert_int_equal(cfg->defaults.memory_bytes, 256 << 20);
+	assert_int_equal(cfg->quota_executions, 20);
+	ctl_config_free(cfg);
+
+	/* The node agent: host PID, logs read-only, only KILL. */
+	assert_non_null(ds = find(all, "DaemonSet", "rel-airlock-node-agent"));
+	assert_true(json_is_true(at(ds, "spec.template.spec.hostPID")));
+	assert_string_equal(str(ds, "spec.template.spec.nodeSelector.airlock\\.dev/gvisor"), "true");
+	c = at(ds, "spec.template.spec.containers[0]");
+	assert_string_equal(str(c, "image"), "airlock.dev/node-agent:0.1.0");
+	assert_true(has(c, "args", "--keep-stale-logs"));
+	assert_true(has(c, "args", "--hard-output-cap=16777216"));
+	assert_true(has(c, "args", "--node-name=$(NODE_NAME)"));
+	assert_true(has(c, "securityContext.capabilities.drop", "ALL"));
+	assert_true(has(c, "securityContext.capabilities.add", "KILL"));
+	assert_int_equal(json_array_size(at(c, "securityContext.capabilities.add")), 1);
+	assert_true(json_is_true(at(c, "securityContext.readOnlyRootFilesystem")));
+	json_array_foreach(at(c, "volumeMounts"), i, x)
+		if (strcmp(str(x, "name"), "pod-logs") == 0)
+			assert_true(json_is_true(at(x, "readOnly")));
+	assert_string_equal(str(ds, "spec.template.spec.volumes[0].hostPath.path"), "/var/log/pods");
+
+	/* RBAC: the agent reads pods, deletes them, patches status. No more. */
+	assert_non_null(role = find(all, "ClusterRole", "rel-airlock-node-agent"));
+	assert_int_equal(json_array_size(at(role, "rules")), 2);
+	assert_string_equal(str(role, "rules[0].resources[0]"), "pods");
+	assert_int_equal(json_array_size(at(role, "rules[0].verbs")), 4);
+	assert_true(has(role, "rules[0].verbs", "delete"));
+	assert_false(has(role, "rules[0].verbs", "create"));
+	assert_false(has(role, "rules[0].verbs", "patch"));
+	assert_string_equal(str(role, "rules[1].resources[0]"), "codeexecutions/status");
+	assert_int_equal(json_array_size(at(role, "rules[1].verbs")), 1);
+	assert_string_equal(str(role, "rules[1].verbs[0]"), "patch");
+	assert_non_null(find(all, "ValidatingAdmissionPolicy", "rel-airlock-node-agent-delete-guard"));
+	/* The controller's lease: that one lease, no create. */
+	assert_non_null(role = find(all, "Role", "rel-airlock-controller-leader-election"));
+	assert_string_equal(str(role, "rules[0].resourceNames[0]"), "rel-airlock-controller");
+	assert_false(has(role, "rules[0].verbs", "create"));
+	/* Nothing may read secrets. */
+	json_array_foreach(all, i, x) {
+		json_t *rule;
+		size_t j;
+
+		json_array_foreach(at(x, "rules"), j, rule)
+			if (has(rule, "resources", "secrets") || has(rule, "resources", "*"))
+				fail_msg("%s grants secrets", str(x, "metadata.name"));
+	}
+	/* Tenant roles, aggregated. */
+	assert_non_null(role = find(all, "ClusterRole", "airlock-editor"));
+	assert_string_equal(str(role, "metadata.labels.rbac\\.authorization\\.k8s\\.io/aggregate-to-edit"), "true");
+	assert_true(has(role, "rules[0].verbs", "create"));
+	assert_non_null(role = find(all, "ClusterRole", "airlock-viewer"));
+	assert_string_equal(str(role, "metadata.labels.rbac\\.authorization\\.k8s\\.io/aggregate-to-view"), "true");
+	assert_false(has(role, "rules[0].verbs", "create"));
+
+	/* Classes, metrics. */
+	assert_non_null(x = find(all, "RuntimeClass", "gvisor"));
+	assert_string_equal(str(x, "handler"), "runsc");
+	assert_string_equal(str(x, "scheduling.nodeSelector.airlock\\.dev/gvisor"), "true");
+	assert_non_null(x = find(all, "PriorityClass", "airlock-execution"));
+	assert_string_equal(str(x, "preemptionPolicy"), "Never");
+	assert_int_equal(count(all, "Service"), 2);
+	assert_int_equal(count(all, "ServiceMonitor"), 0);
+	json_decref(all);
+}
+
+static void
+test_values_change_output(void **state)
+{
+	json_t *all, *c, *x;
+	size_t i;
+
+	(void)state;
+	all = render("--set controller.replicas=1 --set nodeAgent.removeStaleLogs=true "
+	    "--set apiServer.host=10.0.0.1 --set apiServer.port=6443 "
+	    "--set metrics.serviceMonitor.enabled=true --set runtimeClass.create=false "
+	    "--set priorityClass.create=false --set tenantRoles.create=false "
+	    "--set agentDeleteGuard.enabled=false --set image.controller.tag=9.9 "
+	    "--set config.defaults.memory=192Mi");
+	assert_int_equal(json_integer_value(at(find(all, "Deployment", NULL), "spec.replicas")), 1);
+	assert_null(find(all, "PodDisruptionBudget", NULL));
+	assert_null(find(all, "RuntimeClass", NULL));
+	assert_null(find(all, "PriorityClass", NULL));
+	assert_null(find(all, "ClusterRole", "airlock-editor"));
+	assert_null(find(all, "ValidatingAdmissionPolicy", NULL));
+	assert_int_equal(count(all, "ServiceMonitor"), 2);
+	c = at(find(all, "Deployment", NULL), "spec.template.spec.containers[0]");
+	assert_string_equal(str(c, "image"), "airlock.dev/controller:9.9");
+	assert_string_equal(str(c, "env[1].name"), "KUBERNETES_SERVICE_HOST");
+	assert_string_equal(str(c, "env[1].value"), "10.0.0.1");
+	assert_string_equal(str(c, "env[2].value"), "6443");
+	c = at(find(all, "DaemonSet", NULL), "spec.template.spec.containers[0]");
+	assert_false(has(c, "args", "--keep-stale-logs"));
+	assert_string_equal(str(c, "env[1].value"), "10.0.0.1");
+	json_array_foreach(at(c, "volumeMounts"), i, x)
+		if (strcmp(str(x, "name"), "pod-logs") == 0)
+			assert_true(json_is_false(at(x, "readOnly")));
+	/* helm test binds a Role of its own without the tenant roles. */
+	assert_non_null(x = find(all, "RoleBinding", "tenant-airlock-editor"));
+	assert_string_equal(str(x, "roleRef.kind"), "Role");
+	assert_non_null(x = find(all, "Role", "airlock-editor"));
+	assert_string_equal(str(x, "metadata.annotations.helm\\.sh/hook"), "test");
+	assert_non_null(strstr(str(find(all, "ConfigMap", NULL), "data.config\\.yaml"),
+	    "\"memory\":\"192Mi\""));
+	json_decref(all);
+}
+
+static void
+test_refused(void **state)
+{
+	(void)state;
+	refused("--set controller.replicas=0", "/controller/replicas");
+	refused("--set controller.logLevel=verbose", "/controller/logLevel");
+	refused("--set controller.foo=1", "foo");
+	refused("--set image.controller.pullPolicy=Sometimes", "/image/controller/pullPolicy");
+	refused("--set nodeAgent.pollMs=0", "/nodeAgent/pollMs");
+	refused("--set nodeAgent.hardOutputCap=1", "/nodeAgent/hardOutputCap");
+	refused("--set nodeAgent.cgroupRoot=relative", "/nodeAgent/cgroupRoot");
+	refused("--set config.defaults.cpu=lots", "/config/defaults/cpu");
+	refused("--set config.profiles.python.sourceFile=../x.py",
+	    "/config/profiles/python/sourceFile");
+	refused("--set config.profiles.python.sourceFile=/abs.py",
+	    "/config/profiles/python/sourceFile");
+	refused("--set config.profiles=null", "missing property 'profiles'");
+	refused("--set-json 'config.profiles.ruby={\"image\":\"x\"}'",
+	    "/config/profiles/ruby");
+	refused("--set apiServer.host=10.0.0.1", "apiServer.port: required");
+	refused("--set apiServer.port=6443", "apiServer.host: required");
+	refused("--set test.runtime=ruby", "test.runtime");
+	refused("--set runtimeClass.name=Bad_Name", "/runtimeClass/name");
+	refused("--set metrics.serviceMonitor.interval=soon", "/metrics/serviceMonitor/interval");
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_lint),
+		cmocka_unit_test(test_crd_in_sync),
+		cmocka_unit_test(test_defaults),
+		cmocka_unit_test(test_values_change_output),
+		cmocka_unit_test(test_refused),
+	};
+	const char *top = getenv("AIRLOCK_TOP") ? getenv("AIRLOCK_TOP") : ".";
+
+	snprintf(chart, sizeof(chart), "%s/charts/airlock", top);
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
