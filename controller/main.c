@@ -193,7 +193,14 @@ main(int argc, char **argv)
 	if (identity == NULL) {
 		char host[256] = "unknown";
 
-		gethostname(host, sizeof(host) - 1);
+		/*
+		 * The pod's name where the chart gives it: on the host's
+		 * network the host name is the node's, the same for replicas.
+		 */
+		if (getenv("POD_NAME") && *getenv("POD_NAME"))
+			snprintf(host, sizeof(host), "%s", getenv("POD_NAME"));
+		else
+			gethostname(host, sizeof(host) - 1);
 		identity = xasprintf("%s_%d", host, (int)getpid());
 	}
 

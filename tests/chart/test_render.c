@@ -295,7 +295,8 @@ test_defaults(void **state)
 	assert_true(has(c, "securityContext.capabilities.drop", "ALL"));
 	assert_true(json_is_true(at(d, "spec.template.spec.securityContext.runAsNonRoot")));
 	assert_string_equal(str(c, "resources.limits.memory"), "128Mi");
-	assert_null(at(c, "env[1]"));	/* no API server override */
+	assert_string_equal(str(c, "env[1].name"), "POD_NAME");
+	assert_null(at(c, "env[2]"));	/* no API server override */
 	assert_non_null(x = find(all, "PodDisruptionBudget", "rel-airlock-controller"));
 	assert_int_equal(json_integer_value(at(x, "spec.minAvailable")), 1);
 	assert_non_null(find(all, "Lease", "rel-airlock-controller"));
@@ -399,9 +400,9 @@ test_values_change_output(void **state)
 	assert_int_equal(count(all, "ServiceMonitor"), 2);
 	c = at(find(all, "Deployment", NULL), "spec.template.spec.containers[0]");
 	assert_string_equal(str(c, "image"), "airlock.dev/controller:9.9");
-	assert_string_equal(str(c, "env[1].name"), "KUBERNETES_SERVICE_HOST");
-	assert_string_equal(str(c, "env[1].value"), "10.0.0.1");
-	assert_string_equal(str(c, "env[2].value"), "6443");
+	assert_string_equal(str(c, "env[2].name"), "KUBERNETES_SERVICE_HOST");
+	assert_string_equal(str(c, "env[2].value"), "10.0.0.1");
+	assert_string_equal(str(c, "env[3].value"), "6443");
 	c = at(find(all, "DaemonSet", NULL), "spec.template.spec.containers[0]");
 	assert_false(has(c, "args", "--keep-stale-logs"));
 	assert_string_equal(str(c, "env[1].value"), "10.0.0.1");

@@ -1,0 +1,505 @@
+/*
+ * The chart on the real node (NODE=1 tests/cluster/up.sh), in order:
+ *
+ *   1. helm install, and both daemons become ready as pods;
+ *   2. a tenant holding only airlock-editor in its namespace runs code,
+ *      and may do nothing else;
+ *   3. helm upgrade with changed values, which take effect;
+ *   4. helm test;
+ *   5. helm uninstall, which leaves nothing of Airlock's but the CRD.
+ *
+ * The test node has no service proxy and its pod network does not reach
+ * the API server (tests/cluster/README.md), so the daemons run on the
+ * host's network and are given the API server's address (apiServer.*),
+ * with one controller replica (two would share the node's metrics port).
+ * Everything else is the chart's defaults.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <cmocka.h>
+
+#include "client.h"
+#include "config.h"
+#include "itutil.h"
+
+#define RELEASE	"airlock"
+#define RELNS	"airlock-system"
+
+static struct k8s_client *c;
+static struct k8s_config *kcfg;
+static char values[] = "/tmp/airlock-chart-values-XXXXXX";
+static char *tenant_ns;
+
+static const char *
+env(const char *k)
+{
+	const char *v = it_env(k);
+
+	if (v == NULL || !*v)
+		fail_msg("%s is not in .cluster/env: is the cluster up with NODE=1, after make?", k);
+	return v;
+}
+
+/* Run a shell command; its output (stdout and stderr, caller frees). */
+static char *
+sh(int *status, const char *fmt, ...)
+{
+	char cmd[8192];
+	size_t cap = 1 << 16, len = 0, n;
+	char *out = malloc(cap);
+	va_list ap;
+	FILE *p;
+	int st;
+
+	va_start(ap, fmt);
+	vsnprintf(cmd, sizeof(cmd) - 8, fmt, ap);
+	va_end(ap);
+	strcat(cmd, " 2>&1");
+	if ((p = popen(cmd, "r")) == NULL)
+		fail_msg("popen %s", cmd);
+	while ((n = fread(out + len, 1, cap - len - 1, p)) > 0) {
+		len += n;
+		if (cap - len < 4096)
+			out = realloc(out, cap *= 2);
+	}
+	out[len] = '\0';
+	st = pclose(p);
+	*status = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+	return out;
+}
+
+static const char *
+helm(void)
+{
+	const char *h = getenv("HELM");
+
+	if (h == NULL || !*h)
+		fail_msg("HELM is not set (tests/cluster/build.sh helm)");
+	return h;
+}
+
+static const char *
+chart(void)
+{
+	static char path[4096];
+
+	snprintf(path, sizeof(path), "%s/charts/airlock",
+	    getenv("AIRLOCK_TOP") ? getenv("AIRLOCK_TOP") : ".");
+	return path;
+}
+
+/* "repo:tag" of an image reference into the values' form. */
+static void
+image_values(FILE *f, const char *key, const char *ref)
+{
+	const char *colon = strrchr(ref, ':');
+
+	fprintf(f, "  %s: {repository: %.*s, tag: \"%s\", pullPolicy: Never}\n",
+	    key, (int)(colon - ref), ref, colon + 1);
+}
+
+static int
+group_setup(void **state)
+{
+	const char *api = env("APISERVER_URL");
+	FILE *f;
+	int fd, st;
+	char *out;
+
+	(void)state;
+	c = it_client(0, &kcfg);
+	if ((fd = mkstemp(values)) < 0 || (f = fdopen(fd, "w")) == NULL)
+		fail_msg("cannot write the values");
+	fprintf(f, "image:\n");
+	image_values(f, "controller", env("CONTROLLER_IMAGE"));
+	image_values(f, "nodeAgent", env("NODE_AGENT_IMAGE"));
+	fprintf(f, "apiServer: {host: 127.0.0.1, port: \"%s\"}\n", strrchr(api, ':') + 1);
+	fprintf(f, "controller: {replicas: 1, hostNetwork: true, metricsPort: %d}\n",
+	    it_free_port());
+	fprintf(f, "nodeAgent:\n  hostNetwork: true\n  metricsPort: %d\n"
+	    "  hostPaths: {podLogs: %s, containerdSocket: %s, cgroup: /sys/fs/cgroup}\n"
+	    "  cgroupRoot: %s\n", it_free_port(), env("POD_LOGS_DIR"),
+	    env("CONTAINERD_SOCK"), env("CGROUP_ROOT"));
+	/* Names of our own: the e2e tier's classes may exist already. */
+	fprintf(f, "runtimeClass: {name: airlock-chart-gvisor}\n"
+	    "priorityClass: {name: airlock-chart-execution}\n");
+	fprintf(f, "config:\n  profiles:\n"
+	    "    python: {image: %s, command: [/airlock/bin/run, python3, main.py], sourceFile: main.py}\n"
+	    "    node: {image: %s, command: [/airlock/bin/run, node, main.js], sourceFile: main.js}\n"
+	    "    bash: {image: %s, command: [/airlock/bin/run, bash, main.sh], sourceFile: main.sh}\n",
+	    env("RUNNER_PYTHON_IMAGE"), env("RUNNER_NODE_IMAGE"), env("RUNNER_BASH_IMAGE"));
+	fprintf(f, "test: {image: %s}\n", env("RUNNER_PYTHON_IMAGE"));
+	fclose(f);
+	/* The chart runs executions on nodes labelled for gVisor only. */
+	out = sh(&st, "%s --kubeconfig %s label node %s airlock.dev/gvisor=true --overwrite",
+	    env("KUBECTL"), env("KUBECONFIG_ADMIN"), env("NODE_NAME"));
+	if (st != 0)
+		fail_msg("label node: %s", out);
+	free(out);
+	setenv("KUBECONFIG", env("KUBECONFIG_ADMIN"), 1);
+	return 0;
+}
+
+static int
+group_teardown(void **state)
+{
+	int st;
+
+	(void)state;
+	free(sh(&st, "'%s' uninstall %s -n %s --wait", helm(), RELEASE, RELNS));
+	free(sh(&st, "%s --kubeconfig %s label node %s airlock.dev/gvisor-",
+	    env("KUBECTL"), env("KUBECONFIG_ADMIN"), env("NODE_NAME")));
+	if (tenant_ns)
+		it_namespace_delete(c, tenant_ns);
+	free(sh(&st, "%s --kubeconfig %s delete ns %s --wait=false", env("KUBECTL"),
+	    env("KUBECONFIG_ADMIN"), RELNS));
+	unlink(values);
+	free(tenant_ns);
+	it_client_free(c, kcfg);
+	return 0;
+}
+
+static const struct k8s_resource res_deploy = { "apps", "v1", "deployments", 1 };
+static const struct k8s_resource res_ds = { "apps", "v1", "daemonsets", 1 };
+
+static long long
+num(json_t *o, const char *a, const char *b)
+{
+	return json_integer_value(json_object_get(json_object_get(o, a), b));
+}
+
+/* Both daemons rolled out: every pod of the current spec ready. */
+static int
+rolled_out(void *arg)
+{
+	struct k8s_error err;
+	json_t *d = NULL, *ds = NULL;
+	int ok;
+
+	(void)arg;
+	ok = k8s_get(c, &res_deploy, RELNS, RELEASE "-controller", &d, &err) == 0 &&
+	    k8s_get(c, &res_ds, RELNS, RELEASE "-node-agent", &ds, &err) == 0 &&
+	    num(d, "status", "observedGeneration") == num(d, "metadata", "generation") &&
+	    num(d, "status", "updatedReplicas") == 1 &&
+	    num(d, "status", "readyReplicas") == 1 &&
+	    num(d, "status", "replicas") == 1 &&
+	    num(ds, "status", "observedGeneration") == num(ds, "metadata", "generation") &&
+	    num(ds, "status", "updatedNumberScheduled") == 1 &&
+	    num(ds, "status", "numberReady") == 1;
+	json_decref(d);
+	json_decref(ds);
+	return ok;
+}
+
+static void
+wait_rolled_out(void)
+{
+	int st;
+
+	if (!it_wait_for(rolled_out, NULL, 120000)) {
+		char *out = sh(&st, "%s --kubeconfig %s get pods -n %s -o wide; "
+		    "%s --kubeconfig %s logs -n %s -l app.kubernetes.io/instance=%s --tail 20",
+		    env("KUBECTL"), env("KUBECONFIG_ADMIN"), RELNS, env("KUBECTL"),
+		    env("KUBECONFIG_ADMIN"), RELNS, RELEASE);
+
+		fail_msg("the daemons did not roll out in 120 s:\n%s", out);
+	}
+}
+
+static void
+test_install(void **state)
+{
+	char *out;
+	int st;
+
+	(void)state;
+	out = sh(&st, "'%s' install %s '%s' -n %s --create-namespace -f %s --wait --timeout 120s",
+	    helm(), RELEASE, chart(), RELNS, values);
+	if (st != 0)
+		fail_msg("helm install: %s", out);
+	assert_non_null(strstr(out, "STATUS: deployed"));
+	free(out);
+	wait_rolled_out();
+}
+
+/* A client that authenticates as the tenant's ServiceAccount token. */
+static struct k8s_client *
+tenant_client(struct k8s_config **cfgp)
+{
+	char path[] = "/tmp/airlock-tenant-kc-XXXXXX", *tok, *nl;
+	struct k8s_client *tc;
+	struct k8s_error err;
+	FILE *f;
+	int fd, st;
+
+	tok = sh(&st, "%s --kubeconfig %s create token tenant -n %s --duration 10m",
+	    env("KUBECTL"), env("KUBECONFIG_ADMIN"), tenant_ns);
+	if (st != 0)
+		fail_msg("create token: %s", tok);
+	if ((nl = strchr(tok, '\n')) != NULL)
+		*nl = '\0';
+	if ((fd = mkstemp(path)) < 0 || (f = fdopen(fd, "w")) == NULL)
+		fail_msg("mkstemp");
+	fprintf(f, "apiVersion: v1\nkind: Config\ncurrent-context: t\n"
+	    "clusters:\n- name: c\n  cluster: {server: %s, certificate-authority: %s/.cluster/pki/ca.crt}\n"
+	    "users:\n- name: u\n  user: {token: %s}\n"
+	    "contexts:\n- name: t\n  context: {cluster: c, user: u, namespace: %s}\n",
+	    env("APISERVER_URL"), getenv("AIRLOCK_TOP") ? getenv("AIRLOCK_TOP") : ".",
+	    tok, tenant_ns);
+	fclose(f);
+	free(tok);
+	if (k8s_config_load_kubeconfig(path, NULL, cfgp, &err) != 0 ||
+	    k8s_client_new(*cfgp, NULL, &tc, &err) != 0)
+		fail_msg("tenant client: %s", err.message);
+	unlink(path);
+	return tc;
+}
+
+/* Create an execution as cl and wait for its end: its status. */
+static json_t *
+run_cx(struct k8s_client *cl, const char *name, const char *spec)
+{
+	struct k8s_error err;
+	json_t *o = json_pack("{s:s, s:s, s:{s:s}, s:o}", "apiVersion",
+	    "airlock.dev/v1alpha1", "kind", "CodeExecution", "metadata", "name",
+	    name, "spec", json_loads(spec, 0, NULL));
+	long end = it_mono_ms() + 120000;
+	const char *ph;
+
+	if (k8s_create(cl, &it_res_cx, tenant_ns, o, NULL, &err) != 0)
+		fail_msg("create %s: %s", name, err.message);
+	json_decref(o);
+	for (o = NULL;; it_sleep_ms(100)) {
+		json_decref(o);
+		o = NULL;
+		if (k8s_get(cl, &it_res_cx, tenant_ns, name, &o, &err) == 0 &&
+		    (ph = json_string_value(json_object_get(json_object_get(o,
+		    "status"), "phase"))) != NULL && (strcmp(ph, "Succeeded") == 0 ||
+		    strcmp(ph, "Failed") == 0 || strcmp(ph, "TimedOut") == 0))
+			break;
+		if (it_mono_ms() > end)
+			fail_msg("%s did not finish: %s", name,
+			    o ? json_dumps(json_object_get(o, "status"), 0) : err.message);
+	}
+	{
+		json_t *st = json_incref(json_object_get(o, "status"));
+
+		json_decref(o);
+		return st;
+	}
+}
+
+static void
+test_tenant_runs_code(void **state)
+{
+	struct k8s_config *tcfg;
+	struct k8s_client *tc;
+	struct k8s_error err;
+	json_t *st, *o = NULL;
+	char *out;
+	int rc;
+
+	(void)state;
+	tenant_ns = it_namespace_new(c, "tenant");
+	out = sh(&rc, "%s --kubeconfig %s -n %s create serviceaccount tenant && "
+	    "%s --kubeconfig %s -n %s create rolebinding tenant --clusterrole=airlock-editor "
+	    "--serviceaccount=%s:tenant", env("KUBECTL"), env("KUBECONFIG_ADMIN"),
+	    tenant_ns, env("KUBECTL"), env("KUBECONFIG_ADMIN"), tenant_ns, tenant_ns);
+	if (rc != 0)
+		fail_msg("tenant setup: %s", out);
+	free(out);
+	tc = tenant_client(&tcfg);
+
+	st = run_cx(tc, "hello", "{\"runtime\":\"python\",\"source\":\"print('hello from the chart')\\n\"}");
+	assert_string_equal(json_string_value(json_object_get(st, "phase")), "Succeeded");
+	assert_string_equal(json_string_value(json_object_get(st, "stdout")), "hello from the chart\n");
+	assert_string_equal(json_string_value(json_object_get(st, "stderr")), "");
+	assert_int_equal(json_integer_value(json_object_get(st, "exitCode")), 0);
+	assert_true(json_integer_value(json_object_get(st, "peakMemoryBytes")) > 0);
+	json_decref(st);
+
+	/* airlock-editor is all it holds: no pods, no other namespace. */
+	rc = k8s_get(tc, &k8s_res_pods, tenant_ns, "x", &o, &err);
+	assert_int_equal(rc, K8S_EFORBIDDEN);
+	o = json_pack("{s:s, s:s, s:{s:s}, s:{s:s, s:s}}", "apiVersion",
+	    "airlock.dev/v1alpha1", "kind", "CodeExecution", "metadata", "name",
+	    "elsewhere", "spec", "runtime", "python", "source", "print(1)");
+	rc = k8s_create(tc, &it_res_cx, RELNS, o, NULL, &err);
+	json_decref(o);
+	assert_int_equal(rc, K8S_EFORBIDDEN);
+	k8s_client_free(tc);
+	k8s_config_free(tcfg);
+}
+
+/* The pod name of the controller now: its args tell the log level. */
+static int
+controller_has_debug(void *arg)
+{
+	struct k8s_list_opts lo = { .label_selector =
+	    "app.kubernetes.io/instance=" RELEASE ",app.kubernetes.io/component=controller" };
+	struct k8s_error err;
+	json_t *list = NULL, *p;
+	size_t i;
+	int n = 0, debug = 0;
+
+	(void)arg;
+	if (k8s_list(c, &k8s_res_pods, RELNS, &lo, &list, &err) != 0)
+		return 0;
+	json_array_foreach(json_object_get(list, "items"), i, p) {
+		json_t *a;
+		size_t j;
+
+		if (json_object_get(json_object_get(p, "metadata"), "deletionTimestamp"))
+			continue;
+		n++;
+		json_array_foreach(json_object_get(json_array_get(json_object_get(
+		    json_object_get(p, "spec"), "containers"), 0), "args"), j, a)
+			debug += strcmp(json_string_value(a), "--log-level=debug") == 0;
+	}
+	json_decref(list);
+	return n == 1 && debug == 1;
+}
+
+static void
+test_upgrade(void **state)
+{
+	json_t *st;
+	char *out;
+	int rc;
+
+	(void)state;
+	out = sh(&rc, "'%s' upgrade %s '%s' -n %s -f %s --set config.defaults.memory=192Mi "
+	    "--set controller.logLevel=debug --wait --timeout 120s", helm(), RELEASE,
+	    chart(), RELNS, values);
+	if (rc != 0)
+		fail_msg("helm upgrade: %s", out);
+	assert_non_null(strstr(out, "REVISION: 2"));
+	free(out);
+	if (!it_wait_for(controller_has_debug, NULL, 120000))
+		fail_msg("the controller was not replaced with --log-level=debug");
+	wait_rolled_out();
+	/* The new default memory limit is the sandbox's MemTotal. */
+	st = run_cx(c, "mem", "{\"runtime\":\"bash\",\"source\":\"grep MemTotal /proc/meminfo\\n\"}");
+	assert_string_equal(json_string_value(json_object_get(st, "phase")), "Succeeded");
+	assert_string_equal(json_string_value(json_object_get(st, "stdout")),
+	    "MemTotal:         196608 kB\n");
+	json_decref(st);
+}
+
+static void
+test_helm_test(void **state)
+{
+	char *out;
+	int rc;
+
+	(void)state;
+	out = sh(&rc, "'%s' test %s -n %s --timeout 180s", helm(), RELEASE, RELNS);
+	if (rc != 0) {
+		char *logs = sh(&rc, "%s --kubeconfig %s logs -n %s-test run", env("KUBECTL"),
+		    env("KUBECONFIG_ADMIN"), RELEASE);
+
+		fail_msg("helm test: %s\nthe test pod said:\n%s", out, logs);
+	}
+	assert_non_null(strstr(out, "TEST SUITE:     run\n"));
+	assert_null(strstr(out, "Phase:          Failed"));
+	free(out);
+}
+
+/* What an uninstall must not leave: kind, namespace ("" cluster), name. */
+static const struct {
+	struct k8s_resource	 res;
+	int			 tenant;	/* in the tenant namespace */
+	const char		*name;
+} leftovers[] = {
+	{ { "", "v1", "serviceaccounts", 1 }, 1, "airlock-execution" },
+	{ { "networking.k8s.io", "v1", "networkpolicies", 1 }, 1, "airlock-deny-all" },
+	{ { "", "v1", "resourcequotas", 1 }, 1, "airlock-executions" },
+	{ { "apps", "v1", "deployments", 1 }, 0, RELEASE "-controller" },
+	{ { "apps", "v1", "daemonsets", 1 }, 0, RELEASE "-node-agent" },
+	{ { "coordination.k8s.io", "v1", "leases", 1 }, 0, RELEASE "-controller" },
+	{ { "", "v1", "configmaps", 1 }, 0, RELEASE "-controller" },
+	{ { "", "v1", "serviceaccounts", 1 }, 0, RELEASE "-controller" },
+	{ { "", "v1", "serviceaccounts", 1 }, 0, RELEASE "-node-agent" },
+	{ { "", "v1", "services", 1 }, 0, RELEASE "-controller-metrics" },
+	{ { "rbac.authorization.k8s.io", "v1", "clusterroles", 0 }, 0, RELEASE "-controller" },
+	{ { "rbac.authorization.k8s.io", "v1", "clusterroles", 0 }, 0, RELEASE "-node-agent" },
+	{ { "rbac.authorization.k8s.io", "v1", "clusterroles", 0 }, 0, "airlock-editor" },
+	{ { "rbac.authorization.k8s.io", "v1", "clusterroles", 0 }, 0, "airlock-viewer" },
+	{ { "rbac.authorization.k8s.io", "v1", "clusterrolebindings", 0 }, 0, RELEASE "-controller" },
+	{ { "node.k8s.io", "v1", "runtimeclasses", 0 }, 0, "airlock-chart-gvisor" },
+	{ { "scheduling.k8s.io", "v1", "priorityclasses", 0 }, 0, "airlock-chart-execution" },
+	{ { "admissionregistration.k8s.io", "v1", "validatingadmissionpolicies", 0 }, 0,
+	    RELEASE "-node-agent-delete-guard" },
+	{ { "", "v1", "namespaces", 0 }, 0, RELEASE "-test" },
+};
+
+static int
+all_gone(void *arg)
+{
+	struct k8s_error err;
+	json_t *o = NULL;
+
+	for (size_t i = 0; i < sizeof(leftovers) / sizeof(leftovers[0]); i++) {
+		const char *ns = leftovers[i].res.namespaced ?
+		    (leftovers[i].tenant ? tenant_ns : RELNS) : NULL;
+		int rc = k8s_get(c, &leftovers[i].res, ns, leftovers[i].name, &o, &err);
+
+		json_decref(o);
+		o = NULL;
+		if (rc != K8S_ENOTFOUND) {
+			if (arg)
+				fail_msg("after uninstall: %s %s/%s is still there",
+				    leftovers[i].res.plural, ns ? ns : "", leftovers[i].name);
+			return 0;
+		}
+	}
+	return 1;
+}
+
+static void
+test_uninstall(void **state)
+{
+	struct k8s_error err;
+	json_t *o = NULL;
+	char *out;
+	int rc;
+
+	(void)state;
+	/* All of it was there, guardrails included. */
+	assert_int_equal(k8s_get(c, &leftovers[1].res, tenant_ns, "airlock-deny-all",
+	    &o, &err), 0);
+	json_decref(o);
+	o = NULL;
+	out = sh(&rc, "'%s' uninstall %s -n %s --wait --timeout 120s", helm(),
+	    RELEASE, RELNS);
+	if (rc != 0)
+		fail_msg("helm uninstall: %s", out);
+	free(out);
+	/* The guardrails go with the garbage collector, soon after. */
+	if (!it_wait_for(all_gone, NULL, 60000))
+		all_gone((void *)1);
+	/* The CRD stays, and the tenant's executions with it. */
+	assert_int_equal(k8s_get(c, &it_res_cx, tenant_ns, "hello", &o, &err), 0);
+	json_decref(o);
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_install),
+		cmocka_unit_test(test_tenant_runs_code),
+		cmocka_unit_test(test_upgrade),
+		cmocka_unit_test(test_helm_test),
+		cmocka_unit_test(test_uninstall),
+	};
+
+	return cmocka_run_group_tests(tests, group_setup, group_teardown);
+}
