@@ -229,9 +229,9 @@ test_install(void **state)
 	wait_rolled_out();
 }
 
-/* A client that authenticates as the tenant's ServiceAccount token. */
+/* A client that authenticates as ServiceAccount ns/sa's token. */
 static struct k8s_client *
-tenant_client(struct k8s_config **cfgp)
+sa_client(const char *ns, const char *sa, struct k8s_config **cfgp)
 {
 	char path[] = "/tmp/airlock-tenant-kc-XXXXXX", *tok, *nl;
 	struct k8s_client *tc;
@@ -239,8 +239,8 @@ tenant_client(struct k8s_config **cfgp)
 	FILE *f;
 	int fd, st;
 
-	tok = sh(&st, "%s --kubeconfig %s create token tenant -n %s --duration 10m",
-	    env("KUBECTL"), env("KUBECONFIG_ADMIN"), tenant_ns);
+	tok = sh(&st, "%s --kubeconfig %s create token %s -n %s --duration 10m",
+	    env("KUBECTL"), env("KUBECONFIG_ADMIN"), sa, ns);
 	if (st != 0)
 		fail_msg("create token: %s", tok);
 	if ((nl = strchr(tok, '\n')) != NULL)
@@ -252,7 +252,7 @@ tenant_client(struct k8s_config **cfgp)
 	    "users:\n- name: u\n  user: {token: %s}\n"
 	    "contexts:\n- name: t\n  context: {cluster: c, user: u, namespace: %s}\n",
 	    env("APISERVER_URL"), getenv("AIRLOCK_TOP") ? getenv("AIRLOCK_TOP") : ".",
-	    tok, tenant_ns);
+	    tok, ns);
 	fclose(f);
 	free(tok);
 	if (k8s_config_load_kubeconfig(path, NULL, cfgp, &err) != 0 ||
@@ -260,6 +260,22 @@ tenant_client(struct k8s_config **cfgp)
 		fail_msg("tenant client: %s", err.message);
 	unlink(path);
 	return tc;
+}
+
+struct gone {
+	const char	*name;
+};
+
+static int
+pod_gone(void *arg)
+{
+	struct gone *g = arg;
+	struct k8s_error err;
+	json_t *o = NULL;
+	int rc = k8s_get(c, &k8s_res_pods, tenant_ns, g->name, &o, &err);
+
+	json_decref(o);
+	return rc == K8S_ENOTFOUND;
 }
 
 /* Create an execution as cl and wait for its end: its status. */
@@ -315,7 +331,7 @@ test_tenant_runs_code(void **state)
 	if (rc != 0)
 		fail_msg("tenant setup: %s", out);
 	free(out);
-	tc = tenant_client(&tcfg);
+	tc = sa_client(tenant_ns, "tenant", &tcfg);
 
 	st = run_cx(tc, "hello", "{\"runtime\":\"python\",\"source\":\"print('hello from the chart')\\n\"}");
 	assert_string_equal(json_string_value(json_object_get(st, "phase")), "Succeeded");
@@ -323,6 +339,13 @@ test_tenant_runs_code(void **state)
 	assert_string_equal(json_string_value(json_object_get(st, "stderr")), "");
 	assert_int_equal(json_integer_value(json_object_get(st, "exitCode")), 0);
 	assert_true(json_integer_value(json_object_get(st, "peakMemoryBytes")) > 0);
+	/* The agent collected its pod, through the delete guard. */
+	{
+		struct gone g = { json_string_value(json_object_get(st, "podName")) };
+
+		if (!it_wait_for(pod_gone, &g, 20000))
+			fail_msg("pod %s was not collected", g.name);
+	}
 	json_decref(st);
 
 	/* airlock-editor is all it holds: no pods, no other namespace. */
@@ -336,6 +359,47 @@ test_tenant_runs_code(void **state)
 	assert_int_equal(rc, K8S_EFORBIDDEN);
 	k8s_client_free(tc);
 	k8s_config_free(tcfg);
+}
+
+/*
+ * The node agent's identity may delete execution pods only: RBAC gives it
+ * every pod, the chart's ValidatingAdmissionPolicy takes the rest back.
+ */
+static void
+test_agent_delete_guard(void **state)
+{
+	struct k8s_config *acfg;
+	struct k8s_client *ac;
+	struct k8s_error err;
+	json_t *pod;
+	int rc;
+
+	(void)state;
+	pod = json_pack("{s:s, s:s, s:{s:s}, s:{s:b, s:{s:b, s:i, s:{s:s}},"
+	    " s:[{s:s, s:s, s:s, s:{s:b, s:{s:[s]}}}]}}",
+	    "apiVersion", "v1", "kind", "Pod", "metadata", "name", "bystander",
+	    "spec", "automountServiceAccountToken", 0,
+	    "securityContext", "runAsNonRoot", 1, "runAsUser", 65535,
+	    "seccompProfile", "type", "RuntimeDefault",
+	    "containers", "name", "c", "image", env("PAUSE_IMAGE"),
+	    "imagePullPolicy", "Never", "securityContext",
+	    "allowPrivilegeEscalation", 0, "capabilities", "drop", "ALL");
+	if (k8s_create(c, &k8s_res_pods, tenant_ns, pod, NULL, &err) != 0)
+		fail_msg("create pod: %s", err.message);
+	json_decref(pod);
+	ac = sa_client(RELNS, RELEASE "-node-agent", &acfg);
+	rc = k8s_delete(ac, &k8s_res_pods, tenant_ns, "bystander", NULL, NULL, &err);
+	assert_int_equal(rc, K8S_EFORBIDDEN);
+	if (strstr(err.message, "the node agent may delete execution pods only") == NULL)
+		fail_msg("refused, but not by the guard: %s", err.message);
+	/* What RBAC gives it still works: reading pods. */
+	pod = NULL;
+	assert_int_equal(k8s_get(ac, &k8s_res_pods, tenant_ns, "bystander", &pod, &err), 0);
+	json_decref(pod);
+	k8s_client_free(ac);
+	k8s_config_free(acfg);
+	assert_int_equal(k8s_delete(c, &k8s_res_pods, tenant_ns, "bystander", NULL,
+	    NULL, &err), 0);
 }
 
 /* The pod name of the controller now: its args tell the log level. */
@@ -496,6 +560,7 @@ main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_install),
 		cmocka_unit_test(test_tenant_runs_code),
+		cmocka_unit_test(test_agent_delete_guard),
 		cmocka_unit_test(test_upgrade),
 		cmocka_unit_test(test_helm_test),
 		cmocka_unit_test(test_uninstall),
