@@ -340,6 +340,17 @@ crilog_feed(struct crilog *l, const void *buf, size_t n)
 }
 
 void
+crilog_feed_stream(struct crilog *l, int stderr_, const void *buf, size_t n)
+{
+	struct side *s = stderr_ ? &l->err : &l->out;
+
+	if (l->finished || n == 0)
+		return;
+	s->pub.total += n;
+	decode(s, buf, n);
+}
+
+void
 crilog_finish(struct crilog *l)
 {
 	if (l->finished)

@@ -102,6 +102,15 @@ struct crilog *crilog_new(size_t cap, size_t max_record);
 void crilog_feed(struct crilog *l, const void *buf, size_t n);
 
 /*
+ * n raw bytes the program wrote to stdout (stderr_ 0) or stderr (1), not
+ * CRI records: for a caller that reads the program's pipes itself (the
+ * CLI's local mode). The same UTF-8 policy, cap and counts apply. Timestamps
+ * stay 0. Ignored after crilog_finish().
+ */
+void crilog_feed_stream(struct crilog *l, int stderr_, const void *buf,
+    size_t n);
+
+/*
  * The file ends here: an unterminated last record is counted bad and
  * dropped, and a character left incomplete at the end of either stream
  * becomes U+FFFD. Later calls to crilog_feed() and crilog_finish() do

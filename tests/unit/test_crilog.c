@@ -707,10 +707,62 @@ test_timestamps(void **state)
 	crilog_free(l);
 }
 
+/*
+ * Raw stream bytes (the local mode's pipes): the same text, counts and
+ * cap as the CRI path, split at every byte.
+ */
+static void
+test_feed_stream(void **state)
+{
+	static const char out[] = "h\xc3\xa9llo\n\xe2\x82\xac!\xff" "end";	/* é, €, a bad byte */
+	static const char err[] = "e\xf0\x9f\x98";			/* cut emoji */
+	size_t olen, elen;
+
+	(void)state;
+	for (size_t cut = 0; cut <= sizeof(out) - 1; cut++) {
+		struct crilog *l = crilog_new(1024, 4096);
+		const char *t;
+
+		crilog_feed_stream(l, 0, out, cut);
+		crilog_feed_stream(l, 1, err, cut < sizeof(err) - 1 ? cut : sizeof(err) - 1);
+		crilog_feed_stream(l, 0, out + cut, sizeof(out) - 1 - cut);
+		if (cut < sizeof(err) - 1)
+			crilog_feed_stream(l, 1, err + cut, sizeof(err) - 1 - cut);
+		crilog_finish(l);
+		t = crilog_text(crilog_stdout(l), &olen);
+		assert_int_equal(olen, 17);
+		assert_memory_equal(t, "h\xc3\xa9llo\n\xe2\x82\xac!" FFFD "end", 17);
+		assert_int_equal(crilog_stdout(l)->total, sizeof(out) - 1);
+		t = crilog_text(crilog_stderr(l), &elen);
+		assert_int_equal(elen, 4);
+		assert_memory_equal(t, "e" FFFD, 4);
+		assert_int_equal(crilog_stderr(l)->total, 4);
+		assert_int_equal(crilog_bad_records(l), 0);
+		crilog_free(l);
+	}
+	/* The cap: a prefix, never half a character, true total. */
+	{
+		struct crilog *l = crilog_new(3, 4096);
+		const char *t;
+
+		crilog_feed_stream(l, 0, "ab\xc3\xa9z", 5);
+		crilog_finish(l);
+		t = crilog_text(crilog_stdout(l), &olen);
+		assert_int_equal(olen, 2);
+		assert_memory_equal(t, "ab", 2);
+		assert_true(crilog_stdout(l)->truncated);
+		assert_int_equal(crilog_stdout(l)->total, 5);
+		crilog_feed_stream(l, 0, "more", 4);	/* after finish: ignored */
+		assert_int_equal(crilog_stdout(l)->total, 5);
+		crilog_free(l);
+	}
+}
+
 int
 main(void)
 {
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_feed_stream),
 		cmocka_unit_test(test_full_lines),
 		cmocka_unit_test(test_partial_join),
 		cmocka_unit_test(test_empty_content),
