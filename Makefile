@@ -20,7 +20,7 @@ WARN	 = -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes \
 OPT	?= -O2 -g
 SAN	?=
 CFLAGS	 = -std=c17 $(OPT) $(WARN) $(SAN) -pthread
-CPPFLAGS = -D_GNU_SOURCE -Ioperator -Icontroller -Inode-agent -Itests/support \
+CPPFLAGS = -D_GNU_SOURCE -Ioperator -Icontroller -Inode-agent -Icli -Itests/support \
 	   $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 LDFLAGS	 = $(SAN) -pthread
 LDLIBS	 = $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lm
@@ -31,7 +31,8 @@ B	?= build/plain
 
 LIB_SRC	 = $(wildcard operator/*.c) \
 	   $(filter-out controller/main.c,$(wildcard controller/*.c)) \
-	   $(filter-out node-agent/main.c,$(wildcard node-agent/*.c))
+	   $(filter-out node-agent/main.c,$(wildcard node-agent/*.c)) \
+	   $(filter-out cli/main.c,$(wildcard cli/*.c))
 LIB_OBJ	 = $(LIB_SRC:%.c=$(B)/%.o)
 LIB	 = $(B)/liboperator.a
 
@@ -55,7 +56,7 @@ BENCH_BIN = $(BENCH_SRC:bench/%.c=$(B)/bench/%)
 
 # Binaries: bin/ for the plain flavour, the flavour's own bin/ otherwise.
 BIN_DIR	?= bin
-BINS	 = $(BIN_DIR)/airlock-controller $(BIN_DIR)/airlock-node-agent
+BINS	 = $(BIN_DIR)/airlock-controller $(BIN_DIR)/airlock-node-agent $(BIN_DIR)/airlock
 
 .PHONY: all test deps unit integration e2e chart chart-crds memory asan \
 	run-asan valgrind cluster-up cluster-down clean
@@ -77,6 +78,10 @@ $(BIN_DIR)/airlock-controller: $(B)/controller/main.o $(LIB)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
 $(BIN_DIR)/airlock-node-agent: $(B)/node-agent/main.o $(LIB)
+	@mkdir -p $(@D)
+	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+
+$(BIN_DIR)/airlock: $(B)/cli/main.o $(LIB)
 	@mkdir -p $(@D)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 

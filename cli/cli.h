@@ -1,0 +1,108 @@
+/*
+ * cli.h - bin/airlock: run code on a cluster (a CodeExecution) or, with
+ * --local, on this machine under gVisor with no cluster at all. See
+ * cli/README.md for the commands and exit codes.
+ */
+#ifndef AIRLOCK_CLI_H
+#define AIRLOCK_CLI_H
+
+#include <stdio.h>
+#include <jansson.h>
+
+#include "ctl_config.h"
+#include "k8s_error.h"
+
+/*
+ * Exit codes. A program that ran to its end gives its own exit code
+ * (0-255); these mean the program did not end by itself. They can collide
+ * with a program's own code: -o json gives the status, unambiguous.
+ */
+#define CLI_EXIT_ERROR		1	/* airlock failed: API, runtime, I/O */
+#define CLI_EXIT_USAGE		2	/* bad flags or bad input, named */
+#define CLI_EXIT_NOT_RUN	121	/* Rejected, Unschedulable, ImagePullFailed */
+#define CLI_EXIT_OUTPUT_LIMIT	123	/* OutputLimitExceeded */
+#define CLI_EXIT_TIMEOUT	124	/* DeadlineExceeded, as timeout(1) */
+#define CLI_EXIT_OOM		125	/* OOMKilled */
+#define CLI_EXIT_CANCELLED	130	/* Cancelled (Ctrl-C) */
+
+/* The exit code for a terminal status (see above). */
+int cli_exit_code(json_t *status);
+
+/* 1 if phase is terminal. */
+int cli_terminal(const char *phase);
+
+/*
+ * Print v as "json" (indented) or "yaml" to f. K8S_EINVAL for another
+ * format.
+ */
+int cli_print(FILE *f, json_t *v, const char *format);
+
+/* v as YAML on f (JSON's data model: maps, lists, scalars). */
+int cli_yaml(FILE *f, json_t *v);
+
+/*
+ * The program's output from a status: stdout to stdout and stderr to
+ * stderr, byte for byte as kept (NUL included); a note on stderr when a
+ * stream was cut at output.maxBytes.
+ */
+void cli_print_streams(json_t *status);
+
+/*
+ * Check a CodeExecution spec as the API server's schema would (field
+ * names, types, sizes, patterns) and apply its defaults in place. 0, or
+ * K8S_EINVAL naming the field ("spec.timeoutSeconds: ...").
+ */
+int cli_check_spec(json_t *spec, struct k8s_error *err)
+    __attribute__((warn_unused_result));
+
+/* --- the cluster (cli/cluster.c) ------------------------------------------- */
+
+struct cli_cluster {
+	const char	*kubeconfig, *context, *ns;	/* NULL: defaults */
+	const char	*output;			/* NULL, "json", "yaml" */
+	int		 all_ns;			/* list -A */
+	int		 rm;				/* run: delete afterwards */
+	long		 wait_s;			/* wait: give up after; 0 never */
+};
+
+/*
+ * Each returns the process's exit code, having printed what it should
+ * (errors on stderr, naming the field or the object).
+ */
+int cluster_run(const struct cli_cluster *o, json_t *cx);
+int cluster_get(const struct cli_cluster *o, const char *name);
+int cluster_list(const struct cli_cluster *o);
+int cluster_logs(const struct cli_cluster *o, const char *name);
+int cluster_delete(const struct cli_cluster *o, char *const *names, int n);
+int cluster_wait(const struct cli_cluster *o, const char *name);
+
+/* --- local mode (cli/local.c) --------------------------------------------- */
+
+struct local_opts {
+	const char	*runsc;		/* default: runsc in PATH */
+	const char	*root;		/* ROOT/RUNTIME/rootfs; default ~/.cache/airlock/local */
+	const char	*cgroup_mount;	/* default /sys/fs/cgroup */
+	const char	*state;		/* runsc --root; default /run/airlock/runsc */
+	long long	 hard_cap;	/* both streams; default 16 MiB */
+	int		 quiet;		/* no progress on stderr */
+};
+
+/*
+ * The config local runs use: the chart's default profiles (python, node,
+ * bash) and the controller's default limits. New; ctl_config_free().
+ */
+struct ctl_config *local_config(struct k8s_error *err);
+
+/*
+ * Run CodeExecution cx (borrowed; its spec already checked) under gVisor
+ * here: network none, the profile's root filesystem read-only, /tmp and
+ * the work directory tmpfs, memory, CPU and pids limits in a cgroup of its
+ * own, the timeout counted from the program's start, output capped. On 0,
+ * *out is the object with the status the cluster would have written.
+ * K8S_EINVAL/K8S_EIO with a message when the run could not be made.
+ */
+int local_run(const struct ctl_config *cfg, json_t *cx,
+    const struct local_opts *o, json_t **out, struct k8s_error *err)
+    __attribute__((warn_unused_result));
+
+#endif

@@ -1,0 +1,420 @@
+/*
+ * cluster.c - the CLI's commands against a cluster: the CodeExecution API,
+ * with the caller's kubeconfig. A run waits on a watch of its one object,
+ * never by polling; Ctrl-C sets spec.cancel and waits for the Cancelled
+ * the controller writes (a second Ctrl-C leaves at once).
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "client.h"
+#include "clock.h"
+#include "config.h"
+#include "watch.h"
+#include "xmalloc.h"
+
+static const struct k8s_resource res_cx = { "airlock.dev", "v1alpha1",
+    "codeexecutions", 1 };
+
+struct conn {
+	struct k8s_config	*cfg;
+	struct k8s_client	*c;
+	const char		*ns;
+};
+
+static int
+connect_(const struct cli_cluster *o, struct conn *k)
+{
+	struct k8s_error err;
+
+	if (k8s_config_load_default(o->kubeconfig, o->context, &k->cfg, &err) != 0 ||
+	    k8s_client_new(k->cfg, NULL, &k->c, &err) != 0) {
+		fprintf(stderr, "airlock: %s\n", err.message);
+		return -1;
+	}
+	k->ns = o->ns ? o->ns : k->cfg->namespace ? k->cfg->namespace : "default";
+	return 0;
+}
+
+static void
+disconnect(struct conn *k)
+{
+	k8s_client_free(k->c);
+	k8s_config_free(k->cfg);
+}
+
+static int
+api_error(const char *what, const struct k8s_error *err)
+{
+	fprintf(stderr, "airlock: %s: %s\n", what, err->message);
+	return err->http_status == 422 || err->http_status == 400 ?
+	    CLI_EXIT_USAGE : CLI_EXIT_ERROR;
+}
+
+/* --- waiting ---------------------------------------------------------------- */
+
+struct waiter {
+	struct conn	*k;
+	const char	*name;
+	struct watch	*w;
+	json_t		*obj;		/* the terminal object */
+	int		 deleted;
+	char		*selector;
+	long long	 end;		/* monotonic ms; 0 never */
+};
+
+static void
+on_tick(void *arg)
+{
+	struct waiter *wt = arg;
+
+	if (wt->end && clock_mono_ms() >= wt->end)
+		watch_stop(wt->w);
+}
+
+static atomic_int interrupts;
+
+static int
+take(struct waiter *wt, json_t *o)
+{
+	const char *ph = json_string_value(json_object_get(json_object_get(o,
+	    "status"), "phase"));
+
+	if (!cli_terminal(ph))
+		return 0;
+	json_decref(wt->obj);
+	wt->obj = json_incref(o);
+	return 1;
+}
+
+static int
+on_event(void *arg, const struct watch_event *ev)
+{
+	struct waiter *wt = arg;
+
+	if (ev->type == WATCH_DELETED) {
+		wt->deleted = 1;
+		return 1;
+	}
+	return take(wt, ev->object);
+}
+
+static int
+relist(void *arg, char **rv, struct k8s_error *err)
+{
+	struct waiter *wt = arg;
+	struct k8s_list_opts lo = { .field_selector = wt->selector };
+	json_t *list = NULL, *item;
+	int rc = k8s_list(wt->k->c, &res_cx, wt->k->ns, &lo, &list, err);
+
+	if (rc != 0)
+		return rc;
+	*rv = xstrdup(json_string_value(json_object_get(json_object_get(list,
+	    "metadata"), "resourceVersion")));
+	item = json_array_get(json_object_get(list, "items"), 0);
+	if (item == NULL)
+		wt->deleted = 1;
+	if (item == NULL || take(wt, item))
+		watch_stop(wt->w);
+	json_decref(list);
+	return 0;
+}
+
+struct sigctx {
+	struct conn	*k;
+	const char	*name;
+	sigset_t	 set;
+	struct watch	*w;
+};
+
+/* Ctrl-C: cancel the execution; again: leave now. */
+static void *
+signals(void *arg)
+{
+	struct sigctx *s = arg;
+	int sig;
+
+	for (;;) {
+		if (sigwait(&s->set, &sig) != 0)
+			continue;
+		if (sig == SIGUSR1)
+			return NULL;	/* done: exit the thread */
+		if (atomic_fetch_add(&interrupts, 1) > 0)
+			_exit(CLI_EXIT_CANCELLED);
+		{
+			struct k8s_patch_opts mp = { .type = K8S_PATCH_MERGE };
+			struct k8s_error err;
+			json_t *p = json_pack("{s:{s:b}}", "spec", "cancel", 1);
+
+			fprintf(stderr, "\nairlock: cancelling %s/%s (Ctrl-C again to "
+			    "leave without waiting)\n", s->k->ns, s->name);
+			if (k8s_patch(s->k->c, &res_cx, s->k->ns, s->name, &mp, p, NULL,
+			    &err) != 0)
+				fprintf(stderr, "airlock: cannot cancel: %s\n", err.message);
+			json_decref(p);
+		}
+	}
+}
+
+/*
+ * Wait for name to end: its object (new reference), or NULL with a message
+ * printed. timeout_s 0: no limit.
+ */
+static json_t *
+wait_for(struct conn *k, const char *name, long timeout_s, int cancel_on_int)
+{
+	struct waiter wt = { .k = k, .name = name,
+	    .end = timeout_s > 0 ? clock_mono_ms() + timeout_s * 1000 : 0 };
+	struct watch_opts wo = { .res = &res_cx, .ns = k->ns,
+	    .tick_ms = timeout_s > 0 ? 100 : 0 };
+	struct watch_handlers h = { relist, on_event, on_tick, &wt };
+	struct sigctx sc = { .k = k, .name = name };
+	pthread_t th;
+
+	wt.selector = xasprintf("metadata.name=%s", name);
+	wo.field_selector = wt.selector;
+	wt.w = watch_new(k->c, &wo, &h);
+	sc.w = wt.w;
+	if (cancel_on_int) {
+		sigemptyset(&sc.set);
+		sigaddset(&sc.set, SIGINT);
+		sigaddset(&sc.set, SIGTERM);
+		sigaddset(&sc.set, SIGUSR1);
+		pthread_sigmask(SIG_BLOCK, &sc.set, NULL);
+		pthread_create(&th, NULL, signals, &sc);
+	}
+	(void)watch_run(wt.w, NULL);
+	if (cancel_on_int) {
+		pthread_kill(th, SIGUSR1);
+		pthread_join(th, NULL);
+	}
+	watch_free(wt.w);
+	free(wt.selector);
+	if (wt.deleted && wt.obj == NULL)
+		fprintf(stderr, "airlock: %s/%s was deleted before it ended\n", k->ns, name);
+	else if (wt.obj == NULL)
+		fprintf(stderr, "airlock: %s/%s did not end within %ld s\n", k->ns,
+		    name, timeout_s);
+	return wt.obj;
+}
+
+/* The result as run and wait print it; the exit code. */
+static int
+finish(const struct cli_cluster *o, json_t *obj)
+{
+	json_t *st = json_object_get(obj, "status");
+
+	if (o->output) {
+		if (cli_print(stdout, obj, o->output) != 0)
+			return CLI_EXIT_ERROR;
+	} else {
+		cli_print_streams(st);
+		if (!json_is_string(json_object_get(st, "stdout")) ||
+		    strcmp(json_string_value(json_object_get(st, "phase")), "Succeeded") != 0) {
+			const char *why = json_string_value(json_object_get(st, "reason"));
+
+			if (why && strcmp(why, "Completed") != 0 && strcmp(why, "Error") != 0)
+				fprintf(stderr, "airlock: %s: %s\n", why,
+				    json_string_value(json_object_get(st, "message")));
+		}
+	}
+	return cli_exit_code(st);
+}
+
+int
+cluster_run(const struct cli_cluster *o, json_t *cx)
+{
+	struct conn k;
+	struct k8s_error err;
+	json_t *created = NULL, *done;
+	char *name;
+	int code;
+
+	if (connect_(o, &k) != 0)
+		return CLI_EXIT_ERROR;
+	if (k8s_create(k.c, &res_cx, k.ns, cx, &created, &err) != 0) {
+		code = api_error("create", &err);
+		disconnect(&k);
+		return code;
+	}
+	name = xstrdup(json_string_value(json_object_get(json_object_get(created,
+	    "metadata"), "name")));
+	json_decref(created);
+	if ((done = wait_for(&k, name, 0, 1)) == NULL) {
+		code = atomic_load(&interrupts) ? CLI_EXIT_CANCELLED : CLI_EXIT_ERROR;
+	} else {
+		code = finish(o, done);
+		json_decref(done);
+	}
+	if (o->rm && k8s_delete(k.c, &res_cx, k.ns, name, NULL, NULL, &err) != 0 &&
+	    err.code != K8S_ENOTFOUND)
+		fprintf(stderr, "airlock: delete %s: %s\n", name, err.message);
+	free(name);
+	disconnect(&k);
+	return code;
+}
+
+int
+cluster_wait(const struct cli_cluster *o, const char *name)
+{
+	struct conn k;
+	json_t *done;
+	int code;
+
+	if (connect_(o, &k) != 0)
+		return CLI_EXIT_ERROR;
+	if ((done = wait_for(&k, name, o->wait_s, 0)) == NULL) {
+		code = CLI_EXIT_ERROR;
+	} else {
+		code = o->output ? (cli_print(stdout, done, o->output) == 0 ?
+		    cli_exit_code(json_object_get(done, "status")) : CLI_EXIT_ERROR) :
+		    cli_exit_code(json_object_get(done, "status"));
+		json_decref(done);
+	}
+	disconnect(&k);
+	return code;
+}
+
+/* NAME RUNTIME PHASE EXIT DURATION AGE, as kubectl get cx prints. */
+static void
+row(json_t *o, int with_ns)
+{
+	json_t *md = json_object_get(o, "metadata"), *st = json_object_get(o, "status");
+	json_t *code = json_object_get(st, "exitCode");
+	json_t *dur = json_object_get(st, "durationMillis");
+	long long made = clock_parse_rfc3339(json_string_value(json_object_get(md,
+	    "creationTimestamp")));
+	long long age = made > 0 ? (long long)time(NULL) - made : -1;
+	char c[16] = "", d[24] = "", a[24] = "?";
+	const char *ph = json_string_value(json_object_get(st, "phase"));
+
+	if (json_is_integer(code))
+		snprintf(c, sizeof(c), "%lld", (long long)json_integer_value(code));
+	if (json_is_integer(dur))
+		snprintf(d, sizeof(d), "%lldms", (long long)json_integer_value(dur));
+	if (age >= 86400)
+		snprintf(a, sizeof(a), "%lldd", age / 86400);
+	else if (age >= 3600)
+		snprintf(a, sizeof(a), "%lldh", age / 3600);
+	else if (age >= 60)
+		snprintf(a, sizeof(a), "%lldm", age / 60);
+	else if (age >= 0)
+		snprintf(a, sizeof(a), "%llds", age);
+	if (with_ns)
+		printf("%-20s ", json_string_value(json_object_get(md, "namespace")));
+	printf("%-30s %-8s %-10s %-5s %-10s %s\n",
+	    json_string_value(json_object_get(md, "name")),
+	    json_string_value(json_object_get(json_object_get(o, "spec"), "runtime")),
+	    ph ? ph : "Pending", c, d, a);
+}
+
+static void
+header(int with_ns)
+{
+	if (with_ns)
+		printf("%-20s ", "NAMESPACE");
+	printf("%-30s %-8s %-10s %-5s %-10s %s\n", "NAME", "RUNTIME", "PHASE",
+	    "EXIT", "DURATION", "AGE");
+}
+
+int
+cluster_get(const struct cli_cluster *o, const char *name)
+{
+	struct conn k;
+	struct k8s_error err;
+	json_t *obj = NULL;
+	int code = 0;
+
+	if (connect_(o, &k) != 0)
+		return CLI_EXIT_ERROR;
+	if (k8s_get(k.c, &res_cx, k.ns, name, &obj, &err) != 0) {
+		code = api_error(name, &err);
+	} else if (o->output) {
+		code = cli_print(stdout, obj, o->output) == 0 ? 0 : CLI_EXIT_ERROR;
+	} else {
+		header(0);
+		row(obj, 0);
+	}
+	json_decref(obj);
+	disconnect(&k);
+	return code;
+}
+
+int
+cluster_list(const struct cli_cluster *o)
+{
+	struct conn k;
+	struct k8s_error err;
+	json_t *list = NULL, *item;
+	size_t i;
+	int code = 0;
+
+	if (connect_(o, &k) != 0)
+		return CLI_EXIT_ERROR;
+	if (k8s_list(k.c, &res_cx, o->all_ns ? NULL : k.ns, NULL, &list, &err) != 0) {
+		code = api_error("list", &err);
+	} else if (o->output) {
+		code = cli_print(stdout, list, o->output) == 0 ? 0 : CLI_EXIT_ERROR;
+	} else {
+		header(o->all_ns);
+		json_array_foreach(json_object_get(list, "items"), i, item)
+			row(item, o->all_ns);
+	}
+	json_decref(list);
+	disconnect(&k);
+	return code;
+}
+
+int
+cluster_logs(const struct cli_cluster *o, const char *name)
+{
+	struct conn k;
+	struct k8s_error err;
+	json_t *obj = NULL, *st;
+	int code = 0;
+
+	if (connect_(o, &k) != 0)
+		return CLI_EXIT_ERROR;
+	if (k8s_get(k.c, &res_cx, k.ns, name, &obj, &err) != 0) {
+		code = api_error(name, &err);
+	} else {
+		st = json_object_get(obj, "status");
+		if (!cli_terminal(json_string_value(json_object_get(st, "phase")))) {
+			fprintf(stderr, "airlock: %s has not ended yet (airlock wait %s)\n",
+			    name, name);
+			code = CLI_EXIT_ERROR;
+		} else {
+			cli_print_streams(st);
+		}
+	}
+	json_decref(obj);
+	disconnect(&k);
+	return code;
+}
+
+int
+cluster_delete(const struct cli_cluster *o, char *const *names, int n)
+{
+	struct conn k;
+	struct k8s_error err;
+	int code = 0;
+
+	if (connect_(o, &k) != 0)
+		return CLI_EXIT_ERROR;
+	for (int i = 0; i < n; i++) {
+		if (k8s_delete(k.c, &res_cx, k.ns, names[i], NULL, NULL, &err) != 0)
+			code = api_error(names[i], &err);
+		else
+			printf("codeexecution.airlock.dev \"%s\" deleted\n", names[i]);
+	}
+	disconnect(&k);
+	return code;
+}

@@ -1,0 +1,430 @@
+/*
+ * common.c - see cli.h: exit codes, output, and the spec check local runs
+ * need because no API server checks them.
+ */
+#include <ctype.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <yaml.h>
+
+#include "cli.h"
+#include "quantity.h"
+
+int
+cli_terminal(const char *ph)
+{
+	return ph && (strcmp(ph, "Succeeded") == 0 || strcmp(ph, "Failed") == 0 ||
+	    strcmp(ph, "TimedOut") == 0 || strcmp(ph, "Cancelled") == 0);
+}
+
+int
+cli_exit_code(json_t *st)
+{
+	const char *ph = json_string_value(json_object_get(st, "phase"));
+	const char *why = json_string_value(json_object_get(st, "reason"));
+	json_t *code = json_object_get(st, "exitCode");
+
+	if (ph == NULL)
+		return CLI_EXIT_ERROR;
+	if (strcmp(ph, "Succeeded") == 0)
+		return 0;
+	if (strcmp(ph, "TimedOut") == 0)
+		return CLI_EXIT_TIMEOUT;
+	if (strcmp(ph, "Cancelled") == 0)
+		return CLI_EXIT_CANCELLED;
+	if (why && strcmp(why, "OOMKilled") == 0)
+		return CLI_EXIT_OOM;
+	if (why && strcmp(why, "OutputLimitExceeded") == 0)
+		return CLI_EXIT_OUTPUT_LIMIT;
+	if (why && (strcmp(why, "Rejected") == 0 || strcmp(why, "Unschedulable") == 0 ||
+	    strcmp(why, "ImagePullFailed") == 0))
+		return CLI_EXIT_NOT_RUN;
+	if (json_is_integer(code) && json_integer_value(code) > 0 &&
+	    json_integer_value(code) <= 255)
+		return (int)json_integer_value(code);
+	return CLI_EXIT_ERROR;
+}
+
+/* --- output --------------------------------------------------------------- */
+
+static int
+emit(yaml_emitter_t *e, yaml_event_t *ev)
+{
+	return yaml_emitter_emit(e, ev) ? 0 : -1;
+}
+
+/* A string that YAML would read back as something else gets quotes. */
+static int
+needs_quotes(const char *s, size_t n)
+{
+	static const char *const words[] = { "", "~", "null", "Null", "NULL",
+	    "true", "True", "TRUE", "false", "False", "FALSE", "yes", "Yes",
+	    "YES", "no", "No", "NO", "on", "On", "ON", "off", "Off", "OFF",
+	    ".inf", ".nan", "-.inf", "y", "n", "Y", "N" };
+	char *end;
+
+	for (size_t i = 0; i < sizeof(words) / sizeof(words[0]); i++)
+		if (strlen(words[i]) == n && memcmp(s, words[i], n) == 0)
+			return 1;
+	if (memchr(s, '\0', n))
+		return 1;
+	/* Dates, times, versions and numbers in any YAML 1.1 spelling. */
+	if (n && (isdigit((unsigned char)s[0]) || s[0] == '-' || s[0] == '+' ||
+	    s[0] == '.'))
+		return 1;
+	(void)strtod(s, &end);
+	return end == s + n;	/* a number */
+}
+
+static int
+emit_value(yaml_emitter_t *e, json_t *v)
+{
+	yaml_event_t ev;
+	const char *k;
+	json_t *x;
+	size_t i;
+	char num[64];
+
+	switch (json_typeof(v)) {
+	case JSON_OBJECT:
+		yaml_mapping_start_event_initialize(&ev, NULL, NULL, 1,
+		    YAML_BLOCK_MAPPING_STYLE);
+		if (emit(e, &ev))
+			return -1;
+		json_object_foreach(v, k, x) {
+			yaml_scalar_event_initialize(&ev, NULL, NULL,
+			    (yaml_char_t *)k, (int)strlen(k), 1, 1,
+			    needs_quotes(k, strlen(k)) ? YAML_DOUBLE_QUOTED_SCALAR_STYLE :
+			    YAML_ANY_SCALAR_STYLE);
+			if (emit(e, &ev) || emit_value(e, x))
+				return -1;
+		}
+		yaml_mapping_end_event_initialize(&ev);
+		return emit(e, &ev);
+	case JSON_ARRAY:
+		yaml_sequence_start_event_initialize(&ev, NULL, NULL, 1,
+		    YAML_BLOCK_SEQUENCE_STYLE);
+		if (emit(e, &ev))
+			return -1;
+		json_array_foreach(v, i, x)
+			if (emit_value(e, x))
+				return -1;
+		yaml_sequence_end_event_initialize(&ev);
+		return emit(e, &ev);
+	case JSON_STRING: {
+		const char *s = json_string_value(v);
+		size_t n = json_string_length(v);
+		int style = needs_quotes(s, n) ? YAML_DOUBLE_QUOTED_SCALAR_STYLE :
+		    memchr(s, '\n', n) ? YAML_LITERAL_SCALAR_STYLE :
+		    YAML_ANY_SCALAR_STYLE;
+
+		yaml_scalar_event_initialize(&ev, NULL, NULL, (yaml_char_t *)s,
+		    (int)n, 1, 1, style);
+		return emit(e, &ev);
+	}
+	case JSON_INTEGER:
+		snprintf(num, sizeof(num), "%" JSON_INTEGER_FORMAT, json_integer_value(v));
+		break;
+	case JSON_REAL:
+		snprintf(num, sizeof(num), "%.17g", json_real_value(v));
+		break;
+	case JSON_TRUE:
+		snprintf(num, sizeof(num), "true");
+		break;
+	case JSON_FALSE:
+		snprintf(num, sizeof(num), "false");
+		break;
+	default:
+		snprintf(num, sizeof(num), "null");
+		break;
+	}
+	yaml_scalar_event_initialize(&ev, NULL, NULL, (yaml_char_t *)num,
+	    (int)strlen(num), 1, 1, YAML_PLAIN_SCALAR_STYLE);
+	return emit(e, &ev);
+}
+
+static int
+write_file(void *data, unsigned char *buf, size_t size)
+{
+	return fwrite(buf, 1, size, data) == size;
+}
+
+int
+cli_yaml(FILE *f, json_t *v)
+{
+	yaml_emitter_t e;
+	yaml_event_t ev;
+	int rc = -1;
+
+	if (!yaml_emitter_initialize(&e))
+		return -1;
+	yaml_emitter_set_output(&e, write_file, f);
+	yaml_emitter_set_unicode(&e, 1);
+	yaml_emitter_set_width(&e, -1);
+	yaml_stream_start_event_initialize(&ev, YAML_UTF8_ENCODING);
+	if (emit(&e, &ev))
+		goto out;
+	yaml_document_start_event_initialize(&ev, NULL, NULL, NULL, 1);
+	if (emit(&e, &ev) || emit_value(&e, v))
+		goto out;
+	yaml_document_end_event_initialize(&ev, 1);
+	if (emit(&e, &ev))
+		goto out;
+	yaml_stream_end_event_initialize(&ev);
+	rc = emit(&e, &ev);
+out:
+	yaml_emitter_delete(&e);
+	return rc;
+}
+
+int
+cli_print(FILE *f, json_t *v, const char *format)
+{
+	if (strcmp(format, "json") == 0) {
+		if (json_dumpf(v, f, JSON_INDENT(2) | JSON_ENCODE_ANY) != 0)
+			return K8S_EIO;
+		fputc('\n', f);
+		return 0;
+	}
+	if (strcmp(format, "yaml") == 0)
+		return cli_yaml(f, v) == 0 ? 0 : K8S_EIO;
+	return K8S_EINVAL;
+}
+
+void
+cli_print_streams(json_t *st)
+{
+	json_t *o = json_object_get(st, "stdout"), *e = json_object_get(st, "stderr");
+
+	fflush(stdout);
+	if (json_is_string(o))
+		fwrite(json_string_value(o), 1, json_string_length(o), stdout);
+	fflush(stdout);
+	if (json_is_string(e))
+		fwrite(json_string_value(e), 1, json_string_length(e), stderr);
+	if (json_is_true(json_object_get(st, "stdoutTruncated")))
+		fprintf(stderr, "\nairlock: stdout cut at %zu of %lld bytes "
+		    "(spec.output.maxBytes)\n", json_string_length(o),
+		    (long long)json_integer_value(json_object_get(st, "stdoutBytes")));
+	if (json_is_true(json_object_get(st, "stderrTruncated")))
+		fprintf(stderr, "\nairlock: stderr cut at %zu of %lld bytes "
+		    "(spec.output.maxBytes)\n", json_string_length(e),
+		    (long long)json_integer_value(json_object_get(st, "stderrBytes")));
+	fflush(stderr);
+}
+
+/* --- the spec, as the CRD's schema says (crds/) ----------------------------- */
+
+static int bad(struct k8s_error *err, const char *field, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+static int
+bad(struct k8s_error *err, const char *field, const char *fmt, ...)
+{
+	char msg[512];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	return k8s_error_set(err, K8S_EINVAL, 0, "Invalid", "spec.%s: %s", field, msg);
+}
+
+static int
+check_string(json_t *spec, const char *key, size_t max, struct k8s_error *err)
+{
+	json_t *v = json_object_get(spec, key);
+	char lim[32];
+
+	if (v == NULL)
+		return 0;
+	if (!json_is_string(v))
+		return bad(err, key, "must be a string");
+	snprintf(lim, sizeof(lim), "%zu", max);
+	if (json_string_length(v) > max)
+		return bad(err, key, "longer than %s bytes", lim);
+	return 0;
+}
+
+/* ^[a-z0-9]([-a-z0-9]*[a-z0-9])?$, at most 63. */
+static int
+dns_label(const char *s)
+{
+	size_t n = strlen(s);
+
+	if (n == 0 || n > 63 || !isalnum((unsigned char)s[0]) ||
+	    !isalnum((unsigned char)s[n - 1]))
+		return 0;
+	for (size_t i = 0; i < n; i++)
+		if (!(islower((unsigned char)s[i]) || isdigit((unsigned char)s[i]) ||
+		    s[i] == '-'))
+			return 0;
+	return 1;
+}
+
+static int
+safe_path(const char *p)
+{
+	const char *seg = p;
+
+	if (*p == '\0' || *p == '/' || strlen(p) > 255)
+		return 0;
+	for (const char *q = p; *q; q++)
+		if ((unsigned char)*q < 0x20)
+			return 0;
+	for (;;) {
+		const char *slash = strchr(seg, '/');
+		size_t n = slash ? (size_t)(slash - seg) : strlen(seg);
+
+		if (n == 0 || (n == 1 && seg[0] == '.') ||
+		    (n == 2 && seg[0] == '.' && seg[1] == '.'))
+			return 0;
+		if (!slash)
+			return 1;
+		seg = slash + 1;
+	}
+}
+
+static int
+check_int(json_t *spec, const char *key, json_int_t lo, json_int_t hi,
+    json_int_t dflt, struct k8s_error *err)
+{
+	json_t *v = json_object_get(spec, key);
+	char lim[64];
+
+	if (v == NULL) {
+		if (dflt >= 0)
+			json_object_set_new(spec, key, json_integer(dflt));
+		return 0;
+	}
+	snprintf(lim, sizeof(lim), "%" JSON_INTEGER_FORMAT " to %" JSON_INTEGER_FORMAT, lo, hi);
+	if (!json_is_integer(v) || json_integer_value(v) < lo || json_integer_value(v) > hi)
+		return bad(err, key, "must be an integer from %s", lim);
+	return 0;
+}
+
+int
+cli_check_spec(json_t *spec, struct k8s_error *err)
+{
+	static const char *const known[] = { "runtime", "image", "source",
+	    "files", "stdin", "args", "env", "timeoutSeconds", "resources",
+	    "output", "ttlSecondsAfterFinished", "cancel" };
+	const char *k;
+	json_t *v, *x;
+	size_t i, total = 0;
+
+	if (!json_is_object(spec))
+		return k8s_error_set(err, K8S_EINVAL, 0, "Invalid", "spec: must be an object");
+	json_object_foreach(spec, k, v) {
+		size_t j;
+
+		for (j = 0; j < sizeof(known) / sizeof(known[0]); j++)
+			if (strcmp(k, known[j]) == 0)
+				break;
+		if (j == sizeof(known) / sizeof(known[0]))
+			return bad(err, k, "unknown field");
+	}
+	v = json_object_get(spec, "runtime");
+	if (v == NULL)
+		return bad(err, "runtime", "required");
+	if (!json_is_string(v) || !dns_label(json_string_value(v)))
+		return bad(err, "runtime", "must be a lower-case name such as "
+		    "python");
+	if (check_string(spec, "image", 512, err) ||
+	    check_string(spec, "source", 262144, err) ||
+	    check_string(spec, "stdin", 262144, err))
+		return K8S_EINVAL;
+	if ((v = json_object_get(spec, "files")) != NULL) {
+		if (!json_is_array(v) || json_array_size(v) > 64)
+			return bad(err, "files", "must be a list of at most 64");
+		json_array_foreach(v, i, x) {
+			const char *p = json_string_value(json_object_get(x, "path"));
+			json_t *c = json_object_get(x, "content");
+			char f[64];
+
+			snprintf(f, sizeof(f), "files[%zu]", i);
+			if (!json_is_object(x) || json_object_size(x) != 2 || p == NULL ||
+			    !json_is_string(c))
+				return bad(err, f, "needs path and content, strings, "
+				    "and nothing else");
+			if (!safe_path(p))
+				return bad(err, f, "path '%s' must be relative, without "
+				    "'.' or '..' segments or control characters", p);
+			for (size_t j = 0; j < i; j++)
+				if (strcmp(p, json_string_value(json_object_get(
+				    json_array_get(v, j), "path"))) == 0)
+					return bad(err, f, "path '%s' is given twice", p);
+			total += json_string_length(c);
+		}
+		if (total > 262144)
+			return bad(err, "files", "at most 262144 bytes in all");
+	}
+	if ((v = json_object_get(spec, "args")) != NULL) {
+		if (!json_is_array(v) || json_array_size(v) > 64)
+			return bad(err, "args", "must be a list of at most 64 strings");
+		json_array_foreach(v, i, x)
+			if (!json_is_string(x) || json_string_length(x) > 4096)
+				return bad(err, "args", "each a string of at most 4096 "
+				    "bytes");
+	}
+	if ((v = json_object_get(spec, "env")) != NULL) {
+		if (!json_is_array(v) || json_array_size(v) > 64)
+			return bad(err, "env", "must be a list of at most 64");
+		json_array_foreach(v, i, x) {
+			const char *n = json_string_value(json_object_get(x, "name"));
+			json_t *val = json_object_get(x, "value");
+			char f[64];
+
+			snprintf(f, sizeof(f), "env[%zu].name", i);
+			if (n == NULL || !*n || strlen(n) > 128 ||
+			    strspn(n, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+			    "0123456789_") != strlen(n) || isdigit((unsigned char)n[0]))
+				return bad(err, f, "must be a name such as MY_VAR");
+			if (val && (!json_is_string(val) || json_string_length(val) > 32768))
+				return bad(err, f, "value must be a string of at most "
+				    "32768 bytes");
+		}
+	}
+	if (check_int(spec, "timeoutSeconds", 1, 3600, 30, err) ||
+	    check_int(spec, "ttlSecondsAfterFinished", 0, 2592000, 3600, err))
+		return K8S_EINVAL;
+	if ((v = json_object_get(spec, "resources")) != NULL) {
+		if (!json_is_object(v))
+			return bad(err, "resources", "must be an object");
+		json_object_foreach(v, k, x) {
+			char f[64], q[64];
+			int64_t n;
+
+			snprintf(f, sizeof(f), "resources.%s", k);
+			if (strcmp(k, "cpu") != 0 && strcmp(k, "memory") != 0 &&
+			    strcmp(k, "ephemeralStorage") != 0)
+				return bad(err, f, "unknown field");
+			if (json_is_integer(x))
+				snprintf(q, sizeof(q), "%" JSON_INTEGER_FORMAT, json_integer_value(x));
+			else if (json_is_string(x) && json_string_length(x) < sizeof(q))
+				snprintf(q, sizeof(q), "%s", json_string_value(x));
+			else
+				return bad(err, f, "must be a quantity such as 500m or 1Gi");
+			if ((strcmp(k, "cpu") == 0 ? quantity_parse_milli(q, &n, NULL) :
+			    quantity_parse(q, &n, NULL)) != 0 || n <= 0)
+				return bad(err, f, "must be a positive quantity such as "
+				    "500m or 1Gi, not '%s'", q);
+		}
+	}
+	if ((v = json_object_get(spec, "output")) == NULL)
+		json_object_set_new(spec, "output", v = json_object());
+	if (!json_is_object(v))
+		return bad(err, "output", "must be an object");
+	json_object_foreach(v, k, x)
+		if (strcmp(k, "maxBytes") != 0)
+			return bad(err, "output", "unknown field %s", k);
+	if (check_int(v, "maxBytes", 1, 1048576, 65536, err))
+		return bad(err, "output.maxBytes", "must be an integer from 1 to "
+		    "1048576");
+	if ((v = json_object_get(spec, "cancel")) != NULL && !json_is_boolean(v))
+		return bad(err, "cancel", "must be true or false");
+	return 0;
+}

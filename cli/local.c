@@ -1,0 +1,805 @@
+/*
+ * local.c - a CodeExecution run here, under gVisor, with no cluster: the
+ * same pod the controller would make (podspec_build decides the command,
+ * the limits and the rejections), turned into an OCI bundle for runsc.
+ *
+ *   runsc create   with the program's stdout and stderr on our pipes, in a
+ *                  cgroup of its own made here (memory, CPU, pids limits;
+ *                  runsc --ignore-cgroups leaves it alone), network none
+ *   runsc start    the timeout counts from here, as the node agent counts
+ *                  from containerd's TaskStart
+ *   runsc wait     the exit status; meanwhile the pipes are read into a
+ *                  crilog (the agent's caps and UTF-8 policy), and past
+ *                  the deadline or the hard output cap every process of the
+ *                  cgroup gets SIGKILL
+ *
+ * then the cgroup's peak memory, CPU time and OOM count, and the status
+ * object the node agent would have written.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <limits.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "clock.h"
+#include "crilog.h"
+#include "podspec.h"
+#include "quantity.h"
+#include "xmalloc.h"
+
+#define PIDS_MAX	4096	/* sandbox threads, not guest processes (host-facts) */
+#define DRAIN_MS	2000	/* output still arriving after the exit */
+
+static const char local_profiles[] =
+    "profiles:\n"
+    "  python: {image: local/python, command: [/airlock/bin/run, python3, main.py], sourceFile: main.py}\n"
+    "  node: {image: local/node, command: [/airlock/bin/run, node, main.js], sourceFile: main.js}\n"
+    "  bash: {image: local/bash, command: [/airlock/bin/run, bash, main.sh], sourceFile: main.sh}\n";
+
+struct ctl_config *
+local_config(struct k8s_error *err)
+{
+	struct ctl_config *c;
+
+	if (ctl_config_parse(local_profiles, sizeof(local_profiles) - 1,
+	    "local profiles", &c, err) != 0)
+		return NULL;
+	return c;
+}
+
+static int64_t
+now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+/* --- the cgroup ------------------------------------------------------------- */
+
+struct cg {
+	int	 v2;
+	char	*dirs[5];	/* v1: one per hierarchy; v2: dirs[0] */
+	int	 n;
+	char	*mem, *cpu, *pids;	/* where each controller's files are */
+};
+
+static int
+put(const char *dir, const char *file, const char *val)
+{
+	char path[PATH_MAX];
+	int fd, rc;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, file);
+	if ((fd = open(path, O_WRONLY | O_CLOEXEC)) < 0)
+		return -1;
+	rc = write(fd, val, strlen(val)) == (ssize_t)strlen(val) ? 0 : -1;
+	close(fd);
+	return rc;
+}
+
+static int64_t
+get_num(const char *dir, const char *file, const char *key)
+{
+	char path[PATH_MAX], buf[4096], *p;
+	ssize_t n;
+	int fd;
+
+	if (dir == NULL)
+		return -1;
+	snprintf(path, sizeof(path), "%s/%s", dir, file);
+	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
+		return -1;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return -1;
+	buf[n] = '\0';
+	if (key == NULL)
+		return strtoll(buf, NULL, 10);
+	for (p = buf; p && *p; p = strchr(p, '\n') ? strchr(p, '\n') + 1 : NULL)
+		if (strncmp(p, key, strlen(key)) == 0 && p[strlen(key)] == ' ')
+			return strtoll(p + strlen(key) + 1, NULL, 10);
+	return -1;
+}
+
+static void
+cg_free(struct cg *g)
+{
+	for (int i = 0; i < g->n; i++) {
+		/* The sandbox is gone; its cgroup empties within a moment. */
+		for (int t = 0; t < 50 && rmdir(g->dirs[i]) != 0 && errno == EBUSY; t++)
+			usleep(20000);
+		free(g->dirs[i]);
+	}
+	memset(g, 0, sizeof(*g));
+}
+
+static int
+cg_make(struct cg *g, const char *mount, const char *name, int64_t mem,
+    int64_t cpu_milli, struct k8s_error *err)
+{
+	static const char *const v1[] = { "memory", "cpu,cpuacct", "cpu", "cpuacct", "pids" };
+	char path[PATH_MAX], val[64];
+
+	memset(g, 0, sizeof(*g));
+	snprintf(path, sizeof(path), "%s/cgroup.controllers", mount);
+	g->v2 = access(path, F_OK) == 0;
+	if (g->v2) {
+		snprintf(path, sizeof(path), "%s/%s", mount, name);
+		put(mount, "cgroup.subtree_control", "+memory +cpu +pids");
+		if (mkdir(path, 0755) != 0)
+			goto fail;
+		g->dirs[g->n++] = xstrdup(path);
+		g->mem = g->cpu = g->pids = g->dirs[0];
+		snprintf(val, sizeof(val), "%lld", (long long)mem);
+		if (put(path, "memory.max", val) != 0)
+			goto fail;
+		put(path, "memory.swap.max", "0");
+		snprintf(val, sizeof(val), "%lld 100000", (long long)cpu_milli * 100);
+		put(path, "cpu.max", val);
+		snprintf(val, sizeof(val), "%d", PIDS_MAX);
+		put(path, "pids.max", val);
+		return 0;
+	}
+	for (size_t i = 0; i < sizeof(v1) / sizeof(v1[0]); i++) {
+		struct stat st;
+
+		snprintf(path, sizeof(path), "%s/%s", mount, v1[i]);
+		if (lstat(path, &st) != 0 || !S_ISDIR(st.st_mode))
+			continue;	/* absent, or a symlink to a joint one */
+		snprintf(path, sizeof(path), "%s/%s/%s", mount, v1[i], name);
+		if (mkdir(path, 0755) != 0)
+			goto fail;
+		g->dirs[g->n++] = xstrdup(path);
+		if (strcmp(v1[i], "memory") == 0)
+			g->mem = g->dirs[g->n - 1];
+		else if (strcmp(v1[i], "pids") == 0)
+			g->pids = g->dirs[g->n - 1];
+		else if (g->cpu == NULL)
+			g->cpu = g->dirs[g->n - 1];
+	}
+	if (g->mem == NULL || g->cpu == NULL) {
+		errno = ENOENT;
+		goto fail;
+	}
+	snprintf(val, sizeof(val), "%lld", (long long)mem);
+	if (put(g->mem, "memory.limit_in_bytes", val) != 0)
+		goto fail;
+	put(g->mem, "memory.swappiness", "0");
+	put(g->cpu, "cpu.cfs_period_us", "100000");
+	snprintf(val, sizeof(val), "%lld", (long long)cpu_milli * 100);
+	put(g->cpu, "cpu.cfs_quota_us", val);
+	snprintf(val, sizeof(val), "%d", PIDS_MAX);
+	if (g->pids)
+		put(g->pids, "pids.max", val);
+	return 0;
+fail:
+	k8s_error_set(err, K8S_EIO, 0, NULL, "cannot make the run's cgroup under "
+	    "%s: %s (local mode needs root, for the limits)", mount, strerror(errno));
+	cg_free(g);
+	return -1;
+}
+
+/* SIGKILL every process of the cgroup; how many there were. */
+static int
+cg_kill(struct cg *g)
+{
+	char path[PATH_MAX], line[32];
+	int n = 0;
+	FILE *f;
+
+	if (g->n == 0)
+		return 0;
+	snprintf(path, sizeof(path), "%s/cgroup.procs", g->dirs[0]);
+	if ((f = fopen(path, "re")) == NULL)
+		return 0;
+	while (fgets(line, sizeof(line), f))
+		if (atoi(line) > 1 && kill(atoi(line), SIGKILL) == 0)
+			n++;
+	fclose(f);
+	return n;
+}
+
+/* --- runsc ---------------------------------------------------------------- */
+
+/*
+ * Start runsc with args; its stdout and stderr on fds out and err (-1:
+ * /dev/null), in cgroup g when given. Its pid.
+ */
+static pid_t
+spawn(const char *const *argv, int out, int err_fd, struct cg *g)
+{
+	pid_t pid = fork();
+
+	if (pid == 0) {
+		int null = open("/dev/null", O_RDWR);
+
+		dup2(null, 0);
+		dup2(out >= 0 ? out : null, 1);
+		dup2(err_fd >= 0 ? err_fd : null, 2);
+		for (int i = 0; g && i < g->n; i++)
+			if (put(g->dirs[i], "cgroup.procs", "0") != 0)
+				_exit(126);
+		execvp(argv[0], (char *const *)argv);
+		_exit(127);
+	}
+	return pid;
+}
+
+/* Run runsc to its end; its exit status, its stderr in msg. */
+static int
+runsc(const struct local_opts *o, const char *state, const char *const *args,
+    char *msg, size_t msglen)
+{
+	const char *argv[16];
+	int p[2], st, n = 0;
+	ssize_t r;
+	size_t len = 0;
+	pid_t pid;
+
+	argv[n++] = o->runsc;
+	argv[n++] = "--root";
+	argv[n++] = state;
+	while (*args && n < 15)
+		argv[n++] = *args++;
+	argv[n] = NULL;
+	if (pipe2(p, O_CLOEXEC) != 0)
+		return -1;
+	pid = spawn(argv, -1, p[1], NULL);
+	close(p[1]);
+	while (len < msglen - 1 && (r = read(p[0], msg + len, msglen - 1 - len)) > 0)
+		len += (size_t)r;
+	msg[len] = '\0';
+	close(p[0]);
+	if (pid < 0 || waitpid(pid, &st, 0) < 0)
+		return -1;
+	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
+/* --- the bundle ----------------------------------------------------------- */
+
+static int
+write_file(const char *dir, const char *rel, const char *data, size_t len)
+{
+	char path[PATH_MAX], *slash;
+	int fd;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, rel);
+	for (slash = path + strlen(dir) + 1; (slash = strchr(slash, '/')) != NULL; slash++) {
+		*slash = '\0';
+		if (mkdir(path, 0755) != 0 && errno != EEXIST)
+			return -1;
+		*slash = '/';
+	}
+	if ((fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW,
+	    0644)) < 0)
+		return -1;
+	if (len && write(fd, data, len) != (ssize_t)len) {
+		close(fd);
+		return -1;
+	}
+	return close(fd);
+}
+
+/* The program's files as the pod's code volume holds them. */
+static int
+write_code(const char *dir, const struct ctl_profile *p, json_t *spec)
+{
+	json_t *src = json_object_get(spec, "source"), *f, *in;
+	size_t i;
+
+	if (mkdir(dir, 0755) != 0)
+		return -1;
+	if (src && write_file(dir, p->source_file, json_string_value(src),
+	    json_string_length(src)) != 0)
+		return -1;
+	json_array_foreach(json_object_get(spec, "files"), i, f) {
+		json_t *c = json_object_get(f, "content");
+
+		if (write_file(dir, json_string_value(json_object_get(f, "path")),
+		    json_string_value(c), json_string_length(c)) != 0)
+			return -1;
+	}
+	if ((in = json_object_get(spec, "stdin")) != NULL &&
+	    write_file(dir, ".stdin", json_string_value(in),
+	    json_string_length(in)) != 0)
+		return -1;
+	return 0;
+}
+
+/* The OCI runtime config for the pod's container. A new reference. */
+static json_t *
+oci_config(json_t *pod, const char *rootfs, const char *code, int64_t tmp_bytes)
+{
+	json_t *c = json_array_get(json_object_get(json_object_get(pod, "spec"),
+	    "containers"), 0);
+	json_int_t uid = json_integer_value(json_object_get(json_object_get(c,
+	    "securityContext"), "runAsUser"));
+	json_t *args = json_array(), *env = json_array(), *x;
+	char tmpopt[64];
+	size_t i;
+
+	json_array_foreach(json_object_get(c, "command"), i, x)
+		json_array_append(args, x);
+	json_array_foreach(json_object_get(c, "args"), i, x)
+		json_array_append(args, x);
+	/* The runner image's environment, then the pod's. */
+	json_array_append_new(env, json_string("PATH=/usr/local/bin:/usr/bin:/bin"));
+	json_array_append_new(env, json_string("LANG=C.UTF-8"));
+	json_array_append_new(env, json_string("HOME=/airlock/work"));
+	json_array_foreach(json_object_get(c, "env"), i, x) {
+		char *kv = xasprintf("%s=%s", json_string_value(json_object_get(x, "name")),
+		    json_string_value(json_object_get(x, "value")));
+
+		json_array_append_new(env, json_string(kv));
+		free(kv);
+	}
+	snprintf(tmpopt, sizeof(tmpopt), "size=%lld", (long long)tmp_bytes);
+	return json_pack("{s:s, s:{s:b, s:{s:I, s:I}, s:o, s:o, s:s, s:b,"
+	    " s:{s:[], s:[], s:[], s:[], s:[]}, s:[{s:s, s:i, s:i}]},"
+	    " s:{s:s, s:b}, s:s,"
+	    " s:[{s:s, s:s, s:s}, {s:s, s:s, s:s, s:[s, s, s, s]},"
+	    "    {s:s, s:s, s:s, s:[s, s, s, s, s]}, {s:s, s:s, s:s, s:[s, s, s, s]},"
+	    "    {s:s, s:s, s:s, s:[s, s]}, {s:s, s:s, s:s, s:[s, s, s]},"
+	    "    {s:s, s:s, s:s, s:[s, s, s, s]}],"
+	    " s:{s:[{s:s}, {s:s}, {s:s}, {s:s}], s:[s, s, s], s:[s, s, s]}}",
+	    "ociVersion", "1.0.2",
+	    "process", "terminal", 0, "user", "uid", uid, "gid", uid,
+	    "args", args, "env", env, "cwd", "/airlock/work",
+	    "noNewPrivileges", 1,
+	    "capabilities", "bounding", "effective", "inheritable", "permitted",
+	    "ambient",
+	    "rlimits", "type", "RLIMIT_NOFILE", "hard", 1024, "soft", 1024,
+	    "root", "path", rootfs, "readonly", 1,
+	    "hostname", "airlock",
+	    "mounts",
+	    "destination", "/proc", "type", "proc", "source", "proc",
+	    "destination", "/dev", "type", "tmpfs", "source", "tmpfs",
+	    "options", "nosuid", "strictatime", "mode=755", "size=65536k",
+	    "destination", "/airlock/code", "type", "bind", "source", code,
+	    "options", "rbind", "ro", "nosuid", "nodev", "noexec",
+	    "destination", "/airlock/work", "type", "tmpfs", "source", "tmpfs",
+	    "options", "nosuid", "nodev", "mode=1777", tmpopt,
+	    "destination", "/sys", "type", "sysfs", "source", "sysfs",
+	    "options", "ro", "nosuid",
+	    "destination", "/dev/shm", "type", "tmpfs", "source", "shm",
+	    "options", "nosuid", "nodev", "mode=1777",
+	    "destination", "/tmp", "type", "tmpfs", "source", "tmpfs",
+	    "options", "nosuid", "nodev", "mode=1777", tmpopt,
+	    "linux", "namespaces", "type", "pid", "type", "ipc", "type", "uts",
+	    "type", "mount",
+	    "maskedPaths", "/proc/kcore", "/proc/keys", "/sys/firmware",
+	    "readonlyPaths", "/proc/sys", "/proc/sysrq-trigger", "/proc/bus");
+}
+
+static int
+rm_entry(const char *path, const struct stat *st, int type, struct FTW *f)
+{
+	(void)st;
+	(void)f;
+	return type == FTW_DP ? rmdir(path) : unlink(path);
+}
+
+/* --- the run ---------------------------------------------------------------- */
+
+enum why { WHY_NONE, WHY_DEADLINE, WHY_OUTPUT };
+
+struct run {
+	struct crilog	*log;
+	int64_t		 start_ns, exited_ns;
+	int		 exit_status;	/* from runsc wait; -1 unknown */
+	enum why	 why;
+	int		 oom;
+	int64_t		 peak, cpu_ns;
+};
+
+/* Read what a pipe holds: 0 on EOF, 1 if it may hold more. */
+static int
+drain(int fd, struct crilog *log, int is_err)
+{
+	char buf[65536];
+	ssize_t n = read(fd, buf, sizeof(buf));
+
+	if (n > 0) {
+		crilog_feed_stream(log, is_err, buf, (size_t)n);
+		return 1;
+	}
+	return n < 0 && (errno == EAGAIN || errno == EINTR);
+}
+
+static void
+kill_run(const struct local_opts *o, const char *state, const char *id,
+    struct cg *g)
+{
+	const char *args[] = { "kill", "--all", id, "KILL", NULL };
+	char msg[256];
+
+	cg_kill(g);	/* every process at once: the sandbox stops */
+	(void)runsc(o, state, args, msg, sizeof(msg));
+}
+
+/*
+ * create, start, wait. Fills r; 0, or -1 with err when runsc would not
+ * run it.
+ */
+static int
+execute(const struct local_opts *o, const char *ws, const char *id,
+    struct cg *g, long long timeout_ms, struct run *r, struct k8s_error *err)
+{
+	char state[PATH_MAX], bundle[PATH_MAX], msg[4096], wbuf[256];
+	const char *create[] = { o->runsc, "--root", state, "--network=none",
+	    "--ignore-cgroups", "create", "--bundle", bundle, id, NULL };
+	int out[2], errp[2], wp[2], st, open_out = 1, open_err = 1, open_w = 1;
+	size_t wlen = 0;
+	int64_t deadline, drain_until = 0;
+	pid_t pid, waiter;
+
+	snprintf(state, sizeof(state), "%s", o->state);
+	snprintf(bundle, sizeof(bundle), "%s/bundle", ws);
+	if (pipe2(out, O_CLOEXEC) != 0 || pipe2(errp, O_CLOEXEC) != 0)
+		return k8s_error_set(err, K8S_EIO, 0, NULL, "pipe: %s", strerror(errno));
+	pid = spawn(create, out[1], errp[1], g);
+	close(out[1]);
+	close(errp[1]);
+	if (pid < 0 || waitpid(pid, &st, 0) < 0 || !WIFEXITED(st) ||
+	    WEXITSTATUS(st) != 0) {
+		ssize_t n;
+
+		fcntl(errp[0], F_SETFL, O_NONBLOCK);
+		n = read(errp[0], msg, sizeof(msg) - 1);
+		msg[n > 0 ? n : 0] = '\0';
+		close(out[0]);
+		close(errp[0]);
+		return k8s_error_set(err, K8S_EIO, 0, NULL, "%s create failed "
+		    "(exit %d): %s", o->runsc, WIFEXITED(st) ? WEXITSTATUS(st) : -1,
+		    WIFEXITED(st) && WEXITSTATUS(st) == 127 ? "not found (--runsc, "
+		    "AIRLOCK_RUNSC)" : msg);
+	}
+	{
+		const char *start[] = { "start", id, NULL };
+
+		if (runsc(o, state, start, msg, sizeof(msg)) != 0) {
+			close(out[0]);
+			close(errp[0]);
+			return k8s_error_set(err, K8S_EIO, 0, NULL, "%s start: %s",
+			    o->runsc, msg);
+		}
+	}
+	r->start_ns = now_ns();
+	deadline = r->start_ns + timeout_ms * 1000000;
+	{
+		const char *wait_args[] = { o->runsc, "--root", state, "wait", id, NULL };
+
+		if (pipe2(wp, O_CLOEXEC) != 0)
+			return k8s_error_set(err, K8S_EIO, 0, NULL, "pipe");
+		waiter = spawn(wait_args, wp[1], -1, NULL);
+		close(wp[1]);
+	}
+	fcntl(out[0], F_SETFL, O_NONBLOCK);
+	fcntl(errp[0], F_SETFL, O_NONBLOCK);
+	fcntl(wp[0], F_SETFL, O_NONBLOCK);
+	while (open_out || open_err || open_w) {
+		struct pollfd pf[3] = { { out[0], POLLIN, 0 }, { errp[0], POLLIN, 0 },
+		    { wp[0], POLLIN, 0 } };
+		int64_t now = now_ns(), wait_ms = 100;
+
+		if (!open_out)
+			pf[0].fd = -1;
+		if (!open_err)
+			pf[1].fd = -1;
+		if (!open_w)
+			pf[2].fd = -1;
+		if (r->why == WHY_NONE && open_w && (deadline - now) / 1000000 < wait_ms)
+			wait_ms = (deadline - now) / 1000000;
+		if (wait_ms < 0)
+			wait_ms = 0;
+		poll(pf, 3, (int)wait_ms);
+		if (open_out && (pf[0].revents & (POLLIN | POLLHUP | POLLERR)))
+			open_out = drain(out[0], r->log, 0);
+		if (open_err && (pf[1].revents & (POLLIN | POLLHUP | POLLERR)))
+			open_err = drain(errp[0], r->log, 1);
+		if (open_w && (pf[2].revents & (POLLIN | POLLHUP | POLLERR))) {
+			ssize_t n = read(wp[0], wbuf + wlen, sizeof(wbuf) - 1 - wlen);
+
+			if (n > 0)
+				wlen += (size_t)n;
+			else if (n == 0 || errno != EAGAIN) {
+				open_w = 0;
+				if (r->exited_ns == 0)
+					r->exited_ns = now_ns();
+				drain_until = now_ns() + (int64_t)DRAIN_MS * 1000000;
+			}
+		}
+		now = now_ns();
+		if (r->why == WHY_NONE && open_w) {
+			const struct crilog_stream *so = crilog_stdout(r->log);
+			const struct crilog_stream *se = crilog_stderr(r->log);
+
+			if ((long long)(so->total + se->total) > o->hard_cap)
+				r->why = WHY_OUTPUT;
+			else if (now >= deadline)
+				r->why = WHY_DEADLINE;
+			if (r->why != WHY_NONE) {
+				r->exited_ns = now_ns();
+				kill_run(o, state, id, g);
+			}
+		}
+		if (!open_w && drain_until && now > drain_until)
+			break;	/* a straggler holds the pipes: enough */
+	}
+	close(out[0]);
+	close(errp[0]);
+	close(wp[0]);
+	waitpid(waiter, &st, 0);
+	wbuf[wlen] = '\0';
+	{
+		json_t *w = json_loads(wbuf, 0, NULL);
+
+		r->exit_status = json_is_integer(json_object_get(w, "exitStatus")) ?
+		    (int)json_integer_value(json_object_get(w, "exitStatus")) : -1;
+		json_decref(w);
+	}
+	return 0;
+}
+
+/* The status the node agent would have written, with the controller's. */
+static json_t *
+result(json_t *cx, const struct podspec_result *pr, struct run *r)
+{
+	const struct crilog_stream *so = crilog_stdout(r->log);
+	const struct crilog_stream *se = crilog_stderr(r->log);
+	const char *phase, *reason, *otext, *etext;
+	char msg[160], t0[CLOCK_RFC3339_LEN], t1[CLOCK_RFC3339_LEN];
+	long long timeout = json_integer_value(json_object_get(json_object_get(cx,
+	    "spec"), "timeoutSeconds")) * 1000;
+	size_t olen, elen;
+	json_t *st;
+	int code;
+
+	otext = crilog_text(so, &olen);
+	etext = crilog_text(se, &elen);
+	code = r->why != WHY_NONE ? 137 : r->exit_status;
+	if (r->why == WHY_DEADLINE) {
+		phase = "TimedOut", reason = "DeadlineExceeded";
+		snprintf(msg, sizeof(msg), "killed at its %lld ms deadline", timeout);
+	} else if (r->why == WHY_OUTPUT) {
+		phase = "Failed", reason = "OutputLimitExceeded";
+		snprintf(msg, sizeof(msg), "killed after writing more than the hard cap");
+	} else if (r->oom) {
+		phase = "Failed", reason = "OOMKilled";
+		snprintf(msg, sizeof(msg), "out of memory");
+	} else if (code == 0) {
+		phase = "Succeeded", reason = "Completed";
+		snprintf(msg, sizeof(msg), "exit code 0");
+	} else {
+		phase = "Failed", reason = "Error";
+		snprintf(msg, sizeof(msg), "exit code %d", code);
+	}
+	clock_format_rfc3339(r->start_ns, 1, t0);
+	clock_format_rfc3339(r->exited_ns, 1, t1);
+	st = json_pack("{s:s, s:s, s:s, s:i, s:[{s:s, s:s, s:s, s:s, s:s, s:i},"
+	    " {s:s, s:s, s:s, s:s, s:s, s:i}, {s:s, s:s, s:s, s:s, s:s, s:i}],"
+	    " s:i, s:s%, s:s%, s:b, s:b, s:I, s:I, s:s, s:s, s:I, s:s, s:s}",
+	    "phase", phase, "reason", reason, "message", msg, "observedGeneration", 1,
+	    "conditions",
+	    "type", "Scheduled", "status", "True", "reason", "Scheduled",
+	    "message", "run locally", "lastTransitionTime", t0, "observedGeneration", 1,
+	    "type", "Started", "status", "True", "reason", "Started",
+	    "message", "the program started", "lastTransitionTime", t0, "observedGeneration", 1,
+	    "type", "Complete", "status", "True", "reason", reason,
+	    "message", msg, "lastTransitionTime", t1, "observedGeneration", 1,
+	    "exitCode", code, "stdout", otext, olen, "stderr", etext, elen,
+	    "stdoutTruncated", so->truncated, "stderrTruncated", se->truncated,
+	    "stdoutBytes", (json_int_t)so->total, "stderrBytes", (json_int_t)se->total,
+	    "startTime", t0, "completionTime", t1,
+	    "durationMillis", (json_int_t)((r->exited_ns - r->start_ns) / 1000000),
+	    "nodeName", "local", "codeSha256", pr->code_sha256);
+	if (st && r->peak >= 0)
+		json_object_set_new(st, "peakMemoryBytes", json_integer(r->peak));
+	if (st && r->cpu_ns >= 0)
+		json_object_set_new(st, "cpuTimeMillis", json_integer(r->cpu_ns / 1000000));
+	return st;
+}
+
+/* Rejected before anything ran, as the controller would say it. */
+static json_t *
+rejected(const char *why)
+{
+	char t[CLOCK_RFC3339_LEN];
+
+	clock_format_rfc3339(now_ns(), 1, t);
+	return json_pack("{s:s, s:s, s:s, s:i, s:[{s:s, s:s, s:s, s:s, s:s, s:i}]}",
+	    "phase", "Failed", "reason", "Rejected", "message", why,
+	    "observedGeneration", 1, "conditions", "type", "Complete", "status",
+	    "True", "reason", "Rejected", "message", why, "lastTransitionTime", t,
+	    "observedGeneration", 1);
+}
+
+int
+local_run(const struct ctl_config *cfg, json_t *cx0, const struct local_opts *o,
+    json_t **outp, struct k8s_error *err)
+{
+	struct podspec_result pr = { 0 };
+	struct k8s_error perr;
+	struct local_opts opts = *o;
+	struct run r = { .exit_status = -1, .peak = -1, .cpu_ns = -1 };
+	struct cg g = { 0 };
+	json_t *cx = json_deep_copy(cx0), *spec = json_object_get(cx, "spec");
+	json_t *md, *c, *lim, *bundle_cfg = NULL;
+	const struct ctl_profile *p;
+	char ws[] = "/tmp/airlock-local-XXXXXX", path[PATH_MAX], rootfs[PATH_MAX + 128];
+	char id[40], uid[40], code[PATH_MAX];
+	unsigned char rnd[16];
+	int64_t mem = 0, cpu = 0, tmp = 0;
+	int rc = -1;
+	char t[CLOCK_RFC3339_LEN];
+	FILE *rf;
+
+	*outp = NULL;
+	if (opts.runsc == NULL)
+		opts.runsc = getenv("AIRLOCK_RUNSC") ? getenv("AIRLOCK_RUNSC") : "runsc";
+	if (opts.cgroup_mount == NULL)
+		opts.cgroup_mount = "/sys/fs/cgroup";
+	if (opts.hard_cap <= 0)
+		opts.hard_cap = 16LL << 20;
+	/*
+	 * runsc's state root, shared by every local run: runsc keeps a
+	 * network namespace bind-mounted there (null-netns), made once.
+	 */
+	if (opts.state == NULL)
+		opts.state = "/run/airlock/runsc";
+	if (mkdir("/run/airlock", 0700) != 0 && errno != EEXIST) {
+		k8s_error_set(err, K8S_EIO, 0, NULL, "/run/airlock: %s (local mode "
+		    "needs root)", strerror(errno));
+		json_decref(cx);
+		return K8S_EIO;
+	}
+	mkdir(opts.state, 0700);
+	/* An object as the API server would hold it. */
+	if ((rf = fopen("/dev/urandom", "re")) == NULL || fread(rnd, 1, 16, rf) != 16) {
+		if (rf)
+			fclose(rf);
+		json_decref(cx);
+		return k8s_error_set(err, K8S_EIO, 0, NULL, "/dev/urandom");
+	}
+	fclose(rf);
+	rnd[6] = (unsigned char)((rnd[6] & 0x0f) | 0x40);
+	rnd[8] = (unsigned char)((rnd[8] & 0x3f) | 0x80);
+	snprintf(uid, sizeof(uid), "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-"
+	    "%02x%02x%02x%02x%02x%02x", rnd[0], rnd[1], rnd[2], rnd[3], rnd[4],
+	    rnd[5], rnd[6], rnd[7], rnd[8], rnd[9], rnd[10], rnd[11], rnd[12],
+	    rnd[13], rnd[14], rnd[15]);
+	snprintf(id, sizeof(id), "airlock-local-%.8s", uid);
+	if ((md = json_object_get(cx, "metadata")) == NULL)
+		json_object_set_new(cx, "metadata", md = json_object());
+	if (json_object_get(md, "name") == NULL) {
+		/* As the API server names it: generateName and 5 characters. */
+		const char *gn = json_string_value(json_object_get(md, "generateName"));
+		char *n = xasprintf("%s%.5s", gn ? gn : "local-", uid + 9);
+
+		json_object_set_new(md, "name", json_string(n));
+		free(n);
+	}
+	json_object_set_new(md, "namespace", json_string("local"));
+	json_object_set_new(md, "uid", json_string(uid));
+	json_object_set_new(md, "generation", json_integer(1));
+	clock_format_rfc3339(now_ns(), 0, t);
+	json_object_set_new(md, "creationTimestamp", json_string(t));
+
+	if (podspec_build(cfg, cx, &pr, &perr) != 0) {
+		json_object_set_new(cx, "status", rejected(perr.message));
+		*outp = cx;
+		return 0;
+	}
+	p = ctl_config_profile(cfg, json_string_value(json_object_get(spec, "runtime")));
+	c = json_array_get(json_object_get(json_object_get(pr.pod, "spec"),
+	    "containers"), 0);
+	lim = json_object_get(json_object_get(c, "resources"), "limits");
+	if (quantity_parse(json_string_value(json_object_get(lim, "memory")), &mem, err) != 0 ||
+	    quantity_parse_milli(json_string_value(json_object_get(lim, "cpu")), &cpu, err) != 0 ||
+	    quantity_parse(cfg->tmp_size_limit, &tmp, err) != 0)
+		goto out;
+	if (opts.root == NULL)
+		opts.root = getenv("AIRLOCK_LOCAL_ROOT");
+	if (opts.root == NULL) {
+		const char *home = getenv("HOME") ? getenv("HOME") : "/root";
+
+		snprintf(path, sizeof(path), "%s/.cache/airlock/local", home);
+		opts.root = path;
+	}
+	snprintf(rootfs, sizeof(rootfs), "%s/%s/rootfs", opts.root, p->name);
+	{
+		/* runsc refuses a root reached through a symlink. */
+		char real[PATH_MAX];
+
+		if (realpath(rootfs, real) != NULL)
+			snprintf(rootfs, sizeof(rootfs), "%s", real);
+	}
+	{
+		char probe[PATH_MAX + 160];
+
+		snprintf(probe, sizeof(probe), "%s/airlock/bin/run", rootfs);
+		if (access(probe, X_OK) != 0) {
+			k8s_error_set(err, K8S_EINVAL, 0, NULL, "no root filesystem for "
+			    "runtime %s at %s (make local-images, or --local-root)",
+			    p->name, rootfs);
+			goto out;
+		}
+	}
+	if (mkdtemp(ws) == NULL) {
+		k8s_error_set(err, K8S_EIO, 0, NULL, "mkdtemp: %s", strerror(errno));
+		goto out;
+	}
+	snprintf(code, sizeof(code), "%s/code", ws);
+	snprintf(path, sizeof(path), "%s/bundle", ws);
+	if (write_code(code, p, spec) != 0 || mkdir(path, 0700) != 0) {
+		k8s_error_set(err, K8S_EIO, 0, NULL, "cannot write the program to %s: %s",
+		    ws, strerror(errno));
+		goto clean;
+	}
+	bundle_cfg = oci_config(pr.pod, rootfs, code, tmp);
+	snprintf(path, sizeof(path), "%s/bundle/config.json", ws);
+	if (bundle_cfg == NULL || json_dump_file(bundle_cfg, path, 0) != 0) {
+		k8s_error_set(err, K8S_EIO, 0, NULL, "cannot write %s", path);
+		goto clean;
+	}
+	if (cg_make(&g, opts.cgroup_mount, id, mem, cpu, err) != 0)
+		goto clean;
+	r.log = crilog_new((size_t)json_integer_value(json_object_get(
+	    json_object_get(spec, "output"), "maxBytes")), 65536);
+	if (execute(&opts, ws, id, &g, json_integer_value(json_object_get(spec,
+	    "timeoutSeconds")) * 1000, &r, err) != 0)
+		goto kill;
+	crilog_finish(r.log);
+	/* The cgroup's figures, now that the sandbox is done. */
+	if (g.v2) {
+		r.peak = get_num(g.mem, "memory.peak", NULL);
+		r.cpu_ns = get_num(g.cpu, "cpu.stat", "usage_usec");
+		if (r.cpu_ns >= 0)
+			r.cpu_ns *= 1000;
+		r.oom = get_num(g.mem, "memory.events", "oom_kill") > 0;
+	} else {
+		r.peak = get_num(g.mem, "memory.max_usage_in_bytes", NULL);
+		r.cpu_ns = get_num(g.cpu, "cpuacct.usage", NULL);
+		for (int i = 0; r.cpu_ns < 0 && i < g.n; i++)
+			r.cpu_ns = get_num(g.dirs[i], "cpuacct.usage", NULL);
+		r.oom = get_num(g.mem, "memory.oom_control", "oom_kill") > 0 ||
+		    (r.exit_status == 137 && get_num(g.mem, "memory.failcnt", NULL) > 0);
+	}
+	json_object_set_new(cx, "status", result(cx, &pr, &r));
+	*outp = json_incref(cx);
+	rc = 0;
+kill:
+	{
+		char state[PATH_MAX + 8], msg[512];
+		const char *del[] = { "delete", "--force", id, NULL };
+
+		snprintf(state, sizeof(state), "%s", opts.state);
+		cg_kill(&g);
+		(void)runsc(&opts, state, del, msg, sizeof(msg));
+		cg_kill(&g);
+	}
+clean:
+	cg_free(&g);
+	nftw(ws, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+out:
+	crilog_free(r.log);
+	json_decref(bundle_cfg);
+	podspec_result_free(&pr);
+	json_decref(cx);
+	return rc == 0 ? 0 : (err->code ? err->code : K8S_EIO);
+}

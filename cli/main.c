@@ -1,0 +1,329 @@
+/*
+ * airlock - run untrusted code under gVisor: on a cluster through a
+ * CodeExecution, or on this machine with --local. See cli/README.md.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "quantity.h"
+#include "xmalloc.h"
+#include "yamljson.h"
+
+#define INPUT_MAX	(1 << 20)	/* a program, stdin or manifest file */
+
+static void
+usage(void)
+{
+	fprintf(stderr,
+	    "usage: airlock run [-r RUNTIME] (-c CODE | FILE | -) [--stdin FILE] [--timeout S]\n"
+	    "                   [--memory Q] [--cpu Q] [--name NAME] [--rm] [-o json|yaml]\n"
+	    "                   [--local [--runsc PATH] [--local-root DIR]]\n"
+	    "       airlock apply -f FILE [--local ...] [-o json|yaml]\n"
+	    "       airlock get NAME [-o json|yaml]\n"
+	    "       airlock list [-A] [-o json|yaml]\n"
+	    "       airlock logs NAME\n"
+	    "       airlock wait NAME [--timeout S] [-o json|yaml]\n"
+	    "       airlock delete NAME...\n"
+	    "cluster commands also take [-n NAMESPACE] [--kubeconfig FILE] [--context NAME]\n"
+	    "exit: the program's code; 124 timeout, 125 out of memory, 123 output\n"
+	    "      limit, 121 not run, 130 cancelled, 2 bad input, 1 airlock failed\n");
+	exit(CLI_EXIT_USAGE);
+}
+
+static void die_usage(const char *fmt, ...)
+    __attribute__((format(printf, 1, 2), noreturn));
+
+static void
+die_usage(const char *fmt, ...)
+{
+	va_list ap;
+
+	fprintf(stderr, "airlock: ");
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+	exit(CLI_EXIT_USAGE);
+}
+
+/* A whole file ("-": standard input), at most INPUT_MAX bytes. */
+static char *
+slurp(const char *path, size_t *lenp, const char *what)
+{
+	int fd = strcmp(path, "-") == 0 ? 0 : open(path, O_RDONLY | O_CLOEXEC);
+	size_t len = 0, cap = 65536;
+	char *buf;
+	ssize_t n;
+
+	if (fd < 0) {
+		fprintf(stderr, "airlock: %s %s: %s\n", what, path, strerror(errno));
+		exit(CLI_EXIT_USAGE);
+	}
+	buf = xmalloc(cap + 1);
+	while ((n = read(fd, buf + len, cap - len)) != 0) {
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			fprintf(stderr, "airlock: %s %s: %s\n", what, path, strerror(errno));
+			exit(CLI_EXIT_USAGE);
+		}
+		len += (size_t)n;
+		if (len > INPUT_MAX) {
+			fprintf(stderr, "airlock: %s %s: more than %d bytes\n", what,
+			    path, INPUT_MAX);
+			exit(CLI_EXIT_USAGE);
+		}
+		if (len == cap)
+			buf = xrealloc(buf, (cap *= 2) + 1);
+	}
+	if (fd != 0)
+		close(fd);
+	buf[len] = '\0';
+	*lenp = len;
+	return buf;
+}
+
+static const char *
+runtime_of(const char *file)
+{
+	const char *dot = file ? strrchr(file, '.') : NULL;
+
+	if (dot && strcmp(dot, ".js") == 0)
+		return "node";
+	if (dot && strcmp(dot, ".sh") == 0)
+		return "bash";
+	return "python";
+}
+
+/* Run cx here and print as run does; the exit code. */
+static int
+run_local(json_t *cx, const struct local_opts *lo, const char *output)
+{
+	struct k8s_error err;
+	struct ctl_config *cfg;
+	json_t *out, *st;
+	int code;
+
+	if ((cfg = local_config(&err)) == NULL) {
+		fprintf(stderr, "airlock: %s\n", err.message);
+		return CLI_EXIT_ERROR;
+	}
+	if (local_run(cfg, cx, lo, &out, &err) != 0) {
+		fprintf(stderr, "airlock: %s\n", err.message);
+		ctl_config_free(cfg);
+		return CLI_EXIT_ERROR;
+	}
+	ctl_config_free(cfg);
+	st = json_object_get(out, "status");
+	if (output) {
+		code = cli_print(stdout, out, output) == 0 ? cli_exit_code(st) :
+		    CLI_EXIT_ERROR;
+	} else {
+		const char *why = json_string_value(json_object_get(st, "reason"));
+
+		cli_print_streams(st);
+		if (why && strcmp(why, "Completed") != 0 && strcmp(why, "Error") != 0)
+			fprintf(stderr, "airlock: %s: %s\n", why,
+			    json_string_value(json_object_get(st, "message")));
+		code = cli_exit_code(st);
+	}
+	json_decref(out);
+	return code;
+}
+
+enum {
+	OPT_STDIN = 256, OPT_TIMEOUT, OPT_MEMORY, OPT_CPU, OPT_NAME, OPT_RM,
+	OPT_LOCAL, OPT_RUNSC, OPT_ROOT, OPT_KUBECONFIG, OPT_CONTEXT,
+};
+
+int
+main(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{ "runtime", required_argument, NULL, 'r' },
+		{ "code", required_argument, NULL, 'c' },
+		{ "file", required_argument, NULL, 'f' },
+		{ "namespace", required_argument, NULL, 'n' },
+		{ "output", required_argument, NULL, 'o' },
+		{ "all-namespaces", no_argument, NULL, 'A' },
+		{ "stdin", required_argument, NULL, OPT_STDIN },
+		{ "timeout", required_argument, NULL, OPT_TIMEOUT },
+		{ "memory", required_argument, NULL, OPT_MEMORY },
+		{ "cpu", required_argument, NULL, OPT_CPU },
+		{ "name", required_argument, NULL, OPT_NAME },
+		{ "rm", no_argument, NULL, OPT_RM },
+		{ "local", no_argument, NULL, OPT_LOCAL },
+		{ "runsc", required_argument, NULL, OPT_RUNSC },
+		{ "local-root", required_argument, NULL, OPT_ROOT },
+		{ "kubeconfig", required_argument, NULL, OPT_KUBECONFIG },
+		{ "context", required_argument, NULL, OPT_CONTEXT },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	struct cli_cluster co = { 0 };
+	struct local_opts lo = { 0 };
+	const char *cmd, *runtime = NULL, *code = NULL, *file = NULL;
+	const char *stdin_file = NULL, *memory = NULL, *cpu = NULL, *name = NULL;
+	long timeout = 0;
+	int local = 0, ch, rc;
+	struct k8s_error err;
+	json_t *cx, *spec;
+
+	if (argc < 2 || strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "--help") == 0)
+		usage();
+	cmd = argv[1];
+	argv++, argc--;
+	while ((ch = getopt_long(argc, argv, "r:c:f:n:o:Ah", longopts, NULL)) != -1) {
+		switch (ch) {
+		case 'r': runtime = optarg; break;
+		case 'c': code = optarg; break;
+		case 'f': file = optarg; break;
+		case 'n': co.ns = optarg; break;
+		case 'o':
+			if (strcmp(optarg, "json") != 0 && strcmp(optarg, "yaml") != 0)
+				die_usage("-o: '%s': json or yaml", optarg);
+			co.output = optarg;
+			break;
+		case 'A': co.all_ns = 1; break;
+		case OPT_STDIN: stdin_file = optarg; break;
+		case OPT_TIMEOUT: {
+			char *end;
+
+			errno = 0;
+			timeout = strtol(optarg, &end, 10);
+			if (errno || *end || end == optarg || timeout < 1 || timeout > 3600)
+				die_usage("--timeout: '%s': whole seconds, 1 to 3600", optarg);
+			break;
+		}
+		case OPT_MEMORY: memory = optarg; break;
+		case OPT_CPU: cpu = optarg; break;
+		case OPT_NAME: name = optarg; break;
+		case OPT_RM: co.rm = 1; break;
+		case OPT_LOCAL: local = 1; break;
+		case OPT_RUNSC: lo.runsc = optarg; break;
+		case OPT_ROOT: lo.root = optarg; break;
+		case OPT_KUBECONFIG: co.kubeconfig = optarg; break;
+		case OPT_CONTEXT: co.context = optarg; break;
+		default: usage();
+		}
+	}
+	argc -= optind;
+	argv += optind;
+
+	if (strcmp(cmd, "get") == 0 || strcmp(cmd, "logs") == 0 ||
+	    strcmp(cmd, "wait") == 0) {
+		if (argc != 1)
+			usage();
+		if (strcmp(cmd, "get") == 0)
+			return cluster_get(&co, argv[0]);
+		if (strcmp(cmd, "logs") == 0)
+			return cluster_logs(&co, argv[0]);
+		co.wait_s = timeout;
+		return cluster_wait(&co, argv[0]);
+	}
+	if (strcmp(cmd, "list") == 0) {
+		if (argc != 0)
+			usage();
+		return cluster_list(&co);
+	}
+	if (strcmp(cmd, "delete") == 0) {
+		if (argc < 1)
+			usage();
+		return cluster_delete(&co, argv, argc);
+	}
+
+	if (strcmp(cmd, "apply") == 0) {
+		if (file == NULL || argc != 0)
+			die_usage("apply: -f FILE is required");
+		if (yamljson_load_file(file, "manifest", 0, &cx, &err) != 0)
+			die_usage("%s", err.message);
+		if (!json_is_object(cx) || strcmp(json_string_value(json_object_get(cx,
+		    "kind")) ? json_string_value(json_object_get(cx, "kind")) : "",
+		    "CodeExecution") != 0 ||
+		    strcmp(json_string_value(json_object_get(cx, "apiVersion")) ?
+		    json_string_value(json_object_get(cx, "apiVersion")) : "",
+		    "airlock.dev/v1alpha1") != 0)
+			die_usage("%s: not an airlock.dev/v1alpha1 CodeExecution", file);
+		json_object_del(cx, "status");
+	} else if (strcmp(cmd, "run") == 0) {
+		size_t len;
+		char *src;
+
+		if ((code != NULL) + (argc == 1) != 1 || argc > 1)
+			die_usage("run: give the program as -c CODE, a FILE, or - for "
+			    "standard input");
+		if (code)
+			src = xstrdup(code), len = strlen(code);
+		else
+			src = slurp(argv[0], &len, "program");
+		spec = json_object();
+		json_object_set_new(spec, "runtime", json_string(runtime ? runtime :
+		    runtime_of(code ? NULL : argv[0])));
+		if (memchr(src, '\0', len))
+			die_usage("the program holds a NUL byte");
+		{
+			json_t *j = json_stringn(src, len);
+
+			if (j == NULL)
+				die_usage("the program is not valid UTF-8 (spec.source "
+				    "is text)");
+			json_object_set_new(spec, "source", j);
+		}
+		free(src);
+		if (stdin_file) {
+			char *in = slurp(stdin_file, &len, "--stdin");
+
+			json_t *j = json_stringn(in, len);
+
+			if (j == NULL)
+				die_usage("--stdin %s: not valid UTF-8 (spec.stdin is text)",
+				    stdin_file);
+			json_object_set_new(spec, "stdin", j);
+			free(in);
+		}
+		if (timeout)
+			json_object_set_new(spec, "timeoutSeconds", json_integer(timeout));
+		if (memory || cpu) {
+			json_t *r = json_object();
+
+			if (memory)
+				json_object_set_new(r, "memory", json_string(memory));
+			if (cpu)
+				json_object_set_new(r, "cpu", json_string(cpu));
+			json_object_set_new(spec, "resources", r);
+		}
+		cx = json_pack("{s:s, s:s, s:{}, s:o}", "apiVersion",
+		    "airlock.dev/v1alpha1", "kind", "CodeExecution", "metadata",
+		    "spec", spec);
+		if (name)
+			json_object_set_new(json_object_get(cx, "metadata"), "name",
+			    json_string(name));
+		else
+			json_object_set_new(json_object_get(cx, "metadata"),
+			    "generateName", json_string("run-"));
+	} else {
+		fprintf(stderr, "airlock: unknown command '%s'\n", cmd);
+		usage();
+	}
+
+	/* Bad input is named here, before any cluster or sandbox. */
+	if (cli_check_spec(json_object_get(cx, "spec"), &err) != 0) {
+		fprintf(stderr, "airlock: %s\n", err.message);
+		json_decref(cx);
+		return CLI_EXIT_USAGE;
+	}
+	if (local)
+		rc = run_local(cx, &lo, co.output);
+	else
+		rc = cluster_run(&co, cx);
+	json_decref(cx);
+	return rc;
+}
