@@ -58,7 +58,7 @@ BENCH_BIN = $(BENCH_SRC:bench/%.c=$(B)/bench/%)
 BIN_DIR	?= bin
 BINS	 = $(BIN_DIR)/airlock-controller $(BIN_DIR)/airlock-node-agent $(BIN_DIR)/airlock
 
-.PHONY: all test deps unit integration e2e chart chart-crds memory asan \
+.PHONY: all test deps unit integration e2e chart chart-crds local-images demo memory asan \
 	run-asan valgrind cluster-up cluster-down clean
 .SUFFIXES:
 .DELETE_ON_ERROR:
@@ -165,7 +165,13 @@ cluster-up:
 e2e: all
 	@tests/cluster/node-deps.sh
 	@NODE=1 tests/cluster/up.sh
+	@images/local.sh
 	@tests/run.sh e2e $(B) $(E2E_BIN)
+
+# The root filesystems `airlock run --local` uses (images/local.sh).
+local-images:
+	@tests/cluster/node-deps.sh
+	@images/local.sh
 
 # The Helm chart: lint and render tests, then install -> run -> upgrade ->
 # test -> uninstall on the real node, with helm pinned and built from its

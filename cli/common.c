@@ -117,9 +117,10 @@ emit_value(yaml_emitter_t *e, json_t *v)
 	case JSON_STRING: {
 		const char *s = json_string_value(v);
 		size_t n = json_string_length(v);
-		int style = needs_quotes(s, n) ? YAML_DOUBLE_QUOTED_SCALAR_STYLE :
-		    memchr(s, '\n', n) ? YAML_LITERAL_SCALAR_STYLE :
-		    YAML_ANY_SCALAR_STYLE;
+		/* Lines as lines (libyaml falls back to quotes if it must). */
+		int style = memchr(s, '\n', n) && !memchr(s, '\0', n) ?
+		    YAML_LITERAL_SCALAR_STYLE : needs_quotes(s, n) ?
+		    YAML_DOUBLE_QUOTED_SCALAR_STYLE : YAML_ANY_SCALAR_STYLE;
 
 		yaml_scalar_event_initialize(&ev, NULL, NULL, (yaml_char_t *)s,
 		    (int)n, 1, 1, style);

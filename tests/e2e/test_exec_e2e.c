@@ -19,6 +19,7 @@
 #include <cmocka.h>
 
 #include "client.h"
+#include "clirun.h"
 #include "itutil.h"
 
 static struct k8s_client *c;
@@ -841,6 +842,138 @@ test_daemon_images(void **state)
 	}
 }
 
+/* --- bin/airlock against the cluster ---------------------------------------- */
+
+#define CLI(r, ...) do { \
+	const char *args_[] = { __VA_ARGS__, "--kubeconfig", \
+	    env("KUBECONFIG_ADMIN"), "-n", ns, NULL }; \
+	cli_run((r), NULL, 120000, args_); \
+} while (0)
+
+/* Byte-exact streams and the program's exit code, through a watch. */
+static void
+test_cli_run(void **state)
+{
+	struct cli_result r;
+
+	(void)state;
+	CLI(&r, "run", "--name", "cli-run", "-c", "import sys\nprint('out', flush=True)\n"
+	    "print('err', file=sys.stderr, flush=True)\nsys.stdout.write('tail')\nsys.exit(3)\n");
+	assert_int_equal(r.status, 3);
+	assert_string_equal(r.out, "out\ntail");
+	assert_string_equal(r.err, "err\n");
+	cli_result_free(&r);
+
+	CLI(&r, "run", "--timeout", "2", "-c", "while True: pass\n");
+	assert_int_equal(r.status, 124);
+	assert_non_null(strstr(r.err, "DeadlineExceeded"));
+	cli_result_free(&r);
+
+	/* What the controller refuses: not run. */
+	CLI(&r, "run", "--memory", "64Gi", "-c", "print(1)");
+	assert_int_equal(r.status, 121);
+	assert_non_null(strstr(r.err, "Rejected"));
+	cli_result_free(&r);
+	/* What the API server refuses, named, before anything is made. */
+	CLI(&r, "run", "-r", "Py thon", "-c", "print(1)");
+	assert_int_equal(r.status, 2);
+	assert_non_null(strstr(r.err, "spec.runtime"));
+	cli_result_free(&r);
+}
+
+/* get, list, logs, wait, delete on what test_cli_run left. */
+static void
+test_cli_commands(void **state)
+{
+	struct cli_result r;
+	json_t *o;
+
+	(void)state;
+	CLI(&r, "get", "cli-run", "-o", "json");
+	assert_int_equal(r.status, 0);
+	assert_non_null(o = json_loads(r.out, 0, NULL));
+	assert_string_equal(json_string_value(json_object_get(json_object_get(o,
+	    "status"), "phase")), "Failed");
+	assert_int_equal(json_integer_value(json_object_get(json_object_get(o,
+	    "status"), "exitCode")), 3);
+	json_decref(o);
+	cli_result_free(&r);
+
+	CLI(&r, "get", "cli-run", "-o", "yaml");
+	assert_int_equal(r.status, 0);
+	assert_non_null(strstr(r.out, "\n  phase: Failed\n"));
+	assert_non_null(strstr(r.out, "\n  stdout: |-\n    out\n    tail\n"));
+	cli_result_free(&r);
+
+	CLI(&r, "list");
+	assert_int_equal(r.status, 0);
+	assert_non_null(strstr(r.out, "NAME "));
+	assert_non_null(strstr(r.out, "cli-run "));
+	cli_result_free(&r);
+
+	CLI(&r, "logs", "cli-run");
+	assert_int_equal(r.status, 0);
+	assert_string_equal(r.out, "out\ntail");
+	assert_string_equal(r.err, "err\n");
+	cli_result_free(&r);
+
+	CLI(&r, "wait", "cli-run");
+	assert_int_equal(r.status, 3);
+	cli_result_free(&r);
+
+	CLI(&r, "delete", "cli-run");
+	assert_int_equal(r.status, 0);
+	cli_result_free(&r);
+	CLI(&r, "get", "cli-run");
+	assert_int_equal(r.status, 1);
+	assert_non_null(strstr(r.err, "not found"));
+	cli_result_free(&r);
+}
+
+static int
+cx_running(void *arg)
+{
+	struct k8s_error err;
+	json_t *o = NULL;
+	const char *ph;
+	int yes;
+
+	if (k8s_get(c, &it_res_cx, ns, arg, &o, &err) != 0)
+		return 0;
+	ph = json_string_value(json_object_get(json_object_get(o, "status"), "phase"));
+	yes = ph && strcmp(ph, "Running") == 0;
+	json_decref(o);
+	return yes;
+}
+
+/* Ctrl-C cancels the execution; airlock exits 130 once it is Cancelled. */
+static void
+test_cli_ctrl_c(void **state)
+{
+	const char *args[] = { "run", "--name", "cli-cancel", "-c",
+	    "import time\nprint('up', flush=True)\ntime.sleep(600)\n", "--kubeconfig",
+	    env("KUBECONFIG_ADMIN"), "-n", ns, NULL };
+	struct cli_result r;
+	struct k8s_error err;
+	json_t *o = NULL;
+	int out, errfd;
+	pid_t pid;
+
+	(void)state;
+	pid = cli_start(args, &out, &errfd);
+	if (!it_wait_for(cx_running, "cli-cancel", 120000))
+		fail_msg("cli-cancel never ran");
+	assert_int_equal(kill(pid, SIGINT), 0);
+	cli_finish(&r, pid, out, errfd, 60000);
+	assert_int_equal(r.status, 130);
+	assert_non_null(strstr(r.err, "cancelling"));
+	assert_int_equal(k8s_get(c, &it_res_cx, ns, "cli-cancel", &o, &err), 0);
+	assert_string_equal(json_string_value(json_object_get(json_object_get(o,
+	    "status"), "phase")), "Cancelled");
+	json_decref(o);
+	cli_result_free(&r);
+}
+
 int
 main(void)
 {
@@ -862,6 +995,9 @@ main(void)
 		cmocka_unit_test(test_fill_tmp),
 		cmocka_unit_test(test_sweep),
 		cmocka_unit_test(test_daemon_images),
+		cmocka_unit_test(test_cli_run),
+		cmocka_unit_test(test_cli_commands),
+		cmocka_unit_test(test_cli_ctrl_c),
 	};
 
 	return cmocka_run_group_tests(tests, group_setup, group_teardown);

@@ -1,0 +1,422 @@
+/*
+ * `airlock run --local`: the end-to-end cases that apply without a
+ * cluster, each through the real binary under the pinned runsc, with the
+ * runner root filesystems images/local.sh unpacked. No cluster is used;
+ * .cluster/env only says where runsc is.
+ */
+#include <dirent.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <cmocka.h>
+
+#include <jansson.h>
+
+#include "clirun.h"
+#include "itutil.h"
+
+static const char *
+env(const char *k)
+{
+	const char *v = it_env(k);
+
+	if (v == NULL || !*v)
+		fail_msg("%s is not in .cluster/env (NODE=1 up.sh)", k);
+	return v;
+}
+
+static int
+group_setup(void **state)
+{
+	(void)state;
+	setenv("AIRLOCK_RUNSC", env("RUNSC"), 1);
+	return 0;
+}
+
+#define RUN(r, ...) do { \
+	const char *args_[] = { "run", "--local", __VA_ARGS__, NULL }; \
+	cli_run((r), NULL, 60000, args_); \
+} while (0)
+
+/* The status of a run with -o json. */
+static json_t *
+status_of(struct cli_result *r)
+{
+	json_t *o = json_loads(r->out, 0, NULL), *st;
+
+	if (o == NULL)
+		fail_msg("not JSON on stdout: %s\nstderr: %s", r->out, r->err);
+	st = json_incref(json_object_get(o, "status"));
+	json_decref(o);
+	return st;
+}
+
+static long long
+num(json_t *st, const char *k)
+{
+	return json_integer_value(json_object_get(st, k));
+}
+
+static const char *
+str(json_t *st, const char *k)
+{
+	const char *v = json_string_value(json_object_get(st, k));
+
+	if (v == NULL)
+		fail_msg("status.%s is missing", k);
+	return v;
+}
+
+/* stdout and stderr apart and in order, byte for byte; the exit code. */
+static void
+test_streams_and_exit(void **state)
+{
+	struct cli_result r;
+
+	(void)state;
+	RUN(&r, "-c", "import sys\nprint('out1', flush=True)\n"
+	    "print('err1', file=sys.stderr, flush=True)\nsys.stdout.write('no newline')\n"
+	    "sys.stdout.flush()\nprint('err2', file=sys.stderr)\nsys.exit(3)\n");
+	assert_int_equal(r.status, 3);
+	assert_string_equal(r.out, "out1\nno newline");
+	assert_string_equal(r.err, "err1\nerr2\n");
+	cli_result_free(&r);
+	{
+		const char *args[] = { "run", "--local", "-r", "bash", "-c",
+		    "echo hi; echo there >&2", NULL };
+
+		cli_run(&r, NULL, 60000, args);
+	}
+	assert_int_equal(r.status, 0);
+	assert_string_equal(r.out, "hi\n");
+	assert_string_equal(r.err, "there\n");
+	cli_result_free(&r);
+}
+
+static void
+test_status_object(void **state)
+{
+	struct cli_result r;
+	json_t *st;
+
+	(void)state;
+	RUN(&r, "-o", "json", "-c", "print('hello')");
+	assert_int_equal(r.status, 0);
+	st = status_of(&r);
+	assert_string_equal(str(st, "phase"), "Succeeded");
+	assert_string_equal(str(st, "reason"), "Completed");
+	assert_int_equal(num(st, "exitCode"), 0);
+	assert_string_equal(str(st, "stdout"), "hello\n");
+	assert_int_equal(num(st, "stdoutBytes"), 6);
+	assert_int_equal(num(st, "stderrBytes"), 0);
+	assert_true(json_is_false(json_object_get(st, "stdoutTruncated")));
+	assert_string_equal(str(st, "nodeName"), "local");
+	assert_int_equal(json_array_size(json_object_get(st, "conditions")), 3);
+	assert_in_range(num(st, "peakMemoryBytes"), 4 << 20, 256 << 20);
+	assert_true(num(st, "cpuTimeMillis") > 0);
+	assert_in_range(num(st, "durationMillis"), 1, 30000);
+	assert_int_equal(strlen(str(st, "codeSha256")), 64);
+	json_decref(st);
+	cli_result_free(&r);
+}
+
+static void
+test_timeout(void **state)
+{
+	struct cli_result r;
+	json_t *st;
+	long long d;
+
+	(void)state;
+	RUN(&r, "-o", "json", "--timeout", "2", "-c",
+	    "print('before', flush=True)\nwhile True: pass\n");
+	assert_int_equal(r.status, 124);
+	st = status_of(&r);
+	assert_string_equal(str(st, "phase"), "TimedOut");
+	assert_string_equal(str(st, "reason"), "DeadlineExceeded");
+	assert_int_equal(num(st, "exitCode"), 137);
+	assert_string_equal(str(st, "stdout"), "before\n");
+	d = num(st, "durationMillis");
+	print_message("# local timeout 2000 ms: ran %lld ms\n", d);
+	if (d < 2000 || d > 2100)
+		fail_msg("killed after %lld ms, not within 100 ms of 2000", d);
+	json_decref(st);
+	cli_result_free(&r);
+}
+
+static void
+test_oom(void **state)
+{
+	struct cli_result r;
+	json_t *st;
+
+	(void)state;
+	RUN(&r, "-o", "json", "--memory", "128Mi", "-c",
+	    "a = []\nprint('start', flush=True)\nwhile True: a.append(bytearray(8 << 20))\n");
+	assert_int_equal(r.status, 125);
+	st = status_of(&r);
+	assert_string_equal(str(st, "phase"), "Failed");
+	assert_string_equal(str(st, "reason"), "OOMKilled");
+	assert_string_equal(str(st, "stdout"), "start\n");
+	assert_in_range(num(st, "peakMemoryBytes"), 100 << 20, 128 << 20);
+	json_decref(st);
+	cli_result_free(&r);
+}
+
+/* No network: the host, a public address, DNS. */
+static void
+test_network_denied(void **state)
+{
+	char prog[1024], want[256];
+	struct cli_result r;
+
+	(void)state;
+	snprintf(prog, sizeof(prog), "import socket\n"
+	    "def conn(h, p):\n"
+	    "    s = socket.socket(); s.settimeout(2)\n"
+	    "    try:\n"
+	    "        s.connect((h, p)); return 'open'\n"
+	    "    except OSError:\n"
+	    "        return 'fail'\n"
+	    "for h, p in [('%s', 22), ('1.1.1.1', 443), ('127.0.0.1', 22)]:\n"
+	    "    print(h, conn(h, p))\n"
+	    "try:\n"
+	    "    socket.getaddrinfo('example.com', 443); print('dns open')\n"
+	    "except OSError:\n"
+	    "    print('dns fail')\n", env("NODE_IP"));
+	RUN(&r, "-c", prog);
+	assert_int_equal(r.status, 0);
+	snprintf(want, sizeof(want), "%s fail\n1.1.1.1 fail\n127.0.0.1 fail\ndns fail\n",
+	    env("NODE_IP"));
+	assert_string_equal(r.out, want);
+	cli_result_free(&r);
+}
+
+/* A read-only root, a writable /tmp of 64 MiB, not root. */
+static void
+test_filesystem_and_user(void **state)
+{
+	struct cli_result r;
+
+	(void)state;
+	RUN(&r, "-c", "import os, errno\n"
+	    "print('uid', os.getuid(), os.getgid())\n"
+	    "try:\n"
+	    "    open('/var/tmp/x', 'w'); print('root writable')\n"
+	    "except OSError as e:\n"
+	    "    print('root', errno.errorcode[e.errno])\n"
+	    "open('/tmp/t', 'w').write('ok'); print('tmp', open('/tmp/t').read())\n"
+	    "n = 0\n"
+	    "try:\n"
+	    "    with open('/tmp/fill', 'wb') as f:\n"
+	    "        for n in range(1, 257):\n"
+	    "            f.write(b'x' * (1 << 20)); f.flush()\n"
+	    "except OSError as e:\n"
+	    "    print('fill', errno.errorcode[e.errno], 'before', n <= 65)\n");
+	assert_int_equal(r.status, 0);
+	assert_string_equal(r.out, "uid 65532 65532\nroot EROFS\ntmp ok\nfill ENOSPC before True\n");
+	cli_result_free(&r);
+}
+
+/* A manifest with stdin, files and a small output cap. */
+static void
+test_apply_manifest(void **state)
+{
+	char path[] = "/tmp/airlock-cx-XXXXXX";
+	struct cli_result r;
+	json_t *st;
+	FILE *f;
+	int fd;
+
+	(void)state;
+	if ((fd = mkstemp(path)) < 0 || (f = fdopen(fd, "w")) == NULL)
+		fail_msg("mkstemp");
+	fprintf(f, "apiVersion: airlock.dev/v1alpha1\nkind: CodeExecution\n"
+	    "metadata: {name: manifest}\n"
+	    "spec:\n  runtime: python\n"
+	    "  source: |\n    import sys\n    print(open('data/in.txt').read().strip(), sys.stdin.read().strip())\n"
+	    "    print('x' * 100)\n"
+	    "  stdin: from-stdin\n"
+	    "  files:\n  - {path: data/in.txt, content: from-file}\n"
+	    "  output: {maxBytes: 10}\n");
+	fclose(f);
+	{
+		const char *args[] = { "apply", "--local", "-f", path, "-o", "json", NULL };
+
+		cli_run(&r, NULL, 60000, args);
+	}
+	assert_int_equal(r.status, 0);
+	st = status_of(&r);
+	assert_string_equal(str(st, "stdout"), "from-file ");
+	assert_true(json_is_true(json_object_get(st, "stdoutTruncated")));
+	assert_int_equal(num(st, "stdoutBytes"), 21 + 101);
+	json_decref(st);
+	cli_result_free(&r);
+	/* Without -o: the kept text, and a note that it was cut. */
+	{
+		const char *args[] = { "apply", "--local", "-f", path, NULL };
+
+		cli_run(&r, NULL, 60000, args);
+	}
+	assert_int_equal(r.status, 0);
+	assert_string_equal(r.out, "from-file ");
+	assert_non_null(strstr(r.err, "stdout cut at 10 of 122 bytes"));
+	cli_result_free(&r);
+	unlink(path);
+}
+
+static void
+test_output_flood(void **state)
+{
+	struct cli_result r;
+	json_t *st;
+
+	(void)state;
+	RUN(&r, "-o", "json", "-c", "import sys\nb = b'x' * (1 << 20)\n"
+	    "for i in range(64): sys.stdout.buffer.write(b)\n");
+	assert_int_equal(r.status, 123);
+	st = status_of(&r);
+	assert_string_equal(str(st, "reason"), "OutputLimitExceeded");
+	assert_int_equal(json_string_length(json_object_get(st, "stdout")), 65536);
+	assert_true(num(st, "stdoutBytes") > 16 << 20);
+	assert_true(num(st, "stdoutBytes") < 64 << 20);
+	json_decref(st);
+	cli_result_free(&r);
+}
+
+static void
+test_binary_output(void **state)
+{
+	struct cli_result r;
+
+	(void)state;
+	RUN(&r, "-c", "import sys\nsys.stdout.buffer.write(b'a\\xffb\\xc3\\xa9\\x00z\\n')\n");
+	assert_int_equal(r.status, 0);
+	assert_int_equal(r.out_len, 10);
+	assert_memory_equal(r.out, "a\xef\xbf\xbd" "b\xc3\xa9\0z\n", 10);
+	cli_result_free(&r);
+}
+
+/* Bad input: named, with exit 2; what the controller refuses: 121. */
+static void
+test_bad_input(void **state)
+{
+	char path[] = "/tmp/airlock-cx-XXXXXX", bin[] = "/tmp/airlock-prog-XXXXXX";
+	struct cli_result r;
+	FILE *f;
+	int fd;
+
+	(void)state;
+	if ((fd = mkstemp(path)) < 0 || (f = fdopen(fd, "w")) == NULL)
+		fail_msg("mkstemp");
+	fprintf(f, "apiVersion: airlock.dev/v1alpha1\nkind: CodeExecution\n"
+	    "metadata: {name: bad}\nspec: {runtime: python, code: 'print(1)'}\n");
+	fclose(f);
+	{
+		const char *args[] = { "apply", "--local", "-f", path, NULL };
+
+		cli_run(&r, NULL, 60000, args);
+	}
+	assert_int_equal(r.status, 2);
+	assert_non_null(strstr(r.err, "spec.code: unknown field"));
+	cli_result_free(&r);
+	unlink(path);
+
+	RUN(&r, "--timeout", "0", "-c", "print(1)");
+	assert_int_equal(r.status, 2);
+	assert_non_null(strstr(r.err, "--timeout"));
+	cli_result_free(&r);
+
+	RUN(&r, "-r", "ruby", "-c", "puts 1");
+	assert_int_equal(r.status, 121);
+	assert_non_null(strstr(r.err, "Rejected"));
+	cli_result_free(&r);
+
+	RUN(&r, "--memory", "64Gi", "-c", "print(1)");
+	assert_int_equal(r.status, 121);
+	assert_non_null(strstr(r.err, "Rejected"));
+	cli_result_free(&r);
+
+	if ((fd = mkstemp(bin)) < 0 || write(fd, "print('\xff')\n", 11) != 11)
+		fail_msg("mkstemp");
+	close(fd);
+	RUN(&r, bin);
+	assert_int_equal(r.status, 2);
+	assert_non_null(strstr(r.err, "not valid UTF-8"));
+	cli_result_free(&r);
+	unlink(bin);
+
+	RUN(&r, "/nonexistent/prog.py");
+	assert_int_equal(r.status, 2);
+	assert_non_null(strstr(r.err, "/nonexistent/prog.py"));
+	cli_result_free(&r);
+}
+
+/* A fork bomb ends at its limits, and the next run is normal. */
+static void
+test_fork_bomb(void **state)
+{
+	struct cli_result r;
+	json_t *st;
+
+	(void)state;
+	RUN(&r, "-o", "json", "-r", "bash", "--timeout", "5", "-c", ":(){ :|:& };:; sleep 60\n");
+	st = status_of(&r);
+	print_message("# local fork bomb: %s/%s after %lld ms\n", str(st, "phase"),
+	    str(st, "reason"), num(st, "durationMillis"));
+	if (r.status != 124 && r.status != 125)
+		fail_msg("fork bomb ended with exit %d", r.status);
+	json_decref(st);
+	cli_result_free(&r);
+	RUN(&r, "-c", "print('fine')");
+	assert_int_equal(r.status, 0);
+	assert_string_equal(r.out, "fine\n");
+	cli_result_free(&r);
+}
+
+/* Nothing is left behind: no work directory, no cgroup. */
+static void
+test_nothing_left(void **state)
+{
+	struct dirent *de;
+	DIR *d;
+
+	(void)state;
+	assert_non_null(d = opendir("/tmp"));
+	while ((de = readdir(d)) != NULL)
+		if (strncmp(de->d_name, "airlock-local-", 14) == 0)
+			fail_msg("/tmp/%s was left behind", de->d_name);
+	closedir(d);
+	if ((d = opendir("/sys/fs/cgroup/memory")) != NULL) {
+		while ((de = readdir(d)) != NULL)
+			if (strncmp(de->d_name, "airlock-local-", 14) == 0)
+				fail_msg("cgroup memory/%s was left behind", de->d_name);
+		closedir(d);
+	}
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_streams_and_exit),
+		cmocka_unit_test(test_status_object),
+		cmocka_unit_test(test_timeout),
+		cmocka_unit_test(test_oom),
+		cmocka_unit_test(test_network_denied),
+		cmocka_unit_test(test_filesystem_and_user),
+		cmocka_unit_test(test_apply_manifest),
+		cmocka_unit_test(test_output_flood),
+		cmocka_unit_test(test_binary_output),
+		cmocka_unit_test(test_bad_input),
+		cmocka_unit_test(test_fork_bomb),
+		cmocka_unit_test(test_nothing_left),
+	};
+
+	return cmocka_run_group_tests(tests, group_setup, NULL);
+}

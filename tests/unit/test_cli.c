@@ -1,0 +1,224 @@
+/* Unit tests: cli/common.c - exit codes, YAML output, the spec check. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "cli.h"
+#include "yamljson.h"
+
+static void
+test_exit_codes(void **state)
+{
+	static const struct {
+		const char *status;
+		int code;
+	} t[] = {
+		{ "{\"phase\":\"Succeeded\",\"reason\":\"Completed\",\"exitCode\":0}", 0 },
+		{ "{\"phase\":\"Failed\",\"reason\":\"Error\",\"exitCode\":3}", 3 },
+		{ "{\"phase\":\"Failed\",\"reason\":\"Error\",\"exitCode\":255}", 255 },
+		{ "{\"phase\":\"Failed\",\"reason\":\"Error\",\"exitCode\":-1}", CLI_EXIT_ERROR },
+		{ "{\"phase\":\"TimedOut\",\"reason\":\"DeadlineExceeded\",\"exitCode\":137}", 124 },
+		{ "{\"phase\":\"Failed\",\"reason\":\"OOMKilled\",\"exitCode\":137}", 125 },
+		{ "{\"phase\":\"Failed\",\"reason\":\"OutputLimitExceeded\",\"exitCode\":137}", 123 },
+		{ "{\"phase\":\"Failed\",\"reason\":\"Rejected\"}", 121 },
+		{ "{\"phase\":\"Failed\",\"reason\":\"Unschedulable\"}", 121 },
+		{ "{\"phase\":\"Failed\",\"reason\":\"ImagePullFailed\"}", 121 },
+		{ "{\"phase\":\"Cancelled\",\"reason\":\"Cancelled\"}", 130 },
+		{ "{}", CLI_EXIT_ERROR },
+	};
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++) {
+		json_t *st = json_loads(t[i].status, 0, NULL);
+
+		assert_non_null(st);
+		if (cli_exit_code(st) != t[i].code)
+			fail_msg("%s: exit %d, not %d", t[i].status, cli_exit_code(st), t[i].code);
+		json_decref(st);
+	}
+	assert_true(cli_terminal("Cancelled"));
+	assert_false(cli_terminal("Running"));
+	assert_false(cli_terminal(NULL));
+}
+
+static char *
+yaml_of(json_t *v)
+{
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+
+	assert_int_equal(cli_yaml(f, v), 0);
+	fclose(f);
+	return buf;
+}
+
+static void
+test_yaml_exact(void **state)
+{
+	json_t *v = json_loads("{\"kind\":\"CodeExecution\",\"spec\":{\"runtime\":\"python\","
+	    "\"timeoutSeconds\":30,\"args\":[\"a\",\"b\"],\"cancel\":false},"
+	    "\"status\":{\"stdout\":\"1\\n2\\n\",\"phase\":\"Succeeded\"}}",
+	    JSON_PRESERVE_ORDER, NULL);
+	char *y = yaml_of(v);
+
+	(void)state;
+	assert_string_equal(y,
+	    "kind: CodeExecution\n"
+	    "spec:\n"
+	    "  runtime: python\n"
+	    "  timeoutSeconds: 30\n"
+	    "  args:\n"
+	    "  - a\n"
+	    "  - b\n"
+	    "  cancel: false\n"
+	    "status:\n"
+	    "  stdout: |\n"
+	    "    1\n"
+	    "    2\n"
+	    "  phase: Succeeded\n");
+	free(y);
+	json_decref(v);
+}
+
+/* Whatever the strings hold, the YAML reads back as the same JSON. */
+static void
+test_yaml_round_trip(void **state)
+{
+	static const char *const strs[] = { "", "true", "no", "null", "~", "123",
+	    "-1", "1e5", ".5", "0x1F", "2026-11-23T06:17:01Z", "a: b", "- x",
+	    "# not a comment", "tab\there", "a\nb", "trailing\n\n", " lead",
+	    "\"quoted\"", "caf\xc3\xa9 \xe2\x82\xac", "[1, 2]", "{a: 1}", "&anchor",
+	    "*alias", "!tag", "|", ">", "@", "`", "%", "key:", "yes" };
+	struct k8s_error err;
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(strs) / sizeof(strs[0]); i++) {
+		json_t *v = json_pack("{s:s, s:[s], s:i, s:b, s:n}", "s", strs[i],
+		    "l", strs[i], "n", 7, "b", 1, "z");
+		json_t *back = NULL;
+		char *y = yaml_of(v);
+
+		if (yamljson_load(y, strlen(y), "yaml", "test", 0, &back, &err) != 0)
+			fail_msg("'%s': unreadable YAML: %s\n%s", strs[i], err.message, y);
+		if (!json_equal(v, back))
+			fail_msg("'%s' came back as %s from\n%s", strs[i],
+			    json_dumps(back, 0), y);
+		json_decref(back);
+		json_decref(v);
+		free(y);
+	}
+}
+
+static json_t *
+spec(const char *s)
+{
+	json_t *v = json_loads(s, 0, NULL);
+
+	if (v == NULL)
+		fail_msg("bad test spec %s", s);
+	return v;
+}
+
+static void
+test_spec_defaults(void **state)
+{
+	struct k8s_error err;
+	json_t *s = spec("{\"runtime\":\"python\",\"source\":\"print(1)\"}");
+
+	(void)state;
+	assert_int_equal(cli_check_spec(s, &err), 0);
+	assert_int_equal(json_integer_value(json_object_get(s, "timeoutSeconds")), 30);
+	assert_int_equal(json_integer_value(json_object_get(s, "ttlSecondsAfterFinished")), 3600);
+	assert_int_equal(json_integer_value(json_object_get(json_object_get(s, "output"),
+	    "maxBytes")), 65536);
+	json_decref(s);
+	s = spec("{\"runtime\":\"bash\",\"files\":[{\"path\":\"a/b.txt\",\"content\":\"x\"}],"
+	    "\"env\":[{\"name\":\"A_1\",\"value\":\"v\"}],\"args\":[\"-x\"],"
+	    "\"resources\":{\"cpu\":\"250m\",\"memory\":\"64Mi\"},\"timeoutSeconds\":3600,"
+	    "\"output\":{\"maxBytes\":1},\"cancel\":false,\"stdin\":\"in\"}");
+	assert_int_equal(cli_check_spec(s, &err), 0);
+	assert_int_equal(json_integer_value(json_object_get(s, "timeoutSeconds")), 3600);
+	json_decref(s);
+}
+
+/* Each bad spec is refused, and the message names the field. */
+static void
+test_spec_refused(void **state)
+{
+	static const struct {
+		const char *spec, *want;
+	} t[] = {
+		{ "{\"source\":\"x\"}", "spec.runtime: required" },
+		{ "{\"runtime\":\"Python\"}", "spec.runtime:" },
+		{ "{\"runtime\":\"python\",\"code\":\"x\"}", "spec.code: unknown field" },
+		{ "{\"runtime\":\"python\",\"source\":7}", "spec.source: must be a string" },
+		{ "{\"runtime\":\"python\",\"timeoutSeconds\":0}", "spec.timeoutSeconds:" },
+		{ "{\"runtime\":\"python\",\"timeoutSeconds\":3601}", "spec.timeoutSeconds:" },
+		{ "{\"runtime\":\"python\",\"timeoutSeconds\":\"30\"}", "spec.timeoutSeconds:" },
+		{ "{\"runtime\":\"python\",\"files\":[{\"path\":\"/etc/x\",\"content\":\"\"}]}", "spec.files[0]:" },
+		{ "{\"runtime\":\"python\",\"files\":[{\"path\":\"a/../b\",\"content\":\"\"}]}", "spec.files[0]:" },
+		{ "{\"runtime\":\"python\",\"files\":[{\"path\":\"a//b\",\"content\":\"\"}]}", "spec.files[0]:" },
+		{ "{\"runtime\":\"python\",\"files\":[{\"path\":\"a\",\"content\":\"\"},"
+		  "{\"path\":\"a\",\"content\":\"\"}]}", "spec.files[1]: path 'a' is given twice" },
+		{ "{\"runtime\":\"python\",\"files\":[{\"path\":\"a\"}]}", "spec.files[0]:" },
+		{ "{\"runtime\":\"python\",\"env\":[{\"name\":\"1A\"}]}", "spec.env[0].name:" },
+		{ "{\"runtime\":\"python\",\"env\":[{\"name\":\"A-B\"}]}", "spec.env[0].name:" },
+		{ "{\"runtime\":\"python\",\"args\":[1]}", "spec.args:" },
+		{ "{\"runtime\":\"python\",\"resources\":{\"cpu\":\"lots\"}}", "spec.resources.cpu:" },
+		{ "{\"runtime\":\"python\",\"resources\":{\"memory\":\"0\"}}", "spec.resources.memory:" },
+		{ "{\"runtime\":\"python\",\"resources\":{\"gpu\":\"1\"}}", "spec.resources.gpu: unknown field" },
+		{ "{\"runtime\":\"python\",\"output\":{\"maxBytes\":0}}", "spec.output.maxBytes:" },
+		{ "{\"runtime\":\"python\",\"output\":{\"maxBytes\":1048577}}", "spec.output.maxBytes:" },
+		{ "{\"runtime\":\"python\",\"cancel\":\"yes\"}", "spec.cancel:" },
+		{ "[]", "spec: must be an object" },
+	};
+	struct k8s_error err;
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++) {
+		json_t *s = spec(t[i].spec);
+
+		if (cli_check_spec(s, &err) != K8S_EINVAL)
+			fail_msg("accepted %s", t[i].spec);
+		if (strstr(err.message, t[i].want) == NULL)
+			fail_msg("%s: '%s' does not say '%s'", t[i].spec, err.message, t[i].want);
+		json_decref(s);
+	}
+	/* Sizes: one byte over each limit. */
+	{
+		char *big = malloc(262146);
+		json_t *s;
+
+		memset(big, 'x', 262145);
+		big[262145] = '\0';
+		s = json_pack("{s:s, s:s}", "runtime", "python", "source", big);
+		assert_int_equal(cli_check_spec(s, &err), K8S_EINVAL);
+		assert_non_null(strstr(err.message, "spec.source: longer than 262144"));
+		json_decref(s);
+		big[262144] = '\0';
+		s = json_pack("{s:s, s:s}", "runtime", "python", "source", big);
+		assert_int_equal(cli_check_spec(s, &err), 0);
+		json_decref(s);
+		free(big);
+	}
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_exit_codes),
+		cmocka_unit_test(test_yaml_exact),
+		cmocka_unit_test(test_yaml_round_trip),
+		cmocka_unit_test(test_spec_defaults),
+		cmocka_unit_test(test_spec_refused),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
