@@ -713,12 +713,19 @@ local_run(const struct ctl_config *cfg, json_t *cx0, const struct local_opts *o,
 	    quantity_parse_milli(json_string_value(json_object_get(lim, "cpu")), &cpu, err) != 0 ||
 	    quantity_parse(cfg->tmp_size_limit, &tmp, err) != 0)
 		goto out;
+	/* Where images/local.sh puts them, by the same variables. */
 	if (opts.root == NULL)
 		opts.root = getenv("AIRLOCK_LOCAL_ROOT");
 	if (opts.root == NULL) {
 		const char *home = getenv("HOME") ? getenv("HOME") : "/root";
 
-		snprintf(path, sizeof(path), "%s/.cache/airlock/local", home);
+		if (getenv("AIRLOCK_CACHE"))
+			snprintf(path, sizeof(path), "%s/local", getenv("AIRLOCK_CACHE"));
+		else if (getenv("XDG_CACHE_HOME"))
+			snprintf(path, sizeof(path), "%s/airlock/local",
+			    getenv("XDG_CACHE_HOME"));
+		else
+			snprintf(path, sizeof(path), "%s/.cache/airlock/local", home);
 		opts.root = path;
 	}
 	snprintf(rootfs, sizeof(rootfs), "%s/%s/rootfs", opts.root, p->name);
