@@ -379,6 +379,45 @@ test_fork_bomb(void **state)
 	cli_result_free(&r);
 }
 
+/* examples/ runs as the README says it does. */
+static void
+test_examples(void **state)
+{
+	static const struct {
+		const char *file, *out, *err;
+		int status;
+	} t[] = {
+		{ "hello.yaml", "hello from python 3\n", "", 0 },
+		{ "node.yaml", "hello from node 18\n", "uid 65532\n", 0 },
+		{ "bash.yaml", "hello, world\n3\n", "", 0 },
+		{ "limits.yaml", "hi FROM STDIN\n"
+		  "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx",
+		  "\nairlock: stdout cut at 100 of 1015 bytes (spec.output.maxBytes)\n", 0 },
+	};
+	const char *top = getenv("AIRLOCK_TOP") ? getenv("AIRLOCK_TOP") : ".";
+	struct cli_result r;
+	char path[4096];
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++) {
+		const char *args[] = { "apply", "--local", "-f", path, NULL };
+
+		snprintf(path, sizeof(path), "%s/examples/%s", top, t[i].file);
+		cli_run(&r, NULL, 60000, args);
+		if (r.status != t[i].status || strcmp(r.out, t[i].out) != 0 ||
+		    strcmp(r.err, t[i].err) != 0)
+			fail_msg("%s: exit %d\nstdout: %s\nstderr: %s", t[i].file,
+			    r.status, r.out, r.err);
+		cli_result_free(&r);
+	}
+	snprintf(path, sizeof(path), "%s/examples/hello.py", top);
+	RUN(&r, path);
+	assert_int_equal(r.status, 0);
+	assert_int_equal(strncmp(r.out, "hello from gVisor: Linux ", 25), 0);
+	assert_string_equal(r.err, "this line went to stderr\n");
+	cli_result_free(&r);
+}
+
 /* Nothing is left behind: no work directory, no cgroup. */
 static void
 test_nothing_left(void **state)
@@ -415,6 +454,7 @@ main(void)
 		cmocka_unit_test(test_binary_output),
 		cmocka_unit_test(test_bad_input),
 		cmocka_unit_test(test_fork_bomb),
+		cmocka_unit_test(test_examples),
 		cmocka_unit_test(test_nothing_left),
 	};
 
