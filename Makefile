@@ -6,6 +6,7 @@
 #   make asan         ASan+UBSan build of everything, unit and integration tests
 #   make valgrind     unit and integration tests under valgrind
 #   make e2e          end-to-end tests on the real gVisor node (NODE=1)
+#   make e2e-asan     the same with every binary built with ASan+UBSan
 #   make chart        the Helm chart: render tests, then install/upgrade/test/uninstall
 #   make chart-crds   copy crds/ into the chart
 #   make cluster-up [NODE=1] | cluster-down   the real cluster in .cluster/
@@ -58,7 +59,7 @@ BENCH_BIN = $(BENCH_SRC:bench/%.c=$(B)/bench/%)
 BIN_DIR	?= bin
 BINS	 = $(BIN_DIR)/airlock-controller $(BIN_DIR)/airlock-node-agent $(BIN_DIR)/airlock
 
-.PHONY: all test deps unit integration e2e chart chart-crds local-images demo memory asan \
+.PHONY: all test deps unit integration e2e e2e-asan chart chart-crds local-images memory asan \
 	run-asan valgrind cluster-up cluster-down clean
 .SUFFIXES:
 .DELETE_ON_ERROR:
@@ -117,9 +118,10 @@ test: deps
 	-$(MAKE) memory
 	@tests/cluster/down.sh
 	-$(MAKE) e2e
+	-$(MAKE) e2e-asan
 	-$(MAKE) chart
 	@tests/cluster/down.sh
-	@tests/run.sh summary unit integration asan valgrind e2e chart
+	@tests/run.sh summary unit integration asan valgrind e2e e2e-asan chart
 
 deps:
 	@tests/deps.sh
@@ -167,6 +169,17 @@ e2e: all
 	@NODE=1 tests/cluster/up.sh
 	@images/local.sh
 	@tests/run.sh e2e $(B) $(E2E_BIN)
+
+# The end-to-end tests again, with the controller, the node agent and the
+# CLI built with ASan+UBSan: a leak or an error fails the run (the daemons
+# must exit 0 on SIGTERM).
+ASAN_E2E = $(E2E_SRC:tests/e2e/%.c=build/asan/tests/e2e/%)
+e2e-asan:
+	$(ASAN_MAKE) all
+	@tests/cluster/node-deps.sh
+	@NODE=1 tests/cluster/up.sh
+	@images/local.sh
+	@tests/run.sh e2e-asan build/asan $(ASAN_E2E)
 
 # The root filesystems `airlock run --local` uses (images/local.sh).
 local-images:
