@@ -96,6 +96,25 @@ test_streams_and_exit(void **state)
 	assert_string_equal(r.out, "hi\n");
 	assert_string_equal(r.err, "there\n");
 	cli_result_free(&r);
+	/* The program from standard input ("-"), and --stdin for its input. */
+	{
+		char prog[] = "/tmp/airlock-prog-XXXXXX", in[] = "/tmp/airlock-in-XXXXXX";
+		const char *args[] = { "run", "--local", "--stdin", in, "-", NULL };
+		int fd;
+
+		if ((fd = mkstemp(prog)) < 0 || write(fd, "import sys\nprint(sys.stdin.read()[::-1])\n", 41) != 41)
+			fail_msg("mkstemp");
+		close(fd);
+		if ((fd = mkstemp(in)) < 0 || write(fd, "abc", 3) != 3)
+			fail_msg("mkstemp");
+		close(fd);
+		cli_run(&r, prog, 60000, args);
+		assert_int_equal(r.status, 0);
+		assert_string_equal(r.out, "cba\n");
+		cli_result_free(&r);
+		unlink(prog);
+		unlink(in);
+	}
 }
 
 static void
