@@ -44,10 +44,17 @@ mono_us(void)
 	return (long long)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
 }
 
+/* A sandbox made and not yet removed, for die() to remove. */
+static struct ctrd *the_ctrd;
+static char *the_sandbox;
+
+static void remove_sandbox(void);
+
 static void
 die(const char *what, const struct k8s_error *err)
 {
 	fprintf(stderr, "cri_floor: %s: %s\n", what, err ? err->message : strerror(errno));
+	remove_sandbox();
 	exit(1);
 }
 
@@ -89,6 +96,29 @@ call(struct ctrd *c, const char *method, struct buf *req, struct buf *reply)
 	snprintf(m, sizeof(m), SVC "%s", method);
 	if (ctrd_call(c, m, req, reply, &err) != 0)
 		die(method, &err);
+}
+
+/* Stop and remove the_sandbox, if any; errors only reported. */
+static void
+remove_sandbox(void)
+{
+	static const char *const steps[] = { SVC "StopPodSandbox", SVC "RemovePodSandbox" };
+	struct k8s_error err;
+	struct buf req, reply;
+	char *id = the_sandbox;
+
+	if (id == NULL)
+		return;
+	the_sandbox = NULL;
+	buf_init(&req, 4096);
+	if (pb_put_str(&req, 1, id) == 0)
+		for (int i = 0; i < 2; i++) {
+			if (ctrd_call(the_ctrd, steps[i], &req, &reply, &err) != 0)
+				fprintf(stderr, "cri_floor: %s: %s\n", steps[i], err.message);
+			buf_free(&reply);
+		}
+	buf_free(&req);
+	free(id);
 }
 
 /* The container's state and exit code, from ContainerStatus. */
@@ -143,7 +173,7 @@ main(int argc, char **argv)
 		return 2;
 	}
 	sock = argv[1], handler = argv[2], image = argv[3], logdir = argv[4];
-	c = ctrd_new(sock, "k8s.io");
+	c = the_ctrd = ctrd_new(sock, "k8s.io");
 	snprintf(name, sizeof(name), "floor-%d-%lld", (int)getpid(), mono_us());
 
 	/* PodSandboxConfig */
@@ -192,6 +222,7 @@ main(int argc, char **argv)
 	call(c, "RunPodSandbox", &req, &reply);
 	if ((sandbox = reply_str(&reply, 1)) == NULL)
 		die("RunPodSandbox: no id", NULL);
+	the_sandbox = strdup(sandbox);
 	buf_free(&req);
 	buf_free(&reply);
 
@@ -212,10 +243,8 @@ main(int argc, char **argv)
 	buf_free(&reply);
 
 	while (status(c, container, &exit_code) != CONTAINER_EXITED) {
-		if (mono_us() - t0 > 60000000LL) {
-			fprintf(stderr, "cri_floor: not exited after 60 s\n");
-			return 1;
-		}
+		if (mono_us() - t0 > 60000000LL)
+			die("not exited after 60 s", NULL);
 		usleep(2000);
 	}
 	log = crilog_new(65536, 65536);
@@ -238,13 +267,7 @@ main(int argc, char **argv)
 	crilog_free(log);
 
 	/* Untimed: what the kubelet does after the pod is gone. */
-	buf_init(&req, 4096);
-	put_str(&req, 1, sandbox);
-	call(c, "StopPodSandbox", &req, &reply);
-	buf_free(&reply);
-	call(c, "RemovePodSandbox", &req, &reply);
-	buf_free(&reply);
-	buf_free(&req);
+	remove_sandbox();
 	unlink(path);
 
 	free(sandbox);

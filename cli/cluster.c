@@ -69,6 +69,7 @@ struct waiter {
 	int		 deleted;
 	char		*selector;
 	long long	 end;		/* monotonic ms; 0 never */
+	char		 failed[1100];	/* a refusal retrying cannot fix */
 };
 
 static void
@@ -115,6 +116,13 @@ relist(void *arg, char **rv, struct k8s_error *err)
 	json_t *list = NULL, *item;
 	int rc = k8s_list(wt->k->c, &res_cx, wt->k->ns, &lo, &list, err);
 
+	if (rc == K8S_EFORBIDDEN || rc == K8S_EUNAUTH || rc == K8S_ENOTFOUND) {
+		/* Not allowed to list (or no such API): waiting will not help. */
+		snprintf(wt->failed, sizeof(wt->failed), "%s", err->message);
+		watch_stop(wt->w);
+		*rv = xstrdup("");
+		return 0;
+	}
 	if (rc != 0)
 		return rc;
 	*rv = xstrdup(json_string_value(json_object_get(json_object_get(list,
@@ -198,7 +206,10 @@ wait_for(struct conn *k, const char *name, long timeout_s, int cancel_on_int)
 	}
 	watch_free(wt.w);
 	free(wt.selector);
-	if (wt.deleted && wt.obj == NULL)
+	if (wt.failed[0])
+		fprintf(stderr, "airlock: cannot watch %s/%s: %s\n", k->ns, name,
+		    wt.failed);
+	else if (wt.deleted && wt.obj == NULL)
 		fprintf(stderr, "airlock: %s/%s was deleted before it ended\n", k->ns, name);
 	else if (wt.obj == NULL)
 		fprintf(stderr, "airlock: %s/%s did not end within %ld s\n", k->ns,

@@ -27,6 +27,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/signalfd.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -134,6 +135,8 @@ cg_make(struct cg *g, const char *mount, const char *name, int64_t mem,
 {
 	static const char *const v1[] = { "memory", "cpu,cpuacct", "cpu", "cpuacct", "pids" };
 	char path[PATH_MAX], val[64];
+	/* The kernel's least CFS quota is 1 ms a period; the kubelet clamps too. */
+	int64_t quota = cpu_milli * 100 < 1000 ? 1000 : cpu_milli * 100;
 
 	memset(g, 0, sizeof(*g));
 	snprintf(path, sizeof(path), "%s/cgroup.controllers", mount);
@@ -148,11 +151,13 @@ cg_make(struct cg *g, const char *mount, const char *name, int64_t mem,
 		snprintf(val, sizeof(val), "%lld", (long long)mem);
 		if (put(path, "memory.max", val) != 0)
 			goto fail;
-		put(path, "memory.swap.max", "0");
-		snprintf(val, sizeof(val), "%lld 100000", (long long)cpu_milli * 100);
-		put(path, "cpu.max", val);
+		put(path, "memory.swap.max", "0");	/* absent without swap */
+		snprintf(val, sizeof(val), "%lld 100000", (long long)quota);
+		if (put(path, "cpu.max", val) != 0)
+			goto fail;
 		snprintf(val, sizeof(val), "%d", PIDS_MAX);
-		put(path, "pids.max", val);
+		if (put(path, "pids.max", val) != 0)
+			goto fail;
 		return 0;
 	}
 	for (size_t i = 0; i < sizeof(v1) / sizeof(v1[0]); i++) {
@@ -179,17 +184,19 @@ cg_make(struct cg *g, const char *mount, const char *name, int64_t mem,
 	snprintf(val, sizeof(val), "%lld", (long long)mem);
 	if (put(g->mem, "memory.limit_in_bytes", val) != 0)
 		goto fail;
-	put(g->mem, "memory.swappiness", "0");
-	put(g->cpu, "cpu.cfs_period_us", "100000");
-	snprintf(val, sizeof(val), "%lld", (long long)cpu_milli * 100);
-	put(g->cpu, "cpu.cfs_quota_us", val);
+	put(g->mem, "memory.swappiness", "0");	/* not on every kernel */
+	snprintf(val, sizeof(val), "%lld", (long long)quota);
+	if (put(g->cpu, "cpu.cfs_period_us", "100000") != 0 ||
+	    put(g->cpu, "cpu.cfs_quota_us", val) != 0)
+		goto fail;
 	snprintf(val, sizeof(val), "%d", PIDS_MAX);
-	if (g->pids)
-		put(g->pids, "pids.max", val);
+	if (g->pids == NULL || put(g->pids, "pids.max", val) != 0)
+		goto fail;
 	return 0;
 fail:
-	k8s_error_set(err, K8S_EIO, 0, NULL, "cannot make the run's cgroup under "
-	    "%s: %s (local mode needs root, for the limits)", mount, strerror(errno));
+	k8s_error_set(err, K8S_EIO, 0, NULL, "cannot make the run's cgroup with "
+	    "its limits under %s: %s (local mode needs root, and the memory, cpu "
+	    "and pids controllers)", mount, strerror(errno));
 	cg_free(g);
 	return -1;
 }
@@ -220,6 +227,8 @@ cg_kill(struct cg *g)
  * Start runsc with args; its stdout and stderr on fds out and err (-1:
  * /dev/null), in cgroup g when given. Its pid.
  */
+static sigset_t child_mask;	/* the mask before local_run blocked signals */
+
 static pid_t
 spawn(const char *const *argv, int out, int err_fd, struct cg *g)
 {
@@ -228,6 +237,7 @@ spawn(const char *const *argv, int out, int err_fd, struct cg *g)
 	if (pid == 0) {
 		int null = open("/dev/null", O_RDWR);
 
+		sigprocmask(SIG_SETMASK, &child_mask, NULL);
 		dup2(null, 0);
 		dup2(out >= 0 ? out : null, 1);
 		dup2(err_fd >= 0 ? err_fd : null, 2);
@@ -396,7 +406,7 @@ rm_entry(const char *path, const struct stat *st, int type, struct FTW *f)
 
 /* --- the run ---------------------------------------------------------------- */
 
-enum why { WHY_NONE, WHY_DEADLINE, WHY_OUTPUT };
+enum why { WHY_NONE, WHY_DEADLINE, WHY_OUTPUT, WHY_CANCEL };
 
 struct run {
 	struct crilog	*log;
@@ -404,6 +414,7 @@ struct run {
 	int		 exit_status;	/* from runsc wait; -1 unknown */
 	enum why	 why;
 	int		 oom;
+	int		 signal;	/* WHY_CANCEL: the one we got */
 	int64_t		 peak, cpu_ns;
 };
 
@@ -432,49 +443,67 @@ kill_run(const struct local_opts *o, const char *state, const char *id,
 	(void)runsc(o, state, args, msg, sizeof(msg));
 }
 
+/* Close the fds of a NULL-less list of pairs that are open (>= 0). */
+static void
+close_all(int *fds, int n)
+{
+	for (int i = 0; i < n; i++)
+		if (fds[i] >= 0) {
+			close(fds[i]);
+			fds[i] = -1;
+		}
+}
+
 /*
- * create, start, wait. Fills r; 0, or -1 with err when runsc would not
- * run it.
+ * create, start, wait. Fills r; 0, or an error with err when runsc would
+ * not run it. sfd: a signalfd for SIGINT, SIGTERM, SIGHUP, which stop the
+ * run as a cancel does on a cluster.
  */
 static int
 execute(const struct local_opts *o, const char *ws, const char *id,
-    struct cg *g, long long timeout_ms, struct run *r, struct k8s_error *err)
+    struct cg *g, long long timeout_ms, int sfd, struct run *r,
+    struct k8s_error *err)
 {
 	char state[PATH_MAX], bundle[PATH_MAX], msg[4096], wbuf[256];
 	const char *create[] = { o->runsc, "--root", state, "--network=none",
 	    "--ignore-cgroups", "create", "--bundle", bundle, id, NULL };
-	int out[2], errp[2], wp[2], st, open_out = 1, open_err = 1, open_w = 1;
+	int fds[6] = { -1, -1, -1, -1, -1, -1 };	/* out, err, wait: read, write */
+	int st = 0, open_out = 1, open_err = 1, open_w = 1;
 	size_t wlen = 0;
 	int64_t deadline, drain_until = 0;
 	pid_t pid, waiter;
 
 	snprintf(state, sizeof(state), "%s", o->state);
 	snprintf(bundle, sizeof(bundle), "%s/bundle", ws);
-	if (pipe2(out, O_CLOEXEC) != 0 || pipe2(errp, O_CLOEXEC) != 0)
-		return k8s_error_set(err, K8S_EIO, 0, NULL, "pipe: %s", strerror(errno));
-	pid = spawn(create, out[1], errp[1], g);
-	close(out[1]);
-	close(errp[1]);
+	if (pipe2(fds, O_CLOEXEC) != 0 || pipe2(fds + 2, O_CLOEXEC) != 0 ||
+	    pipe2(fds + 4, O_CLOEXEC) != 0) {
+		k8s_error_set(err, K8S_EIO, 0, NULL, "pipe: %s", strerror(errno));
+		close_all(fds, 6);
+		return err->code;
+	}
+	pid = spawn(create, fds[1], fds[3], g);
+	close(fds[1]);
+	close(fds[3]);
+	fds[1] = fds[3] = -1;
 	if (pid < 0 || waitpid(pid, &st, 0) < 0 || !WIFEXITED(st) ||
 	    WEXITSTATUS(st) != 0) {
+		int code = pid > 0 && WIFEXITED(st) ? WEXITSTATUS(st) : -1;
 		ssize_t n;
 
-		fcntl(errp[0], F_SETFL, O_NONBLOCK);
-		n = read(errp[0], msg, sizeof(msg) - 1);
+		fcntl(fds[2], F_SETFL, O_NONBLOCK);
+		n = read(fds[2], msg, sizeof(msg) - 1);
 		msg[n > 0 ? n : 0] = '\0';
-		close(out[0]);
-		close(errp[0]);
+		close_all(fds, 6);
 		return k8s_error_set(err, K8S_EIO, 0, NULL, "%s create failed "
-		    "(exit %d): %s", o->runsc, WIFEXITED(st) ? WEXITSTATUS(st) : -1,
-		    WIFEXITED(st) && WEXITSTATUS(st) == 127 ? "not found (--runsc, "
-		    "AIRLOCK_RUNSC)" : msg);
+		    "(exit %d): %s", o->runsc, code, code == 127 ? "not found "
+		    "(--runsc, AIRLOCK_RUNSC)" : code == 126 ? "cannot join the "
+		    "run's cgroup" : msg);
 	}
 	{
 		const char *start[] = { "start", id, NULL };
 
 		if (runsc(o, state, start, msg, sizeof(msg)) != 0) {
-			close(out[0]);
-			close(errp[0]);
+			close_all(fds, 6);
 			return k8s_error_set(err, K8S_EIO, 0, NULL, "%s start: %s",
 			    o->runsc, msg);
 		}
@@ -484,36 +513,35 @@ execute(const struct local_opts *o, const char *ws, const char *id,
 	{
 		const char *wait_args[] = { o->runsc, "--root", state, "wait", id, NULL };
 
-		if (pipe2(wp, O_CLOEXEC) != 0)
-			return k8s_error_set(err, K8S_EIO, 0, NULL, "pipe");
-		waiter = spawn(wait_args, wp[1], -1, NULL);
-		close(wp[1]);
+		waiter = spawn(wait_args, fds[5], -1, NULL);
+		close(fds[5]);
+		fds[5] = -1;
+		if (waiter < 0) {
+			close_all(fds, 6);
+			return k8s_error_set(err, K8S_EIO, 0, NULL, "fork: %s",
+			    strerror(errno));
+		}
 	}
-	fcntl(out[0], F_SETFL, O_NONBLOCK);
-	fcntl(errp[0], F_SETFL, O_NONBLOCK);
-	fcntl(wp[0], F_SETFL, O_NONBLOCK);
+	fcntl(fds[0], F_SETFL, O_NONBLOCK);
+	fcntl(fds[2], F_SETFL, O_NONBLOCK);
+	fcntl(fds[4], F_SETFL, O_NONBLOCK);
 	while (open_out || open_err || open_w) {
-		struct pollfd pf[3] = { { out[0], POLLIN, 0 }, { errp[0], POLLIN, 0 },
-		    { wp[0], POLLIN, 0 } };
+		struct pollfd pf[4] = { { open_out ? fds[0] : -1, POLLIN, 0 },
+		    { open_err ? fds[2] : -1, POLLIN, 0 },
+		    { open_w ? fds[4] : -1, POLLIN, 0 }, { sfd, POLLIN, 0 } };
 		int64_t now = now_ns(), wait_ms = 100;
 
-		if (!open_out)
-			pf[0].fd = -1;
-		if (!open_err)
-			pf[1].fd = -1;
-		if (!open_w)
-			pf[2].fd = -1;
 		if (r->why == WHY_NONE && open_w && (deadline - now) / 1000000 < wait_ms)
 			wait_ms = (deadline - now) / 1000000;
 		if (wait_ms < 0)
 			wait_ms = 0;
-		poll(pf, 3, (int)wait_ms);
+		poll(pf, 4, (int)wait_ms);
 		if (open_out && (pf[0].revents & (POLLIN | POLLHUP | POLLERR)))
-			open_out = drain(out[0], r->log, 0);
+			open_out = drain(fds[0], r->log, 0);
 		if (open_err && (pf[1].revents & (POLLIN | POLLHUP | POLLERR)))
-			open_err = drain(errp[0], r->log, 1);
+			open_err = drain(fds[2], r->log, 1);
 		if (open_w && (pf[2].revents & (POLLIN | POLLHUP | POLLERR))) {
-			ssize_t n = read(wp[0], wbuf + wlen, sizeof(wbuf) - 1 - wlen);
+			ssize_t n = read(fds[4], wbuf + wlen, sizeof(wbuf) - 1 - wlen);
 
 			if (n > 0)
 				wlen += (size_t)n;
@@ -522,6 +550,17 @@ execute(const struct local_opts *o, const char *ws, const char *id,
 				if (r->exited_ns == 0)
 					r->exited_ns = now_ns();
 				drain_until = now_ns() + (int64_t)DRAIN_MS * 1000000;
+			}
+		}
+		if (sfd >= 0 && (pf[3].revents & POLLIN)) {
+			struct signalfd_siginfo si;
+
+			if (read(sfd, &si, sizeof(si)) == sizeof(si) &&
+			    r->why == WHY_NONE && open_w) {
+				r->why = WHY_CANCEL;
+				r->signal = (int)si.ssi_signo;
+				r->exited_ns = now_ns();
+				kill_run(o, state, id, g);
 			}
 		}
 		now = now_ns();
@@ -541,9 +580,7 @@ execute(const struct local_opts *o, const char *ws, const char *id,
 		if (!open_w && drain_until && now > drain_until)
 			break;	/* a straggler holds the pipes: enough */
 	}
-	close(out[0]);
-	close(errp[0]);
-	close(wp[0]);
+	close_all(fds, 6);
 	waitpid(waiter, &st, 0);
 	wbuf[wlen] = '\0';
 	{
@@ -573,7 +610,10 @@ result(json_t *cx, const struct podspec_result *pr, struct run *r)
 	otext = crilog_text(so, &olen);
 	etext = crilog_text(se, &elen);
 	code = r->why != WHY_NONE ? 137 : r->exit_status;
-	if (r->why == WHY_DEADLINE) {
+	if (r->why == WHY_CANCEL) {
+		phase = "Cancelled", reason = "Cancelled";
+		snprintf(msg, sizeof(msg), "stopped by %s", strsignal(r->signal));
+	} else if (r->why == WHY_DEADLINE) {
 		phase = "TimedOut", reason = "DeadlineExceeded";
 		snprintf(msg, sizeof(msg), "killed at its %lld ms deadline", timeout);
 	} else if (r->why == WHY_OUTPUT) {
@@ -647,9 +687,12 @@ local_run(const struct ctl_config *cfg, json_t *cx0, const struct local_opts *o,
 	int64_t mem = 0, cpu = 0, tmp = 0;
 	int rc = -1;
 	char t[CLOCK_RFC3339_LEN];
+	sigset_t sigs;
+	int sfd = -1, blocked = 0;
 	FILE *rf;
 
 	*outp = NULL;
+	sigprocmask(SIG_SETMASK, NULL, &child_mask);
 	if (opts.runsc == NULL)
 		opts.runsc = getenv("AIRLOCK_RUNSC") ? getenv("AIRLOCK_RUNSC") : "runsc";
 	if (opts.cgroup_mount == NULL)
@@ -764,12 +807,26 @@ local_run(const struct ctl_config *cfg, json_t *cx0, const struct local_opts *o,
 		k8s_error_set(err, K8S_EIO, 0, NULL, "cannot write %s", path);
 		goto clean;
 	}
+	/*
+	 * From here on SIGINT, SIGTERM and SIGHUP stop the run and leave
+	 * nothing behind, through the cleanup below.
+	 */
+	sigemptyset(&sigs);
+	sigaddset(&sigs, SIGINT);
+	sigaddset(&sigs, SIGTERM);
+	sigaddset(&sigs, SIGHUP);
+	sigprocmask(SIG_BLOCK, &sigs, &child_mask);
+	blocked = 1;
+	if ((sfd = signalfd(-1, &sigs, SFD_CLOEXEC | SFD_NONBLOCK)) < 0) {
+		k8s_error_set(err, K8S_EIO, 0, NULL, "signalfd: %s", strerror(errno));
+		goto clean;
+	}
 	if (cg_make(&g, opts.cgroup_mount, id, mem, cpu, err) != 0)
 		goto clean;
 	r.log = crilog_new((size_t)json_integer_value(json_object_get(
 	    json_object_get(spec, "output"), "maxBytes")), 65536);
 	if (execute(&opts, ws, id, &g, json_integer_value(json_object_get(spec,
-	    "timeoutSeconds")) * 1000, &r, err) != 0)
+	    "timeoutSeconds")) * 1000, sfd, &r, err) != 0)
 		goto kill;
 	crilog_finish(r.log);
 	/* The cgroup's figures, now that the sandbox is done. */
@@ -803,6 +860,10 @@ kill:
 clean:
 	cg_free(&g);
 	nftw(ws, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+	if (sfd >= 0)
+		close(sfd);
+	if (blocked)
+		sigprocmask(SIG_SETMASK, &child_mask, NULL);
 out:
 	crilog_free(r.log);
 	json_decref(bundle_cfg);

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "log.h"
 #include "quantity.h"
 #include "xmalloc.h"
 #include "yamljson.h"
@@ -179,6 +180,12 @@ main(int argc, char **argv)
 
 	if (argc < 2 || strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "--help") == 0)
 		usage();
+	/*
+	 * The library's own log lines (a watch reconnecting, ...) would land
+	 * in the middle of the program's stderr: errors only, and those are
+	 * printed by the commands themselves.
+	 */
+	log_set_level(getenv("AIRLOCK_DEBUG") ? LOG_LEVEL_DEBUG : LOG_LEVEL_ERROR);
 	cmd = argv[1];
 	argv++, argc--;
 	while ((ch = getopt_long(argc, argv, "r:c:f:n:o:Ah", longopts, NULL)) != -1) {

@@ -109,6 +109,12 @@ guard_event(struct controller *ctl, json_t *obj)
 		return;
 	pthread_mutex_lock(&ctl->lock);
 	json_object_del(ctl->guarded, ns);
+	/*
+	 * The garbage collector deletes guardrails whose owner is gone: read
+	 * the owner afresh before applying, or a role made anew would see
+	 * them applied with the old uid and deleted again, until the resync.
+	 */
+	ctl->guard_owner_at = 0;
 	pthread_mutex_unlock(&ctl->lock);
 	key = xasprintf("%s/", ns);
 	workqueue_add(ctl->queue, key);
@@ -465,6 +471,7 @@ controller_free(struct controller *ctl)
 	workqueue_free(ctl->queue);
 	json_decref(ctl->guarded);
 	json_decref(ctl->ended);
+	json_decref(ctl->guard_owner);
 	free(ctl->threads);
 	pthread_mutex_destroy(&ctl->lock);
 	pthread_cond_destroy(&ctl->cond);

@@ -40,12 +40,14 @@ struct controller_opts {
 	int		 workers;	/* default 2 */
 	long		 resync_ms;	/* default 60000 */
 	/*
-	 * An ownerReference put on every namespace guardrail, or NULL. The
-	 * chart names its controller ClusterRole: uninstalling the release
-	 * deletes that, and the garbage collector then deletes the
-	 * guardrails in every namespace (charts/airlock/README.md).
+	 * A ClusterRole named as the owner of every namespace guardrail, or
+	 * NULL. The chart names its controller ClusterRole: uninstalling the
+	 * release deletes it, and the garbage collector then deletes the
+	 * guardrails in every namespace (charts/airlock/README.md). Its uid is
+	 * read again every resync_ms, so a role made anew is followed; while
+	 * it is missing no guardrail is applied, and so no pod is made.
 	 */
-	json_t		*guard_owner;	/* borrowed */
+	const char	*guard_owner_role;
 };
 
 struct controller;

@@ -35,6 +35,8 @@ struct controller {
 	 * (Pending, no pod) and make a new pod for a finished execution.
 	 */
 	json_t			*ended;
+	json_t			*guard_owner;	/* its ownerReference, lock held */
+	long long		 guard_owner_at;	/* when it was read */
 
 	struct metric		*m_phase;
 	struct metric		*m_latency;

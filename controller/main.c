@@ -77,34 +77,6 @@ signals(void *arg)
 	return NULL;
 }
 
-/*
- * The ownerReference naming ClusterRole name, for the guardrails. Retried
- * for 30 s: the chart creates the role with the Deployment.
- */
-static json_t *
-guard_owner(struct k8s_client *c, const char *name, struct k8s_error *err)
-{
-	static const struct k8s_resource res = { "rbac.authorization.k8s.io",
-	    "v1", "clusterroles", 0 };
-	json_t *role = NULL, *ref = NULL;
-
-	for (int i = 0; i < 60; i++) {
-		if (k8s_get(c, &res, NULL, name, &role, err) == 0)
-			break;
-		if (err->code != K8S_ENOTFOUND && err->code != K8S_EIO)
-			return NULL;
-		usleep(500000);
-	}
-	if (role && k8s_obj_uid(role))
-		ref = json_pack("{s:s, s:s, s:s, s:s}", "apiVersion",
-		    "rbac.authorization.k8s.io/v1", "kind", "ClusterRole",
-		    "name", name, "uid", k8s_obj_uid(role));
-	else if (role)
-		k8s_error_set(err, K8S_EINVAL, 0, NULL, "%s has no uid", name);
-	json_decref(role);
-	return ref;
-}
-
 int
 main(int argc, char **argv)
 {
@@ -181,12 +153,7 @@ main(int argc, char **argv)
 		fprintf(stderr, "airlock-controller: %s\n", err.message);
 		exit(1);
 	}
-	if (owner_role && (co.guard_owner = guard_owner(client, owner_role,
-	    &err)) == NULL) {
-		fprintf(stderr, "airlock-controller: --guardrail-owner-clusterrole: "
-		    "%s\n", err.message);
-		exit(1);
-	}
+	co.guard_owner_role = owner_role;
 	if (lease_ns == NULL)
 		lease_ns = getenv("POD_NAMESPACE") ? getenv("POD_NAMESPACE") :
 		    kcfg->namespace;
@@ -256,7 +223,6 @@ main(int argc, char **argv)
 	k8s_client_free(client);
 	k8s_config_free(kcfg);
 	ctl_config_free(cfg);
-	json_decref(co.guard_owner);
 	free(identity);
 	log_info("controller stopped");
 	return 0;

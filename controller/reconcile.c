@@ -321,12 +321,56 @@ sweep(struct controller *ctl, const char *ns, const char *name,
 	return rc;
 }
 
+/*
+ * The ownerReference naming opts.guard_owner_role (a new reference), read
+ * afresh once every resync_ms; NULL while the role cannot be read.
+ */
+static json_t *
+guard_owner(struct controller *ctl)
+{
+	static const struct k8s_resource res = { "rbac.authorization.k8s.io",
+	    "v1", "clusterroles", 0 };
+	long long now = clock_mono_ms();
+	struct k8s_error err;
+	json_t *role = NULL, *ref = NULL;
+
+	pthread_mutex_lock(&ctl->lock);
+	if (ctl->guard_owner && now - ctl->guard_owner_at < ctl->opts.resync_ms)
+		ref = json_incref(ctl->guard_owner);
+	pthread_mutex_unlock(&ctl->lock);
+	if (ref)
+		return ref;
+	if (k8s_get(ctl->client, &res, NULL, ctl->opts.guard_owner_role, &role,
+	    &err) != 0) {
+		log_warn("cannot read the guardrails' owner: no guardrails, no pods",
+		    "clusterrole=%s error=\"%s\"", ctl->opts.guard_owner_role,
+		    err.message);
+		return NULL;
+	}
+	if (k8s_obj_uid(role))
+		ref = json_pack("{s:s, s:s, s:s, s:s}", "apiVersion",
+		    "rbac.authorization.k8s.io/v1", "kind", "ClusterRole", "name",
+		    ctl->opts.guard_owner_role, "uid", k8s_obj_uid(role));
+	json_decref(role);
+	if (ref == NULL)
+		return NULL;
+	pthread_mutex_lock(&ctl->lock);
+	if (ctl->guard_owner && !json_equal(ctl->guard_owner, ref))
+		log_info("the guardrails' owner was made anew", "clusterrole=%s",
+		    ctl->opts.guard_owner_role);
+	json_decref(ctl->guard_owner);
+	ctl->guard_owner = json_incref(ref);
+	ctl->guard_owner_at = now;
+	pthread_mutex_unlock(&ctl->lock);
+	return ref;
+}
+
 static int
 ensure_guardrails(struct controller *ctl, const char *ns)
 {
 	struct k8s_patch_opts apply = { K8S_PATCH_APPLY, FIELD_MANAGER, 1, NULL };
 	struct k8s_error err;
-	json_t *nsobj = NULL, *objs[3];
+	json_t *nsobj = NULL, *objs[3], *owner = NULL;
 	const struct k8s_resource *const *res = ctl_guard_res;
 	char *warn = NULL;
 	long long now = clock_mono_ms();
@@ -357,11 +401,16 @@ ensure_guardrails(struct controller *ctl, const char *ns)
 		    ns, warn);
 		free(warn);
 	}
+	if (ctl->opts.guard_owner_role && (owner = guard_owner(ctl)) == NULL) {
+		for (int i = 0; i < 3; i++)
+			json_decref(objs[i]);
+		json_decref(nsobj);
+		return K8S_ENOTFOUND;
+	}
 	for (int i = 0; i < 3; i++) {
-		if (ctl->opts.guard_owner)
+		if (owner)
 			json_object_set_new(json_object_get(objs[i], "metadata"),
-			    "ownerReferences", json_pack("[O]",
-			    ctl->opts.guard_owner));
+			    "ownerReferences", json_pack("[O]", owner));
 		if (rc == 0 && (rc = k8s_patch(ctl->client, res[i], ns,
 		    k8s_obj_name(objs[i]), &apply, objs[i], NULL, &err)) != 0)
 			log_warn("cannot apply guardrail", "namespace=%s kind=%s "
@@ -369,6 +418,7 @@ ensure_guardrails(struct controller *ctl, const char *ns)
 		json_decref(objs[i]);
 	}
 	json_decref(nsobj);
+	json_decref(owner);
 	if (rc == 0) {
 		pthread_mutex_lock(&ctl->lock);
 		json_object_set_new(ctl->guarded, ns, json_integer(now));

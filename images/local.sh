@@ -5,7 +5,8 @@
 #   $AIRLOCK_CACHE/local/<runtime>-<key>/rootfs
 #   $AIRLOCK_CACHE/local/<runtime> -> <runtime>-<key>     (swapped atomically)
 #
-# so a changed image is a new directory and a run in flight keeps its own.
+# so a changed image is a new directory and a run in flight keeps its own
+# (the previous key is kept; older ones are removed).
 #
 # usage: images/local.sh [python|node|bash ...]    (default: all three)
 set -euo pipefail
@@ -39,9 +40,8 @@ print(json.load(open(d + "/blobs/sha256/" + m))["layers"][0]["digest"].split(":"
 	fi
 	ln -sfn "$(basename "$dir")" "$local_dir/.$rt.link"
 	mv -T "$local_dir/.$rt.link" "$local_dir/$rt"
-	# Older unpacked keys of this runtime only fill the disk.
-	for old in "$local_dir/$rt"-*; do
-		[ "$old" = "$dir" ] || rm -rf "$old"
-	done
+	# Keep this key and the one before (a run may still be using it);
+	# older ones only fill the disk.
+	ls -dt "$local_dir/$rt"-* 2>/dev/null | tail -n +3 | xargs -r rm -rf
 	echo "images/local.sh: $rt -> $dir/rootfs" >&2
 done

@@ -361,6 +361,32 @@ test_tenant_runs_code(void **state)
 	k8s_config_free(tcfg);
 }
 
+static int
+cx_gone(void *arg)
+{
+	struct k8s_error err;
+	json_t *o = NULL;
+	int rc = k8s_get(c, &it_res_cx, tenant_ns, arg, &o, &err);
+
+	json_decref(o);
+	return rc == K8S_ENOTFOUND;
+}
+
+/* Under the chart's identity the controller deletes what outlived its TTL. */
+static void
+test_ttl(void **state)
+{
+	json_t *st;
+
+	(void)state;
+	st = run_cx(c, "short-lived", "{\"runtime\":\"bash\",\"source\":\"echo bye\\n\","
+	    "\"ttlSecondsAfterFinished\":1}");
+	assert_string_equal(json_string_value(json_object_get(st, "stdout")), "bye\n");
+	json_decref(st);
+	if (!it_wait_for(cx_gone, "short-lived", 30000))
+		fail_msg("short-lived is still there 30 s after its 1 s TTL");
+}
+
 /*
  * The node agent's identity may delete execution pods only: RBAC gives it
  * every pod, the chart's ValidatingAdmissionPolicy takes the rest back.
@@ -561,6 +587,7 @@ main(void)
 		cmocka_unit_test(test_install),
 		cmocka_unit_test(test_tenant_runs_code),
 		cmocka_unit_test(test_agent_delete_guard),
+		cmocka_unit_test(test_ttl),
 		cmocka_unit_test(test_upgrade),
 		cmocka_unit_test(test_helm_test),
 		cmocka_unit_test(test_uninstall),

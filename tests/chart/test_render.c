@@ -346,6 +346,11 @@ test_defaults(void **state)
 	assert_int_equal(json_array_size(at(role, "rules[1].verbs")), 1);
 	assert_string_equal(str(role, "rules[1].verbs[0]"), "patch");
 	assert_non_null(find(all, "ValidatingAdmissionPolicy", "rel-airlock-node-agent-delete-guard"));
+	/* The controller deletes executions past their TTL, nothing else of theirs. */
+	assert_non_null(role = find(all, "ClusterRole", "rel-airlock-controller"));
+	assert_string_equal(str(role, "rules[0].resources[0]"), "codeexecutions");
+	assert_true(has(role, "rules[0].verbs", "delete"));
+	assert_false(has(role, "rules[0].verbs", "update"));
 	/* The controller's lease: that one lease, no create. */
 	assert_non_null(role = find(all, "Role", "rel-airlock-controller-leader-election"));
 	assert_string_equal(str(role, "rules[0].resourceNames[0]"), "rel-airlock-controller");

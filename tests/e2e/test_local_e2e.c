@@ -5,6 +5,7 @@
  * .cluster/env only says where runsc is.
  */
 #include <dirent.h>
+#include <signal.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -398,6 +399,30 @@ test_fork_bomb(void **state)
 	cli_result_free(&r);
 }
 
+/* Ctrl-C stops the run (Cancelled, exit 130) and leaves nothing behind. */
+static void
+test_ctrl_c(void **state)
+{
+	const char *args[] = { "run", "--local", "-c",
+	    "import time\nprint('up', flush=True)\ntime.sleep(60)\n", NULL };
+	struct cli_result r;
+	long t0;
+	int out, err;
+	pid_t pid;
+
+	(void)state;
+	pid = cli_start(args, &out, &err);
+	it_sleep_ms(2000);
+	t0 = it_mono_ms();
+	assert_int_equal(kill(pid, SIGINT), 0);
+	cli_finish(&r, pid, out, err, 30000);
+	print_message("# local Ctrl-C: done %ld ms after the signal\n", it_mono_ms() - t0);
+	assert_int_equal(r.status, 130);
+	assert_string_equal(r.out, "up\n");
+	assert_non_null(strstr(r.err, "airlock: Cancelled: stopped by Interrupt"));
+	cli_result_free(&r);
+}
+
 /* examples/ runs as the README says it does. */
 static void
 test_examples(void **state)
@@ -473,6 +498,7 @@ main(void)
 		cmocka_unit_test(test_binary_output),
 		cmocka_unit_test(test_bad_input),
 		cmocka_unit_test(test_fork_bomb),
+		cmocka_unit_test(test_ctrl_c),
 		cmocka_unit_test(test_examples),
 		cmocka_unit_test(test_nothing_left),
 	};

@@ -247,8 +247,13 @@ test_events_labels_kill(void **state)
 	assert_true(s.ev[i].pid > 0);
 	assert_int_equal(s.ev[j].status, 7);
 	assert_int_equal(s.ev[j].pid, s.ev[i].pid);
-	assert_true(s.ev[j].exited_ns >= s.ev[i].ts_ns);
-	assert_true(s.ev[j].exited_ns - s.ev[i].ts_ns < 5000000000LL);
+	/*
+	 * A TaskStart event carries the time containerd published it, after
+	 * the start returned; a program that exits at once (this one) may be
+	 * gone by then, so only closeness holds (seen under valgrind: exited
+	 * before the start event's stamp).
+	 */
+	assert_true(llabs(s.ev[j].exited_ns - s.ev[i].ts_ns) < 5000000000LL);
 	/* Labels outlive the task. */
 	assert_int_equal(ctrd_container_labels(s.c, "exit7", &labels, &err), 0);
 	assert_string_equal(json_string_value(json_object_get(labels,
