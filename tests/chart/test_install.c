@@ -502,6 +502,58 @@ test_helm_test(void **state)
 	free(out);
 }
 
+static const struct k8s_resource res_role = { "rbac.authorization.k8s.io", "v1",
+    "clusterroles", 0 };
+static const struct k8s_resource res_netpol = { "networking.k8s.io", "v1",
+    "networkpolicies", 1 };
+
+/* The tenant's NetworkPolicy is owned by the controller's ClusterRole as it is now. */
+static int
+netpol_owned_by_role(void *arg)
+{
+	struct k8s_error err;
+	json_t *np = NULL, *role = NULL;
+	const char *a, *b;
+	int ok = 0;
+
+	(void)arg;
+	if (k8s_get(c, &res_netpol, tenant_ns, "airlock-deny-all", &np, &err) == 0 &&
+	    k8s_get(c, &res_role, NULL, RELEASE "-controller", &role, &err) == 0) {
+		a = json_string_value(json_object_get(json_array_get(json_object_get(
+		    json_object_get(np, "metadata"), "ownerReferences"), 0), "uid"));
+		b = k8s_obj_uid(role);
+		ok = a && b && strcmp(a, b) == 0;
+	}
+	json_decref(np);
+	json_decref(role);
+	return ok;
+}
+
+/*
+ * The controller's ClusterRole deleted and made again (a forced upgrade,
+ * a GitOps replace): the garbage collector takes the guardrails with the
+ * old role, and the controller puts them back owned by the new one.
+ */
+static void
+test_owner_made_anew(void **state)
+{
+	struct k8s_error err;
+	char *out;
+	int rc;
+
+	(void)state;
+	assert_true(netpol_owned_by_role(NULL));
+	assert_int_equal(k8s_delete(c, &res_role, NULL, RELEASE "-controller", NULL,
+	    NULL, &err), 0);
+	out = sh(&rc, "'%s' upgrade %s '%s' -n %s -f %s --reuse-values --wait --timeout 120s",
+	    helm(), RELEASE, chart(), RELNS, values);
+	if (rc != 0)
+		fail_msg("helm upgrade: %s", out);
+	free(out);
+	if (!it_wait_for(netpol_owned_by_role, NULL, 90000))
+		fail_msg("the guardrails were not put back under the new role in 90 s");
+}
+
 /* What an uninstall must not leave: kind, namespace ("" cluster), name. */
 static const struct {
 	struct k8s_resource	 res;
@@ -590,6 +642,7 @@ main(void)
 		cmocka_unit_test(test_ttl),
 		cmocka_unit_test(test_upgrade),
 		cmocka_unit_test(test_helm_test),
+		cmocka_unit_test(test_owner_made_anew),
 		cmocka_unit_test(test_uninstall),
 	};
 
