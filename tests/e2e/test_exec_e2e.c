@@ -502,9 +502,13 @@ test_memory_bomb(void **state)
 	assert_string_equal(s_(st, "phase"), "Failed");
 	assert_string_equal(s_(st, "reason"), "OOMKilled");
 	assert_string_equal(s_(st, "stdout"), "start\n");
-	/* It reached the limit: 128Mi, less one 8 MiB step at most. */
+	/*
+	 * It reached the limit: 128Mi, less one 8 MiB step at most; the
+	 * kernel may charge a page or so past the limit before the kill
+	 * (seen: 128 MiB + 4 KiB).
+	 */
 	print_message("# memory bomb: peak %lld bytes\n", i_(st, "peakMemoryBytes"));
-	assert_in_range(i_(st, "peakMemoryBytes"), 120 << 20, 128 << 20);
+	assert_in_range(i_(st, "peakMemoryBytes"), 120 << 20, (128 << 20) + (1 << 20));
 	json_decref(st);
 }
 

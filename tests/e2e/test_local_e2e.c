@@ -183,7 +183,8 @@ test_oom(void **state)
 	assert_string_equal(str(st, "phase"), "Failed");
 	assert_string_equal(str(st, "reason"), "OOMKilled");
 	assert_string_equal(str(st, "stdout"), "start\n");
-	assert_in_range(num(st, "peakMemoryBytes"), 100 << 20, 128 << 20);
+	/* The kernel may charge a page or so past the limit (seen: + 4 KiB). */
+	assert_in_range(num(st, "peakMemoryBytes"), 100 << 20, (128 << 20) + (1 << 20));
 	json_decref(st);
 	cli_result_free(&r);
 }
