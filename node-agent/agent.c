@@ -816,6 +816,7 @@ sweep_logs(struct agent *a)
 	time_t now = time(NULL);
 	struct dirent *de;
 	struct stat st;
+	struct run *r;
 	int dfd;
 	DIR *d;
 
@@ -832,8 +833,10 @@ sweep_logs(struct agent *a)
 		    fstatat(dfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0 ||
 		    !S_ISDIR(st.st_mode) || now - st.st_mtime < LOG_STALE_S)
 			continue;
+		/* A run of that very pod: name and uid (a name is reused). */
 		pthread_mutex_lock(&a->lock);
-		known = find_run(a, uid) != NULL;
+		known = (r = find_run(a, uid)) != NULL && strcmp(r->ns, ns) == 0 &&
+		    strcmp(r->pod, pod) == 0;
 		pthread_mutex_unlock(&a->lock);
 		if (known)
 			continue;

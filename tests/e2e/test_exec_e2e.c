@@ -706,33 +706,59 @@ log_dir_gone(void *arg)
 	return access(path, F_OK) != 0;
 }
 
+static char sweep_dirs[3][256];
+
+/* Whatever test_sweep did, the controller runs again and its dirs go. */
+static int
+sweep_teardown(void **state)
+{
+	char cmd[1024];
+
+	(void)state;
+	kill(ctl_pid, SIGCONT);
+	for (int i = 0; i < 3; i++)
+		if (sweep_dirs[i][0]) {
+			snprintf(cmd, sizeof(cmd), "rm -rf '%s/%s'", env("POD_LOGS_DIR"),
+			    sweep_dirs[i]);
+			if (system(cmd) != 0)
+				return -1;
+		}
+	return 0;
+}
+
 /*
  * With the controller stopped, the node agent alone removes the pods of
  * executions that are gone (never started, so no result would collect
  * them) and the log directories the kubelet left, and touches nothing
  * else: not a live execution's pod, a recent directory, or one not an
- * execution pod's.
+ * execution pod's. The directories carry the live pod's uid: the
+ * kubelet's own log collection keeps every directory of a pod it runs,
+ * so only the agent can remove the stale one (its name is a pod the API
+ * server does not have).
  */
 static void
 test_sweep(void **state)
 {
-	char stale[256], fresh[256], foreign[256];
+	char *stale = sweep_dirs[0], *fresh = sweep_dirs[1], *foreign = sweep_dirs[2];
 	const char *cx_uid = "0b5e1d6e-5a3c-4c1e-9a59-3f4a4ab0c001";
-	const char *pod_uid = "0b5e1d6e-5a3c-4c1e-9a59-3f4a4ab0c002";
-	char *live;
-	json_t *st;
+	struct k8s_error err;
+	json_t *st, *pod = NULL;
+	char *live, *pod_uid;
 
 	(void)state;
 	create_cx("sweep-live", "{\"runtime\":\"bash\",\"timeoutSeconds\":60,"
-	    "\"source\":\"sleep 8; echo done\\n\"}");
+	    "\"source\":\"sleep 20; echo done\\n\"}");
 	live = wait_running("sweep-live", 120000);
+	assert_int_equal(k8s_get(c, &k8s_res_pods, ns, live, &pod, &err), 0);
+	pod_uid = strdup(k8s_obj_uid(pod));
+	json_decref(pod);
 	assert_int_equal(kill(ctl_pid, SIGSTOP), 0);
 
 	create_fake_pod("airlock-ghost", "ghost", cx_uid);	/* no such execution */
 	create_fake_pod("airlock-replaced", "sweep-live", cx_uid); /* not its uid */
-	snprintf(stale, sizeof(stale), "%s_airlock-%s_%s", ns, cx_uid, pod_uid);
-	snprintf(fresh, sizeof(fresh), "%s_airlock-%.35s9_%s", ns, cx_uid, pod_uid);
-	snprintf(foreign, sizeof(foreign), "%s_web-0_%s", ns, pod_uid);
+	snprintf(stale, 256, "%s_airlock-%s_%s", ns, cx_uid, pod_uid);
+	snprintf(fresh, 256, "%s_airlock-%.35s9_%s", ns, cx_uid, pod_uid);
+	snprintf(foreign, 256, "%s_web-0_%s", ns, pod_uid);
 	make_log_dir(stale, 3600);
 	make_log_dir(fresh, 0);
 	make_log_dir(foreign, 3600);
@@ -753,14 +779,7 @@ test_sweep(void **state)
 	assert_string_equal(s_(st, "stdout"), "done\n");
 	check_collected(st);
 	json_decref(st);
-	assert_int_equal(kill(ctl_pid, SIGCONT), 0);
-	{
-		char cmd[1024];
-
-		snprintf(cmd, sizeof(cmd), "rm -rf '%s/%s' '%s/%s'", env("POD_LOGS_DIR"),
-		    fresh, env("POD_LOGS_DIR"), foreign);
-		assert_int_equal(system(cmd), 0);
-	}
+	free(pod_uid);
 	free(live);
 }
 
@@ -997,7 +1016,7 @@ main(void)
 		cmocka_unit_test(test_restart_mid_run),
 		cmocka_unit_test(test_fork_bomb),
 		cmocka_unit_test(test_fill_tmp),
-		cmocka_unit_test(test_sweep),
+		cmocka_unit_test_teardown(test_sweep, sweep_teardown),
 		cmocka_unit_test(test_daemon_images),
 		cmocka_unit_test(test_cli_run),
 		cmocka_unit_test(test_cli_commands),
