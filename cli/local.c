@@ -38,6 +38,7 @@
 #include "crilog.h"
 #include "podspec.h"
 #include "quantity.h"
+#include "usage.h"
 #include "xmalloc.h"
 
 #define PIDS_MAX	4096	/* sandbox threads, not guest processes (host-facts) */
@@ -75,7 +76,7 @@ struct cg {
 	int	 v2;
 	char	*dirs[5];	/* v1: one per hierarchy; v2: dirs[0] */
 	int	 n;
-	char	*mem, *cpu, *pids;	/* where each controller's files are */
+	char	*mem, *cpu, *acct, *pids;	/* where each controller's files are */
 };
 
 static int
@@ -90,31 +91,6 @@ put(const char *dir, const char *file, const char *val)
 	rc = write(fd, val, strlen(val)) == (ssize_t)strlen(val) ? 0 : -1;
 	close(fd);
 	return rc;
-}
-
-static int64_t
-get_num(const char *dir, const char *file, const char *key)
-{
-	char path[PATH_MAX], buf[4096], *p;
-	ssize_t n;
-	int fd;
-
-	if (dir == NULL)
-		return -1;
-	snprintf(path, sizeof(path), "%s/%s", dir, file);
-	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
-		return -1;
-	n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n <= 0)
-		return -1;
-	buf[n] = '\0';
-	if (key == NULL)
-		return strtoll(buf, NULL, 10);
-	for (p = buf; p && *p; p = strchr(p, '\n') ? strchr(p, '\n') + 1 : NULL)
-		if (strncmp(p, key, strlen(key)) == 0 && p[strlen(key)] == ' ')
-			return strtoll(p + strlen(key) + 1, NULL, 10);
-	return -1;
 }
 
 static void
@@ -147,7 +123,7 @@ cg_make(struct cg *g, const char *mount, const char *name, int64_t mem,
 		if (mkdir(path, 0755) != 0)
 			goto fail;
 		g->dirs[g->n++] = xstrdup(path);
-		g->mem = g->cpu = g->pids = g->dirs[0];
+		g->mem = g->cpu = g->acct = g->pids = g->dirs[0];
 		snprintf(val, sizeof(val), "%lld", (long long)mem);
 		if (put(path, "memory.max", val) != 0)
 			goto fail;
@@ -174,7 +150,10 @@ cg_make(struct cg *g, const char *mount, const char *name, int64_t mem,
 			g->mem = g->dirs[g->n - 1];
 		else if (strcmp(v1[i], "pids") == 0)
 			g->pids = g->dirs[g->n - 1];
-		else if (g->cpu == NULL)
+		if (strstr(v1[i], "cpuacct") && g->acct == NULL)
+			g->acct = g->dirs[g->n - 1];
+		if (strncmp(v1[i], "cpu", 3) == 0 && strcmp(v1[i], "cpuacct") != 0 &&
+		    g->cpu == NULL)
 			g->cpu = g->dirs[g->n - 1];
 	}
 	if (g->mem == NULL || g->cpu == NULL) {
@@ -830,19 +809,15 @@ local_run(const struct ctl_config *cfg, json_t *cx0, const struct local_opts *o,
 		goto kill;
 	crilog_finish(r.log);
 	/* The cgroup's figures, now that the sandbox is done. */
-	if (g.v2) {
-		r.peak = get_num(g.mem, "memory.peak", NULL);
-		r.cpu_ns = get_num(g.cpu, "cpu.stat", "usage_usec");
-		if (r.cpu_ns >= 0)
-			r.cpu_ns *= 1000;
-		r.oom = get_num(g.mem, "memory.events", "oom_kill") > 0;
-	} else {
-		r.peak = get_num(g.mem, "memory.max_usage_in_bytes", NULL);
-		r.cpu_ns = get_num(g.cpu, "cpuacct.usage", NULL);
-		for (int i = 0; r.cpu_ns < 0 && i < g.n; i++)
-			r.cpu_ns = get_num(g.dirs[i], "cpuacct.usage", NULL);
-		r.oom = get_num(g.mem, "memory.oom_control", "oom_kill") > 0 ||
-		    (r.exit_status == 137 && get_num(g.mem, "memory.failcnt", NULL) > 0);
+	{
+		struct usage u;
+
+		usage_read_dirs(g.v2, g.mem, g.acct, &u);
+		r.peak = u.peak_memory;
+		r.cpu_ns = u.cpu_ns;
+		/* Before Linux 4.13 v1 counts no kills: a SIGKILL at the limit. */
+		r.oom = u.oom_kills > 0 || (!g.v2 && r.exit_status == 137 &&
+		    usage_read_count(g.mem, "memory.failcnt") > 0);
 	}
 	json_object_set_new(cx, "status", result(cx, &pr, &r));
 	*outp = json_incref(cx);

@@ -74,23 +74,63 @@ read_number(const char *path)
 	return number(buf);
 }
 
-/* usage_usec from cgroup v2's cpu.stat, in ns. */
+/* The count after "key " on a line of a flat keyed file (cpu.stat, memory.events). */
 static int64_t
-read_cpu_stat(const char *path)
+read_key(const char *path, const char *key)
 {
 	char buf[FILE_MAX], *line, *save = NULL;
+	size_t klen = strlen(key);
 
 	if (slurp(path, buf, sizeof(buf)) <= 0)
 		return -1;
 	for (line = strtok_r(buf, "\n", &save); line;
-	    line = strtok_r(NULL, "\n", &save)) {
-		if (strncmp(line, "usage_usec ", 11) == 0) {
-			int64_t us = number(line + 11);
+	    line = strtok_r(NULL, "\n", &save))
+		if (strncmp(line, key, klen) == 0 && line[klen] == ' ')
+			return number(line + klen + 1);
+	return -1;
+}
 
-			return us < 0 || us > INT64_MAX / 1000 ? -1 : us * 1000;
+int64_t
+usage_read_count(const char *dir, const char *file)
+{
+	char path[PATH_MAX + 64];
+
+	if (dir == NULL)
+		return -1;
+	snprintf(path, sizeof(path), "%s/%s", dir, file);
+	return read_number(path);
+}
+
+int
+usage_read_dirs(int v2, const char *mem_dir, const char *cpu_dir,
+    struct usage *u)
+{
+	char path[PATH_MAX + 32];
+
+	u->peak_memory = u->cpu_ns = u->oom_kills = -1;
+	if (v2) {
+		/* memory.peak since Linux 5.19. */
+		u->peak_memory = usage_read_count(mem_dir, "memory.peak");
+		if (mem_dir) {
+			snprintf(path, sizeof(path), "%s/memory.events", mem_dir);
+			u->oom_kills = read_key(path, "oom_kill");
+		}
+		if (cpu_dir) {
+			int64_t us;
+
+			snprintf(path, sizeof(path), "%s/cpu.stat", cpu_dir);
+			us = read_key(path, "usage_usec");
+			u->cpu_ns = us < 0 || us > INT64_MAX / 1000 ? -1 : us * 1000;
+		}
+	} else {
+		u->peak_memory = usage_read_count(mem_dir, "memory.max_usage_in_bytes");
+		u->cpu_ns = usage_read_count(cpu_dir, "cpuacct.usage");
+		if (mem_dir) {
+			snprintf(path, sizeof(path), "%s/memory.oom_control", mem_dir);
+			u->oom_kills = read_key(path, "oom_kill");	/* Linux 4.13 */
 		}
 	}
-	return -1;
+	return u->peak_memory < 0 && u->cpu_ns < 0 ? -1 : 0;
 }
 
 static int
@@ -130,9 +170,9 @@ int
 usage_read(const char *mount, const char *root, const char *uid,
     struct usage *u)
 {
-	char rel[256], path[PATH_MAX];
+	char rel[256], mem[PATH_MAX], cpu[PATH_MAX];
 
-	u->peak_memory = u->cpu_ns = -1;
+	u->peak_memory = u->cpu_ns = u->oom_kills = -1;
 	if (mount == NULL)
 		mount = "/sys/fs/cgroup";
 	if (root == NULL || strcmp(root, "/") == 0)
@@ -142,29 +182,21 @@ usage_read(const char *mount, const char *root, const char *uid,
 	for (int form = 0; form < 6; form++) {
 		pod_dir(form, uid, rel, sizeof(rel));
 		/* cgroup v1: one hierarchy per controller. */
-		snprintf(path, sizeof(path), "%s/memory%s/%s", mount, root, rel);
-		if (is_dir(path)) {
-			snprintf(path, sizeof(path), "%s/memory%s/%s/"
-			    "memory.max_usage_in_bytes", mount, root, rel);
-			u->peak_memory = read_number(path);
-			snprintf(path, sizeof(path), "%s/cpuacct%s/%s/"
-			    "cpuacct.usage", mount, root, rel);
-			if ((u->cpu_ns = read_number(path)) < 0) {
-				snprintf(path, sizeof(path), "%s/cpu,cpuacct%s/"
-				    "%s/cpuacct.usage", mount, root, rel);
-				u->cpu_ns = read_number(path);
+		snprintf(mem, sizeof(mem), "%s/memory%s/%s", mount, root, rel);
+		if (is_dir(mem)) {
+			snprintf(cpu, sizeof(cpu), "%s/cpuacct%s/%s", mount, root, rel);
+			usage_read_dirs(0, mem, cpu, u);
+			if (u->cpu_ns < 0) {
+				snprintf(cpu, sizeof(cpu), "%s/cpu,cpuacct%s/%s",
+				    mount, root, rel);
+				u->cpu_ns = usage_read_count(cpu, "cpuacct.usage");
 			}
 			break;
 		}
-		/* cgroup v2: one tree; memory.peak since Linux 5.19. */
-		snprintf(path, sizeof(path), "%s%s/%s", mount, root, rel);
-		if (is_dir(path)) {
-			snprintf(path, sizeof(path), "%s%s/%s/memory.peak",
-			    mount, root, rel);
-			u->peak_memory = read_number(path);
-			snprintf(path, sizeof(path), "%s%s/%s/cpu.stat", mount,
-			    root, rel);
-			u->cpu_ns = read_cpu_stat(path);
+		/* cgroup v2: one tree. */
+		snprintf(mem, sizeof(mem), "%s%s/%s", mount, root, rel);
+		if (is_dir(mem)) {
+			usage_read_dirs(1, mem, mem, u);
 			break;
 		}
 	}

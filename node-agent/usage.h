@@ -25,6 +25,7 @@
 struct usage {
 	int64_t	peak_memory;	/* bytes; -1 if the node does not say */
 	int64_t	cpu_ns;		/* user + system; -1 if the node does not say */
+	int64_t	oom_kills;	/* processes the OOM killer took; -1 unknown */
 };
 
 /*
@@ -34,5 +35,16 @@ struct usage {
  */
 int usage_read(const char *mount, const char *root, const char *uid,
     struct usage *u);
+
+/*
+ * The same for a cgroup whose directories are known (the CLI's local
+ * runs make their own): v1, the memory and the cpuacct hierarchy's
+ * directories; v2, the cgroup's directory twice. Either may be NULL.
+ */
+int usage_read_dirs(int v2, const char *mem_dir, const char *cpu_dir,
+    struct usage *u);
+
+/* A file of dir holding one decimal count (memory.failcnt), or -1. */
+int64_t usage_read_count(const char *dir, const char *file);
 
 #endif

@@ -199,6 +199,49 @@ test_uid_checked(void **state)
 	assert_int_equal(u.cpu_ns, -1);
 }
 
+/* A cgroup whose directories are known; the OOM kill count, v1 and v2. */
+static void
+test_read_dirs(void **state)
+{
+	char mem[512], cpu[512];
+	struct usage u;
+
+	(void)state;
+	mkdirs("memory/local-1");
+	mkdirs("cpuacct/local-1");
+	put("memory/local-1/memory.max_usage_in_bytes", "134221824\n");
+	put("memory/local-1/memory.oom_control",
+	    "oom_kill_disable 0\nunder_oom 0\noom_kill 1\n");
+	put("memory/local-1/memory.failcnt", "42\n");
+	put("cpuacct/local-1/cpuacct.usage", "1200000000\n");
+	snprintf(mem, sizeof(mem), "%s/memory/local-1", top);
+	snprintf(cpu, sizeof(cpu), "%s/cpuacct/local-1", top);
+	assert_int_equal(usage_read_dirs(0, mem, cpu, &u), 0);
+	assert_int_equal(u.peak_memory, 134221824);
+	assert_int_equal(u.cpu_ns, 1200000000);
+	assert_int_equal(u.oom_kills, 1);
+	assert_int_equal(usage_read_count(mem, "memory.failcnt"), 42);
+	assert_int_equal(usage_read_count(mem, "absent"), -1);
+	assert_int_equal(usage_read_count(NULL, "memory.failcnt"), -1);
+	/* A kernel before 4.13: no oom_kill line, so unknown. */
+	put("memory/local-1/memory.oom_control", "oom_kill_disable 0\nunder_oom 0\n");
+	assert_int_equal(usage_read_dirs(0, mem, NULL, &u), 0);
+	assert_int_equal(u.oom_kills, -1);
+	assert_int_equal(u.cpu_ns, -1);
+
+	mkdirs("local-2");
+	put("local-2/memory.peak", "1024\n");
+	put("local-2/memory.events", "low 0\nhigh 0\nmax 3\noom 1\noom_kill 2\n");
+	put("local-2/cpu.stat", "usage_usec 5\n");
+	snprintf(mem, sizeof(mem), "%s/local-2", top);
+	assert_int_equal(usage_read_dirs(1, mem, mem, &u), 0);
+	assert_int_equal(u.peak_memory, 1024);
+	assert_int_equal(u.cpu_ns, 5000);
+	assert_int_equal(u.oom_kills, 2);
+	assert_int_equal(usage_read_dirs(1, NULL, NULL, &u), -1);
+	assert_int_equal(u.oom_kills, -1);
+}
+
 int
 main(void)
 {
@@ -210,6 +253,7 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_malformed, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_cpu_stat_malformed, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_uid_checked, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_read_dirs, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
