@@ -21,7 +21,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
 #include <unistd.h>
 #include <cmocka.h>
 
@@ -51,27 +50,13 @@ env(const char *k)
 static char *
 sh(int *status, const char *fmt, ...)
 {
-	char cmd[8192];
-	size_t cap = 1 << 16, len = 0, n;
-	char *out = malloc(cap);
+	char cmd[8192], *out;
 	va_list ap;
-	FILE *p;
-	int st;
 
 	va_start(ap, fmt);
-	vsnprintf(cmd, sizeof(cmd) - 8, fmt, ap);
+	vsnprintf(cmd, sizeof(cmd), fmt, ap);
 	va_end(ap);
-	strcat(cmd, " 2>&1");
-	if ((p = popen(cmd, "r")) == NULL)
-		fail_msg("popen %s", cmd);
-	while ((n = fread(out + len, 1, cap - len - 1, p)) > 0) {
-		len += n;
-		if (cap - len < 4096)
-			out = realloc(out, cap *= 2);
-	}
-	out[len] = '\0';
-	st = pclose(p);
-	*status = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+	*status = it_sh(cmd, &out, NULL);
 	return out;
 }
 

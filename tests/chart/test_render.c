@@ -14,13 +14,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
 #include <unistd.h>
 #include <cmocka.h>
 
 #include <jansson.h>
 
 #include "ctl_config.h"
+#include "itutil.h"
 #include "yamljson.h"
 
 static char chart[4096];
@@ -42,39 +42,10 @@ helm(void)
 static int
 run(const char *args, char **outp, char **errp)
 {
-	char cmd[8192], errpath[] = "/tmp/airlock-helm-err-XXXXXX";
-	size_t cap = 1 << 16, len = 0, n;
-	char *out = malloc(cap);
-	FILE *p, *f;
-	int fd, st;
+	char cmd[8192];
 
-	if ((fd = mkstemp(errpath)) < 0)
-		fail_msg("mkstemp");
-	close(fd);
-	snprintf(cmd, sizeof(cmd), "'%s' %s 2>'%s'", helm(), args, errpath);
-	if ((p = popen(cmd, "r")) == NULL)
-		fail_msg("popen %s", cmd);
-	while ((n = fread(out + len, 1, cap - len - 1, p)) > 0) {
-		len += n;
-		if (cap - len < 4096)
-			out = realloc(out, cap *= 2);
-	}
-	out[len] = '\0';
-	st = pclose(p);
-	if ((f = fopen(errpath, "r")) != NULL) {
-		char *e = calloc(1, 65536);
-
-		n = fread(e, 1, 65535, f);
-		e[n] = '\0';
-		fclose(f);
-		if (errp)
-			*errp = e;
-		else
-			free(e);
-	}
-	unlink(errpath);
-	*outp = out;
-	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+	snprintf(cmd, sizeof(cmd), "'%s' %s", helm(), args);
+	return it_sh(cmd, outp, errp);
 }
 
 /* helm template with extra args: every manifest, as an array of objects. */

@@ -812,19 +812,12 @@ static char *
 ctr_run(const char *image, const char *cmd, int *status)
 {
 	static int n;
-	char line[2048], *out = calloc(1, 8192);
-	size_t len = 0;
-	FILE *p;
+	char line[2048], *out;
 
 	snprintf(line, sizeof(line), "%s run --rm --snapshotter overlayfs '%s' "
-	    "airlock-e2e-smoke-%d-%d %s 2>&1", env("CTR"), image, (int)getpid(),
+	    "airlock-e2e-smoke-%d-%d %s", env("CTR"), image, (int)getpid(),
 	    ++n, cmd);
-	if ((p = popen(line, "r")) == NULL)
-		fail_msg("popen %s", line);
-	len = fread(out, 1, 8191, p);
-	out[len] = '\0';
-	*status = pclose(p);
-	*status = WIFEXITED(*status) ? WEXITSTATUS(*status) : -1;
+	*status = it_sh(line, &out, NULL);
 	return out;
 }
 

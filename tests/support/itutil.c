@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/wait.h>
@@ -356,4 +357,53 @@ it_free_port(void)
 	port = ntohs(sa.sin_port);
 	close(fd);
 	return port;
+}
+
+/* All of f, NUL-terminated (caller frees). */
+static char *
+read_all(FILE *f)
+{
+	size_t cap = 1 << 16, len = 0, n;
+	char *buf = malloc(cap);
+
+	if (buf == NULL)
+		fail_msg("out of memory");
+	while ((n = fread(buf + len, 1, cap - len - 1, f)) > 0) {
+		len += n;
+		if (cap - len < 4096 && (buf = realloc(buf, cap *= 2)) == NULL)
+			fail_msg("out of memory");
+	}
+	buf[len] = '\0';
+	return buf;
+}
+
+int
+it_sh(const char *cmd, char **outp, char **errp)
+{
+	char errpath[] = "/tmp/airlock-sh-err-XXXXXX", *full;
+	FILE *p, *f;
+	int fd, st;
+
+	if (errp) {
+		if ((fd = mkstemp(errpath)) < 0)
+			fail_msg("mkstemp: %s", strerror(errno));
+		close(fd);
+		full = xasprintf("%s 2>'%s'", cmd, errpath);
+	} else {
+		full = xasprintf("%s 2>&1", cmd);
+	}
+	if ((p = popen(full, "r")) == NULL)
+		fail_msg("popen %s", full);
+	*outp = read_all(p);
+	st = pclose(p);
+	free(full);
+	if (errp) {
+		if ((f = fopen(errpath, "r")) == NULL)
+			fail_msg("%s: %s", errpath, strerror(errno));
+		*errp = read_all(f);
+		fclose(f);
+		unlink(errpath);
+	}
+	return WIFEXITED(st) ? WEXITSTATUS(st) : WIFSIGNALED(st) ?
+	    128 + WTERMSIG(st) : -1;
 }

@@ -55,6 +55,13 @@ int it_free_port(void);
 long it_mono_ms(void);
 void it_sleep_ms(long ms);
 
+/*
+ * Run cmd with /bin/sh: its exit status (128 + signal if killed). *outp
+ * gets its stdout (caller frees); its stderr goes to *errp, apart, when
+ * errp is non-NULL, else after the stdout (2>&1).
+ */
+int it_sh(const char *cmd, char **outp, char **errp);
+
 /* Poll cond(arg) every 10 ms until true or timeout: 1 if it came true. */
 int it_wait_for(int (*cond)(void *arg), void *arg, long timeout_ms);
 
