@@ -182,36 +182,6 @@ wait_done(const char *name, long timeout_ms)
 }
 
 static const char *
-s_(json_t *st, const char *k)
-{
-	const char *v = json_string_value(json_object_get(st, k));
-
-	if (v == NULL)
-		fail_msg("status.%s is missing", k);
-	return v;
-}
-
-static long long
-i_(json_t *st, const char *k)
-{
-	json_t *v = json_object_get(st, k);
-
-	if (!json_is_integer(v))
-		fail_msg("status.%s is missing", k);
-	return json_integer_value(v);
-}
-
-static int
-b_(json_t *st, const char *k)
-{
-	json_t *v = json_object_get(st, k);
-
-	if (!json_is_boolean(v))
-		fail_msg("status.%s is missing", k);
-	return json_is_true(v);
-}
-
-static const char *
 cond(json_t *st, const char *type, const char *field)
 {
 	json_t *x;
@@ -239,8 +209,8 @@ pod_gone(void *arg)
 static void
 check_collected(json_t *st)
 {
-	if (!it_wait_for(pod_gone, (void *)s_(st, "podName"), 10000))
-		fail_msg("pod %s was not deleted after its result", s_(st, "podName"));
+	if (!it_wait_for(pod_gone, (void *)it_str(st, "podName"), 10000))
+		fail_msg("pod %s was not deleted after its result", it_str(st, "podName"));
 }
 
 static void
@@ -251,27 +221,27 @@ test_python_hello(void **state)
 	(void)state;
 	create_cx("py-hello", "{\"runtime\":\"python\",\"source\":\"print('hello')\\n\"}");
 	st = wait_done("py-hello", 120000);
-	assert_string_equal(s_(st, "phase"), "Succeeded");
-	assert_string_equal(s_(st, "reason"), "Completed");
-	assert_int_equal(i_(st, "exitCode"), 0);
-	assert_string_equal(s_(st, "stdout"), "hello\n");
-	assert_string_equal(s_(st, "stderr"), "");
-	assert_int_equal(i_(st, "stdoutBytes"), 6);
-	assert_int_equal(i_(st, "stderrBytes"), 0);
-	assert_false(b_(st, "stdoutTruncated"));
-	assert_false(b_(st, "stderrTruncated"));
-	assert_string_equal(s_(st, "nodeName"), env("NODE_NAME"));
+	assert_string_equal(it_str(st, "phase"), "Succeeded");
+	assert_string_equal(it_str(st, "reason"), "Completed");
+	assert_int_equal(it_int(st, "exitCode"), 0);
+	assert_string_equal(it_str(st, "stdout"), "hello\n");
+	assert_string_equal(it_str(st, "stderr"), "");
+	assert_int_equal(it_int(st, "stdoutBytes"), 6);
+	assert_int_equal(it_int(st, "stderrBytes"), 0);
+	assert_false(it_bool(st, "stdoutTruncated"));
+	assert_false(it_bool(st, "stderrTruncated"));
+	assert_string_equal(it_str(st, "nodeName"), env("NODE_NAME"));
 	assert_string_equal(cond(st, "Complete", "status"), "True");
 	assert_string_equal(cond(st, "Complete", "reason"), "Completed");
 	assert_string_equal(cond(st, "Started", "status"), "True");
 	assert_string_equal(cond(st, "Scheduled", "status"), "True");
-	assert_true(i_(st, "durationMillis") > 0);
-	assert_true(i_(st, "durationMillis") < 30000);
+	assert_true(it_int(st, "durationMillis") > 0);
+	assert_true(it_int(st, "durationMillis") < 30000);
 	/* The sandbox's: python and gVisor, under the 256Mi default. */
 	print_message("# hello: peak %lld bytes, cpu %lld ms\n",
-	    i_(st, "peakMemoryBytes"), i_(st, "cpuTimeMillis"));
-	assert_in_range(i_(st, "peakMemoryBytes"), 4 << 20, 256 << 20);
-	assert_in_range(i_(st, "cpuTimeMillis"), 1, 5000);
+	    it_int(st, "peakMemoryBytes"), it_int(st, "cpuTimeMillis"));
+	assert_in_range(it_int(st, "peakMemoryBytes"), 4 << 20, 256 << 20);
+	assert_in_range(it_int(st, "cpuTimeMillis"), 1, 5000);
 	check_collected(st);
 	json_decref(st);
 }
@@ -286,14 +256,14 @@ test_bash_streams_and_exit(void **state)
 	create_cx("sh-streams", "{\"runtime\":\"bash\",\"source\":"
 	    "\"echo out1; echo err1 >&2; printf 'no newline'; echo; echo err2 >&2; exit 3\\n\"}");
 	st = wait_done("sh-streams", 120000);
-	assert_string_equal(s_(st, "phase"), "Failed");
-	assert_string_equal(s_(st, "reason"), "Error");
-	assert_int_equal(i_(st, "exitCode"), 3);
-	assert_string_equal(s_(st, "stdout"), "out1\nno newline\n");
-	assert_string_equal(s_(st, "stderr"), "err1\nerr2\n");
-	assert_int_equal(i_(st, "stdoutBytes"), 16);
-	assert_int_equal(i_(st, "stderrBytes"), 10);
-	assert_string_equal(s_(st, "message"), "exit code 3");
+	assert_string_equal(it_str(st, "phase"), "Failed");
+	assert_string_equal(it_str(st, "reason"), "Error");
+	assert_int_equal(it_int(st, "exitCode"), 3);
+	assert_string_equal(it_str(st, "stdout"), "out1\nno newline\n");
+	assert_string_equal(it_str(st, "stderr"), "err1\nerr2\n");
+	assert_int_equal(it_int(st, "stdoutBytes"), 16);
+	assert_int_equal(it_int(st, "stderrBytes"), 10);
+	assert_string_equal(it_str(st, "message"), "exit code 3");
 	check_collected(st);
 	json_decref(st);
 }
@@ -309,11 +279,11 @@ test_timeout(void **state)
 	create_cx("py-loop", "{\"runtime\":\"python\",\"timeoutSeconds\":2,\"source\":"
 	    "\"import sys\\nprint('before', flush=True)\\nwhile True: pass\\n\"}");
 	st = wait_done("py-loop", 120000);
-	assert_string_equal(s_(st, "phase"), "TimedOut");
-	assert_string_equal(s_(st, "reason"), "DeadlineExceeded");
-	assert_string_equal(s_(st, "stdout"), "before\n");
-	assert_int_equal(i_(st, "exitCode"), 137);
-	d = i_(st, "durationMillis");
+	assert_string_equal(it_str(st, "phase"), "TimedOut");
+	assert_string_equal(it_str(st, "reason"), "DeadlineExceeded");
+	assert_string_equal(it_str(st, "stdout"), "before\n");
+	assert_int_equal(it_int(st, "exitCode"), 137);
+	d = it_int(st, "durationMillis");
 	print_message("# timeout 2000 ms: ran %lld ms\n", d);
 	if (d < 2000 || d > 2100)
 		fail_msg("killed after %lld ms, not within 100 ms of the 2000 ms deadline", d);
@@ -321,8 +291,8 @@ test_timeout(void **state)
 	 * A busy loop under the 500m default: half a CPU for the 2 s, plus
 	 * the sandbox's start, all under the same quota.
 	 */
-	print_message("# timeout: cpu %lld ms\n", i_(st, "cpuTimeMillis"));
-	assert_in_range(i_(st, "cpuTimeMillis"), 900, 1700);
+	print_message("# timeout: cpu %lld ms\n", it_int(st, "cpuTimeMillis"));
+	assert_in_range(it_int(st, "cpuTimeMillis"), 900, 1700);
 	check_collected(st);
 	json_decref(st);
 }
@@ -336,10 +306,10 @@ test_node_hello(void **state)
 	create_cx("js-hello", "{\"runtime\":\"node\",\"source\":"
 	    "\"console.log('hi from node'); console.error('warn');\\n\"}");
 	st = wait_done("js-hello", 120000);
-	assert_string_equal(s_(st, "phase"), "Succeeded");
-	assert_int_equal(i_(st, "exitCode"), 0);
-	assert_string_equal(s_(st, "stdout"), "hi from node\n");
-	assert_string_equal(s_(st, "stderr"), "warn\n");
+	assert_string_equal(it_str(st, "phase"), "Succeeded");
+	assert_int_equal(it_int(st, "exitCode"), 0);
+	assert_string_equal(it_str(st, "stdout"), "hi from node\n");
+	assert_string_equal(it_str(st, "stderr"), "warn\n");
 	json_decref(st);
 }
 
@@ -359,9 +329,9 @@ test_stdin_files_interleaving(void **state)
 	    "    print('o%d' % i, flush=True)\\n"
 	    "    print('e%d' % i, file=sys.stderr, flush=True)\\n\"}");
 	st = wait_done("py-io", 120000);
-	assert_string_equal(s_(st, "phase"), "Succeeded");
-	assert_string_equal(s_(st, "stdout"), "ABC\nfile!\no0\no1\no2\n");
-	assert_string_equal(s_(st, "stderr"), "e0\ne1\ne2\n");
+	assert_string_equal(it_str(st, "phase"), "Succeeded");
+	assert_string_equal(it_str(st, "stdout"), "ABC\nfile!\no0\no1\no2\n");
+	assert_string_equal(it_str(st, "stderr"), "e0\ne1\ne2\n");
 	json_decref(st);
 }
 
@@ -375,11 +345,11 @@ test_output_cap(void **state)
 	create_cx("py-cap", "{\"runtime\":\"python\",\"output\":{\"maxBytes\":10},"
 	    "\"source\":\"print('x' * 100)\\n\"}");
 	st = wait_done("py-cap", 120000);
-	assert_string_equal(s_(st, "phase"), "Succeeded");
-	assert_string_equal(s_(st, "stdout"), "xxxxxxxxxx");
-	assert_true(b_(st, "stdoutTruncated"));
-	assert_int_equal(i_(st, "stdoutBytes"), 101);
-	assert_false(b_(st, "stderrTruncated"));
+	assert_string_equal(it_str(st, "phase"), "Succeeded");
+	assert_string_equal(it_str(st, "stdout"), "xxxxxxxxxx");
+	assert_true(it_bool(st, "stdoutTruncated"));
+	assert_int_equal(it_int(st, "stdoutBytes"), 101);
+	assert_false(it_bool(st, "stderrTruncated"));
 	json_decref(st);
 }
 
@@ -393,10 +363,10 @@ test_binary_output(void **state)
 	create_cx("py-bin", "{\"runtime\":\"python\",\"source\":"
 	    "\"import sys\\nsys.stdout.buffer.write(b'a\\\\xffb\\\\xc3\\\\xa9\\\\x00z\\\\n')\\n\"}");
 	st = wait_done("py-bin", 120000);
-	assert_string_equal(s_(st, "phase"), "Succeeded");
+	assert_string_equal(it_str(st, "phase"), "Succeeded");
 	assert_int_equal(json_string_length(json_object_get(st, "stdout")), 10);
-	assert_memory_equal(s_(st, "stdout"), "a\xef\xbf\xbd" "b\xc3\xa9\0z\n", 10);
-	assert_int_equal(i_(st, "stdoutBytes"), 8);
+	assert_memory_equal(it_str(st, "stdout"), "a\xef\xbf\xbd" "b\xc3\xa9\0z\n", 10);
+	assert_int_equal(it_int(st, "stdoutBytes"), 8);
 	json_decref(st);
 }
 
@@ -440,7 +410,7 @@ test_isolation(void **state)
 	    strrchr(hostport, ':') + 1);
 	create_cx("py-iso", spec);
 	st = wait_done("py-iso", 120000);
-	assert_string_equal(s_(st, "phase"), "Succeeded");
+	assert_string_equal(it_str(st, "phase"), "Succeeded");
 	{
 		char want[1024];
 
@@ -448,9 +418,9 @@ test_isolation(void **state)
 		    "10.88.0.1 fail\n1.1.1.1 fail\ndns fail\ntoken False\n"
 		    "uid 65532 65532\nvar/tmp mode 0o1777\nrootfs 30\ntmp ok\n", env("NODE_IP"),
 		    (int)(strrchr(hostport, ':') - hostport), hostport);
-		if (strcmp(s_(st, "stdout"), want) != 0)
+		if (strcmp(it_str(st, "stdout"), want) != 0)
 			fail_msg("from inside the sandbox:\n%s\nwanted:\n%s",
-			    s_(st, "stdout"), want);
+			    it_str(st, "stdout"), want);
 	}
 	json_decref(st);
 }
@@ -499,16 +469,16 @@ test_memory_bomb(void **state)
 	    "\"source\":\"a = []\\nprint('start', flush=True)\\n"
 	    "while True: a.append(bytearray(8 << 20))\\n\"}");
 	st = wait_done("py-oom", 120000);
-	assert_string_equal(s_(st, "phase"), "Failed");
-	assert_string_equal(s_(st, "reason"), "OOMKilled");
-	assert_string_equal(s_(st, "stdout"), "start\n");
+	assert_string_equal(it_str(st, "phase"), "Failed");
+	assert_string_equal(it_str(st, "reason"), "OOMKilled");
+	assert_string_equal(it_str(st, "stdout"), "start\n");
 	/*
 	 * It reached the limit: 128Mi, less one 8 MiB step at most; the
 	 * kernel may charge a page or so past the limit before the kill
 	 * (seen: 128 MiB + 4 KiB).
 	 */
-	print_message("# memory bomb: peak %lld bytes\n", i_(st, "peakMemoryBytes"));
-	assert_in_range(i_(st, "peakMemoryBytes"), 120 << 20, (128 << 20) + (1 << 20));
+	print_message("# memory bomb: peak %lld bytes\n", it_int(st, "peakMemoryBytes"));
+	assert_in_range(it_int(st, "peakMemoryBytes"), 120 << 20, (128 << 20) + (1 << 20));
 	json_decref(st);
 }
 
@@ -522,13 +492,13 @@ test_output_flood(void **state)
 	create_cx("py-flood", "{\"runtime\":\"python\",\"timeoutSeconds\":60,"
 	    "\"source\":\"import sys\\nwhile True: sys.stdout.write('x' * 65536)\\n\"}");
 	st = wait_done("py-flood", 120000);
-	assert_string_equal(s_(st, "phase"), "Failed");
-	assert_string_equal(s_(st, "reason"), "OutputLimitExceeded");
-	assert_true(b_(st, "stdoutTruncated"));
+	assert_string_equal(it_str(st, "phase"), "Failed");
+	assert_string_equal(it_str(st, "reason"), "OutputLimitExceeded");
+	assert_true(it_bool(st, "stdoutTruncated"));
 	assert_int_equal(json_string_length(json_object_get(st, "stdout")), 65536);
-	assert_true(i_(st, "stdoutBytes") > 4194304);
-	assert_true(i_(st, "stdoutBytes") < 64 << 20);
-	assert_int_equal(i_(st, "exitCode"), 137);
+	assert_true(it_int(st, "stdoutBytes") > 4194304);
+	assert_true(it_int(st, "stdoutBytes") < 64 << 20);
+	assert_int_equal(it_int(st, "exitCode"), 137);
 	json_decref(st);
 }
 
@@ -554,10 +524,10 @@ test_concurrent(void **state)
 		snprintf(name, sizeof(name), "many-%02d", i);
 		st = wait_done(name, 300000);
 		snprintf(want, sizeof(want), "%d\n", i * 2);
-		if (strcmp(s_(st, "phase"), "Succeeded") != 0)
-			fail_msg("%s: %s/%s: %s", name, s_(st, "phase"),
-			    s_(st, "reason"), s_(st, "message"));
-		assert_string_equal(s_(st, "stdout"), want);
+		if (strcmp(it_str(st, "phase"), "Succeeded") != 0)
+			fail_msg("%s: %s/%s: %s", name, it_str(st, "phase"),
+			    it_str(st, "reason"), it_str(st, "message"));
+		assert_string_equal(it_str(st, "stdout"), want);
 		json_decref(st);
 	}
 	print_message("# 30 concurrent executions done in %ld ms\n", it_mono_ms() - t0);
@@ -592,11 +562,11 @@ test_restart_mid_run(void **state)
 		snprintf(name, sizeof(name), "rs-%d", i);
 		st = wait_done(name, 120000);
 		snprintf(want, sizeof(want), "done %d\n", i);
-		if (strcmp(s_(st, "phase"), "Succeeded") != 0)
-			fail_msg("%s: %s/%s: %s", name, s_(st, "phase"),
-			    s_(st, "reason"), s_(st, "message"));
-		assert_string_equal(s_(st, "stdout"), want);
-		assert_int_equal(i_(st, "exitCode"), 0);
+		if (strcmp(it_str(st, "phase"), "Succeeded") != 0)
+			fail_msg("%s: %s/%s: %s", name, it_str(st, "phase"),
+			    it_str(st, "reason"), it_str(st, "message"));
+		assert_string_equal(it_str(st, "stdout"), want);
+		assert_int_equal(it_int(st, "exitCode"), 0);
 		check_collected(st);
 		json_decref(st);
 	}
@@ -612,19 +582,19 @@ test_fork_bomb(void **state)
 	create_cx("sh-forks", "{\"runtime\":\"bash\",\"timeoutSeconds\":5,"
 	    "\"source\":\"echo start\\nf() { f | f & }\\nf\\nsleep 60\\n\"}");
 	st = wait_done("sh-forks", 120000);
-	print_message("# fork bomb: %s/%s exit %lld after %lld ms\n", s_(st, "phase"),
-	    s_(st, "reason"), i_(st, "exitCode"), i_(st, "durationMillis"));
-	assert_string_equal(s_(st, "stdout"), "start\n");
-	if (!((strcmp(s_(st, "phase"), "TimedOut") == 0 &&
-	    strcmp(s_(st, "reason"), "DeadlineExceeded") == 0) ||
-	    (strcmp(s_(st, "phase"), "Failed") == 0 &&
-	    strcmp(s_(st, "reason"), "OOMKilled") == 0)))
-		fail_msg("fork bomb ended %s/%s", s_(st, "phase"), s_(st, "reason"));
+	print_message("# fork bomb: %s/%s exit %lld after %lld ms\n", it_str(st, "phase"),
+	    it_str(st, "reason"), it_int(st, "exitCode"), it_int(st, "durationMillis"));
+	assert_string_equal(it_str(st, "stdout"), "start\n");
+	if (!((strcmp(it_str(st, "phase"), "TimedOut") == 0 &&
+	    strcmp(it_str(st, "reason"), "DeadlineExceeded") == 0) ||
+	    (strcmp(it_str(st, "phase"), "Failed") == 0 &&
+	    strcmp(it_str(st, "reason"), "OOMKilled") == 0)))
+		fail_msg("fork bomb ended %s/%s", it_str(st, "phase"), it_str(st, "reason"));
 	json_decref(st);
 	create_cx("after-forks", "{\"runtime\":\"bash\",\"source\":\"echo fine\\n\"}");
 	st = wait_done("after-forks", 120000);
-	assert_string_equal(s_(st, "phase"), "Succeeded");
-	assert_string_equal(s_(st, "stdout"), "fine\n");
+	assert_string_equal(it_str(st, "phase"), "Succeeded");
+	assert_string_equal(it_str(st, "stdout"), "fine\n");
 	json_decref(st);
 }
 
@@ -775,8 +745,8 @@ test_sweep(void **state)
 
 	/* The agent needs no controller to finish the live one. */
 	st = wait_done("sweep-live", 60000);
-	assert_string_equal(s_(st, "phase"), "Succeeded");
-	assert_string_equal(s_(st, "stdout"), "done\n");
+	assert_string_equal(it_str(st, "phase"), "Succeeded");
+	assert_string_equal(it_str(st, "stdout"), "done\n");
 	check_collected(st);
 	json_decref(st);
 	free(pod_uid);
@@ -798,12 +768,12 @@ test_fill_tmp(void **state)
 	    "except OSError as e:\\n"
 	    "    print('stopped after', n, 'MiB:', errno.errorcode[e.errno])\\n\"}");
 	st = wait_done("py-tmp", 120000);
-	print_message("# fill /tmp: %s/%s: %s\n", s_(st, "phase"), s_(st, "reason"),
+	print_message("# fill /tmp: %s/%s: %s\n", it_str(st, "phase"), it_str(st, "reason"),
 	    json_string_value(json_object_get(st, "stdout")));
-	assert_string_equal(s_(st, "phase"), "Succeeded");
-	if (strncmp(s_(st, "stdout"), "stopped after ", 14) != 0 ||
-	    strstr(s_(st, "stdout"), "ENOSPC") == NULL)
-		fail_msg("/tmp took 256 MiB: %s", s_(st, "stdout"));
+	assert_string_equal(it_str(st, "phase"), "Succeeded");
+	if (strncmp(it_str(st, "stdout"), "stopped after ", 14) != 0 ||
+	    strstr(it_str(st, "stdout"), "ENOSPC") == NULL)
+		fail_msg("/tmp took 256 MiB: %s", it_str(st, "stdout"));
 	json_decref(st);
 }
 

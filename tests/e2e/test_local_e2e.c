@@ -57,22 +57,6 @@ status_of(struct cli_result *r)
 	return st;
 }
 
-static long long
-num(json_t *st, const char *k)
-{
-	return json_integer_value(json_object_get(st, k));
-}
-
-static const char *
-str(json_t *st, const char *k)
-{
-	const char *v = json_string_value(json_object_get(st, k));
-
-	if (v == NULL)
-		fail_msg("status.%s is missing", k);
-	return v;
-}
-
 /* stdout and stderr apart and in order, byte for byte; the exit code. */
 static void
 test_streams_and_exit(void **state)
@@ -128,19 +112,19 @@ test_status_object(void **state)
 	RUN(&r, "-o", "json", "-c", "print('hello')");
 	assert_int_equal(r.status, 0);
 	st = status_of(&r);
-	assert_string_equal(str(st, "phase"), "Succeeded");
-	assert_string_equal(str(st, "reason"), "Completed");
-	assert_int_equal(num(st, "exitCode"), 0);
-	assert_string_equal(str(st, "stdout"), "hello\n");
-	assert_int_equal(num(st, "stdoutBytes"), 6);
-	assert_int_equal(num(st, "stderrBytes"), 0);
+	assert_string_equal(it_str(st, "phase"), "Succeeded");
+	assert_string_equal(it_str(st, "reason"), "Completed");
+	assert_int_equal(it_int(st, "exitCode"), 0);
+	assert_string_equal(it_str(st, "stdout"), "hello\n");
+	assert_int_equal(it_int(st, "stdoutBytes"), 6);
+	assert_int_equal(it_int(st, "stderrBytes"), 0);
 	assert_true(json_is_false(json_object_get(st, "stdoutTruncated")));
-	assert_string_equal(str(st, "nodeName"), "local");
+	assert_string_equal(it_str(st, "nodeName"), "local");
 	assert_int_equal(json_array_size(json_object_get(st, "conditions")), 3);
-	assert_in_range(num(st, "peakMemoryBytes"), 4 << 20, 256 << 20);
-	assert_true(num(st, "cpuTimeMillis") > 0);
-	assert_in_range(num(st, "durationMillis"), 1, 30000);
-	assert_int_equal(strlen(str(st, "codeSha256")), 64);
+	assert_in_range(it_int(st, "peakMemoryBytes"), 4 << 20, 256 << 20);
+	assert_true(it_int(st, "cpuTimeMillis") > 0);
+	assert_in_range(it_int(st, "durationMillis"), 1, 30000);
+	assert_int_equal(strlen(it_str(st, "codeSha256")), 64);
 	json_decref(st);
 	cli_result_free(&r);
 }
@@ -157,11 +141,11 @@ test_timeout(void **state)
 	    "print('before', flush=True)\nwhile True: pass\n");
 	assert_int_equal(r.status, 124);
 	st = status_of(&r);
-	assert_string_equal(str(st, "phase"), "TimedOut");
-	assert_string_equal(str(st, "reason"), "DeadlineExceeded");
-	assert_int_equal(num(st, "exitCode"), 137);
-	assert_string_equal(str(st, "stdout"), "before\n");
-	d = num(st, "durationMillis");
+	assert_string_equal(it_str(st, "phase"), "TimedOut");
+	assert_string_equal(it_str(st, "reason"), "DeadlineExceeded");
+	assert_int_equal(it_int(st, "exitCode"), 137);
+	assert_string_equal(it_str(st, "stdout"), "before\n");
+	d = it_int(st, "durationMillis");
 	print_message("# local timeout 2000 ms: ran %lld ms\n", d);
 	if (d < 2000 || d > 2100)
 		fail_msg("killed after %lld ms, not within 100 ms of 2000", d);
@@ -180,11 +164,11 @@ test_oom(void **state)
 	    "a = []\nprint('start', flush=True)\nwhile True: a.append(bytearray(8 << 20))\n");
 	assert_int_equal(r.status, 125);
 	st = status_of(&r);
-	assert_string_equal(str(st, "phase"), "Failed");
-	assert_string_equal(str(st, "reason"), "OOMKilled");
-	assert_string_equal(str(st, "stdout"), "start\n");
+	assert_string_equal(it_str(st, "phase"), "Failed");
+	assert_string_equal(it_str(st, "reason"), "OOMKilled");
+	assert_string_equal(it_str(st, "stdout"), "start\n");
 	/* The kernel may charge a page or so past the limit (seen: + 4 KiB). */
-	assert_in_range(num(st, "peakMemoryBytes"), 100 << 20, (128 << 20) + (1 << 20));
+	assert_in_range(it_int(st, "peakMemoryBytes"), 100 << 20, (128 << 20) + (1 << 20));
 	json_decref(st);
 	cli_result_free(&r);
 }
@@ -273,9 +257,9 @@ test_apply_manifest(void **state)
 	}
 	assert_int_equal(r.status, 0);
 	st = status_of(&r);
-	assert_string_equal(str(st, "stdout"), "from-file ");
+	assert_string_equal(it_str(st, "stdout"), "from-file ");
 	assert_true(json_is_true(json_object_get(st, "stdoutTruncated")));
-	assert_int_equal(num(st, "stdoutBytes"), 21 + 101);
+	assert_int_equal(it_int(st, "stdoutBytes"), 21 + 101);
 	json_decref(st);
 	cli_result_free(&r);
 	/* Without -o: the kept text, and a note that it was cut. */
@@ -302,10 +286,10 @@ test_output_flood(void **state)
 	    "for i in range(64): sys.stdout.buffer.write(b)\n");
 	assert_int_equal(r.status, 123);
 	st = status_of(&r);
-	assert_string_equal(str(st, "reason"), "OutputLimitExceeded");
+	assert_string_equal(it_str(st, "reason"), "OutputLimitExceeded");
 	assert_int_equal(json_string_length(json_object_get(st, "stdout")), 65536);
-	assert_true(num(st, "stdoutBytes") > 16 << 20);
-	assert_true(num(st, "stdoutBytes") < 64 << 20);
+	assert_true(it_int(st, "stdoutBytes") > 16 << 20);
+	assert_true(it_int(st, "stdoutBytes") < 64 << 20);
 	json_decref(st);
 	cli_result_free(&r);
 }
@@ -388,8 +372,8 @@ test_fork_bomb(void **state)
 	(void)state;
 	RUN(&r, "-o", "json", "-r", "bash", "--timeout", "5", "-c", ":(){ :|:& };:; sleep 60\n");
 	st = status_of(&r);
-	print_message("# local fork bomb: %s/%s after %lld ms\n", str(st, "phase"),
-	    str(st, "reason"), num(st, "durationMillis"));
+	print_message("# local fork bomb: %s/%s after %lld ms\n", it_str(st, "phase"),
+	    it_str(st, "reason"), it_int(st, "durationMillis"));
 	if (r.status != 124 && r.status != 125)
 		fail_msg("fork bomb ended with exit %d", r.status);
 	json_decref(st);

@@ -407,3 +407,33 @@ it_sh(const char *cmd, char **outp, char **errp)
 	return WIFEXITED(st) ? WEXITSTATUS(st) : WIFSIGNALED(st) ?
 	    128 + WTERMSIG(st) : -1;
 }
+
+const char *
+it_str(json_t *st, const char *k)
+{
+	const char *v = json_string_value(json_object_get(st, k));
+
+	if (v == NULL)
+		fail_msg("status.%s is missing", k);
+	return v;
+}
+
+long long
+it_int(json_t *st, const char *k)
+{
+	json_t *v = json_object_get(st, k);
+
+	if (!json_is_integer(v))
+		fail_msg("status.%s is missing", k);
+	return json_integer_value(v);
+}
+
+int
+it_bool(json_t *st, const char *k)
+{
+	json_t *v = json_object_get(st, k);
+
+	if (!json_is_boolean(v))
+		fail_msg("status.%s is missing", k);
+	return json_is_true(v);
+}

@@ -8,6 +8,8 @@
 #ifndef AIRLOCK_ITUTIL_H
 #define AIRLOCK_ITUTIL_H
 
+#include <jansson.h>
+
 #include "client.h"
 
 /* A value from .cluster/env (borrowed), or NULL. */
@@ -54,6 +56,14 @@ int it_free_port(void);
 
 long it_mono_ms(void);
 void it_sleep_ms(long ms);
+
+/*
+ * Fields of a status object: the test fails with "status.K is missing"
+ * when K is absent or of another type.
+ */
+const char *it_str(json_t *st, const char *k);
+long long it_int(json_t *st, const char *k);
+int it_bool(json_t *st, const char *k);
 
 /*
  * Run cmd with /bin/sh: its exit status (128 + signal if killed). *outp
