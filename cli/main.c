@@ -173,7 +173,7 @@ main(int argc, char **argv)
 	struct local_opts lo = { 0 };
 	const char *cmd, *runtime = NULL, *code = NULL, *file = NULL;
 	const char *stdin_file = NULL, *memory = NULL, *cpu = NULL, *name = NULL;
-	long timeout = 0;
+	long long timeout = 0;
 	int local = 0, ch, rc;
 	struct k8s_error err;
 	json_t *cx, *spec;
@@ -201,15 +201,10 @@ main(int argc, char **argv)
 			break;
 		case 'A': co.all_ns = 1; break;
 		case OPT_STDIN: stdin_file = optarg; break;
-		case OPT_TIMEOUT: {
-			char *end;
-
-			errno = 0;
-			timeout = strtol(optarg, &end, 10);
-			if (errno || *end || end == optarg || timeout < 1 || timeout > 3600)
+		case OPT_TIMEOUT:
+			if (quantity_parse_int(optarg, 1, 3600, &timeout) != 0)
 				die_usage("--timeout: '%s': whole seconds, 1 to 3600", optarg);
 			break;
-		}
 		case OPT_MEMORY: memory = optarg; break;
 		case OPT_CPU: cpu = optarg; break;
 		case OPT_NAME: name = optarg; break;

@@ -14,6 +14,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
@@ -31,6 +32,7 @@
 #include "informer.h"
 #include "log.h"
 #include "podspec.h"
+#include "quantity.h"
 #include "usage.h"
 #include "xmalloc.h"
 
@@ -165,15 +167,10 @@ free_run(struct run *r)
 static long long
 ann_number(json_t *ann, const char *key, long long dflt)
 {
-	const char *v = json_string_value(json_object_get(ann, key));
-	char *end;
 	long long n;
 
-	if (v == NULL)
-		return dflt;
-	errno = 0;
-	n = strtoll(v, &end, 10);
-	return (errno || *end || n <= 0) ? dflt : n;
+	return quantity_parse_int(json_string_value(json_object_get(ann, key)),
+	    1, LLONG_MAX, &n) == 0 ? n : dflt;
 }
 
 /* What the run learns from its pod (lock held). */

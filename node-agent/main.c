@@ -3,7 +3,6 @@
  * captures its stdout and stderr apart, records its result and collects
  * its pod. See agent.h.
  */
-#include <errno.h>
 #include <getopt.h>
 #include <pthread.h>
 #include <signal.h>
@@ -17,6 +16,7 @@
 #include "httpd.h"
 #include "log.h"
 #include "metrics.h"
+#include "quantity.h"
 
 static void
 usage(void)
@@ -58,12 +58,9 @@ readiness(void *arg)
 static long long
 flag_number(const char *flag, const char *s, long long lo, long long hi)
 {
-	char *end;
 	long long v;
 
-	errno = 0;
-	v = strtoll(s, &end, 10);
-	if (errno || end == s || *end || v < lo || v > hi) {
+	if (quantity_parse_int(s, lo, hi, &v) != 0) {
 		fprintf(stderr, "airlock-node-agent: %s: '%s' is not a number "
 		    "from %lld to %lld\n", flag, s, lo, hi);
 		exit(2);

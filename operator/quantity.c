@@ -8,7 +8,9 @@
  * Input is capped at QUANTITY_MAX_LEN, so the digit array is small and
  * fixed, and no mantissa is too long to be read.
  */
+#include <errno.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -249,4 +251,20 @@ int
 quantity_parse(const char *s, int64_t *out, struct k8s_error *err)
 {
 	return parse_scaled(s, 0, out, err);
+}
+
+int
+quantity_parse_int(const char *s, long long lo, long long hi, long long *out)
+{
+	char *end;
+	long long v;
+
+	if (s == NULL)
+		return -1;
+	errno = 0;
+	v = strtoll(s, &end, 10);
+	if (errno || end == s || *end || v < lo || v > hi)
+		return -1;
+	*out = v;
+	return 0;
 }

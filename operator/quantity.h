@@ -49,4 +49,11 @@ int quantity_parse_milli(const char *s, int64_t *out, struct k8s_error *err)
 int quantity_parse(const char *s, int64_t *out, struct k8s_error *err)
     __attribute__((warn_unused_result));
 
+/*
+ * s as a plain decimal integer from lo to hi, with nothing after it (a
+ * flag's value, an annotation): 0 and *out, or -1 (*out untouched).
+ */
+int quantity_parse_int(const char *s, long long lo, long long hi,
+    long long *out) __attribute__((warn_unused_result));
+
 #endif

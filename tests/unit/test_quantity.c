@@ -265,10 +265,34 @@ test_length_cap(void **state)
 	assert_int_equal(quantity_parse(s, &v, NULL), K8S_EINVAL);
 }
 
+/* Plain integers in a range: flags, annotations. */
+static void
+test_parse_int(void **state)
+{
+	static const char *const bad[] = { "", " ", "x", "1x", "1 ", "0x10", "1.0",
+	    "3601", "0", "-1", "99999999999999999999" };
+	long long v = 7;
+
+	(void)state;
+	assert_int_equal(quantity_parse_int("1", 1, 3600, &v), 0);
+	assert_int_equal(v, 1);
+	assert_int_equal(quantity_parse_int("3600", 1, 3600, &v), 0);
+	assert_int_equal(v, 3600);
+	assert_int_equal(quantity_parse_int("-5", -10, 10, &v), 0);
+	assert_int_equal(v, -5);
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		v = 7;
+		if (quantity_parse_int(bad[i], 1, 3600, &v) != -1 || v != 7)
+			fail_msg("accepted '%s'", bad[i]);
+	}
+	assert_int_equal(quantity_parse_int(NULL, 1, 3600, &v), -1);
+}
+
 int
 main(void)
 {
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_parse_int),
 		cmocka_unit_test(test_valid),
 		cmocka_unit_test(test_malformed),
 		cmocka_unit_test(test_messages),
