@@ -59,10 +59,7 @@ cx_delete(void *arg, json_t *obj, int unknown)
 static void
 pod_event(struct controller *ctl, json_t *pod)
 {
-	json_t *ann = json_object_get(json_object_get(pod, "metadata"),
-	    "annotations");
-	const char *owner = json_string_value(json_object_get(ann,
-	    PODSPEC_ANN_NAME));
+	const char *owner = podspec_pod_execution(pod, NULL);
 	const char *ns = k8s_obj_namespace(pod);
 	char *key;
 
@@ -295,8 +292,7 @@ static char *
 pod_owner_key(json_t *pod)
 {
 	const char *ns = k8s_obj_namespace(pod);
-	const char *owner = json_string_value(json_object_get(json_object_get(
-	    json_object_get(pod, "metadata"), "annotations"), PODSPEC_ANN_NAME));
+	const char *owner = podspec_pod_execution(pod, NULL);
 
 	return (ns && owner) ? xasprintf("%s/%s", ns, owner) : NULL;
 }

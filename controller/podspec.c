@@ -15,6 +15,18 @@
 /* Past the run's own deadline, the kubelet's backstop. */
 #define DEADLINE_SLACK	30
 
+const char *
+podspec_pod_execution(json_t *pod, const char **uid)
+{
+	json_t *md = json_object_get(pod, "metadata");
+
+	if (uid)
+		*uid = json_string_value(json_object_get(json_object_get(md,
+		    "labels"), PODSPEC_LABEL_UID));
+	return json_string_value(json_object_get(json_object_get(md,
+	    "annotations"), PODSPEC_ANN_NAME));
+}
+
 char *
 podspec_pod_name(const char *uid)
 {

@@ -67,6 +67,13 @@ void podspec_result_free(struct podspec_result *r);
 /* The SHA-256 of spec.source in hex ("" source when absent). */
 void podspec_code_sha256(json_t *cx, char out[65]);
 
+/*
+ * The execution an execution pod runs: its name (the PODSPEC_ANN_NAME
+ * annotation), and in *uid (when not NULL) its uid (the PODSPEC_LABEL_UID
+ * label); each NULL where absent. Borrowed from pod.
+ */
+const char *podspec_pod_execution(json_t *pod, const char **uid);
+
 /* The pod's name for an execution uid: "airlock-<uid>". Caller frees. */
 char *podspec_pod_name(const char *uid);
 

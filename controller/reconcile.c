@@ -302,11 +302,8 @@ sweep(struct controller *ctl, const char *ns, const char *name,
 
 	free(owner_key);
 	json_array_foreach(pods, i, p) {
-		json_t *md = json_object_get(p, "metadata");
-		const char *owner = json_string_value(json_object_get(
-		    json_object_get(md, "annotations"), PODSPEC_ANN_NAME));
-		const char *uid = json_string_value(json_object_get(
-		    json_object_get(md, "labels"), PODSPEC_LABEL_UID));
+		const char *uid;
+		const char *owner = podspec_pod_execution(p, &uid);
 
 		if (owner && uid && strcmp(k8s_obj_namespace(p), ns) == 0 &&
 		    strcmp(owner, name) == 0 && (keep == NULL ||

@@ -177,10 +177,9 @@ ann_number(json_t *ann, const char *key, long long dflt)
 static void
 learn_pod(struct agent *a, struct run *r, json_t *pod)
 {
-	json_t *md = json_object_get(pod, "metadata");
-	json_t *ann = json_object_get(md, "annotations");
-	const char *cx = json_string_value(json_object_get(ann,
-	    PODSPEC_ANN_NAME));
+	json_t *ann = json_object_get(json_object_get(pod, "metadata"),
+	    "annotations");
+	const char *cx = podspec_pod_execution(pod, NULL);
 
 	if (!r->verified && cx) {
 		r->verified = 1;
@@ -552,23 +551,36 @@ result_patch(struct agent *a, struct run *r, const char *expect,
 	return p;
 }
 
+/*
+ * A status patch that only tests path == value: it changes nothing, so it
+ * reads an execution (into *cur, when not NULL) with no permission but
+ * the status patch the agent has anyway. 0, or the k8s_patch error.
+ */
+static int
+probe(struct agent *a, const char *ns, const char *cx, const char *path,
+    const char *value, json_t **cur, struct k8s_error *err)
+{
+	struct k8s_patch_opts po = { .type = K8S_PATCH_JSON,
+	    .subresource = "status" };
+	json_t *p = json_pack("[{s:s, s:s, s:s}]", "op", "test", "path", path,
+	    "value", value);
+	int rc = k8s_patch(a->client, &res_cx, ns, cx, &po, p, cur, err);
+
+	json_decref(p);
+	return rc;
+}
+
 /* The execution's phase as the server has it ("" if none), or NULL. */
 static char *
 read_phase(struct agent *a, struct run *r, int *gone)
 {
-	struct k8s_patch_opts po = { .type = K8S_PATCH_JSON,
-	    .subresource = "status" };
 	struct k8s_error err;
-	json_t *probe, *cur = NULL;
+	json_t *cur = NULL;
 	const char *ph;
 	char *out;
-	int rc;
+	int rc = probe(a, r->ns, r->cx, "/apiVersion", "airlock.dev/v1alpha1",
+	    &cur, &err);
 
-	/* A patch that changes nothing answers with the object. */
-	probe = json_pack("[{s:s, s:s, s:s}]", "op", "test", "path",
-	    "/apiVersion", "value", "airlock.dev/v1alpha1");
-	rc = k8s_patch(a->client, &res_cx, r->ns, r->cx, &po, probe, &cur, &err);
-	json_decref(probe);
 	*gone = rc == K8S_ENOTFOUND;
 	if (rc != 0)
 		return NULL;
@@ -682,20 +694,10 @@ static int
 execution_gone(struct agent *a, const char *ns, const char *cx,
     const char *cx_uid)
 {
-	struct k8s_patch_opts po = { .type = K8S_PATCH_JSON,
-	    .subresource = "status" };
 	struct k8s_error err;
-	json_t *probe;
-	int rc;
+	int rc = cx_uid ? probe(a, ns, cx, "/metadata/uid", cx_uid, NULL, &err) :
+	    probe(a, ns, cx, "/apiVersion", "airlock.dev/v1alpha1", NULL, &err);
 
-	if (cx_uid)
-		probe = json_pack("[{s:s, s:s, s:s}]", "op", "test", "path",
-		    "/metadata/uid", "value", cx_uid);
-	else
-		probe = json_pack("[{s:s, s:s, s:s}]", "op", "test", "path",
-		    "/apiVersion", "value", "airlock.dev/v1alpha1");
-	rc = k8s_patch(a->client, &res_cx, ns, cx, &po, probe, NULL, &err);
-	json_decref(probe);
 	if (rc == 0)
 		return 0;
 	if (rc == K8S_ENOTFOUND || (cx_uid && err.http_status == 422))
@@ -720,10 +722,8 @@ sweep_orphans(struct agent *a)
 
 	json_array_foreach(pods, i, pod) {
 		json_t *md = json_object_get(pod, "metadata");
-		const char *cx = json_string_value(json_object_get(
-		    json_object_get(md, "annotations"), PODSPEC_ANN_NAME));
-		const char *cx_uid = json_string_value(json_object_get(
-		    json_object_get(md, "labels"), PODSPEC_LABEL_UID));
+		const char *cx_uid;
+		const char *cx = podspec_pod_execution(pod, &cx_uid);
 		const char *pns = k8s_obj_namespace(pod);
 		const char *name = k8s_obj_name(pod), *uid = k8s_obj_uid(pod);
 

@@ -359,10 +359,32 @@ test_guardrails(void **state)
 	ctl_config_free(c);
 }
 
+/* Which execution a pod runs, from what podspec_build wrote on it. */
+static void
+test_pod_execution(void **state)
+{
+	json_t *pod = json_loads("{\"metadata\":{\"labels\":{\"airlock.dev/execution-uid\":"
+	    "\"u-1\"},\"annotations\":{\"airlock.dev/execution\":\"cx-1\"}}}", 0, NULL);
+	const char *uid = "unset";
+
+	(void)state;
+	assert_string_equal(podspec_pod_execution(pod, &uid), "cx-1");
+	assert_string_equal(uid, "u-1");
+	assert_string_equal(podspec_pod_execution(pod, NULL), "cx-1");
+	json_decref(pod);
+	pod = json_loads("{\"metadata\":{\"labels\":{\"app\":\"x\"}}}", 0, NULL);
+	assert_null(podspec_pod_execution(pod, &uid));
+	assert_null(uid);
+	json_decref(pod);
+	assert_null(podspec_pod_execution(NULL, &uid));
+	assert_null(uid);
+}
+
 int
 main(void)
 {
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_pod_execution),
 		cmocka_unit_test(test_pod_hardening),
 		cmocka_unit_test(test_big_code_goes_to_configmap),
 		cmocka_unit_test(test_rejections),
