@@ -48,6 +48,13 @@ int cli_yaml(FILE *f, json_t *v);
 void cli_print_streams(json_t *status);
 
 /*
+ * How run and apply end, on a cluster or here: the object as -o output
+ * says ("json", "yaml"), or without it the program's streams and, for an
+ * end other than its own exit, a line on stderr saying why. The exit code.
+ */
+int cli_report(json_t *obj, const char *output);
+
+/*
  * Check a CodeExecution spec as the API server's schema would (field
  * names, types, sizes, patterns) and apply its defaults in place. 0, or
  * K8S_EINVAL naming the field ("spec.timeoutSeconds: ...").

@@ -217,29 +217,6 @@ wait_for(struct conn *k, const char *name, long timeout_s, int cancel_on_int)
 	return wt.obj;
 }
 
-/* The result as run and wait print it; the exit code. */
-static int
-finish(const struct cli_cluster *o, json_t *obj)
-{
-	json_t *st = json_object_get(obj, "status");
-
-	if (o->output) {
-		if (cli_print(stdout, obj, o->output) != 0)
-			return CLI_EXIT_ERROR;
-	} else {
-		cli_print_streams(st);
-		if (!json_is_string(json_object_get(st, "stdout")) ||
-		    strcmp(json_string_value(json_object_get(st, "phase")), "Succeeded") != 0) {
-			const char *why = json_string_value(json_object_get(st, "reason"));
-
-			if (why && strcmp(why, "Completed") != 0 && strcmp(why, "Error") != 0)
-				fprintf(stderr, "airlock: %s: %s\n", why,
-				    json_string_value(json_object_get(st, "message")));
-		}
-	}
-	return cli_exit_code(st);
-}
-
 int
 cluster_run(const struct cli_cluster *o, json_t *cx)
 {
@@ -262,7 +239,7 @@ cluster_run(const struct cli_cluster *o, json_t *cx)
 	if ((done = wait_for(&k, name, 0, 1)) == NULL) {
 		code = atomic_load(&interrupts) ? CLI_EXIT_CANCELLED : CLI_EXIT_ERROR;
 	} else {
-		code = finish(o, done);
+		code = cli_report(done, o->output);
 		json_decref(done);
 	}
 	if (o->rm && k8s_delete(k.c, &res_cx, k.ns, name, NULL, NULL, &err) != 0 &&

@@ -217,6 +217,23 @@ cli_print_streams(json_t *st)
 	fflush(stderr);
 }
 
+int
+cli_report(json_t *obj, const char *output)
+{
+	json_t *st = json_object_get(obj, "status");
+	const char *why = json_string_value(json_object_get(st, "reason"));
+
+	if (output)
+		return cli_print(stdout, obj, output) == 0 ? cli_exit_code(st) :
+		    CLI_EXIT_ERROR;
+	cli_print_streams(st);
+	/* An end other than the program's own exit says why. */
+	if (why && strcmp(why, "Completed") != 0 && strcmp(why, "Error") != 0)
+		fprintf(stderr, "airlock: %s: %s\n", why,
+		    json_string_value(json_object_get(st, "message")));
+	return cli_exit_code(st);
+}
+
 /* --- the spec, as the CRD's schema says (crds/) ----------------------------- */
 
 static int bad(struct k8s_error *err, const char *field, const char *fmt, ...)

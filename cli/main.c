@@ -110,7 +110,7 @@ run_local(json_t *cx, const struct local_opts *lo, const char *output)
 {
 	struct k8s_error err;
 	struct ctl_config *cfg;
-	json_t *out, *st;
+	json_t *out;
 	int code;
 
 	if ((cfg = local_config(&err)) == NULL) {
@@ -123,19 +123,7 @@ run_local(json_t *cx, const struct local_opts *lo, const char *output)
 		return CLI_EXIT_ERROR;
 	}
 	ctl_config_free(cfg);
-	st = json_object_get(out, "status");
-	if (output) {
-		code = cli_print(stdout, out, output) == 0 ? cli_exit_code(st) :
-		    CLI_EXIT_ERROR;
-	} else {
-		const char *why = json_string_value(json_object_get(st, "reason"));
-
-		cli_print_streams(st);
-		if (why && strcmp(why, "Completed") != 0 && strcmp(why, "Error") != 0)
-			fprintf(stderr, "airlock: %s: %s\n", why,
-			    json_string_value(json_object_get(st, "message")));
-		code = cli_exit_code(st);
-	}
+	code = cli_report(out, output);
 	json_decref(out);
 	return code;
 }
