@@ -61,16 +61,6 @@ sh(int *status, const char *fmt, ...)
 }
 
 static const char *
-helm(void)
-{
-	const char *h = getenv("HELM");
-
-	if (h == NULL || !*h)
-		fail_msg("HELM is not set (tests/cluster/build.sh helm)");
-	return h;
-}
-
-static const char *
 chart(void)
 {
 	static char path[4096];
@@ -138,7 +128,7 @@ group_teardown(void **state)
 	int st;
 
 	(void)state;
-	free(sh(&st, "'%s' uninstall %s -n %s --wait", helm(), RELEASE, RELNS));
+	free(sh(&st, "'%s' uninstall %s -n %s --wait", it_helm(), RELEASE, RELNS));
 	free(sh(&st, "%s --kubeconfig %s label node %s airlock.dev/gvisor-",
 	    env("KUBECTL"), env("KUBECONFIG_ADMIN"), env("NODE_NAME")));
 	if (tenant_ns)
@@ -206,7 +196,7 @@ test_install(void **state)
 
 	(void)state;
 	out = sh(&st, "'%s' install %s '%s' -n %s --create-namespace -f %s --wait --timeout 120s",
-	    helm(), RELEASE, chart(), RELNS, values);
+	    it_helm(), RELEASE, chart(), RELNS, values);
 	if (st != 0)
 		fail_msg("helm install: %s", out);
 	assert_non_null(strstr(out, "STATUS: deployed"));
@@ -451,7 +441,7 @@ test_upgrade(void **state)
 
 	(void)state;
 	out = sh(&rc, "'%s' upgrade %s '%s' -n %s -f %s --set config.defaults.memory=192Mi "
-	    "--set controller.logLevel=debug --wait --timeout 120s", helm(), RELEASE,
+	    "--set controller.logLevel=debug --wait --timeout 120s", it_helm(), RELEASE,
 	    chart(), RELNS, values);
 	if (rc != 0)
 		fail_msg("helm upgrade: %s", out);
@@ -475,7 +465,7 @@ test_helm_test(void **state)
 	int rc;
 
 	(void)state;
-	out = sh(&rc, "'%s' test %s -n %s --timeout 180s", helm(), RELEASE, RELNS);
+	out = sh(&rc, "'%s' test %s -n %s --timeout 180s", it_helm(), RELEASE, RELNS);
 	if (rc != 0) {
 		char *logs = sh(&rc, "%s --kubeconfig %s logs -n %s-test run", env("KUBECTL"),
 		    env("KUBECONFIG_ADMIN"), RELEASE);
@@ -531,7 +521,7 @@ test_owner_made_anew(void **state)
 	assert_int_equal(k8s_delete(c, &res_role, NULL, RELEASE "-controller", NULL,
 	    NULL, &err), 0);
 	out = sh(&rc, "'%s' upgrade %s '%s' -n %s -f %s --reuse-values --wait --timeout 120s",
-	    helm(), RELEASE, chart(), RELNS, values);
+	    it_helm(), RELEASE, chart(), RELNS, values);
 	if (rc != 0)
 		fail_msg("helm upgrade: %s", out);
 	free(out);
@@ -604,7 +594,7 @@ test_uninstall(void **state)
 	    &o, &err), 0);
 	json_decref(o);
 	o = NULL;
-	out = sh(&rc, "'%s' uninstall %s -n %s --wait --timeout 120s", helm(),
+	out = sh(&rc, "'%s' uninstall %s -n %s --wait --timeout 120s", it_helm(),
 	    RELEASE, RELNS);
 	if (rc != 0)
 		fail_msg("helm uninstall: %s", out);

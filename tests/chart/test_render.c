@@ -21,19 +21,10 @@
 
 #include "ctl_config.h"
 #include "itutil.h"
+#include "xmalloc.h"
 #include "yamljson.h"
 
 static char chart[4096];
-
-static const char *
-helm(void)
-{
-	const char *h = getenv("HELM");
-
-	if (h == NULL || !*h)
-		fail_msg("HELM is not set (tests/cluster/build.sh helm)");
-	return h;
-}
 
 /*
  * Run helm with args (a shell fragment); its stdout (caller frees) and,
@@ -42,10 +33,11 @@ helm(void)
 static int
 run(const char *args, char **outp, char **errp)
 {
-	char cmd[8192];
+	char *cmd = xasprintf("'%s' %s", it_helm(), args);
+	int st = it_sh(cmd, outp, errp);
 
-	snprintf(cmd, sizeof(cmd), "'%s' %s", helm(), args);
-	return it_sh(cmd, outp, errp);
+	free(cmd);
+	return st;
 }
 
 /* helm template with extra args: every manifest, as an array of objects. */

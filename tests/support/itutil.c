@@ -437,3 +437,13 @@ it_bool(json_t *st, const char *k)
 		fail_msg("status.%s is missing", k);
 	return json_is_true(v);
 }
+
+const char *
+it_helm(void)
+{
+	const char *h = getenv("HELM");
+
+	if (h == NULL || !*h)
+		fail_msg("HELM is not set (tests/cluster/build.sh helm)");
+	return h;
+}

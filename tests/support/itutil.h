@@ -72,6 +72,9 @@ int it_bool(json_t *st, const char *k);
  */
 int it_sh(const char *cmd, char **outp, char **errp);
 
+/* The helm binary $HELM names (make chart sets it), or the test fails. */
+const char *it_helm(void);
+
 /* Poll cond(arg) every 10 ms until true or timeout: 1 if it came true. */
 int it_wait_for(int (*cond)(void *arg), void *arg, long timeout_ms);
 
