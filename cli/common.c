@@ -404,6 +404,12 @@ cli_check_spec(json_t *spec, struct k8s_error *err)
 			if (val && (!json_is_string(val) || json_string_length(val) > 32768))
 				return bad(err, f, "value must be a string of at most "
 				    "32768 bytes");
+			for (size_t j = 0; j < i; j++)
+				if (strcmp(n, json_string_value(json_object_get(
+				    json_array_get(v, j), "name"))) == 0) {
+					snprintf(f, sizeof(f), "env[%zu]", i);
+					return bad(err, f, "name '%s' is given twice", n);
+				}
 		}
 	}
 	if (check_int(spec, "timeoutSeconds", 1, 3600, 30, err) ||

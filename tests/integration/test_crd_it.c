@@ -14,6 +14,7 @@
 #include <cmocka.h>
 
 #include "client.h"
+#include "cli.h"
 #include "itutil.h"
 
 static const struct k8s_resource crds = { "apiextensions.k8s.io", "v1",
@@ -81,12 +82,48 @@ filler(size_t n, char ch)
 	return j;
 }
 
+/*
+ * bin/airlock checks a spec before sending it (cli_check_spec): it must
+ * refuse what the API server refuses, naming the same field (or the field
+ * holding it), and admit what it admits with the same defaults.
+ */
+static void
+cli_agrees(const char *name, json_t *spec, const char *want)
+{
+	struct k8s_error err;
+	json_t *copy = spec ? json_deep_copy(spec) : NULL;
+	int rc = cli_check_spec(copy, &err);
+
+	if (want == NULL) {
+		if (rc != 0)
+			fail_msg("%s: the API server admits it, the CLI says '%s'",
+			    name, err.message);
+		json_decref(copy);
+		return;
+	}
+	if (rc == 0)
+		fail_msg("%s: the API server refuses it ('%s'), the CLI does not",
+		    name, want);
+	{
+		size_t sw = strcspn(want, ":"), sc = strcspn(err.message, ":");
+
+		if (strncmp(want, err.message, sw < sc ? sw : sc) != 0)
+			fail_msg("%s: the API server names '%.*s', the CLI '%.*s'",
+			    name, (int)sw, want, (int)sc, err.message);
+	}
+	json_decref(copy);
+}
+
 static void
 expect_refused(const char *name, json_t *spec, const char *want)
 {
 	struct k8s_error err;
-	json_t *o = object(name, spec);
-	int rc = k8s_create(c, &cx, ns, o, NULL, &err);
+	json_t *o;
+	int rc;
+
+	cli_agrees(name, spec, want);
+	o = object(name, spec);
+	rc = k8s_create(c, &cx, ns, o, NULL, &err);
 
 	json_decref(o);
 	if (rc == 0)
@@ -102,11 +139,20 @@ static json_t *
 admit(const char *name, json_t *spec)
 {
 	struct k8s_error err;
-	json_t *o = object(name, spec), *out;
+	json_t *checked = json_deep_copy(spec), *o, *out;
 
+	cli_agrees(name, spec, NULL);
+	o = object(name, spec);
 	if (k8s_create(c, &cx, ns, o, &out, &err) != 0)
 		fail_msg("%s refused: %s", name, err.message);
 	json_decref(o);
+	/* The CLI's defaults are the schema's. */
+	if (cli_check_spec(checked, &err) != 0 || !json_equal(checked,
+	    json_object_get(out, "spec")))
+		fail_msg("%s: the CLI makes the spec %s, the API server %s", name,
+		    json_dumps(checked, JSON_SORT_KEYS), json_dumps(json_object_get(out,
+		    "spec"), JSON_SORT_KEYS));
+	json_decref(checked);
 	return out;
 }
 

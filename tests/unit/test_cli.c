@@ -169,6 +169,8 @@ test_spec_refused(void **state)
 		{ "{\"runtime\":\"python\",\"files\":[{\"path\":\"a\"}]}", "spec.files[0]:" },
 		{ "{\"runtime\":\"python\",\"env\":[{\"name\":\"1A\"}]}", "spec.env[0].name:" },
 		{ "{\"runtime\":\"python\",\"env\":[{\"name\":\"A-B\"}]}", "spec.env[0].name:" },
+		{ "{\"runtime\":\"python\",\"env\":[{\"name\":\"A\"},{\"name\":\"B\"},"
+		  "{\"name\":\"A\"}]}", "spec.env[2]: name 'A' is given twice" },
 		{ "{\"runtime\":\"python\",\"args\":[1]}", "spec.args:" },
 		{ "{\"runtime\":\"python\",\"resources\":{\"cpu\":\"lots\"}}", "spec.resources.cpu:" },
 		{ "{\"runtime\":\"python\",\"resources\":{\"memory\":\"0\"}}", "spec.resources.memory:" },
