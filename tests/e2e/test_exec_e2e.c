@@ -845,24 +845,24 @@ test_cli_run(void **state)
 	(void)state;
 	CLI(&r, "run", "--name", "cli-run", "-c", "import sys\nprint('out', flush=True)\n"
 	    "print('err', file=sys.stderr, flush=True)\nsys.stdout.write('tail')\nsys.exit(3)\n");
-	assert_int_equal(r.status, 3);
+	cli_expect_status(&r, 3);
 	assert_string_equal(r.out, "out\ntail");
 	assert_string_equal(r.err, "err\n");
 	cli_result_free(&r);
 
 	CLI(&r, "run", "--timeout", "2", "-c", "while True: pass\n");
-	assert_int_equal(r.status, 124);
+	cli_expect_status(&r, 124);
 	assert_non_null(strstr(r.err, "DeadlineExceeded"));
 	cli_result_free(&r);
 
 	/* What the controller refuses: not run. */
 	CLI(&r, "run", "--memory", "64Gi", "-c", "print(1)");
-	assert_int_equal(r.status, 121);
+	cli_expect_status(&r, 121);
 	assert_non_null(strstr(r.err, "Rejected"));
 	cli_result_free(&r);
 	/* What the API server refuses, named, before anything is made. */
 	CLI(&r, "run", "-r", "Py thon", "-c", "print(1)");
-	assert_int_equal(r.status, 2);
+	cli_expect_status(&r, 2);
 	assert_non_null(strstr(r.err, "spec.runtime"));
 	cli_result_free(&r);
 }
@@ -876,7 +876,7 @@ test_cli_commands(void **state)
 
 	(void)state;
 	CLI(&r, "get", "cli-run", "-o", "json");
-	assert_int_equal(r.status, 0);
+	cli_expect_status(&r, 0);
 	assert_non_null(o = json_loads(r.out, 0, NULL));
 	assert_string_equal(json_string_value(json_object_get(json_object_get(o,
 	    "status"), "phase")), "Failed");
@@ -886,32 +886,32 @@ test_cli_commands(void **state)
 	cli_result_free(&r);
 
 	CLI(&r, "get", "cli-run", "-o", "yaml");
-	assert_int_equal(r.status, 0);
+	cli_expect_status(&r, 0);
 	assert_non_null(strstr(r.out, "\n  phase: Failed\n"));
 	assert_non_null(strstr(r.out, "\n  stdout: |-\n    out\n    tail\n"));
 	cli_result_free(&r);
 
 	CLI(&r, "list");
-	assert_int_equal(r.status, 0);
+	cli_expect_status(&r, 0);
 	assert_non_null(strstr(r.out, "NAME "));
 	assert_non_null(strstr(r.out, "cli-run "));
 	cli_result_free(&r);
 
 	CLI(&r, "logs", "cli-run");
-	assert_int_equal(r.status, 0);
+	cli_expect_status(&r, 0);
 	assert_string_equal(r.out, "out\ntail");
 	assert_string_equal(r.err, "err\n");
 	cli_result_free(&r);
 
 	CLI(&r, "wait", "cli-run");
-	assert_int_equal(r.status, 3);
+	cli_expect_status(&r, 3);
 	cli_result_free(&r);
 
 	CLI(&r, "delete", "cli-run");
-	assert_int_equal(r.status, 0);
+	cli_expect_status(&r, 0);
 	cli_result_free(&r);
 	CLI(&r, "get", "cli-run");
-	assert_int_equal(r.status, 1);
+	cli_expect_status(&r, 1);
 	assert_non_null(strstr(r.err, "not found"));
 	cli_result_free(&r);
 }
@@ -951,7 +951,7 @@ test_cli_ctrl_c(void **state)
 		fail_msg("cli-cancel never ran");
 	assert_int_equal(kill(pid, SIGINT), 0);
 	cli_finish(&r, pid, out, errfd, 60000);
-	assert_int_equal(r.status, 130);
+	cli_expect_status(&r, 130);
 	assert_non_null(strstr(r.err, "cancelling"));
 	assert_int_equal(k8s_get(c, &it_res_cx, ns, "cli-cancel", &o, &err), 0);
 	assert_string_equal(json_string_value(json_object_get(json_object_get(o,

@@ -67,7 +67,7 @@ test_streams_and_exit(void **state)
 	RUN(&r, "-c", "import sys\nprint('out1', flush=True)\n"
 	    "print('err1', file=sys.stderr, flush=True)\nsys.stdout.write('no newline')\n"
 	    "sys.stdout.flush()\nprint('err2', file=sys.stderr)\nsys.exit(3)\n");
-	assert_int_equal(r.status, 3);
+	cli_expect_status(&r, 3);
 	assert_string_equal(r.out, "out1\nno newline");
 	assert_string_equal(r.err, "err1\nerr2\n");
 	cli_result_free(&r);
@@ -77,7 +77,7 @@ test_streams_and_exit(void **state)
 
 		cli_run(&r, NULL, 60000, args);
 	}
-	assert_int_equal(r.status, 0);
+	cli_expect_status(&r, 0);
 	assert_string_equal(r.out, "hi\n");
 	assert_string_equal(r.err, "there\n");
 	cli_result_free(&r);
@@ -94,7 +94,7 @@ test_streams_and_exit(void **state)
 			fail_msg("mkstemp");
 		close(fd);
 		cli_run(&r, prog, 60000, args);
-		assert_int_equal(r.status, 0);
+		cli_expect_status(&r, 0);
 		assert_string_equal(r.out, "cba\n");
 		cli_result_free(&r);
 		unlink(prog);
@@ -110,7 +110,7 @@ test_status_object(void **state)
 
 	(void)state;
 	RUN(&r, "-o", "json", "-c", "print('hello')");
-	assert_int_equal(r.status, 0);
+	cli_expect_status(&r, 0);
 	st = status_of(&r);
 	assert_string_equal(it_str(st, "phase"), "Succeeded");
 	assert_string_equal(it_str(st, "reason"), "Completed");
@@ -139,7 +139,7 @@ test_timeout(void **state)
 	(void)state;
 	RUN(&r, "-o", "json", "--timeout", "2", "-c",
 	    "print('before', flush=True)\nwhile True: pass\n");
-	assert_int_equal(r.status, 124);
+	cli_expect_status(&r, 124);
 	st = status_of(&r);
 	assert_string_equal(it_str(st, "phase"), "TimedOut");
 	assert_string_equal(it_str(st, "reason"), "DeadlineExceeded");
@@ -162,7 +162,7 @@ test_oom(void **state)
 	(void)state;
 	RUN(&r, "-o", "json", "--memory", "128Mi", "-c",
 	    "a = []\nprint('start', flush=True)\nwhile True: a.append(bytearray(8 << 20))\n");
-	assert_int_equal(r.status, 125);
+	cli_expect_status(&r, 125);
 	st = status_of(&r);
 	assert_string_equal(it_str(st, "phase"), "Failed");
 	assert_string_equal(it_str(st, "reason"), "OOMKilled");
@@ -195,7 +195,7 @@ test_network_denied(void **state)
 	    "except OSError:\n"
 	    "    print('dns fail')\n", env("NODE_IP"));
 	RUN(&r, "-c", prog);
-	assert_int_equal(r.status, 0);
+	cli_expect_status(&r, 0);
 	snprintf(want, sizeof(want), "%s fail\n1.1.1.1 fail\n127.0.0.1 fail\ndns fail\n",
 	    env("NODE_IP"));
 	assert_string_equal(r.out, want);
@@ -223,7 +223,7 @@ test_filesystem_and_user(void **state)
 	    "            f.write(b'x' * (1 << 20)); f.flush()\n"
 	    "except OSError as e:\n"
 	    "    print('fill', errno.errorcode[e.errno], 'before', n <= 65)\n");
-	assert_int_equal(r.status, 0);
+	cli_expect_status(&r, 0);
 	assert_string_equal(r.out, "uid 65532 65532\nroot EROFS\ntmp ok\nfill ENOSPC before True\n");
 	cli_result_free(&r);
 }
@@ -255,7 +255,7 @@ test_apply_manifest(void **state)
 
 		cli_run(&r, NULL, 60000, args);
 	}
-	assert_int_equal(r.status, 0);
+	cli_expect_status(&r, 0);
 	st = status_of(&r);
 	assert_string_equal(it_str(st, "stdout"), "from-file ");
 	assert_true(json_is_true(json_object_get(st, "stdoutTruncated")));
@@ -268,7 +268,7 @@ test_apply_manifest(void **state)
 
 		cli_run(&r, NULL, 60000, args);
 	}
-	assert_int_equal(r.status, 0);
+	cli_expect_status(&r, 0);
 	assert_string_equal(r.out, "from-file ");
 	assert_non_null(strstr(r.err, "stdout cut at 10 of 122 bytes"));
 	cli_result_free(&r);
@@ -284,7 +284,7 @@ test_output_flood(void **state)
 	(void)state;
 	RUN(&r, "-o", "json", "-c", "import sys\nb = b'x' * (1 << 20)\n"
 	    "for i in range(64): sys.stdout.buffer.write(b)\n");
-	assert_int_equal(r.status, 123);
+	cli_expect_status(&r, 123);
 	st = status_of(&r);
 	assert_string_equal(it_str(st, "reason"), "OutputLimitExceeded");
 	assert_int_equal(json_string_length(json_object_get(st, "stdout")), 65536);
@@ -301,7 +301,7 @@ test_binary_output(void **state)
 
 	(void)state;
 	RUN(&r, "-c", "import sys\nsys.stdout.buffer.write(b'a\\xffb\\xc3\\xa9\\x00z\\n')\n");
-	assert_int_equal(r.status, 0);
+	cli_expect_status(&r, 0);
 	assert_int_equal(r.out_len, 10);
 	assert_memory_equal(r.out, "a\xef\xbf\xbd" "b\xc3\xa9\0z\n", 10);
 	cli_result_free(&r);
@@ -327,23 +327,23 @@ test_bad_input(void **state)
 
 		cli_run(&r, NULL, 60000, args);
 	}
-	assert_int_equal(r.status, 2);
+	cli_expect_status(&r, 2);
 	assert_non_null(strstr(r.err, "spec.code: unknown field"));
 	cli_result_free(&r);
 	unlink(path);
 
 	RUN(&r, "--timeout", "0", "-c", "print(1)");
-	assert_int_equal(r.status, 2);
+	cli_expect_status(&r, 2);
 	assert_non_null(strstr(r.err, "--timeout"));
 	cli_result_free(&r);
 
 	RUN(&r, "-r", "ruby", "-c", "puts 1");
-	assert_int_equal(r.status, 121);
+	cli_expect_status(&r, 121);
 	assert_non_null(strstr(r.err, "Rejected"));
 	cli_result_free(&r);
 
 	RUN(&r, "--memory", "64Gi", "-c", "print(1)");
-	assert_int_equal(r.status, 121);
+	cli_expect_status(&r, 121);
 	assert_non_null(strstr(r.err, "Rejected"));
 	cli_result_free(&r);
 
@@ -351,13 +351,13 @@ test_bad_input(void **state)
 		fail_msg("mkstemp");
 	close(fd);
 	RUN(&r, bin);
-	assert_int_equal(r.status, 2);
+	cli_expect_status(&r, 2);
 	assert_non_null(strstr(r.err, "not valid UTF-8"));
 	cli_result_free(&r);
 	unlink(bin);
 
 	RUN(&r, "/nonexistent/prog.py");
-	assert_int_equal(r.status, 2);
+	cli_expect_status(&r, 2);
 	assert_non_null(strstr(r.err, "/nonexistent/prog.py"));
 	cli_result_free(&r);
 }
@@ -379,7 +379,7 @@ test_fork_bomb(void **state)
 	json_decref(st);
 	cli_result_free(&r);
 	RUN(&r, "-c", "print('fine')");
-	assert_int_equal(r.status, 0);
+	cli_expect_status(&r, 0);
 	assert_string_equal(r.out, "fine\n");
 	cli_result_free(&r);
 }
@@ -402,7 +402,7 @@ test_ctrl_c(void **state)
 	assert_int_equal(kill(pid, SIGINT), 0);
 	cli_finish(&r, pid, out, err, 30000);
 	print_message("# local Ctrl-C: done %ld ms after the signal\n", it_mono_ms() - t0);
-	assert_int_equal(r.status, 130);
+	cli_expect_status(&r, 130);
 	assert_string_equal(r.out, "up\n");
 	assert_non_null(strstr(r.err, "airlock: Cancelled: stopped by Interrupt"));
 	cli_result_free(&r);
@@ -441,7 +441,7 @@ test_examples(void **state)
 	}
 	snprintf(path, sizeof(path), "%s/examples/hello.py", top);
 	RUN(&r, path);
-	assert_int_equal(r.status, 0);
+	cli_expect_status(&r, 0);
 	assert_int_equal(strncmp(r.out, "hello from gVisor: Linux ", 25), 0);
 	assert_string_equal(r.err, "this line went to stderr\n");
 	cli_result_free(&r);

@@ -122,3 +122,11 @@ cli_result_free(struct cli_result *r)
 	free(r->err);
 	memset(r, 0, sizeof(*r));
 }
+
+void
+cli_expect_status(const struct cli_result *r, int code)
+{
+	if (r->status != code)
+		fail_msg("airlock exited %d, not %d\nstdout: %s\nstderr: %s",
+		    r->status, code, r->out, r->err);
+}

@@ -28,4 +28,7 @@ void cli_finish(struct cli_result *r, pid_t pid, int out_fd, int err_fd,
 
 void cli_result_free(struct cli_result *r);
 
+/* Fail the test unless airlock exited with code, showing what it printed. */
+void cli_expect_status(const struct cli_result *r, int code);
+
 #endif
