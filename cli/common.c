@@ -40,7 +40,7 @@ cli_exit_code(json_t *st)
 	if (why && strcmp(why, "OutputLimitExceeded") == 0)
 		return CLI_EXIT_OUTPUT_LIMIT;
 	if (why && (strcmp(why, "Rejected") == 0 || strcmp(why, "Unschedulable") == 0 ||
-	    strcmp(why, "ImagePullFailed") == 0))
+	    strcmp(why, "ImagePullFailed") == 0 || strcmp(why, "StartFailed") == 0))
 		return CLI_EXIT_NOT_RUN;
 	if (json_is_integer(code) && json_integer_value(code) > 0 &&
 	    json_integer_value(code) <= 255)
@@ -288,7 +288,9 @@ safe_path(const char *p)
 {
 	const char *seg = p;
 
-	if (*p == '\0' || *p == '/' || strlen(p) > 255)
+	/* The kubelet refuses a volume path that starts with "..". */
+	if (*p == '\0' || *p == '/' || strlen(p) > 255 ||
+	    strncmp(p, "..", 2) == 0)
 		return 0;
 	for (const char *q = p; *q; q++)
 		if ((unsigned char)*q < 0x20)
@@ -369,8 +371,9 @@ cli_check_spec(json_t *spec, struct k8s_error *err)
 				return bad(err, f, "needs path and content, strings, "
 				    "and nothing else");
 			if (!safe_path(p))
-				return bad(err, f, "path '%s' must be relative, without "
-				    "'.' or '..' segments or control characters", p);
+				return bad(err, f, "path '%s' must be relative, not "
+				    "start with '..', without '.' or '..' segments "
+				    "or control characters", p);
 			for (size_t j = 0; j < i; j++)
 				if (strcmp(p, json_string_value(json_object_get(
 				    json_array_get(v, j), "path"))) == 0)
@@ -379,6 +382,20 @@ cli_check_spec(json_t *spec, struct k8s_error *err)
 		}
 		if (total > 262144)
 			return bad(err, "files", "at most 262144 bytes in all");
+		json_array_foreach(v, i, x) {
+			const char *p = json_string_value(json_object_get(x, "path"));
+			size_t pl = strlen(p);
+
+			for (size_t j = 0; j < json_array_size(v); j++) {
+				const char *q = json_string_value(json_object_get(
+				    json_array_get(v, j), "path"));
+
+				if (strncmp(q, p, pl) == 0 && q[pl] == '/')
+					return bad(err, "files", "'%s' cannot be "
+					    "both a file and the directory of '%s'",
+					    p, q);
+			}
+		}
 	}
 	if ((v = json_object_get(spec, "args")) != NULL) {
 		if (!json_is_array(v) || json_array_size(v) > 64)

@@ -268,6 +268,15 @@ trim_pod(json_t *pod)
 	    "nodeName"),
 	    "status", "phase", json_object_get(ps, "phase"),
 	    "startTime", json_object_get(ps, "startTime"));
+	/* Why a pod ended (its own deadline, eviction), capped: said to the tenant. */
+	if (out && json_is_string(json_object_get(ps, "reason")))
+		json_object_set_new(json_object_get(out, "status"), "reason",
+		    json_stringn(json_string_value(json_object_get(ps, "reason")),
+		    strnlen(json_string_value(json_object_get(ps, "reason")), 128)));
+	if (out && json_is_string(json_object_get(ps, "message")))
+		json_object_set_new(json_object_get(out, "status"), "message",
+		    json_stringn(json_string_value(json_object_get(ps, "message")),
+		    strnlen(json_string_value(json_object_get(ps, "message")), 512)));
 	if (out == NULL) {
 		json_decref(sched);
 		return json_incref(pod);
@@ -372,6 +381,8 @@ controller_new(struct k8s_client *c, const struct ctl_config *cfg,
 		ctl->opts.workers = 2;
 	if (ctl->opts.resync_ms <= 0)
 		ctl->opts.resync_ms = 60000;
+	if (ctl->opts.result_grace_ms <= 0)
+		ctl->opts.result_grace_ms = 30000;
 	cxo.ns = po.ns = ctl->opts.namespace;
 	cxo.resync_ms = ctl->opts.resync_ms;
 	ctl->cx_inf = informer_new(c, &cxo, &cxh);

@@ -40,6 +40,12 @@ struct controller_opts {
 	int		 workers;	/* default 2 */
 	long		 resync_ms;	/* default 60000 */
 	/*
+	 * How long after its program's exit a finished pod may wait for the
+	 * node agent's result before the execution ends ResultLost; default
+	 * 30000 (the agent takes milliseconds, and retries past blips).
+	 */
+	long		 result_grace_ms;
+	/*
 	 * A ClusterRole named as the owner of every namespace guardrail, or
 	 * NULL. The chart names its controller ClusterRole: uninstalling the
 	 * release deletes it, and the garbage collector then deletes the

@@ -53,4 +53,12 @@ json_t *ctl_find_condition(json_t *status, const char *type);
 /* Succeeded, Failed, TimedOut or Cancelled: nothing more will run. */
 int ctl_terminal(const char *phase);
 
+/*
+ * Whether the API server's answer to a create means it will never succeed
+ * as sent (the execution is then Rejected): any 4xx but 408, 409 and 429,
+ * and a 403 for a quota that is full for now.
+ */
+int ctl_create_refused(const struct k8s_error *err);
+
+
 #endif

@@ -31,7 +31,7 @@ usage(void)
 	    "       [--namespace NS] [--metrics-addr ADDR] [--workers N] [--log-level LEVEL]\n"
 	    "       [--no-leader-elect] [--lease-namespace NS] [--lease-name NAME] [--identity ID]\n"
 	    "       [--lease-duration-ms MS] [--renew-deadline-ms MS] [--retry-period-ms MS]\n"
-	    "       [--guardrail-owner-clusterrole NAME]\n");
+	    "       [--guardrail-owner-clusterrole NAME] [--result-grace-ms MS]\n");
 	exit(2);
 }
 
@@ -96,6 +96,7 @@ main(int argc, char **argv)
 		{ "renew-deadline-ms", required_argument, NULL, 'R' },
 		{ "retry-period-ms", required_argument, NULL, 'P' },
 		{ "guardrail-owner-clusterrole", required_argument, NULL, 'O' },
+		{ "result-grace-ms", required_argument, NULL, 'G' },
 		{ NULL, 0, NULL, 0 },
 	};
 	const char *kubeconfig = NULL, *context = NULL, *confpath = NULL;
@@ -139,6 +140,7 @@ main(int argc, char **argv)
 		case 'R': lc.renew_deadline_ms = atol(optarg); break;
 		case 'P': lc.retry_period_ms = atol(optarg); break;
 		case 'O': owner_role = optarg; break;
+		case 'G': co.result_grace_ms = atol(optarg); break;
 		default: usage();
 		}
 	}

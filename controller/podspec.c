@@ -6,6 +6,7 @@
 
 #include "client.h"
 #include "podspec.h"
+#include "jsonsize.h"
 #include "quantity.h"
 #include "xmalloc.h"
 
@@ -150,6 +151,43 @@ code_add(struct code *c, const char *key, const char *path, json_t *content)
 	c->bytes += json_string_length(content);
 }
 
+/* 1 if the two paths cannot both be made: equal, or one under the other. */
+static int
+path_clash(const char *a, const char *b)
+{
+	size_t al = strlen(a), bl = strlen(b);
+
+	if (al > bl)
+		return path_clash(b, a);
+	return strncmp(a, b, al) == 0 && (b[al] == '\0' || b[al] == '/');
+}
+
+/*
+ * What the CRD cannot see: a file at, or under, the profile's source file
+ * or the stdin file. The kubelet would fail the pod's volume setup, and
+ * the program would never start.
+ */
+static int
+check_paths(json_t *spec, const char *source_file, struct k8s_error *err)
+{
+	const char *mine[2] = { source_file, json_object_get(spec, "stdin") ?
+	    STDIN_FILE : NULL };
+	json_t *f;
+	size_t i;
+
+	json_array_foreach(json_object_get(spec, "files"), i, f) {
+		const char *p = json_string_value(json_object_get(f, "path"));
+
+		for (int k = 0; k < 2 && p; k++)
+			if (mine[k] && path_clash(p, mine[k]))
+				return k8s_error_set(err, K8S_EINVAL, 0, NULL,
+				    "spec.files[%zu].path: '%s' clashes with the "
+				    "%s file '%s'", i, p, k ? "stdin" :
+				    "program's", mine[k]);
+	}
+	return 0;
+}
+
 static json_t *
 env(json_t *spec)
 {
@@ -181,7 +219,7 @@ podspec_build(const struct ctl_config *cfg, json_t *cx,
 	const struct ctl_profile *p;
 	struct code code;
 	json_int_t timeout;
-	size_t i;
+	size_t i, stored;
 	char *podname, key[32];
 
 	memset(out, 0, sizeof(*out));
@@ -197,6 +235,15 @@ podspec_build(const struct ctl_config *cfg, json_t *cx,
 	if (image && !cfg->allow_custom_images)
 		return k8s_error_set(err, K8S_EINVAL, 0, NULL,
 		    "spec.image: custom images are not allowed on this cluster");
+	if (check_paths(spec, p->source_file, err) != 0)
+		return K8S_EINVAL;
+	stored = jsonsize_value(cx);
+	if (stored + PODSPEC_STATUS_RESERVE > PODSPEC_OBJECT_BUDGET)
+		return k8s_error_set(err, K8S_EINVAL, 0, NULL,
+		    "spec: the execution takes %zu bytes as stored (kubectl "
+		    "apply's copy of it included); at most %d leave room for "
+		    "its result", stored, PODSPEC_OBJECT_BUDGET -
+		    PODSPEC_STATUS_RESERVE);
 	if ((res = resources(cfg, spec, err)) == NULL)
 		return K8S_EINVAL;
 	timeout = json_integer_value(json_object_get(spec, "timeoutSeconds"));
@@ -276,6 +323,9 @@ podspec_build(const struct ctl_config *cfg, json_t *cx,
 		snprintf(v, sizeof(v), "%lld", maxout > 0 ? (long long)maxout :
 		    65536LL);
 		json_object_set_new(ann, PODSPEC_ANN_MAX_OUTPUT, json_string(v));
+		snprintf(v, sizeof(v), "%zu", PODSPEC_OBJECT_BUDGET -
+		    PODSPEC_STATUS_RESERVE - stored);
+		json_object_set_new(ann, PODSPEC_ANN_OUTPUT_BUDGET, json_string(v));
 	}
 	json_object_set_new(md, "ownerReferences", json_pack(
 	    "[{s:s, s:s, s:s, s:s, s:b, s:b}]", "apiVersion",

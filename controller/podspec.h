@@ -42,6 +42,15 @@
  */
 #define PODSPEC_ANN_TIMEOUT_MS	"airlock.dev/timeout-ms"
 #define PODSPEC_ANN_MAX_OUTPUT	"airlock.dev/output-max-bytes"
+/*
+ * The bytes stdout and stderr may take together in the status, encoded as
+ * the API server stores them: PODSPEC_OBJECT_BUDGET less the execution's
+ * own stored size and PODSPEC_STATUS_RESERVE for the rest of the status.
+ * The whole object then stays well under etcd's 1.5 MiB request limit.
+ */
+#define PODSPEC_ANN_OUTPUT_BUDGET	"airlock.dev/output-budget-bytes"
+#define PODSPEC_OBJECT_BUDGET	(1024 * 1024)
+#define PODSPEC_STATUS_RESERVE	(16 * 1024)
 
 struct podspec_result {
 	json_t	*pod;		/* always, on success */

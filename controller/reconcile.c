@@ -33,6 +33,23 @@ ctl_terminal(const char *phase)
 	    strcmp(phase, "Cancelled") == 0);
 }
 
+/*
+ * Whether a create the API server answered with err will never succeed as
+ * sent: any 4xx but a conflict (already there), throttling, and a quota
+ * full for now (it frees as other executions end).
+ */
+int
+ctl_create_refused(const struct k8s_error *err)
+{
+	long st = err->http_status;
+
+	if (st < 400 || st > 499 || st == 409 || st == 429 || st == 408)
+		return 0;
+	if (st == 403 && strstr(err->message, "exceeded quota") != NULL)
+		return 0;
+	return 1;
+}
+
 static void
 now_rfc3339(char out[CLOCK_RFC3339_LEN])
 {
@@ -524,6 +541,132 @@ unschedulable_too_long(struct controller *ctl, json_t *cx, json_t *status,
 	return 1;
 }
 
+/*
+ * The pod ended and no result came. The node agent records a result within
+ * milliseconds of the exit, and retries for as long as the API server
+ * refuses it for a passing reason; it never writes one for a program that
+ * never started. So: a pod that ended without its container ever running
+ * ends the execution at once (StartFailed: a volume the kubelet could not
+ * set up, the pod's own deadline); one whose program ran gets
+ * opts.result_grace_ms from its exit for the agent's result, and then ends
+ * ResultLost, so that no execution waits for a result nobody will write.
+ * 1 when it ended it (*rc holds the write's result), 0 to go on.
+ */
+static int
+pod_ended_unrecorded(struct controller *ctl, json_t *cx, json_t *pod,
+    json_t *status, const char *key, int *rc)
+{
+	json_t *ps = json_object_get(pod, "status");
+	json_t *state = json_object_get(json_array_get(json_object_get(ps,
+	    "containerStatuses"), 0), "state");
+	json_t *term = json_object_get(state, "terminated");
+	const char *why = json_string_value(json_object_get(ps, "reason"));
+	const char *what = json_string_value(json_object_get(ps, "message"));
+	char msg[1200];
+
+	if (term == NULL || json_object_get(term, "startedAt") == NULL ||
+	    json_is_null(json_object_get(term, "startedAt"))) {
+		const char *w = json_string_value(json_object_get(json_object_get(
+		    state, "waiting"), "reason"));
+
+		snprintf(msg, sizeof(msg), "the pod ended before the program "
+		    "started: %s%s%.900s", why ? why : (w ? w : "no reason given"),
+		    what ? ": " : "", what ? what : "");
+		(void)delete_children(ctl, k8s_obj_namespace(cx), k8s_obj_uid(cx));
+		*rc = finish(ctl, cx, status, "Failed", "StartFailed", msg);
+		return 1;
+	}
+	{
+		long long done = clock_parse_rfc3339(json_string_value(
+		    json_object_get(term, "finishedAt")));
+		long long left;
+
+		if (done < 0)
+			done = (long long)time(NULL);
+		/* Whole seconds on both sides: the kubelet's finishedAt has no more. */
+		left = done * 1000 + ctl->opts.result_grace_ms -
+		    (long long)time(NULL) * 1000;
+		if (left > 0) {
+			workqueue_add_after(ctl->queue, key, (uint64_t)left);
+			return 0;
+		}
+		snprintf(msg, sizeof(msg), "the program exited (code %lld) but "
+		    "no node agent recorded its result within %ld ms",
+		    (long long)json_integer_value(json_object_get(term,
+		    "exitCode")), ctl->opts.result_grace_ms);
+		(void)delete_children(ctl, k8s_obj_namespace(cx), k8s_obj_uid(cx));
+		*rc = finish(ctl, cx, status, "Failed", "ResultLost", msg);
+		return 1;
+	}
+}
+
+static int follow_pod(struct controller *ctl, json_t *cx, json_t *pod,
+    json_t *status, const char *key);
+
+/*
+ * The execution has had a pod (status.podName) and the cache shows none.
+ * The cache may lag either way (a pod just made, a result just written),
+ * so this reads both afresh and never makes a second pod: at most once.
+ * Gone for real, the execution ends Failed/PodDeleted; the code may or
+ * may not have run, and is not run again (controller/docs/pod.md).
+ */
+static int
+pod_vanished(struct controller *ctl, json_t *cx, json_t *status,
+    const char *key)
+{
+	const char *ns = k8s_obj_namespace(cx);
+	char *podname = podspec_pod_name(k8s_obj_uid(cx));
+	struct k8s_error err;
+	json_t *fresh = NULL, *pod = NULL, *fst;
+	const char *ph;
+	int rc;
+
+	rc = k8s_get(ctl->client, &ctl_res_cx, ns, k8s_obj_name(cx), &fresh,
+	    &err);
+	if (rc == K8S_ENOTFOUND || (rc == 0 && strcmp(k8s_obj_uid(fresh) ?
+	    k8s_obj_uid(fresh) : "", k8s_obj_uid(cx)) != 0)) {
+		rc = 0;		/* gone, or another of the same name */
+		goto out;
+	}
+	if (rc != 0)
+		goto out;
+	fst = json_object_get(fresh, "status");
+	ph = json_string_value(json_object_get(fst, "phase"));
+	if (ctl_terminal(ph))
+		goto out;	/* ended; the cache has not seen it yet */
+	rc = k8s_get(ctl->client, &k8s_res_pods, ns, podname, &pod, &err);
+	if (rc == 0) {
+		/* There after all (the pod cache lags): follow it. */
+		json_t *st = json_deep_copy(fst ? fst : status);
+
+		if (st == NULL)
+			st = json_object();
+		rc = follow_pod(ctl, fresh, pod, st, key);
+		json_decref(st);
+		goto out;
+	}
+	if (rc != K8S_ENOTFOUND)
+		goto out;
+	{
+		json_t *st = json_deep_copy(fst ? fst : status);
+
+		if (st == NULL)
+			st = json_object();
+		(void)delete_children(ctl, ns, k8s_obj_uid(cx));
+		rc = finish(ctl, fresh, st, "Failed", "PodDeleted",
+		    ph && strcmp(ph, "Running") == 0 ?
+		    "the execution's pod was deleted while it ran; it is not run again" :
+		    "the execution's pod was deleted before its result was recorded; "
+		    "it is not run again");
+		json_decref(st);
+	}
+out:
+	json_decref(fresh);
+	json_decref(pod);
+	free(podname);
+	return rc;
+}
+
 /* Follow the pod into the status: Scheduled, Started, Running. */
 static int
 follow_pod(struct controller *ctl, json_t *cx, json_t *pod, json_t *status,
@@ -593,6 +736,10 @@ follow_pod(struct controller *ctl, json_t *cx, json_t *pod, json_t *status,
 		json_object_set_new(status, "nodeName", json_string(node));
 		set_condition(status, "Scheduled", "True", "Scheduled", msg, gen);
 	}
+	if (pphase && (strcmp(pphase, "Succeeded") == 0 ||
+	    strcmp(pphase, "Failed") == 0) && pod_ended_unrecorded(ctl, cx, pod,
+	    status, key, &rc))
+		return rc;
 	if (pphase && strcmp(pphase, "Running") == 0) {
 		const char *started = json_string_value(json_object_get(
 		    json_object_get(json_object_get(cs, "state"), "running"),
@@ -614,32 +761,107 @@ follow_pod(struct controller *ctl, json_t *cx, json_t *pod, json_t *status,
 	return write_status(ctl, cx, status, notes);
 }
 
+/* Whether obj's controller ownerReference is the execution of uid. */
 static int
-create_pod(struct controller *ctl, json_t *cx, json_t *status)
+owned_by(json_t *obj, const char *uid)
+{
+	json_t *ref;
+	size_t i;
+
+	json_array_foreach(json_object_get(json_object_get(obj, "metadata"),
+	    "ownerReferences"), i, ref)
+		if (json_is_true(json_object_get(ref, "controller")))
+			return json_is_string(json_object_get(ref, "uid")) &&
+			    strcmp(json_string_value(json_object_get(ref, "uid")),
+			    uid) == 0 && strcmp(json_string_value(json_object_get(
+			    ref, "kind")) ? json_string_value(json_object_get(ref,
+			    "kind")) : "", "CodeExecution") == 0;
+	return 0;
+}
+
+/*
+ * Create obj; one of that name already there is fine only if it is this
+ * execution's own (a retry after a lost answer). Anyone else's, made
+ * before us under the name we use, is refused: K8S_EEXIST.
+ */
+static int
+create_owned(struct controller *ctl, const struct k8s_resource *res,
+    const char *ns, json_t *obj, const char *uid, struct k8s_error *err)
+{
+	json_t *there = NULL;
+	int rc = k8s_create(ctl->client, res, ns, obj, NULL, err);
+
+	if (rc != K8S_EEXIST)
+		return rc;
+	if ((rc = k8s_get(ctl->client, res, ns, k8s_obj_name(obj), &there,
+	    err)) != 0)
+		return rc;
+	rc = owned_by(there, uid) ? 0 : k8s_error_set(err, K8S_EEXIST, 409,
+	    "AlreadyExists", "%s %s exists and is not this execution's",
+	    res->plural, k8s_obj_name(obj));
+	json_decref(there);
+	return rc;
+}
+
+/*
+ * Make the execution's pod. From the execution read afresh, not from the
+ * cache: a cache that lags must never make a pod for an execution that
+ * already had one (at most once), and the output budget the pod carries
+ * is worked out from the object as stored, managedFields and all.
+ */
+static int
+create_pod(struct controller *ctl, json_t *cached)
 {
 	struct notes notes = { 0 };
 	struct podspec_result r;
 	struct k8s_error err;
-	const char *ns = k8s_obj_namespace(cx);
+	const char *ns = k8s_obj_namespace(cached), *uid = k8s_obj_uid(cached);
+	json_t *cx = NULL, *status, *fst;
+	char msg[1200];
 	int rc;
 
-	if ((rc = podspec_build(ctl->cfg, cx, &r, &err)) != 0)
-		return finish(ctl, cx, status, "Failed", "Rejected", err.message);
-	if (r.configmap && (rc = k8s_create(ctl->client, &k8s_res_configmaps, ns,
-	    r.configmap, NULL, &err)) != 0 && rc != K8S_EEXIST)
+	rc = k8s_get(ctl->client, &ctl_res_cx, ns, k8s_obj_name(cached), &cx,
+	    &err);
+	if (rc == K8S_ENOTFOUND)
+		return 0;
+	if (rc != 0)
+		return rc;
+	fst = json_object_get(cx, "status");
+	if (strcmp(k8s_obj_uid(cx) ? k8s_obj_uid(cx) : "", uid) != 0 ||
+	    json_object_get(fst, "podName") ||
+	    ctl_terminal(json_string_value(json_object_get(fst, "phase")))) {
+		/* Another of the name, or the cache lags: its event comes. */
+		json_decref(cx);
+		return 0;
+	}
+	status = fst ? json_deep_copy(fst) : json_object();
+	if ((rc = podspec_build(ctl->cfg, cx, &r, &err)) != 0) {
+		rc = finish(ctl, cx, status, "Failed", "Rejected", err.message);
+		goto out;
+	}
+	if (r.configmap && (rc = create_owned(ctl, &k8s_res_configmaps, ns,
+	    r.configmap, uid, &err)) != 0)
 		goto fail;
-	rc = k8s_create(ctl->client, &k8s_res_pods, ns, r.pod, NULL, &err);
-	if (rc != 0 && rc != K8S_EEXIST)
+	if ((rc = create_owned(ctl, &k8s_res_pods, ns, r.pod, uid, &err)) != 0)
 		goto fail;
 	json_object_set_new(status, "podName", json_string(k8s_obj_name(r.pod)));
 	json_object_set_new(status, "codeSha256", json_string(r.code_sha256));
 	init_pending(cx, status, &notes);
 	podspec_result_free(&r);
-	return write_status(ctl, cx, status, &notes);
+	rc = write_status(ctl, cx, status, &notes);
+	goto out;
 fail:
 	log_warn("cannot create pod", "execution=%s/%s status=%ld error=\"%s\"",
 	    ns, k8s_obj_name(cx), err.http_status, err.message);
 	podspec_result_free(&r);
+	if (rc == K8S_EEXIST || ctl_create_refused(&err)) {
+		snprintf(msg, sizeof(msg), "the API server refused its pod: %.1000s",
+		    err.message);
+		rc = finish(ctl, cx, status, "Failed", "Rejected", msg);
+	}
+out:
+	json_decref(status);
+	json_decref(cx);
 	return rc;
 }
 
@@ -699,15 +921,15 @@ controller_reconcile(struct controller *ctl, const char *key)
 	} else if ((rc = ensure_guardrails(ctl, ns)) != 0) {
 		if (rc == K8S_ECANCELED)
 			rc = 0;	/* a terminating namespace: leave it be */
-	} else if (pod == NULL && phase && strcmp(phase, "Running") == 0) {
+	} else if (pod == NULL && (json_object_get(status, "podName") ||
+	    (phase && strcmp(phase, "Running") == 0))) {
 		/*
-		 * Its pod went away mid-run (evicted, deleted by hand): a new
-		 * pod would run the tenant's code twice. At most once.
+		 * It had a pod, and the cache has none: a new pod might run
+		 * the tenant's code twice. At most once.
 		 */
-		rc = finish(ctl, cx, status, "Failed", "Error",
-		    "the execution's pod was deleted while it ran");
+		rc = pod_vanished(ctl, cx, status, key);
 	} else if (pod == NULL)
-		rc = create_pod(ctl, cx, status);
+		rc = create_pod(ctl, cx);
 	else
 		rc = follow_pod(ctl, cx, pod, status, key);
 	json_decref(pod);

@@ -30,6 +30,7 @@
 #include "crilog.h"
 #include "ctrd.h"
 #include "informer.h"
+#include "jsonsize.h"
 #include "log.h"
 #include "podspec.h"
 #include "quantity.h"
@@ -53,6 +54,8 @@ struct run {
 	struct run	*next;
 	char		*uid, *ns, *pod;	/* the pod */
 	char		*cx;			/* its execution, once verified */
+	char		*cx_uid;		/* and that execution's uid */
+	size_t		 budget;		/* encoded bytes of output in status */
 	char		*cid;			/* the container, once known */
 	int		 verified;		/* our pod, seen in the cache */
 	long long	 seen_ms;		/* made, for VERIFY_MS */
@@ -160,33 +163,85 @@ free_run(struct run *r)
 	free(r->ns);
 	free(r->pod);
 	free(r->cx);
+	free(r->cx_uid);
 	free(r->cid);
 	free(r);
 }
 
+/* An annotation's number, clamped to [lo, hi]; dflt when absent or bad. */
 static long long
-ann_number(json_t *ann, const char *key, long long dflt)
+ann_number(json_t *ann, const char *key, long long lo, long long hi,
+    long long dflt)
 {
 	long long n;
 
-	return quantity_parse_int(json_string_value(json_object_get(ann, key)),
-	    1, LLONG_MAX, &n) == 0 ? n : dflt;
+	if (quantity_parse_int(json_string_value(json_object_get(ann, key)),
+	    LLONG_MIN, LLONG_MAX, &n) != 0)
+		return dflt;
+	return n < lo ? lo : n > hi ? hi : n;
+}
+
+int
+agent_pod_limits(json_t *pod, struct agent_limits *out)
+{
+	json_t *md = json_object_get(pod, "metadata"), *ref;
+	json_t *ann = json_object_get(md, "annotations");
+	const char *owner = NULL;
+	size_t i;
+
+	memset(out, 0, sizeof(*out));
+	out->cx = podspec_pod_execution(pod, &out->cx_uid);
+	if (out->cx == NULL || out->cx_uid == NULL)
+		return -1;
+	json_array_foreach(json_object_get(md, "ownerReferences"), i, ref)
+		if (json_is_true(json_object_get(ref, "controller")))
+			owner = json_string_value(json_object_get(ref, "uid"));
+	if (owner == NULL || strcmp(owner, out->cx_uid) != 0)
+		return -1;
+	/* The CRD's ranges: 1 to 3600 s, 1 byte to 1 MiB per stream. */
+	out->timeout_ms = ann_number(ann, PODSPEC_ANN_TIMEOUT_MS, 1000,
+	    3600 * 1000LL, 30000);
+	out->max_out = (size_t)ann_number(ann, PODSPEC_ANN_MAX_OUTPUT, 1,
+	    1 << 20, 65536);
+	out->budget = (size_t)ann_number(ann, PODSPEC_ANN_OUTPUT_BUDGET, 0,
+	    PODSPEC_OBJECT_BUDGET, 2 * 65536);
+	return 0;
+}
+
+void
+agent_fit_output(const char *out, size_t olen, const char *err, size_t elen,
+    size_t budget, size_t *okeep, size_t *ekeep)
+{
+	size_t eo = jsonsize_string(out, olen), ee = jsonsize_string(err, elen);
+	size_t half = budget / 2;
+
+	*okeep = olen;
+	*ekeep = elen;
+	if (eo + ee <= budget)
+		return;
+	if (eo <= half)
+		*ekeep = jsonsize_prefix(err, elen, budget - eo);
+	else if (ee <= half)
+		*okeep = jsonsize_prefix(out, olen, budget - ee);
+	else {
+		*okeep = jsonsize_prefix(out, olen, half);
+		*ekeep = jsonsize_prefix(err, elen, budget - half);
+	}
 }
 
 /* What the run learns from its pod (lock held). */
 static void
 learn_pod(struct agent *a, struct run *r, json_t *pod)
 {
-	json_t *ann = json_object_get(json_object_get(pod, "metadata"),
-	    "annotations");
-	const char *cx = podspec_pod_execution(pod, NULL);
+	struct agent_limits lim;
 
-	if (!r->verified && cx) {
+	if (!r->verified && agent_pod_limits(pod, &lim) == 0) {
 		r->verified = 1;
-		r->cx = xstrdup(cx);
-		r->timeout_ms = ann_number(ann, PODSPEC_ANN_TIMEOUT_MS, 30000);
-		r->max_out = (size_t)ann_number(ann,
-		    PODSPEC_ANN_MAX_OUTPUT, 65536);
+		r->cx = xstrdup(lim.cx);
+		r->cx_uid = xstrdup(lim.cx_uid);
+		r->timeout_ms = lim.timeout_ms;
+		r->max_out = lim.max_out;
+		r->budget = lim.budget;
 		r->log = crilog_new(r->max_out, MAX_RECORD);
 		if (r->start_ns)
 			r->deadline_ns = r->start_ns + r->timeout_ms * 1000000;
@@ -299,12 +354,14 @@ static json_t *
 trim_pod(json_t *pod)
 {
 	static const char *const keep[] = { PODSPEC_ANN_NAME,
-	    PODSPEC_ANN_TIMEOUT_MS, PODSPEC_ANN_MAX_OUTPUT };
+	    PODSPEC_ANN_TIMEOUT_MS, PODSPEC_ANN_MAX_OUTPUT,
+	    PODSPEC_ANN_OUTPUT_BUDGET };
 	json_t *md = json_object_get(pod, "metadata");
 	json_t *ann = json_object_get(md, "annotations");
 	json_t *euid = json_object_get(json_object_get(md, "labels"),
 	    PODSPEC_LABEL_UID);
-	json_t *out, *a = json_object(), *l = json_object();
+	json_t *out, *a = json_object(), *l = json_object(), *ref;
+	size_t j;
 
 	for (size_t i = 0; i < sizeof(keep) / sizeof(keep[0]); i++)
 		if (json_object_get(ann, keep[i]))
@@ -321,7 +378,14 @@ trim_pod(json_t *pod)
 	    "annotations", a, "labels", l,
 	    "status", "containerStatuses", json_object_get(json_object_get(pod,
 	    "status"), "containerStatuses"));
-	return out ? out : json_incref(pod);
+	if (out == NULL)
+		return json_incref(pod);
+	json_array_foreach(json_object_get(md, "ownerReferences"), j, ref)
+		if (json_is_true(json_object_get(ref, "controller")))
+			json_object_set_new(json_object_get(out, "metadata"),
+			    "ownerReferences", json_pack("[{s:b, s:O*}]",
+			    "controller", 1, "uid", json_object_get(ref, "uid")));
+	return out;
 }
 
 /* --- containerd events ---------------------------------------------------- */
@@ -460,26 +524,35 @@ struct todo {
 };
 
 /*
- * The JSON patch that records a run's result, if the phase is still
- * expect and the conditions sit where the controller put them.
+ * The JSON patch that records a run's result, if the execution is still
+ * the one the pod was made for (its uid), the phase is still expect and
+ * the conditions sit where the controller put them. The output is cut to
+ * the run's budget as the API server will store it; with refused set (the
+ * server refused the result as too large anyway: refused holds why) the
+ * output is left out and the execution fails ResultTooLarge, so that it
+ * still ends.
  */
 static json_t *
 result_patch(struct agent *a, struct run *r, const char *expect,
-    const char **reasonp)
+    const char *refused, const char **reasonp)
 {
 	const struct crilog_stream *out = crilog_stdout(r->log);
 	const struct crilog_stream *err = crilog_stderr(r->log);
 	const char *phase, *reason;
-	char msg[160], t0[CLOCK_RFC3339_LEN], t1[CLOCK_RFC3339_LEN], sched[300];
+	char msg[600], t0[CLOCK_RFC3339_LEN], t1[CLOCK_RFC3339_LEN], sched[300];
 	int64_t start = r->start_ns ? r->start_ns : r->exited_ns;
 	long long dur = (r->exited_ns - start) / 1000000;
 	size_t olen, elen;
 	const char *otext = crilog_text(out, &olen);
 	const char *etext = crilog_text(err, &elen);
+	size_t okeep, ekeep;
 	json_t *p;
 
 	if (dur < 0)
 		dur = 0;
+	agent_fit_output(otext, olen, etext, elen, r->budget, &okeep, &ekeep);
+	if (refused)
+		okeep = ekeep = 0;
 	if (r->why == KILL_DEADLINE) {
 		phase = "TimedOut";
 		reason = "DeadlineExceeded";
@@ -503,12 +576,26 @@ result_patch(struct agent *a, struct run *r, const char *expect,
 		reason = "Error";
 		snprintf(msg, sizeof(msg), "exit code %u", r->status);
 	}
+	if (refused) {
+		phase = "Failed";
+		reason = "ResultTooLarge";
+		snprintf(msg, sizeof(msg), "the API server refused the result "
+		    "(%.200s); its %zu bytes of stdout and %zu of stderr are "
+		    "left out", refused, olen, elen);
+	} else if (okeep < olen || ekeep < elen) {
+		size_t m = strlen(msg);
+
+		snprintf(msg + m, sizeof(msg) - m, "; output cut to %zu bytes of "
+		    "stdout and %zu of stderr to fit the execution's %zu-byte "
+		    "storage budget", okeep, ekeep, r->budget);
+	}
 	*reasonp = reason;
 	clock_format_rfc3339(start, 1, t0);
 	clock_format_rfc3339(r->exited_ns, 1, t1);
 	snprintf(sched, sizeof(sched), "scheduled to node %s", a->o.node_name);
 	p = json_pack("[{s:s, s:s, s:s}, {s:s, s:s, s:s}, {s:s, s:s, s:s},"
-	    " {s:s, s:s, s:s}]",
+	    " {s:s, s:s, s:s}, {s:s, s:s, s:s}]",
+	    "op", "test", "path", "/metadata/uid", "value", r->cx_uid,
 	    "op", "test", "path", "/status/phase", "value", expect,
 	    "op", "test", "path", "/status/conditions/0/type", "value", "Scheduled",
 	    "op", "test", "path", "/status/conditions/1/type", "value", "Started",
@@ -533,10 +620,10 @@ result_patch(struct agent *a, struct run *r, const char *expect,
 	/* Killed by us: SIGKILL's status, whatever the runtime made of it. */
 	SET("exitCode", json_integer(r->why != KILL_NONE ? 137 :
 	    (json_int_t)(int32_t)r->status));
-	SET("stdout", json_stringn_nocheck(otext, olen));
-	SET("stderr", json_stringn_nocheck(etext, elen));
-	SET("stdoutTruncated", json_boolean(out->truncated));
-	SET("stderrTruncated", json_boolean(err->truncated));
+	SET("stdout", json_stringn_nocheck(otext, okeep));
+	SET("stderr", json_stringn_nocheck(etext, ekeep));
+	SET("stdoutTruncated", json_boolean(out->truncated || okeep < olen));
+	SET("stderrTruncated", json_boolean(err->truncated || ekeep < elen));
 	SET("stdoutBytes", json_integer((json_int_t)out->total));
 	SET("stderrBytes", json_integer((json_int_t)err->total));
 	SET("startTime", json_string(t0));
@@ -570,7 +657,10 @@ probe(struct agent *a, const char *ns, const char *cx, const char *path,
 	return rc;
 }
 
-/* The execution's phase as the server has it ("" if none), or NULL. */
+/*
+ * The execution's phase as the server has it ("" if none), or NULL. *gone
+ * when it is gone, or another object now has its name (the uid test).
+ */
 static char *
 read_phase(struct agent *a, struct run *r, int *gone)
 {
@@ -578,10 +668,10 @@ read_phase(struct agent *a, struct run *r, int *gone)
 	json_t *cur = NULL;
 	const char *ph;
 	char *out;
-	int rc = probe(a, r->ns, r->cx, "/apiVersion", "airlock.dev/v1alpha1",
-	    &cur, &err);
+	int rc = probe(a, r->ns, r->cx, "/metadata/uid", r->cx_uid, &cur, &err);
 
-	*gone = rc == K8S_ENOTFOUND;
+	*gone = rc == K8S_ENOTFOUND || (rc == K8S_EHTTP &&
+	    err.http_status == 422);
 	if (rc != 0)
 		return NULL;
 	ph = json_string_value(json_object_get(json_object_get(cur, "status"),
@@ -599,8 +689,21 @@ is_terminal(const char *ph)
 }
 
 /*
+ * The API server will never store this as sent: the body is over its
+ * limit (413), or etcd's ("request is too large", a 500).
+ */
+static int
+too_large(const struct k8s_error *err)
+{
+	return err->http_status == 413 || strcasestr(err->message,
+	    "too large") != NULL;
+}
+
+/*
  * Record r's result (r is busy: the ticker leaves it alone). 1 when the
  * execution has its final result, whoever wrote it; 0 to try again later.
+ * A result refused as too large is not retried as it is: it is recorded
+ * once more without its output (ResultTooLarge), so the execution ends.
  */
 static int
 record(struct agent *a, struct run *r)
@@ -611,44 +714,60 @@ record(struct agent *a, struct run *r)
 	struct k8s_error err;
 	const char *reason = NULL;
 	json_t *patch[2];
-	char *ph;
-	int gone, done = -1, rc = K8S_EHTTP;
+	char *ph, refused[256];
+	int gone, done = -1, rc = K8S_EHTTP, big = 0;
 
-	/*
-	 * Built under the lock: a late TaskOOM event may still write the
-	 * run. The calls are made without it.
-	 */
-	pthread_mutex_lock(&a->lock);
-	for (int i = 0; i < 2; i++)
-		patch[i] = result_patch(a, r, expect[i], &reason);
-	pthread_mutex_unlock(&a->lock);
-	for (int i = 0; i < 2 && done < 0; i++) {
-		rc = k8s_patch(a->client, &res_cx, r->ns, r->cx, &po, patch[i],
-		    NULL, &err);
-		if (rc == 0) {
-			/* From containerd's exited_at to the result stored. */
-			long long ms = (long long)((now_ns() - r->exited_ns) /
-			    1000000);
+	refused[0] = '\0';
+	for (int attempt = 0; attempt < 2 && done < 0; attempt++) {
+		if (attempt == 1 && !big)
+			break;
+		big = 0;
+		/*
+		 * Built under the lock: a late TaskOOM event may still write
+		 * the run. The calls are made without it.
+		 */
+		pthread_mutex_lock(&a->lock);
+		for (int i = 0; i < 2; i++)
+			patch[i] = result_patch(a, r, expect[i], attempt ?
+			    refused : NULL, &reason);
+		pthread_mutex_unlock(&a->lock);
+		for (int i = 0; i < 2 && done < 0 && !big; i++) {
+			rc = k8s_patch(a->client, &res_cx, r->ns, r->cx, &po,
+			    patch[i], NULL, &err);
+			if (rc == 0) {
+				/* From containerd's exited_at to the result stored. */
+				long long ms = (long long)((now_ns() -
+				    r->exited_ns) / 1000000);
 
-			metric_inc(a->m_results, reason);
-			metric_observe(a->m_record, (double)ms / 1000.0);
-			log_info("execution finished", "execution=%s/%s reason=%s "
-			    "exit=%u duration_ms=%lld recorded_after_exit_ms=%lld",
-			    r->ns, r->cx, reason, r->status,
-			    (long long)((r->exited_ns - r->start_ns) / 1000000), ms);
-			done = 1;
-		} else if (rc == K8S_ENOTFOUND) {
-			done = 1;	/* the execution is gone */
-		} else if (rc == K8S_EIO || rc == K8S_ETIMEDOUT ||
-		    err.http_status >= 500 || err.http_status == 429) {
-			done = 0;
+				metric_inc(a->m_results, reason);
+				metric_observe(a->m_record, (double)ms / 1000.0);
+				log_info("execution finished", "execution=%s/%s "
+				    "reason=%s exit=%u duration_ms=%lld "
+				    "recorded_after_exit_ms=%lld", r->ns, r->cx,
+				    reason, r->status, (long long)((r->exited_ns -
+				    r->start_ns) / 1000000), ms);
+				done = 1;
+			} else if (rc == K8S_ENOTFOUND) {
+				done = 1;	/* the execution is gone */
+			} else if (rc == K8S_EHTTP && too_large(&err)) {
+				log_warn("result refused as too large",
+				    "execution=%s/%s error=\"%s\"", r->ns, r->cx,
+				    err.message);
+				snprintf(refused, sizeof(refused), "%.200s", err.message);
+				if (attempt == 1)
+					done = 1;	/* nothing smaller to send */
+				big = 1;
+			} else if (rc == K8S_EIO || rc == K8S_ETIMEDOUT ||
+			    err.http_status >= 500 || err.http_status == 429) {
+				done = 0;
+			}
 		}
+		json_decref(patch[0]);
+		json_decref(patch[1]);
 	}
-	json_decref(patch[0]);
-	json_decref(patch[1]);
 	if (done >= 0)
 		return done;
-	/* Both tests failed: see what the execution is now. */
+	/* The tests failed: see what the execution is now. */
 	ph = read_phase(a, r, &gone);
 	if (gone)
 		return 1;

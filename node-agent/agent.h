@@ -63,4 +63,32 @@ int agent_log_dir_name(const char *name, char *ns, char *pod, char *uid,
     size_t size);
 void agent_free(struct agent *a);
 
+/*
+ * What an execution pod asks of the agent, from its labels, annotations
+ * and owner, each clamped to what the CRD allows: the timeout (1 s to
+ * 3600 s, in ms), the bytes kept per stream (1 to 1 MiB), the encoded
+ * bytes the two streams may take in the status together (0 to 1 MiB; the
+ * controller works it out from the execution's size), and the execution's
+ * name and uid. A pod whose controller ownerReference is not the
+ * CodeExecution its label names is not an execution pod. 0, or -1 when
+ * pod is not one. Borrowed strings. Exposed for tests.
+ */
+struct agent_limits {
+	long long	 timeout_ms;
+	size_t		 max_out;
+	size_t		 budget;
+	const char	*cx, *cx_uid;
+};
+int agent_pod_limits(json_t *pod, struct agent_limits *out);
+
+/*
+ * How many bytes of each stream's kept text (valid UTF-8) the status can
+ * hold when both together may take budget bytes as the API server encodes
+ * them (operator/jsonsize.h): all of both if they fit; else a stream that
+ * needs less than half keeps all of it and the other the rest; else half
+ * each. Cut between characters. Exposed for tests.
+ */
+void agent_fit_output(const char *out, size_t olen, const char *err,
+    size_t elen, size_t budget, size_t *okeep, size_t *ekeep);
+
 #endif

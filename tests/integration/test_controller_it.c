@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 #include <cmocka.h>
 
@@ -106,7 +107,7 @@ start_controller(struct fx *fx, int i, const char *identity)
 		    it_env("KUBECONFIG_ADMIN"), "--namespace", fx->ns, "--lease-namespace",
 		    fx->ns, "--identity", identity, "--metrics-addr", fx->addr[i],
 		    "--lease-duration-ms", "3000", "--renew-deadline-ms", "2000",
-		    "--retry-period-ms", "500", NULL };
+		    "--retry-period-ms", "500", "--result-grace-ms", "2000", NULL };
 
 		fx->pid[i] = it_spawn("airlock-controller", fx->log[i], args);
 	}
@@ -624,12 +625,166 @@ test_pod_lost_while_running(void **state)
 		assert_int_equal(k8s_delete(c, &k8s_res_pods, fx->ns, pod, &now, NULL, &err), 0);
 	}
 	cx = wait_phase(fx, "victim", "Failed");
-	assert_string_equal(st_str(cx, "reason"), "Error");
-	assert_string_equal(st_str(cx, "message"), "the execution's pod was deleted while it ran");
+	assert_string_equal(st_str(cx, "reason"), "PodDeleted");
+	assert_string_equal(st_str(cx, "message"),
+	    "the execution's pod was deleted while it ran; it is not run again");
 	it_sleep_ms(1000);
 	assert_int_equal(count_pods(fx, k8s_obj_uid(cx)), 0);
 	assert_true(is_gone(&g));
 	json_decref(cx);
+}
+
+/* Bind pod to node-1, as the scheduler would. */
+static void
+bind_pod(struct fx *fx, const char *pod)
+{
+	struct k8s_error err;
+	char path[256], *b;
+	json_t *body;
+
+	snprintf(path, sizeof(path), "/api/v1/namespaces/%s/pods/%s/binding", fx->ns, pod);
+	body = json_pack("{s:s, s:s, s:{s:s}, s:{s:s, s:s, s:s}}", "apiVersion", "v1",
+	    "kind", "Binding", "metadata", "name", pod, "target", "apiVersion", "v1",
+	    "kind", "Node", "name", "node-1");
+	b = json_dumps(body, 0);
+	if (k8s_request(c, "POST", path, "application/json", b, strlen(b), NULL, NULL, &err) != 0)
+		fail_msg("bind: %s", err.message);
+	free(b);
+	json_decref(body);
+}
+
+/*
+ * A pod deleted before its program ran (a drain, by hand) while the
+ * execution is still Pending: the execution ends PodDeleted, and no
+ * second pod is ever made. A fast program goes from Pending straight to a
+ * terminal phase, so "not Running" must not mean "make a pod".
+ */
+static void
+test_pod_lost_while_pending(void **state)
+{
+	struct fx *fx = *state;
+	struct k8s_delete_opts now = { .grace_period_set = 1, .grace_period_seconds = 0 };
+	struct k8s_error err;
+	json_t *cx;
+	char pod[64];
+
+	create_cx(fx, "early", "{\"runtime\":\"python\",\"source\":\"print(5)\"}");
+	cx = wait_phase(fx, "early", "Pending");
+	snprintf(pod, sizeof(pod), "airlock-%s", k8s_obj_uid(cx));
+	json_decref(cx);
+	assert_int_equal(k8s_delete(c, &k8s_res_pods, fx->ns, pod, &now, NULL, &err), 0);
+	cx = wait_phase(fx, "early", "Failed");
+	assert_string_equal(st_str(cx, "reason"), "PodDeleted");
+	assert_string_equal(st_str(cx, "message"), "the execution's pod was deleted "
+	    "before its result was recorded; it is not run again");
+	it_sleep_ms(1500);
+	assert_int_equal(count_pods(fx, k8s_obj_uid(cx)), 0);
+	json_decref(cx);
+}
+
+/*
+ * A pod that ends without its program ever running (a volume the kubelet
+ * could not set up, then the pod's own deadline) ends its execution at
+ * once, StartFailed; one whose program ran but whose result never came
+ * ends ResultLost after the grace (2 s here). Neither waits forever.
+ */
+static void
+test_pod_ended_without_result(void **state)
+{
+	struct fx *fx = *state;
+	json_t *cx;
+	char pod[64];
+	long long t0;
+
+	create_cx(fx, "nostart", "{\"runtime\":\"python\",\"source\":\"print(6)\"}");
+	cx = wait_phase(fx, "nostart", "Pending");
+	snprintf(pod, sizeof(pod), "airlock-%s", k8s_obj_uid(cx));
+	json_decref(cx);
+	bind_pod(fx, pod);
+	pod_status(fx, pod, json_pack("{s:s, s:s, s:s, s:[{s:s, s:b, s:i, s:s, s:s, s:{s:{s:s}}}]}",
+	    "phase", "Failed", "reason", "DeadlineExceeded",
+	    "message", "Pod was active on the node longer than the specified deadline",
+	    "containerStatuses", "name", "run", "ready", 0, "restartCount", 0,
+	    "image", "airlock/runner-python:0.1", "imageID", "", "state", "waiting",
+	    "reason", "ContainerCreating"));
+	cx = wait_phase(fx, "nostart", "Failed");
+	assert_string_equal(st_str(cx, "reason"), "StartFailed");
+	assert_string_equal(st_str(cx, "message"), "the pod ended before the program started: "
+	    "DeadlineExceeded: Pod was active on the node longer than the specified deadline");
+	assert_string_equal(cond(cx, "Complete", "reason"), "StartFailed");
+	json_decref(cx);
+
+	create_cx(fx, "noresult", "{\"runtime\":\"python\",\"source\":\"print(7)\"}");
+	cx = wait_phase(fx, "noresult", "Pending");
+	snprintf(pod, sizeof(pod), "airlock-%s", k8s_obj_uid(cx));
+	json_decref(cx);
+	bind_pod(fx, pod);
+	{
+		char fin[32];
+		time_t t = time(NULL);
+
+		strftime(fin, sizeof(fin), "%Y-%m-%dT%H:%M:%SZ", gmtime(&t));
+		t0 = it_mono_ms();
+		pod_status(fx, pod, json_pack("{s:s, s:[{s:s, s:b, s:i, s:s, s:s,"
+		    " s:{s:{s:i, s:s, s:s, s:s}}}]}",
+		    "phase", "Succeeded", "containerStatuses", "name", "run", "ready", 0,
+		    "restartCount", 0, "image", "airlock/runner-python:0.1", "imageID", "",
+		    "state", "terminated", "exitCode", 0, "reason", "Completed",
+		    "startedAt", fin, "finishedAt", fin));
+	}
+	/* Not before the grace: the agent may still be writing it. */
+	it_sleep_ms(800);
+	cx = get_cx(fx, "noresult");
+	assert_string_equal(st_str(cx, "phase"), "Pending");
+	json_decref(cx);
+	cx = wait_phase(fx, "noresult", "Failed");
+	print_message("# ResultLost %lld ms after the pod ended (grace 2000 ms)\n",
+	    it_mono_ms() - t0);
+	assert_string_equal(st_str(cx, "reason"), "ResultLost");
+	assert_string_equal(st_str(cx, "message"), "the program exited (code 0) but no node "
+	    "agent recorded its result within 2000 ms");
+	it_sleep_ms(500);
+	assert_int_equal(count_pods(fx, k8s_obj_uid(cx)), 0);
+	json_decref(cx);
+}
+
+/*
+ * An object under the name the controller would use, made first by
+ * someone else (a tenant who may create ConfigMaps guessed the uid), is
+ * never taken for the execution's own: Rejected, not "already exists".
+ */
+static void
+test_foreign_object_refused(void **state)
+{
+	struct fx *fx = *state;
+	struct k8s_error err;
+	json_t *cx, *cm;
+	char name[64], *spec;
+	size_t n = 200 * 1024;	/* past the annotation budget: a ConfigMap */
+	char *src = malloc(n + 1);
+
+	memset(src, '#', n);
+	src[n] = '\0';
+	spec = malloc(n + 64);
+	snprintf(spec, n + 64, "{\"runtime\":\"python\",\"source\":\"%s\"}", src);
+	kill(fx->pid[0], SIGSTOP);
+	create_cx(fx, "squatted", spec);
+	cx = get_cx(fx, "squatted");
+	snprintf(name, sizeof(name), "airlock-%s", k8s_obj_uid(cx));
+	json_decref(cx);
+	cm = json_pack("{s:s, s:s, s:{s:s}, s:{s:s}}", "apiVersion", "v1", "kind", "ConfigMap",
+	    "metadata", "name", name, "data", "source", "print('forged')");
+	assert_int_equal(k8s_create(c, &k8s_res_configmaps, fx->ns, cm, NULL, &err), 0);
+	json_decref(cm);
+	kill(fx->pid[0], SIGCONT);
+	cx = wait_phase(fx, "squatted", "Failed");
+	assert_string_equal(st_str(cx, "reason"), "Rejected");
+	if (strstr(st_str(cx, "message"), "is not this execution's") == NULL)
+		fail_msg("message: %s", st_str(cx, "message"));
+	assert_int_equal(count_pods(fx, k8s_obj_uid(cx)), 0);
+	json_decref(cx);
+	free(src);
+	free(spec);
 }
 
 static void
@@ -725,6 +880,9 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_unschedulable_and_image_pull, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_delete_removes_pod, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_pod_lost_while_running, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_pod_lost_while_pending, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_pod_ended_without_result, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_foreign_object_refused, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_restart_no_duplicates, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_two_replicas_one_leader, setup, teardown),
 	};

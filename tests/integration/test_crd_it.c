@@ -204,6 +204,9 @@ test_valid_and_defaults(void **state)
 	assert_int_equal(json_array_size(json_object_get(s, "files")), 2);
 	json_decref(out);
 
+	/* Neighbours that only look alike are fine. */
+	json_decref(admit("near-paths", spec_json("{\"runtime\":\"python\",\"files\":[{\"path\":\"lib\",\"content\":\"\"},"
+	    "{\"path\":\"lib2/a\",\"content\":\"\"},{\"path\":\"lib.d/a\",\"content\":\"\"},{\"path\":\"a..b\",\"content\":\"\"}]}")));
 	/* Exactly 256 KiB of files in all is allowed. */
 	spec = spec_json("{\"runtime\":\"bash\",\"files\":[{\"path\":\"a\"},{\"path\":\"b\"}]}");
 	json_object_set_new(json_array_get(json_object_get(spec, "files"), 0), "content", filler(131072, 'a'));
@@ -244,6 +247,15 @@ test_invalid_refused(void **state)
 	    "spec.files[0].path: Invalid value: \"a/../../x\": must not contain '.' or '..' segments");
 	expect_refused("dot-path", spec_json("{\"runtime\":\"python\",\"files\":[{\"path\":\"ok\",\"content\":\"\"},{\"path\":\"./x\",\"content\":\"x\"}]}"),
 	    "spec.files[1].path: Invalid value: \"./x\": must not contain '.' or '..' segments");
+	/* The kubelet cannot lay these out: refused before a pod is made. */
+	expect_refused("dotdot-prefix", spec_json("{\"runtime\":\"python\",\"files\":[{\"path\":\"..x\",\"content\":\"x\"}]}"),
+	    "spec.files[0].path: Invalid value: \"..x\": must not start with '..'");
+	expect_refused("file-and-dir", spec_json("{\"runtime\":\"python\",\"files\":[{\"path\":\"lib\",\"content\":\"\"},"
+	    "{\"path\":\"lib/a.py\",\"content\":\"x\"}]}"),
+	    "spec.files: Invalid value: a path cannot be both a file and a directory holding others");
+	expect_refused("dir-and-file", spec_json("{\"runtime\":\"python\",\"files\":[{\"path\":\"a/b/c\",\"content\":\"\"},"
+	    "{\"path\":\"a/b\",\"content\":\"x\"}]}"),
+	    "spec.files: Invalid value: a path cannot be both a file and a directory holding others");
 	expect_refused("empty-segment", spec_json("{\"runtime\":\"python\",\"files\":[{\"path\":\"a//b\",\"content\":\"x\"}]}"),
 	    "spec.files[0].path: Invalid value: \"a//b\": must not hold empty segments");
 	expect_refused("dup-path", spec_json("{\"runtime\":\"python\",\"files\":[{\"path\":\"a\",\"content\":\"1\"},{\"path\":\"a\",\"content\":\"2\"}]}"),

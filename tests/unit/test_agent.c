@@ -64,11 +64,122 @@ test_log_dir_name_refused(void **state)
 	}
 }
 
+static json_t *
+pod_with(const char *owner_uid, const char *timeout, const char *maxout,
+    const char *budget)
+{
+	json_t *ann = json_pack("{s:s}", "airlock.dev/execution", "cx-1");
+	json_t *pod;
+
+	if (timeout)
+		json_object_set_new(ann, "airlock.dev/timeout-ms", json_string(timeout));
+	if (maxout)
+		json_object_set_new(ann, "airlock.dev/output-max-bytes", json_string(maxout));
+	if (budget)
+		json_object_set_new(ann, "airlock.dev/output-budget-bytes", json_string(budget));
+	pod = json_pack("{s:{s:{s:s}, s:o}}", "metadata", "labels",
+	    "airlock.dev/execution-uid", CXUID, "annotations", ann);
+	if (owner_uid)
+		json_object_set_new(json_object_get(pod, "metadata"), "ownerReferences",
+		    json_pack("[{s:s, s:s, s:b}, {s:s, s:s, s:b}]", "kind", "Other",
+		    "uid", "x", "controller", 0, "kind", "CodeExecution", "uid",
+		    owner_uid, "controller", 1));
+	return pod;
+}
+
+/* The pod's numbers are clamped to the CRD's ranges; its owner must match. */
+static void
+test_pod_limits(void **state)
+{
+	struct agent_limits l;
+	json_t *p;
+
+	(void)state;
+	p = pod_with(CXUID, "2000", "100", "5000");
+	assert_int_equal(agent_pod_limits(p, &l), 0);
+	assert_string_equal(l.cx, "cx-1");
+	assert_string_equal(l.cx_uid, CXUID);
+	assert_int_equal(l.timeout_ms, 2000);
+	assert_int_equal(l.max_out, 100);
+	assert_int_equal(l.budget, 5000);
+	json_decref(p);
+	/* Forged values: LLONG_MAX, overflow, negative, junk. */
+	p = pod_with(CXUID, "9223372036854775807", "99999999999999999999", "-5");
+	assert_int_equal(agent_pod_limits(p, &l), 0);
+	assert_int_equal(l.timeout_ms, 3600000);
+	assert_int_equal(l.max_out, 65536);	/* not a number it can hold */
+	assert_int_equal(l.budget, 0);
+	json_decref(p);
+	p = pod_with(CXUID, "0", "9223372036854775807", "99999999");
+	assert_int_equal(agent_pod_limits(p, &l), 0);
+	assert_int_equal(l.timeout_ms, 1000);
+	assert_int_equal(l.max_out, 1048576);
+	assert_int_equal(l.budget, 1048576);
+	json_decref(p);
+	p = pod_with(CXUID, NULL, "lots", NULL);
+	assert_int_equal(agent_pod_limits(p, &l), 0);
+	assert_int_equal(l.timeout_ms, 30000);
+	assert_int_equal(l.max_out, 65536);
+	assert_int_equal(l.budget, 131072);
+	json_decref(p);
+	/* Not owned by the execution its label names: not an execution pod. */
+	p = pod_with("11111111-2222-3333-4444-555555555555", "2000", "100", "5000");
+	assert_int_equal(agent_pod_limits(p, &l), -1);
+	json_decref(p);
+	p = pod_with(NULL, "2000", "100", "5000");
+	assert_int_equal(agent_pod_limits(p, &l), -1);
+	json_decref(p);
+}
+
+/* Both streams together fit the budget, counted as the API server stores them. */
+static void
+test_fit_output(void **state)
+{
+	size_t o, e;
+	char *big = malloc(1 << 20);
+
+	(void)state;
+	agent_fit_output("hello", 5, "err", 3, 8, &o, &e);
+	assert_int_equal(o, 5);
+	assert_int_equal(e, 3);
+	/* One short stream keeps all; the other gets the rest. */
+	agent_fit_output("hi", 2, "0123456789", 10, 8, &o, &e);
+	assert_int_equal(o, 2);
+	assert_int_equal(e, 6);
+	agent_fit_output("0123456789", 10, "", 0, 8, &o, &e);
+	assert_int_equal(o, 8);
+	assert_int_equal(e, 0);
+	/* Both long: half each. */
+	agent_fit_output("0123456789", 10, "abcdefghij", 10, 9, &o, &e);
+	assert_int_equal(o, 4);
+	assert_int_equal(e, 5);
+	/* The run: a MiB of NUL and a MiB of '<' is 12 MiB encoded. */
+	memset(big, 0, 1 << 20);
+	{
+		char *lt = malloc(1 << 20);
+
+		memset(lt, '<', 1 << 20);
+		agent_fit_output(big, 1 << 20, lt, 1 << 20, 1000000, &o, &e);
+		assert_int_equal(o, 500000 / 6);
+		assert_int_equal(e, 500000 / 6);
+		free(lt);
+	}
+	/* Never inside a character. */
+	agent_fit_output("\xc3\xa9\xc3\xa9", 4, "", 0, 3, &o, &e);
+	assert_int_equal(o, 2);
+	agent_fit_output("abc", 3, "def", 3, 0, &o, &e);
+	assert_int_equal(o, 0);
+	assert_int_equal(e, 0);
+	free(big);
+}
+
 int
 main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_log_dir_name),
+		cmocka_unit_test(test_pod_limits),
+		cmocka_unit_test(test_fit_output),
 		cmocka_unit_test(test_log_dir_name_refused),
 	};
 

@@ -164,6 +164,11 @@ test_spec_refused(void **state)
 		{ "{\"runtime\":\"python\",\"files\":[{\"path\":\"/etc/x\",\"content\":\"\"}]}", "spec.files[0]:" },
 		{ "{\"runtime\":\"python\",\"files\":[{\"path\":\"a/../b\",\"content\":\"\"}]}", "spec.files[0]:" },
 		{ "{\"runtime\":\"python\",\"files\":[{\"path\":\"a//b\",\"content\":\"\"}]}", "spec.files[0]:" },
+		{ "{\"runtime\":\"python\",\"files\":[{\"path\":\"..x\",\"content\":\"\"}]}",
+		  "spec.files[0]: path '..x' must be relative, not start with '..'" },
+		{ "{\"runtime\":\"python\",\"files\":[{\"path\":\"lib/a.py\",\"content\":\"\"},"
+		  "{\"path\":\"lib\",\"content\":\"\"}]}",
+		  "spec.files: 'lib' cannot be both a file and the directory of 'lib/a.py'" },
 		{ "{\"runtime\":\"python\",\"files\":[{\"path\":\"a\",\"content\":\"\"},"
 		  "{\"path\":\"a\",\"content\":\"\"}]}", "spec.files[1]: path 'a' is given twice" },
 		{ "{\"runtime\":\"python\",\"files\":[{\"path\":\"a\"}]}", "spec.files[0]:" },

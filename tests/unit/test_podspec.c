@@ -270,6 +270,14 @@ test_rejections(void **state)
 		  "spec.resources.cpu: 2001m is above this cluster's cap of 2" },
 		{ "{\"runtime\":\"python\",\"resources\":{\"cpu\":3}}",
 		  "spec.resources.cpu: 3 is above this cluster's cap of 2" },
+		/* Paths the kubelet cannot lay out beside the program. */
+		{ "{\"runtime\":\"python\",\"files\":[{\"path\":\"main.py/x\",\"content\":\"\"}]}",
+		  "spec.files[0].path: 'main.py/x' clashes with the program's file 'main.py'" },
+		{ "{\"runtime\":\"python\",\"files\":[{\"path\":\"a\",\"content\":\"\"},"
+		  "{\"path\":\"main.py\",\"content\":\"\"}]}",
+		  "spec.files[1].path: 'main.py' clashes with the program's file 'main.py'" },
+		{ "{\"runtime\":\"python\",\"stdin\":\"x\",\"files\":[{\"path\":\".stdin/a\",\"content\":\"\"}]}",
+		  "spec.files[0].path: '.stdin/a' clashes with the stdin file '.stdin'" },
 		{ "{\"runtime\":\"python\",\"resources\":{\"memory\":\"3Gi\"}}",
 		  "spec.resources.memory: 3Gi is above this cluster's cap of 2Gi" },
 		{ "{\"runtime\":\"python\",\"resources\":{\"ephemeralStorage\":\"2Gi\"}}",
