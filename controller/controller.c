@@ -307,9 +307,9 @@ pod_owner_key(json_t *pod)
 }
 
 /*
- * Of an execution in flight: all but its managedFields and kubectl's
- * last-applied copy of itself, bookkeeping as large as the object. Its
- * spec is kept whole: a pod deleted before it ran is made again from it.
+ * Of an execution in flight: all but its code, its managedFields and
+ * kubectl's last-applied copy of itself, bookkeeping as large as the
+ * object: the cache does not grow with the size of the code.
  *
  * Of a finished one, which is most of the cache in a steady state (they
  * stay for ttlSecondsAfterFinished, an hour by default, while their pods
@@ -344,6 +344,24 @@ trim_cx(json_t *cx)
 	}
 	/* Shallow copies: the rest is shared, not duplicated. */
 	out = json_copy(cx);
+	/*
+	 * Not the code (up to ~1 MiB an execution): the pod is made from the
+	 * execution read afresh (create_pod), and nothing else here reads it
+	 * but the program's hash, kept.
+	 */
+	{
+		static const char *const code[] = { "source", "files", "stdin",
+		    "args", "env" };
+		json_t *spec = json_copy(json_object_get(cx, "spec"));
+		char sha[65];
+
+		podspec_code_sha256(cx, sha);
+		for (size_t i = 0; i < sizeof(code) / sizeof(code[0]); i++)
+			json_object_del(spec, code[i]);
+		if (spec)
+			json_object_set_new(out, "spec", spec);
+		json_object_set_new(out, CTL_CACHED_SHA, json_string(sha));
+	}
 	md = json_copy(md);
 	ann = json_object_get(md, "annotations");
 	json_object_del(md, "managedFields");

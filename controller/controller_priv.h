@@ -60,5 +60,9 @@ int ctl_terminal(const char *phase);
  */
 int ctl_create_refused(const struct k8s_error *err);
 
+/* Where the cache keeps the hash of an execution's program (trim_cx). */
+#define CTL_CACHED_SHA	"airlock.dev/codeSha256"
+
+
 
 #endif

@@ -34,6 +34,7 @@
 #define DNS_SUBDOMAIN_MAX	253
 #define UID_MAX_K8S		INT64_C(2147483647) /* the API's limit */
 #define EXECUTIONS_MAX		INT64_C(1000000)
+#define STORED_MAX		INT64_C(1000000)
 
 static const char *const top_keys[] = { "runtimeClassName",
     "allowCustomImages", "runAsUser", "tmpSizeLimit", "priorityClassName",
@@ -43,7 +44,7 @@ static const char *const profile_keys[] = { "image", "command",
 static const char *const resource_keys[] = { "cpu", "memory",
     "ephemeralStorage", NULL };
 static const char *const quota_keys[] = { "executions", "cpu", "memory",
-    NULL };
+    "storedExecutions", NULL };
 
 /* "" at the top level, "." below it, to join a field path. */
 static const char *
@@ -440,7 +441,7 @@ walk_profiles(struct yamlwalk *w, yaml_node_t *root, struct ctl_config *c)
 /* defaults, caps or quota: each given quantity replaces its default. */
 static int
 walk_resources(struct yamlwalk *w, yaml_node_t *root, const char *key,
-    struct ctl_resources *r, int64_t *executions)
+    struct ctl_resources *r, int64_t *executions, int64_t *stored)
 {
 	yaml_node_t *map;
 	int64_t v;
@@ -464,6 +465,13 @@ walk_resources(struct yamlwalk *w, yaml_node_t *root, const char *key,
 		    "%lld", key, (long long)EXECUTIONS_MAX);
 	if (present)
 		*executions = v;
+	if ((rc = get_int(w, map, key, "storedExecutions", &v, &present)) != 0)
+		return rc;
+	if (present && (v < 1 || v > STORED_MAX))
+		return yamlwalk_fail(w, "%s.storedExecutions must be between 1 "
+		    "and %lld", key, (long long)STORED_MAX);
+	if (present)
+		*stored = v;
 	return 0;
 }
 
@@ -516,6 +524,7 @@ config_defaults(void)
 	resources_set(&c->caps, "2", 2000, "2Gi", INT64_C(2) << 30, "1Gi",
 	    INT64_C(1) << 30);
 	c->quota_executions = 20;
+	c->quota_stored = 1000;
 	resources_set(&c->quota, "8", 8000, "8Gi", INT64_C(8) << 30, NULL, 0);
 	return c;
 }
@@ -544,10 +553,10 @@ config_walk(struct yamlwalk *w, yaml_node_t *root, struct ctl_config *c)
 	if ((rc = get_quantity(w, root, "", "tmpSizeLimit", 0,
 	    &c->tmp_size_limit, &c->tmp_size_bytes)) != 0 ||
 	    (rc = walk_resources(w, root, "defaults", &c->defaults,
-	    NULL)) != 0 ||
-	    (rc = walk_resources(w, root, "caps", &c->caps, NULL)) != 0 ||
+	    NULL, NULL)) != 0 ||
+	    (rc = walk_resources(w, root, "caps", &c->caps, NULL, NULL)) != 0 ||
 	    (rc = walk_resources(w, root, "quota", &c->quota,
-	    &c->quota_executions)) != 0 ||
+	    &c->quota_executions, &c->quota_stored)) != 0 ||
 	    (rc = check_caps(w, c)) != 0)
 		return rc;
 	return walk_profiles(w, root, c);

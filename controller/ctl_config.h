@@ -14,7 +14,7 @@
  *       sourceFile: main.py                 # where spec.source goes
  *   defaults: {cpu: 500m, memory: 256Mi, ephemeralStorage: 64Mi}
  *   caps:     {cpu: "2",  memory: 2Gi,   ephemeralStorage: 1Gi}
- *   quota:    {executions: 20, cpu: "8", memory: 8Gi}
+ *   quota:    {executions: 20, cpu: "8", memory: 8Gi, storedExecutions: 1000}
  *
  * Quantities are kept both as the text (for the objects we write) and
  * parsed (for comparisons): cpu in millicores, the rest in bytes.
@@ -55,6 +55,12 @@ struct ctl_config {
 	struct ctl_resources	 defaults;		/* default 500m/256Mi/64Mi */
 	struct ctl_resources	 caps;			/* default 2/2Gi/1Gi; >= defaults */
 	int64_t			 quota_executions;	/* default 20 */
+	/*
+	 * quota.storedExecutions: how many CodeExecutions a namespace may
+	 * hold, running or finished (until their TTL), by an object-count
+	 * quota; default 1000.
+	 */
+	int64_t			 quota_stored;
 	struct ctl_resources	 quota;			/* cpu/memory; default 8/8Gi; ephemeral unused */
 };
 

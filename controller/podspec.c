@@ -484,3 +484,29 @@ podspec_resource_quota(const struct ctl_config *cfg, const char *ns,
 	    "scopeSelector", "matchExpressions", "scopeName", "PriorityClass",
 	    "operator", "In", "values", cfg->priority_class);
 }
+
+json_t *
+podspec_object_quota(const struct ctl_config *cfg, const char *ns,
+    json_t *namespace_obj, char **warning)
+{
+	json_t *ann = json_object_get(json_object_get(namespace_obj,
+	    "metadata"), "annotations");
+	const char *v = json_string_value(json_object_get(ann,
+	    PODSPEC_ANN_QUOTA_STORED));
+	char n[32];
+
+	*warning = NULL;
+	snprintf(n, sizeof(n), "%lld", (long long)cfg->quota_stored);
+	if (v && (strlen(v) == 0 || strlen(v) > 9 ||
+	    strspn(v, "0123456789") != strlen(v) || atoll(v) < 1))
+		*warning = xasprintf("namespace annotation %s: '%.64s' is not "
+		    "a whole number from 1 to 999999999; using the default",
+		    PODSPEC_ANN_QUOTA_STORED, v);
+	else if (v)
+		snprintf(n, sizeof(n), "%s", v);
+	return json_pack("{s:s, s:s, s:{s:s, s:s, s:{s:s}}, s:{s:{s:s}}}",
+	    "apiVersion", "v1", "kind", "ResourceQuota",
+	    "metadata", "name", PODSPEC_QUOTA_STORED, "namespace", ns,
+	    "labels", PODSPEC_LABEL_MANAGED, PODSPEC_MANAGER,
+	    "spec", "hard", "count/codeexecutions.airlock.dev", n);
+}

@@ -108,4 +108,18 @@ json_t *podspec_service_account(const char *ns);
 json_t *podspec_resource_quota(const struct ctl_config *cfg, const char *ns,
     json_t *namespace_obj, char **warning);
 
+/*
+ * ResourceQuota "airlock-stored": how many CodeExecutions the namespace
+ * may hold, running or finished until their TTL
+ * (count/codeexecutions.airlock.dev, the config's quota.storedExecutions),
+ * so that no tenant grows the controller's caches or lists without bound.
+ * Not scoped: an object count has no PriorityClass. A cluster admin
+ * overrides it per namespace with the annotation below; a bad one is
+ * ignored and described in *warning (caller frees). A new reference.
+ */
+#define PODSPEC_QUOTA_STORED		"airlock-stored"
+#define PODSPEC_ANN_QUOTA_STORED	"airlock.dev/quota-stored-executions"
+json_t *podspec_object_quota(const struct ctl_config *cfg, const char *ns,
+    json_t *namespace_obj, char **warning);
+
 #endif

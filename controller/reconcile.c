@@ -384,8 +384,9 @@ ensure_guardrails(struct controller *ctl, const char *ns)
 {
 	struct k8s_patch_opts apply = { K8S_PATCH_APPLY, FIELD_MANAGER, 1, NULL };
 	struct k8s_error err;
-	json_t *nsobj = NULL, *objs[3], *owner = NULL;
-	const struct k8s_resource *const *res = ctl_guard_res;
+	json_t *nsobj = NULL, *objs[4], *owner = NULL;
+	const struct k8s_resource *const res[4] = { ctl_guard_res[0],
+	    ctl_guard_res[1], ctl_guard_res[2], ctl_guard_res[2] };
 	char *warn = NULL;
 	long long now = clock_mono_ms();
 	json_int_t last;
@@ -410,18 +411,22 @@ ensure_guardrails(struct controller *ctl, const char *ns)
 	objs[0] = podspec_service_account(ns);
 	objs[1] = podspec_network_policy(ns);
 	objs[2] = podspec_resource_quota(ctl->cfg, ns, nsobj, &warn);
-	if (warn) {
-		log_warn("bad quota annotation", "namespace=%s problem=\"%s\"",
-		    ns, warn);
-		free(warn);
+	for (int i = 0; i < 2; i++) {
+		if (warn) {
+			log_warn("bad quota annotation", "namespace=%s "
+			    "problem=\"%s\"", ns, warn);
+			free(warn);
+		}
+		if (i == 0)
+			objs[3] = podspec_object_quota(ctl->cfg, ns, nsobj, &warn);
 	}
 	if (ctl->opts.guard_owner_role && (owner = guard_owner(ctl)) == NULL) {
-		for (int i = 0; i < 3; i++)
+		for (int i = 0; i < 4; i++)
 			json_decref(objs[i]);
 		json_decref(nsobj);
 		return K8S_ENOTFOUND;
 	}
-	for (int i = 0; i < 3; i++) {
+	for (int i = 0; i < 4; i++) {
 		if (owner)
 			json_object_set_new(json_object_get(objs[i], "metadata"),
 			    "ownerReferences", json_pack("[O]", owner));
@@ -687,9 +692,14 @@ follow_pod(struct controller *ctl, json_t *cx, json_t *pod, json_t *status,
 
 	if (!json_object_get(status, "podName")) {
 		char *name = podspec_pod_name(k8s_obj_uid(cx));
+		const char *cached = json_string_value(json_object_get(cx,
+		    CTL_CACHED_SHA));
 		char sha[65];
 
-		podspec_code_sha256(cx, sha);
+		if (cached)
+			snprintf(sha, sizeof(sha), "%s", cached);
+		else
+			podspec_code_sha256(cx, sha);
 		json_object_set_new(status, "podName", json_string(name));
 		json_object_set_new(status, "codeSha256", json_string(sha));
 		free(name);

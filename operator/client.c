@@ -565,6 +565,17 @@ k8s_list_each(struct k8s_client *c, const struct k8s_resource *res,
 			o.limit = 0;
 			continue;
 		}
+		if (rc == K8S_ETOOBIG && o.limit != 1 && err->http_status == 0) {
+			/*
+			 * The page is over the response cap: the same page
+			 * again, half as long. Objects are each under etcd's
+			 * 1.5 MiB, so one item always fits.
+			 */
+			o.limit = o.limit > 1 ? o.limit / 2 : 250;
+			log_info("list page too big; smaller pages", "resource=%s "
+			    "limit=%ld", res->plural, o.limit);
+			continue;
+		}
 		if (rc != 0)
 			goto out;
 		json_t *its = json_object_get(page, "items");

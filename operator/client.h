@@ -139,6 +139,9 @@ int k8s_list_all(struct k8s_client *c, const struct k8s_resource *res,
  * list: only one page is in memory at a time. each(arg, NULL) means the
  * list starts over (an expired continue token): forget what came before.
  * A non-zero return from each() stops the walk and is returned.
+ * A page larger than the client's response cap is asked for again, half
+ * as long (limit 0 starts at 250), down to one item: a list works
+ * whatever its objects' sizes.
  */
 int k8s_list_each(struct k8s_client *c, const struct k8s_resource *res,
     const char *ns, const struct k8s_list_opts *opts,

@@ -787,6 +787,64 @@ test_foreign_object_refused(void **state)
 	free(spec);
 }
 
+static int
+stored_quota_is_2(void *arg)
+{
+	struct fx *fx = arg;
+	struct k8s_error err;
+	json_t *o;
+	int ok;
+
+	if (k8s_get(c, &res_rq, fx->ns, "airlock-stored", &o, &err) != 0)
+		return 0;
+	ok = json_string_value(json_object_get(json_object_get(json_object_get(o, "spec"),
+	    "hard"), "count/codeexecutions.airlock.dev")) != NULL &&
+	    strcmp(json_string_value(json_object_get(json_object_get(json_object_get(o,
+	    "spec"), "hard"), "count/codeexecutions.airlock.dev")), "2") == 0;
+	json_decref(o);
+	return ok;
+}
+
+/*
+ * A tenant cannot keep executions without bound (each up to ~1 MiB, kept
+ * for their TTL): an object-count quota, 1000 by default, which a cluster
+ * admin overrides per namespace. Here 2: the third is refused at create.
+ */
+static void
+test_stored_quota(void **state)
+{
+	struct fx *fx = *state;
+	struct k8s_patch_opts merge = { .type = K8S_PATCH_MERGE };
+	struct k8s_error err;
+	json_t *o, *p;
+
+	create_cx(fx, "q0", "{\"runtime\":\"python\",\"source\":\"print(0)\"}");
+	json_decref(wait_phase(fx, "q0", "Pending"));
+	assert_int_equal(k8s_get(c, &res_rq, fx->ns, "airlock-stored", &o, &err), 0);
+	assert_string_equal(json_string_value(json_object_get(json_object_get(json_object_get(o,
+	    "spec"), "hard"), "count/codeexecutions.airlock.dev")), "1k");	/* 1000, as the server writes it */
+	assert_null(json_object_get(json_object_get(o, "spec"), "scopeSelector"));
+	json_decref(o);
+	p = json_pack("{s:{s:{s:s}}}", "metadata", "annotations",
+	    "airlock.dev/quota-stored-executions", "2");
+	assert_int_equal(k8s_patch(c, &k8s_res_namespaces, NULL, fx->ns, &merge, p, NULL, &err), 0);
+	json_decref(p);
+	/* Applied at the next guardrail pass: a quota edit brings one at once. */
+	p = json_pack("{s:{s:{s:s}}}", "spec", "hard", "count/codeexecutions.airlock.dev", "5000");
+	assert_int_equal(k8s_patch(c, &res_rq, fx->ns, "airlock-stored", &merge, p, NULL, &err), 0);
+	json_decref(p);
+	if (!it_wait_for(stored_quota_is_2, fx, 10000))
+		fail_msg("the stored-executions quota did not become 2");
+	create_cx(fx, "q1", "{\"runtime\":\"python\",\"source\":\"print(1)\"}");
+	o = json_pack("{s:s, s:s, s:{s:s}, s:{s:s}}", "apiVersion", "airlock.dev/v1alpha1",
+	    "kind", "CodeExecution", "metadata", "name", "q2", "spec", "runtime", "python");
+	assert_int_equal(k8s_create(c, &it_res_cx, fx->ns, o, NULL, &err), K8S_EHTTP);
+	assert_int_equal(err.http_status, 403);
+	if (strstr(err.message, "exceeded quota: airlock-stored") == NULL)
+		fail_msg("refused, but: %s", err.message);
+	json_decref(o);
+}
+
 static void
 test_restart_no_duplicates(void **state)
 {
@@ -883,6 +941,7 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_pod_lost_while_pending, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_pod_ended_without_result, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_foreign_object_refused, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_stored_quota, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_restart_no_duplicates, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_two_replicas_one_leader, setup, teardown),
 	};

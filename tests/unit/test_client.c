@@ -376,6 +376,51 @@ test_list_each(void **state)
 	assert_int_equal(fakeapi_count(fx->api), 4);
 }
 
+/*
+ * A page over the response cap is not the end of the list: the same page
+ * again, half as long, until it fits (executions with big outputs made a
+ * 37 MB page, and a controller that could never relist).
+ */
+static void
+test_list_each_shrinks_pages(void **state)
+{
+	struct fx *fx = *state;
+	struct k8s_client_opts o = { .max_response_bytes = 200, .allow_token_over_http = 1 };
+	struct k8s_list_opts lo = { .limit = 4 };
+	struct k8s_client *small;
+	struct k8s_error err;
+	char trace[64] = "", *rv = NULL, big[400];
+
+	assert_int_equal(k8s_client_new(fx->cfg, &o, &small, &err), 0);
+	snprintf(big, sizeof(big), "{\"metadata\":{},\"items\":[{\"metadata\":{\"name\":\"a\"}},"
+	    "{\"metadata\":{\"name\":\"b\",\"x\":\"%0200d\"}}]}", 0);
+	fakeapi_push(fx->api, 200, NULL, big, 0);		/* limit=4: too big */
+	fakeapi_push(fx->api, 200, NULL, big, 0);		/* limit=2: still */
+	fakeapi_push(fx->api, 200, NULL, "{\"metadata\":{\"continue\":\"t1\"},"
+	    "\"items\":[{\"metadata\":{\"name\":\"a\"}}]}", 0);	/* limit=1 */
+	fakeapi_push(fx->api, 200, NULL, "{\"metadata\":{\"resourceVersion\":\"9\"},"
+	    "\"items\":[{\"metadata\":{\"name\":\"b\"}}]}", 0);
+	assert_int_equal(k8s_list_each(small, &k8s_res_configmaps, "ns1", &lo, trace_item,
+	    trace, &rv, &err), 0);
+	assert_string_equal(trace, "ab");
+	assert_string_equal(rv, "9");
+	free(rv);
+	assert_int_equal(fakeapi_count(fx->api), 4);
+	assert_string_equal(fakeapi_request(fx->api, 0), "GET /api/v1/namespaces/ns1/configmaps?limit=4");
+	assert_string_equal(fakeapi_request(fx->api, 1), "GET /api/v1/namespaces/ns1/configmaps?limit=2");
+	assert_string_equal(fakeapi_request(fx->api, 2), "GET /api/v1/namespaces/ns1/configmaps?limit=1");
+	assert_string_equal(fakeapi_request(fx->api, 3),
+	    "GET /api/v1/namespaces/ns1/configmaps?limit=1&continue=t1");
+	/* One item over the cap is an error, not a loop: 4, 2, 1, then stop. */
+	for (int i = 0; i < 3; i++)
+		fakeapi_push(fx->api, 200, NULL, big, 0);
+	assert_int_equal(k8s_list_each(small, &k8s_res_configmaps, "ns1", &lo, trace_item,
+	    trace, &rv, &err), K8S_ETOOBIG);
+	assert_int_equal(fakeapi_count(fx->api), 7);
+	assert_string_equal(fakeapi_request(fx->api, 6), "GET /api/v1/namespaces/ns1/configmaps?limit=1");
+	k8s_client_free(small);
+}
+
 static void
 test_patch_and_delete_bodies(void **state)
 {
@@ -524,6 +569,7 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_list_all_pages_and_query, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_list_all_expired_continue, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_list_each, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_list_each_shrinks_pages, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_patch_and_delete_bodies, setup, teardown),
 		cmocka_unit_test(test_no_token_no_header),
 		cmocka_unit_test_setup_teardown(test_retry_after_huge, setup, teardown),
