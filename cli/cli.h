@@ -42,10 +42,20 @@ int cli_yaml(FILE *f, json_t *v);
 
 /*
  * The program's output from a status: stdout to stdout and stderr to
- * stderr, byte for byte as kept (NUL included); a note on stderr when a
- * stream was cut at output.maxBytes.
+ * stderr, byte for byte as kept (NUL included) when piped, neutralised
+ * when a terminal (cli_write_text); a note on stderr when a stream was
+ * cut at output.maxBytes.
  */
 void cli_print_streams(json_t *status);
+
+/*
+ * Untrusted text to f: byte for byte unless tty. To a terminal, the
+ * control characters that would drive it (ESC and the other C0 controls
+ * but newline and tab, DEL, and the C1 controls U+0080..U+009F) are shown
+ * in caret notation (^[) or as U+FFFD, so a program cannot move the
+ * cursor, retitle the window, write the clipboard (OSC 52) or hide text.
+ */
+void cli_write_text(FILE *f, const char *s, size_t n, int tty);
 
 /*
  * How run and apply end, on a cluster or here: the object as -o output

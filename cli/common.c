@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <yaml.h>
 
@@ -202,10 +203,12 @@ cli_print_streams(json_t *st)
 
 	fflush(stdout);
 	if (json_is_string(o))
-		fwrite(json_string_value(o), 1, json_string_length(o), stdout);
+		cli_write_text(stdout, json_string_value(o), json_string_length(o),
+		    isatty(STDOUT_FILENO));
 	fflush(stdout);
 	if (json_is_string(e))
-		fwrite(json_string_value(e), 1, json_string_length(e), stderr);
+		cli_write_text(stderr, json_string_value(e), json_string_length(e),
+		    isatty(STDERR_FILENO));
 	if (json_is_true(json_object_get(st, "stdoutTruncated")))
 		fprintf(stderr, "\nairlock: stdout cut at %zu of %lld bytes "
 		    "(spec.output.maxBytes)\n", json_string_length(o),
@@ -215,6 +218,38 @@ cli_print_streams(json_t *st)
 		    "(spec.output.maxBytes)\n", json_string_length(e),
 		    (long long)json_integer_value(json_object_get(st, "stderrBytes")));
 	fflush(stderr);
+}
+
+void
+cli_write_text(FILE *f, const char *s, size_t n, int tty)
+{
+	const unsigned char *p = (const unsigned char *)s;
+	size_t i, from = 0;
+
+	if (!tty) {
+		fwrite(s, 1, n, f);
+		return;
+	}
+	for (i = 0; i < n; i++) {
+		unsigned char c = p[i];
+		size_t len = 0;
+
+		if ((c < 0x20 && c != '\n' && c != '\t') || c == 0x7f)
+			len = 1;
+		else if (c == 0xc2 && i + 1 < n && p[i + 1] >= 0x80 &&
+		    p[i + 1] <= 0x9f)
+			len = 2;	/* U+0080..U+009F: C1 controls, CSI among them */
+		if (len == 0)
+			continue;
+		fwrite(s + from, 1, i - from, f);
+		if (len == 2)
+			fputs("\xef\xbf\xbd", f);	/* U+FFFD */
+		else
+			fprintf(f, "^%c", c == 0x7f ? '?' : c + '@');
+		i += len - 1;
+		from = i + 1;
+	}
+	fwrite(s + from, 1, n - from, f);
 }
 
 int
@@ -228,9 +263,15 @@ cli_report(json_t *obj, const char *output)
 		    CLI_EXIT_ERROR;
 	cli_print_streams(st);
 	/* An end other than the program's own exit says why. */
-	if (why && strcmp(why, "Completed") != 0 && strcmp(why, "Error") != 0)
-		fprintf(stderr, "airlock: %s: %s\n", why,
-		    json_string_value(json_object_get(st, "message")));
+	if (why && strcmp(why, "Completed") != 0 && strcmp(why, "Error") != 0) {
+		const char *m = json_string_value(json_object_get(st, "message"));
+
+		fprintf(stderr, "airlock: %s: ", why);
+		/* It may quote the tenant's own strings: never raw to a terminal. */
+		cli_write_text(stderr, m ? m : "", m ? strlen(m) : 0,
+		    isatty(STDERR_FILENO));
+		fputc('\n', stderr);
+	}
 	return cli_exit_code(st);
 }
 

@@ -21,6 +21,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/pidfd.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -43,6 +44,7 @@
 #define READ_CHUNK	(256 * 1024)
 #define VERIFY_MS	5000		/* a started container no pod claims: not ours */
 #define LOG_STALE_S	600		/* a pod log dir untouched that long, no pod */
+#define KILL_RETRY_MS	1000		/* a kill with no exit after it: again */
 
 
 static const struct k8s_resource res_cx = { "airlock.dev", "v1alpha1",
@@ -64,7 +66,7 @@ struct run {
 	int64_t		 start_ns, deadline_ns;
 
 	struct crilog	*log;
-	int		 fd;
+	struct agent_logf lf;			/* its CRI log, followed */
 	long long	 last_read_ms;		/* last time the log grew */
 
 	int		 exited;
@@ -74,6 +76,7 @@ struct run {
 	int		 oom;
 	enum kill_why	 why;
 	int		 kill_sent;
+	long long	 kill_at_ms;		/* sent then; again if no exit */
 	int64_t		 sandbox_killed_ns;	/* SIGKILL landed on runsc-sandbox */
 	uint32_t	 pid;			/* the task's, from TaskStart */
 	int		 usage_done;
@@ -145,7 +148,7 @@ new_run(struct agent *a, const char *uid, const char *ns, const char *pod)
 	r->uid = xstrdup(uid);
 	r->ns = xstrdup(ns);
 	r->pod = xstrdup(pod);
-	r->fd = -1;
+	r->lf.fd = -1;
 	r->usage.peak_memory = r->usage.cpu_ns = -1;
 	r->seen_ms = clock_mono_ms();
 	r->next = a->runs;
@@ -156,8 +159,8 @@ new_run(struct agent *a, const char *uid, const char *ns, const char *pod)
 static void
 free_run(struct run *r)
 {
-	if (r->fd >= 0)
-		close(r->fd);
+	if (r->lf.fd >= 0)
+		close(r->lf.fd);
 	crilog_free(r->log);
 	free(r->uid);
 	free(r->ns);
@@ -390,6 +393,14 @@ trim_pod(json_t *pod)
 
 /* --- containerd events ---------------------------------------------------- */
 
+int
+agent_exit_is_init(const struct ctrd_event *ev)
+{
+	/* No id at all: containerd before 1.0 only; take it as the init's. */
+	return ev->exec_id == NULL || ev->exec_id[0] == '\0' ||
+	    strcmp(ev->exec_id, ev->container_id) == 0;
+}
+
 static int
 on_task_event(void *arg, const struct ctrd_event *ev)
 {
@@ -435,7 +446,8 @@ on_task_event(void *arg, const struct ctrd_event *ev)
 			continue;
 		if (ev->kind == CTRD_EV_TASK_OOM) {
 			r->oom = 1;
-		} else if (ev->kind == CTRD_EV_TASK_EXIT && !r->exited) {
+		} else if (ev->kind == CTRD_EV_TASK_EXIT && !r->exited &&
+		    agent_exit_is_init(ev)) {
 			r->exited = 1;
 			r->status = ev->exit_status;
 			r->exited_ns = ev->exited_ns ? ev->exited_ns : ev->ts_ns;
@@ -494,26 +506,71 @@ events_main(void *arg)
 
 /* --- the ticker ----------------------------------------------------------- */
 
+static size_t
+drain(int fd, struct crilog *log)
+{
+	static char chunk[READ_CHUNK];	/* the ticker's own */
+	size_t total = 0;
+	ssize_t n;
+
+	while ((n = read(fd, chunk, sizeof(chunk))) > 0) {
+		crilog_feed(log, chunk, (size_t)n);
+		total += (size_t)n;
+	}
+	return total;
+}
+
+static int
+open_log(struct agent_logf *lf, const char *path)
+{
+	struct stat st;
+
+	if ((lf->fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)) < 0)
+		return -1;
+	if (fstat(lf->fd, &st) != 0) {
+		close(lf->fd);
+		return lf->fd = -1;
+	}
+	lf->dev = st.st_dev;
+	lf->ino = st.st_ino;
+	return 0;
+}
+
+size_t
+agent_follow_log(struct agent_logf *lf, const char *path, struct crilog *log)
+{
+	struct stat st;
+	size_t n;
+
+	if (lf->fd < 0 && open_log(lf, path) != 0)
+		return 0;
+	n = drain(lf->fd, log);
+	/*
+	 * Rotated: the kubelet renamed the file and containerd writes a new
+	 * one under the name. The old one is complete once the new one is
+	 * there; what is left of it is read before the new one.
+	 */
+	if (stat(path, &st) == 0 && (st.st_ino != lf->ino ||
+	    st.st_dev != lf->dev)) {
+		n += drain(lf->fd, log);
+		close(lf->fd);
+		lf->fd = -1;
+		if (open_log(lf, path) == 0)
+			n += drain(lf->fd, log);
+	}
+	return n;
+}
+
 /* Read what the run's log gained (lock held: reads a local file only). */
 static void
 tail(struct agent *a, struct run *r)
 {
-	static char chunk[READ_CHUNK];	/* the ticker's own */
-	ssize_t n;
+	char *path = xasprintf("%s/%s_%s_%s/%s/0.log", a->o.pod_logs_dir,
+	    r->ns, r->pod, r->uid, CONTAINER);
 
-	if (r->fd < 0) {
-		char *path = xasprintf("%s/%s_%s_%s/%s/0.log", a->o.pod_logs_dir,
-		    r->ns, r->pod, r->uid, CONTAINER);
-
-		r->fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-		free(path);
-		if (r->fd < 0)
-			return;
-	}
-	while ((n = read(r->fd, chunk, sizeof(chunk))) > 0) {
-		crilog_feed(r->log, chunk, (size_t)n);
+	if (agent_follow_log(&r->lf, path, r->log) > 0)
 		r->last_read_ms = clock_mono_ms();
-	}
+	free(path);
 }
 
 enum action { ACT_NONE, ACT_KILL, ACT_RECORD, ACT_DELETE, ACT_SWEEP };
@@ -1013,9 +1070,20 @@ static int64_t
 kill_run(struct agent *a, const char *cid, uint32_t pid, struct k8s_error *err)
 {
 	int64_t t = now_ns();
+	int pfd;
 
-	if (is_sandbox(pid) && kill((pid_t)pid, SIGKILL) == 0)
-		return t;
+	/*
+	 * Through a pidfd taken before the check: a pid reused between the
+	 * look at its command line and the signal cannot be hit.
+	 */
+	if (pid > 1 && (pfd = pidfd_open((pid_t)pid, 0)) >= 0) {
+		int ok = is_sandbox(pid) && pidfd_send_signal(pfd, SIGKILL,
+		    NULL, 0) == 0;
+
+		close(pfd);
+		if (ok)
+			return t;
+	}
 	if (ctrd_kill(a->ctrd, cid, SIGKILL, 1, err) != 0 &&
 	    err->code != K8S_ENOTFOUND)
 		log_warn("cannot kill", "container=%s error=\"%s\"", cid,
@@ -1141,6 +1209,10 @@ tick(struct agent *a)
 		active++;
 		if (!r->recorded)
 			tail(a, r);
+		/* A kill that did not take (containerd busy, a race): again. */
+		if (r->kill_sent && !r->exited && !r->recorded &&
+		    now - r->kill_at_ms >= KILL_RETRY_MS)
+			r->kill_sent = 0;
 		if (!r->exited && !r->kill_sent && !r->recorded && r->cid) {
 			const struct crilog_stream *o = crilog_stdout(r->log);
 			const struct crilog_stream *e = crilog_stderr(r->log);
@@ -1151,6 +1223,7 @@ tick(struct agent *a)
 				r->why = KILL_DEADLINE;
 			if (r->why != KILL_NONE && n < 64) {
 				r->kill_sent = 1;
+				r->kill_at_ms = now;
 				todo[n++] = (struct todo){ ACT_KILL, xstrdup(r->uid) };
 			}
 		}

@@ -23,7 +23,10 @@
 #ifndef AIRLOCK_AGENT_H
 #define AIRLOCK_AGENT_H
 
+#include <sys/types.h>
+
 #include "client.h"
+#include "crilog.h"
 #include "metrics.h"
 
 struct agent_opts {
@@ -88,6 +91,29 @@ int agent_pod_limits(json_t *pod, struct agent_limits *out);
  * needs less than half keeps all of it and the other the rest; else half
  * each. Cut between characters. Exposed for tests.
  */
+/*
+ * A container's CRI log followed across the kubelet's rotations (at
+ * containerLogMaxSize, 10Mi by default, it renames 0.log and containerd
+ * opens a new one): every call reads what was added, and when the name
+ * holds a new file, drains the old one to its end before moving on, so
+ * no byte is lost or counted twice. Start with fd -1. Returns the bytes
+ * read. Exposed for tests.
+ */
+struct agent_logf {
+	int	 fd;
+	dev_t	 dev;
+	ino_t	 ino;
+};
+size_t agent_follow_log(struct agent_logf *lf, const char *path,
+    struct crilog *log);
+
+/*
+ * Whether a TaskExit is the container's own program ending, not a process
+ * exec'd into it (kubectl exec), whose exit says nothing of the run's.
+ */
+struct ctrd_event;
+int agent_exit_is_init(const struct ctrd_event *ev);
+
 void agent_fit_output(const char *out, size_t olen, const char *err,
     size_t elen, size_t budget, size_t *okeep, size_t *ekeep);
 

@@ -156,6 +156,9 @@ decode_task(enum ctrd_event_kind kind, const uint8_t *p, size_t n,
 		} else if (kind == CTRD_EV_TASK_START && f.num == 2 &&
 		    f.wire == PB_VARINT) {
 			ev->pid = (uint32_t)f.u;
+		} else if (kind == CTRD_EV_TASK_EXIT && f.num == 2) {
+			if ((ev->exec_id = take_str(&f, scratch)) == NULL)
+				return K8S_EINVAL;
 		} else if (kind == CTRD_EV_TASK_EXIT && f.num == 3 &&
 		    f.wire == PB_VARINT) {
 			ev->pid = (uint32_t)f.u;

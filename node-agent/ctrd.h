@@ -82,6 +82,11 @@ struct ctrd_event {
 	const char		*ns;		/* containerd namespace */
 	const char		*topic;		/* e.g. "/tasks/exit" */
 	const char		*container_id;	/* task events */
+	/*
+	 * exit: the process that exited; the container's own init process
+	 * has the container's id, an exec'd one (kubectl exec) its exec id.
+	 */
+	const char		*exec_id;
 	uint32_t		 pid;		/* start, exit */
 	uint32_t		 exit_status;	/* exit */
 	int64_t			 exited_ns;	/* exit */

@@ -116,6 +116,7 @@ group_teardown(void **state)
 
 	(void)state;
 	kill(ctl_pid, SIGCONT);		/* test_sweep stops it */
+	kill(agent_pid, SIGCONT);	/* test_name_reused stops it */
 	st = it_stop(agent_pid, SIGTERM);
 	if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
 		fail_msg("the node agent did not exit cleanly on SIGTERM: %#x", st);
@@ -572,6 +573,103 @@ test_restart_mid_run(void **state)
 	}
 }
 
+static char *wait_running(const char *name, long timeout_ms);
+
+/*
+ * The issue's run: 1 MiB of NUL on stdout and 1 MiB of '<' on stderr, at
+ * maxBytes 1 MiB. Stored as the API server encodes it, that is 12 MiB,
+ * past etcd's limit and the API server's body limit: the agent used to
+ * retry it forever with the execution Running. Now both streams are cut
+ * to the execution's storage budget, counted encoded, and it ends.
+ */
+static void
+test_result_over_budget(void **state)
+{
+	json_t *st;
+	const char *o, *e;
+	size_t ol, el;
+
+	(void)state;
+	create_cx("py-huge", "{\"runtime\":\"python\",\"output\":{\"maxBytes\":1048576},"
+	    "\"source\":\"import sys\\nsys.stdout.buffer.write(b'\\\\0' * 1048576)\\n"
+	    "sys.stdout.flush()\\nsys.stderr.buffer.write(b'<' * 1048576)\\n\"}");
+	st = wait_done("py-huge", 120000);
+	assert_string_equal(it_str(st, "phase"), "Succeeded");
+	assert_int_equal(it_int(st, "stdoutBytes"), 1048576);
+	assert_int_equal(it_int(st, "stderrBytes"), 1048576);
+	assert_true(it_bool(st, "stdoutTruncated"));
+	assert_true(it_bool(st, "stderrTruncated"));
+	o = it_str(st, "stdout");
+	e = it_str(st, "stderr");
+	ol = json_string_length(json_object_get(st, "stdout"));
+	el = json_string_length(json_object_get(st, "stderr"));
+	print_message("# kept %zu NUL and %zu '<' (%zu bytes encoded): %s\n", ol, el,
+	    6 * (ol + el), it_str(st, "message"));
+	for (size_t i = 0; i < ol; i++)
+		if (o[i] != '\0')
+			fail_msg("stdout[%zu] is %#x", i, o[i]);
+	assert_int_equal(strspn(e, "<"), el);
+	/* Half the budget each: 1 MiB, less 16 KiB and the object's size. */
+	assert_true(ol == el || ol + 1 == el);
+	assert_true(6 * (ol + el) <= 1048576 - 16384);
+	assert_true(6 * (ol + el) > 1048576 - 16384 - 8192);
+	if (strstr(it_str(st, "message"), "to fit the execution's") == NULL)
+		fail_msg("message: %s", it_str(st, "message"));
+	json_decref(st);
+}
+
+/*
+ * An execution deleted and made again under the same name while the agent
+ * still holds the first one's result: that result must not land on the
+ * new object (the patch tests the uid), and the new one runs its own code.
+ */
+static void
+test_name_reused(void **state)
+{
+	struct k8s_delete_opts orphan = { .propagation_policy = "Orphan" };
+	struct k8s_error err;
+	json_t *st;
+	int rc, made = 0;
+
+	(void)state;
+	create_cx("reuse", "{\"runtime\":\"python\",\"source\":"
+	    "\"import time\\ntime.sleep(2)\\nprint('old')\\n\"}");
+	free(wait_running("reuse", 120000));
+	kill(agent_pid, SIGSTOP);
+	kill(ctl_pid, SIGSTOP);
+	/*
+	 * The old pod stays (orphaned); its program ends while nobody looks.
+	 * The garbage collector removes the orphan finalizer first.
+	 */
+	rc = k8s_delete(c, &it_res_cx, ns, "reuse", &orphan, NULL, &err);
+	for (long end = it_mono_ms() + 20000; rc == 0 && it_mono_ms() < end;
+	    it_sleep_ms(100)) {
+		json_t *o = json_pack("{s:s, s:s, s:{s:s}, s:{s:s, s:s}}", "apiVersion",
+		    "airlock.dev/v1alpha1", "kind", "CodeExecution", "metadata", "name",
+		    "reuse", "spec", "runtime", "python", "source", "print('new')\n");
+
+		made = k8s_create(c, &it_res_cx, ns, o, NULL, &err) == 0;
+		json_decref(o);
+		if (made)
+			break;
+	}
+	if (!made) {
+		kill(agent_pid, SIGCONT);
+		kill(ctl_pid, SIGCONT);
+		fail_msg("could not make reuse again: %s", err.message);
+	}
+	it_sleep_ms(3000);
+	kill(agent_pid, SIGCONT);
+	it_sleep_ms(1000);		/* the agent tries, and retries */
+	kill(ctl_pid, SIGCONT);		/* the new one goes Pending */
+	st = wait_done("reuse", 120000);
+	if (strcmp(it_str(st, "phase"), "Succeeded") != 0)
+		fail_msg("reuse: %s/%s: %s", it_str(st, "phase"), it_str(st, "reason"),
+		    it_str(st, "message"));
+	assert_string_equal(it_str(st, "stdout"), "new\n");
+	json_decref(st);
+}
+
 /* A fork bomb ends, and the node runs the next execution as usual. */
 static void
 test_fork_bomb(void **state)
@@ -977,6 +1075,8 @@ main(void)
 		cmocka_unit_test(test_output_flood),
 		cmocka_unit_test(test_concurrent),
 		cmocka_unit_test(test_restart_mid_run),
+		cmocka_unit_test(test_result_over_budget),
+		cmocka_unit_test(test_name_reused),
 		cmocka_unit_test(test_fork_bomb),
 		cmocka_unit_test(test_fill_tmp),
 		cmocka_unit_test_teardown(test_sweep, sweep_teardown),

@@ -7,8 +7,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <cmocka.h>
+#include <unistd.h>
 
 #include "agent.h"
+#include "ctrd.h"
 
 #define CXUID	"ccbbf721-b9ed-449b-a12c-3cf68aa3769a"
 #define PODUID	"7056fc73-9923-4638-a1cc-3f428b37a5b5"
@@ -173,6 +175,83 @@ test_fit_output(void **state)
 	free(big);
 }
 
+static void
+append(const char *path, const char *text)
+{
+	FILE *f = fopen(path, "a");
+
+	assert_non_null(f);
+	fputs(text, f);
+	fclose(f);
+}
+
+/*
+ * The kubelet rotates a container's log by renaming 0.log; containerd
+ * writes on to the old file until it opens the new one. Every byte is read
+ * once, in order, across the rotation (the agent used to stop at the
+ * rename, losing the rest of the output and its counts).
+ */
+static void
+test_follow_log_rotation(void **state)
+{
+	char dir[] = "/tmp/airlock-follow-XXXXXX", path[128], old[128];
+	struct agent_logf lf = { -1, 0, 0 };
+	struct crilog *log = crilog_new(1024, 4096);
+	const char *t;
+	size_t n;
+
+	(void)state;
+	assert_non_null(mkdtemp(dir));
+	snprintf(path, sizeof(path), "%s/0.log", dir);
+	snprintf(old, sizeof(old), "%s/0.log.20261124-110000", dir);
+	/* Not there yet. */
+	assert_int_equal(agent_follow_log(&lf, path, log), 0);
+	append(path, "2026-11-24T11:00:00.000000001Z stdout F A\n");
+	assert_int_equal(agent_follow_log(&lf, path, log), 42);
+	/* Renamed; containerd still writes the old file; no new one yet. */
+	assert_int_equal(rename(path, old), 0);
+	append(old, "2026-11-24T11:00:00.000000002Z stderr F err1\n");
+	assert_int_equal(agent_follow_log(&lf, path, log), 45);
+	/* More to the old one, then the new one opens: old first, then new. */
+	append(old, "2026-11-24T11:00:00.000000003Z stdout F B\n");
+	append(path, "2026-11-24T11:00:00.000000004Z stdout F C\n");
+	assert_int_equal(agent_follow_log(&lf, path, log), 84);
+	append(path, "2026-11-24T11:00:00.000000005Z stdout P D\n"
+	    "2026-11-24T11:00:00.000000006Z stdout F E\n");
+	assert_int_equal(agent_follow_log(&lf, path, log), 84);
+	assert_int_equal(agent_follow_log(&lf, path, log), 0);
+	crilog_finish(log);
+	t = crilog_text(crilog_stdout(log), &n);
+	assert_int_equal(n, 9);
+	assert_memory_equal(t, "A\nB\nC\nDE\n", 9);
+	assert_int_equal(crilog_stdout(log)->total, 9);
+	t = crilog_text(crilog_stderr(log), &n);
+	assert_int_equal(n, 5);
+	assert_memory_equal(t, "err1\n", 5);
+	close(lf.fd);
+	crilog_free(log);
+	unlink(path);
+	unlink(old);
+	rmdir(dir);
+}
+
+/* An exec'd process's exit (kubectl exec) is not the program's. */
+static void
+test_exit_is_init(void **state)
+{
+	struct ctrd_event ev = { .kind = CTRD_EV_TASK_EXIT, .container_id = "c1" };
+
+	(void)state;
+	ev.exec_id = "c1";
+	assert_int_equal(agent_exit_is_init(&ev), 1);
+	ev.exec_id = "exec-1";
+	assert_int_equal(agent_exit_is_init(&ev), 0);
+	ev.exec_id = "c1x";
+	assert_int_equal(agent_exit_is_init(&ev), 0);
+	ev.exec_id = NULL;
+	assert_int_equal(agent_exit_is_init(&ev), 1);
+}
+
 int
 main(void)
 {
@@ -180,6 +259,8 @@ main(void)
 		cmocka_unit_test(test_log_dir_name),
 		cmocka_unit_test(test_pod_limits),
 		cmocka_unit_test(test_fit_output),
+		cmocka_unit_test(test_exit_is_init),
+		cmocka_unit_test(test_follow_log_rotation),
 		cmocka_unit_test(test_log_dir_name_refused),
 	};
 

@@ -216,10 +216,41 @@ test_spec_refused(void **state)
 	}
 }
 
+/* Output to a terminal cannot drive it; piped output stays byte-exact. */
+static void
+test_write_text(void **state)
+{
+	static const char in[] = "ok\t\x1b]52;c;SGVsbG8=\x07\x1b[2J\r\x7f\xc2\x9b" "31m\xc3\xa9\n";
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f;
+
+	(void)state;
+	f = open_memstream(&buf, &len);
+	cli_write_text(f, in, sizeof(in) - 1, 0);
+	fclose(f);
+	assert_int_equal(len, sizeof(in) - 1);
+	assert_memory_equal(buf, in, len);
+	free(buf);
+	f = open_memstream(&buf, &len);
+	cli_write_text(f, in, sizeof(in) - 1, 1);
+	fclose(f);
+	assert_string_equal(buf, "ok\t^[]52;c;SGVsbG8=^G^[[2J^M^?\xef\xbf\xbd" "31m\xc3\xa9\n");
+	free(buf);
+	/* NUL, and a lone 0xc2 at the end, are not a problem. */
+	f = open_memstream(&buf, &len);
+	cli_write_text(f, "a\0b\xc2", 4, 1);
+	fclose(f);
+	assert_int_equal(len, 5);
+	assert_memory_equal(buf, "a^@b\xc2", 5);
+	free(buf);
+}
+
 int
 main(void)
 {
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_write_text),
 		cmocka_unit_test(test_exit_codes),
 		cmocka_unit_test(test_yaml_exact),
 		cmocka_unit_test(test_yaml_round_trip),

@@ -124,7 +124,7 @@ test_fields(void **state)
 
 /* An events.Envelope holding a TaskExit, as containerd sends it. */
 static size_t
-exit_envelope(struct buf *b, uint32_t status)
+exit_envelope_of(struct buf *b, uint32_t status, const char *id)
 {
 	struct buf ts, ex, any, exts;
 
@@ -137,7 +137,7 @@ exit_envelope(struct buf *b, uint32_t status)
 	assert_int_equal(pb_put_uint(&exts, 1, 1795000001), 0);
 	assert_int_equal(pb_put_uint(&exts, 2, 5), 0);
 	assert_int_equal(pb_put_str(&ex, 1, "c0ffee"), 0);
-	assert_int_equal(pb_put_str(&ex, 2, "c0ffee"), 0);
+	assert_int_equal(pb_put_str(&ex, 2, id), 0);
 	assert_int_equal(pb_put_uint(&ex, 3, 4242), 0);
 	assert_int_equal(pb_put_uint(&ex, 4, status), 0);
 	assert_int_equal(pb_put_bytes(&ex, 5, exts.data, exts.len), 0);
@@ -152,6 +152,12 @@ exit_envelope(struct buf *b, uint32_t status)
 	buf_free(&any);
 	buf_free(&exts);
 	return b->len;
+}
+
+static size_t
+exit_envelope(struct buf *b, uint32_t status)
+{
+	return exit_envelope_of(b, status, "c0ffee");
 }
 
 static void
@@ -171,6 +177,7 @@ test_envelope(void **state)
 	assert_string_equal(ev.ns, "k8s.io");
 	assert_string_equal(ev.topic, "/tasks/exit");
 	assert_string_equal(ev.container_id, "c0ffee");
+	assert_string_equal(ev.exec_id, "c0ffee");
 	assert_int_equal(ev.pid, 4242);
 	assert_int_equal(ev.exit_status, 137);
 	assert_true(ev.exited_ns == 1795000001000000005LL);
@@ -185,6 +192,15 @@ test_envelope(void **state)
 			fail_msg("a %zu-byte prefix decoded as the whole", n);
 		free(p);
 	}
+	free(scratch);
+	buf_free(&b);
+	/* A kubectl exec's process exiting names its exec id, not the container's. */
+	buf_init(&b, 4096);
+	exit_envelope_of(&b, 0, "exec-7");
+	scratch = malloc(b.len + 4);
+	assert_int_equal(ctrd_decode_envelope(b.data, b.len, &ev, scratch), 0);
+	assert_string_equal(ev.container_id, "c0ffee");
+	assert_string_equal(ev.exec_id, "exec-7");
 	free(scratch);
 	buf_free(&b);
 }
