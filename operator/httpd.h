@@ -15,7 +15,12 @@
  * A client cannot make the server grow without bound: each connection's
  * request is held in a fixed pool (HTTPD_CONN_MEMORY; larger requests are
  * refused by libmicrohttpd), at most HTTPD_MAX_CONNS connections are open
- * at once and an idle one is closed after HTTPD_TIMEOUT_SECS.
+ * at once and an idle one is closed after HTTPD_TIMEOUT_SECS. No one
+ * address may hold more than HTTPD_PER_IP_CONNS of them: a client that
+ * opens connections and sends nothing cannot starve the kubelet's probes
+ * (32 such clients once kept /healthz unanswered for 24 s, and liveness
+ * probes restarted the daemon). The chart's NetworkPolicy admits only
+ * probes and scrapes to these ports in the first place.
  *
  * Thread-safe: the setters may be called from any thread while serving.
  */
@@ -28,8 +33,9 @@
 #include "k8s_error.h"
 #include "metrics.h"
 
-#define HTTPD_MAX_CONNS		32
-#define HTTPD_TIMEOUT_SECS	10
+#define HTTPD_MAX_CONNS		64
+#define HTTPD_PER_IP_CONNS	4
+#define HTTPD_TIMEOUT_SECS	5
 #define HTTPD_CONN_MEMORY	(16u * 1024)
 /* The not-ready reason and a health check's message are cut to this. */
 #define HTTPD_REASON_MAX	256

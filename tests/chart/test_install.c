@@ -336,6 +336,66 @@ test_tenant_runs_code(void **state)
 	k8s_config_free(tcfg);
 }
 
+/*
+ * A tenant who may create pods and ConfigMaps (the built-in "edit" role
+ * may) cannot make one that carries Airlock's labels, nor put them on one
+ * it has: the node agent would take it for an execution pod and let it
+ * write its own execution's result.
+ */
+static void
+test_forgery_guard(void **state)
+{
+	struct k8s_patch_opts merge = { .type = K8S_PATCH_MERGE };
+	struct k8s_config *tcfg;
+	struct k8s_client *tc;
+	struct k8s_error err;
+	json_t *o, *p;
+	char *out;
+	int rc;
+
+	(void)state;
+	out = sh(&rc, "%s --kubeconfig %s -n %s create rolebinding tenant-edit --clusterrole=edit "
+	    "--serviceaccount=%s:tenant", env("KUBECTL"), env("KUBECONFIG_ADMIN"),
+	    tenant_ns, tenant_ns);
+	if (rc != 0)
+		fail_msg("bind edit: %s", out);
+	free(out);
+	tc = sa_client(tenant_ns, "tenant", &tcfg);
+	o = json_pack("{s:s, s:s, s:{s:s, s:{s:s, s:s, s:s}}, s:{s:s}}", "apiVersion", "v1",
+	    "kind", "ConfigMap", "metadata", "name", "airlock-forged", "labels",
+	    "app.kubernetes.io/managed-by", "airlock-controller",
+	    "app.kubernetes.io/component", "execution",
+	    "airlock.dev/execution-uid", "00000000-0000-0000-0000-000000000000",
+	    "data", "source", "print('forged')");
+	rc = k8s_create(tc, &k8s_res_configmaps, tenant_ns, o, NULL, &err);
+	json_decref(o);
+	assert_int_equal(rc, K8S_EFORBIDDEN);
+	if (strstr(err.message, "only the Airlock controller may make or change") == NULL)
+		fail_msg("refused, but not by the guard: %s", err.message);
+	/* The same pod spec as an execution's, labels and all: refused. */
+	o = json_pack("{s:s, s:s, s:{s:s, s:{s:s, s:s}}, s:{s:[{s:s, s:s}]}}",
+	    "apiVersion", "v1", "kind", "Pod", "metadata", "name", "airlock-forged",
+	    "labels", "app.kubernetes.io/managed-by", "airlock-controller",
+	    "airlock.dev/execution-uid", "00000000-0000-0000-0000-000000000000",
+	    "spec", "containers", "name", "run", "image", env("PAUSE_IMAGE"));
+	rc = k8s_create(tc, &k8s_res_pods, tenant_ns, o, NULL, &err);
+	json_decref(o);
+	assert_int_equal(rc, K8S_EFORBIDDEN);
+	if (strstr(err.message, "only the Airlock controller may make or change") == NULL)
+		fail_msg("refused, but not by the guard: %s", err.message);
+	/* Its own ConfigMap it may make, but not label as Airlock's afterwards. */
+	o = json_pack("{s:s, s:s, s:{s:s}, s:{s:s}}", "apiVersion", "v1", "kind", "ConfigMap",
+	    "metadata", "name", "mine", "data", "a", "b");
+	assert_int_equal(k8s_create(tc, &k8s_res_configmaps, tenant_ns, o, NULL, &err), 0);
+	json_decref(o);
+	p = json_pack("{s:{s:{s:s}}}", "metadata", "labels", "airlock.dev/execution-uid", "x");
+	rc = k8s_patch(tc, &k8s_res_configmaps, tenant_ns, "mine", &merge, p, NULL, &err);
+	json_decref(p);
+	assert_int_equal(rc, K8S_EFORBIDDEN);
+	k8s_client_free(tc);
+	k8s_config_free(tcfg);
+}
+
 static int
 cx_gone(void *arg)
 {
@@ -554,6 +614,9 @@ static const struct {
 	{ { "scheduling.k8s.io", "v1", "priorityclasses", 0 }, 0, "airlock-chart-execution" },
 	{ { "admissionregistration.k8s.io", "v1", "validatingadmissionpolicies", 0 }, 0,
 	    RELEASE "-node-agent-delete-guard" },
+	{ { "admissionregistration.k8s.io", "v1", "validatingadmissionpolicies", 0 }, 0,
+	    RELEASE "-controller-forgery-guard" },
+	{ { "", "v1", "resourcequotas", 1 }, 1, "airlock-stored" },
 	{ { "", "v1", "namespaces", 0 }, 0, RELEASE "-test" },
 };
 
@@ -613,6 +676,7 @@ main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_install),
 		cmocka_unit_test(test_tenant_runs_code),
+		cmocka_unit_test(test_forgery_guard),
 		cmocka_unit_test(test_agent_delete_guard),
 		cmocka_unit_test(test_ttl),
 		cmocka_unit_test(test_upgrade),

@@ -279,6 +279,19 @@ test_defaults(void **state)
 	assert_int_equal(cfg->quota_executions, 20);
 	ctl_config_free(cfg);
 
+	/* The daemons' NetworkPolicy: nothing in but from their node. */
+	assert_non_null(x = find(all, "NetworkPolicy", "rel-airlock-daemons"));
+	assert_string_equal(str(x, "spec.podSelector.matchLabels.app\\.kubernetes\\.io/instance"), "rel");
+	assert_string_equal(str(x, "spec.policyTypes[0]"), "Ingress");
+	assert_true(json_is_array(at(x, "spec.ingress")));
+	assert_int_equal(json_array_size(at(x, "spec.ingress")), 0);
+	/* Only the controller makes Airlock-labelled pods and ConfigMaps. */
+	assert_non_null(x = find(all, "ValidatingAdmissionPolicy", "rel-airlock-controller-forgery-guard"));
+	assert_string_equal(str(x, "spec.failurePolicy"), "Fail");
+	assert_non_null(strstr(str(x, "spec.matchConditions[1].expression"),
+	    "system:serviceaccount:airlock-system:rel-airlock-controller"));
+	assert_non_null(find(all, "ValidatingAdmissionPolicyBinding", "rel-airlock-controller-forgery-guard"));
+
 	/* The node agent: host PID, logs read-only, only KILL. */
 	assert_non_null(ds = find(all, "DaemonSet", "rel-airlock-node-agent"));
 	assert_true(json_is_true(at(ds, "spec.template.spec.hostPID")));
@@ -357,7 +370,8 @@ test_values_change_output(void **state)
 	    "--set apiServer.host=10.0.0.1 --set apiServer.port=6443 "
 	    "--set metrics.serviceMonitor.enabled=true --set runtimeClass.create=false "
 	    "--set priorityClass.create=false --set tenantRoles.create=false "
-	    "--set agentDeleteGuard.enabled=false --set image.controller.tag=9.9 "
+	    "--set agentDeleteGuard.enabled=false --set forgeryGuard.enabled=false "
+	    "--set networkPolicy.enabled=false --set image.controller.tag=9.9 "
 	    "--set config.defaults.memory=192Mi");
 	assert_int_equal(json_integer_value(at(find(all, "Deployment", NULL), "spec.replicas")), 1);
 	assert_null(find(all, "PodDisruptionBudget", NULL));
@@ -365,6 +379,7 @@ test_values_change_output(void **state)
 	assert_null(find(all, "PriorityClass", NULL));
 	assert_null(find(all, "ClusterRole", "airlock-editor"));
 	assert_null(find(all, "ValidatingAdmissionPolicy", NULL));
+	assert_null(find(all, "NetworkPolicy", NULL));
 	assert_int_equal(count(all, "ServiceMonitor"), 2);
 	c = at(find(all, "Deployment", NULL), "spec.template.spec.containers[0]");
 	assert_string_equal(str(c, "image"), "airlock.dev/controller:9.9");
@@ -384,6 +399,16 @@ test_values_change_output(void **state)
 	assert_string_equal(str(x, "metadata.annotations.helm\\.sh/hook"), "test");
 	assert_non_null(strstr(str(find(all, "ConfigMap", NULL), "data.config\\.yaml"),
 	    "\"memory\":\"192Mi\""));
+	json_decref(all);
+	/* Scrapers named: they, on the metrics ports only. */
+	all = render("--set-json 'networkPolicy.metricsFrom=[{\"namespaceSelector\":"
+	    "{\"matchLabels\":{\"kubernetes.io/metadata.name\":\"monitoring\"}}}]'");
+	assert_non_null(x = find(all, "NetworkPolicy", "rel-airlock-daemons"));
+	assert_string_equal(str(x, "spec.ingress[0].from[0].namespaceSelector.matchLabels."
+	    "kubernetes\\.io/metadata\\.name"), "monitoring");
+	assert_int_equal(json_integer_value(at(x, "spec.ingress[0].ports[0].port")), 8080);
+	assert_int_equal(json_integer_value(at(x, "spec.ingress[0].ports[1].port")), 8081);
+	assert_null(at(x, "spec.ingress[1]"));
 	json_decref(all);
 }
 

@@ -60,6 +60,7 @@ header_cb(char *p, size_t sz, size_t n, void *arg)
 
 /* Seconds a fetch may take; the limit test lowers it. */
 static long fetch_timeout = 10;
+static const char *fetch_iface;		/* the source address, or NULL */
 
 /*
  * method NULL is GET; "HEAD" uses NOBODY; others send a small body. extra
@@ -83,6 +84,8 @@ fetch_host(const char *host, uint16_t port, const char *method,
 	curl_easy_setopt(c, CURLOPT_URL, url);
 	curl_easy_setopt(c, CURLOPT_NOPROXY, "*");
 	curl_easy_setopt(c, CURLOPT_TIMEOUT, fetch_timeout);
+	if (fetch_iface)
+		curl_easy_setopt(c, CURLOPT_INTERFACE, fetch_iface);
 	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, body_cb);
 	curl_easy_setopt(c, CURLOPT_WRITEDATA, r);
 	curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, header_cb);
@@ -406,31 +409,46 @@ now_secs(void)
 }
 
 /*
- * HTTPD_MAX_CONNS idle connections fill the server: one more waits
- * unserved until the idle ones time out (HTTPD_TIMEOUT_SECS) and are
- * closed by the server. Takes that long to run.
+ * A client holding idle connections cannot starve anyone else: past
+ * HTTPD_PER_IP_CONNS from its address the server refuses it at once,
+ * while another address (the kubelet's probe) is answered at once; the
+ * idle ones are closed after HTTPD_TIMEOUT_SECS.
  */
 static void
 test_httpd_connection_limit(void **state)
 {
-	struct httpd *h = start_local(NULL);
-	uint16_t port = httpd_port(h);
+	struct httpd *h = NULL;
+	struct k8s_error err;
+	uint16_t port;
 	struct timespec ts = { 0, 200 * 1000 * 1000 };
 	struct pollfd pfd;
-	int fds[HTTPD_MAX_CONNS], i;
-	double t0 = now_secs(), waited;
+	int fds[HTTPD_PER_IP_CONNS], i;
+	double t0, waited;
 	struct resp r;
 	char c;
 
 	(void)state;
-	for (i = 0; i < HTTPD_MAX_CONNS; i++)
+	assert_int_equal(httpd_start("0.0.0.0:0", NULL, &h, &err), 0);
+	port = httpd_port(h);
+	t0 = now_secs();
+	for (i = 0; i < HTTPD_PER_IP_CONNS; i++)
 		fds[i] = connect_local(port);
 	nanosleep(&ts, NULL);	/* let the server accept them all */
-	fetch_timeout = 1;
+	/* The same address again: refused, not left waiting. */
+	fetch_timeout = 3;
 	fetch_host("127.0.0.1", port, NULL, "/healthz", NULL, &r);
-	fetch_timeout = 10;
-	assert_int_equal(r.curl_rc, CURLE_OPERATION_TIMEDOUT);
 	assert_int_equal(r.status, 0);
+	assert_true(r.curl_rc != CURLE_OPERATION_TIMEDOUT);
+	assert_true(now_secs() - t0 < 2);
+	resp_free(&r);
+	/* Another address: served at once. */
+	fetch_iface = "127.0.0.2";
+	fetch_host("127.0.0.1", port, NULL, "/healthz", NULL, &r);
+	fetch_iface = NULL;
+	fetch_timeout = 10;
+	assert_int_equal(r.curl_rc, CURLE_OK);
+	assert_int_equal(r.status, 200);
+	assert_true(now_secs() - t0 < 2);
 	resp_free(&r);
 
 	/* The server hangs up on an idle connection after the timeout. */
@@ -443,7 +461,7 @@ test_httpd_connection_limit(void **state)
 	assert_true(waited < HTTPD_TIMEOUT_SECS + 3);
 	nanosleep(&ts, NULL);
 	expect(port, NULL, "/healthz", 200, CT_TEXT, "ok");
-	for (i = 0; i < HTTPD_MAX_CONNS; i++)
+	for (i = 0; i < HTTPD_PER_IP_CONNS; i++)
 		close(fds[i]);
 	httpd_stop(h);
 }
