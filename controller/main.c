@@ -213,8 +213,10 @@ main(int argc, char **argv)
 		controller_set_leading(ctl, 1);
 		if (h)
 			httpd_set_ready(h, 1);
-		while (!quitting)
-			pause();
+		/*
+		 * Every signal is blocked here, so pause() would never return:
+		 * the signal thread's end is what says "stop".
+		 */
 	}
 	pthread_join(sig_th, NULL);
 	controller_stop(ctl);

@@ -379,6 +379,57 @@ guard_owner(struct controller *ctl)
 	return ref;
 }
 
+/*
+ * Until the cluster's quota controller has counted a new object-count
+ * quota (it learns of a new CRD's resources by discovery, every 30 s), the
+ * API server refuses every create it covers ("status unknown for quota").
+ * So a quota with no status yet gets one: the limit, and the executions
+ * this controller sees in the namespace; one counted under another limit
+ * gets the new limit. Admission keeps the count from there, and the quota
+ * controller corrects it at its next sync.
+ */
+static void
+seed_quota_status(struct controller *ctl, const char *ns, json_t *quota)
+{
+	static const char *const key = "count/codeexecutions.airlock.dev";
+	struct k8s_patch_opts po = { .type = K8S_PATCH_MERGE,
+	    .subresource = "status" };
+	json_t *st = json_object_get(quota, "status"), *all, *o, *p;
+	const char *hard = json_string_value(json_object_get(json_object_get(
+	    json_object_get(quota, "spec"), "hard"), key));
+	struct k8s_error err;
+	size_t i, n = 0;
+	char used[32];
+
+	const char *known = json_string_value(json_object_get(json_object_get(st,
+	    "hard"), key));
+
+	if (hard == NULL || (known && strcmp(known, hard) == 0))
+		return;
+	if (known) {
+		/* Counted already, under an older limit: the limit only. */
+		p = json_pack("{s:{s:s?}, s:{s:{s:s}}}", "metadata",
+		    "resourceVersion", k8s_obj_rv(quota), "status", "hard", key,
+		    hard);
+		goto send;
+	}
+	all = informer_list(ctl->cx_inf);
+	json_array_foreach(all, i, o)
+		if (k8s_obj_namespace(o) && strcmp(k8s_obj_namespace(o), ns) == 0)
+			n++;
+	json_decref(all);
+	snprintf(used, sizeof(used), "%zu", n);
+	p = json_pack("{s:{s:s?}, s:{s:{s:s}, s:{s:s}}}", "metadata",
+	    "resourceVersion", k8s_obj_rv(quota), "status", "hard", key, hard,
+	    "used", key, used);
+send:
+	if (k8s_patch(ctl->client, ctl_guard_res[2], ns, k8s_obj_name(quota),
+	    &po, p, NULL, &err) != 0 && err.http_status != 409)
+		log_warn("cannot seed the quota's status", "namespace=%s "
+		    "error=\"%s\"", ns, err.message);
+	json_decref(p);
+}
+
 static int
 ensure_guardrails(struct controller *ctl, const char *ns)
 {
@@ -427,13 +478,18 @@ ensure_guardrails(struct controller *ctl, const char *ns)
 		return K8S_ENOTFOUND;
 	}
 	for (int i = 0; i < 4; i++) {
+		json_t *got = NULL;
+
 		if (owner)
 			json_object_set_new(json_object_get(objs[i], "metadata"),
 			    "ownerReferences", json_pack("[O]", owner));
 		if (rc == 0 && (rc = k8s_patch(ctl->client, res[i], ns,
-		    k8s_obj_name(objs[i]), &apply, objs[i], NULL, &err)) != 0)
+		    k8s_obj_name(objs[i]), &apply, objs[i], &got, &err)) != 0)
 			log_warn("cannot apply guardrail", "namespace=%s kind=%s "
 			    "error=\"%s\"", ns, res[i]->plural, err.message);
+		if (rc == 0 && i == 3)
+			seed_quota_status(ctl, ns, got);
+		json_decref(got);
 		json_decref(objs[i]);
 	}
 	json_decref(nsobj);

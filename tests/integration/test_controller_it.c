@@ -845,6 +845,50 @@ test_stored_quota(void **state)
 	json_decref(o);
 }
 
+/*
+ * Without leader election (one replica, or a benchmark) the controller
+ * still stops on SIGTERM, cleanly and at once (it used to wait in pause()
+ * with every signal blocked, forever).
+ */
+static void
+test_no_leader_elect_stops(void **state)
+{
+	struct fx *fx = *state;
+	char log[256], addr[32];
+	long long t0;
+	pid_t pid;
+	int st;
+
+	snprintf(addr, sizeof(addr), "127.0.0.1:%d", it_free_port());
+	snprintf(log, sizeof(log), "%s/build/logs/controller-%s-nle.log",
+	    getenv("AIRLOCK_TOP") ? getenv("AIRLOCK_TOP") : ".", fx->ns);
+	{
+		const char *args[] = { "--config", confpath, "--kubeconfig",
+		    it_env("KUBECONFIG_ADMIN"), "--namespace", fx->ns, "--metrics-addr", addr,
+		    "--no-leader-elect", NULL };
+
+		pid = it_spawn("airlock-controller", log, args);
+	}
+	create_cx(fx, "solo", "{\"runtime\":\"python\",\"source\":\"print(8)\"}");
+	json_decref(wait_phase(fx, "solo", "Pending"));
+	t0 = it_mono_ms();
+	kill(pid, SIGTERM);
+	for (;;) {
+		pid_t w = waitpid(pid, &st, WNOHANG);
+
+		if (w == pid)
+			break;
+		if (it_mono_ms() - t0 > 5000) {
+			kill(pid, SIGKILL);
+			waitpid(pid, &st, 0);
+			fail_msg("still running 5 s after SIGTERM");
+		}
+		it_sleep_ms(20);
+	}
+	assert_true(WIFEXITED(st));
+	assert_int_equal(WEXITSTATUS(st), 0);
+}
+
 static void
 test_restart_no_duplicates(void **state)
 {
@@ -942,6 +986,7 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_pod_ended_without_result, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_foreign_object_refused, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_stored_quota, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_no_leader_elect_stops, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_restart_no_duplicates, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_two_replicas_one_leader, setup, teardown),
 	};
