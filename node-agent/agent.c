@@ -50,7 +50,7 @@
 static const struct k8s_resource res_cx = { "airlock.dev", "v1alpha1",
     "codeexecutions", 1 };
 
-enum kill_why { KILL_NONE, KILL_DEADLINE, KILL_OUTPUT };
+enum kill_why { KILL_NONE, KILL_DEADLINE, KILL_OUTPUT, KILL_ISOLATION };
 
 struct run {
 	struct run	*next;
@@ -75,6 +75,7 @@ struct run {
 	long long	 exit_seen_ms;
 	int		 oom;
 	enum kill_why	 why;
+	char		*isolation;		/* why the sandbox is refused */
 	int		 kill_sent;
 	long long	 kill_at_ms;		/* sent then; again if no exit */
 	int64_t		 sandbox_killed_ns;	/* SIGKILL landed on runsc-sandbox */
@@ -167,6 +168,7 @@ free_run(struct run *r)
 	free(r->pod);
 	free(r->cx);
 	free(r->cx_uid);
+	free(r->isolation);
 	free(r->cid);
 	free(r);
 }
@@ -393,6 +395,68 @@ trim_pod(json_t *pod)
 
 /* --- containerd events ---------------------------------------------------- */
 
+const char *
+agent_sandbox_check(const char *cmdline, size_t len)
+{
+	const char *p = cmdline, *end = cmdline + len;
+	size_t alen;
+	int none = -1;
+
+	if (len == 0 || strnlen(cmdline, len) == len)
+		return "its process cannot be read (is the agent in the host's "
+		    "PID namespace?)";
+	if (strcmp(p, "runsc-sandbox") != 0)
+		return "it is not a gVisor sandbox";
+	/*
+	 * runsc's flags come before the command; the last --network wins.
+	 * The last argument may lack its NUL (a process can rewrite its
+	 * arguments): every comparison is bounded by alen.
+	 */
+	for (p += strlen(p) + 1; p < end; p += alen + 1) {
+		alen = strnlen(p, (size_t)(end - p));
+		if (alen == 4 && memcmp(p, "boot", 4) == 0)
+			break;
+		if (alen >= 10 && memcmp(p, "--network=", 10) == 0)
+			none = alen == 14 && memcmp(p + 10, "none", 4) == 0;
+		else if (alen >= 9 && memcmp(p, "-network=", 9) == 0)
+			none = alen == 13 && memcmp(p + 9, "none", 4) == 0;
+	}
+	if (none != 1)
+		return "its gVisor sandbox has a network (runsc --network is not none)";
+	return NULL;
+}
+
+/* NULL if pid is gVisor with no network, else why not (static). */
+static const char *
+sandbox_refused(uint32_t pid)
+{
+	static char buf[64 * 1024];	/* the events thread's own */
+	char path[64];
+	ssize_t n = 0, r;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/%u/cmdline", pid);
+	if (pid > 1 && (fd = open(path, O_RDONLY | O_CLOEXEC)) >= 0) {
+		while (n < (ssize_t)sizeof(buf) && (r = read(fd, buf + n,
+		    sizeof(buf) - (size_t)n)) > 0)
+			n += r;
+		close(fd);
+	}
+	return agent_sandbox_check(buf, n > 0 ? (size_t)n : 0);
+}
+
+/* SIGKILL to pid through a pidfd, if it is still a gVisor sandbox. */
+static void
+kill_pid(uint32_t pid)
+{
+	int pfd;
+
+	if (pid > 1 && (pfd = pidfd_open((pid_t)pid, 0)) >= 0) {
+		(void)pidfd_send_signal(pfd, SIGKILL, NULL, 0);
+		close(pfd);
+	}
+}
+
 int
 agent_exit_is_init(const struct ctrd_event *ev)
 {
@@ -412,7 +476,8 @@ on_task_event(void *arg, const struct ctrd_event *ev)
 	if (ev->container_id == NULL)
 		return 0;
 	if (ev->kind == CTRD_EV_TASK_START) {
-		const char *uid, *ns, *pod, *name;
+		const char *uid, *ns, *pod, *name, *bad;
+		int stop_now = 0;
 
 		if (ctrd_container_labels(a->ctrd, ev->container_id, &labels,
 		    &err) != 0) {
@@ -433,9 +498,24 @@ on_task_event(void *arg, const struct ctrd_event *ev)
 				r->cid = xstrdup(ev->container_id);
 			r->start_ns = ev->ts_ns;
 			r->pid = ev->pid;
+			if (r->isolation == NULL && (bad = sandbox_refused(ev->pid))) {
+				/*
+				 * Stopped now if the pod is known to be an
+				 * execution's (every ms runs code); else by the
+				 * ticker once it is, and never if it is not.
+				 */
+				r->isolation = xstrdup(bad);
+				r->why = KILL_ISOLATION;
+				stop_now = r->verified;
+			}
 			if (r->verified)
 				r->deadline_ns = r->start_ns + r->timeout_ms * 1000000;
 			pthread_mutex_unlock(&a->lock);
+			if (stop_now) {
+				log_warn("sandbox refused", "pod=%s/%s problem=\"%s\"",
+				    ns, pod, bad);
+				kill_pid(ev->pid);
+			}
 		}
 		json_decref(labels);
 		return 0;
@@ -615,6 +695,11 @@ result_patch(struct agent *a, struct run *r, const char *expect,
 		reason = "DeadlineExceeded";
 		snprintf(msg, sizeof(msg), "killed at its %lld ms deadline",
 		    r->timeout_ms);
+	} else if (r->why == KILL_ISOLATION) {
+		phase = "Failed";
+		reason = "IsolationFailed";
+		snprintf(msg, sizeof(msg), "stopped at its start: %.400s",
+		    r->isolation ? r->isolation : "the sandbox is not isolated");
 	} else if (r->why == KILL_OUTPUT) {
 		phase = "Failed";
 		reason = "OutputLimitExceeded";
@@ -1136,7 +1221,8 @@ act(struct agent *a, struct todo *td)
 		pthread_mutex_unlock(&a->lock);
 		log_info("killed", "pod=%s/%s why=%s after_start_ms=%lld "
 		    "sandbox=%d", r->ns, r->pod, r->why == KILL_DEADLINE ?
-		    "deadline" : "output", (long long)(((t ? t : now_ns()) -
+		    "deadline" : r->why == KILL_OUTPUT ? "output" : "isolation",
+		    (long long)(((t ? t : now_ns()) -
 		    r->start_ns) / 1000000), t != 0);
 		break;
 	}
@@ -1217,7 +1303,9 @@ tick(struct agent *a)
 			const struct crilog_stream *o = crilog_stdout(r->log);
 			const struct crilog_stream *e = crilog_stderr(r->log);
 
-			if ((long long)(o->total + e->total) > a->o.hard_cap)
+			if (r->why != KILL_NONE)
+				;	/* refused at its start (isolation) */
+			else if ((long long)(o->total + e->total) > a->o.hard_cap)
 				r->why = KILL_OUTPUT;
 			else if (r->deadline_ns && wall >= r->deadline_ns)
 				r->why = KILL_DEADLINE;

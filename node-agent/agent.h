@@ -114,6 +114,15 @@ size_t agent_follow_log(struct agent_logf *lf, const char *path,
 struct ctrd_event;
 int agent_exit_is_init(const struct ctrd_event *ev);
 
+/*
+ * Whether a task's process, by its /proc/PID/cmdline (len bytes, NUL
+ * separated), is a gVisor sandbox with no network (runsc-sandbox with
+ * --network=none): NULL, else why not. The agent stops a run whose
+ * sandbox is not, at its TaskStart (IsolationFailed): a node whose runsc
+ * lost its network=none setting must not run tenant code with a network.
+ */
+const char *agent_sandbox_check(const char *cmdline, size_t len);
+
 void agent_fit_output(const char *out, size_t olen, const char *err,
     size_t elen, size_t budget, size_t *okeep, size_t *ekeep);
 

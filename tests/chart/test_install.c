@@ -113,7 +113,7 @@ group_setup(void **state)
 	fprintf(f, "test: {image: %s}\n", env("RUNNER_PYTHON_IMAGE"));
 	fclose(f);
 	/* The chart runs executions on nodes labelled for gVisor only. */
-	out = sh(&st, "%s --kubeconfig %s label node %s airlock.dev/gvisor=true --overwrite",
+	out = sh(&st, "%s --kubeconfig %s label node %s node-restriction.kubernetes.io/airlock-gvisor=true --overwrite",
 	    env("KUBECTL"), env("KUBECONFIG_ADMIN"), env("NODE_NAME"));
 	if (st != 0)
 		fail_msg("label node: %s", out);
@@ -129,7 +129,7 @@ group_teardown(void **state)
 
 	(void)state;
 	free(sh(&st, "'%s' uninstall %s -n %s --wait", it_helm(), RELEASE, RELNS));
-	free(sh(&st, "%s --kubeconfig %s label node %s airlock.dev/gvisor-",
+	free(sh(&st, "%s --kubeconfig %s label node %s node-restriction.kubernetes.io/airlock-gvisor-",
 	    env("KUBECTL"), env("KUBECONFIG_ADMIN"), env("NODE_NAME")));
 	if (tenant_ns)
 		it_namespace_delete(c, tenant_ns);

@@ -295,7 +295,7 @@ test_defaults(void **state)
 	/* The node agent: host PID, logs read-only, only KILL. */
 	assert_non_null(ds = find(all, "DaemonSet", "rel-airlock-node-agent"));
 	assert_true(json_is_true(at(ds, "spec.template.spec.hostPID")));
-	assert_string_equal(str(ds, "spec.template.spec.nodeSelector.airlock\\.dev/gvisor"), "true");
+	assert_string_equal(str(ds, "spec.template.spec.nodeSelector.node-restriction\\.kubernetes\\.io/airlock-gvisor"), "true");
 	c = at(ds, "spec.template.spec.containers[0]");
 	assert_string_equal(str(c, "image"), "airlock.dev/node-agent:0.1.0");
 	assert_true(has(c, "args", "--keep-stale-logs"));
@@ -351,7 +351,7 @@ test_defaults(void **state)
 	/* Classes, metrics. */
 	assert_non_null(x = find(all, "RuntimeClass", "gvisor"));
 	assert_string_equal(str(x, "handler"), "runsc");
-	assert_string_equal(str(x, "scheduling.nodeSelector.airlock\\.dev/gvisor"), "true");
+	assert_string_equal(str(x, "scheduling.nodeSelector.node-restriction\\.kubernetes\\.io/airlock-gvisor"), "true");
 	assert_non_null(x = find(all, "PriorityClass", "airlock-execution"));
 	assert_string_equal(str(x, "preemptionPolicy"), "Never");
 	assert_int_equal(count(all, "Service"), 2);

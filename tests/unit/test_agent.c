@@ -252,6 +252,35 @@ test_exit_is_init(void **state)
 	assert_int_equal(agent_exit_is_init(&ev), 1);
 }
 
+#define ARGS(s)	s, sizeof(s) - 1
+
+/* Only gVisor with no network runs tenant code. */
+static void
+test_sandbox_check(void **state)
+{
+	(void)state;
+	/* As the test node's runsc-sandbox shows itself. */
+	assert_null(agent_sandbox_check(ARGS("runsc-sandbox\0--root=/run/runsc\0--log-format=json\0"
+	    "--network=none\0--log-fd=3\0boot\0--bundle=/b\0--cpu-num\0002\0cid\0")));
+	assert_string_equal(agent_sandbox_check(ARGS("runsc-sandbox\0--root=/r\0boot\0--network=none\0")),
+	    "its gVisor sandbox has a network (runsc --network is not none)");
+	assert_string_equal(agent_sandbox_check(ARGS("runsc-sandbox\0--network=sandbox\0boot\0")),
+	    "its gVisor sandbox has a network (runsc --network is not none)");
+	assert_string_equal(agent_sandbox_check(ARGS("runsc-sandbox\0--network=none\0"
+	    "--network=host\0boot\0")),
+	    "its gVisor sandbox has a network (runsc --network is not none)");
+	assert_null(agent_sandbox_check(ARGS("runsc-sandbox\0--network=host\0-network=none\0boot\0")));
+	/* runc: the program's own process. */
+	assert_string_equal(agent_sandbox_check(ARGS("python3\0main.py\0")),
+	    "it is not a gVisor sandbox");
+	assert_string_equal(agent_sandbox_check(ARGS("runsc-sandboxx\0--network=none\0")),
+	    "it is not a gVisor sandbox");
+	/* Unreadable, or not NUL-terminated: refused, never read past the end. */
+	assert_non_null(strstr(agent_sandbox_check("", 0), "cannot be read"));
+	assert_non_null(strstr(agent_sandbox_check("runsc-sandbox", 13), "cannot be read"));
+	assert_null(agent_sandbox_check(ARGS("runsc-sandbox\0--network=none")));
+}
+
 int
 main(void)
 {
@@ -259,6 +288,7 @@ main(void)
 		cmocka_unit_test(test_log_dir_name),
 		cmocka_unit_test(test_pod_limits),
 		cmocka_unit_test(test_fit_output),
+		cmocka_unit_test(test_sandbox_check),
 		cmocka_unit_test(test_exit_is_init),
 		cmocka_unit_test(test_follow_log_rotation),
 		cmocka_unit_test(test_log_dir_name_refused),
