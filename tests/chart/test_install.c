@@ -204,9 +204,14 @@ test_install(void **state)
 	wait_rolled_out();
 }
 
-/* A client that authenticates as ServiceAccount ns/sa's token. */
+/*
+ * A client that authenticates as ServiceAccount ns/sa's token, bound to
+ * Node node when not NULL (the API server then names the node in it).
+ * NULL when a token bound to node cannot be made (no such node).
+ */
 static struct k8s_client *
-sa_client(const char *ns, const char *sa, struct k8s_config **cfgp)
+sa_client_bound(const char *ns, const char *sa, const char *node,
+    struct k8s_config **cfgp)
 {
 	char path[] = "/tmp/airlock-tenant-kc-XXXXXX", *tok, *nl;
 	struct k8s_client *tc;
@@ -214,8 +219,17 @@ sa_client(const char *ns, const char *sa, struct k8s_config **cfgp)
 	FILE *f;
 	int fd, st;
 
-	tok = sh(&st, "%s --kubeconfig %s create token %s -n %s --duration 10m",
-	    env("KUBECTL"), env("KUBECONFIG_ADMIN"), sa, ns);
+	if (node)
+		tok = sh(&st, "%s --kubeconfig %s create token %s -n %s --duration 10m "
+		    "--bound-object-kind Node --bound-object-name %s",
+		    env("KUBECTL"), env("KUBECONFIG_ADMIN"), sa, ns, node);
+	else
+		tok = sh(&st, "%s --kubeconfig %s create token %s -n %s --duration 10m",
+		    env("KUBECTL"), env("KUBECONFIG_ADMIN"), sa, ns);
+	if (st != 0 && node) {
+		free(tok);
+		return NULL;
+	}
 	if (st != 0)
 		fail_msg("create token: %s", tok);
 	if ((nl = strchr(tok, '\n')) != NULL)
@@ -235,6 +249,12 @@ sa_client(const char *ns, const char *sa, struct k8s_config **cfgp)
 		fail_msg("tenant client: %s", err.message);
 	unlink(path);
 	return tc;
+}
+
+static struct k8s_client *
+sa_client(const char *ns, const char *sa, struct k8s_config **cfgp)
+{
+	return sa_client_bound(ns, sa, NULL, cfgp);
 }
 
 struct gone {
@@ -394,6 +414,50 @@ test_forgery_guard(void **state)
 	assert_int_equal(rc, K8S_EFORBIDDEN);
 	k8s_client_free(tc);
 	k8s_config_free(tcfg);
+}
+
+/*
+ * The agent may patch the status of executions on its own node only, by
+ * the node name in its token: one bound to another node, or to none, is
+ * refused; one bound to the execution's node passes (a no-op patch).
+ */
+static void
+test_agent_status_guard(void **state)
+{
+	static const struct k8s_patch_opts po = { .type = K8S_PATCH_JSON,
+	    .subresource = "status" };
+	struct k8s_config *acfg;
+	struct k8s_client *ac;
+	struct k8s_error err;
+	json_t *p = json_pack("[{s:s, s:s, s:s}]", "op", "test", "path", "/apiVersion",
+	    "value", "airlock.dev/v1alpha1");
+	int rc;
+
+	(void)state;
+	/* A token bound to no node: refused. */
+	ac = sa_client(RELNS, RELEASE "-node-agent", &acfg);
+	rc = k8s_patch(ac, &it_res_cx, tenant_ns, "hello", &po, p, NULL, &err);
+	assert_int_equal(rc, K8S_EFORBIDDEN);
+	if (strstr(err.message, "the node agent's token names no node") == NULL)
+		fail_msg("refused, but not by the guard: %s", err.message);
+	k8s_client_free(ac);
+	k8s_config_free(acfg);
+	/* Bound to another node: refused; to the execution's node: allowed. */
+	ac = sa_client_bound(RELNS, RELEASE "-node-agent", "not-this-node", &acfg);
+	if (ac) {
+		rc = k8s_patch(ac, &it_res_cx, tenant_ns, "hello", &po, p, NULL, &err);
+		assert_int_equal(rc, K8S_EFORBIDDEN);
+		k8s_client_free(ac);
+		k8s_config_free(acfg);
+	}
+	ac = sa_client_bound(RELNS, RELEASE "-node-agent", env("NODE_NAME"), &acfg);
+	assert_non_null(ac);
+	rc = k8s_patch(ac, &it_res_cx, tenant_ns, "hello", &po, p, NULL, &err);
+	if (rc != 0)
+		fail_msg("the agent bound to its node was refused: %s", err.message);
+	k8s_client_free(ac);
+	k8s_config_free(acfg);
+	json_decref(p);
 }
 
 static int
@@ -677,6 +741,7 @@ main(void)
 		cmocka_unit_test(test_install),
 		cmocka_unit_test(test_tenant_runs_code),
 		cmocka_unit_test(test_forgery_guard),
+		cmocka_unit_test(test_agent_status_guard),
 		cmocka_unit_test(test_agent_delete_guard),
 		cmocka_unit_test(test_ttl),
 		cmocka_unit_test(test_upgrade),

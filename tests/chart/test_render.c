@@ -291,6 +291,9 @@ test_defaults(void **state)
 	assert_non_null(strstr(str(x, "spec.matchConditions[1].expression"),
 	    "system:serviceaccount:airlock-system:rel-airlock-controller"));
 	assert_non_null(find(all, "ValidatingAdmissionPolicyBinding", "rel-airlock-controller-forgery-guard"));
+	assert_non_null(x = find(all, "ValidatingAdmissionPolicy", "rel-airlock-node-agent-status-guard"));
+	assert_string_equal(str(x, "spec.matchConstraints.resourceRules[0].resources[0]"),
+	    "codeexecutions/status");
 
 	/* The node agent: host PID, logs read-only, only KILL. */
 	assert_non_null(ds = find(all, "DaemonSet", "rel-airlock-node-agent"));
@@ -371,6 +374,7 @@ test_values_change_output(void **state)
 	    "--set metrics.serviceMonitor.enabled=true --set runtimeClass.create=false "
 	    "--set priorityClass.create=false --set tenantRoles.create=false "
 	    "--set agentDeleteGuard.enabled=false --set forgeryGuard.enabled=false "
+	    "--set agentStatusGuard.enabled=false "
 	    "--set networkPolicy.enabled=false --set image.controller.tag=9.9 "
 	    "--set config.defaults.memory=192Mi");
 	assert_int_equal(json_integer_value(at(find(all, "Deployment", NULL), "spec.replicas")), 1);
