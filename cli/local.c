@@ -27,6 +27,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/pidfd.h>
 #include <sys/signalfd.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -257,6 +258,189 @@ runsc(const struct local_opts *o, const char *state, const char *const *args,
 	if (pid < 0 || waitpid(pid, &st, 0) < 0)
 		return -1;
 	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
+/* --- runs that outlive their CLI ------------------------------------------- */
+
+/*
+ * A run in flight has a record, RUNS_DIR/ID: "PID START\nWORKSPACE\n" and
+ * one cgroup directory a line. A watchdog process, in a session of its
+ * own, ends the run if the CLI dies (SIGKILL, a crash) and kills its
+ * sandbox if it passes its deadline by WATCHDOG_SLACK_MS; and every local
+ * run first reaps what runs whose CLI and watchdog both died left.
+ */
+#define RUNS_DIR		"/run/airlock/runs"
+
+static int rm_entry(const char *path, const struct stat *st, int type,
+    struct FTW *f);
+#define WATCHDOG_SLACK_MS	10000
+
+/* A process's start time (clock ticks since boot), 0 if it is gone. */
+static unsigned long long
+proc_start(pid_t pid)
+{
+	char path[64], buf[1024], *p;
+	unsigned long long t = 0;
+	ssize_t n;
+	int fd, field;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
+		return 0;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return 0;
+	buf[n] = '\0';
+	/* After the command's ")": field 3 onwards; starttime is field 22. */
+	if ((p = strrchr(buf, ')')) == NULL)
+		return 0;
+	for (field = 2; p && field < 22; field++)
+		p = strchr(p + 1, ' ');
+	if (p == NULL || sscanf(p + 1, "%llu", &t) != 1)
+		return 0;
+	return t;
+}
+
+static void
+record_run(const char *id, const char *ws, const struct cg *g)
+{
+	char path[PATH_MAX];
+	FILE *f;
+
+	mkdir(RUNS_DIR, 0700);
+	snprintf(path, sizeof(path), "%s/%s", RUNS_DIR, id);
+	if ((f = fopen(path, "we")) == NULL)
+		return;
+	fprintf(f, "%d %llu\n%s\n", (int)getpid(), proc_start(getpid()), ws);
+	for (int i = 0; i < g->n; i++)
+		fprintf(f, "%s\n", g->dirs[i]);
+	fclose(f);
+}
+
+/* Kill the processes of the cgroups run id's record names; rmdir them if rm. */
+static void
+kill_recorded(const char *id, int rm)
+{
+	char path[PATH_MAX], line[PATH_MAX];
+	int n = 0;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/%s", RUNS_DIR, id);
+	if ((f = fopen(path, "re")) == NULL)
+		return;
+	while (fgets(line, sizeof(line), f)) {
+		line[strcspn(line, "\n")] = '\0';
+		if (n++ < 2 || strncmp(line, "/sys/fs/cgroup/", 15) != 0 ||
+		    strstr(line, "/airlock-local-") == NULL)
+			continue;
+		{
+			struct cg one = { .n = 1 };
+
+			one.dirs[0] = line;
+			cg_kill(&one);
+			for (int t = 0; rm && t < 50 && rmdir(line) != 0 &&
+			    errno == EBUSY; t++) {
+				usleep(20000);
+				cg_kill(&one);
+			}
+		}
+	}
+	fclose(f);
+}
+
+/* Remove all a dead run left: its sandbox, cgroups, workspace, record. */
+static void
+reap_run(const struct local_opts *o, const char *id)
+{
+	char path[PATH_MAX], line[PATH_MAX], msg[256];
+	const char *del[] = { "delete", "--force", id, NULL };
+	FILE *f;
+
+	kill_recorded(id, 0);
+	(void)runsc(o, o->state, del, msg, sizeof(msg));
+	kill_recorded(id, 1);
+	snprintf(path, sizeof(path), "%s/%s", RUNS_DIR, id);
+	if ((f = fopen(path, "re")) != NULL) {
+		if (fgets(line, sizeof(line), f) && fgets(line, sizeof(line), f)) {
+			line[strcspn(line, "\n")] = '\0';
+			if (strncmp(line, "/tmp/airlock-local-", 19) == 0 &&
+			    strstr(line, "/..") == NULL)
+				nftw(line, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+		}
+		fclose(f);
+	}
+	unlink(path);
+}
+
+/* Reap the runs whose CLI is gone (not running, or its pid reused). */
+static void
+sweep_dead(const struct local_opts *o)
+{
+	char path[PATH_MAX], line[64];
+	struct dirent *de;
+	DIR *d;
+
+	if ((d = opendir(RUNS_DIR)) == NULL)
+		return;
+	while ((de = readdir(d)) != NULL) {
+		unsigned long long start = 0;
+		int pid = 0, alive = 0;
+		FILE *f;
+
+		if (strncmp(de->d_name, "airlock-local-", 14) != 0 ||
+		    strchr(de->d_name, '/'))
+			continue;
+		snprintf(path, sizeof(path), "%s/%s", RUNS_DIR, de->d_name);
+		if ((f = fopen(path, "re")) != NULL) {
+			if (fgets(line, sizeof(line), f) &&
+			    sscanf(line, "%d %llu", &pid, &start) == 2 && pid > 0)
+				alive = start != 0 && proc_start(pid) == start;
+			fclose(f);
+		}
+		if (!alive)
+			reap_run(o, de->d_name);
+	}
+	closedir(d);
+}
+
+/*
+ * The watchdog of run id: until the CLI (this process) ends, it waits; past
+ * deadline_ms from now it kills the run's sandbox (the CLI then records the
+ * end as usual); once the CLI is gone, if the CLI did not clean up (its
+ * record is still there), it reaps the run. Its pid, or -1.
+ */
+static pid_t
+watchdog(const struct local_opts *o, const char *id, long long deadline_ms)
+{
+	int pfd = pidfd_open(getpid(), 0);
+	char path[PATH_MAX];
+	pid_t pid;
+
+	if (pfd < 0)
+		return -1;
+	if ((pid = fork()) != 0) {
+		close(pfd);
+		return pid;
+	}
+	{
+		struct pollfd pf = { pfd, POLLIN, 0 };
+		int null = open("/dev/null", O_RDWR);
+
+		setsid();
+		dup2(null, 0);
+		dup2(null, 1);
+		dup2(null, 2);
+		if (poll(&pf, 1, deadline_ms > INT32_MAX ? INT32_MAX :
+		    (int)deadline_ms) == 0) {
+			kill_recorded(id, 0);	/* past its deadline */
+			(void)poll(&pf, 1, -1);
+		}
+		snprintf(path, sizeof(path), "%s/%s", RUNS_DIR, id);
+		if (access(path, F_OK) == 0)
+			reap_run(o, id);
+		_exit(0);
+	}
 }
 
 /* --- the bundle ----------------------------------------------------------- */
@@ -668,6 +852,7 @@ local_run(const struct ctl_config *cfg, json_t *cx0, const struct local_opts *o,
 	char t[CLOCK_RFC3339_LEN];
 	sigset_t sigs;
 	int sfd = -1, blocked = 0;
+	pid_t wd = -1;
 	FILE *rf;
 
 	*outp = NULL;
@@ -691,6 +876,7 @@ local_run(const struct ctl_config *cfg, json_t *cx0, const struct local_opts *o,
 		return K8S_EIO;
 	}
 	mkdir(opts.state, 0700);
+	sweep_dead(&opts);
 	/* An object as the API server would hold it. */
 	if ((rf = fopen("/dev/urandom", "re")) == NULL || fread(rnd, 1, 16, rf) != 16) {
 		if (rf)
@@ -802,6 +988,9 @@ local_run(const struct ctl_config *cfg, json_t *cx0, const struct local_opts *o,
 	}
 	if (cg_make(&g, opts.cgroup_mount, id, mem, cpu, err) != 0)
 		goto clean;
+	record_run(id, ws, &g);
+	wd = watchdog(&opts, id, json_integer_value(json_object_get(spec,
+	    "timeoutSeconds")) * 1000 + WATCHDOG_SLACK_MS);
 	r.log = crilog_new((size_t)json_integer_value(json_object_get(
 	    json_object_get(spec, "output"), "maxBytes")), 65536);
 	if (execute(&opts, ws, id, &g, json_integer_value(json_object_get(spec,
@@ -823,6 +1012,10 @@ local_run(const struct ctl_config *cfg, json_t *cx0, const struct local_opts *o,
 	*outp = json_incref(cx);
 	rc = 0;
 kill:
+	if (wd > 0) {
+		kill(wd, SIGKILL);
+		waitpid(wd, NULL, 0);
+	}
 	{
 		char state[PATH_MAX + 8], msg[512];
 		const char *del[] = { "delete", "--force", id, NULL };
@@ -835,6 +1028,12 @@ kill:
 clean:
 	cg_free(&g);
 	nftw(ws, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+	{
+		char rec[PATH_MAX];
+
+		snprintf(rec, sizeof(rec), "%s/%s", RUNS_DIR, id);
+		unlink(rec);
+	}
 	if (sfd >= 0)
 		close(sfd);
 	if (blocked)

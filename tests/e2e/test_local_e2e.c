@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include <cmocka.h>
 
@@ -447,6 +448,110 @@ test_examples(void **state)
 	cli_result_free(&r);
 }
 
+/* The one run in flight's id, from its record in /run/airlock/runs, or "". */
+static void
+run_in_flight(char *id, size_t n)
+{
+	struct dirent *de;
+	DIR *d = opendir("/run/airlock/runs");
+
+	id[0] = '\0';
+	while (d && (de = readdir(d)) != NULL)
+		if (strncmp(de->d_name, "airlock-local-", 14) == 0 &&
+		    strlen(de->d_name) < n)
+			memcpy(id, de->d_name, strlen(de->d_name) + 1);
+	if (d)
+		closedir(d);
+}
+
+/* Whether dir/id/leaf (leaf may be "") exists. */
+static int
+exists(const char *dir, const char *id, const char *leaf)
+{
+	char path[512];
+
+	snprintf(path, sizeof(path), "%s/%s%s%s", dir, id, *leaf ? "/" : "", leaf);
+	return access(path, F_OK) == 0;
+}
+
+/*
+ * A CLI SIGKILLed mid-run: its watchdog ends the run at once and leaves
+ * nothing, neither the sandbox (which used to run on with no deadline) nor
+ * its workspace (tenant code in /tmp), its cgroup or its runsc state.
+ */
+static void
+test_cli_killed(void **state)
+{
+	const char *args[] = { "run", "--local", "-r", "bash", "--timeout", "600", "-c",
+	    "echo up; sleep 600", NULL };
+	char id[64], cmd[1024];
+	struct cli_result r;
+	long long t0;
+	int out, err, left = 1;
+	pid_t pid;
+
+	(void)state;
+	pid = cli_start(args, &out, &err);
+	for (t0 = it_mono_ms(); it_mono_ms() - t0 < 30000; it_sleep_ms(100)) {
+		run_in_flight(id, sizeof(id));
+		if (id[0] && exists("/sys/fs/cgroup/memory", id, "cgroup.procs"))
+			break;
+	}
+	if (!id[0])
+		fail_msg("no run in flight");
+	it_sleep_ms(1500);	/* the sandbox runs */
+	snprintf(cmd, sizeof(cmd), "%s --root /run/airlock/runsc state %s >/dev/null 2>&1",
+	    env("RUNSC"), id);
+	assert_int_equal(system(cmd), 0);
+	t0 = it_mono_ms();
+	assert_int_equal(kill(pid, SIGKILL), 0);
+	cli_finish(&r, pid, out, err, 30000);
+	cli_result_free(&r);
+	while (it_mono_ms() - t0 < 10000 && (left = exists("/run/airlock/runs", id, "")))
+		it_sleep_ms(50);
+	print_message("# local run reaped %lld ms after its CLI was killed\n", it_mono_ms() - t0);
+	if (left)
+		fail_msg("run %s still recorded 10 s after its CLI died", id);
+	assert_int_not_equal(system(cmd), 0);
+	assert_false(exists("/sys/fs/cgroup/memory", id, ""));
+	{
+		struct dirent *de;
+		DIR *d = opendir("/tmp");
+
+		while (d && (de = readdir(d)) != NULL)
+			if (strncmp(de->d_name, "airlock-local-", 14) == 0)
+				fail_msg("/tmp/%s was left behind", de->d_name);
+		if (d)
+			closedir(d);
+	}
+}
+
+/* What a run whose CLI and watchdog both died left is reaped by the next run. */
+static void
+test_dead_runs_swept(void **state)
+{
+	char ws[] = "/tmp/airlock-local-XXXXXX", path[256];
+	struct cli_result r;
+	FILE *f;
+
+	(void)state;
+	assert_non_null(mkdtemp(ws));
+	snprintf(path, sizeof(path), "%s/main.py", ws);
+	assert_non_null(f = fopen(path, "w"));
+	fputs("print('tenant code')\n", f);
+	fclose(f);
+	mkdir("/run/airlock/runs", 0700);
+	/* A pid that is not running, or is someone else now (start time 1). */
+	assert_non_null(f = fopen("/run/airlock/runs/airlock-local-deadbeef", "w"));
+	fprintf(f, "%d 1\n%s\n", (int)getpid(), ws);
+	fclose(f);
+	RUN(&r, "-c", "print(1)");
+	cli_expect_status(&r, 0);
+	cli_result_free(&r);
+	assert_int_not_equal(access(ws, F_OK), 0);
+	assert_int_not_equal(access("/run/airlock/runs/airlock-local-deadbeef", F_OK), 0);
+}
+
 /* Nothing is left behind: no work directory, no cgroup. */
 static void
 test_nothing_left(void **state)
@@ -485,6 +590,8 @@ main(void)
 		cmocka_unit_test(test_fork_bomb),
 		cmocka_unit_test(test_ctrl_c),
 		cmocka_unit_test(test_examples),
+		cmocka_unit_test(test_cli_killed),
+		cmocka_unit_test(test_dead_runs_swept),
 		cmocka_unit_test(test_nothing_left),
 	};
 
