@@ -838,7 +838,7 @@ test_stored_quota(void **state)
 	create_cx(fx, "q1", "{\"runtime\":\"python\",\"source\":\"print(1)\"}");
 	o = json_pack("{s:s, s:s, s:{s:s}, s:{s:s}}", "apiVersion", "airlock.dev/v1alpha1",
 	    "kind", "CodeExecution", "metadata", "name", "q2", "spec", "runtime", "python");
-	assert_int_equal(k8s_create(c, &it_res_cx, fx->ns, o, NULL, &err), K8S_EHTTP);
+	assert_int_equal(k8s_create(c, &it_res_cx, fx->ns, o, NULL, &err), K8S_EFORBIDDEN);
 	assert_int_equal(err.http_status, 403);
 	if (strstr(err.message, "exceeded quota: airlock-stored") == NULL)
 		fail_msg("refused, but: %s", err.message);
