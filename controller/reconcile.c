@@ -403,10 +403,16 @@ seed_quota_status(struct controller *ctl, const char *ns, json_t *quota)
 
 	const char *known = json_string_value(json_object_get(json_object_get(st,
 	    "hard"), key));
+	int counted = json_object_get(json_object_get(st, "used"), key) != NULL;
 
-	if (hard == NULL || (known && strcmp(known, hard) == 0))
+	/*
+	 * Admission refuses while status.used lacks the resource, whatever
+	 * status.hard says (the quota controller copies hard from the spec
+	 * before it can count a resource it has not discovered).
+	 */
+	if (hard == NULL || (counted && known && strcmp(known, hard) == 0))
 		return;
-	if (known) {
+	if (counted) {
 		/* Counted already, under an older limit: the limit only. */
 		p = json_pack("{s:{s:s?}, s:{s:{s:s}}}", "metadata",
 		    "resourceVersion", k8s_obj_rv(quota), "status", "hard", key,
