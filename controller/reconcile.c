@@ -11,6 +11,7 @@
 
 #include "clock.h"
 #include "controller_priv.h"
+#include "jsonsize.h"
 #include "log.h"
 #include "podspec.h"
 #include "xmalloc.h"
@@ -876,6 +877,33 @@ create_owned(struct controller *ctl, const struct k8s_resource *res,
 }
 
 /*
+ * An execution so close to etcd's request limit that not even its Rejected
+ * status can be written (the API server admitted it; nothing more fits)
+ * would stay without a phase forever. It is deleted, with a Warning Event
+ * that says why: the one end left to it.
+ */
+static int
+too_large_to_end(struct controller *ctl, json_t *cx)
+{
+	struct k8s_delete_opts del = { .precondition_uid = k8s_obj_uid(cx) };
+	struct k8s_error err;
+	char msg[300];
+	int rc;
+
+	snprintf(msg, sizeof(msg), "deleted: it takes %zu bytes as stored, too "
+	    "close to etcd's limit for any status to be written (at most %d "
+	    "leave room for a result)", jsonsize_value(cx),
+	    PODSPEC_OBJECT_BUDGET - PODSPEC_STATUS_RESERVE);
+	emit_event(ctl, cx, "Warning", "TooLarge", msg);
+	rc = k8s_delete(ctl->client, &ctl_res_cx, k8s_obj_namespace(cx),
+	    k8s_obj_name(cx), &del, NULL, &err);
+	log_warn("execution too large to end; deleted", "execution=%s/%s "
+	    "bytes=%zu", k8s_obj_namespace(cx), k8s_obj_name(cx),
+	    jsonsize_value(cx));
+	return rc == K8S_ENOTFOUND ? 0 : rc;
+}
+
+/*
  * Make the execution's pod. From the execution read afresh, not from the
  * cache: a cache that lags must never make a pod for an execution that
  * already had one (at most once), and the output budget the pod carries
@@ -909,6 +937,9 @@ create_pod(struct controller *ctl, json_t *cached)
 	status = fst ? json_deep_copy(fst) : json_object();
 	if ((rc = podspec_build(ctl->cfg, cx, &r, &err)) != 0) {
 		rc = finish(ctl, cx, status, "Failed", "Rejected", err.message);
+		if (rc != 0 && rc != K8S_ECONFLICT &&
+		    jsonsize_value(cx) > PODSPEC_OBJECT_BUDGET)
+			rc = too_large_to_end(ctl, cx);
 		goto out;
 	}
 	if (r.configmap && (rc = create_owned(ctl, &k8s_res_configmaps, ns,

@@ -889,6 +889,50 @@ test_no_leader_elect_stops(void **state)
 	assert_int_equal(WEXITSTATUS(st), 0);
 }
 
+static int
+cx_gone(void *arg)
+{
+	struct gone *g = arg;
+
+	return is_gone(g);
+}
+
+/*
+ * An execution the API server admits within a few bytes of etcd's request
+ * limit: no status write fits, not even Rejected. Rather than stay without
+ * a phase forever it is deleted, with a Warning Event that says why.
+ */
+static void
+test_too_large_to_end(void **state)
+{
+	struct fx *fx = *state;
+	struct k8s_error err;
+	struct gone g = { fx, &it_res_cx, "huge" };
+	json_t *o;
+	char *src = malloc(262145);
+	int k, rc = -1;
+
+	/* '<' is 6 bytes stored (\u003c): 262144 of them are past 1.5 MiB. */
+	for (k = 262144; k > 250000; k -= 16) {
+		memset(src, '<', (size_t)k);
+		src[k] = '\0';
+		o = json_pack("{s:s, s:s, s:{s:s}, s:{s:s, s:s}}", "apiVersion",
+		    "airlock.dev/v1alpha1", "kind", "CodeExecution", "metadata", "name", "huge",
+		    "spec", "runtime", "python", "source", src);
+		rc = k8s_create(c, &it_res_cx, fx->ns, o, NULL, &err);
+		json_decref(o);
+		if (rc == 0)
+			break;
+	}
+	free(src);
+	if (rc != 0)
+		fail_msg("no size near the limit was admitted: %s", err.message);
+	print_message("# admitted at %d '<' (%d bytes of source stored)\n", k, 6 * k);
+	if (!it_wait_for(cx_gone, &g, 15000))
+		fail_msg("the execution too large for any status is still there");
+	assert_int_equal(events(fx, "huge", "TooLarge", "Warning"), 1);
+}
+
 static void
 test_restart_no_duplicates(void **state)
 {
@@ -987,6 +1031,7 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_foreign_object_refused, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_stored_quota, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_no_leader_elect_stops, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_too_large_to_end, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_restart_no_duplicates, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_two_replicas_one_leader, setup, teardown),
 	};
