@@ -428,9 +428,15 @@ struct buf_warn {
 	char	*msg;	/* the first problem found; caller frees */
 };
 
-/* A namespace annotation overriding a quota value, if well formed. */
+/*
+ * A namespace annotation overriding a quota value, if well formed, and at
+ * most max (in milli-units when milli, else units), whose text is maxtext:
+ * a value past it (a typo, or whoever may annotate the namespace raising
+ * its own quota without bound) is clamped, with a warning.
+ */
 static const char *
-override(json_t *ann, const char *key, int milli, struct buf_warn *w)
+override(json_t *ann, const char *key, int milli, int64_t max,
+    const char *maxtext, struct buf_warn *w)
 {
 	const char *v = json_string_value(json_object_get(ann, key));
 	struct k8s_error e;
@@ -446,6 +452,13 @@ override(json_t *ann, const char *key, int milli, struct buf_warn *w)
 			    key, v);
 		return NULL;
 	}
+	if (n > max) {
+		if (w->msg == NULL)
+			w->msg = xasprintf("namespace annotation %s: '%.64s' "
+			    "is above the most a quota may say, %s; using %s",
+			    key, v, maxtext, maxtext);
+		return maxtext;
+	}
 	return v;
 }
 
@@ -456,9 +469,12 @@ podspec_resource_quota(const struct ctl_config *cfg, const char *ns,
 	json_t *ann = json_object_get(json_object_get(namespace_obj,
 	    "metadata"), "annotations");
 	struct buf_warn w = { NULL };
-	const char *n = override(ann, "airlock.dev/quota-executions", 0, &w);
-	const char *cpu = override(ann, "airlock.dev/quota-cpu", 1, &w);
-	const char *mem = override(ann, "airlock.dev/quota-memory", 0, &w);
+	const char *n = override(ann, "airlock.dev/quota-executions", 0,
+	    PODSPEC_QUOTA_MAX_EXECUTIONS, "1000000", &w);
+	const char *cpu = override(ann, "airlock.dev/quota-cpu", 1,
+	    PODSPEC_QUOTA_MAX_CPU_MILLI, "100k", &w);
+	const char *mem = override(ann, "airlock.dev/quota-memory", 0,
+	    PODSPEC_QUOTA_MAX_MEMORY, "1Pi", &w);
 	char pods[32];
 
 	snprintf(pods, sizeof(pods), "%lld", (long long)cfg->quota_executions);

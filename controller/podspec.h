@@ -20,6 +20,8 @@
 #ifndef AIRLOCK_PODSPEC_H
 #define AIRLOCK_PODSPEC_H
 
+#include <stdint.h>
+
 #include <jansson.h>
 
 #include "ctl_config.h"
@@ -97,6 +99,11 @@ char *podspec_pod_name(const char *uid);
  * (caller frees; NULL when none). New references.
  */
 json_t *podspec_network_policy(const char *ns);
+
+/* The most a quota annotation may say; past it, it is clamped to this. */
+#define PODSPEC_QUOTA_MAX_EXECUTIONS	INT64_C(1000000)
+#define PODSPEC_QUOTA_MAX_CPU_MILLI	INT64_C(100000000)	/* 100k cores */
+#define PODSPEC_QUOTA_MAX_MEMORY	(INT64_C(1) << 50)	/* 1Pi */
 
 /*
  * ServiceAccount "airlock-execution": what execution pods run as instead

@@ -364,6 +364,19 @@ test_guardrails(void **state)
 	free(warn);
 	json_decref(rq);
 	json_decref(nsobj);
+	/* Past the most a quota may say: clamped, with a warning. */
+	nsobj = json_pack("{s:{s:{s:s, s:s, s:s}}}", "metadata", "annotations",
+	    "airlock.dev/quota-executions", "99999999999", "airlock.dev/quota-cpu", "200000",
+	    "airlock.dev/quota-memory", "2Pi");
+	rq = podspec_resource_quota(c, "team-a", nsobj, &warn);
+	assert_string_equal(str(rq, "spec.hard.pods"), "1000000");
+	assert_string_equal(key(rq, "spec.hard", "limits.cpu"), "100k");
+	assert_string_equal(key(rq, "spec.hard", "requests.memory"), "1Pi");
+	assert_string_equal(warn, "namespace annotation airlock.dev/quota-executions: "
+	    "'99999999999' is above the most a quota may say, 1000000; using 1000000");
+	free(warn);
+	json_decref(rq);
+	json_decref(nsobj);
 	ctl_config_free(c);
 }
 
