@@ -450,6 +450,12 @@ failCgroupV1: false
 cgroupDriver: cgroupfs
 cgroupRoot: $CGROUP_ROOT
 podLogsDir: $POD_LOGS_DIR
+# Logs rotated small and often (1Mi, checked every 3 s, the least allowed),
+# so the e2e tests see the node agent follow a rotation (test_log_rotation)
+# as it must at the default 10Mi.
+containerLogMaxSize: 1Mi
+containerLogMaxFiles: 5
+containerLogMonitorInterval: 3s
 evictionHard:
   memory.available: "1Mi"
   nodefs.available: "1Mi"

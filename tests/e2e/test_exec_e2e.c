@@ -4,6 +4,7 @@
  * CodeExecution goes in, gVisor runs it, and each test asserts the exact
  * status the agent recorded.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <setjmp.h>
 #include <signal.h>
@@ -670,6 +671,74 @@ test_name_reused(void **state)
 	json_decref(st);
 }
 
+/* Whether the pod's log directory holds a rotated file (0.log.<time>). */
+static int
+rotated(const char *pod, const char *pod_uid)
+{
+	char dir[1024];
+	struct dirent *de;
+	DIR *d;
+	int yes = 0;
+
+	snprintf(dir, sizeof(dir), "%s/%s_%s_%s/run", env("POD_LOGS_DIR"), ns, pod, pod_uid);
+	if ((d = opendir(dir)) == NULL)
+		return 0;
+	while ((de = readdir(d)) != NULL)
+		if (strncmp(de->d_name, "0.log.", 6) == 0)
+			yes = 1;
+	closedir(d);
+	return yes;
+}
+
+/*
+ * A program writing 3 MiB slowly, then a last line on stderr: the kubelet
+ * rotates its log (1Mi on the test node, 10Mi by default) while it runs.
+ * The agent follows the rotation: the byte counts are exact and the last
+ * line is there (it used to stop reading at the first rename).
+ */
+static void
+test_log_rotation(void **state)
+{
+	struct k8s_error err;
+	json_t *st, *o = NULL, *pod = NULL;
+	char *podname;
+	int seen = 0;
+	long end;
+
+	(void)state;
+	create_cx("py-rotate", "{\"runtime\":\"python\",\"timeoutSeconds\":120,\"source\":"
+	    "\"import sys, time\\nline = 'x' * 1023 + '\\\\n'\\n"
+	    "for i in range(3072):\\n    sys.stdout.write(line)\\n"
+	    "    if i % 64 == 63:\\n        sys.stdout.flush()\\n        time.sleep(0.15)\\n"
+	    "sys.stdout.flush()\\nprint('the end', file=sys.stderr)\\n\"}");
+	podname = wait_running("py-rotate", 120000);
+	for (end = it_mono_ms() + 60000; it_mono_ms() < end && !seen; it_sleep_ms(200)) {
+		if (pod == NULL && k8s_get(c, &k8s_res_pods, ns, podname, &pod, &err) != 0)
+			pod = NULL;
+		if (pod)
+			seen = rotated(podname, k8s_obj_uid(pod));
+		if (k8s_get(c, &it_res_cx, ns, "py-rotate", &o, &err) == 0 &&
+		    terminal(json_string_value(json_object_get(json_object_get(o, "status"),
+		    "phase")))) {
+			json_decref(o);
+			break;
+		}
+		json_decref(o);
+		o = NULL;
+	}
+	json_decref(pod);
+	free(podname);
+	st = wait_done("py-rotate", 120000);
+	if (!seen)
+		fail_msg("the log was never seen rotated; the test proves nothing");
+	assert_string_equal(it_str(st, "phase"), "Succeeded");
+	assert_int_equal(it_int(st, "stdoutBytes"), 3072 * 1024);
+	assert_true(it_bool(st, "stdoutTruncated"));
+	assert_string_equal(it_str(st, "stderr"), "the end\n");
+	assert_int_equal(it_int(st, "stderrBytes"), 8);
+	json_decref(st);
+}
+
 /* A fork bomb ends, and the node runs the next execution as usual. */
 static void
 test_fork_bomb(void **state)
@@ -1077,6 +1146,7 @@ main(void)
 		cmocka_unit_test(test_restart_mid_run),
 		cmocka_unit_test(test_result_over_budget),
 		cmocka_unit_test(test_name_reused),
+		cmocka_unit_test(test_log_rotation),
 		cmocka_unit_test(test_fork_bomb),
 		cmocka_unit_test(test_fill_tmp),
 		cmocka_unit_test_teardown(test_sweep, sweep_teardown),
