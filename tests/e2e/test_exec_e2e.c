@@ -739,6 +739,93 @@ test_log_rotation(void **state)
 	json_decref(st);
 }
 
+/*
+ * A node whose runtime does not isolate (here runc, through a RuntimeClass
+ * made for the test; a runsc without network=none is refused the same
+ * way, see test_agent's test_sandbox_check): the agent stops the program
+ * at its start, Failed/IsolationFailed. A second controller and agent,
+ * scoped to a namespace of their own, run it.
+ */
+static void
+test_isolation_refused(void **state)
+{
+	static const struct k8s_resource rc_res = { "node.k8s.io", "v1", "runtimeclasses", 0 };
+	char conf[] = "/tmp/airlock-e2e-runc-XXXXXX", log[2][512], addr[2][32];
+	const char *top = getenv("AIRLOCK_TOP") ? getenv("AIRLOCK_TOP") : ".";
+	char *ns2 = it_namespace_new(c, "e2e-runc");
+	struct k8s_error err;
+	pid_t pid[2];
+	json_t *o, *st = NULL;
+	FILE *f;
+	int fd;
+	long end;
+
+	(void)state;
+	o = json_pack("{s:s, s:s, s:{s:s}, s:s}", "apiVersion", "node.k8s.io/v1",
+	    "kind", "RuntimeClass", "metadata", "name", "airlock-e2e-runc", "handler", "runc");
+	if (k8s_create(c, &rc_res, NULL, o, NULL, &err) != 0 && err.http_status != 409)
+		fail_msg("runtime class: %s", err.message);
+	json_decref(o);
+	if ((fd = mkstemp(conf)) < 0 || (f = fdopen(fd, "w")) == NULL)
+		fail_msg("mkstemp");
+	fprintf(f, "runtimeClassName: airlock-e2e-runc\nprofiles:\n"
+	    "  python:\n    image: %s\n    command: [/airlock/bin/run, python3, main.py]\n"
+	    "    sourceFile: main.py\n", env("RUNNER_PYTHON_IMAGE"));
+	fclose(f);
+	for (int i = 0; i < 2; i++) {
+		snprintf(addr[i], sizeof(addr[i]), "127.0.0.1:%d", it_free_port());
+		snprintf(log[i], sizeof(log[i]), "%s/build/logs/e2e-%s-%s.log", top,
+		    i ? "agent" : "controller", ns2);
+	}
+	{
+		const char *args[] = { "--config", conf, "--kubeconfig", env("KUBECONFIG_ADMIN"),
+		    "--namespace", ns2, "--no-leader-elect", "--metrics-addr", addr[0], NULL };
+
+		pid[0] = it_spawn("airlock-controller", log[0], args);
+	}
+	{
+		const char *args[] = { "--kubeconfig", env("KUBECONFIG_ADMIN"),
+		    "--node-name", env("NODE_NAME"), "--namespace", ns2,
+		    "--pod-logs-dir", env("POD_LOGS_DIR"), "--containerd-socket",
+		    env("CONTAINERD_SOCK"), "--metrics-addr", addr[1], "--cgroup-root",
+		    env("CGROUP_ROOT"), NULL };
+
+		pid[1] = it_spawn("airlock-node-agent", log[1], args);
+	}
+	o = json_pack("{s:s, s:s, s:{s:s}, s:{s:s, s:s}}", "apiVersion", "airlock.dev/v1alpha1",
+	    "kind", "CodeExecution", "metadata", "name", "unboxed", "spec", "runtime", "python",
+	    "source", "import time\nprint('ran', flush=True)\ntime.sleep(30)\n");
+	if (k8s_create(c, &it_res_cx, ns2, o, NULL, &err) != 0)
+		fail_msg("create: %s", err.message);
+	json_decref(o);
+	for (end = it_mono_ms() + 120000; it_mono_ms() < end; it_sleep_ms(100)) {
+		o = NULL;
+		if (k8s_get(c, &it_res_cx, ns2, "unboxed", &o, &err) == 0 &&
+		    terminal(json_string_value(json_object_get(json_object_get(o, "status"),
+		    "phase")))) {
+			st = json_incref(json_object_get(o, "status"));
+			json_decref(o);
+			break;
+		}
+		json_decref(o);
+	}
+	it_stop(pid[0], SIGTERM);
+	it_stop(pid[1], SIGTERM);
+	it_namespace_delete(c, ns2);
+	free(ns2);
+	unlink(conf);
+	if (st == NULL)
+		fail_msg("the execution under runc did not end within 120 s");
+	print_message("# under runc: %s/%s: %s\n", it_str(st, "phase"), it_str(st, "reason"),
+	    it_str(st, "message"));
+	assert_string_equal(it_str(st, "phase"), "Failed");
+	assert_string_equal(it_str(st, "reason"), "IsolationFailed");
+	assert_string_equal(it_str(st, "message"),
+	    "stopped at its start: it is not a gVisor sandbox");
+	assert_int_equal(it_int(st, "exitCode"), 137);
+	json_decref(st);
+}
+
 /* A fork bomb ends, and the node runs the next execution as usual. */
 static void
 test_fork_bomb(void **state)
@@ -1147,6 +1234,7 @@ main(void)
 		cmocka_unit_test(test_result_over_budget),
 		cmocka_unit_test(test_name_reused),
 		cmocka_unit_test(test_log_rotation),
+		cmocka_unit_test(test_isolation_refused),
 		cmocka_unit_test(test_fork_bomb),
 		cmocka_unit_test(test_fill_tmp),
 		cmocka_unit_test_teardown(test_sweep, sweep_teardown),
