@@ -21,21 +21,55 @@ WARN	 = -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes \
 OPT	?= -O2 -g
 SAN	?=
 CFLAGS	 = -std=c17 $(OPT) $(WARN) $(SAN) -pthread
-CPPFLAGS = -D_GNU_SOURCE -Ioperator -Icontroller -Inode-agent -Icli -Itests/support \
-	   $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 LDFLAGS	 = $(SAN) -pthread
-LDLIBS	 = $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lm
-TESTLIBS = $(shell pkg-config --libs cmocka 2>/dev/null)
+
+# The -dev packages, asked once and only when something is compiled (so
+# that `make test` can install them first); a missing one stops the build
+# with pkg-config's own message instead of a flood of missing headers.
+pkg = $(shell pkg-config $(1) $(2) 2>&1 || echo '<PKGFAIL>')
+pkgcheck = $(if $(findstring <PKGFAIL>,$(1)),$(error pkg-config $(2): \
+	$(subst <PKGFAIL>,,$(1)) -- run `make deps` (tests/deps.sh) as root),$(1))
+PKG_CFLAGS = $(eval PKG_CFLAGS := $$(call pkgcheck,$$(call pkg,--cflags,$(PKGS)),$(PKGS)))$(PKG_CFLAGS)
+LDLIBS	 = $(eval LDLIBS := $$(call pkgcheck,$$(call pkg,--libs,$(PKGS)),$(PKGS)) -lm)$(LDLIBS)
+TESTLIBS = $(eval TESTLIBS := $$(call pkgcheck,$$(call pkg,--libs,cmocka),cmocka))$(TESTLIBS)
+
+# The layering, which the include paths enforce: a folder sees only the
+# headers of the layers below it and its own, so an include that points
+# up or sideways does not compile.
+#
+#   operator/    Kubernetes client, informers, queues: knows no CodeExecution
+#   execution/   what a CodeExecution is (cx.h), its pod, config, log, result
+#   controller/ node-agent/ cli/   one program each, on the two above
+#
+# tests/support is on the path of the tests alone; tests and benchmarks
+# may reach every layer.
+INC_operator	= -Ioperator
+INC_execution	= $(INC_operator) -Iexecution
+INC_controller	= $(INC_execution) -Icontroller
+INC_node-agent	= $(INC_execution) -Inode-agent
+INC_cli		= $(INC_execution) -Icli
+INC_tests	= $(INC_execution) -Icontroller -Inode-agent -Icli -Itests/support
+INC_bench	= $(INC_execution) -Icontroller -Inode-agent -Icli
+CPPFLAGS = -D_GNU_SOURCE $(INC_$(firstword $(subst /, ,$(<)))) $(PKG_CFLAGS)
 
 # Object trees are per flavour so a sanitizer build never mixes with a plain one.
 B	?= build/plain
 
-LIB_SRC	 = $(wildcard operator/*.c) \
-	   $(filter-out controller/main.c,$(wildcard controller/*.c)) \
-	   $(filter-out node-agent/main.c,$(wildcard node-agent/*.c)) \
-	   $(filter-out cli/main.c,$(wildcard cli/*.c))
-LIB_OBJ	 = $(LIB_SRC:%.c=$(B)/%.o)
-LIB	 = $(B)/liboperator.a
+# One library a layer, one a program (its main.c apart, so tests link it).
+OP_LIB	 = $(B)/liboperator.a
+EX_LIB	 = $(B)/libexecution.a
+CTL_LIB	 = $(B)/libcontroller.a
+AG_LIB	 = $(B)/libnode-agent.a
+CLI_LIB	 = $(B)/libcli.a
+lib_obj	 = $(patsubst %.c,$(B)/%.o,$(filter-out $(1)/main.c,$(wildcard $(1)/*.c)))
+OP_OBJ	 = $(call lib_obj,operator)
+EX_OBJ	 = $(call lib_obj,execution)
+CTL_OBJ	 = $(call lib_obj,controller)
+AG_OBJ	 = $(call lib_obj,node-agent)
+CLI_OBJ	 = $(call lib_obj,cli)
+# What a test links: every program's library, then the layers (a static
+# library is searched once, so each comes after what uses it).
+ALL_LIBS = $(CTL_LIB) $(AG_LIB) $(CLI_LIB) $(EX_LIB) $(OP_LIB)
 
 SUP_SRC	 = $(wildcard tests/support/*.c)
 SUP_OBJ	 = $(SUP_SRC:%.c=$(B)/%.o)
@@ -70,38 +104,44 @@ $(B)/%.o: %.c
 	@mkdir -p $(@D)
 	$(CC) $(CPPFLAGS) $(CFLAGS) -MMD -MP -c -o $@ $<
 
-$(LIB): $(LIB_OBJ)
+$(OP_LIB): $(OP_OBJ)
+$(EX_LIB): $(EX_OBJ)
+$(CTL_LIB): $(CTL_OBJ)
+$(AG_LIB): $(AG_OBJ)
+$(CLI_LIB): $(CLI_OBJ)
+$(ALL_LIBS):
 	@rm -f $@
 	ar rcs $@ $^
 
-$(BIN_DIR)/airlock-controller: $(B)/controller/main.o $(LIB)
+$(BIN_DIR)/airlock-controller: $(B)/controller/main.o $(CTL_LIB) $(EX_LIB) $(OP_LIB)
 	@mkdir -p $(@D)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
-$(BIN_DIR)/airlock-node-agent: $(B)/node-agent/main.o $(LIB)
+$(BIN_DIR)/airlock-node-agent: $(B)/node-agent/main.o $(AG_LIB) $(EX_LIB) $(OP_LIB)
 	@mkdir -p $(@D)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
-$(BIN_DIR)/airlock: $(B)/cli/main.o $(LIB)
+$(BIN_DIR)/airlock: $(B)/cli/main.o $(CLI_LIB) $(EX_LIB) $(OP_LIB)
 	@mkdir -p $(@D)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
-$(B)/tests/unit/%: $(B)/tests/unit/%.o $(SUP_OBJ) $(LIB)
+$(B)/tests/unit/%: $(B)/tests/unit/%.o $(SUP_OBJ) $(ALL_LIBS)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS) $(TESTLIBS)
 
-$(B)/tests/integration/%: $(B)/tests/integration/%.o $(SUP_OBJ) $(LIB)
+$(B)/tests/integration/%: $(B)/tests/integration/%.o $(SUP_OBJ) $(ALL_LIBS)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS) $(TESTLIBS)
 
-$(B)/tests/e2e/%: $(B)/tests/e2e/%.o $(SUP_OBJ) $(LIB)
+$(B)/tests/e2e/%: $(B)/tests/e2e/%.o $(SUP_OBJ) $(ALL_LIBS)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS) $(TESTLIBS)
 
-$(B)/tests/chart/%: $(B)/tests/chart/%.o $(SUP_OBJ) $(LIB)
+$(B)/tests/chart/%: $(B)/tests/chart/%.o $(SUP_OBJ) $(ALL_LIBS)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS) $(TESTLIBS)
 
-$(B)/bench/%: $(B)/bench/%.o $(LIB)
+$(B)/bench/%: $(B)/bench/%.o $(ALL_LIBS)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
--include $(shell find build -name '*.d' 2>/dev/null)
+# This flavour's dependency files only.
+-include $(shell find $(B) -name '*.d' 2>/dev/null)
 
 # make test: install what is missing (as root), then every tier, then stop
 # the test cluster. Unit, integration and memory run on a cluster without a

@@ -10,6 +10,7 @@
 #include <jansson.h>
 
 #include "ctl_config.h"
+#include "cx.h"
 #include "k8s_error.h"
 
 /*
@@ -19,17 +20,7 @@
  */
 #define CLI_EXIT_ERROR		1	/* airlock failed: API, runtime, I/O */
 #define CLI_EXIT_USAGE		2	/* bad flags or bad input, named */
-#define CLI_EXIT_NOT_RUN	121	/* Rejected, Unschedulable, ImagePullFailed */
-#define CLI_EXIT_OUTPUT_LIMIT	123	/* OutputLimitExceeded */
-#define CLI_EXIT_TIMEOUT	124	/* DeadlineExceeded, as timeout(1) */
-#define CLI_EXIT_OOM		125	/* OOMKilled */
-#define CLI_EXIT_CANCELLED	130	/* Cancelled (Ctrl-C) */
-
-/* The exit code for a terminal status (see above). */
-int cli_exit_code(json_t *status);
-
-/* 1 if phase is terminal. */
-int cli_terminal(const char *phase);
+/* The rest, by phase and reason, are execution/cx.h's (cx_exit_code). */
 
 /*
  * Print v as "json" (indented) or "yaml" to f. K8S_EINVAL for another

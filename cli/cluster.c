@@ -15,14 +15,13 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "cx.h"
 #include "client.h"
 #include "clock.h"
 #include "config.h"
 #include "watch.h"
 #include "xmalloc.h"
 
-static const struct k8s_resource res_cx = { "airlock.dev", "v1alpha1",
-    "codeexecutions", 1 };
 
 struct conn {
 	struct k8s_config	*cfg;
@@ -89,7 +88,7 @@ take(struct waiter *wt, json_t *o)
 	const char *ph = json_string_value(json_object_get(json_object_get(o,
 	    "status"), "phase"));
 
-	if (!cli_terminal(ph))
+	if (!cx_phase_terminal(ph))
 		return 0;
 	json_decref(wt->obj);
 	wt->obj = json_incref(o);
@@ -114,7 +113,7 @@ relist(void *arg, char **rv, struct k8s_error *err)
 	struct waiter *wt = arg;
 	struct k8s_list_opts lo = { .field_selector = wt->selector };
 	json_t *list = NULL, *item;
-	int rc = k8s_list(wt->k->c, &res_cx, wt->k->ns, &lo, &list, err);
+	int rc = k8s_list(wt->k->c, &cx_resource, wt->k->ns, &lo, &list, err);
 
 	if (rc == K8S_EFORBIDDEN || rc == K8S_EUNAUTH || rc == K8S_ENOTFOUND) {
 		/* Not allowed to list (or no such API): waiting will not help. */
@@ -156,7 +155,7 @@ signals(void *arg)
 		if (sig == SIGUSR1)
 			return NULL;	/* done: exit the thread */
 		if (atomic_fetch_add(&interrupts, 1) > 0)
-			_exit(CLI_EXIT_CANCELLED);
+			_exit(CX_EXIT_CANCELLED);
 		{
 			struct k8s_patch_opts mp = { .type = K8S_PATCH_MERGE };
 			struct k8s_error err;
@@ -164,7 +163,7 @@ signals(void *arg)
 
 			fprintf(stderr, "\nairlock: cancelling %s/%s (Ctrl-C again to "
 			    "leave without waiting)\n", s->k->ns, s->name);
-			if (k8s_patch(s->k->c, &res_cx, s->k->ns, s->name, &mp, p, NULL,
+			if (k8s_patch(s->k->c, &cx_resource, s->k->ns, s->name, &mp, p, NULL,
 			    &err) != 0)
 				fprintf(stderr, "airlock: cannot cancel: %s\n", err.message);
 			json_decref(p);
@@ -181,7 +180,7 @@ wait_for(struct conn *k, const char *name, long timeout_s, int cancel_on_int)
 {
 	struct waiter wt = { .k = k, .name = name,
 	    .end = timeout_s > 0 ? clock_mono_ms() + timeout_s * 1000 : 0 };
-	struct watch_opts wo = { .res = &res_cx, .ns = k->ns,
+	struct watch_opts wo = { .res = &cx_resource, .ns = k->ns,
 	    .tick_ms = timeout_s > 0 ? 100 : 0 };
 	struct watch_handlers h = { relist, on_event, on_tick, &wt };
 	struct sigctx sc = { .k = k, .name = name };
@@ -228,7 +227,7 @@ cluster_run(const struct cli_cluster *o, json_t *cx)
 
 	if (connect_(o, &k) != 0)
 		return CLI_EXIT_ERROR;
-	if (k8s_create(k.c, &res_cx, k.ns, cx, &created, &err) != 0) {
+	if (k8s_create(k.c, &cx_resource, k.ns, cx, &created, &err) != 0) {
 		code = api_error("create", &err);
 		disconnect(&k);
 		return code;
@@ -237,12 +236,12 @@ cluster_run(const struct cli_cluster *o, json_t *cx)
 	    "metadata"), "name")));
 	json_decref(created);
 	if ((done = wait_for(&k, name, 0, 1)) == NULL) {
-		code = atomic_load(&interrupts) ? CLI_EXIT_CANCELLED : CLI_EXIT_ERROR;
+		code = atomic_load(&interrupts) ? CX_EXIT_CANCELLED : CLI_EXIT_ERROR;
 	} else {
 		code = cli_report(done, o->output);
 		json_decref(done);
 	}
-	if (o->rm && k8s_delete(k.c, &res_cx, k.ns, name, NULL, NULL, &err) != 0 &&
+	if (o->rm && k8s_delete(k.c, &cx_resource, k.ns, name, NULL, NULL, &err) != 0 &&
 	    err.code != K8S_ENOTFOUND)
 		fprintf(stderr, "airlock: delete %s: %s\n", name, err.message);
 	free(name);
@@ -263,8 +262,8 @@ cluster_wait(const struct cli_cluster *o, const char *name)
 		code = CLI_EXIT_ERROR;
 	} else {
 		code = o->output ? (cli_print(stdout, done, o->output) == 0 ?
-		    cli_exit_code(json_object_get(done, "status")) : CLI_EXIT_ERROR) :
-		    cli_exit_code(json_object_get(done, "status"));
+		    cx_exit_code(json_object_get(done, "status")) : CLI_EXIT_ERROR) :
+		    cx_exit_code(json_object_get(done, "status"));
 		json_decref(done);
 	}
 	disconnect(&k);
@@ -323,7 +322,7 @@ cluster_get(const struct cli_cluster *o, const char *name)
 
 	if (connect_(o, &k) != 0)
 		return CLI_EXIT_ERROR;
-	if (k8s_get(k.c, &res_cx, k.ns, name, &obj, &err) != 0) {
+	if (k8s_get(k.c, &cx_resource, k.ns, name, &obj, &err) != 0) {
 		code = api_error(name, &err);
 	} else if (o->output) {
 		code = cli_print(stdout, obj, o->output) == 0 ? 0 : CLI_EXIT_ERROR;
@@ -347,7 +346,7 @@ cluster_list(const struct cli_cluster *o)
 
 	if (connect_(o, &k) != 0)
 		return CLI_EXIT_ERROR;
-	if (k8s_list(k.c, &res_cx, o->all_ns ? NULL : k.ns, NULL, &list, &err) != 0) {
+	if (k8s_list(k.c, &cx_resource, o->all_ns ? NULL : k.ns, NULL, &list, &err) != 0) {
 		code = api_error("list", &err);
 	} else if (o->output) {
 		code = cli_print(stdout, list, o->output) == 0 ? 0 : CLI_EXIT_ERROR;
@@ -371,11 +370,11 @@ cluster_logs(const struct cli_cluster *o, const char *name)
 
 	if (connect_(o, &k) != 0)
 		return CLI_EXIT_ERROR;
-	if (k8s_get(k.c, &res_cx, k.ns, name, &obj, &err) != 0) {
+	if (k8s_get(k.c, &cx_resource, k.ns, name, &obj, &err) != 0) {
 		code = api_error(name, &err);
 	} else {
 		st = json_object_get(obj, "status");
-		if (!cli_terminal(json_string_value(json_object_get(st, "phase")))) {
+		if (!cx_phase_terminal(json_string_value(json_object_get(st, "phase")))) {
 			fprintf(stderr, "airlock: %s has not ended yet (airlock wait %s)\n",
 			    name, name);
 			code = CLI_EXIT_ERROR;
@@ -398,7 +397,7 @@ cluster_delete(const struct cli_cluster *o, char *const *names, int n)
 	if (connect_(o, &k) != 0)
 		return CLI_EXIT_ERROR;
 	for (int i = 0; i < n; i++) {
-		if (k8s_delete(k.c, &res_cx, k.ns, names[i], NULL, NULL, &err) != 0)
+		if (k8s_delete(k.c, &cx_resource, k.ns, names[i], NULL, NULL, &err) != 0)
 			code = api_error(names[i], &err);
 		else
 			printf("codeexecution.airlock.dev \"%s\" deleted\n", names[i]);

@@ -14,41 +14,6 @@
 #include "cli.h"
 #include "quantity.h"
 
-int
-cli_terminal(const char *ph)
-{
-	return ph && (strcmp(ph, "Succeeded") == 0 || strcmp(ph, "Failed") == 0 ||
-	    strcmp(ph, "TimedOut") == 0 || strcmp(ph, "Cancelled") == 0);
-}
-
-int
-cli_exit_code(json_t *st)
-{
-	const char *ph = json_string_value(json_object_get(st, "phase"));
-	const char *why = json_string_value(json_object_get(st, "reason"));
-	json_t *code = json_object_get(st, "exitCode");
-
-	if (ph == NULL)
-		return CLI_EXIT_ERROR;
-	if (strcmp(ph, "Succeeded") == 0)
-		return 0;
-	if (strcmp(ph, "TimedOut") == 0)
-		return CLI_EXIT_TIMEOUT;
-	if (strcmp(ph, "Cancelled") == 0)
-		return CLI_EXIT_CANCELLED;
-	if (why && strcmp(why, "OOMKilled") == 0)
-		return CLI_EXIT_OOM;
-	if (why && strcmp(why, "OutputLimitExceeded") == 0)
-		return CLI_EXIT_OUTPUT_LIMIT;
-	if (why && (strcmp(why, "Rejected") == 0 || strcmp(why, "Unschedulable") == 0 ||
-	    strcmp(why, "ImagePullFailed") == 0 || strcmp(why, "StartFailed") == 0))
-		return CLI_EXIT_NOT_RUN;
-	if (json_is_integer(code) && json_integer_value(code) > 0 &&
-	    json_integer_value(code) <= 255)
-		return (int)json_integer_value(code);
-	return CLI_EXIT_ERROR;
-}
-
 /* --- output --------------------------------------------------------------- */
 
 static int
@@ -259,7 +224,7 @@ cli_report(json_t *obj, const char *output)
 	const char *why = json_string_value(json_object_get(st, "reason"));
 
 	if (output)
-		return cli_print(stdout, obj, output) == 0 ? cli_exit_code(st) :
+		return cli_print(stdout, obj, output) == 0 ? cx_exit_code(st) :
 		    CLI_EXIT_ERROR;
 	cli_print_streams(st);
 	/* An end other than the program's own exit says why. */
@@ -272,7 +237,7 @@ cli_report(json_t *obj, const char *output)
 		    isatty(STDERR_FILENO));
 		fputc('\n', stderr);
 	}
-	return cli_exit_code(st);
+	return cx_exit_code(st);
 }
 
 /* --- the spec, as the CRD's schema says (crds/) ----------------------------- */
@@ -470,8 +435,10 @@ cli_check_spec(json_t *spec, struct k8s_error *err)
 				}
 		}
 	}
-	if (check_int(spec, "timeoutSeconds", 1, 3600, 30, err) ||
-	    check_int(spec, "ttlSecondsAfterFinished", 0, 2592000, 3600, err))
+	if (check_int(spec, "timeoutSeconds", 1, CX_MAX_TIMEOUT_S,
+	    CX_DEFAULT_TIMEOUT_S, err) ||
+	    check_int(spec, "ttlSecondsAfterFinished", 0, CX_MAX_TTL_S,
+	    CX_DEFAULT_TTL_S, err))
 		return K8S_EINVAL;
 	if ((v = json_object_get(spec, "resources")) != NULL) {
 		if (!json_is_object(v))
@@ -503,7 +470,8 @@ cli_check_spec(json_t *spec, struct k8s_error *err)
 	json_object_foreach(v, k, x)
 		if (strcmp(k, "maxBytes") != 0)
 			return bad(err, "output", "unknown field %s", k);
-	if (check_int(v, "maxBytes", 1, 1048576, 65536, err))
+	if (check_int(v, "maxBytes", 1, CX_MAX_MAX_BYTES, CX_DEFAULT_MAX_BYTES,
+	    err))
 		return bad(err, "output.maxBytes", "must be an integer from 1 to "
 		    "1048576");
 	if ((v = json_object_get(spec, "cancel")) != NULL && !json_is_boolean(v))

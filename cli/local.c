@@ -862,7 +862,7 @@ local_run(const struct ctl_config *cfg, json_t *cx0, const struct local_opts *o,
 	if (opts.cgroup_mount == NULL)
 		opts.cgroup_mount = "/sys/fs/cgroup";
 	if (opts.hard_cap <= 0)
-		opts.hard_cap = 16LL << 20;
+		opts.hard_cap = CX_HARD_OUTPUT_CAP;
 	/*
 	 * runsc's state root, shared by every local run: runsc keeps a
 	 * network namespace bind-mounted there (null-netns), made once.
@@ -991,8 +991,7 @@ local_run(const struct ctl_config *cfg, json_t *cx0, const struct local_opts *o,
 	record_run(id, ws, &g);
 	wd = watchdog(&opts, id, json_integer_value(json_object_get(spec,
 	    "timeoutSeconds")) * 1000 + WATCHDOG_SLACK_MS);
-	r.log = crilog_new((size_t)json_integer_value(json_object_get(
-	    json_object_get(spec, "output"), "maxBytes")), 65536);
+	r.log = crilog_new(cx_max_bytes(cx), 65536);
 	if (execute(&opts, ws, id, &g, json_integer_value(json_object_get(spec,
 	    "timeoutSeconds")) * 1000, sfd, &r, err) != 0)
 		goto kill;

@@ -8,6 +8,7 @@
 #endif
 
 #include "clock.h"
+#include "cx.h"
 #include "controller.h"
 #include "controller_priv.h"
 #include "informer.h"
@@ -16,8 +17,6 @@
 #include "workqueue.h"
 #include "xmalloc.h"
 
-const struct k8s_resource ctl_res_cx = { "airlock.dev", "v1alpha1",
-    "codeexecutions", 1 };
 
 static const double latency_bounds[] = { 0.001, 0.005, 0.01, 0.025, 0.05,
     0.1, 0.25, 0.5, 1, 2.5, 5 };
@@ -250,9 +249,9 @@ trim_pod(json_t *pod)
 	json_t *md = json_object_get(pod, "metadata");
 	json_t *ps = json_object_get(pod, "status");
 	json_t *uid = json_object_get(json_object_get(md, "labels"),
-	    PODSPEC_LABEL_UID);
+	    CX_LABEL_UID);
 	json_t *ann = json_object_get(json_object_get(md, "annotations"),
-	    PODSPEC_ANN_NAME);
+	    CX_ANN_NAME);
 	json_t *cs = json_object_get(json_array_get(json_object_get(ps,
 	    "containerStatuses"), 0), "state");
 	json_t *sched = pod_condition(ps, "PodScheduled");
@@ -283,10 +282,10 @@ trim_pod(json_t *pod)
 	}
 	if (uid)
 		json_object_set_new(json_object_get(out, "metadata"), "labels",
-		    json_pack("{s:O}", PODSPEC_LABEL_UID, uid));
+		    json_pack("{s:O}", CX_LABEL_UID, uid));
 	if (ann)
 		json_object_set_new(json_object_get(out, "metadata"),
-		    "annotations", json_pack("{s:O}", PODSPEC_ANN_NAME, ann));
+		    "annotations", json_pack("{s:O}", CX_ANN_NAME, ann));
 	if (sched)
 		json_object_set_new(json_object_get(out, "status"),
 		    "conditions", json_pack("[o]", sched));
@@ -325,7 +324,7 @@ trim_cx(json_t *cx)
 	json_t *st = json_object_get(cx, "status");
 	json_t *out, *ann;
 
-	if (ctl_terminal(json_string_value(json_object_get(st, "phase")))) {
+	if (cx_phase_terminal(json_string_value(json_object_get(st, "phase")))) {
 		out = json_pack("{s:{s:O*, s:O*, s:O*, s:O*, s:O*, s:O*},"
 		    " s:{s:O*}, s:{s:O*, s:O*}}",
 		    "metadata", "name", json_object_get(md, "name"),
@@ -379,16 +378,16 @@ controller_new(struct k8s_client *c, const struct ctl_config *cfg,
     struct metrics *m, const struct controller_opts *opts)
 {
 	struct controller *ctl = xcalloc(1, sizeof(*ctl));
-	struct informer_opts cxo = { .res = &ctl_res_cx, .transform = trim_cx,
+	struct informer_opts cxo = { .res = &cx_resource, .transform = trim_cx,
 	    .packed = 1 };
 	struct informer_opts po = { .res = &k8s_res_pods, .transform = trim_pod,
 	    .packed = 1, .index = pod_owner_key,
-	    .label_selector = PODSPEC_LABEL_MANAGED "=" PODSPEC_MANAGER "," 
-	    PODSPEC_LABEL_COMPONENT "=" PODSPEC_COMPONENT };
+	    .label_selector = CX_LABEL_MANAGED "=" CX_MANAGER "," 
+	    CX_LABEL_COMPONENT "=" CX_COMPONENT };
 	struct informer_handlers cxh = { cx_add, cx_update, cx_delete, ctl };
 	struct informer_handlers ph = { pod_add, pod_update, pod_delete, ctl };
 	struct informer_opts go = { .transform = trim_guard, .packed = 1,
-	    .label_selector = PODSPEC_LABEL_MANAGED "=" PODSPEC_MANAGER };
+	    .label_selector = CX_LABEL_MANAGED "=" CX_MANAGER };
 	struct informer_handlers gh = { NULL, guard_update, guard_delete, ctl };
 
 	ctl->client = c;

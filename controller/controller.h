@@ -33,7 +33,6 @@
 #include "ctl_config.h"
 #include "metrics.h"
 
-extern const struct k8s_resource ctl_res_cx;
 
 struct controller_opts {
 	const char	*namespace;	/* NULL: all namespaces */

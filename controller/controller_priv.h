@@ -51,7 +51,6 @@ extern const struct k8s_resource *const ctl_guard_res[3];
 json_t *ctl_find_condition(json_t *status, const char *type);
 
 /* Succeeded, Failed, TimedOut or Cancelled: nothing more will run. */
-int ctl_terminal(const char *phase);
 
 /*
  * Whether the API server's answer to a create means it will never succeed

@@ -10,6 +10,7 @@
 #include <time.h>
 
 #include "clock.h"
+#include "cx.h"
 #include "controller_priv.h"
 #include "jsonsize.h"
 #include "log.h"
@@ -25,14 +26,6 @@ const struct k8s_resource *const ctl_guard_res[3] = { &res_sa, &res_netpol,
     &res_quota };
 
 #define FIELD_MANAGER	"airlock-controller"
-
-int
-ctl_terminal(const char *phase)
-{
-	return phase && (strcmp(phase, "Succeeded") == 0 ||
-	    strcmp(phase, "Failed") == 0 || strcmp(phase, "TimedOut") == 0 ||
-	    strcmp(phase, "Cancelled") == 0);
-}
 
 /*
  * Whether a create the API server answered with err will never succeed as
@@ -203,7 +196,7 @@ write_status(struct controller *ctl, json_t *cx, json_t *status,
 	}
 	patch = json_pack("{s:{s:s?}, s:o}", "metadata", "resourceVersion",
 	    k8s_obj_rv(cx), "status", diff);
-	rc = k8s_patch(ctl->client, &ctl_res_cx, k8s_obj_namespace(cx),
+	rc = k8s_patch(ctl->client, &cx_resource, k8s_obj_namespace(cx),
 	    k8s_obj_name(cx), &po, patch, NULL, &err);
 	json_decref(patch);
 	if (rc != 0 && rc != K8S_ECONFLICT && rc != K8S_ENOTFOUND)
@@ -541,7 +534,7 @@ ttl(struct controller *ctl, json_t *cx, const char *key)
 			workqueue_add_after(ctl->queue, key, (uint64_t)left * 1000);
 		return 0;
 	}
-	rc = k8s_delete(ctl->client, &ctl_res_cx, k8s_obj_namespace(cx),
+	rc = k8s_delete(ctl->client, &cx_resource, k8s_obj_namespace(cx),
 	    k8s_obj_name(cx), &bg, NULL, &err);
 	if (rc == 0)
 		log_info("execution expired", "execution=%s", key);
@@ -689,7 +682,7 @@ pod_vanished(struct controller *ctl, json_t *cx, json_t *status,
 	const char *ph;
 	int rc;
 
-	rc = k8s_get(ctl->client, &ctl_res_cx, ns, k8s_obj_name(cx), &fresh,
+	rc = k8s_get(ctl->client, &cx_resource, ns, k8s_obj_name(cx), &fresh,
 	    &err);
 	if (rc == K8S_ENOTFOUND || (rc == 0 && strcmp(k8s_obj_uid(fresh) ?
 	    k8s_obj_uid(fresh) : "", k8s_obj_uid(cx)) != 0)) {
@@ -700,7 +693,7 @@ pod_vanished(struct controller *ctl, json_t *cx, json_t *status,
 		goto out;
 	fst = json_object_get(fresh, "status");
 	ph = json_string_value(json_object_get(fst, "phase"));
-	if (ctl_terminal(ph))
+	if (cx_phase_terminal(ph))
 		goto out;	/* ended; the cache has not seen it yet */
 	rc = k8s_get(ctl->client, &k8s_res_pods, ns, podname, &pod, &err);
 	if (rc == 0) {
@@ -893,9 +886,9 @@ too_large_to_end(struct controller *ctl, json_t *cx)
 	snprintf(msg, sizeof(msg), "deleted: it takes %zu bytes as stored, too "
 	    "close to etcd's limit for any status to be written (at most %d "
 	    "leave room for a result)", jsonsize_value(cx),
-	    PODSPEC_OBJECT_BUDGET - PODSPEC_STATUS_RESERVE);
+	    CX_OBJECT_BUDGET - CX_STATUS_RESERVE);
 	emit_event(ctl, cx, "Warning", "TooLarge", msg);
-	rc = k8s_delete(ctl->client, &ctl_res_cx, k8s_obj_namespace(cx),
+	rc = k8s_delete(ctl->client, &cx_resource, k8s_obj_namespace(cx),
 	    k8s_obj_name(cx), &del, NULL, &err);
 	log_warn("execution too large to end; deleted", "execution=%s/%s "
 	    "bytes=%zu", k8s_obj_namespace(cx), k8s_obj_name(cx),
@@ -920,7 +913,7 @@ create_pod(struct controller *ctl, json_t *cached)
 	char msg[1200];
 	int rc;
 
-	rc = k8s_get(ctl->client, &ctl_res_cx, ns, k8s_obj_name(cached), &cx,
+	rc = k8s_get(ctl->client, &cx_resource, ns, k8s_obj_name(cached), &cx,
 	    &err);
 	if (rc == K8S_ENOTFOUND)
 		return 0;
@@ -929,7 +922,7 @@ create_pod(struct controller *ctl, json_t *cached)
 	fst = json_object_get(cx, "status");
 	if (strcmp(k8s_obj_uid(cx) ? k8s_obj_uid(cx) : "", uid) != 0 ||
 	    json_object_get(fst, "podName") ||
-	    ctl_terminal(json_string_value(json_object_get(fst, "phase")))) {
+	    cx_phase_terminal(json_string_value(json_object_get(fst, "phase")))) {
 		/* Another of the name, or the cache lags: its event comes. */
 		json_decref(cx);
 		return 0;
@@ -938,7 +931,7 @@ create_pod(struct controller *ctl, json_t *cached)
 	if ((rc = podspec_build(ctl->cfg, cx, &r, &err)) != 0) {
 		rc = finish(ctl, cx, status, "Failed", "Rejected", err.message);
 		if (rc != 0 && rc != K8S_ECONFLICT &&
-		    jsonsize_value(cx) > PODSPEC_OBJECT_BUDGET)
+		    jsonsize_value(cx) > CX_OBJECT_BUDGET)
 			rc = too_large_to_end(ctl, cx);
 		goto out;
 	}
@@ -1002,9 +995,9 @@ controller_reconcile(struct controller *ctl, const char *key)
 
 	if (json_object_get(json_object_get(cx, "metadata"), "deletionTimestamp"))
 		rc = 0;
-	else if (ended_here(ctl, k8s_obj_uid(cx), ctl_terminal(phase)))
+	else if (ended_here(ctl, k8s_obj_uid(cx), cx_phase_terminal(phase)))
 		rc = 0;		/* our cache has not seen our own write yet */
-	else if (ctl_terminal(phase)) {
+	else if (cx_phase_terminal(phase)) {
 		/*
 		 * A finished execution keeps no pod: the node agent deletes
 		 * its own once the result is in, and this catches one whose

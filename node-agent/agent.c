@@ -28,6 +28,7 @@
 
 #include "agent.h"
 #include "clock.h"
+#include "cx.h"
 #include "crilog.h"
 #include "ctrd.h"
 #include "informer.h"
@@ -47,8 +48,6 @@
 #define KILL_RETRY_MS	1000		/* a kill with no exit after it: again */
 
 
-static const struct k8s_resource res_cx = { "airlock.dev", "v1alpha1",
-    "codeexecutions", 1 };
 
 enum kill_why { KILL_NONE, KILL_DEADLINE, KILL_OUTPUT, KILL_ISOLATION };
 
@@ -204,12 +203,12 @@ agent_pod_limits(json_t *pod, struct agent_limits *out)
 	if (owner == NULL || strcmp(owner, out->cx_uid) != 0)
 		return -1;
 	/* The CRD's ranges: 1 to 3600 s, 1 byte to 1 MiB per stream. */
-	out->timeout_ms = ann_number(ann, PODSPEC_ANN_TIMEOUT_MS, 1000,
-	    3600 * 1000LL, 30000);
-	out->max_out = (size_t)ann_number(ann, PODSPEC_ANN_MAX_OUTPUT, 1,
-	    1 << 20, 65536);
-	out->budget = (size_t)ann_number(ann, PODSPEC_ANN_OUTPUT_BUDGET, 0,
-	    PODSPEC_OBJECT_BUDGET, 2 * 65536);
+	out->timeout_ms = ann_number(ann, CX_ANN_TIMEOUT_MS, 1000,
+	    CX_MAX_TIMEOUT_S * 1000LL, CX_DEFAULT_TIMEOUT_S * 1000LL);
+	out->max_out = (size_t)ann_number(ann, CX_ANN_MAX_OUTPUT, 1,
+	    CX_MAX_MAX_BYTES, CX_DEFAULT_MAX_BYTES);
+	out->budget = (size_t)ann_number(ann, CX_ANN_OUTPUT_BUDGET, 0,
+	    CX_OBJECT_BUDGET, 2 * CX_DEFAULT_MAX_BYTES);
 	return 0;
 }
 
@@ -358,13 +357,13 @@ pod_delete(void *arg, json_t *pod, int unknown)
 static json_t *
 trim_pod(json_t *pod)
 {
-	static const char *const keep[] = { PODSPEC_ANN_NAME,
-	    PODSPEC_ANN_TIMEOUT_MS, PODSPEC_ANN_MAX_OUTPUT,
-	    PODSPEC_ANN_OUTPUT_BUDGET };
+	static const char *const keep[] = { CX_ANN_NAME,
+	    CX_ANN_TIMEOUT_MS, CX_ANN_MAX_OUTPUT,
+	    CX_ANN_OUTPUT_BUDGET };
 	json_t *md = json_object_get(pod, "metadata");
 	json_t *ann = json_object_get(md, "annotations");
 	json_t *euid = json_object_get(json_object_get(md, "labels"),
-	    PODSPEC_LABEL_UID);
+	    CX_LABEL_UID);
 	json_t *out, *a = json_object(), *l = json_object(), *ref;
 	size_t j;
 
@@ -372,7 +371,7 @@ trim_pod(json_t *pod)
 		if (json_object_get(ann, keep[i]))
 			json_object_set(a, keep[i], json_object_get(ann, keep[i]));
 	if (euid)
-		json_object_set(l, PODSPEC_LABEL_UID, euid);
+		json_object_set(l, CX_LABEL_UID, euid);
 	out = json_pack("{s:{s:O*, s:O*, s:O*, s:O*, s:O*, s:o, s:o},"
 	    " s:{s:O*}}",
 	    "metadata", "name", json_object_get(md, "name"),
@@ -793,7 +792,7 @@ probe(struct agent *a, const char *ns, const char *cx, const char *path,
 	    .subresource = "status" };
 	json_t *p = json_pack("[{s:s, s:s, s:s}]", "op", "test", "path", path,
 	    "value", value);
-	int rc = k8s_patch(a->client, &res_cx, ns, cx, &po, p, cur, err);
+	int rc = k8s_patch(a->client, &cx_resource, ns, cx, &po, p, cur, err);
 
 	json_decref(p);
 	return rc;
@@ -821,13 +820,6 @@ read_phase(struct agent *a, struct run *r, int *gone)
 	out = xstrdup(ph ? ph : "");
 	json_decref(cur);
 	return out;
-}
-
-static int
-is_terminal(const char *ph)
-{
-	return strcmp(ph, "Succeeded") == 0 || strcmp(ph, "Failed") == 0 ||
-	    strcmp(ph, "TimedOut") == 0 || strcmp(ph, "Cancelled") == 0;
 }
 
 /*
@@ -874,7 +866,7 @@ record(struct agent *a, struct run *r)
 			    refused : NULL, &reason);
 		pthread_mutex_unlock(&a->lock);
 		for (int i = 0; i < 2 && done < 0 && !big; i++) {
-			rc = k8s_patch(a->client, &res_cx, r->ns, r->cx, &po,
+			rc = k8s_patch(a->client, &cx_resource, r->ns, r->cx, &po,
 			    patch[i], NULL, &err);
 			if (rc == 0) {
 				/* From containerd's exited_at to the result stored. */
@@ -913,7 +905,7 @@ record(struct agent *a, struct run *r)
 	ph = read_phase(a, r, &gone);
 	if (gone)
 		return 1;
-	if (ph && is_terminal(ph)) {
+	if (ph && cx_phase_terminal(ph)) {
 		log_info("execution already ended", "execution=%s/%s phase=%s",
 		    r->ns, r->cx, ph);
 		free(ph);
@@ -1422,8 +1414,8 @@ agent_new(struct k8s_client *c, struct metrics *m,
 	struct agent *a;
 	struct informer_opts io = { .res = &k8s_res_pods, .packed = 1,
 	    .transform = trim_pod,
-	    .label_selector = PODSPEC_LABEL_MANAGED "=" PODSPEC_MANAGER ","
-	    PODSPEC_LABEL_COMPONENT "=" PODSPEC_COMPONENT };
+	    .label_selector = CX_LABEL_MANAGED "=" CX_MANAGER ","
+	    CX_LABEL_COMPONENT "=" CX_COMPONENT };
 	struct informer_handlers h;
 
 	if (opts == NULL || opts->node_name == NULL || !opts->node_name[0])
@@ -1440,7 +1432,7 @@ agent_new(struct k8s_client *c, struct metrics *m,
 	if (a->o.poll_ms <= 0)
 		a->o.poll_ms = 20;
 	if (a->o.hard_cap <= 0)
-		a->o.hard_cap = 16LL << 20;
+		a->o.hard_cap = CX_HARD_OUTPUT_CAP;
 	if (a->o.sweep_ms <= 0)
 		a->o.sweep_ms = 60000;
 	/* The first sweep once the cache has had time to fill. */

@@ -284,13 +284,13 @@ run_cx(struct k8s_client *cl, const char *name, const char *spec)
 	long end = it_mono_ms() + 120000;
 	const char *ph;
 
-	if (k8s_create(cl, &it_res_cx, tenant_ns, o, NULL, &err) != 0)
+	if (k8s_create(cl, &cx_resource, tenant_ns, o, NULL, &err) != 0)
 		fail_msg("create %s: %s", name, err.message);
 	json_decref(o);
 	for (o = NULL;; it_sleep_ms(100)) {
 		json_decref(o);
 		o = NULL;
-		if (k8s_get(cl, &it_res_cx, tenant_ns, name, &o, &err) == 0 &&
+		if (k8s_get(cl, &cx_resource, tenant_ns, name, &o, &err) == 0 &&
 		    (ph = json_string_value(json_object_get(json_object_get(o,
 		    "status"), "phase"))) != NULL && (strcmp(ph, "Succeeded") == 0 ||
 		    strcmp(ph, "Failed") == 0 || strcmp(ph, "TimedOut") == 0))
@@ -349,7 +349,7 @@ test_tenant_runs_code(void **state)
 	o = json_pack("{s:s, s:s, s:{s:s}, s:{s:s, s:s}}", "apiVersion",
 	    "airlock.dev/v1alpha1", "kind", "CodeExecution", "metadata", "name",
 	    "elsewhere", "spec", "runtime", "python", "source", "print(1)");
-	rc = k8s_create(tc, &it_res_cx, RELNS, o, NULL, &err);
+	rc = k8s_create(tc, &cx_resource, RELNS, o, NULL, &err);
 	json_decref(o);
 	assert_int_equal(rc, K8S_EFORBIDDEN);
 	k8s_client_free(tc);
@@ -436,7 +436,7 @@ test_agent_status_guard(void **state)
 	(void)state;
 	/* A token bound to no node: refused. */
 	ac = sa_client(RELNS, RELEASE "-node-agent", &acfg);
-	rc = k8s_patch(ac, &it_res_cx, tenant_ns, "hello", &po, p, NULL, &err);
+	rc = k8s_patch(ac, &cx_resource, tenant_ns, "hello", &po, p, NULL, &err);
 	assert_int_equal(rc, K8S_EFORBIDDEN);
 	if (strstr(err.message, "the node agent's token names no node") == NULL)
 		fail_msg("refused, but not by the guard: %s", err.message);
@@ -445,14 +445,14 @@ test_agent_status_guard(void **state)
 	/* Bound to another node: refused; to the execution's node: allowed. */
 	ac = sa_client_bound(RELNS, RELEASE "-node-agent", "not-this-node", &acfg);
 	if (ac) {
-		rc = k8s_patch(ac, &it_res_cx, tenant_ns, "hello", &po, p, NULL, &err);
+		rc = k8s_patch(ac, &cx_resource, tenant_ns, "hello", &po, p, NULL, &err);
 		assert_int_equal(rc, K8S_EFORBIDDEN);
 		k8s_client_free(ac);
 		k8s_config_free(acfg);
 	}
 	ac = sa_client_bound(RELNS, RELEASE "-node-agent", env("NODE_NAME"), &acfg);
 	assert_non_null(ac);
-	rc = k8s_patch(ac, &it_res_cx, tenant_ns, "hello", &po, p, NULL, &err);
+	rc = k8s_patch(ac, &cx_resource, tenant_ns, "hello", &po, p, NULL, &err);
 	if (rc != 0)
 		fail_msg("the agent bound to its node was refused: %s", err.message);
 	k8s_client_free(ac);
@@ -465,7 +465,7 @@ cx_gone(void *arg)
 {
 	struct k8s_error err;
 	json_t *o = NULL;
-	int rc = k8s_get(c, &it_res_cx, tenant_ns, arg, &o, &err);
+	int rc = k8s_get(c, &cx_resource, tenant_ns, arg, &o, &err);
 
 	json_decref(o);
 	return rc == K8S_ENOTFOUND;
@@ -730,7 +730,7 @@ test_uninstall(void **state)
 	if (!it_wait_for(all_gone, NULL, 60000))
 		all_gone((void *)1);
 	/* The CRD stays, and the tenant's executions with it. */
-	assert_int_equal(k8s_get(c, &it_res_cx, tenant_ns, "hello", &o, &err), 0);
+	assert_int_equal(k8s_get(c, &cx_resource, tenant_ns, "hello", &o, &err), 0);
 	json_decref(o);
 }
 

@@ -143,7 +143,7 @@ create_cx(const char *name, const char *spec)
 	o = json_pack("{s:s, s:s, s:{s:s}, s:o}", "apiVersion",
 	    "airlock.dev/v1alpha1", "kind", "CodeExecution", "metadata", "name",
 	    name, "spec", s);
-	if (k8s_create(c, &it_res_cx, ns, o, NULL, &err) != 0)
+	if (k8s_create(c, &cx_resource, ns, o, NULL, &err) != 0)
 		fail_msg("create %s: %s", name, err.message);
 	json_decref(o);
 }
@@ -166,7 +166,7 @@ wait_done(const char *name, long timeout_ms)
 	for (;;) {
 		json_decref(o);
 		o = NULL;
-		if (k8s_get(c, &it_res_cx, ns, name, &o, &err) == 0 &&
+		if (k8s_get(c, &cx_resource, ns, name, &o, &err) == 0 &&
 		    terminal(json_string_value(json_object_get(json_object_get(o,
 		    "status"), "phase"))))
 			break;
@@ -443,7 +443,7 @@ test_delete_mid_run(void **state)
 	for (end = it_mono_ms() + 120000;; it_sleep_ms(100)) {
 		json_decref(o);
 		o = NULL;
-		if (k8s_get(c, &it_res_cx, ns, "py-del", &o, &err) == 0 &&
+		if (k8s_get(c, &cx_resource, ns, "py-del", &o, &err) == 0 &&
 		    json_string_value(json_object_get(json_object_get(o, "status"),
 		    "phase")) && strcmp(json_string_value(json_object_get(
 		    json_object_get(o, "status"), "phase")), "Running") == 0)
@@ -454,7 +454,7 @@ test_delete_mid_run(void **state)
 	pod = strdup(json_string_value(json_object_get(json_object_get(o,
 	    "status"), "podName")));
 	json_decref(o);
-	assert_int_equal(k8s_delete(c, &it_res_cx, ns, "py-del", NULL, NULL, &err), 0);
+	assert_int_equal(k8s_delete(c, &cx_resource, ns, "py-del", NULL, NULL, &err), 0);
 	if (!it_wait_for(pod_gone, pod, 20000))
 		fail_msg("pod %s still there 20 s after its execution was deleted", pod);
 	free(pod);
@@ -642,14 +642,14 @@ test_name_reused(void **state)
 	 * The old pod stays (orphaned); its program ends while nobody looks.
 	 * The garbage collector removes the orphan finalizer first.
 	 */
-	rc = k8s_delete(c, &it_res_cx, ns, "reuse", &orphan, NULL, &err);
+	rc = k8s_delete(c, &cx_resource, ns, "reuse", &orphan, NULL, &err);
 	for (long end = it_mono_ms() + 20000; rc == 0 && it_mono_ms() < end;
 	    it_sleep_ms(100)) {
 		json_t *o = json_pack("{s:s, s:s, s:{s:s}, s:{s:s, s:s}}", "apiVersion",
 		    "airlock.dev/v1alpha1", "kind", "CodeExecution", "metadata", "name",
 		    "reuse", "spec", "runtime", "python", "source", "print('new')\n");
 
-		made = k8s_create(c, &it_res_cx, ns, o, NULL, &err) == 0;
+		made = k8s_create(c, &cx_resource, ns, o, NULL, &err) == 0;
 		json_decref(o);
 		if (made)
 			break;
@@ -717,7 +717,7 @@ test_log_rotation(void **state)
 			pod = NULL;
 		if (pod)
 			seen = rotated(podname, k8s_obj_uid(pod));
-		if (k8s_get(c, &it_res_cx, ns, "py-rotate", &o, &err) == 0 &&
+		if (k8s_get(c, &cx_resource, ns, "py-rotate", &o, &err) == 0 &&
 		    terminal(json_string_value(json_object_get(json_object_get(o, "status"),
 		    "phase")))) {
 			json_decref(o);
@@ -795,12 +795,12 @@ test_isolation_refused(void **state)
 	o = json_pack("{s:s, s:s, s:{s:s}, s:{s:s, s:s}}", "apiVersion", "airlock.dev/v1alpha1",
 	    "kind", "CodeExecution", "metadata", "name", "unboxed", "spec", "runtime", "python",
 	    "source", "import time\nprint('ran', flush=True)\ntime.sleep(30)\n");
-	if (k8s_create(c, &it_res_cx, ns2, o, NULL, &err) != 0)
+	if (k8s_create(c, &cx_resource, ns2, o, NULL, &err) != 0)
 		fail_msg("create: %s", err.message);
 	json_decref(o);
 	for (end = it_mono_ms() + 120000; it_mono_ms() < end; it_sleep_ms(100)) {
 		o = NULL;
-		if (k8s_get(c, &it_res_cx, ns2, "unboxed", &o, &err) == 0 &&
+		if (k8s_get(c, &cx_resource, ns2, "unboxed", &o, &err) == 0 &&
 		    terminal(json_string_value(json_object_get(json_object_get(o, "status"),
 		    "phase")))) {
 			st = json_incref(json_object_get(o, "status"));
@@ -866,7 +866,7 @@ wait_running(const char *name, long timeout_ms)
 	for (end = it_mono_ms() + timeout_ms;; it_sleep_ms(100)) {
 		json_decref(o);
 		o = NULL;
-		if (k8s_get(c, &it_res_cx, ns, name, &o, &err) == 0 &&
+		if (k8s_get(c, &cx_resource, ns, name, &o, &err) == 0 &&
 		    (ph = json_string_value(json_object_get(json_object_get(o,
 		    "status"), "phase"))) != NULL && strcmp(ph, "Running") == 0)
 			break;
@@ -1178,7 +1178,7 @@ cx_running(void *arg)
 	const char *ph;
 	int yes;
 
-	if (k8s_get(c, &it_res_cx, ns, arg, &o, &err) != 0)
+	if (k8s_get(c, &cx_resource, ns, arg, &o, &err) != 0)
 		return 0;
 	ph = json_string_value(json_object_get(json_object_get(o, "status"), "phase"));
 	yes = ph && strcmp(ph, "Running") == 0;
@@ -1207,7 +1207,7 @@ test_cli_ctrl_c(void **state)
 	cli_finish(&r, pid, out, errfd, 60000);
 	cli_expect_status(&r, 130);
 	assert_non_null(strstr(r.err, "cancelling"));
-	assert_int_equal(k8s_get(c, &it_res_cx, ns, "cli-cancel", &o, &err), 0);
+	assert_int_equal(k8s_get(c, &cx_resource, ns, "cli-cancel", &o, &err), 0);
 	assert_string_equal(json_string_value(json_object_get(json_object_get(o,
 	    "status"), "phase")), "Cancelled");
 	json_decref(o);

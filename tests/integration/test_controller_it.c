@@ -162,7 +162,7 @@ create_cx(struct fx *fx, const char *name, const char *spec)
 	json_t *o = json_pack("{s:s, s:s, s:{s:s}, s:o}", "apiVersion", "airlock.dev/v1alpha1",
 	    "kind", "CodeExecution", "metadata", "name", name, "spec", json_loads(spec, 0, NULL));
 
-	if (k8s_create(c, &it_res_cx, fx->ns, o, NULL, &err) != 0)
+	if (k8s_create(c, &cx_resource, fx->ns, o, NULL, &err) != 0)
 		fail_msg("create %s: %s", name, err.message);
 	json_decref(o);
 }
@@ -173,7 +173,7 @@ get_cx(struct fx *fx, const char *name)
 	struct k8s_error err;
 	json_t *o = NULL;
 
-	if (k8s_get(c, &it_res_cx, fx->ns, name, &o, &err) != 0)
+	if (k8s_get(c, &cx_resource, fx->ns, name, &o, &err) != 0)
 		return NULL;
 	return o;
 }
@@ -534,7 +534,7 @@ test_pod_created_and_status_follows(void **state)
 		json_t *p = json_pack("{s:{s:b}}", "spec", "cancel", 1);
 		struct gone g = { fx, &k8s_res_pods, pod };
 
-		assert_int_equal(k8s_patch(c, &it_res_cx, fx->ns, "hello", &merge, p, NULL, &err), 0);
+		assert_int_equal(k8s_patch(c, &cx_resource, fx->ns, "hello", &merge, p, NULL, &err), 0);
 		json_decref(p);
 		json_decref(cx);
 		cx = wait_phase(fx, "hello", "Cancelled");
@@ -555,7 +555,7 @@ static void
 test_rejected_and_ttl(void **state)
 {
 	struct fx *fx = *state;
-	struct gone g = { fx, &it_res_cx, "bad" };
+	struct gone g = { fx, &cx_resource, "bad" };
 	json_t *cx;
 	long long t0;
 
@@ -587,7 +587,7 @@ test_delete_removes_pod(void **state)
 	cx = wait_phase(fx, "doomed", "Pending");
 	snprintf(pod, sizeof(pod), "airlock-%s", k8s_obj_uid(cx));
 	json_decref(cx);
-	assert_int_equal(k8s_delete(c, &it_res_cx, fx->ns, "doomed", NULL, NULL, &err), 0);
+	assert_int_equal(k8s_delete(c, &cx_resource, fx->ns, "doomed", NULL, NULL, &err), 0);
 	assert_true(it_wait_for(is_gone, &g, 5000));
 }
 
@@ -838,7 +838,7 @@ test_stored_quota(void **state)
 	create_cx(fx, "q1", "{\"runtime\":\"python\",\"source\":\"print(1)\"}");
 	o = json_pack("{s:s, s:s, s:{s:s}, s:{s:s}}", "apiVersion", "airlock.dev/v1alpha1",
 	    "kind", "CodeExecution", "metadata", "name", "q2", "spec", "runtime", "python");
-	assert_int_equal(k8s_create(c, &it_res_cx, fx->ns, o, NULL, &err), K8S_EFORBIDDEN);
+	assert_int_equal(k8s_create(c, &cx_resource, fx->ns, o, NULL, &err), K8S_EFORBIDDEN);
 	assert_int_equal(err.http_status, 403);
 	if (strstr(err.message, "exceeded quota: airlock-stored") == NULL)
 		fail_msg("refused, but: %s", err.message);
@@ -907,7 +907,7 @@ test_too_large_to_end(void **state)
 {
 	struct fx *fx = *state;
 	struct k8s_error err;
-	struct gone g = { fx, &it_res_cx, "huge" };
+	struct gone g = { fx, &cx_resource, "huge" };
 	json_t *o;
 	char *src = malloc(262145);
 	int k, rc = -1;
@@ -919,7 +919,7 @@ test_too_large_to_end(void **state)
 		o = json_pack("{s:s, s:s, s:{s:s}, s:{s:s, s:s}}", "apiVersion",
 		    "airlock.dev/v1alpha1", "kind", "CodeExecution", "metadata", "name", "huge",
 		    "spec", "runtime", "python", "source", src);
-		rc = k8s_create(c, &it_res_cx, fx->ns, o, NULL, &err);
+		rc = k8s_create(c, &cx_resource, fx->ns, o, NULL, &err);
 		json_decref(o);
 		if (rc == 0)
 			break;

@@ -19,7 +19,7 @@
 
 static const struct k8s_resource crds = { "apiextensions.k8s.io", "v1",
     "customresourcedefinitions", 0 };
-#define cx it_res_cx
+#define cx cx_resource
 
 static struct k8s_client *c;
 static struct k8s_config *cfg;

@@ -1,5 +1,5 @@
 /*
- * Integration: what controller/podspec.c builds is admitted by the real
+ * Integration: what execution/podspec.c builds is admitted by the real
  * kube-apiserver: the pod passes Pod Security "restricted" in a namespace
  * that enforces it (and a weakened copy does not, so the namespace really
  * enforces), the ConfigMap path too, and the guardrails are valid objects.
@@ -91,7 +91,7 @@ execution(const char *ns, const char *name, json_t *spec)
 	json_t *o = json_pack("{s:s, s:s, s:{s:s}, s:o}", "apiVersion", "airlock.dev/v1alpha1",
 	    "kind", "CodeExecution", "metadata", "name", name, "spec", spec), *out;
 
-	if (k8s_create(c, &it_res_cx, ns, o, &out, &err) != 0)
+	if (k8s_create(c, &cx_resource, ns, o, &out, &err) != 0)
 		fail_msg("create execution: %s", err.message);
 	json_decref(o);
 	return out;

@@ -24,8 +24,6 @@
 #include "xmalloc.h"
 #include "yamljson.h"
 
-const struct k8s_resource it_res_cx = { "airlock.dev", "v1alpha1",
-    "codeexecutions", 1 };
 static const struct k8s_resource res_crds = { "apiextensions.k8s.io", "v1",
     "customresourcedefinitions", 0 };
 

@@ -11,6 +11,7 @@
 #include <jansson.h>
 
 #include "client.h"
+#include "cx.h"
 
 /* A value from .cluster/env (borrowed), or NULL. */
 const char *it_env(const char *key);
@@ -28,7 +29,7 @@ char *it_configmap(struct k8s_client *c, const char *ns, const char *name,
     const char *v);
 
 /* The CodeExecution resource. */
-extern const struct k8s_resource it_res_cx;
+
 
 /* Install crds/ by server-side apply and wait until it is Established. */
 void it_install_crd(struct k8s_client *c);

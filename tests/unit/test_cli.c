@@ -1,4 +1,4 @@
-/* Unit tests: cli/common.c - exit codes, YAML output, the spec check. */
+/* Unit tests: cli/common.c - YAML output, the spec check. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -10,41 +10,6 @@
 
 #include "cli.h"
 #include "yamljson.h"
-
-static void
-test_exit_codes(void **state)
-{
-	static const struct {
-		const char *status;
-		int code;
-	} t[] = {
-		{ "{\"phase\":\"Succeeded\",\"reason\":\"Completed\",\"exitCode\":0}", 0 },
-		{ "{\"phase\":\"Failed\",\"reason\":\"Error\",\"exitCode\":3}", 3 },
-		{ "{\"phase\":\"Failed\",\"reason\":\"Error\",\"exitCode\":255}", 255 },
-		{ "{\"phase\":\"Failed\",\"reason\":\"Error\",\"exitCode\":-1}", CLI_EXIT_ERROR },
-		{ "{\"phase\":\"TimedOut\",\"reason\":\"DeadlineExceeded\",\"exitCode\":137}", 124 },
-		{ "{\"phase\":\"Failed\",\"reason\":\"OOMKilled\",\"exitCode\":137}", 125 },
-		{ "{\"phase\":\"Failed\",\"reason\":\"OutputLimitExceeded\",\"exitCode\":137}", 123 },
-		{ "{\"phase\":\"Failed\",\"reason\":\"Rejected\"}", 121 },
-		{ "{\"phase\":\"Failed\",\"reason\":\"Unschedulable\"}", 121 },
-		{ "{\"phase\":\"Failed\",\"reason\":\"ImagePullFailed\"}", 121 },
-		{ "{\"phase\":\"Cancelled\",\"reason\":\"Cancelled\"}", 130 },
-		{ "{}", CLI_EXIT_ERROR },
-	};
-
-	(void)state;
-	for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++) {
-		json_t *st = json_loads(t[i].status, 0, NULL);
-
-		assert_non_null(st);
-		if (cli_exit_code(st) != t[i].code)
-			fail_msg("%s: exit %d, not %d", t[i].status, cli_exit_code(st), t[i].code);
-		json_decref(st);
-	}
-	assert_true(cli_terminal("Cancelled"));
-	assert_false(cli_terminal("Running"));
-	assert_false(cli_terminal(NULL));
-}
 
 static char *
 yaml_of(json_t *v)
@@ -251,7 +216,6 @@ main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_write_text),
-		cmocka_unit_test(test_exit_codes),
 		cmocka_unit_test(test_yaml_exact),
 		cmocka_unit_test(test_yaml_round_trip),
 		cmocka_unit_test(test_spec_defaults),

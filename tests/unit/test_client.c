@@ -65,7 +65,7 @@ mono_ms(void)
 static void
 test_path(void **state)
 {
-	struct k8s_resource cx = { "airlock.dev", "v1alpha1", "codeexecutions", 1 };
+	struct k8s_resource cx = { "example.com", "v1", "widgets", 1 };
 	struct k8s_error err;
 	char *p;
 
@@ -74,10 +74,10 @@ test_path(void **state)
 	assert_string_equal(p, "/api/v1/namespaces/ns1/configmaps/a");
 	free(p);
 	assert_int_equal(k8s_path(&cx, "t", "x", "status", &p, &err), 0);
-	assert_string_equal(p, "/apis/airlock.dev/v1alpha1/namespaces/t/codeexecutions/x/status");
+	assert_string_equal(p, "/apis/example.com/v1/namespaces/t/widgets/x/status");
 	free(p);
 	assert_int_equal(k8s_path(&cx, NULL, NULL, NULL, &p, &err), 0);
-	assert_string_equal(p, "/apis/airlock.dev/v1alpha1/codeexecutions");
+	assert_string_equal(p, "/apis/example.com/v1/widgets");
 	free(p);
 	assert_int_equal(k8s_path(&k8s_res_namespaces, "ignored", "kube-system", NULL, &p, &err), 0);
 	assert_string_equal(p, "/api/v1/namespaces/kube-system");

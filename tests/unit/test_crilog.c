@@ -1,4 +1,4 @@
-/* Unit tests: node-agent/crilog.c. */
+/* Unit tests: execution/crilog.c. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>

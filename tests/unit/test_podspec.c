@@ -1,4 +1,4 @@
-/* Unit tests: controller/podspec.c, every field of what the controller creates. */
+/* Unit tests: execution/podspec.c, every field of what the controller creates. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>

@@ -1,4 +1,4 @@
-/* Unit tests: node-agent/usage.c, on cgroup trees made in a directory. */
+/* Unit tests: execution/usage.c, on cgroup trees made in a directory. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>

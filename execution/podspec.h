@@ -25,34 +25,11 @@
 #include <jansson.h>
 
 #include "ctl_config.h"
+#include "cx.h"
 #include "k8s_error.h"
 
 /* Annotations are capped at 256 KiB per object; leave room for others. */
 #define PODSPEC_ANNOTATION_BUDGET	(192 * 1024)
-
-/* Labels on everything the controller creates for an execution. */
-#define PODSPEC_LABEL_MANAGED	"app.kubernetes.io/managed-by"
-#define PODSPEC_MANAGER		"airlock-controller"
-#define PODSPEC_LABEL_COMPONENT	"app.kubernetes.io/component"
-#define PODSPEC_COMPONENT	"execution"
-#define PODSPEC_LABEL_UID	"airlock.dev/execution-uid"
-#define PODSPEC_ANN_NAME	"airlock.dev/execution"
-/*
- * What the node agent enforces, in the pod because the agent may read pods
- * but not executions: spec.timeoutSeconds in milliseconds, and
- * spec.output.maxBytes (per stream).
- */
-#define PODSPEC_ANN_TIMEOUT_MS	"airlock.dev/timeout-ms"
-#define PODSPEC_ANN_MAX_OUTPUT	"airlock.dev/output-max-bytes"
-/*
- * The bytes stdout and stderr may take together in the status, encoded as
- * the API server stores them: PODSPEC_OBJECT_BUDGET less the execution's
- * own stored size and PODSPEC_STATUS_RESERVE for the rest of the status.
- * The whole object then stays well under etcd's 1.5 MiB request limit.
- */
-#define PODSPEC_ANN_OUTPUT_BUDGET	"airlock.dev/output-budget-bytes"
-#define PODSPEC_OBJECT_BUDGET	(1024 * 1024)
-#define PODSPEC_STATUS_RESERVE	(16 * 1024)
 
 struct podspec_result {
 	json_t	*pod;		/* always, on success */
@@ -79,8 +56,8 @@ void podspec_result_free(struct podspec_result *r);
 void podspec_code_sha256(json_t *cx, char out[65]);
 
 /*
- * The execution an execution pod runs: its name (the PODSPEC_ANN_NAME
- * annotation), and in *uid (when not NULL) its uid (the PODSPEC_LABEL_UID
+ * The execution an execution pod runs: its name (the CX_ANN_NAME
+ * annotation), and in *uid (when not NULL) its uid (the CX_LABEL_UID
  * label); each NULL where absent. Borrowed from pod.
  */
 const char *podspec_pod_execution(json_t *pod, const char **uid);

@@ -23,9 +23,9 @@ podspec_pod_execution(json_t *pod, const char **uid)
 
 	if (uid)
 		*uid = json_string_value(json_object_get(json_object_get(md,
-		    "labels"), PODSPEC_LABEL_UID));
+		    "labels"), CX_LABEL_UID));
 	return json_string_value(json_object_get(json_object_get(md,
-	    "annotations"), PODSPEC_ANN_NAME));
+	    "annotations"), CX_ANN_NAME));
 }
 
 char *
@@ -68,9 +68,9 @@ labels(const char *uid)
 {
 	return json_pack("{s:s, s:s, s:s, s:s}",
 	    "app.kubernetes.io/name", "airlock",
-	    PODSPEC_LABEL_MANAGED, PODSPEC_MANAGER,
-	    PODSPEC_LABEL_COMPONENT, PODSPEC_COMPONENT,
-	    PODSPEC_LABEL_UID, uid);
+	    CX_LABEL_MANAGED, CX_MANAGER,
+	    CX_LABEL_COMPONENT, CX_COMPONENT,
+	    CX_LABEL_UID, uid);
 }
 
 /*
@@ -238,17 +238,15 @@ podspec_build(const struct ctl_config *cfg, json_t *cx,
 	if (check_paths(spec, p->source_file, err) != 0)
 		return K8S_EINVAL;
 	stored = jsonsize_value(cx);
-	if (stored + PODSPEC_STATUS_RESERVE > PODSPEC_OBJECT_BUDGET)
+	if (stored + CX_STATUS_RESERVE > CX_OBJECT_BUDGET)
 		return k8s_error_set(err, K8S_EINVAL, 0, NULL,
 		    "spec: the execution takes %zu bytes as stored (kubectl "
 		    "apply's copy of it included); at most %d leave room for "
-		    "its result", stored, PODSPEC_OBJECT_BUDGET -
-		    PODSPEC_STATUS_RESERVE);
+		    "its result", stored, CX_OBJECT_BUDGET -
+		    CX_STATUS_RESERVE);
 	if ((res = resources(cfg, spec, err)) == NULL)
 		return K8S_EINVAL;
-	timeout = json_integer_value(json_object_get(spec, "timeoutSeconds"));
-	if (timeout <= 0)
-		timeout = 30;
+	timeout = cx_timeout_ms(cx) / 1000;
 
 	code.data = json_object();
 	code.items = json_array();
@@ -293,7 +291,7 @@ podspec_build(const struct ctl_config *cfg, json_t *cx,
 			    "fieldPath", fp));
 			free(fp);
 		}
-		json_object_set_new(ann, PODSPEC_ANN_NAME,
+		json_object_set_new(ann, CX_ANN_NAME,
 		    json_string(k8s_obj_name(cx)));
 		vol = json_pack("{s:s, s:{s:o, s:i}}", "name", "code",
 		    "downwardAPI", "items", items, "defaultMode", 0444);
@@ -303,29 +301,26 @@ podspec_build(const struct ctl_config *cfg, json_t *cx,
 		out->configmap = json_pack("{s:s, s:s, s:{s:s, s:s, s:o, s:{s:s}},"
 		    " s:O, s:b}", "apiVersion", "v1", "kind", "ConfigMap",
 		    "metadata", "name", podname, "namespace", ns,
-		    "labels", labels(uid), "annotations", PODSPEC_ANN_NAME,
+		    "labels", labels(uid), "annotations", CX_ANN_NAME,
 		    k8s_obj_name(cx), "data", code.data, "immutable", 1);
 		vol = json_pack("{s:s, s:{s:s, s:O, s:i}}", "name", "code",
 		    "configMap", "name", podname, "items", code.items,
 		    "defaultMode", 0444);
 		md = json_pack("{s:s, s:s, s:o, s:{s:s}}", "name", podname,
 		    "namespace", ns, "labels", labels(uid), "annotations",
-		    PODSPEC_ANN_NAME, k8s_obj_name(cx));
+		    CX_ANN_NAME, k8s_obj_name(cx));
 	}
 	{
 		json_t *ann = json_object_get(md, "annotations");
-		json_int_t maxout = json_integer_value(json_object_get(
-		    json_object_get(spec, "output"), "maxBytes"));
 		char v[32];
 
 		snprintf(v, sizeof(v), "%lld", (long long)timeout * 1000);
-		json_object_set_new(ann, PODSPEC_ANN_TIMEOUT_MS, json_string(v));
-		snprintf(v, sizeof(v), "%lld", maxout > 0 ? (long long)maxout :
-		    65536LL);
-		json_object_set_new(ann, PODSPEC_ANN_MAX_OUTPUT, json_string(v));
-		snprintf(v, sizeof(v), "%zu", PODSPEC_OBJECT_BUDGET -
-		    PODSPEC_STATUS_RESERVE - stored);
-		json_object_set_new(ann, PODSPEC_ANN_OUTPUT_BUDGET, json_string(v));
+		json_object_set_new(ann, CX_ANN_TIMEOUT_MS, json_string(v));
+		snprintf(v, sizeof(v), "%zu", cx_max_bytes(cx));
+		json_object_set_new(ann, CX_ANN_MAX_OUTPUT, json_string(v));
+		snprintf(v, sizeof(v), "%zu", CX_OBJECT_BUDGET -
+		    CX_STATUS_RESERVE - stored);
+		json_object_set_new(ann, CX_ANN_OUTPUT_BUDGET, json_string(v));
 	}
 	json_object_set_new(md, "ownerReferences", json_pack(
 	    "[{s:s, s:s, s:s, s:s, s:b, s:b}]", "apiVersion",
@@ -405,7 +400,7 @@ podspec_service_account(const char *ns)
 	return json_pack("{s:s, s:s, s:{s:s, s:s, s:{s:s}}, s:b}",
 	    "apiVersion", "v1", "kind", "ServiceAccount",
 	    "metadata", "name", PODSPEC_SERVICE_ACCOUNT, "namespace", ns,
-	    "labels", PODSPEC_LABEL_MANAGED, PODSPEC_MANAGER,
+	    "labels", CX_LABEL_MANAGED, CX_MANAGER,
 	    "automountServiceAccountToken", 0);
 }
 
@@ -417,10 +412,10 @@ podspec_network_policy(const char *ns)
 	    " s:{s:{s:{s:s, s:s}}, s:[s, s]}}",
 	    "apiVersion", "networking.k8s.io/v1", "kind", "NetworkPolicy",
 	    "metadata", "name", "airlock-deny-all", "namespace", ns,
-	    "labels", PODSPEC_LABEL_MANAGED, PODSPEC_MANAGER,
+	    "labels", CX_LABEL_MANAGED, CX_MANAGER,
 	    "spec", "podSelector", "matchLabels",
-	    PODSPEC_LABEL_MANAGED, PODSPEC_MANAGER,
-	    PODSPEC_LABEL_COMPONENT, PODSPEC_COMPONENT,
+	    CX_LABEL_MANAGED, CX_MANAGER,
+	    CX_LABEL_COMPONENT, CX_COMPONENT,
 	    "policyTypes", "Ingress", "Egress");
 }
 
@@ -493,7 +488,7 @@ podspec_resource_quota(const struct ctl_config *cfg, const char *ns,
 	    " s:{s:[{s:s, s:s, s:[s]}]}}}",
 	    "apiVersion", "v1", "kind", "ResourceQuota",
 	    "metadata", "name", "airlock-executions", "namespace", ns,
-	    "labels", PODSPEC_LABEL_MANAGED, PODSPEC_MANAGER,
+	    "labels", CX_LABEL_MANAGED, CX_MANAGER,
 	    "spec", "hard", "pods", n ? n : pods,
 	    "requests.cpu", cpu, "limits.cpu", cpu,
 	    "requests.memory", mem, "limits.memory", mem,
@@ -523,6 +518,6 @@ podspec_object_quota(const struct ctl_config *cfg, const char *ns,
 	return json_pack("{s:s, s:s, s:{s:s, s:s, s:{s:s}}, s:{s:{s:s}}}",
 	    "apiVersion", "v1", "kind", "ResourceQuota",
 	    "metadata", "name", PODSPEC_QUOTA_STORED, "namespace", ns,
-	    "labels", PODSPEC_LABEL_MANAGED, PODSPEC_MANAGER,
+	    "labels", CX_LABEL_MANAGED, CX_MANAGER,
 	    "spec", "hard", "count/codeexecutions.airlock.dev", n);
 }
