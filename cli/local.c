@@ -39,6 +39,7 @@
 #include "crilog.h"
 #include "podspec.h"
 #include "quantity.h"
+#include "result.h"
 #include "usage.h"
 #include "xmalloc.h"
 
@@ -569,15 +570,13 @@ rm_entry(const char *path, const struct stat *st, int type, struct FTW *f)
 
 /* --- the run ---------------------------------------------------------------- */
 
-enum why { WHY_NONE, WHY_DEADLINE, WHY_OUTPUT, WHY_CANCEL };
-
 struct run {
 	struct crilog	*log;
 	int64_t		 start_ns, exited_ns;
 	int		 exit_status;	/* from runsc wait; -1 unknown */
-	enum why	 why;
+	enum cx_kill	 why;
 	int		 oom;
-	int		 signal;	/* WHY_CANCEL: the one we got */
+	int		 signal;	/* CX_KILL_CANCEL: the one we got */
 	int64_t		 peak, cpu_ns;
 };
 
@@ -694,7 +693,7 @@ execute(const struct local_opts *o, const char *ws, const char *id,
 		    { open_w ? fds[4] : -1, POLLIN, 0 }, { sfd, POLLIN, 0 } };
 		int64_t now = now_ns(), wait_ms = 100;
 
-		if (r->why == WHY_NONE && open_w && (deadline - now) / 1000000 < wait_ms)
+		if (r->why == CX_KILL_NONE && open_w && (deadline - now) / 1000000 < wait_ms)
 			wait_ms = (deadline - now) / 1000000;
 		if (wait_ms < 0)
 			wait_ms = 0;
@@ -719,23 +718,23 @@ execute(const struct local_opts *o, const char *ws, const char *id,
 			struct signalfd_siginfo si;
 
 			if (read(sfd, &si, sizeof(si)) == sizeof(si) &&
-			    r->why == WHY_NONE && open_w) {
-				r->why = WHY_CANCEL;
+			    r->why == CX_KILL_NONE && open_w) {
+				r->why = CX_KILL_CANCEL;
 				r->signal = (int)si.ssi_signo;
 				r->exited_ns = now_ns();
 				kill_run(o, state, id, g);
 			}
 		}
 		now = now_ns();
-		if (r->why == WHY_NONE && open_w) {
+		if (r->why == CX_KILL_NONE && open_w) {
 			const struct crilog_stream *so = crilog_stdout(r->log);
 			const struct crilog_stream *se = crilog_stderr(r->log);
 
 			if ((long long)(so->total + se->total) > o->hard_cap)
-				r->why = WHY_OUTPUT;
+				r->why = CX_KILL_OUTPUT;
 			else if (now >= deadline)
-				r->why = WHY_DEADLINE;
-			if (r->why != WHY_NONE) {
+				r->why = CX_KILL_DEADLINE;
+			if (r->why != CX_KILL_NONE) {
 				r->exited_ns = now_ns();
 				kill_run(o, state, id, g);
 			}
@@ -758,63 +757,27 @@ execute(const struct local_opts *o, const char *ws, const char *id,
 
 /* The status the node agent would have written, with the controller's. */
 static json_t *
-result(json_t *cx, const struct podspec_result *pr, struct run *r)
+result(json_t *cx, const struct podspec_result *pr, struct run *r,
+    long long hard_cap)
 {
-	const struct crilog_stream *so = crilog_stdout(r->log);
-	const struct crilog_stream *se = crilog_stderr(r->log);
-	const char *phase, *reason, *otext, *etext;
-	char msg[160], t0[CLOCK_RFC3339_LEN], t1[CLOCK_RFC3339_LEN];
-	long long timeout = json_integer_value(json_object_get(json_object_get(cx,
-	    "spec"), "timeoutSeconds")) * 1000;
-	size_t olen, elen;
-	json_t *st;
-	int code;
+	struct cx_run_end e = { .why = r->why, .oom = r->oom,
+	    .exit_status = r->exit_status, .signal = r->signal,
+	    .timeout_ms = cx_timeout_ms(cx), .hard_cap = hard_cap,
+	    .start_ns = r->start_ns, .exited_ns = r->exited_ns,
+	    .node = "local", .scheduled = "run locally",
+	    .out = crilog_stdout(r->log), .err = crilog_stderr(r->log),
+	    .out_keep = SIZE_MAX, .err_keep = SIZE_MAX,
+	    .peak_memory = r->peak, .cpu_ns = r->cpu_ns };
+	json_t *st = cx_result_status(&e, NULL), *c;
+	size_t i;
 
-	otext = crilog_text(so, &olen);
-	etext = crilog_text(se, &elen);
-	code = r->why != WHY_NONE ? 137 : r->exit_status;
-	if (r->why == WHY_CANCEL) {
-		phase = "Cancelled", reason = "Cancelled";
-		snprintf(msg, sizeof(msg), "stopped by %s", strsignal(r->signal));
-	} else if (r->why == WHY_DEADLINE) {
-		phase = "TimedOut", reason = "DeadlineExceeded";
-		snprintf(msg, sizeof(msg), "killed at its %lld ms deadline", timeout);
-	} else if (r->why == WHY_OUTPUT) {
-		phase = "Failed", reason = "OutputLimitExceeded";
-		snprintf(msg, sizeof(msg), "killed after writing more than the hard cap");
-	} else if (r->oom) {
-		phase = "Failed", reason = "OOMKilled";
-		snprintf(msg, sizeof(msg), "out of memory");
-	} else if (code == 0) {
-		phase = "Succeeded", reason = "Completed";
-		snprintf(msg, sizeof(msg), "exit code 0");
-	} else {
-		phase = "Failed", reason = "Error";
-		snprintf(msg, sizeof(msg), "exit code %d", code);
-	}
-	clock_format_rfc3339(r->start_ns, 1, t0);
-	clock_format_rfc3339(r->exited_ns, 1, t1);
-	st = json_pack("{s:s, s:s, s:s, s:i, s:[{s:s, s:s, s:s, s:s, s:s, s:i},"
-	    " {s:s, s:s, s:s, s:s, s:s, s:i}, {s:s, s:s, s:s, s:s, s:s, s:i}],"
-	    " s:i, s:s%, s:s%, s:b, s:b, s:I, s:I, s:s, s:s, s:I, s:s, s:s}",
-	    "phase", phase, "reason", reason, "message", msg, "observedGeneration", 1,
-	    "conditions",
-	    "type", "Scheduled", "status", "True", "reason", "Scheduled",
-	    "message", "run locally", "lastTransitionTime", t0, "observedGeneration", 1,
-	    "type", "Started", "status", "True", "reason", "Started",
-	    "message", "the program started", "lastTransitionTime", t0, "observedGeneration", 1,
-	    "type", "Complete", "status", "True", "reason", reason,
-	    "message", msg, "lastTransitionTime", t1, "observedGeneration", 1,
-	    "exitCode", code, "stdout", otext, olen, "stderr", etext, elen,
-	    "stdoutTruncated", so->truncated, "stderrTruncated", se->truncated,
-	    "stdoutBytes", (json_int_t)so->total, "stderrBytes", (json_int_t)se->total,
-	    "startTime", t0, "completionTime", t1,
-	    "durationMillis", (json_int_t)((r->exited_ns - r->start_ns) / 1000000),
-	    "nodeName", "local", "codeSha256", pr->code_sha256);
-	if (st && r->peak >= 0)
-		json_object_set_new(st, "peakMemoryBytes", json_integer(r->peak));
-	if (st && r->cpu_ns >= 0)
-		json_object_set_new(st, "cpuTimeMillis", json_integer(r->cpu_ns / 1000000));
+	if (st == NULL)
+		return NULL;
+	/* The controller's part: the generation it saw, and the code's hash. */
+	json_object_set_new(st, "observedGeneration", json_integer(1));
+	json_array_foreach(json_object_get(st, "conditions"), i, c)
+		json_object_set_new(c, "observedGeneration", json_integer(1));
+	json_object_set_new(st, "codeSha256", json_string(pr->code_sha256));
 	return st;
 }
 
@@ -1007,7 +970,7 @@ local_run(const struct ctl_config *cfg, json_t *cx0, const struct local_opts *o,
 		r.oom = u.oom_kills > 0 || (!g.v2 && r.exit_status == 137 &&
 		    usage_read_count(g.mem, "memory.failcnt") > 0);
 	}
-	json_object_set_new(cx, "status", result(cx, &pr, &r));
+	json_object_set_new(cx, "status", result(cx, &pr, &r, opts.hard_cap));
 	*outp = json_incref(cx);
 	rc = 0;
 kill:

@@ -35,6 +35,7 @@
 #include "jsonsize.h"
 #include "log.h"
 #include "podspec.h"
+#include "result.h"
 #include "quantity.h"
 #include "usage.h"
 #include "xmalloc.h"
@@ -48,8 +49,6 @@
 #define KILL_RETRY_MS	1000		/* a kill with no exit after it: again */
 
 
-
-enum kill_why { KILL_NONE, KILL_DEADLINE, KILL_OUTPUT, KILL_ISOLATION };
 
 struct run {
 	struct run	*next;
@@ -73,7 +72,7 @@ struct run {
 	int64_t		 exited_ns;
 	long long	 exit_seen_ms;
 	int		 oom;
-	enum kill_why	 why;
+	enum cx_kill	 why;
 	char		*isolation;		/* why the sandbox is refused */
 	int		 kill_sent;
 	long long	 kill_at_ms;		/* sent then; again if no exit */
@@ -504,7 +503,7 @@ on_task_event(void *arg, const struct ctrd_event *ev)
 				 * ticker once it is, and never if it is not.
 				 */
 				r->isolation = xstrdup(bad);
-				r->why = KILL_ISOLATION;
+				r->why = CX_KILL_ISOLATION;
 				stop_now = r->verified;
 			}
 			if (r->verified)
@@ -672,110 +671,64 @@ static json_t *
 result_patch(struct agent *a, struct run *r, const char *expect,
     const char *refused, const char **reasonp)
 {
-	const struct crilog_stream *out = crilog_stdout(r->log);
-	const struct crilog_stream *err = crilog_stderr(r->log);
-	const char *phase, *reason;
-	char msg[600], t0[CLOCK_RFC3339_LEN], t1[CLOCK_RFC3339_LEN], sched[300];
-	int64_t start = r->start_ns ? r->start_ns : r->exited_ns;
-	long long dur = (r->exited_ns - start) / 1000000;
-	size_t olen, elen;
-	const char *otext = crilog_text(out, &olen);
-	const char *etext = crilog_text(err, &elen);
-	size_t okeep, ekeep;
-	json_t *p;
+	char sched[300];
+	struct cx_run_end e = { .why = r->why, .oom = r->oom,
+	    .exit_status = (int)(int32_t)r->status, .timeout_ms = r->timeout_ms,
+	    .hard_cap = a->o.hard_cap, .isolation = r->isolation,
+	    .refused = refused, .start_ns = r->start_ns,
+	    .exited_ns = r->exited_ns, .node = a->o.node_name,
+	    .scheduled = sched, .out = crilog_stdout(r->log),
+	    .err = crilog_stderr(r->log), .budget = r->budget,
+	    .peak_memory = r->usage.peak_memory, .cpu_ns = r->usage.cpu_ns };
+	struct cx_outcome oc;
+	size_t olen, elen, i;
+	const char *key;
+	json_t *p, *st, *v;
 
-	if (dur < 0)
-		dur = 0;
-	agent_fit_output(otext, olen, etext, elen, r->budget, &okeep, &ekeep);
-	if (refused)
-		okeep = ekeep = 0;
-	if (r->why == KILL_DEADLINE) {
-		phase = "TimedOut";
-		reason = "DeadlineExceeded";
-		snprintf(msg, sizeof(msg), "killed at its %lld ms deadline",
-		    r->timeout_ms);
-	} else if (r->why == KILL_ISOLATION) {
-		phase = "Failed";
-		reason = "IsolationFailed";
-		snprintf(msg, sizeof(msg), "stopped at its start: %.400s",
-		    r->isolation ? r->isolation : "the sandbox is not isolated");
-	} else if (r->why == KILL_OUTPUT) {
-		phase = "Failed";
-		reason = "OutputLimitExceeded";
-		snprintf(msg, sizeof(msg), "killed after writing more than "
-		    "%lld bytes", a->o.hard_cap);
-	} else if (r->oom) {
-		phase = "Failed";
-		reason = "OOMKilled";
-		snprintf(msg, sizeof(msg), "out of memory");
-	} else if (r->status == 0) {
-		phase = "Succeeded";
-		reason = "Completed";
-		snprintf(msg, sizeof(msg), "exit code 0");
-	} else {
-		phase = "Failed";
-		reason = "Error";
-		snprintf(msg, sizeof(msg), "exit code %u", r->status);
-	}
-	if (refused) {
-		phase = "Failed";
-		reason = "ResultTooLarge";
-		snprintf(msg, sizeof(msg), "the API server refused the result "
-		    "(%.200s); its %zu bytes of stdout and %zu of stderr are "
-		    "left out", refused, olen, elen);
-	} else if (okeep < olen || ekeep < elen) {
-		size_t m = strlen(msg);
+	const char *otext = crilog_text(e.out, &olen);
+	const char *etext = crilog_text(e.err, &elen);
 
-		snprintf(msg + m, sizeof(msg) - m, "; output cut to %zu bytes of "
-		    "stdout and %zu of stderr to fit the execution's %zu-byte "
-		    "storage budget", okeep, ekeep, r->budget);
-	}
-	*reasonp = reason;
-	clock_format_rfc3339(start, 1, t0);
-	clock_format_rfc3339(r->exited_ns, 1, t1);
+	agent_fit_output(otext, olen, etext, elen, r->budget, &e.out_keep,
+	    &e.err_keep);
 	snprintf(sched, sizeof(sched), "scheduled to node %s", a->o.node_name);
-	p = json_pack("[{s:s, s:s, s:s}, {s:s, s:s, s:s}, {s:s, s:s, s:s},"
-	    " {s:s, s:s, s:s}, {s:s, s:s, s:s}]",
+	if ((st = cx_result_status(&e, &oc)) == NULL)
+		return NULL;
+	*reasonp = oc.reason_name;
+	p = json_pack("[{s:s, s:s, s:s}, {s:s, s:s, s:s}]",
 	    "op", "test", "path", "/metadata/uid", "value", r->cx_uid,
-	    "op", "test", "path", "/status/phase", "value", expect,
-	    "op", "test", "path", "/status/conditions/0/type", "value", "Scheduled",
-	    "op", "test", "path", "/status/conditions/1/type", "value", "Started",
-	    "op", "test", "path", "/status/conditions/2/type", "value", "Complete");
-#define COND(i, type, reason_, msg_, when) \
-	json_array_append_new(p, json_pack("{s:s, s:s, s:{s:s, s:s, s:s, s:s, s:s}}", \
-	    "op", "replace", "path", "/status/conditions/" #i, "value", \
-	    "type", type, "status", "True", "reason", reason_, "message", msg_, \
-	    "lastTransitionTime", when)); \
-	json_array_append_new(p, json_pack("{s:s, s:s, s:s}", "op", "copy", \
-	    "from", "/status/observedGeneration", \
-	    "path", "/status/conditions/" #i "/observedGeneration"))
-	COND(0, "Scheduled", "Scheduled", sched, t0);
-	COND(1, "Started", "Started", "the program started", t0);
-	COND(2, "Complete", reason, msg, t1);
-#undef COND
-#define SET(key, val) json_array_append_new(p, json_pack("{s:s, s:s, s:o}", \
-	    "op", "add", "path", "/status/" key, "value", val))
-	SET("phase", json_string(phase));
-	SET("reason", json_string(reason));
-	SET("message", json_string(msg));
-	/* Killed by us: SIGKILL's status, whatever the runtime made of it. */
-	SET("exitCode", json_integer(r->why != KILL_NONE ? 137 :
-	    (json_int_t)(int32_t)r->status));
-	SET("stdout", json_stringn_nocheck(otext, okeep));
-	SET("stderr", json_stringn_nocheck(etext, ekeep));
-	SET("stdoutTruncated", json_boolean(out->truncated || okeep < olen));
-	SET("stderrTruncated", json_boolean(err->truncated || ekeep < elen));
-	SET("stdoutBytes", json_integer((json_int_t)out->total));
-	SET("stderrBytes", json_integer((json_int_t)err->total));
-	SET("startTime", json_string(t0));
-	SET("completionTime", json_string(t1));
-	SET("durationMillis", json_integer(dur));
-	SET("nodeName", json_string(a->o.node_name));
-	if (r->usage.peak_memory >= 0)
-		SET("peakMemoryBytes", json_integer(r->usage.peak_memory));
-	if (r->usage.cpu_ns >= 0)
-		SET("cpuTimeMillis", json_integer(r->usage.cpu_ns / 1000000));
-#undef SET
+	    "op", "test", "path", "/status/phase", "value", expect);
+	/*
+	 * The conditions are where the controller put them (cx.h's order):
+	 * each is tested, then replaced by index, keeping the generation
+	 * the controller observed.
+	 */
+	for (i = 0; i < CX_COND_COUNT; i++) {
+		char path[64];
+
+		snprintf(path, sizeof(path), "/status/conditions/%zu/type", i);
+		json_array_append_new(p, json_pack("{s:s, s:s, s:s}", "op", "test",
+		    "path", path, "value", cx_condition_name((enum cx_condition)i)));
+	}
+	json_array_foreach(json_object_get(st, "conditions"), i, v) {
+		char path[64], gen[96];
+
+		snprintf(path, sizeof(path), "/status/conditions/%zu", i);
+		snprintf(gen, sizeof(gen), "%s/observedGeneration", path);
+		json_array_append_new(p, json_pack("{s:s, s:s, s:O}", "op",
+		    "replace", "path", path, "value", v));
+		json_array_append_new(p, json_pack("{s:s, s:s, s:s}", "op", "copy",
+		    "from", "/status/observedGeneration", "path", gen));
+	}
+	json_object_foreach(st, key, v) {
+		char path[64];
+
+		if (strcmp(key, "conditions") == 0)
+			continue;
+		snprintf(path, sizeof(path), "/status/%s", key);
+		json_array_append_new(p, json_pack("{s:s, s:s, s:O}", "op", "add",
+		    "path", path, "value", v));
+	}
+	json_decref(st);
 	return p;
 }
 
@@ -1212,8 +1165,8 @@ act(struct agent *a, struct todo *td)
 			r->exited_ns = t;
 		pthread_mutex_unlock(&a->lock);
 		log_info("killed", "pod=%s/%s why=%s after_start_ms=%lld "
-		    "sandbox=%d", r->ns, r->pod, r->why == KILL_DEADLINE ?
-		    "deadline" : r->why == KILL_OUTPUT ? "output" : "isolation",
+		    "sandbox=%d", r->ns, r->pod, r->why == CX_KILL_DEADLINE ?
+		    "deadline" : r->why == CX_KILL_OUTPUT ? "output" : "isolation",
 		    (long long)(((t ? t : now_ns()) -
 		    r->start_ns) / 1000000), t != 0);
 		break;
@@ -1295,13 +1248,13 @@ tick(struct agent *a)
 			const struct crilog_stream *o = crilog_stdout(r->log);
 			const struct crilog_stream *e = crilog_stderr(r->log);
 
-			if (r->why != KILL_NONE)
+			if (r->why != CX_KILL_NONE)
 				;	/* refused at its start (isolation) */
 			else if ((long long)(o->total + e->total) > a->o.hard_cap)
-				r->why = KILL_OUTPUT;
+				r->why = CX_KILL_OUTPUT;
 			else if (r->deadline_ns && wall >= r->deadline_ns)
-				r->why = KILL_DEADLINE;
-			if (r->why != KILL_NONE && n < 64) {
+				r->why = CX_KILL_DEADLINE;
+			if (r->why != CX_KILL_NONE && n < 64) {
 				r->kill_sent = 1;
 				r->kill_at_ms = now;
 				todo[n++] = (struct todo){ ACT_KILL, xstrdup(r->uid) };

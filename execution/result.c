@@ -1,0 +1,137 @@
+/*
+ * result.c - see result.h.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "clock.h"
+#include "result.h"
+
+void
+cx_result_outcome(const struct cx_run_end *e, struct cx_outcome *o)
+{
+	size_t olen = 0, elen = 0;
+
+	o->exit_code = e->why != CX_KILL_NONE ? 137 : e->exit_status;
+	switch (e->why) {
+	case CX_KILL_CANCEL:
+		o->reason = CX_REASON_CANCELLED;
+		snprintf(o->message, sizeof(o->message), "stopped by %s",
+		    strsignal(e->signal));
+		break;
+	case CX_KILL_DEADLINE:
+		o->reason = CX_REASON_DEADLINE_EXCEEDED;
+		snprintf(o->message, sizeof(o->message), "killed at its %lld ms "
+		    "deadline", e->timeout_ms);
+		break;
+	case CX_KILL_ISOLATION:
+		o->reason = CX_REASON_ISOLATION_FAILED;
+		snprintf(o->message, sizeof(o->message), "stopped at its start: "
+		    "%.400s", e->isolation ? e->isolation :
+		    "the sandbox is not isolated");
+		break;
+	case CX_KILL_OUTPUT:
+		o->reason = CX_REASON_OUTPUT_LIMIT;
+		snprintf(o->message, sizeof(o->message), "killed after writing "
+		    "more than %lld bytes", e->hard_cap);
+		break;
+	case CX_KILL_NONE:
+	default:
+		if (e->oom) {
+			o->reason = CX_REASON_OOM_KILLED;
+			snprintf(o->message, sizeof(o->message), "out of memory");
+		} else if (e->exit_status == 0) {
+			o->reason = CX_REASON_COMPLETED;
+			snprintf(o->message, sizeof(o->message), "exit code 0");
+		} else {
+			o->reason = CX_REASON_ERROR;
+			snprintf(o->message, sizeof(o->message), "exit code %d",
+			    e->exit_status);
+		}
+		break;
+	}
+	if (e->out)
+		(void)crilog_text(e->out, &olen);
+	if (e->err)
+		(void)crilog_text(e->err, &elen);
+	if (e->refused) {
+		o->reason = CX_REASON_RESULT_TOO_LARGE;
+		snprintf(o->message, sizeof(o->message), "the API server refused "
+		    "the result (%.200s); its %zu bytes of stdout and %zu of "
+		    "stderr are left out", e->refused, olen, elen);
+	} else if (e->out_keep < olen || e->err_keep < elen) {
+		size_t m = strlen(o->message);
+
+		snprintf(o->message + m, sizeof(o->message) - m, "; output cut "
+		    "to %zu bytes of stdout and %zu of stderr to fit the "
+		    "execution's %zu-byte storage budget", e->out_keep,
+		    e->err_keep, e->budget);
+	}
+	o->reason_name = cx_reason_name(o->reason);
+	o->phase = cx_phase_name(cx_reason_phase(o->reason));
+}
+
+/* A stream's kept text, at most keep bytes of it (none when refused). */
+static json_t *
+kept(const struct crilog_stream *s, size_t keep, int refused, int *cut)
+{
+	size_t len = 0;
+	const char *text = s ? crilog_text(s, &len) : "";
+
+	if (refused || keep > len)
+		keep = refused ? 0 : len;
+	*cut = (s && s->truncated) || keep < len;
+	return json_stringn_nocheck(text, keep);
+}
+
+static json_t *
+condition(enum cx_condition c, const char *reason, const char *msg,
+    const char *when)
+{
+	return json_pack("{s:s, s:s, s:s, s:s, s:s}", "type",
+	    cx_condition_name(c), "status", "True", "reason", reason,
+	    "message", msg, "lastTransitionTime", when);
+}
+
+json_t *
+cx_result_status(const struct cx_run_end *e, struct cx_outcome *op)
+{
+	struct cx_outcome oc;
+	char t0[CLOCK_RFC3339_LEN], t1[CLOCK_RFC3339_LEN];
+	int64_t start = e->start_ns ? e->start_ns : e->exited_ns;
+	long long dur = (e->exited_ns - start) / 1000000;
+	int ocut, ecut;
+	json_t *st, *so, *se;
+
+	cx_result_outcome(e, &oc);
+	if (op)
+		*op = oc;
+	if (dur < 0)
+		dur = 0;
+	clock_format_rfc3339(start, 1, t0);
+	clock_format_rfc3339(e->exited_ns, 1, t1);
+	so = kept(e->out, e->out_keep, e->refused != NULL, &ocut);
+	se = kept(e->err, e->err_keep, e->refused != NULL, &ecut);
+	st = json_pack("{s:s, s:s, s:s, s:[o, o, o], s:i, s:o, s:o, s:b, s:b,"
+	    " s:I, s:I, s:s, s:s, s:I, s:s}",
+	    "phase", oc.phase, "reason", oc.reason_name, "message", oc.message,
+	    "conditions",
+	    condition(CX_COND_SCHEDULED, "Scheduled", e->scheduled ?
+		e->scheduled : "", t0),
+	    condition(CX_COND_STARTED, "Started", "the program started", t0),
+	    condition(CX_COND_COMPLETE, oc.reason_name, oc.message, t1),
+	    "exitCode", oc.exit_code, "stdout", so, "stderr", se,
+	    "stdoutTruncated", ocut, "stderrTruncated", ecut,
+	    "stdoutBytes", (json_int_t)(e->out ? e->out->total : 0),
+	    "stderrBytes", (json_int_t)(e->err ? e->err->total : 0),
+	    "startTime", t0, "completionTime", t1,
+	    "durationMillis", (json_int_t)dur,
+	    "nodeName", e->node ? e->node : "");
+	if (st && e->peak_memory >= 0)
+		json_object_set_new(st, "peakMemoryBytes",
+		    json_integer(e->peak_memory));
+	if (st && e->cpu_ns >= 0)
+		json_object_set_new(st, "cpuTimeMillis",
+		    json_integer(e->cpu_ns / 1000000));
+	return st;
+}

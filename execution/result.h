@@ -1,0 +1,80 @@
+/*
+ * result.h - how a run ended, turned into what the execution's status
+ * says: phase, reason, message, exit code, and the status object with the
+ * program's output. One function for every writer of a result: the node
+ * agent (which sends it as a JSON patch, execution/result.c's object
+ * field by field) and the CLI's local mode (which prints it as the
+ * cluster would have stored it). Pure: no I/O, so every branch is
+ * unit-tested (tests/unit/test_result.c).
+ */
+#ifndef AIRLOCK_RESULT_H
+#define AIRLOCK_RESULT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <jansson.h>
+
+#include "crilog.h"
+#include "cx.h"
+
+/* Why whoever watched the run killed it, if it did. */
+enum cx_kill {
+	CX_KILL_NONE,		/* it ended by itself */
+	CX_KILL_DEADLINE,	/* at its timeout */
+	CX_KILL_OUTPUT,		/* past the hard output cap */
+	CX_KILL_ISOLATION,	/* its sandbox was not isolated */
+	CX_KILL_CANCEL,		/* a signal to the CLI (local mode) */
+};
+
+struct cx_run_end {
+	enum cx_kill	 why;
+	int		 oom;		/* the runtime or the cgroup said OOM */
+	int		 exit_status;	/* the program's; -1 unknown */
+	int		 signal;	/* CX_KILL_CANCEL: the one received */
+	long long	 timeout_ms;	/* CX_KILL_DEADLINE: the deadline */
+	long long	 hard_cap;	/* CX_KILL_OUTPUT: the cap, bytes */
+	const char	*isolation;	/* CX_KILL_ISOLATION: why; may be NULL */
+	/*
+	 * Set when the API server refused the result as too large (its
+	 * words): the output is then left out and the execution fails
+	 * ResultTooLarge, so that it still ends.
+	 */
+	const char	*refused;
+
+	int64_t		 start_ns;	/* 0: unknown, taken as exited_ns */
+	int64_t		 exited_ns;
+	const char	*node;		/* status.nodeName */
+	const char	*scheduled;	/* the Scheduled condition's message */
+
+	/* The output, and how much of each stream the status keeps. */
+	const struct crilog_stream *out, *err;
+	size_t		 out_keep, err_keep;
+	size_t		 budget;	/* the storage budget that cut them */
+
+	int64_t		 peak_memory;	/* bytes; -1 unknown */
+	int64_t		 cpu_ns;	/* -1 unknown */
+};
+
+struct cx_outcome {
+	enum cx_reason	 reason;
+	const char	*phase;		/* static strings */
+	const char	*reason_name;
+	int		 exit_code;	/* status.exitCode: 137 when killed */
+	char		 message[640];
+};
+
+/* Phase, reason, message and exit code of a run that ended as e says. */
+void cx_result_outcome(const struct cx_run_end *e, struct cx_outcome *o);
+
+/*
+ * The status a run that ended as e says gets: phase, reason, message, the
+ * three conditions (Scheduled, Started, Complete: cx.h's order, each True,
+ * without observedGeneration, which each writer sets its own way), the
+ * exit code, the kept output, its true byte counts and whether it was
+ * cut, the times, the node and the usage the node reported. A new
+ * reference; *o (may be NULL) gets the outcome.
+ */
+json_t *cx_result_status(const struct cx_run_end *e, struct cx_outcome *o);
+
+#endif
