@@ -1,0 +1,145 @@
+/*
+ * agent_priv.h - what the node agent's files share, not for its users
+ * (agent.h is). One lock guards the table of runs; see agent.c for the
+ * threads and what each does, and node-agent/docs/agent.md for why.
+ *
+ *   agent.c    the run table, the pod cache that feeds it, life cycle
+ *   events.c   containerd's task events: start, exit, OOM
+ *   tick.c     the ticker: tail logs, decide (agent_decide), kill, and
+ *              hand records and deletes to the workers
+ *   record.c   a run's result into its execution's status
+ *   sweep.c    orphan pods and stale pod logs
+ */
+#ifndef AIRLOCK_AGENT_PRIV_H
+#define AIRLOCK_AGENT_PRIV_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+
+#include "agent.h"
+#include "ctrd.h"
+#include "informer.h"
+#include "result.h"
+#include "usage.h"
+#include "workqueue.h"
+
+#define CONTAINER	"run"		/* podspec's container name */
+#define AGENT_WORKERS	4		/* API calls in parallel */
+#define MAX_RECORD	(64 * 1024)	/* a CRI log record; containerd cuts at 16 KiB */
+#define READ_CHUNK	(256 * 1024)
+#define VERIFY_MS	5000		/* a started container no pod claims: not ours */
+#define LOG_STALE_S	600		/* a pod log dir untouched that long, no pod */
+#define KILL_RETRY_MS	1000		/* a kill with no exit after it: again */
+
+/* One execution pod on this node, keyed by the pod's uid. */
+struct run {
+	struct run	*next;
+	char		*uid, *ns, *pod;	/* the pod */
+	char		*cx;			/* its execution, once verified */
+	char		*cx_uid;		/* and that execution's uid */
+	size_t		 budget;		/* encoded bytes of output in status */
+	char		*cid;			/* the container, once known */
+	int		 verified;		/* our pod, seen in the cache */
+	long long	 seen_ms;		/* made, for VERIFY_MS */
+	long long	 timeout_ms;
+	size_t		 max_out;
+	int64_t		 start_ns, deadline_ns;	/* deadline: agent_arm_deadline */
+
+	struct crilog	*log;
+	struct agent_logf lf;			/* its CRI log, followed */
+	long long	 last_read_ms;		/* last time the log grew */
+
+	int		 exited;
+	uint32_t	 status;
+	int64_t		 exited_ns;
+	long long	 exit_seen_ms;
+	int		 oom;
+	enum cx_kill	 why;
+	char		*isolation;		/* why the sandbox is refused */
+	int		 kill_sent;
+	long long	 kill_at_ms;		/* sent then; again if no exit */
+	int64_t		 sandbox_killed_ns;	/* SIGKILL landed on runsc-sandbox */
+	uint32_t	 pid;			/* the task's, from TaskStart */
+	int		 usage_done;
+	struct usage	 usage;			/* -1: the node did not say */
+
+	int		 recorded;		/* result written, or someone's */
+	int		 busy;			/* a call is in flight for it */
+	long long	 retry_ms;
+	int		 attempts;
+};
+
+struct agent {
+	struct k8s_client	*client;
+	struct agent_opts	 o;
+	struct ctrd		*ctrd;
+	struct informer		*pods;
+	char			*field_selector;
+
+	pthread_mutex_t		 lock;
+	struct run		*runs;
+	atomic_int		 stop;
+	atomic_int		 ctrd_ok;
+	int			 started;
+	pthread_t		 ev_th, tick_th;
+	pthread_t		 workers[AGENT_WORKERS];
+	long long		 next_sweep_ms;
+	int			 sweeping;
+	/*
+	 * What the workers do, as keys: "record/UID", "delete/UID" (a
+	 * run's pod uid) and "sweep".
+	 */
+	struct workqueue	*q;
+
+	struct metric		*m_results, *m_record, *m_active, *m_swept;
+};
+
+/* agent.c: the table (lock held for each). */
+int64_t agent_now_ns(void);
+struct run *agent_find_run(struct agent *a, const char *uid);
+struct run *agent_new_run(struct agent *a, const char *uid, const char *ns,
+    const char *pod);
+void agent_free_run(struct run *r);
+void agent_learn_pod(struct run *r, json_t *pod);
+/*
+ * The one place a run's deadline is set: its start plus its timeout, once
+ * both are known (the start from TaskStart or the kubelet, the timeout
+ * from the verified pod); 0 until then.
+ */
+void agent_arm_deadline(struct run *r);
+
+/* events.c */
+void *agent_events_main(void *arg);
+
+/* tick.c */
+void *agent_tick_main(void *arg);
+void *agent_worker_main(void *arg);
+
+/* record.c */
+int agent_probe(struct agent *a, const char *ns, const char *cx,
+    const char *path, const char *value, json_t **cur, struct k8s_error *err);
+int agent_record(struct agent *a, struct run *r);
+int agent_delete_pod(struct agent *a, const char *ns, const char *name,
+    const char *uid);
+
+/* sweep.c */
+void agent_sweep_orphans(struct agent *a);
+void agent_sweep_logs(struct agent *a);
+
+/*
+ * What the ticker does about a run now, decided from the run and the
+ * clocks alone (lock held; unit-tested). AGENT_KILL with *why: the
+ * program must stop now (an isolation refusal made at its start, more
+ * than hard_cap bytes of output, or its deadline passed), and no kill is
+ * in flight, or the last one is KILL_RETRY_MS old with no exit. Its exit
+ * seen, AGENT_RECORD once its log has been quiet for two polls (the last
+ * lines containerd copies after the exit are in) and any retry delay has
+ * passed. Recorded, AGENT_DELETE. Else AGENT_WAIT. A run that exited is
+ * never killed, whatever its deadline: the exit wins the race.
+ */
+enum agent_step { AGENT_WAIT, AGENT_KILL, AGENT_RECORD, AGENT_DELETE };
+enum agent_step agent_decide(const struct run *r, long long hard_cap,
+    long poll_ms, long long now_ms, int64_t wall_ns, enum cx_kill *why);
+
+#endif

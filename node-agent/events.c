@@ -1,0 +1,203 @@
+/*
+ * events.c - containerd's task events (agent_priv.h): a run's start, its
+ * exit and OOM, and the isolation check made at its start.
+ */
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/pidfd.h>
+#include <unistd.h>
+
+#include "agent_priv.h"
+#include "clock.h"
+#include "log.h"
+#include "xmalloc.h"
+
+const char *
+agent_sandbox_check(const char *cmdline, size_t len)
+{
+	const char *p = cmdline, *end = cmdline + len;
+	size_t alen;
+	int none = -1;
+
+	if (len == 0 || strnlen(cmdline, len) == len)
+		return "its process cannot be read (is the agent in the host's "
+		    "PID namespace?)";
+	if (strcmp(p, "runsc-sandbox") != 0)
+		return "it is not a gVisor sandbox";
+	/*
+	 * runsc's flags come before the command; the last --network wins.
+	 * The last argument may lack its NUL (a process can rewrite its
+	 * arguments): every comparison is bounded by alen.
+	 */
+	for (p += strlen(p) + 1; p < end; p += alen + 1) {
+		alen = strnlen(p, (size_t)(end - p));
+		if (alen == 4 && memcmp(p, "boot", 4) == 0)
+			break;
+		if (alen >= 10 && memcmp(p, "--network=", 10) == 0)
+			none = alen == 14 && memcmp(p + 10, "none", 4) == 0;
+		else if (alen >= 9 && memcmp(p, "-network=", 9) == 0)
+			none = alen == 13 && memcmp(p + 9, "none", 4) == 0;
+	}
+	if (none != 1)
+		return "its gVisor sandbox has a network (runsc --network is not none)";
+	return NULL;
+}
+
+/* NULL if pid is gVisor with no network, else why not (static). */
+static const char *
+sandbox_refused(uint32_t pid)
+{
+	static char buf[64 * 1024];	/* the events thread's own */
+	char path[64];
+	ssize_t n = 0, r;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/%u/cmdline", pid);
+	if (pid > 1 && (fd = open(path, O_RDONLY | O_CLOEXEC)) >= 0) {
+		while (n < (ssize_t)sizeof(buf) && (r = read(fd, buf + n,
+		    sizeof(buf) - (size_t)n)) > 0)
+			n += r;
+		close(fd);
+	}
+	return agent_sandbox_check(buf, n > 0 ? (size_t)n : 0);
+}
+
+/* SIGKILL to pid through a pidfd, if it is still a gVisor sandbox. */
+static void
+kill_pid(uint32_t pid)
+{
+	int pfd;
+
+	if (pid > 1 && (pfd = pidfd_open((pid_t)pid, 0)) >= 0) {
+		(void)pidfd_send_signal(pfd, SIGKILL, NULL, 0);
+		close(pfd);
+	}
+}
+
+int
+agent_exit_is_init(const struct ctrd_event *ev)
+{
+	/* No id at all: containerd before 1.0 only; take it as the init's. */
+	return ev->exec_id == NULL || ev->exec_id[0] == '\0' ||
+	    strcmp(ev->exec_id, ev->container_id) == 0;
+}
+
+static int
+on_task_event(void *arg, const struct ctrd_event *ev)
+{
+	struct agent *a = arg;
+	struct k8s_error err;
+	json_t *labels = NULL;
+	struct run *r;
+
+	if (ev->container_id == NULL)
+		return 0;
+	if (ev->kind == CTRD_EV_TASK_START) {
+		const char *uid, *ns, *pod, *name, *bad;
+		int stop_now = 0;
+
+		if (ctrd_container_labels(a->ctrd, ev->container_id, &labels,
+		    &err) != 0) {
+			log_warn("cannot read container labels", "container=%s "
+			    "error=\"%s\"", ev->container_id, err.message);
+			return 0;
+		}
+		uid = json_string_value(json_object_get(labels, "io.kubernetes.pod.uid"));
+		ns = json_string_value(json_object_get(labels, "io.kubernetes.pod.namespace"));
+		pod = json_string_value(json_object_get(labels, "io.kubernetes.pod.name"));
+		name = json_string_value(json_object_get(labels, "io.kubernetes.container.name"));
+		if (uid && ns && pod && name && strcmp(name, CONTAINER) == 0 &&
+		    strncmp(pod, "airlock-", 8) == 0) {
+			pthread_mutex_lock(&a->lock);
+			if ((r = agent_find_run(a, uid)) == NULL)
+				r = agent_new_run(a, uid, ns, pod);
+			if (r->cid == NULL)
+				r->cid = xstrdup(ev->container_id);
+			r->start_ns = ev->ts_ns;
+			r->pid = ev->pid;
+			if (r->isolation == NULL && (bad = sandbox_refused(ev->pid))) {
+				/*
+				 * Stopped now if the pod is known to be an
+				 * execution's (every ms runs code); else by the
+				 * ticker once it is, and never if it is not.
+				 */
+				r->isolation = xstrdup(bad);
+				r->why = CX_KILL_ISOLATION;
+				stop_now = r->verified;
+			}
+			agent_arm_deadline(r);
+			pthread_mutex_unlock(&a->lock);
+			if (stop_now) {
+				log_warn("sandbox refused", "pod=%s/%s problem=\"%s\"",
+				    ns, pod, bad);
+				kill_pid(ev->pid);
+			}
+		}
+		json_decref(labels);
+		return 0;
+	}
+	pthread_mutex_lock(&a->lock);
+	for (r = a->runs; r; r = r->next) {
+		if (r->cid == NULL || strcmp(r->cid, ev->container_id) != 0)
+			continue;
+		if (ev->kind == CTRD_EV_TASK_OOM) {
+			r->oom = 1;
+		} else if (ev->kind == CTRD_EV_TASK_EXIT && !r->exited &&
+		    agent_exit_is_init(ev)) {
+			r->exited = 1;
+			r->status = ev->exit_status;
+			r->exited_ns = ev->exited_ns ? ev->exited_ns : ev->ts_ns;
+			r->exit_seen_ms = clock_mono_ms();
+			/*
+			 * Killed with its sandbox: the program stopped when
+			 * the signal landed, not when the shim noticed.
+			 */
+			if (r->sandbox_killed_ns &&
+			    r->sandbox_killed_ns < r->exited_ns)
+				r->exited_ns = r->sandbox_killed_ns;
+		}
+	}
+	pthread_mutex_unlock(&a->lock);
+	return 0;
+}
+
+void *
+agent_events_main(void *arg)
+{
+	static const char *const filters[] = {
+		"namespace==k8s.io,topic==\"/tasks/start\"",
+		"namespace==k8s.io,topic==\"/tasks/exit\"",
+		"namespace==k8s.io,topic==\"/tasks/oom\"",
+		NULL,
+	};
+	struct agent *a = arg;
+	struct k8s_error err;
+	long backoff = 100;
+	char *v;
+
+	while (!atomic_load(&a->stop)) {
+		if (ctrd_version(a->ctrd, &v, &err) != 0) {
+			atomic_store(&a->ctrd_ok, 0);
+			log_warn("containerd does not answer", "error=\"%s\"",
+			    err.message);
+		} else {
+			if (!atomic_load(&a->ctrd_ok))
+				log_info("containerd answers", "version=%s", v);
+			free(v);
+			atomic_store(&a->ctrd_ok, 1);
+			backoff = 100;
+			if (ctrd_subscribe(a->ctrd, filters, on_task_event, a,
+			    &a->stop, &err) == K8S_ECANCELED)
+				break;
+			log_warn("containerd event stream ended", "error=\"%s\"",
+			    err.message);
+		}
+		for (long t = 0; t < backoff && !atomic_load(&a->stop); t += 50)
+			usleep(50000);
+		if (backoff < 5000)
+			backoff *= 2;
+	}
+	return NULL;
+}

@@ -1,0 +1,265 @@
+/*
+ * record.c - a run's result into its execution's status (agent_priv.h):
+ * one JSON patch, tested so that it lands at most once and only on the
+ * execution the pod was made for; a result too large to store still ends
+ * the execution (ResultTooLarge).
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "agent_priv.h"
+#include "jsonsize.h"
+#include "log.h"
+#include "xmalloc.h"
+
+void
+agent_fit_output(const char *out, size_t olen, const char *err, size_t elen,
+    size_t budget, size_t *okeep, size_t *ekeep)
+{
+	size_t eo = jsonsize_string(out, olen), ee = jsonsize_string(err, elen);
+	size_t half = budget / 2;
+
+	*okeep = olen;
+	*ekeep = elen;
+	if (eo + ee <= budget)
+		return;
+	if (eo <= half)
+		*ekeep = jsonsize_prefix(err, elen, budget - eo);
+	else if (ee <= half)
+		*okeep = jsonsize_prefix(out, olen, budget - ee);
+	else {
+		*okeep = jsonsize_prefix(out, olen, half);
+		*ekeep = jsonsize_prefix(err, elen, budget - half);
+	}
+}
+
+/*
+ * The JSON patch that records a run's result, if the execution is still
+ * the one the pod was made for (its uid), the phase is still expect and
+ * the conditions sit where the controller put them. The output is cut to
+ * the run's budget as the API server will store it; with refused set (the
+ * server refused the result as too large anyway: refused holds why) the
+ * output is left out and the execution fails ResultTooLarge, so that it
+ * still ends.
+ */
+static json_t *
+result_patch(struct agent *a, struct run *r, const char *expect,
+    const char *refused, const char **reasonp)
+{
+	char sched[300];
+	struct cx_run_end e = { .why = r->why, .oom = r->oom,
+	    .exit_status = (int)(int32_t)r->status, .timeout_ms = r->timeout_ms,
+	    .hard_cap = a->o.hard_cap, .isolation = r->isolation,
+	    .refused = refused, .start_ns = r->start_ns,
+	    .exited_ns = r->exited_ns, .node = a->o.node_name,
+	    .scheduled = sched, .out = crilog_stdout(r->log),
+	    .err = crilog_stderr(r->log), .budget = r->budget,
+	    .peak_memory = r->usage.peak_memory, .cpu_ns = r->usage.cpu_ns };
+	struct cx_outcome oc;
+	size_t olen, elen, i;
+	const char *key;
+	json_t *p, *st, *v;
+
+	const char *otext = crilog_text(e.out, &olen);
+	const char *etext = crilog_text(e.err, &elen);
+
+	agent_fit_output(otext, olen, etext, elen, r->budget, &e.out_keep,
+	    &e.err_keep);
+	snprintf(sched, sizeof(sched), "scheduled to node %s", a->o.node_name);
+	if ((st = cx_result_status(&e, &oc)) == NULL)
+		return NULL;
+	*reasonp = oc.reason_name;
+	p = json_pack("[{s:s, s:s, s:s}, {s:s, s:s, s:s}]",
+	    "op", "test", "path", "/metadata/uid", "value", r->cx_uid,
+	    "op", "test", "path", "/status/phase", "value", expect);
+	/*
+	 * The conditions are where the controller put them (cx.h's order):
+	 * each is tested, then replaced by index, keeping the generation
+	 * the controller observed.
+	 */
+	for (i = 0; i < CX_COND_COUNT; i++) {
+		char path[64];
+
+		snprintf(path, sizeof(path), "/status/conditions/%zu/type", i);
+		json_array_append_new(p, json_pack("{s:s, s:s, s:s}", "op", "test",
+		    "path", path, "value", cx_condition_name((enum cx_condition)i)));
+	}
+	json_array_foreach(json_object_get(st, "conditions"), i, v) {
+		char path[64], gen[96];
+
+		snprintf(path, sizeof(path), "/status/conditions/%zu", i);
+		snprintf(gen, sizeof(gen), "%s/observedGeneration", path);
+		json_array_append_new(p, json_pack("{s:s, s:s, s:O}", "op",
+		    "replace", "path", path, "value", v));
+		json_array_append_new(p, json_pack("{s:s, s:s, s:s}", "op", "copy",
+		    "from", "/status/observedGeneration", "path", gen));
+	}
+	json_object_foreach(st, key, v) {
+		char path[64];
+
+		if (strcmp(key, "conditions") == 0)
+			continue;
+		snprintf(path, sizeof(path), "/status/%s", key);
+		json_array_append_new(p, json_pack("{s:s, s:s, s:O}", "op", "add",
+		    "path", path, "value", v));
+	}
+	json_decref(st);
+	return p;
+}
+
+/*
+ * A status patch that only tests path == value: it changes nothing, so it
+ * reads an execution (into *cur, when not NULL) with no permission but
+ * the status patch the agent has anyway. 0, or the k8s_patch error.
+ */
+int
+agent_probe(struct agent *a, const char *ns, const char *cx, const char *path,
+    const char *value, json_t **cur, struct k8s_error *err)
+{
+	struct k8s_patch_opts po = { .type = K8S_PATCH_JSON,
+	    .subresource = "status" };
+	json_t *p = json_pack("[{s:s, s:s, s:s}]", "op", "test", "path", path,
+	    "value", value);
+	int rc = k8s_patch(a->client, &cx_resource, ns, cx, &po, p, cur, err);
+
+	json_decref(p);
+	return rc;
+}
+
+/*
+ * The execution's phase as the server has it ("" if none), or NULL. *gone
+ * when it is gone, or another object now has its name (the uid test).
+ */
+static char *
+read_phase(struct agent *a, struct run *r, int *gone)
+{
+	struct k8s_error err;
+	json_t *cur = NULL;
+	const char *ph;
+	char *out;
+	int rc = agent_probe(a, r->ns, r->cx, "/metadata/uid", r->cx_uid, &cur, &err);
+
+	*gone = rc == K8S_ENOTFOUND || (rc == K8S_EHTTP &&
+	    err.http_status == 422);
+	if (rc != 0)
+		return NULL;
+	ph = json_string_value(json_object_get(json_object_get(cur, "status"),
+	    "phase"));
+	out = xstrdup(ph ? ph : "");
+	json_decref(cur);
+	return out;
+}
+
+/*
+ * The API server will never store this as sent: the body is over its
+ * limit (413), or etcd's ("request is too large", a 500).
+ */
+static int
+too_large(const struct k8s_error *err)
+{
+	return err->http_status == 413 || strcasestr(err->message,
+	    "too large") != NULL;
+}
+
+/*
+ * Record r's result (r is busy: the ticker leaves it alone). 1 when the
+ * execution has its final result, whoever wrote it; 0 to try again later.
+ * A result refused as too large is not retried as it is: it is recorded
+ * once more without its output (ResultTooLarge), so the execution ends.
+ */
+int
+agent_record(struct agent *a, struct run *r)
+{
+	static const char *const expect[] = { "Running", "Pending" };
+	struct k8s_patch_opts po = { .type = K8S_PATCH_JSON,
+	    .subresource = "status" };
+	struct k8s_error err;
+	const char *reason = NULL;
+	json_t *patch[2];
+	char *ph, refused[256];
+	int gone, done = -1, rc = K8S_EHTTP, big = 0;
+
+	refused[0] = '\0';
+	for (int attempt = 0; attempt < 2 && done < 0; attempt++) {
+		if (attempt == 1 && !big)
+			break;
+		big = 0;
+		/*
+		 * Built under the lock: a late TaskOOM event may still write
+		 * the run. The calls are made without it.
+		 */
+		pthread_mutex_lock(&a->lock);
+		for (int i = 0; i < 2; i++)
+			patch[i] = result_patch(a, r, expect[i], attempt ?
+			    refused : NULL, &reason);
+		pthread_mutex_unlock(&a->lock);
+		for (int i = 0; i < 2 && done < 0 && !big; i++) {
+			rc = k8s_patch(a->client, &cx_resource, r->ns, r->cx, &po,
+			    patch[i], NULL, &err);
+			if (rc == 0) {
+				/* From containerd's exited_at to the result stored. */
+				long long ms = (long long)((agent_now_ns() -
+				    r->exited_ns) / 1000000);
+
+				metric_inc(a->m_results, reason);
+				metric_observe(a->m_record, (double)ms / 1000.0);
+				log_info("execution finished", "execution=%s/%s "
+				    "reason=%s exit=%u duration_ms=%lld "
+				    "recorded_after_exit_ms=%lld", r->ns, r->cx,
+				    reason, r->status, (long long)((r->exited_ns -
+				    r->start_ns) / 1000000), ms);
+				done = 1;
+			} else if (rc == K8S_ENOTFOUND) {
+				done = 1;	/* the execution is gone */
+			} else if (rc == K8S_EHTTP && too_large(&err)) {
+				log_warn("result refused as too large",
+				    "execution=%s/%s error=\"%s\"", r->ns, r->cx,
+				    err.message);
+				snprintf(refused, sizeof(refused), "%.200s", err.message);
+				if (attempt == 1)
+					done = 1;	/* nothing smaller to send */
+				big = 1;
+			} else if (rc == K8S_EIO || rc == K8S_ETIMEDOUT ||
+			    err.http_status >= 500 || err.http_status == 429) {
+				done = 0;
+			}
+		}
+		json_decref(patch[0]);
+		json_decref(patch[1]);
+	}
+	if (done >= 0)
+		return done;
+	/* The tests failed: see what the execution is now. */
+	ph = read_phase(a, r, &gone);
+	if (gone)
+		return 1;
+	if (ph && cx_phase_terminal(ph)) {
+		log_info("execution already ended", "execution=%s/%s phase=%s",
+		    r->ns, r->cx, ph);
+		free(ph);
+		return 1;
+	}
+	log_warn("cannot record result yet", "execution=%s/%s phase=%s "
+	    "error=\"%s\"", r->ns, r->cx, ph ? ph : "?", err.message);
+	free(ph);
+	return 0;
+}
+
+/* Delete pod ns/name if its uid is still uid: 1 done (or gone), 0 not. */
+int
+agent_delete_pod(struct agent *a, const char *ns, const char *name, const char *uid)
+{
+	struct k8s_delete_opts del = { .grace_period_set = 1,
+	    .grace_period_seconds = 0, .precondition_uid = uid };
+	struct k8s_error err;
+	int rc = k8s_delete(a->client, &k8s_res_pods, ns, name, &del, NULL,
+	    &err);
+
+	if (rc != 0 && rc != K8S_ENOTFOUND && rc != K8S_ECONFLICT) {
+		log_warn("cannot delete pod", "pod=%s/%s error=\"%s\"", ns,
+		    name, err.message);
+		return 0;
+	}
+	return 1;
+}

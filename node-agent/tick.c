@@ -1,0 +1,384 @@
+/*
+ * tick.c - the ticker (agent_priv.h): every poll_ms it reads what each
+ * run's log gained, decides what each run needs (agent_decide), kills on
+ * the spot and hands records, deletes and sweeps to the workers.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/pidfd.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "agent_priv.h"
+#include "clock.h"
+#include "log.h"
+#include "xmalloc.h"
+
+static size_t
+drain(int fd, struct crilog *log)
+{
+	static char chunk[READ_CHUNK];	/* the ticker's own */
+	size_t total = 0;
+	ssize_t n;
+
+	while ((n = read(fd, chunk, sizeof(chunk))) > 0) {
+		crilog_feed(log, chunk, (size_t)n);
+		total += (size_t)n;
+	}
+	return total;
+}
+
+static int
+open_log(struct agent_logf *lf, const char *path)
+{
+	struct stat st;
+
+	if ((lf->fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)) < 0)
+		return -1;
+	if (fstat(lf->fd, &st) != 0) {
+		close(lf->fd);
+		return lf->fd = -1;
+	}
+	lf->dev = st.st_dev;
+	lf->ino = st.st_ino;
+	return 0;
+}
+
+size_t
+agent_follow_log(struct agent_logf *lf, const char *path, struct crilog *log)
+{
+	struct stat st;
+	size_t n;
+
+	if (lf->fd < 0 && open_log(lf, path) != 0)
+		return 0;
+	n = drain(lf->fd, log);
+	/*
+	 * Rotated: the kubelet renamed the file and containerd writes a new
+	 * one under the name. The old one is complete once the new one is
+	 * there; what is left of it is read before the new one.
+	 */
+	if (stat(path, &st) == 0 && (st.st_ino != lf->ino ||
+	    st.st_dev != lf->dev)) {
+		n += drain(lf->fd, log);
+		close(lf->fd);
+		lf->fd = -1;
+		if (open_log(lf, path) == 0)
+			n += drain(lf->fd, log);
+	}
+	return n;
+}
+
+/* Read what the run's log gained (lock held: reads a local file only). */
+static void
+tail(struct agent *a, struct run *r)
+{
+	char *path = xasprintf("%s/%s_%s_%s/%s/0.log", a->o.pod_logs_dir,
+	    r->ns, r->pod, r->uid, CONTAINER);
+
+	if (agent_follow_log(&r->lf, path, r->log) > 0)
+		r->last_read_ms = clock_mono_ms();
+	free(path);
+}
+
+/*
+ * 1 if pid is a gVisor sandbox: runsc re-executes itself with argv[0]
+ * "runsc-sandbox" for the sentry, which runs every process of the pod.
+ */
+static int
+is_sandbox(uint32_t pid)
+{
+	char path[64], arg0[32];
+	ssize_t n;
+	int fd;
+
+	if (pid <= 1)
+		return 0;
+	snprintf(path, sizeof(path), "/proc/%u/cmdline", pid);
+	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
+		return 0;
+	n = read(fd, arg0, sizeof(arg0) - 1);
+	close(fd);
+	if (n <= 0)
+		return 0;
+	arg0[n] = '\0';
+	return strcmp(arg0, "runsc-sandbox") == 0;
+}
+
+/*
+ * Stop a run's program now. Under gVisor the task's pid is the sandbox's
+ * host process: SIGKILL to it stops every guest process at once, where
+ * containerd's Tasks/Kill goes through the shim running `runsc kill`
+ * (measured 76-156 ms on the test node). Needs the host's pid namespace,
+ * as the node agent's DaemonSet has. Elsewhere (runc), Tasks/Kill.
+ * Returns the time the signal was sent when it went to the sandbox, or 0.
+ */
+static int64_t
+kill_run(struct agent *a, const char *cid, uint32_t pid, struct k8s_error *err)
+{
+	int64_t t = agent_now_ns();
+	int pfd;
+
+	/*
+	 * Through a pidfd taken before the check: a pid reused between the
+	 * look at its command line and the signal cannot be hit.
+	 */
+	if (pid > 1 && (pfd = pidfd_open((pid_t)pid, 0)) >= 0) {
+		int ok = is_sandbox(pid) && pidfd_send_signal(pfd, SIGKILL,
+		    NULL, 0) == 0;
+
+		close(pfd);
+		if (ok)
+			return t;
+	}
+	if (ctrd_kill(a->ctrd, cid, SIGKILL, 1, err) != 0 &&
+	    err->code != K8S_ENOTFOUND)
+		log_warn("cannot kill", "container=%s error=\"%s\"", cid,
+		    err->message);
+	return 0;
+}
+
+/* A kill, on the ticker itself: every ms of a run past its end counts. */
+static void
+kill_now(struct agent *a, const char *uid)
+{
+	struct k8s_error err;
+	struct run *r;
+	char *cid = NULL;
+	uint32_t pid = 0;
+	int64_t t;
+
+	pthread_mutex_lock(&a->lock);
+	if ((r = agent_find_run(a, uid)) != NULL) {
+		cid = r->cid ? xstrdup(r->cid) : NULL;
+		pid = r->pid;
+	}
+	pthread_mutex_unlock(&a->lock);
+	if (r == NULL || cid == NULL) {
+		free(cid);
+		return;
+	}
+	/* The run stays: only the ticker frees runs, and only by DELETE. */
+	t = kill_run(a, cid, pid, &err);
+	pthread_mutex_lock(&a->lock);
+	r->sandbox_killed_ns = t;
+	if (t && r->exited && t < r->exited_ns)
+		r->exited_ns = t;
+	log_info("killed", "pod=%s/%s why=%s after_start_ms=%lld sandbox=%d",
+	    r->ns, r->pod, r->why == CX_KILL_DEADLINE ? "deadline" :
+	    r->why == CX_KILL_OUTPUT ? "output" : "isolation",
+	    (long long)(((t ? t : agent_now_ns()) - r->start_ns) / 1000000),
+	    t != 0);
+	pthread_mutex_unlock(&a->lock);
+	free(cid);
+}
+
+/*
+ * Carry out one key of the workers' queue (agent_priv.h): a record or a
+ * delete (API calls, ~50 ms each) in parallel with the others, so a burst
+ * of exits is recorded at once, not one after another; or the sweep.
+ */
+static void
+act(struct agent *a, const char *key)
+{
+	struct run *r, **pp;
+	int ok;
+
+	if (strcmp(key, "sweep") == 0) {
+		agent_sweep_orphans(a);
+		if (!a->o.keep_stale_logs)
+			agent_sweep_logs(a);
+		pthread_mutex_lock(&a->lock);
+		a->sweeping = 0;
+		pthread_mutex_unlock(&a->lock);
+		return;
+	}
+	pthread_mutex_lock(&a->lock);
+	r = agent_find_run(a, strchr(key, '/') + 1);
+	pthread_mutex_unlock(&a->lock);
+	if (r == NULL)
+		return;
+	/* r is busy: nobody else frees it. */
+	if (strncmp(key, "record/", 7) == 0) {
+		ok = agent_record(a, r);
+		pthread_mutex_lock(&a->lock);
+		r->busy = 0;
+		if (ok)
+			r->recorded = 1;
+		else
+			r->retry_ms = clock_mono_ms() +
+			    (r->attempts < 6 ? 100L << r->attempts++ : 5000);
+		pthread_mutex_unlock(&a->lock);
+	} else if (strncmp(key, "delete/", 7) == 0) {
+		ok = agent_delete_pod(a, r->ns, r->pod, r->uid);
+		pthread_mutex_lock(&a->lock);
+		r->busy = 0;
+		if (ok) {
+			for (pp = &a->runs; *pp && *pp != r; pp = &(*pp)->next)
+				;
+			if (*pp)
+				*pp = r->next;
+			agent_free_run(r);
+		} else {
+			r->retry_ms = clock_mono_ms() + 1000;
+		}
+		pthread_mutex_unlock(&a->lock);
+	}
+}
+
+enum agent_step
+agent_decide(const struct run *r, long long hard_cap, long poll_ms,
+    long long now, int64_t wall_ns, enum cx_kill *why)
+{
+	*why = r->why;
+	if (r->recorded)
+		return now >= r->retry_ms ? AGENT_DELETE : AGENT_WAIT;
+	if (r->exited) {
+		if (now >= r->retry_ms && now - r->exit_seen_ms >= 2 * poll_ms &&
+		    now - r->last_read_ms >= 2 * poll_ms)
+			return AGENT_RECORD;
+		return AGENT_WAIT;
+	}
+	/* A kill that did not take (containerd busy, a race): again. */
+	if (r->cid == NULL || (r->kill_sent && now - r->kill_at_ms <
+	    KILL_RETRY_MS))
+		return AGENT_WAIT;
+	if (*why == CX_KILL_NONE) {
+		const struct crilog_stream *o = crilog_stdout(r->log);
+		const struct crilog_stream *e = crilog_stderr(r->log);
+
+		if ((long long)(o->total + e->total) > hard_cap)
+			*why = CX_KILL_OUTPUT;
+		else if (r->deadline_ns && wall_ns >= r->deadline_ns)
+			*why = CX_KILL_DEADLINE;
+	}
+	return *why == CX_KILL_NONE ? AGENT_WAIT : AGENT_KILL;
+}
+
+/* One pass over the runs; the decisions, acted on outside the lock. */
+static void
+tick(struct agent *a)
+{
+	char *kills[64];
+	int n = 0, active = 0;
+	long long now = clock_mono_ms();
+	int64_t wall = agent_now_ns();
+	struct run *r, **pp;
+	enum cx_kill why;
+	char key[300];
+
+	pthread_mutex_lock(&a->lock);
+	for (pp = &a->runs; (r = *pp) != NULL;) {
+		if (r->busy) {
+			pp = &r->next;
+			continue;
+		}
+		if (!r->verified) {
+			json_t *pod = informer_get(a->pods, r->ns, r->pod);
+
+			if (pod && strcmp(k8s_obj_uid(pod), r->uid) == 0)
+				agent_learn_pod(r, pod);
+			json_decref(pod);
+			if (!r->verified) {
+				if (now - r->seen_ms > VERIFY_MS) {
+					*pp = r->next;	/* not one of ours */
+					agent_free_run(r);
+				} else {
+					pp = &r->next;
+				}
+				continue;
+			}
+		}
+		active++;
+		if (!r->recorded)
+			tail(a, r);
+		/*
+		 * Exited: the cgroup's figures at once, before the idle
+		 * sandbox adds to its CPU time or the kubelet removes it.
+		 */
+		if (r->exited && !r->usage_done) {
+			usage_read(a->o.cgroup_mount, a->o.cgroup_root, r->uid,
+			    &r->usage);
+			r->usage_done = 1;
+		}
+		switch (agent_decide(r, a->o.hard_cap, a->o.poll_ms, now, wall,
+		    &why)) {
+		case AGENT_KILL:
+			if (n < 64) {
+				r->why = why;
+				r->kill_sent = 1;
+				r->kill_at_ms = now;
+				kills[n++] = xstrdup(r->uid);
+			}
+			break;
+		case AGENT_RECORD:
+			/* The log is complete: the exit is seen and it is quiet. */
+			crilog_finish(r->log);
+			r->busy = 1;
+			snprintf(key, sizeof(key), "record/%s", r->uid);
+			workqueue_add(a->q, key);
+			break;
+		case AGENT_DELETE:
+			r->busy = 1;
+			snprintf(key, sizeof(key), "delete/%s", r->uid);
+			workqueue_add(a->q, key);
+			break;
+		case AGENT_WAIT:
+			break;
+		}
+		pp = &r->next;
+	}
+	if (now >= a->next_sweep_ms && !a->sweeping) {
+		a->sweeping = 1;
+		a->next_sweep_ms = now + a->o.sweep_ms;
+		workqueue_add(a->q, "sweep");
+	}
+	pthread_mutex_unlock(&a->lock);
+	metric_set(a->m_active, NULL, active);
+	for (int i = 0; i < n; i++) {
+		kill_now(a, kills[i]);
+		free(kills[i]);
+	}
+}
+
+void *
+agent_worker_main(void *arg)
+{
+	struct agent *a = arg;
+	char *key;
+
+	while (workqueue_get(a->q, &key) == 0) {
+		act(a, key);
+		workqueue_done(a->q, key);
+		free(key);
+	}
+	return NULL;
+}
+
+void *
+agent_tick_main(void *arg)
+{
+	struct agent *a = arg;
+
+	while (!atomic_load(&a->stop)) {
+		int64_t wait = (int64_t)a->o.poll_ms * 1000000, now;
+		struct run *r;
+
+		tick(a);
+		/* Wake for the nearest deadline, not a poll later. */
+		now = agent_now_ns();
+		pthread_mutex_lock(&a->lock);
+		for (r = a->runs; r; r = r->next)
+			if (r->deadline_ns && !r->kill_sent && !r->exited &&
+			    r->deadline_ns - now < wait)
+				wait = r->deadline_ns - now;
+		pthread_mutex_unlock(&a->lock);
+		if (wait > 0)
+			usleep((useconds_t)(wait / 1000));
+	}
+	return NULL;
+}

@@ -1,0 +1,241 @@
+/*
+ * Unit tests: node-agent/tick.c's agent_decide, what the ticker does about
+ * a run at an instant: the deadline, an output flood, an isolation
+ * refusal, OOM, and the races between an exit and a kill.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "agent_priv.h"
+
+#define CAP	1000		/* hard_cap, bytes */
+#define POLL	20		/* poll_ms */
+#define NOW	100000LL	/* the monotonic clock, ms */
+#define WALL	INT64_C(1795000000000000000)	/* the wall clock, ns */
+#define MS	INT64_C(1000000)
+
+struct fixture {
+	struct run	r;
+	struct crilog	*log;
+};
+
+static int
+setup(void **state)
+{
+	struct fixture *f = calloc(1, sizeof(*f));
+
+	f->log = crilog_new(4096, 65536);
+	f->r.log = f->log;
+	f->r.cid = "c1";
+	f->r.verified = 1;
+	f->r.timeout_ms = 2000;
+	f->r.start_ns = WALL - 1000 * MS;
+	agent_arm_deadline(&f->r);
+	*state = f;
+	return 0;
+}
+
+static int
+teardown(void **state)
+{
+	struct fixture *f = *state;
+
+	crilog_free(f->log);
+	free(f);
+	return 0;
+}
+
+static enum agent_step
+decide(struct run *r, long long now, int64_t wall, enum cx_kill *why)
+{
+	return agent_decide(r, CAP, POLL, now, wall, why);
+}
+
+static void
+test_arm_deadline(void **state)
+{
+	struct fixture *f = *state;
+	struct run r = { 0 };
+
+	assert_int_equal(f->r.deadline_ns, WALL + 1000 * MS);
+	/* Unknown until both the start and the verified timeout are. */
+	r.timeout_ms = 2000;
+	agent_arm_deadline(&r);
+	assert_int_equal(r.deadline_ns, 0);
+	r.start_ns = WALL;
+	agent_arm_deadline(&r);
+	assert_int_equal(r.deadline_ns, 0);
+	r.verified = 1;
+	agent_arm_deadline(&r);
+	assert_int_equal(r.deadline_ns, WALL + 2000 * MS);
+}
+
+static void
+test_deadline(void **state)
+{
+	struct fixture *f = *state;
+	enum cx_kill why;
+
+	assert_int_equal(decide(&f->r, NOW, WALL, &why), AGENT_WAIT);
+	assert_int_equal(why, CX_KILL_NONE);
+	assert_int_equal(decide(&f->r, NOW, WALL + 1000 * MS - 1, &why), AGENT_WAIT);
+	assert_int_equal(decide(&f->r, NOW, WALL + 1000 * MS, &why), AGENT_KILL);
+	assert_int_equal(why, CX_KILL_DEADLINE);
+	/* No deadline yet (no start seen): never killed for time. */
+	f->r.deadline_ns = 0;
+	assert_int_equal(decide(&f->r, NOW, WALL + 9999 * MS, &why), AGENT_WAIT);
+	/* No container known yet: nothing to kill. */
+	agent_arm_deadline(&f->r);
+	f->r.cid = NULL;
+	assert_int_equal(decide(&f->r, NOW, WALL + 9999 * MS, &why), AGENT_WAIT);
+}
+
+static void
+test_flood(void **state)
+{
+	struct fixture *f = *state;
+	char buf[600];
+	enum cx_kill why;
+
+	memset(buf, 'x', sizeof(buf));
+	crilog_feed_stream(f->log, 0, buf, 500);
+	crilog_feed_stream(f->log, 1, buf, 500);
+	/* At the cap, not past it. */
+	assert_int_equal(decide(&f->r, NOW, WALL, &why), AGENT_WAIT);
+	crilog_feed_stream(f->log, 1, buf, 1);
+	assert_int_equal(decide(&f->r, NOW, WALL, &why), AGENT_KILL);
+	assert_int_equal(why, CX_KILL_OUTPUT);
+	/* Past both: the flood is what is reported. */
+	assert_int_equal(decide(&f->r, NOW, WALL + 5000 * MS, &why), AGENT_KILL);
+	assert_int_equal(why, CX_KILL_OUTPUT);
+}
+
+static void
+test_isolation(void **state)
+{
+	struct fixture *f = *state;
+	enum cx_kill why;
+
+	f->r.why = CX_KILL_ISOLATION;
+	assert_int_equal(decide(&f->r, NOW, WALL, &why), AGENT_KILL);
+	assert_int_equal(why, CX_KILL_ISOLATION);
+}
+
+/* A kill with no exit after it is sent again, KILL_RETRY_MS later. */
+static void
+test_kill_retry(void **state)
+{
+	struct fixture *f = *state;
+	enum cx_kill why;
+
+	f->r.why = CX_KILL_DEADLINE;
+	f->r.kill_sent = 1;
+	f->r.kill_at_ms = NOW;
+	assert_int_equal(decide(&f->r, NOW + KILL_RETRY_MS - 1, WALL + 5000 * MS,
+	    &why), AGENT_WAIT);
+	assert_int_equal(decide(&f->r, NOW + KILL_RETRY_MS, WALL + 5000 * MS, &why),
+	    AGENT_KILL);
+	assert_int_equal(why, CX_KILL_DEADLINE);
+}
+
+/* The exit wins: a run that exited is recorded, never killed. */
+static void
+test_exit_races_deadline(void **state)
+{
+	struct fixture *f = *state;
+	enum cx_kill why;
+
+	f->r.exited = 1;
+	f->r.exit_seen_ms = NOW;
+	f->r.last_read_ms = NOW - 100;
+	assert_int_equal(decide(&f->r, NOW, WALL + 5000 * MS, &why), AGENT_WAIT);
+	assert_int_equal(why, CX_KILL_NONE);
+	/* Recorded once the log has been quiet for two polls. */
+	assert_int_equal(decide(&f->r, NOW + 2 * POLL - 1, WALL + 5000 * MS, &why),
+	    AGENT_WAIT);
+	assert_int_equal(decide(&f->r, NOW + 2 * POLL, WALL + 5000 * MS, &why),
+	    AGENT_RECORD);
+	assert_int_equal(why, CX_KILL_NONE);
+	/* The log grew after the exit: wait for it to be quiet again. */
+	f->r.last_read_ms = NOW + 30;
+	assert_int_equal(decide(&f->r, NOW + 2 * POLL, WALL, &why), AGENT_WAIT);
+	assert_int_equal(decide(&f->r, NOW + 30 + 2 * POLL, WALL, &why), AGENT_RECORD);
+	/* A failed record waits for its retry time. */
+	f->r.retry_ms = NOW + 500;
+	assert_int_equal(decide(&f->r, NOW + 499, WALL, &why), AGENT_WAIT);
+	assert_int_equal(decide(&f->r, NOW + 500, WALL, &why), AGENT_RECORD);
+}
+
+/* Killed, then its exit: recorded with the kill's reason. */
+static void
+test_exit_after_kill(void **state)
+{
+	struct fixture *f = *state;
+	enum cx_kill why;
+
+	f->r.why = CX_KILL_DEADLINE;
+	f->r.kill_sent = 1;
+	f->r.kill_at_ms = NOW - 5000;
+	f->r.exited = 1;
+	f->r.exit_seen_ms = NOW - 100;
+	f->r.last_read_ms = NOW - 100;
+	assert_int_equal(decide(&f->r, NOW, WALL + 5000 * MS, &why), AGENT_RECORD);
+	assert_int_equal(why, CX_KILL_DEADLINE);
+}
+
+/* OOM is the runtime's doing, not a kill: recorded as it exited. */
+static void
+test_oom(void **state)
+{
+	struct fixture *f = *state;
+	enum cx_kill why;
+
+	f->r.oom = 1;
+	assert_int_equal(decide(&f->r, NOW, WALL, &why), AGENT_WAIT);
+	f->r.exited = 1;
+	f->r.status = 137;
+	f->r.exit_seen_ms = NOW - 100;
+	assert_int_equal(decide(&f->r, NOW, WALL + 5000 * MS, &why), AGENT_RECORD);
+	assert_int_equal(why, CX_KILL_NONE);
+}
+
+/* Recorded (or its pod deleted before an exit): the pod goes. */
+static void
+test_recorded(void **state)
+{
+	struct fixture *f = *state;
+	enum cx_kill why;
+
+	f->r.recorded = 1;
+	assert_int_equal(decide(&f->r, NOW, WALL + 5000 * MS, &why), AGENT_DELETE);
+	f->r.retry_ms = NOW + 1000;
+	assert_int_equal(decide(&f->r, NOW, WALL, &why), AGENT_WAIT);
+	f->r.exited = 1;
+	assert_int_equal(decide(&f->r, NOW + 1000, WALL, &why), AGENT_DELETE);
+}
+
+int
+main(void)
+{
+#define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
+	const struct CMUnitTest tests[] = {
+		T(test_arm_deadline),
+		T(test_deadline),
+		T(test_flood),
+		T(test_isolation),
+		T(test_kill_retry),
+		T(test_exit_races_deadline),
+		T(test_exit_after_kill),
+		T(test_oom),
+		T(test_recorded),
+	};
+#undef T
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
