@@ -14,7 +14,8 @@
  *                  cgroup gets SIGKILL
  *
  * then the cgroup's peak memory, CPU time and OOM count, and the status
- * object the node agent would have written.
+ * object the node agent would have written. The host side (the cgroup,
+ * runsc, the run records and the watchdog) is cli/local_host.c.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -37,13 +38,13 @@
 #include "cli.h"
 #include "clock.h"
 #include "crilog.h"
+#include "local_priv.h"
 #include "podspec.h"
 #include "quantity.h"
 #include "result.h"
 #include "usage.h"
 #include "xmalloc.h"
 
-#define PIDS_MAX	4096	/* sandbox threads, not guest processes (host-facts) */
 #define DRAIN_MS	2000	/* output still arriving after the exit */
 
 static const char local_profiles[] =
@@ -70,378 +71,6 @@ now_ns(void)
 
 	clock_gettime(CLOCK_REALTIME, &ts);
 	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
-
-/* --- the cgroup ------------------------------------------------------------- */
-
-struct cg {
-	int	 v2;
-	char	*dirs[5];	/* v1: one per hierarchy; v2: dirs[0] */
-	int	 n;
-	char	*mem, *cpu, *acct, *pids;	/* where each controller's files are */
-};
-
-static int
-put(const char *dir, const char *file, const char *val)
-{
-	char path[PATH_MAX];
-	int fd, rc;
-
-	snprintf(path, sizeof(path), "%s/%s", dir, file);
-	if ((fd = open(path, O_WRONLY | O_CLOEXEC)) < 0)
-		return -1;
-	rc = write(fd, val, strlen(val)) == (ssize_t)strlen(val) ? 0 : -1;
-	close(fd);
-	return rc;
-}
-
-static void
-cg_free(struct cg *g)
-{
-	for (int i = 0; i < g->n; i++) {
-		/* The sandbox is gone; its cgroup empties within a moment. */
-		for (int t = 0; t < 50 && rmdir(g->dirs[i]) != 0 && errno == EBUSY; t++)
-			usleep(20000);
-		free(g->dirs[i]);
-	}
-	memset(g, 0, sizeof(*g));
-}
-
-static int
-cg_make(struct cg *g, const char *mount, const char *name, int64_t mem,
-    int64_t cpu_milli, struct k8s_error *err)
-{
-	static const char *const v1[] = { "memory", "cpu,cpuacct", "cpu", "cpuacct", "pids" };
-	char path[PATH_MAX], val[64];
-	/* The kernel's least CFS quota is 1 ms a period; the kubelet clamps too. */
-	int64_t quota = cpu_milli * 100 < 1000 ? 1000 : cpu_milli * 100;
-
-	memset(g, 0, sizeof(*g));
-	snprintf(path, sizeof(path), "%s/cgroup.controllers", mount);
-	g->v2 = access(path, F_OK) == 0;
-	if (g->v2) {
-		snprintf(path, sizeof(path), "%s/%s", mount, name);
-		put(mount, "cgroup.subtree_control", "+memory +cpu +pids");
-		if (mkdir(path, 0755) != 0)
-			goto fail;
-		g->dirs[g->n++] = xstrdup(path);
-		g->mem = g->cpu = g->acct = g->pids = g->dirs[0];
-		snprintf(val, sizeof(val), "%lld", (long long)mem);
-		if (put(path, "memory.max", val) != 0)
-			goto fail;
-		put(path, "memory.swap.max", "0");	/* absent without swap */
-		snprintf(val, sizeof(val), "%lld 100000", (long long)quota);
-		if (put(path, "cpu.max", val) != 0)
-			goto fail;
-		snprintf(val, sizeof(val), "%d", PIDS_MAX);
-		if (put(path, "pids.max", val) != 0)
-			goto fail;
-		return 0;
-	}
-	for (size_t i = 0; i < sizeof(v1) / sizeof(v1[0]); i++) {
-		struct stat st;
-
-		snprintf(path, sizeof(path), "%s/%s", mount, v1[i]);
-		if (lstat(path, &st) != 0 || !S_ISDIR(st.st_mode))
-			continue;	/* absent, or a symlink to a joint one */
-		snprintf(path, sizeof(path), "%s/%s/%s", mount, v1[i], name);
-		if (mkdir(path, 0755) != 0)
-			goto fail;
-		g->dirs[g->n++] = xstrdup(path);
-		if (strcmp(v1[i], "memory") == 0)
-			g->mem = g->dirs[g->n - 1];
-		else if (strcmp(v1[i], "pids") == 0)
-			g->pids = g->dirs[g->n - 1];
-		if (strstr(v1[i], "cpuacct") && g->acct == NULL)
-			g->acct = g->dirs[g->n - 1];
-		if (strncmp(v1[i], "cpu", 3) == 0 && strcmp(v1[i], "cpuacct") != 0 &&
-		    g->cpu == NULL)
-			g->cpu = g->dirs[g->n - 1];
-	}
-	if (g->mem == NULL || g->cpu == NULL) {
-		errno = ENOENT;
-		goto fail;
-	}
-	snprintf(val, sizeof(val), "%lld", (long long)mem);
-	if (put(g->mem, "memory.limit_in_bytes", val) != 0)
-		goto fail;
-	put(g->mem, "memory.swappiness", "0");	/* not on every kernel */
-	snprintf(val, sizeof(val), "%lld", (long long)quota);
-	if (put(g->cpu, "cpu.cfs_period_us", "100000") != 0 ||
-	    put(g->cpu, "cpu.cfs_quota_us", val) != 0)
-		goto fail;
-	snprintf(val, sizeof(val), "%d", PIDS_MAX);
-	if (g->pids == NULL || put(g->pids, "pids.max", val) != 0)
-		goto fail;
-	return 0;
-fail:
-	k8s_error_set(err, K8S_EIO, 0, NULL, "cannot make the run's cgroup with "
-	    "its limits under %s: %s (local mode needs root, and the memory, cpu "
-	    "and pids controllers)", mount, strerror(errno));
-	cg_free(g);
-	return -1;
-}
-
-/* SIGKILL every process of the cgroup; how many there were. */
-static int
-cg_kill(struct cg *g)
-{
-	char path[PATH_MAX], line[32];
-	int n = 0;
-	FILE *f;
-
-	if (g->n == 0)
-		return 0;
-	snprintf(path, sizeof(path), "%s/cgroup.procs", g->dirs[0]);
-	if ((f = fopen(path, "re")) == NULL)
-		return 0;
-	while (fgets(line, sizeof(line), f))
-		if (atoi(line) > 1 && kill(atoi(line), SIGKILL) == 0)
-			n++;
-	fclose(f);
-	return n;
-}
-
-/* --- runsc ---------------------------------------------------------------- */
-
-/*
- * Start runsc with args; its stdout and stderr on fds out and err (-1:
- * /dev/null), in cgroup g when given. Its pid.
- */
-static sigset_t child_mask;	/* the mask before local_run blocked signals */
-
-static pid_t
-spawn(const char *const *argv, int out, int err_fd, struct cg *g)
-{
-	pid_t pid = fork();
-
-	if (pid == 0) {
-		int null = open("/dev/null", O_RDWR);
-
-		sigprocmask(SIG_SETMASK, &child_mask, NULL);
-		dup2(null, 0);
-		dup2(out >= 0 ? out : null, 1);
-		dup2(err_fd >= 0 ? err_fd : null, 2);
-		for (int i = 0; g && i < g->n; i++)
-			if (put(g->dirs[i], "cgroup.procs", "0") != 0)
-				_exit(126);
-		execvp(argv[0], (char *const *)argv);
-		_exit(127);
-	}
-	return pid;
-}
-
-/* Run runsc to its end; its exit status, its stderr in msg. */
-static int
-runsc(const struct local_opts *o, const char *state, const char *const *args,
-    char *msg, size_t msglen)
-{
-	const char *argv[16];
-	int p[2], st, n = 0;
-	ssize_t r;
-	size_t len = 0;
-	pid_t pid;
-
-	argv[n++] = o->runsc;
-	argv[n++] = "--root";
-	argv[n++] = state;
-	while (*args && n < 15)
-		argv[n++] = *args++;
-	argv[n] = NULL;
-	if (pipe2(p, O_CLOEXEC) != 0)
-		return -1;
-	pid = spawn(argv, -1, p[1], NULL);
-	close(p[1]);
-	while (len < msglen - 1 && (r = read(p[0], msg + len, msglen - 1 - len)) > 0)
-		len += (size_t)r;
-	msg[len] = '\0';
-	close(p[0]);
-	if (pid < 0 || waitpid(pid, &st, 0) < 0)
-		return -1;
-	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
-}
-
-/* --- runs that outlive their CLI ------------------------------------------- */
-
-/*
- * A run in flight has a record, RUNS_DIR/ID: "PID START\nWORKSPACE\n" and
- * one cgroup directory a line. A watchdog process, in a session of its
- * own, ends the run if the CLI dies (SIGKILL, a crash) and kills its
- * sandbox if it passes its deadline by WATCHDOG_SLACK_MS; and every local
- * run first reaps what runs whose CLI and watchdog both died left.
- */
-#define RUNS_DIR		"/run/airlock/runs"
-
-static int rm_entry(const char *path, const struct stat *st, int type,
-    struct FTW *f);
-#define WATCHDOG_SLACK_MS	10000
-
-/* A process's start time (clock ticks since boot), 0 if it is gone. */
-static unsigned long long
-proc_start(pid_t pid)
-{
-	char path[64], buf[1024], *p;
-	unsigned long long t = 0;
-	ssize_t n;
-	int fd, field;
-
-	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
-		return 0;
-	n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n <= 0)
-		return 0;
-	buf[n] = '\0';
-	/* After the command's ")": field 3 onwards; starttime is field 22. */
-	if ((p = strrchr(buf, ')')) == NULL)
-		return 0;
-	for (field = 2; p && field < 22; field++)
-		p = strchr(p + 1, ' ');
-	if (p == NULL || sscanf(p + 1, "%llu", &t) != 1)
-		return 0;
-	return t;
-}
-
-static void
-record_run(const char *id, const char *ws, const struct cg *g)
-{
-	char path[PATH_MAX];
-	FILE *f;
-
-	mkdir(RUNS_DIR, 0700);
-	snprintf(path, sizeof(path), "%s/%s", RUNS_DIR, id);
-	if ((f = fopen(path, "we")) == NULL)
-		return;
-	fprintf(f, "%d %llu\n%s\n", (int)getpid(), proc_start(getpid()), ws);
-	for (int i = 0; i < g->n; i++)
-		fprintf(f, "%s\n", g->dirs[i]);
-	fclose(f);
-}
-
-/* Kill the processes of the cgroups run id's record names; rmdir them if rm. */
-static void
-kill_recorded(const char *id, int rm)
-{
-	char path[PATH_MAX], line[PATH_MAX];
-	int n = 0;
-	FILE *f;
-
-	snprintf(path, sizeof(path), "%s/%s", RUNS_DIR, id);
-	if ((f = fopen(path, "re")) == NULL)
-		return;
-	while (fgets(line, sizeof(line), f)) {
-		line[strcspn(line, "\n")] = '\0';
-		if (n++ < 2 || strncmp(line, "/sys/fs/cgroup/", 15) != 0 ||
-		    strstr(line, "/airlock-local-") == NULL)
-			continue;
-		{
-			struct cg one = { .n = 1 };
-
-			one.dirs[0] = line;
-			cg_kill(&one);
-			for (int t = 0; rm && t < 50 && rmdir(line) != 0 &&
-			    errno == EBUSY; t++) {
-				usleep(20000);
-				cg_kill(&one);
-			}
-		}
-	}
-	fclose(f);
-}
-
-/* Remove all a dead run left: its sandbox, cgroups, workspace, record. */
-static void
-reap_run(const struct local_opts *o, const char *id)
-{
-	char path[PATH_MAX], line[PATH_MAX], msg[256];
-	const char *del[] = { "delete", "--force", id, NULL };
-	FILE *f;
-
-	kill_recorded(id, 0);
-	(void)runsc(o, o->state, del, msg, sizeof(msg));
-	kill_recorded(id, 1);
-	snprintf(path, sizeof(path), "%s/%s", RUNS_DIR, id);
-	if ((f = fopen(path, "re")) != NULL) {
-		if (fgets(line, sizeof(line), f) && fgets(line, sizeof(line), f)) {
-			line[strcspn(line, "\n")] = '\0';
-			if (strncmp(line, "/tmp/airlock-local-", 19) == 0 &&
-			    strstr(line, "/..") == NULL)
-				nftw(line, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
-		}
-		fclose(f);
-	}
-	unlink(path);
-}
-
-/* Reap the runs whose CLI is gone (not running, or its pid reused). */
-static void
-sweep_dead(const struct local_opts *o)
-{
-	char path[PATH_MAX], line[64];
-	struct dirent *de;
-	DIR *d;
-
-	if ((d = opendir(RUNS_DIR)) == NULL)
-		return;
-	while ((de = readdir(d)) != NULL) {
-		unsigned long long start = 0;
-		int pid = 0, alive = 0;
-		FILE *f;
-
-		if (strncmp(de->d_name, "airlock-local-", 14) != 0 ||
-		    strchr(de->d_name, '/'))
-			continue;
-		snprintf(path, sizeof(path), "%s/%s", RUNS_DIR, de->d_name);
-		if ((f = fopen(path, "re")) != NULL) {
-			if (fgets(line, sizeof(line), f) &&
-			    sscanf(line, "%d %llu", &pid, &start) == 2 && pid > 0)
-				alive = start != 0 && proc_start(pid) == start;
-			fclose(f);
-		}
-		if (!alive)
-			reap_run(o, de->d_name);
-	}
-	closedir(d);
-}
-
-/*
- * The watchdog of run id: until the CLI (this process) ends, it waits; past
- * deadline_ms from now it kills the run's sandbox (the CLI then records the
- * end as usual); once the CLI is gone, if the CLI did not clean up (its
- * record is still there), it reaps the run. Its pid, or -1.
- */
-static pid_t
-watchdog(const struct local_opts *o, const char *id, long long deadline_ms)
-{
-	int pfd = pidfd_open(getpid(), 0);
-	char path[PATH_MAX];
-	pid_t pid;
-
-	if (pfd < 0)
-		return -1;
-	if ((pid = fork()) != 0) {
-		close(pfd);
-		return pid;
-	}
-	{
-		struct pollfd pf = { pfd, POLLIN, 0 };
-		int null = open("/dev/null", O_RDWR);
-
-		setsid();
-		dup2(null, 0);
-		dup2(null, 1);
-		dup2(null, 2);
-		if (poll(&pf, 1, deadline_ms > INT32_MAX ? INT32_MAX :
-		    (int)deadline_ms) == 0) {
-			kill_recorded(id, 0);	/* past its deadline */
-			(void)poll(&pf, 1, -1);
-		}
-		snprintf(path, sizeof(path), "%s/%s", RUNS_DIR, id);
-		if (access(path, F_OK) == 0)
-			reap_run(o, id);
-		_exit(0);
-	}
 }
 
 /* --- the bundle ----------------------------------------------------------- */
@@ -560,13 +189,6 @@ oci_config(json_t *pod, const char *rootfs, const char *code, int64_t tmp_bytes)
 	    "readonlyPaths", "/proc/sys", "/proc/sysrq-trigger", "/proc/bus");
 }
 
-static int
-rm_entry(const char *path, const struct stat *st, int type, struct FTW *f)
-{
-	(void)st;
-	(void)f;
-	return type == FTW_DP ? rmdir(path) : unlink(path);
-}
 
 /* --- the run ---------------------------------------------------------------- */
 
@@ -602,7 +224,7 @@ kill_run(const struct local_opts *o, const char *state, const char *id,
 	char msg[256];
 
 	cg_kill(g);	/* every process at once: the sandbox stops */
-	(void)runsc(o, state, args, msg, sizeof(msg));
+	(void)local_runsc(o, state, args, msg, sizeof(msg));
 }
 
 /* Close the fds of a NULL-less list of pairs that are open (>= 0). */
@@ -643,7 +265,7 @@ execute(const struct local_opts *o, const char *ws, const char *id,
 		close_all(fds, 6);
 		return err->code;
 	}
-	pid = spawn(create, fds[1], fds[3], g);
+	pid = local_spawn(create, fds[1], fds[3], g);
 	close(fds[1]);
 	close(fds[3]);
 	fds[1] = fds[3] = -1;
@@ -658,13 +280,13 @@ execute(const struct local_opts *o, const char *ws, const char *id,
 		close_all(fds, 6);
 		return k8s_error_set(err, K8S_EIO, 0, NULL, "%s create failed "
 		    "(exit %d): %s", o->runsc, code, code == 127 ? "not found "
-		    "(--runsc, AIRLOCK_RUNSC)" : code == 126 ? "cannot join the "
+		    "(--local_runsc, AIRLOCK_RUNSC)" : code == 126 ? "cannot join the "
 		    "run's cgroup" : msg);
 	}
 	{
 		const char *start[] = { "start", id, NULL };
 
-		if (runsc(o, state, start, msg, sizeof(msg)) != 0) {
+		if (local_runsc(o, state, start, msg, sizeof(msg)) != 0) {
 			close_all(fds, 6);
 			return k8s_error_set(err, K8S_EIO, 0, NULL, "%s start: %s",
 			    o->runsc, msg);
@@ -675,7 +297,7 @@ execute(const struct local_opts *o, const char *ws, const char *id,
 	{
 		const char *wait_args[] = { o->runsc, "--root", state, "wait", id, NULL };
 
-		waiter = spawn(wait_args, fds[5], -1, NULL);
+		waiter = local_spawn(wait_args, fds[5], -1, NULL);
 		close(fds[5]);
 		fds[5] = -1;
 		if (waiter < 0) {
@@ -819,7 +441,7 @@ local_run(const struct ctl_config *cfg, json_t *cx0, const struct local_opts *o,
 	FILE *rf;
 
 	*outp = NULL;
-	sigprocmask(SIG_SETMASK, NULL, &child_mask);
+	sigprocmask(SIG_SETMASK, NULL, &local_child_mask);
 	if (opts.runsc == NULL)
 		opts.runsc = getenv("AIRLOCK_RUNSC") ? getenv("AIRLOCK_RUNSC") : "runsc";
 	if (opts.cgroup_mount == NULL)
@@ -839,7 +461,7 @@ local_run(const struct ctl_config *cfg, json_t *cx0, const struct local_opts *o,
 		return K8S_EIO;
 	}
 	mkdir(opts.state, 0700);
-	sweep_dead(&opts);
+	local_sweep_dead(&opts);
 	/* An object as the API server would hold it. */
 	if ((rf = fopen("/dev/urandom", "re")) == NULL || fread(rnd, 1, 16, rf) != 16) {
 		if (rf)
@@ -943,7 +565,7 @@ local_run(const struct ctl_config *cfg, json_t *cx0, const struct local_opts *o,
 	sigaddset(&sigs, SIGINT);
 	sigaddset(&sigs, SIGTERM);
 	sigaddset(&sigs, SIGHUP);
-	sigprocmask(SIG_BLOCK, &sigs, &child_mask);
+	sigprocmask(SIG_BLOCK, &sigs, &local_child_mask);
 	blocked = 1;
 	if ((sfd = signalfd(-1, &sigs, SFD_CLOEXEC | SFD_NONBLOCK)) < 0) {
 		k8s_error_set(err, K8S_EIO, 0, NULL, "signalfd: %s", strerror(errno));
@@ -951,8 +573,8 @@ local_run(const struct ctl_config *cfg, json_t *cx0, const struct local_opts *o,
 	}
 	if (cg_make(&g, opts.cgroup_mount, id, mem, cpu, err) != 0)
 		goto clean;
-	record_run(id, ws, &g);
-	wd = watchdog(&opts, id, json_integer_value(json_object_get(spec,
+	local_record_run(id, ws, &g);
+	wd = local_watchdog(&opts, id, json_integer_value(json_object_get(spec,
 	    "timeoutSeconds")) * 1000 + WATCHDOG_SLACK_MS);
 	r.log = crilog_new(cx_max_bytes(cx), 65536);
 	if (execute(&opts, ws, id, &g, json_integer_value(json_object_get(spec,
@@ -984,12 +606,12 @@ kill:
 
 		snprintf(state, sizeof(state), "%s", opts.state);
 		cg_kill(&g);
-		(void)runsc(&opts, state, del, msg, sizeof(msg));
+		(void)local_runsc(&opts, state, del, msg, sizeof(msg));
 		cg_kill(&g);
 	}
 clean:
 	cg_free(&g);
-	nftw(ws, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+	nftw(ws, local_rm_entry, 16, FTW_DEPTH | FTW_PHYS);
 	{
 		char rec[PATH_MAX];
 
@@ -999,7 +621,7 @@ clean:
 	if (sfd >= 0)
 		close(sfd);
 	if (blocked)
-		sigprocmask(SIG_SETMASK, &child_mask, NULL);
+		sigprocmask(SIG_SETMASK, &local_child_mask, NULL);
 out:
 	crilog_free(r.log);
 	json_decref(bundle_cfg);

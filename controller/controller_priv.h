@@ -8,6 +8,7 @@
 #include <pthread.h>
 #include <stdatomic.h>
 
+#include "clock.h"
 #include "controller.h"
 #include "informer.h"
 #include "workqueue.h"
@@ -50,7 +51,6 @@ extern const struct k8s_resource *const ctl_guard_res[3];
 /* The condition of type in a status or a pod's status (borrowed), or NULL. */
 json_t *ctl_find_condition(json_t *status, const char *type);
 
-/* Succeeded, Failed, TimedOut or Cancelled: nothing more will run. */
 
 /*
  * Whether the API server's answer to a create means it will never succeed
@@ -58,6 +58,51 @@ json_t *ctl_find_condition(json_t *status, const char *type);
  * and a 403 for a quota that is full for now.
  */
 int ctl_create_refused(const struct k8s_error *err);
+
+#define CTL_FIELD_MANAGER	"airlock-controller"
+
+/* status.c: what a reconcile writes. */
+/*
+ * Events and phase counts for transitions a reconcile decided, recorded
+ * only once the status that holds the transition is written: a write
+ * refused as stale (the cache lagged) retries the reconcile, which must
+ * not announce the same transition twice.
+ */
+struct notes {
+	int		 n;
+	struct {
+		const char	*type, *reason;
+		char		 msg[600];
+	}		 e[4];
+	const char	*phase;		/* for airlock_executions_total */
+};
+
+/* Note an Event (at most 4 a reconcile) for ctl_write_status to emit. */
+void ctl_note(struct notes *ns, const char *type, const char *reason,
+    const char *msg);
+/* An Event on the execution cx, now. Failures are logged, not returned. */
+void ctl_emit_event(struct controller *ctl, json_t *cx, const char *type,
+    const char *reason, const char *msg);
+/*
+ * Write status to cx's status subresource: only the keys that changed, at
+ * cx's resourceVersion (K8S_ECONFLICT if it moved on); on success emit
+ * notes (may be NULL). A gone execution counts as written.
+ */
+int ctl_write_status(struct controller *ctl, json_t *cx, json_t *status,
+    struct notes *notes);
+/* Set or update condition type in status (lastTransitionTime on change). */
+void ctl_set_condition(json_t *status, const char *type, const char *st,
+    const char *reason, const char *msg, json_int_t gen);
+/* A field of the condition of this type in status, or "". */
+const char *ctl_condition_field(json_t *status, const char *type,
+    const char *field);
+void ctl_now_rfc3339(char out[CLOCK_RFC3339_LEN]);
+
+/*
+ * guardrails.c: the namespace's ServiceAccount, NetworkPolicy and quotas,
+ * applied once per namespace (ctl->guarded). 0, or the API's error.
+ */
+int ctl_ensure_guardrails(struct controller *ctl, const char *ns);
 
 /* Where the cache keeps the hash of an execution's program (trim_cx). */
 #define CTL_CACHED_SHA	"airlock.dev/codeSha256"

@@ -17,16 +17,6 @@
 #include "podspec.h"
 #include "xmalloc.h"
 
-static const struct k8s_resource res_sa = { "", "v1", "serviceaccounts", 1 };
-static const struct k8s_resource res_netpol = { "networking.k8s.io", "v1",
-    "networkpolicies", 1 };
-static const struct k8s_resource res_quota = { "", "v1", "resourcequotas", 1 };
-
-const struct k8s_resource *const ctl_guard_res[3] = { &res_sa, &res_netpol,
-    &res_quota };
-
-#define FIELD_MANAGER	"airlock-controller"
-
 /*
  * Whether a create the API server answered with err will never succeed as
  * sent: any 4xx but a conflict (already there), throttling, and a quota
@@ -42,174 +32,6 @@ ctl_create_refused(const struct k8s_error *err)
 	if (st == 403 && strstr(err->message, "exceeded quota") != NULL)
 		return 0;
 	return 1;
-}
-
-static void
-now_rfc3339(char out[CLOCK_RFC3339_LEN])
-{
-	clock_format_rfc3339((long long)time(NULL) * 1000000000, 0, out);
-}
-
-/* The condition of this type in status (borrowed), or NULL. */
-json_t *
-ctl_find_condition(json_t *status, const char *type)
-{
-	json_t *c;
-	size_t i;
-
-	json_array_foreach(json_object_get(status, "conditions"), i, c) {
-		const char *t = json_string_value(json_object_get(c, "type"));
-
-		if (t && strcmp(t, type) == 0)
-			return c;
-	}
-	return NULL;
-}
-
-/* Set or update condition type in status, keeping lastTransitionTime
- * unless its status changes (Kubernetes API conventions). */
-static void
-set_condition(json_t *status, const char *type, const char *st,
-    const char *reason, const char *msg, json_int_t gen)
-{
-	json_t *conds = json_object_get(status, "conditions"), *c;
-	char now[CLOCK_RFC3339_LEN];
-
-	if (!json_is_array(conds)) {
-		conds = json_array();
-		json_object_set_new(status, "conditions", conds);
-	}
-	if ((c = ctl_find_condition(status, type)) == NULL) {
-		c = json_object();
-		json_object_set_new(c, "type", json_string(type));
-		json_array_append_new(conds, c);
-	}
-	if (json_object_get(c, "status") == NULL ||
-	    strcmp(json_string_value(json_object_get(c, "status")), st) != 0) {
-		now_rfc3339(now);
-		json_object_set_new(c, "status", json_string(st));
-		json_object_set_new(c, "lastTransitionTime", json_string(now));
-	}
-	json_object_set_new(c, "reason", json_string(reason));
-	json_object_set_new(c, "message", json_string(msg));
-	json_object_set_new(c, "observedGeneration", json_integer(gen));
-}
-
-/* A field of the condition of this type in status, or "". */
-static const char *
-condition_field(json_t *status, const char *type, const char *field)
-{
-	const char *v = json_string_value(json_object_get(ctl_find_condition(status,
-	    type), field));
-
-	return v ? v : "";
-}
-
-static void
-emit_event(struct controller *ctl, json_t *cx, const char *type,
-    const char *reason, const char *msg)
-{
-	struct k8s_error err;
-	char now[CLOCK_RFC3339_LEN];
-	json_t *ev;
-
-	now_rfc3339(now);
-	ev = json_pack("{s:s, s:s, s:{s:s}, s:{s:s, s:s, s:s, s:s, s:s},"
-	    " s:s, s:s, s:s, s:{s:s}, s:s, s:s, s:i, s:s}",
-	    "apiVersion", "v1", "kind", "Event",
-	    "metadata", "generateName", "airlock-",
-	    "involvedObject", "apiVersion", "airlock.dev/v1alpha1",
-	    "kind", "CodeExecution", "name", k8s_obj_name(cx),
-	    "namespace", k8s_obj_namespace(cx), "uid", k8s_obj_uid(cx),
-	    "reason", reason, "message", msg, "type", type,
-	    "source", "component", FIELD_MANAGER,
-	    "firstTimestamp", now, "lastTimestamp", now, "count", 1,
-	    "reportingComponent", FIELD_MANAGER);
-	if (k8s_create(ctl->client, &k8s_res_events, k8s_obj_namespace(cx),
-	    ev, NULL, &err) != 0)
-		log_warn("cannot record event", "reason=%s error=\"%s\"",
-		    reason, k8s_strerror(err.code));
-	json_decref(ev);
-}
-
-/*
- * Events and phase counts for transitions a reconcile decided, recorded
- * only once the status that holds the transition is written: a write
- * refused as stale (the cache lagged) retries the reconcile, which must
- * not announce the same transition twice.
- */
-struct notes {
-	int		 n;
-	struct {
-		const char	*type, *reason;
-		char		 msg[600];
-	}		 e[4];
-	const char	*phase;		/* for airlock_executions_total */
-};
-
-static void
-note(struct notes *ns, const char *type, const char *reason, const char *msg)
-{
-	if (ns->n < 4) {
-		ns->e[ns->n].type = type;
-		ns->e[ns->n].reason = reason;
-		snprintf(ns->e[ns->n].msg, sizeof(ns->e[0].msg), "%s", msg);
-		ns->n++;
-	}
-}
-
-static void emit_event(struct controller *ctl, json_t *cx, const char *type,
-    const char *reason, const char *msg);
-
-/*
- * Write what changed in status, and only that, then record the notes.
- *
- * A JSON merge patch of the changed keys (null for a removed one), which
- * carries the resourceVersion the change was computed from: the server
- * refuses it with 409 if the object moved on meanwhile, and the key is
- * retried against the newer state. Keys the controller did not change,
- * the node agent's result among them, are not in the patch, so a cache
- * that does not hold them (see trim_cx) cannot erase them. notes may be
- * NULL.
- */
-static int
-write_status(struct controller *ctl, json_t *cx, json_t *status,
-    struct notes *notes)
-{
-	struct k8s_patch_opts po = { .type = K8S_PATCH_MERGE,
-	    .subresource = "status" };
-	json_t *old = json_object_get(cx, "status"), *diff, *patch, *v;
-	struct k8s_error err;
-	const char *k;
-	int rc;
-
-	diff = json_object();
-	json_object_foreach(status, k, v)
-		if (!json_equal(v, json_object_get(old, k)))
-			json_object_set(diff, k, v);
-	json_object_foreach(old, k, v)
-		if (json_object_get(status, k) == NULL)
-			json_object_set_new(diff, k, json_null());
-	if (json_object_size(diff) == 0) {
-		json_decref(diff);
-		return 0;
-	}
-	patch = json_pack("{s:{s:s?}, s:o}", "metadata", "resourceVersion",
-	    k8s_obj_rv(cx), "status", diff);
-	rc = k8s_patch(ctl->client, &cx_resource, k8s_obj_namespace(cx),
-	    k8s_obj_name(cx), &po, patch, NULL, &err);
-	json_decref(patch);
-	if (rc != 0 && rc != K8S_ECONFLICT && rc != K8S_ENOTFOUND)
-		log_warn("cannot write status", "execution=%s/%s error=\"%s\"",
-		    k8s_obj_namespace(cx), k8s_obj_name(cx), err.message);
-	if (rc == 0 && notes) {
-		for (int i = 0; i < notes->n; i++)
-			emit_event(ctl, cx, notes->e[i].type, notes->e[i].reason,
-			    notes->e[i].msg);
-		if (notes->phase)
-			metric_inc(ctl->m_phase, notes->phase);
-	}
-	return rc == K8S_ENOTFOUND ? 0 : rc;
 }
 
 /*
@@ -244,17 +66,17 @@ finish(struct controller *ctl, json_t *cx, json_t *status, const char *phase,
 	char now[CLOCK_RFC3339_LEN];
 	int rc;
 
-	now_rfc3339(now);
+	ctl_now_rfc3339(now);
 	json_object_set_new(status, "phase", json_string(phase));
 	json_object_set_new(status, "reason", json_string(reason));
 	json_object_set_new(status, "message", json_string(msg));
 	json_object_set_new(status, "completionTime", json_string(now));
 	json_object_set_new(status, "observedGeneration", json_integer(gen));
-	set_condition(status, "Complete", "True", reason, msg, gen);
+	ctl_set_condition(status, "Complete", "True", reason, msg, gen);
 	n.phase = phase;
-	note(&n, strcmp(reason, "Cancelled") == 0 ? "Normal" : "Warning", reason,
+	ctl_note(&n, strcmp(reason, "Cancelled") == 0 ? "Normal" : "Warning", reason,
 	    msg);
-	if ((rc = write_status(ctl, cx, status, &n)) == 0) {
+	if ((rc = ctl_write_status(ctl, cx, status, &n)) == 0) {
 		log_info("execution finished", "execution=%s/%s phase=%s reason=%s",
 		    k8s_obj_namespace(cx), k8s_obj_name(cx), phase, reason);
 		long long at = clock_mono_ms();
@@ -329,179 +151,6 @@ sweep(struct controller *ctl, const char *ns, const char *name,
 	return rc;
 }
 
-/*
- * The ownerReference naming opts.guard_owner_role (a new reference), read
- * afresh once every resync_ms; NULL while the role cannot be read.
- */
-static json_t *
-guard_owner(struct controller *ctl)
-{
-	static const struct k8s_resource res = { "rbac.authorization.k8s.io",
-	    "v1", "clusterroles", 0 };
-	long long now = clock_mono_ms();
-	struct k8s_error err;
-	json_t *role = NULL, *ref = NULL;
-
-	pthread_mutex_lock(&ctl->lock);
-	if (ctl->guard_owner && now - ctl->guard_owner_at < ctl->opts.resync_ms)
-		ref = json_incref(ctl->guard_owner);
-	pthread_mutex_unlock(&ctl->lock);
-	if (ref)
-		return ref;
-	if (k8s_get(ctl->client, &res, NULL, ctl->opts.guard_owner_role, &role,
-	    &err) != 0) {
-		log_warn("cannot read the guardrails' owner: no guardrails, no pods",
-		    "clusterrole=%s error=\"%s\"", ctl->opts.guard_owner_role,
-		    err.message);
-		return NULL;
-	}
-	if (k8s_obj_uid(role))
-		ref = json_pack("{s:s, s:s, s:s, s:s}", "apiVersion",
-		    "rbac.authorization.k8s.io/v1", "kind", "ClusterRole", "name",
-		    ctl->opts.guard_owner_role, "uid", k8s_obj_uid(role));
-	json_decref(role);
-	if (ref == NULL)
-		return NULL;
-	pthread_mutex_lock(&ctl->lock);
-	if (ctl->guard_owner && !json_equal(ctl->guard_owner, ref))
-		log_info("the guardrails' owner was made anew", "clusterrole=%s",
-		    ctl->opts.guard_owner_role);
-	json_decref(ctl->guard_owner);
-	ctl->guard_owner = json_incref(ref);
-	ctl->guard_owner_at = now;
-	pthread_mutex_unlock(&ctl->lock);
-	return ref;
-}
-
-/*
- * Until the cluster's quota controller has counted a new object-count
- * quota (it learns of a new CRD's resources by discovery, every 30 s), the
- * API server refuses every create it covers ("status unknown for quota").
- * So a quota with no status yet gets one: the limit, and the executions
- * this controller sees in the namespace; one counted under another limit
- * gets the new limit. Admission keeps the count from there, and the quota
- * controller corrects it at its next sync.
- */
-static void
-seed_quota_status(struct controller *ctl, const char *ns, json_t *quota)
-{
-	static const char *const key = "count/codeexecutions.airlock.dev";
-	struct k8s_patch_opts po = { .type = K8S_PATCH_MERGE,
-	    .subresource = "status" };
-	json_t *st = json_object_get(quota, "status"), *all, *o, *p;
-	const char *hard = json_string_value(json_object_get(json_object_get(
-	    json_object_get(quota, "spec"), "hard"), key));
-	struct k8s_error err;
-	size_t i, n = 0;
-	char used[32];
-
-	const char *known = json_string_value(json_object_get(json_object_get(st,
-	    "hard"), key));
-	int counted = json_object_get(json_object_get(st, "used"), key) != NULL;
-
-	/*
-	 * Admission refuses while status.used lacks the resource, whatever
-	 * status.hard says (the quota controller copies hard from the spec
-	 * before it can count a resource it has not discovered).
-	 */
-	if (hard == NULL || (counted && known && strcmp(known, hard) == 0))
-		return;
-	if (counted) {
-		/* Counted already, under an older limit: the limit only. */
-		p = json_pack("{s:{s:s?}, s:{s:{s:s}}}", "metadata",
-		    "resourceVersion", k8s_obj_rv(quota), "status", "hard", key,
-		    hard);
-		goto send;
-	}
-	all = informer_list(ctl->cx_inf);
-	json_array_foreach(all, i, o)
-		if (k8s_obj_namespace(o) && strcmp(k8s_obj_namespace(o), ns) == 0)
-			n++;
-	json_decref(all);
-	snprintf(used, sizeof(used), "%zu", n);
-	p = json_pack("{s:{s:s?}, s:{s:{s:s}, s:{s:s}}}", "metadata",
-	    "resourceVersion", k8s_obj_rv(quota), "status", "hard", key, hard,
-	    "used", key, used);
-send:
-	if (k8s_patch(ctl->client, ctl_guard_res[2], ns, k8s_obj_name(quota),
-	    &po, p, NULL, &err) != 0 && err.http_status != 409)
-		log_warn("cannot seed the quota's status", "namespace=%s "
-		    "error=\"%s\"", ns, err.message);
-	json_decref(p);
-}
-
-static int
-ensure_guardrails(struct controller *ctl, const char *ns)
-{
-	struct k8s_patch_opts apply = { K8S_PATCH_APPLY, FIELD_MANAGER, 1, NULL };
-	struct k8s_error err;
-	json_t *nsobj = NULL, *objs[4], *owner = NULL;
-	const struct k8s_resource *const res[4] = { ctl_guard_res[0],
-	    ctl_guard_res[1], ctl_guard_res[2], ctl_guard_res[2] };
-	char *warn = NULL;
-	long long now = clock_mono_ms();
-	json_int_t last;
-	int rc = 0;
-
-	pthread_mutex_lock(&ctl->lock);
-	last = json_integer_value(json_object_get(ctl->guarded, ns));
-	pthread_mutex_unlock(&ctl->lock);
-	if (last > 0 && now - last < ctl->opts.resync_ms)
-		return 0;
-
-	/* Read for the admin's quota annotations; without it, the defaults. */
-	if (k8s_get(ctl->client, &k8s_res_namespaces, NULL, ns, &nsobj, &err) != 0)
-		nsobj = NULL;
-	if (json_is_string(json_object_get(json_object_get(nsobj, "status"),
-	    "phase")) && strcmp(json_string_value(json_object_get(
-	    json_object_get(nsobj, "status"), "phase")), "Terminating") == 0) {
-		/* Nothing can be created there any more; nor need it be. */
-		json_decref(nsobj);
-		return K8S_ECANCELED;
-	}
-	objs[0] = podspec_service_account(ns);
-	objs[1] = podspec_network_policy(ns);
-	objs[2] = podspec_resource_quota(ctl->cfg, ns, nsobj, &warn);
-	for (int i = 0; i < 2; i++) {
-		if (warn) {
-			log_warn("bad quota annotation", "namespace=%s "
-			    "problem=\"%s\"", ns, warn);
-			free(warn);
-		}
-		if (i == 0)
-			objs[3] = podspec_object_quota(ctl->cfg, ns, nsobj, &warn);
-	}
-	if (ctl->opts.guard_owner_role && (owner = guard_owner(ctl)) == NULL) {
-		for (int i = 0; i < 4; i++)
-			json_decref(objs[i]);
-		json_decref(nsobj);
-		return K8S_ENOTFOUND;
-	}
-	for (int i = 0; i < 4; i++) {
-		json_t *got = NULL;
-
-		if (owner)
-			json_object_set_new(json_object_get(objs[i], "metadata"),
-			    "ownerReferences", json_pack("[O]", owner));
-		if (rc == 0 && (rc = k8s_patch(ctl->client, res[i], ns,
-		    k8s_obj_name(objs[i]), &apply, objs[i], &got, &err)) != 0)
-			log_warn("cannot apply guardrail", "namespace=%s kind=%s "
-			    "error=\"%s\"", ns, res[i]->plural, err.message);
-		if (rc == 0 && i == 3)
-			seed_quota_status(ctl, ns, got);
-		json_decref(got);
-		json_decref(objs[i]);
-	}
-	json_decref(nsobj);
-	json_decref(owner);
-	if (rc == 0) {
-		pthread_mutex_lock(&ctl->lock);
-		json_object_set_new(ctl->guarded, ns, json_integer(now));
-		pthread_mutex_unlock(&ctl->lock);
-	}
-	return rc;
-}
-
 /* Delete a finished execution once its TTL has passed; else come back. */
 static int
 ttl(struct controller *ctl, json_t *cx, const char *key)
@@ -558,13 +207,13 @@ init_pending(json_t *cx, json_t *status, struct notes *notes)
 		return;
 	json_object_set_new(status, "phase", json_string("Pending"));
 	json_object_set_new(status, "observedGeneration", json_integer(gen));
-	set_condition(status, "Scheduled", "False", "Pending",
+	ctl_set_condition(status, "Scheduled", "False", "Pending",
 	    "waiting for a node", gen);
-	set_condition(status, "Started", "False", "Pending", "not started", gen);
-	set_condition(status, "Complete", "False", "Pending", "not finished",
+	ctl_set_condition(status, "Started", "False", "Pending", "not started", gen);
+	ctl_set_condition(status, "Complete", "False", "Pending", "not finished",
 	    gen);
 	notes->phase = "Pending";
-	note(notes, "Normal", "Created", "created the execution's pod");
+	ctl_note(notes, "Normal", "Created", "created the execution's pod");
 }
 
 /*
@@ -579,7 +228,7 @@ static int
 unschedulable_too_long(struct controller *ctl, json_t *cx, json_t *status,
     const char *key, const char *why, int *rc)
 {
-	long long since = clock_parse_rfc3339(condition_field(status, "Scheduled",
+	long long since = clock_parse_rfc3339(ctl_condition_field(status, "Scheduled",
 	    "lastTransitionTime"));
 	json_int_t limit = json_integer_value(json_object_get(
 	    json_object_get(cx, "spec"), "timeoutSeconds"));
@@ -769,11 +418,11 @@ follow_pod(struct controller *ctl, json_t *cx, json_t *pod, json_t *status,
 
 		if (t && s && strcmp(t, "PodScheduled") == 0 &&
 		    strcmp(s, "False") == 0 && r && strcmp(r, "Unschedulable") == 0) {
-			if (strcmp(condition_field(json_object_get(cx, "status"),
+			if (strcmp(ctl_condition_field(json_object_get(cx, "status"),
 			    "Scheduled", "reason"), "Unschedulable") != 0)
-				note(notes, "Warning", "Unschedulable",
+				ctl_note(notes, "Warning", "Unschedulable",
 				    m ? m : "no node can run it");
-			set_condition(status, "Scheduled", "False",
+			ctl_set_condition(status, "Scheduled", "False",
 			    "Unschedulable", m ? m : "", gen);
 			if (node == NULL && unschedulable_too_long(ctl, cx,
 			    status, key, m ? m : "no node can run it", &rc))
@@ -796,11 +445,11 @@ follow_pod(struct controller *ctl, json_t *cx, json_t *pod, json_t *status,
 		char msg[300];
 
 		snprintf(msg, sizeof(msg), "scheduled to node %s", node);
-		if (strcmp(condition_field(json_object_get(cx, "status"),
+		if (strcmp(ctl_condition_field(json_object_get(cx, "status"),
 		    "Scheduled", "status"), "True") != 0)
-			note(notes, "Normal", "Scheduled", msg);
+			ctl_note(notes, "Normal", "Scheduled", msg);
 		json_object_set_new(status, "nodeName", json_string(node));
-		set_condition(status, "Scheduled", "True", "Scheduled", msg, gen);
+		ctl_set_condition(status, "Scheduled", "True", "Scheduled", msg, gen);
 	}
 	if (pphase && (strcmp(pphase, "Succeeded") == 0 ||
 	    strcmp(pphase, "Failed") == 0) && pod_ended_unrecorded(ctl, cx, pod,
@@ -818,13 +467,13 @@ follow_pod(struct controller *ctl, json_t *cx, json_t *pod, json_t *status,
 		if (strcmp(json_string_value(json_object_get(status, "phase")),
 		    "Running") != 0) {
 			notes->phase = "Running";
-			note(notes, "Normal", "Started", "the program is running");
+			ctl_note(notes, "Normal", "Started", "the program is running");
 		}
 		json_object_set_new(status, "phase", json_string("Running"));
-		set_condition(status, "Started", "True", "Started",
+		ctl_set_condition(status, "Started", "True", "Started",
 		    "the program is running", gen);
 	}
-	return write_status(ctl, cx, status, notes);
+	return ctl_write_status(ctl, cx, status, notes);
 }
 
 /* Whether obj's controller ownerReference is the execution of uid. */
@@ -887,7 +536,7 @@ too_large_to_end(struct controller *ctl, json_t *cx)
 	    "close to etcd's limit for any status to be written (at most %d "
 	    "leave room for a result)", jsonsize_value(cx),
 	    CX_OBJECT_BUDGET - CX_STATUS_RESERVE);
-	emit_event(ctl, cx, "Warning", "TooLarge", msg);
+	ctl_emit_event(ctl, cx, "Warning", "TooLarge", msg);
 	rc = k8s_delete(ctl->client, &cx_resource, k8s_obj_namespace(cx),
 	    k8s_obj_name(cx), &del, NULL, &err);
 	log_warn("execution too large to end; deleted", "execution=%s/%s "
@@ -944,7 +593,7 @@ create_pod(struct controller *ctl, json_t *cached)
 	json_object_set_new(status, "codeSha256", json_string(r.code_sha256));
 	init_pending(cx, status, &notes);
 	podspec_result_free(&r);
-	rc = write_status(ctl, cx, status, &notes);
+	rc = ctl_write_status(ctl, cx, status, &notes);
 	goto out;
 fail:
 	log_warn("cannot create pod", "execution=%s/%s status=%ld error=\"%s\"",
@@ -976,7 +625,7 @@ controller_reconcile(struct controller *ctl, const char *key)
 	name = slash + 1;
 	if (name[0] == '\0') {
 		/* "ns/": a guardrail there changed or went away. */
-		rc = ensure_guardrails(ctl, ns);
+		rc = ctl_ensure_guardrails(ctl, ns);
 		free(ns);
 		return rc == K8S_ECANCELED ? 0 : rc;
 	}
@@ -1014,7 +663,7 @@ controller_reconcile(struct controller *ctl, const char *key)
 			    "cancelled by spec.cancel");
 	} else if ((rc = sweep(ctl, ns, name, k8s_obj_uid(cx))) != 0) {
 		;
-	} else if ((rc = ensure_guardrails(ctl, ns)) != 0) {
+	} else if ((rc = ctl_ensure_guardrails(ctl, ns)) != 0) {
 		if (rc == K8S_ECANCELED)
 			rc = 0;	/* a terminating namespace: leave it be */
 	} else if (pod == NULL && (json_object_get(status, "podName") ||

@@ -1,0 +1,197 @@
+/*
+ * guardrails.c - what every namespace with executions gets before its
+ * first pod (controller_priv.h): the ServiceAccount, the deny-all
+ * NetworkPolicy and the ResourceQuotas that execution/podspec.c builds,
+ * applied server-side and owned by the guard role when one is set.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "clock.h"
+#include "controller_priv.h"
+#include "cx.h"
+#include "log.h"
+#include "podspec.h"
+#include "xmalloc.h"
+
+static const struct k8s_resource res_sa = { "", "v1", "serviceaccounts", 1 };
+static const struct k8s_resource res_netpol = { "networking.k8s.io", "v1",
+    "networkpolicies", 1 };
+static const struct k8s_resource res_quota = { "", "v1", "resourcequotas", 1 };
+
+const struct k8s_resource *const ctl_guard_res[3] = { &res_sa, &res_netpol,
+    &res_quota };
+
+/*
+ * The ownerReference naming opts.guard_owner_role (a new reference), read
+ * afresh once every resync_ms; NULL while the role cannot be read.
+ */
+static json_t *
+guard_owner(struct controller *ctl)
+{
+	static const struct k8s_resource res = { "rbac.authorization.k8s.io",
+	    "v1", "clusterroles", 0 };
+	long long now = clock_mono_ms();
+	struct k8s_error err;
+	json_t *role = NULL, *ref = NULL;
+
+	pthread_mutex_lock(&ctl->lock);
+	if (ctl->guard_owner && now - ctl->guard_owner_at < ctl->opts.resync_ms)
+		ref = json_incref(ctl->guard_owner);
+	pthread_mutex_unlock(&ctl->lock);
+	if (ref)
+		return ref;
+	if (k8s_get(ctl->client, &res, NULL, ctl->opts.guard_owner_role, &role,
+	    &err) != 0) {
+		log_warn("cannot read the guardrails' owner: no guardrails, no pods",
+		    "clusterrole=%s error=\"%s\"", ctl->opts.guard_owner_role,
+		    err.message);
+		return NULL;
+	}
+	if (k8s_obj_uid(role))
+		ref = json_pack("{s:s, s:s, s:s, s:s}", "apiVersion",
+		    "rbac.authorization.k8s.io/v1", "kind", "ClusterRole", "name",
+		    ctl->opts.guard_owner_role, "uid", k8s_obj_uid(role));
+	json_decref(role);
+	if (ref == NULL)
+		return NULL;
+	pthread_mutex_lock(&ctl->lock);
+	if (ctl->guard_owner && !json_equal(ctl->guard_owner, ref))
+		log_info("the guardrails' owner was made anew", "clusterrole=%s",
+		    ctl->opts.guard_owner_role);
+	json_decref(ctl->guard_owner);
+	ctl->guard_owner = json_incref(ref);
+	ctl->guard_owner_at = now;
+	pthread_mutex_unlock(&ctl->lock);
+	return ref;
+}
+
+/*
+ * Until the cluster's quota controller has counted a new object-count
+ * quota (it learns of a new CRD's resources by discovery, every 30 s), the
+ * API server refuses every create it covers ("status unknown for quota").
+ * So a quota with no status yet gets one: the limit, and the executions
+ * this controller sees in the namespace; one counted under another limit
+ * gets the new limit. Admission keeps the count from there, and the quota
+ * controller corrects it at its next sync.
+ */
+static void
+seed_quota_status(struct controller *ctl, const char *ns, json_t *quota)
+{
+	static const char *const key = "count/codeexecutions.airlock.dev";
+	struct k8s_patch_opts po = { .type = K8S_PATCH_MERGE,
+	    .subresource = "status" };
+	json_t *st = json_object_get(quota, "status"), *all, *o, *p;
+	const char *hard = json_string_value(json_object_get(json_object_get(
+	    json_object_get(quota, "spec"), "hard"), key));
+	struct k8s_error err;
+	size_t i, n = 0;
+	char used[32];
+
+	const char *known = json_string_value(json_object_get(json_object_get(st,
+	    "hard"), key));
+	int counted = json_object_get(json_object_get(st, "used"), key) != NULL;
+
+	/*
+	 * Admission refuses while status.used lacks the resource, whatever
+	 * status.hard says (the quota controller copies hard from the spec
+	 * before it can count a resource it has not discovered).
+	 */
+	if (hard == NULL || (counted && known && strcmp(known, hard) == 0))
+		return;
+	if (counted) {
+		/* Counted already, under an older limit: the limit only. */
+		p = json_pack("{s:{s:s?}, s:{s:{s:s}}}", "metadata",
+		    "resourceVersion", k8s_obj_rv(quota), "status", "hard", key,
+		    hard);
+		goto send;
+	}
+	all = informer_list(ctl->cx_inf);
+	json_array_foreach(all, i, o)
+		if (k8s_obj_namespace(o) && strcmp(k8s_obj_namespace(o), ns) == 0)
+			n++;
+	json_decref(all);
+	snprintf(used, sizeof(used), "%zu", n);
+	p = json_pack("{s:{s:s?}, s:{s:{s:s}, s:{s:s}}}", "metadata",
+	    "resourceVersion", k8s_obj_rv(quota), "status", "hard", key, hard,
+	    "used", key, used);
+send:
+	if (k8s_patch(ctl->client, ctl_guard_res[2], ns, k8s_obj_name(quota),
+	    &po, p, NULL, &err) != 0 && err.http_status != 409)
+		log_warn("cannot seed the quota's status", "namespace=%s "
+		    "error=\"%s\"", ns, err.message);
+	json_decref(p);
+}
+
+int
+ctl_ensure_guardrails(struct controller *ctl, const char *ns)
+{
+	struct k8s_patch_opts apply = { K8S_PATCH_APPLY, CTL_FIELD_MANAGER, 1, NULL };
+	struct k8s_error err;
+	json_t *nsobj = NULL, *objs[4], *owner = NULL;
+	const struct k8s_resource *const res[4] = { ctl_guard_res[0],
+	    ctl_guard_res[1], ctl_guard_res[2], ctl_guard_res[2] };
+	char *warn = NULL;
+	long long now = clock_mono_ms();
+	json_int_t last;
+	int rc = 0;
+
+	pthread_mutex_lock(&ctl->lock);
+	last = json_integer_value(json_object_get(ctl->guarded, ns));
+	pthread_mutex_unlock(&ctl->lock);
+	if (last > 0 && now - last < ctl->opts.resync_ms)
+		return 0;
+
+	/* Read for the admin's quota annotations; without it, the defaults. */
+	if (k8s_get(ctl->client, &k8s_res_namespaces, NULL, ns, &nsobj, &err) != 0)
+		nsobj = NULL;
+	if (json_is_string(json_object_get(json_object_get(nsobj, "status"),
+	    "phase")) && strcmp(json_string_value(json_object_get(
+	    json_object_get(nsobj, "status"), "phase")), "Terminating") == 0) {
+		/* Nothing can be created there any more; nor need it be. */
+		json_decref(nsobj);
+		return K8S_ECANCELED;
+	}
+	objs[0] = podspec_service_account(ns);
+	objs[1] = podspec_network_policy(ns);
+	objs[2] = podspec_resource_quota(ctl->cfg, ns, nsobj, &warn);
+	for (int i = 0; i < 2; i++) {
+		if (warn) {
+			log_warn("bad quota annotation", "namespace=%s "
+			    "problem=\"%s\"", ns, warn);
+			free(warn);
+		}
+		if (i == 0)
+			objs[3] = podspec_object_quota(ctl->cfg, ns, nsobj, &warn);
+	}
+	if (ctl->opts.guard_owner_role && (owner = guard_owner(ctl)) == NULL) {
+		for (int i = 0; i < 4; i++)
+			json_decref(objs[i]);
+		json_decref(nsobj);
+		return K8S_ENOTFOUND;
+	}
+	for (int i = 0; i < 4; i++) {
+		json_t *got = NULL;
+
+		if (owner)
+			json_object_set_new(json_object_get(objs[i], "metadata"),
+			    "ownerReferences", json_pack("[O]", owner));
+		if (rc == 0 && (rc = k8s_patch(ctl->client, res[i], ns,
+		    k8s_obj_name(objs[i]), &apply, objs[i], &got, &err)) != 0)
+			log_warn("cannot apply guardrail", "namespace=%s kind=%s "
+			    "error=\"%s\"", ns, res[i]->plural, err.message);
+		if (rc == 0 && i == 3)
+			seed_quota_status(ctl, ns, got);
+		json_decref(got);
+		json_decref(objs[i]);
+	}
+	json_decref(nsobj);
+	json_decref(owner);
+	if (rc == 0) {
+		pthread_mutex_lock(&ctl->lock);
+		json_object_set_new(ctl->guarded, ns, json_integer(now));
+		pthread_mutex_unlock(&ctl->lock);
+	}
+	return rc;
+}

@@ -1,0 +1,163 @@
+/*
+ * status.c - how the controller writes what it decided (controller_priv.h):
+ * conditions, Events, and the status as a merge patch of what changed.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "clock.h"
+#include "controller_priv.h"
+#include "cx.h"
+#include "log.h"
+
+void
+ctl_now_rfc3339(char out[CLOCK_RFC3339_LEN])
+{
+	clock_format_rfc3339((long long)time(NULL) * 1000000000, 0, out);
+}
+
+/* The condition of this type in status (borrowed), or NULL. */
+json_t *
+ctl_find_condition(json_t *status, const char *type)
+{
+	json_t *c;
+	size_t i;
+
+	json_array_foreach(json_object_get(status, "conditions"), i, c) {
+		const char *t = json_string_value(json_object_get(c, "type"));
+
+		if (t && strcmp(t, type) == 0)
+			return c;
+	}
+	return NULL;
+}
+
+/* Set or update condition type in status, keeping lastTransitionTime
+ * unless its status changes (Kubernetes API conventions). */
+void
+ctl_set_condition(json_t *status, const char *type, const char *st,
+    const char *reason, const char *msg, json_int_t gen)
+{
+	json_t *conds = json_object_get(status, "conditions"), *c;
+	char now[CLOCK_RFC3339_LEN];
+
+	if (!json_is_array(conds)) {
+		conds = json_array();
+		json_object_set_new(status, "conditions", conds);
+	}
+	if ((c = ctl_find_condition(status, type)) == NULL) {
+		c = json_object();
+		json_object_set_new(c, "type", json_string(type));
+		json_array_append_new(conds, c);
+	}
+	if (json_object_get(c, "status") == NULL ||
+	    strcmp(json_string_value(json_object_get(c, "status")), st) != 0) {
+		ctl_now_rfc3339(now);
+		json_object_set_new(c, "status", json_string(st));
+		json_object_set_new(c, "lastTransitionTime", json_string(now));
+	}
+	json_object_set_new(c, "reason", json_string(reason));
+	json_object_set_new(c, "message", json_string(msg));
+	json_object_set_new(c, "observedGeneration", json_integer(gen));
+}
+
+/* A field of the condition of this type in status, or "". */
+const char *
+ctl_condition_field(json_t *status, const char *type, const char *field)
+{
+	const char *v = json_string_value(json_object_get(ctl_find_condition(status,
+	    type), field));
+
+	return v ? v : "";
+}
+
+void
+ctl_emit_event(struct controller *ctl, json_t *cx, const char *type,
+    const char *reason, const char *msg)
+{
+	struct k8s_error err;
+	char now[CLOCK_RFC3339_LEN];
+	json_t *ev;
+
+	ctl_now_rfc3339(now);
+	ev = json_pack("{s:s, s:s, s:{s:s}, s:{s:s, s:s, s:s, s:s, s:s},"
+	    " s:s, s:s, s:s, s:{s:s}, s:s, s:s, s:i, s:s}",
+	    "apiVersion", "v1", "kind", "Event",
+	    "metadata", "generateName", "airlock-",
+	    "involvedObject", "apiVersion", "airlock.dev/v1alpha1",
+	    "kind", "CodeExecution", "name", k8s_obj_name(cx),
+	    "namespace", k8s_obj_namespace(cx), "uid", k8s_obj_uid(cx),
+	    "reason", reason, "message", msg, "type", type,
+	    "source", "component", CTL_FIELD_MANAGER,
+	    "firstTimestamp", now, "lastTimestamp", now, "count", 1,
+	    "reportingComponent", CTL_FIELD_MANAGER);
+	if (k8s_create(ctl->client, &k8s_res_events, k8s_obj_namespace(cx),
+	    ev, NULL, &err) != 0)
+		log_warn("cannot record event", "reason=%s error=\"%s\"",
+		    reason, k8s_strerror(err.code));
+	json_decref(ev);
+}
+
+void
+ctl_note(struct notes *ns, const char *type, const char *reason, const char *msg)
+{
+	if (ns->n < 4) {
+		ns->e[ns->n].type = type;
+		ns->e[ns->n].reason = reason;
+		snprintf(ns->e[ns->n].msg, sizeof(ns->e[0].msg), "%s", msg);
+		ns->n++;
+	}
+}
+
+/*
+ * Write what changed in status, and only that, then record the notes.
+ *
+ * A JSON merge patch of the changed keys (null for a removed one), which
+ * carries the resourceVersion the change was computed from: the server
+ * refuses it with 409 if the object moved on meanwhile, and the key is
+ * retried against the newer state. Keys the controller did not change,
+ * the node agent's result among them, are not in the patch, so a cache
+ * that does not hold them (see trim_cx) cannot erase them. notes may be
+ * NULL.
+ */
+int
+ctl_write_status(struct controller *ctl, json_t *cx, json_t *status,
+    struct notes *notes)
+{
+	struct k8s_patch_opts po = { .type = K8S_PATCH_MERGE,
+	    .subresource = "status" };
+	json_t *old = json_object_get(cx, "status"), *diff, *patch, *v;
+	struct k8s_error err;
+	const char *k;
+	int rc;
+
+	diff = json_object();
+	json_object_foreach(status, k, v)
+		if (!json_equal(v, json_object_get(old, k)))
+			json_object_set(diff, k, v);
+	json_object_foreach(old, k, v)
+		if (json_object_get(status, k) == NULL)
+			json_object_set_new(diff, k, json_null());
+	if (json_object_size(diff) == 0) {
+		json_decref(diff);
+		return 0;
+	}
+	patch = json_pack("{s:{s:s?}, s:o}", "metadata", "resourceVersion",
+	    k8s_obj_rv(cx), "status", diff);
+	rc = k8s_patch(ctl->client, &cx_resource, k8s_obj_namespace(cx),
+	    k8s_obj_name(cx), &po, patch, NULL, &err);
+	json_decref(patch);
+	if (rc != 0 && rc != K8S_ECONFLICT && rc != K8S_ENOTFOUND)
+		log_warn("cannot write status", "execution=%s/%s error=\"%s\"",
+		    k8s_obj_namespace(cx), k8s_obj_name(cx), err.message);
+	if (rc == 0 && notes) {
+		for (int i = 0; i < notes->n; i++)
+			ctl_emit_event(ctl, cx, notes->e[i].type, notes->e[i].reason,
+			    notes->e[i].msg);
+		if (notes->phase)
+			metric_inc(ctl->m_phase, notes->phase);
+	}
+	return rc == K8S_ENOTFOUND ? 0 : rc;
+}
