@@ -1,5 +1,6 @@
 /*
- * client_priv.h - what the watch module shares with the client. Not public.
+ * client_priv.h - what the client's files (client.c, list.c) and the
+ * watch module share. Not public.
  */
 #ifndef AIRLOCK_CLIENT_PRIV_H
 #define AIRLOCK_CLIENT_PRIV_H
@@ -7,6 +8,8 @@
 #include <curl/curl.h>
 
 #include "client.h"
+
+#define PATH_MAX_LEN	8192	/* a request path with its query */
 
 /*
  * Set h up for METHOD on path (absolute, with query): URL, TLS material,
