@@ -90,6 +90,15 @@ void ctl_emit_event(struct controller *ctl, json_t *cx, const char *type,
  */
 int ctl_write_status(struct controller *ctl, json_t *cx, json_t *status,
     struct notes *notes);
+/*
+ * End the execution cx here: phase, reason and message into status (the
+ * caller's copy of cx's, changed in place), Complete True, an Event.
+ * On a conflict (the cache lagged) the same end is written on the
+ * execution read afresh, unless it ended meanwhile or is another of the
+ * same name (then 0: nothing to write). 0, or the write's error.
+ */
+int ctl_finish(struct controller *ctl, json_t *cx, json_t *status,
+    const char *phase, const char *reason, const char *msg);
 /* Set or update condition type in status (lastTransitionTime on change). */
 void ctl_set_condition(json_t *status, const char *type, const char *st,
     const char *reason, const char *msg, json_int_t gen);

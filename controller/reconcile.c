@@ -55,46 +55,6 @@ ended_here(struct controller *ctl, const char *uid, int cached_terminal)
 	return yes;
 }
 
-/* The controller ends an execution itself: Rejected, Cancelled, ... */
-static int
-finish(struct controller *ctl, json_t *cx, json_t *status, const char *phase,
-    const char *reason, const char *msg)
-{
-	json_int_t gen = json_integer_value(json_object_get(json_object_get(cx,
-	    "metadata"), "generation"));
-	struct notes n = { 0 };
-	char now[CLOCK_RFC3339_LEN];
-	int rc;
-
-	ctl_now_rfc3339(now);
-	json_object_set_new(status, "phase", json_string(phase));
-	json_object_set_new(status, "reason", json_string(reason));
-	json_object_set_new(status, "message", json_string(msg));
-	json_object_set_new(status, "completionTime", json_string(now));
-	json_object_set_new(status, "observedGeneration", json_integer(gen));
-	ctl_set_condition(status, "Complete", "True", reason, msg, gen);
-	n.phase = phase;
-	ctl_note(&n, strcmp(reason, "Cancelled") == 0 ? "Normal" : "Warning", reason,
-	    msg);
-	if ((rc = ctl_write_status(ctl, cx, status, &n)) == 0) {
-		log_info("execution finished", "execution=%s/%s phase=%s reason=%s",
-		    k8s_obj_namespace(cx), k8s_obj_name(cx), phase, reason);
-		long long at = clock_mono_ms();
-		const char *k;
-		json_t *v;
-		void *tmp;
-
-		pthread_mutex_lock(&ctl->lock);
-		/* Drop what an execution deleted meanwhile left behind. */
-		json_object_foreach_safe(ctl->ended, tmp, k, v)
-			if (at - json_integer_value(v) >= 600000)
-				json_object_del(ctl->ended, k);
-		json_object_set_new(ctl->ended, k8s_obj_uid(cx),
-		    json_integer(at));
-		pthread_mutex_unlock(&ctl->lock);
-	}
-	return rc;
-}
 
 /* Delete the execution's pod and ConfigMap, whatever state they are in. */
 static int
@@ -247,7 +207,7 @@ unschedulable_too_long(struct controller *ctl, json_t *cx, json_t *status,
 	snprintf(msg, sizeof(msg), "no node could run it within %lld s: %s",
 	    (long long)limit, why);
 	(void)delete_children(ctl, k8s_obj_namespace(cx), k8s_obj_uid(cx));
-	*rc = finish(ctl, cx, status, "Failed", "Unschedulable", msg);
+	*rc = ctl_finish(ctl, cx, status, "Failed", "Unschedulable", msg);
 	return 1;
 }
 
@@ -283,7 +243,7 @@ pod_ended_unrecorded(struct controller *ctl, json_t *cx, json_t *pod,
 		    "started: %s%s%.900s", why ? why : (w ? w : "no reason given"),
 		    what ? ": " : "", what ? what : "");
 		(void)delete_children(ctl, k8s_obj_namespace(cx), k8s_obj_uid(cx));
-		*rc = finish(ctl, cx, status, "Failed", "StartFailed", msg);
+		*rc = ctl_finish(ctl, cx, status, "Failed", "StartFailed", msg);
 		return 1;
 	}
 	{
@@ -305,7 +265,7 @@ pod_ended_unrecorded(struct controller *ctl, json_t *cx, json_t *pod,
 		    (long long)json_integer_value(json_object_get(term,
 		    "exitCode")), ctl->opts.result_grace_ms);
 		(void)delete_children(ctl, k8s_obj_namespace(cx), k8s_obj_uid(cx));
-		*rc = finish(ctl, cx, status, "Failed", "ResultLost", msg);
+		*rc = ctl_finish(ctl, cx, status, "Failed", "ResultLost", msg);
 		return 1;
 	}
 }
@@ -363,7 +323,7 @@ pod_vanished(struct controller *ctl, json_t *cx, json_t *status,
 		if (st == NULL)
 			st = json_object();
 		(void)delete_children(ctl, ns, k8s_obj_uid(cx));
-		rc = finish(ctl, fresh, st, "Failed", "PodDeleted",
+		rc = ctl_finish(ctl, fresh, st, "Failed", "PodDeleted",
 		    ph && strcmp(ph, "Running") == 0 ?
 		    "the execution's pod was deleted while it ran; it is not run again" :
 		    "the execution's pod was deleted before its result was recorded; "
@@ -439,7 +399,7 @@ follow_pod(struct controller *ctl, json_t *cx, json_t *pod, json_t *status,
 		snprintf(msg, sizeof(msg), "the runner image cannot be pulled: %s",
 		    m ? m : waiting);
 		(void)delete_children(ctl, k8s_obj_namespace(cx), k8s_obj_uid(cx));
-		return finish(ctl, cx, status, "Failed", "ImagePullFailed", msg);
+		return ctl_finish(ctl, cx, status, "Failed", "ImagePullFailed", msg);
 	}
 	if (node) {
 		char msg[300];
@@ -578,7 +538,7 @@ create_pod(struct controller *ctl, json_t *cached)
 	}
 	status = fst ? json_deep_copy(fst) : json_object();
 	if ((rc = podspec_build(ctl->cfg, cx, &r, &err)) != 0) {
-		rc = finish(ctl, cx, status, "Failed", "Rejected", err.message);
+		rc = ctl_finish(ctl, cx, status, "Failed", "Rejected", err.message);
 		if (rc != 0 && rc != K8S_ECONFLICT &&
 		    jsonsize_value(cx) > CX_OBJECT_BUDGET)
 			rc = too_large_to_end(ctl, cx);
@@ -602,7 +562,7 @@ fail:
 	if (rc == K8S_EEXIST || ctl_create_refused(&err)) {
 		snprintf(msg, sizeof(msg), "the API server refused its pod: %.1000s",
 		    err.message);
-		rc = finish(ctl, cx, status, "Failed", "Rejected", msg);
+		rc = ctl_finish(ctl, cx, status, "Failed", "Rejected", msg);
 	}
 out:
 	json_decref(status);
@@ -659,7 +619,7 @@ controller_reconcile(struct controller *ctl, const char *key)
 	else if (json_is_true(json_object_get(json_object_get(cx, "spec"), "cancel"))) {
 		rc = delete_children(ctl, ns, k8s_obj_uid(cx));
 		if (rc == 0)
-			rc = finish(ctl, cx, status, "Cancelled", "Cancelled",
+			rc = ctl_finish(ctl, cx, status, "Cancelled", "Cancelled",
 			    "cancelled by spec.cancel");
 	} else if ((rc = sweep(ctl, ns, name, k8s_obj_uid(cx))) != 0) {
 		;

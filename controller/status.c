@@ -161,3 +161,97 @@ ctl_write_status(struct controller *ctl, json_t *cx, json_t *status,
 	}
 	return rc == K8S_ENOTFOUND ? 0 : rc;
 }
+
+/* Phase, reason and message into status, with the Complete condition. */
+static void
+set_terminal(json_t *cx, json_t *status, const char *phase,
+    const char *reason, const char *msg)
+{
+	json_int_t gen = json_integer_value(json_object_get(json_object_get(cx,
+	    "metadata"), "generation"));
+	char now[CLOCK_RFC3339_LEN];
+
+	ctl_now_rfc3339(now);
+	json_object_set_new(status, "phase", json_string(phase));
+	json_object_set_new(status, "reason", json_string(reason));
+	json_object_set_new(status, "message", json_string(msg));
+	json_object_set_new(status, "completionTime", json_string(now));
+	json_object_set_new(status, "observedGeneration", json_integer(gen));
+	ctl_set_condition(status, "Complete", "True", reason, msg, gen);
+}
+
+int
+ctl_finish(struct controller *ctl, json_t *cx, json_t *status,
+    const char *phase, const char *reason, const char *msg)
+{
+	struct notes n = { 0 };
+	struct k8s_error err;
+	json_t *fresh = NULL, *own = NULL;
+	int rc, written = 0;
+
+	n.phase = phase;
+	ctl_note(&n, strcmp(reason, "Cancelled") == 0 ? "Normal" : "Warning",
+	    reason, msg);
+	for (int attempt = 0;; attempt++) {
+		set_terminal(cx, status, phase, reason, msg);
+		rc = ctl_write_status(ctl, cx, status, &n);
+		written = rc == 0;
+		if (rc != K8S_ECONFLICT || attempt == 2)
+			break;
+		/*
+		 * The cache lagged behind the execution. The decision stands
+		 * (what it was made on, a pod that is gone or failed, is
+		 * not undone by a newer execution), unless the execution
+		 * ended meanwhile or is another one of the same name: write
+		 * it on the execution as it is now. Retrying through the
+		 * queue instead would find the pod deleted and misname the
+		 * end PodDeleted.
+		 */
+		json_t *cur = NULL;
+
+		if (k8s_get(ctl->client, &cx_resource, k8s_obj_namespace(cx),
+		    k8s_obj_name(cx), &cur, &err) != 0) {
+			json_decref(cur);
+			break;
+		}
+		if (strcmp(k8s_obj_uid(cur) ? k8s_obj_uid(cur) : "",
+		    k8s_obj_uid(cx)) != 0 || cx_phase_terminal(json_string_value(
+		    json_object_get(json_object_get(cur, "status"), "phase")))) {
+			json_decref(cur);
+			rc = 0;
+			break;
+		}
+		json_decref(fresh);
+		json_decref(own);
+		fresh = cx = cur;
+		own = status = json_deep_copy(json_object_get(cur, "status"));
+		if (status == NULL)
+			own = status = json_object();
+	}
+	if (rc == 0) {
+		long long at = clock_mono_ms();
+		const char *k;
+		json_t *v;
+		void *tmp;
+
+		if (written)
+			log_info("execution finished", "execution=%s/%s "
+			    "phase=%s reason=%s", k8s_obj_namespace(cx),
+			    k8s_obj_name(cx), phase, reason);
+		/*
+		 * Ended, by this write or another: the cache may show it
+		 * in flight a while yet, and must not make it a new pod.
+		 */
+		pthread_mutex_lock(&ctl->lock);
+		/* Drop what an execution deleted meanwhile left behind. */
+		json_object_foreach_safe(ctl->ended, tmp, k, v)
+			if (at - json_integer_value(v) >= 600000)
+				json_object_del(ctl->ended, k);
+		json_object_set_new(ctl->ended, k8s_obj_uid(cx),
+		    json_integer(at));
+		pthread_mutex_unlock(&ctl->lock);
+	}
+	json_decref(own);
+	json_decref(fresh);
+	return rc;
+}
