@@ -44,23 +44,46 @@
 #include "result.h"
 #include "usage.h"
 #include "xmalloc.h"
+#include "yamljson.h"
 
 #define DRAIN_MS	2000	/* output still arriving after the exit */
 
-static const char local_profiles[] =
-    "profiles:\n"
-    "  python: {image: local/python, command: [/airlock/bin/run, python3, main.py], sourceFile: main.py}\n"
-    "  node: {image: local/node, command: [/airlock/bin/run, node, main.js], sourceFile: main.js}\n"
-    "  bash: {image: local/bash, command: [/airlock/bin/run, bash, main.sh], sourceFile: main.sh}\n";
-
+/*
+ * The runtime profiles are the chart's (charts/airlock/values.yaml,
+ * config.profiles: the one list of runtimes, which images/build.sh and
+ * images/local.sh read too), built into the CLI by the Makefile. A local
+ * run uses each profile's command and source file, with the root
+ * filesystem images/local.sh unpacked for it ("local/<name>").
+ */
 struct ctl_config *
 local_config(struct k8s_error *err)
 {
-	struct ctl_config *c;
+	json_t *values = NULL, *profiles, *p, *mine, *cfg;
+	struct ctl_config *c = NULL;
+	const char *name;
+	char *text;
 
-	if (ctl_config_parse(local_profiles, sizeof(local_profiles) - 1,
-	    "local profiles", &c, err) != 0)
+	if (yamljson_load(airlock_chart_values, strlen(airlock_chart_values),
+	    "chart values", "charts/airlock/values.yaml", 0, &values, err) != 0)
 		return NULL;
+	profiles = json_object_get(json_object_get(values, "config"), "profiles");
+	mine = json_object();
+	json_object_foreach(profiles, name, p) {
+		char image[300];
+
+		snprintf(image, sizeof(image), "local/%s", name);
+		json_object_set_new(mine, name, json_pack("{s:s, s:O, s:O}",
+		    "image", image, "command", json_object_get(p, "command"),
+		    "sourceFile", json_object_get(p, "sourceFile")));
+	}
+	cfg = json_pack("{s:o}", "profiles", mine);
+	text = json_dumps(cfg, JSON_COMPACT);
+	json_decref(cfg);
+	if (text == NULL || ctl_config_parse(text, strlen(text),
+	    "the chart's profiles", &c, err) != 0)
+		c = NULL;
+	free(text);
+	json_decref(values);
 	return c;
 }
 

@@ -19,6 +19,12 @@
 #define RUNS_DIR	"/run/airlock/runs"	/* a record per run in flight */
 #define WATCHDOG_SLACK_MS	10000	/* past its deadline: the watchdog's */
 
+/*
+ * charts/airlock/values.yaml as text, built in by the Makefile
+ * ($(B)/gen/values.c): its config.profiles are the runtimes.
+ */
+extern const char airlock_chart_values[];
+
 /* A run's cgroup: its own directory in each hierarchy it needs. */
 struct cg {
 	int	 v2;

@@ -22,7 +22,6 @@ set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 cache=${AIRLOCK_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/airlock}/images
 REGISTRY=airlock.dev
-ALL=(pause runner-python runner-node runner-bash)
 DAEMONS=(controller node-agent)
 bindir=${AIRLOCK_BIN:-$here/../bin}
 # The daemons' shared libraries (ldd bin/airlock-*), by Debian package.
@@ -30,25 +29,14 @@ DAEMON_PACKAGES="libcurl4 libjansson4 libyaml-0-2 libmicrohttpd12"
 
 die() { echo "images/build.sh: $*" >&2; exit 1; }
 
-# Debian packages on top of the Essential set (bash, coreutils, dash, ...),
-# per runner image.
-runner_packages() {
-	case $1 in
-	runner-python) echo python3 ;;
-	runner-node) echo nodejs ;;
-	runner-bash) echo "" ;;
-	esac
-}
-
-# The runtime a runner image's default command starts (the controller's
-# profiles set their own command; this is for running the image by hand).
-runner_cmd() {
-	case $1 in
-	runner-python) echo '"python3","main.py"' ;;
-	runner-node) echo '"node","main.js"' ;;
-	runner-bash) echo '"bash","main.sh"' ;;
-	esac
-}
+# The runners are the chart's profiles (images/profiles.sh): for each, its
+# Debian packages on top of the Essential set (bash, coreutils, dash, ...)
+# and the runtime its default command starts (the controller's profiles
+# set their own command; this is for running the image by hand).
+. "$here/profiles.sh"
+runner_packages() { profile_packages "${1#runner-}"; }
+runner_cmd() { profile_cmd "${1#runner-}"; }
+ALL=(pause $(profiles_names | sed 's/^/runner-/'))
 
 # The machine's own apt sources: no mirror's address is written anywhere in
 # the project. deb822 (.sources) and one-line files both work with mmdebstrap.
@@ -72,8 +60,10 @@ key() {
 	pause)
 		{ cat "$here/build.sh" "$here/pause/pause.c"; gcc --version | head -n1; arch; } | hash_of ;;
 	runner-*)
+		profiles_names | grep -qxF "${1#runner-}" ||
+			die "unknown image '$1' (known: ${ALL[*]} ${DAEMONS[*]})"
 		{ cat "$here/build.sh" "$here/runner/run" "$(apt_sources)"; suite; arch
-		  runner_packages "$1"; } | hash_of ;;
+		  runner_packages "$1"; runner_cmd "$1"; } | hash_of ;;
 	daemon-base)
 		{ cat "$here/build.sh" "$(apt_sources)"; suite; arch; } | hash_of ;;
 	controller|node-agent)

@@ -8,16 +8,18 @@
 # so a changed image is a new directory and a run in flight keeps its own
 # (the previous key is kept; older ones are removed).
 #
-# usage: images/local.sh [python|node|bash ...]    (default: all three)
+# usage: images/local.sh [RUNTIME ...]    (default: every profile of the
+# chart, images/profiles.sh)
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 cache=${AIRLOCK_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/airlock}
 local_dir=${AIRLOCK_LOCAL_ROOT:-$cache/local}
+. "$here/profiles.sh"
 runtimes=("$@")
-[ ${#runtimes[@]} -gt 0 ] || runtimes=(python node bash)
+[ ${#runtimes[@]} -gt 0 ] || mapfile -t runtimes < <(profiles_names)
 mkdir -p "$local_dir"
 for rt in "${runtimes[@]}"; do
-	case $rt in python|node|bash) ;; *) echo "images/local.sh: unknown runtime '$rt'" >&2; exit 2 ;; esac
+	profiles_names | grep -qxF "$rt" || { echo "images/local.sh: unknown runtime '$rt' (not in $profiles_values)" >&2; exit 2; }
 	out=$("$here/build.sh" "runner-$rt")
 	ref=$(sed -n 's/^RUNNER_[A-Z]*_IMAGE=//p' <<<"$out")
 	tar=$(sed -n 's/^RUNNER_[A-Z]*_IMAGE_TAR=//p' <<<"$out")

@@ -11,6 +11,41 @@
 #include "cli.h"
 #include "yamljson.h"
 
+/* The local mode's runtimes are the chart's profiles, on local roots. */
+static void
+test_local_profiles(void **state)
+{
+	static const struct {
+		const char *name, *image, *argv[4], *source;
+	} want[] = {
+		{ "python", "local/python", { "/airlock/bin/run", "python3", "main.py" }, "main.py" },
+		{ "node", "local/node", { "/airlock/bin/run", "node", "main.js" }, "main.js" },
+		{ "bash", "local/bash", { "/airlock/bin/run", "bash", "main.sh" }, "main.sh" },
+	};
+	struct k8s_error err;
+	struct ctl_config *c = local_config(&err);
+
+	(void)state;
+	if (c == NULL)
+		fail_msg("local_config: %s", err.message);
+	assert_int_equal(c->nprofiles, 3);
+	for (size_t i = 0; i < 3; i++) {
+		const struct ctl_profile *p = NULL;
+
+		for (size_t j = 0; j < c->nprofiles; j++)
+			if (strcmp(c->profiles[j].name, want[i].name) == 0)
+				p = &c->profiles[j];
+		if (p == NULL)
+			fail_msg("no profile %s", want[i].name);
+		assert_string_equal(p->image, want[i].image);
+		assert_string_equal(p->source_file, want[i].source);
+		for (size_t k = 0; k < 3; k++)
+			assert_string_equal(p->command[k], want[i].argv[k]);
+		assert_null(p->command[3]);
+	}
+	ctl_config_free(c);
+}
+
 static char *
 yaml_of(json_t *v)
 {
@@ -215,6 +250,7 @@ int
 main(void)
 {
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_local_profiles),
 		cmocka_unit_test(test_write_text),
 		cmocka_unit_test(test_yaml_exact),
 		cmocka_unit_test(test_yaml_round_trip),
