@@ -13,43 +13,19 @@
 #
 # usage: bench/controller.sh [N]      (default 5000)
 set -euo pipefail
-top=$(cd "$(dirname "$0")/.." && pwd)
 n=${1:-5000}
-. "$top/.cluster/env"
-k() { "$KUBECTL" --kubeconfig "$KUBECONFIG_ADMIN" "$@"; }
-work=$(mktemp -d)
+. "$(dirname "$0")/lib.sh"
 ns=bench-$$
 trap 'kill "$pid" 2>/dev/null; wait "$pid" 2>/dev/null; k delete ns "$ns" --wait=false >/dev/null 2>&1; rm -rf "$work"' EXIT
 
 rss_kib() { awk '/^VmRSS/ { print $2 }' "/proc/$1/status"; }
-now() { date +%s.%N; }
-metric() { curl -s "http://$addr/metrics" | awk -v m="$1" '$1 == m { print $2 }'; }
 
-k apply --server-side -f "$top/crds/airlock.dev_codeexecutions.yaml" >/dev/null
-k wait --for=condition=Established crd/codeexecutions.airlock.dev >/dev/null
-k apply -f - >/dev/null <<YAML
-apiVersion: node.k8s.io/v1
-kind: RuntimeClass
-metadata: {name: gvisor}
-handler: runsc
----
-apiVersion: scheduling.k8s.io/v1
-kind: PriorityClass
-metadata: {name: airlock-execution}
-value: 0
-preemptionPolicy: Never
-YAML
+bench_install
 k create ns "$ns" >/dev/null
 k create ns "$ns-base" >/dev/null
 k -n "$ns-base" create serviceaccount default >/dev/null   # no controller-manager makes it
-cat > "$work/config.yaml" <<YAML
-profiles:
-  python:
-    image: airlock/runner-python:0.1
-    command: [python3, /airlock/code/main.py]
-    sourceFile: main.py
-quota: {executions: 1000000, cpu: "100000", memory: 100000Gi}
-YAML
+bench_config airlock/runner-python:0.1 "[python3, /airlock/code/main.py]" \
+	'quota: {executions: 1000000, cpu: "100000", memory: 100000Gi}'
 
 # N executions and N plain pods of the same program, as one List each.
 python3 - "$n" "$work" <<'PY'
@@ -70,13 +46,15 @@ json.dump(cx, open(work + "/cx.json", "w"))
 json.dump(pods, open(work + "/pods.json", "w"))
 PY
 
-port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
-addr=127.0.0.1:$port
-"$top/bin/airlock-controller" --config "$work/config.yaml" --kubeconfig "$KUBECONFIG_ADMIN" \
-	--namespace "$ns" --lease-namespace "$ns" --metrics-addr "$addr" --workers 2 \
-	--log-level warn > "$work/controller.log" 2>&1 &
-pid=$!
-until curl -sf "http://$addr/readyz" >/dev/null 2>&1; do sleep 0.2; done
+addr=127.0.0.1:$(port)
+start_controller() {	# LOG: started and ready, its pid in $pid
+	"$top/bin/airlock-controller" --config "$work/config.yaml" --kubeconfig "$KUBECONFIG_ADMIN" \
+		--namespace "$ns" --lease-namespace "$ns" --metrics-addr "$addr" --workers 2 \
+		--log-level warn > "$1" 2>&1 &
+	pid=$!
+	until curl -sf "http://$addr/readyz" >/dev/null 2>&1; do sleep 0.2; done
+}
+start_controller "$work/controller.log"
 sleep 2
 rss_idle=$(rss_kib "$pid")
 
@@ -91,7 +69,7 @@ t0=$(now)
 k -n "$ns" create -f "$work/cx.json" >/dev/null
 t_created=$(now)
 while :; do
-	p=$(metric 'airlock_executions_total{phase="Pending"}')
+	p=$(metric "$addr" 'airlock_executions_total{phase="Pending"}')
 	[ "${p:-0}" -ge "$n" ] && break
 	sleep 0.2
 done
@@ -141,11 +119,7 @@ def done(i):
 with concurrent.futures.ThreadPoolExecutor(8) as ex:
     list(ex.map(done, range(n)))
 PY
-"$top/bin/airlock-controller" --config "$work/config.yaml" --kubeconfig "$KUBECONFIG_ADMIN" \
-	--namespace "$ns" --lease-namespace "$ns" --metrics-addr "$addr" --workers 2 \
-	--log-level warn > "$work/controller2.log" 2>&1 &
-pid=$!
-until curl -sf "http://$addr/readyz" >/dev/null 2>&1; do sleep 0.2; done
+start_controller "$work/controller2.log"
 sleep 5
 rss_done=$(rss_kib "$pid")
 left=$(k -n "$ns" get pods --no-headers 2>/dev/null | wc -l)
@@ -161,7 +135,7 @@ mem=$(awk '/MemTotal/ { printf "%.0f GiB", $2 / 1048576 }' /proc/meminfo)
 	echo
 	echo "| measure | baseline | airlock | ratio |"
 	echo "|---|---|---|---|"
-	echo "| RSS, KiB (baseline: synced, nothing cached) | $rss_idle | $rss_full ($n executions + $pods pods cached) | $(echo "scale=1; $rss_full / $rss_idle" | bc)x |"
+	echo "| RSS, KiB (baseline: synced, nothing cached) | $rss_idle | $rss_full ($n executions + $pods pods cached) | $(ratio $rss_full $rss_idle)x |"
 	echo "| RSS per execution (execution + its pod), KiB | | $(echo "scale=1; ($rss_full - $rss_idle) / $n" | bc) | |"
 	echo "| RSS, KiB, $n finished executions cached (pods collected) | $rss_idle | $rss_done | $(echo "scale=2; $rss_done / $rss_idle" | bc)x |"
 	echo "| RSS per finished execution, bytes | | $(echo "($rss_done - $rss_idle) * 1024 / $n" | bc) | |"

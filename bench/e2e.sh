@@ -25,12 +25,9 @@
 #
 # usage: bench/e2e.sh [N]      (default 50)
 set -euo pipefail
-top=$(cd "$(dirname "$0")/.." && pwd)
 n=${1:-50}
-. "$top/.cluster/env"
-[ -n "${NODE_NAME:-}" ] || { echo "bench/e2e.sh: needs a cluster with NODE=1" >&2; exit 1; }
-k() { "$KUBECTL" --kubeconfig "$KUBECONFIG_ADMIN" "$@"; }
-work=$(mktemp -d)
+. "$(dirname "$0")/lib.sh"
+bench_need_node e2e.sh
 ns=bench-e2e-$$
 pids=()
 cleanup() {
@@ -40,24 +37,10 @@ cleanup() {
 }
 trap cleanup EXIT
 
-k apply --server-side -f "$top/crds/airlock.dev_codeexecutions.yaml" >/dev/null
-k wait --for=condition=Established crd/codeexecutions.airlock.dev >/dev/null
-k apply -f - >/dev/null <<YAML
-apiVersion: scheduling.k8s.io/v1
-kind: PriorityClass
-metadata: {name: airlock-execution}
-value: 0
-preemptionPolicy: Never
-YAML
+bench_install
 k create ns "$ns" >/dev/null
 until k -n "$ns" get serviceaccount default >/dev/null 2>&1; do sleep 0.2; done
-cat > "$work/config.yaml" <<YAML
-profiles:
-  python:
-    image: $RUNNER_PYTHON_IMAGE
-    command: [/airlock/bin/run, python3, main.py]
-    sourceFile: main.py
-YAML
+bench_config "$RUNNER_PYTHON_IMAGE" "[/airlock/bin/run, python3, main.py]"
 "$top/bin/airlock-controller" --config "$work/config.yaml" --kubeconfig "$KUBECONFIG_ADMIN" \
 	--namespace "$ns" --lease-namespace "$ns" --metrics-addr 0 --log-level warn \
 	> "$work/controller.log" 2>&1 &

@@ -12,39 +12,16 @@
 #
 # usage: bench/relist.sh [N]      (default 500)
 set -euo pipefail
-top=$(cd "$(dirname "$0")/.." && pwd)
 n=${1:-500}
-. "$top/.cluster/env"
-k() { "$KUBECTL" --kubeconfig "$KUBECONFIG_ADMIN" "$@"; }
-work=$(mktemp -d)
+. "$(dirname "$0")/lib.sh"
 ns=bench-relist-$$
 pid=
 trap '[ -n "$pid" ] && kill "$pid" 2>/dev/null; k delete ns "$ns" "$ns-base" --wait=false >/dev/null 2>&1; rm -rf "$work"' EXIT
-now() { date +%s.%N; }
 
-k apply --server-side -f "$top/crds/airlock.dev_codeexecutions.yaml" >/dev/null
-k wait --for=condition=Established crd/codeexecutions.airlock.dev >/dev/null
-k apply -f - >/dev/null <<YAML
-apiVersion: node.k8s.io/v1
-kind: RuntimeClass
-metadata: {name: gvisor}
-handler: runsc
----
-apiVersion: scheduling.k8s.io/v1
-kind: PriorityClass
-metadata: {name: airlock-execution}
-value: 0
-preemptionPolicy: Never
-YAML
+bench_install
 k create ns "$ns" >/dev/null
 k create ns "$ns-base" >/dev/null
-cat > "$work/config.yaml" <<YAML
-profiles:
-  python:
-    image: airlock/runner-python:0.1
-    command: [python3, /airlock/code/main.py]
-    sourceFile: main.py
-YAML
+bench_config airlock/runner-python:0.1 "[python3, /airlock/code/main.py]"
 
 # N executions, then each one's result: 500000 bytes of stdout and of
 # stderr, as the node agent would write at the budget.
@@ -76,7 +53,7 @@ stored=$(k -n "$ns" get codeexecutions -o json | wc -c)
 # time until that one is Pending (the caches loaded, the queue served).
 restart() {	# NAMESPACE LOG -> "seconds peak_rss_kib"
 	local port addr t0 t1 ph hwm
-	port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+	port=$(port)
 	addr=127.0.0.1:$port
 	t0=$(now)
 	"$top/bin/airlock-controller" --config "$work/config.yaml" --kubeconfig "$KUBECONFIG_ADMIN" \
@@ -117,7 +94,7 @@ mem=$(awk '/MemTotal/ { printf "%.0f GiB", $2 / 1048576 }' /proc/meminfo)
 	echo
 	echo "| measure | baseline: empty namespace | $n big results | ratio |"
 	echo "|---|---|---|---|"
-	echo "| start -> a new execution Pending, s | $base_s | $full_s | $(echo "scale=1; $full_s / $base_s" | bc)x |"
-	echo "| peak RSS, KiB | $base_kib | $full_kib | $(echo "scale=1; $full_kib / $base_kib" | bc)x |"
+	echo "| start -> a new execution Pending, s | $base_s | $full_s | $(ratio $full_s $base_s)x |"
+	echo "| peak RSS, KiB | $base_kib | $full_kib | $(ratio $full_kib $base_kib)x |"
 	echo "| list pages refused as over 32 MiB, then asked again half as long | 0 | $shrinks | |"
 } | tee -a "$top/bench/RESULTS.md"

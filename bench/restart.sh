@@ -12,41 +12,17 @@
 #
 # usage: bench/restart.sh [N]      (default 20, the default quota)
 set -euo pipefail
-top=$(cd "$(dirname "$0")/.." && pwd)
 n=${1:-20}
-. "$top/.cluster/env"
-[ -n "${NODE_NAME-}" ] || { echo "bench: needs make cluster-up NODE=1" >&2; exit 1; }
-k() { "$KUBECTL" --kubeconfig "$KUBECONFIG_ADMIN" "$@"; }
-work=$(mktemp -d)
+. "$(dirname "$0")/lib.sh"
+bench_need_node restart.sh
 ns=bench-restart-$$
 cpid= apid=
 trap 'kill -9 $cpid $apid 2>/dev/null; k delete ns "$ns" --wait=false >/dev/null 2>&1; rm -rf "$work"' EXIT
-now() { date +%s.%N; }
-port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
-metric() { curl -s "http://$1/metrics" | awk -v m="$2" '$1 == m { print $2 }'; }
 
-k apply --server-side -f "$top/crds/airlock.dev_codeexecutions.yaml" >/dev/null
-k apply --server-side -f - >/dev/null <<YAML
-apiVersion: node.k8s.io/v1
-kind: RuntimeClass
-metadata: {name: gvisor}
-handler: runsc
----
-apiVersion: scheduling.k8s.io/v1
-kind: PriorityClass
-metadata: {name: airlock-execution}
-value: 0
-preemptionPolicy: Never
-YAML
+bench_install
 k create ns "$ns" >/dev/null
 k annotate ns "$ns" airlock.dev/quota-executions=$((n + 5)) >/dev/null
-cat > "$work/config.yaml" <<YAML
-profiles:
-  python:
-    image: $RUNNER_PYTHON_IMAGE
-    command: [/airlock/bin/run, python3, main.py]
-    sourceFile: main.py
-YAML
+bench_config "$RUNNER_PYTHON_IMAGE" "[/airlock/bin/run, python3, main.py]"
 caddr=127.0.0.1:$(port) aaddr=127.0.0.1:$(port)
 controller() {
 	"$top/bin/airlock-controller" --config "$work/config.yaml" --kubeconfig "$KUBECONFIG_ADMIN" \
@@ -129,7 +105,7 @@ mem=$(awk '/MemTotal/ { printf "%.0f GiB", $2 / 1048576 }' /proc/meminfo)
 	echo
 	echo "| measure | baseline: nothing running | $n running | ratio |"
 	echo "|---|---|---|---|"
-	echo "| node agent: start -> following every run again, s | $base_agent | $load_agent | $(echo "scale=1; $load_agent / $base_agent" | bc)x |"
-	echo "| controller: start -> a new execution served (Pending), s | $base_ctl | $load_ctl | $(echo "scale=1; $load_ctl / $base_ctl" | bc)x |"
+	echo "| node agent: start -> following every run again, s | $base_agent | $load_agent | $(ratio $load_agent $base_agent)x |"
+	echo "| controller: start -> a new execution served (Pending), s | $base_ctl | $load_ctl | $(ratio $load_ctl $base_ctl)x |"
 	echo "| of the $n, ended Succeeded with a wrong or missing output | | $wrong | |"
 } | tee -a "$top/bench/RESULTS.md"

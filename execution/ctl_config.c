@@ -53,25 +53,6 @@ dot(const char *where)
 	return *where != '\0' ? "." : "";
 }
 
-/* A plain null scalar ("", "~", "null") means the same as an absent value. */
-static int
-null_node(const yaml_node_t *n)
-{
-	static const char *const nulls[] = { "", "~", "null", "Null", "NULL",
-	    NULL };
-	int i;
-
-	if (n == NULL)
-		return 1;
-	if (n->type != YAML_SCALAR_NODE ||
-	    n->data.scalar.style != YAML_PLAIN_SCALAR_STYLE)
-		return 0;
-	for (i = 0; nulls[i] != NULL; i++)
-		if (yamlwalk_scalar_is(n, nulls[i]))
-			return 1;
-	return 0;
-}
-
 /* Fail on the first key of map that is not one of the NULL-terminated keys. */
 static int
 check_keys(struct yamlwalk *w, yaml_node_t *map, const char *where,
@@ -330,7 +311,7 @@ walk_command(struct yamlwalk *w, yaml_node_t *map, const char *where,
 		if (item == NULL || item->type != YAML_SCALAR_NODE)
 			return yamlwalk_fail(w, "%s.command[%zu] is not a "
 			    "string", where, i);
-		if (null_node(item) || item->data.scalar.length == 0)
+		if (yamlwalk_is_null(item) || item->data.scalar.length == 0)
 			return yamlwalk_fail(w, "%s.command[%zu] is empty",
 			    where, i);
 		if (memchr(item->data.scalar.value, '\0',
@@ -359,7 +340,7 @@ walk_profile(struct yamlwalk *w, const char *name, yaml_node_t *body,
 
 	snprintf(where, sizeof(where), "profiles.%s", name);
 	p->name = xstrdup(name);
-	if (null_node(body))
+	if (yamlwalk_is_null(body))
 		body = NULL;
 	if (body != NULL && body->type != YAML_MAPPING_NODE)
 		return yamlwalk_fail(w, "%s is not a mapping", where);

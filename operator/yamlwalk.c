@@ -122,9 +122,8 @@ dot(const char *where)
 	return *where != '\0' ? "." : "";
 }
 
-/* A null scalar means the same as an absent key. */
-static int
-is_null(const yaml_node_t *n)
+int
+yamlwalk_is_null(const yaml_node_t *n)
 {
 	const char *v;
 	size_t len;
@@ -173,7 +172,7 @@ yamlwalk_lookup(struct yamlwalk *w, yaml_node_t *map, const char *where,
 			    dot(where), key);
 		found = yamlwalk_node(w, p->value);
 	}
-	if (!is_null(found))
+	if (!yamlwalk_is_null(found))
 		*out = found;
 	return 0;
 }

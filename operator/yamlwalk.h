@@ -68,6 +68,12 @@ yaml_node_t *yamlwalk_node(struct yamlwalk *w, int index);
 int yamlwalk_scalar_is(const yaml_node_t *n, const char *s);
 
 /*
+ * 1 if n is absent (NULL) or a plain null scalar ("", "~", "null",
+ * "Null", "NULL"): the same as an absent key.
+ */
+int yamlwalk_is_null(const yaml_node_t *n);
+
+/*
  * *out = the value of key in map (borrowed, owned by w), or NULL when the
  * key is absent or its value is a null scalar ("", "~", "null"). A key
  * given twice is an error rather than a guess.

@@ -1,0 +1,47 @@
+# Sourced by the bench/ scripts that use the test cluster: its env and
+# kubectl (k), a clock, a free port, a metric read, and what every one of
+# them installs first. Sets top and work (a temporary directory the
+# script's own EXIT trap removes).
+top=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+. "$top/.cluster/env"
+work=$(mktemp -d)
+k() { "$KUBECTL" --kubeconfig "$KUBECONFIG_ADMIN" "$@"; }
+now() { date +%s.%N; }
+port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+# metric ADDR NAME: the value of an unlabelled series at http://ADDR/metrics.
+metric() { curl -s "http://$1/metrics" | awk -v m="$2" '$1 == m { print $2 }'; }
+
+# ratio A B: A / B to one decimal, for the reports.
+ratio() { echo "scale=1; $1 / $2" | bc; }
+
+# bench_need_node SCRIPT: stop unless the cluster has the real node.
+bench_need_node() {
+	[ -n "${NODE_NAME-}" ] || { echo "bench/$1: needs make cluster-up NODE=1" >&2; exit 1; }
+}
+
+# The CRD (established), the gVisor RuntimeClass and the executions'
+# PriorityClass, as the chart would install them.
+bench_install() {
+	k apply --server-side -f "$top/crds/airlock.dev_codeexecutions.yaml" >/dev/null
+	k wait --for=condition=Established crd/codeexecutions.airlock.dev >/dev/null
+	k apply --server-side -f - >/dev/null <<YAML
+apiVersion: node.k8s.io/v1
+kind: RuntimeClass
+metadata: {name: gvisor}
+handler: runsc
+---
+apiVersion: scheduling.k8s.io/v1
+kind: PriorityClass
+metadata: {name: airlock-execution}
+value: 0
+preemptionPolicy: Never
+YAML
+}
+
+# bench_config IMAGE COMMAND [MORE]: $work/config.yaml, the controller's
+# config with one python profile, then the YAML lines MORE.
+bench_config() {
+	printf 'profiles:\n  python:\n    image: %s\n    command: %s\n    sourceFile: main.py\n' \
+		"$1" "$2" >"$work/config.yaml"
+	[ -z "${3-}" ] || printf '%s\n' "$3" >>"$work/config.yaml"
+}
