@@ -1,7 +1,7 @@
 # Airlock. GNU make; see README.md.
 #
 #   make              build the library, the binaries (bin/) and the tests
-#   make test         every test tier; ends with "N passed, N failed"
+#   make test         every test tier; ends with "N passed, N failed, N skipped"
 #   make unit | integration | memory     one tier
 #   make asan         ASan+UBSan build of everything, unit and integration tests
 #   make valgrind     unit and integration tests under valgrind

@@ -2,13 +2,15 @@
 # Run test binaries of one tier and tally them, or print the grand total.
 #
 #   tests/run.sh TIER BUILDDIR BIN...   run each BIN (cmocka, TAP output)
-#   tests/run.sh summary [TIER...]      "N passed, N failed" over all tiers;
-#                                       each TIER named must have reported
+#   tests/run.sh summary [TIER...]      "N passed, N failed, N skipped" over
+#                                       all tiers; each TIER named must have
+#                                       reported
 #
-# Each test binary prints TAP; every "ok"/"not ok" line is one test. A binary
-# that exits non-zero without reporting a failure (a crash, a sanitizer or
-# valgrind error, a timeout) counts as one more failure, so nothing is lost.
-# Results accumulate in build/results/TIER as "passed failed".
+# Each test binary prints TAP; every "ok"/"not ok" line is one test, and one
+# marked "# SKIP" (cmocka's skip()) is a skip, neither a pass nor a failure. A binary that
+# exits non-zero without reporting a failure (a crash, a sanitizer or
+# valgrind error, a timeout) counts as one more failure, so nothing is
+# lost. Results accumulate in build/results/TIER as "passed failed skipped".
 set -uo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 results=$top/build/results
@@ -16,11 +18,11 @@ mkdir -p "$results"
 
 if [ "${1:-}" = summary ]; then
 	shift
-	p=0 f=0
+	p=0 f=0 s=0
 	for r in "$results"/*; do
 		[ -f "$r" ] || continue
-		read -r rp rf < "$r"
-		p=$((p + rp)) f=$((f + rf))
+		read -r rp rf rs < "$r"
+		p=$((p + rp)) f=$((f + rf)) s=$((s + ${rs:-0}))
 	done
 	# A tier that was expected but never reported (its build or its
 	# cluster failed first) is a failure, not a silent gap.
@@ -32,7 +34,7 @@ if [ "${1:-}" = summary ]; then
 			f=$((f + 1))
 		fi
 	done
-	echo "$p passed, $f failed"
+	echo "$p passed, $f failed, $s skipped"
 	[ "$f" -eq 0 ]
 	exit
 fi
@@ -56,7 +58,7 @@ if [ "${VALGRIND:-0}" = 1 ]; then
 	      --suppressions="$top/tests/valgrind.supp" --num-callers=30)
 fi
 
-pass=0 fail=0
+pass=0 fail=0 skip=0
 logdir=$top/build/logs/$tier
 mkdir -p "$logdir"
 for bin in "$@"; do
@@ -64,9 +66,14 @@ for bin in "$@"; do
 	log=$logdir/$name.log
 	timeout --kill-after=10 "${TEST_TIMEOUT:-600}" "${wrap[@]}" "$bin" > "$log" 2>&1
 	rc=$?
-	p=$(grep -c '^ok ' "$log")
-	f=$(grep -c '^not ok ' "$log")
-	while read -r line; do echo "  $tier/$name: $line"; done < <(grep -E '^(not )?ok ' "$log" | sed 's/^ok [0-9]* - /PASS /; s/^not ok [0-9]* - /FAIL /')
+	# cmocka writes a skip as "not ok N # SKIP name"; TAP also allows
+	# "ok N - name # SKIP".
+	s=$(grep -cE '^(not )?ok [0-9]+ .*# *SKIP' "$log")
+	p=$(grep -E '^ok ' "$log" | grep -cvE '# *SKIP')
+	f=$(grep -E '^not ok ' "$log" | grep -cvE '# *SKIP')
+	while read -r line; do echo "  $tier/$name: $line"; done < <(grep -E '^(not )?ok ' "$log" |
+		sed -E 's/^(not )?ok [0-9]* (- )?# *SKIP *(.*)/SKIP \3/; s/^ok [0-9]* - (.*) # *SKIP.*/SKIP \1/;
+		    s/^ok [0-9]* - /PASS /; s/^not ok [0-9]* - /FAIL /')
 	if [ "$rc" -ne 0 ] && [ "$f" -eq 0 ]; then
 		f=1
 		echo "  $tier/$name: FAIL exited with status $rc"
@@ -75,9 +82,9 @@ for bin in "$@"; do
 		echo "  --- $log (last 40 lines) ---"
 		tail -n 40 "$log" | sed 's/^/  | /'
 	fi
-	pass=$((pass + p)) fail=$((fail + f))
+	pass=$((pass + p)) fail=$((fail + f)) skip=$((skip + s))
 done
-read -r op of 2>/dev/null < "$results/$tier" || { op=0; of=0; }
-echo "$((op + pass)) $((of + fail))" > "$results/$tier"
-echo "$tier: $pass passed, $fail failed"
+read -r op of os 2>/dev/null < "$results/$tier" || { op=0; of=0; os=0; }
+echo "$((op + pass)) $((of + fail)) $((${os:-0} + skip))" > "$results/$tier"
+echo "$tier: $pass passed, $fail failed, $skip skipped"
 [ "$fail" -eq 0 ]
