@@ -444,27 +444,41 @@ controller_start(struct controller *ctl)
 void
 controller_set_leading(struct controller *ctl, int leading)
 {
+	json_t *keys = leading ? informer_keys(ctl->cx_inf) : NULL, *k;
+	size_t i;
+
+	/*
+	 * A new leader looks at everything once: queued before it leads, so
+	 * that an empty queue while leading means the first pass is done.
+	 */
+	json_array_foreach(keys, i, k)
+		workqueue_add(ctl->queue, json_string_value(k));
+	json_decref(keys);
 	pthread_mutex_lock(&ctl->lock);
+	atomic_store(&ctl->first_pass_done, 0);
 	atomic_store(&ctl->leading, leading);
 	pthread_cond_broadcast(&ctl->cond);
 	pthread_mutex_unlock(&ctl->lock);
 	metric_set(ctl->m_leader, NULL, leading ? 1 : 0);
-	if (leading) {
-		/* A new leader looks at everything once. */
-		json_t *keys = informer_keys(ctl->cx_inf), *k;
-		size_t i;
-
-		json_array_foreach(keys, i, k)
-			workqueue_add(ctl->queue, json_string_value(k));
-		json_decref(keys);
-	}
 }
 
 int
 controller_ready(struct controller *ctl)
 {
-	return informer_wait_synced(ctl->cx_inf, 0) == 0 &&
-	    informer_wait_synced(ctl->pod_inf, 0) == 0;
+	if (informer_wait_synced(ctl->cx_inf, 0) != 0 ||
+	    informer_wait_synced(ctl->pod_inf, 0) != 0)
+		return 0;
+	if (!atomic_load(&ctl->leading) || atomic_load(&ctl->first_pass_done))
+		return 1;
+	/*
+	 * Leading, synced (every execution listed is queued), and the queue
+	 * ran dry with no worker busy: each has been looked at once.
+	 */
+	if (workqueue_busy(ctl->queue) == 0) {
+		atomic_store(&ctl->first_pass_done, 1);
+		log_info("ready: every execution looked at once since leading");
+	}
+	return atomic_load(&ctl->first_pass_done);
 }
 
 void

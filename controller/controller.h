@@ -69,7 +69,10 @@ int controller_start(struct controller *ctl)
 /* Leadership gained or lost (from the lease callbacks). */
 void controller_set_leading(struct controller *ctl, int leading);
 
-/* Informers synced: for /readyz. */
+/*
+ * For /readyz: the informers are synced and, while leading, every
+ * execution there was at the lead's start has been reconciled once.
+ */
 int controller_ready(struct controller *ctl);
 
 /* Stop workers and informers; then free. */

@@ -37,6 +37,11 @@ struct controller {
 	 */
 	json_t			*ended;
 	json_t			*guard_owner;	/* its ownerReference, lock held */
+	/*
+	 * Whether a new leader has looked at every execution once: a leader
+	 * is ready (controller_ready) only then.
+	 */
+	atomic_int		 first_pass_done;
 	long long		 guard_owner_at;	/* when it was read */
 
 	struct metric		*m_phase;

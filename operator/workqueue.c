@@ -51,6 +51,7 @@ struct workqueue {
 	void		 *keys;		/* tsearch(3) root: every known key */
 	struct wq_entry	 *head, *tail;	/* ready FIFO */
 	size_t		  nready;
+	size_t		  nprocessing;	/* handed out, not done */
 	struct wq_entry	**heap;		/* delayed, min-heap on due_ns */
 	size_t		  nheap, heapcap;
 };
@@ -422,6 +423,7 @@ wq_get(struct workqueue *q, char **keyp, uint64_t deadline)
 			q->nready--;
 			e->dirty = 0;
 			e->processing = 1;
+			q->nprocessing++;
 			*keyp = xstrdup(e->key);
 			rc = 0;
 			goto out;
@@ -475,6 +477,7 @@ workqueue_done(struct workqueue *q, const char *key)
 		goto out;
 	}
 	e->processing = 0;
+	q->nprocessing--;
 	if (e->dirty) {
 		/* Added while processing: queue it now, at the back. */
 		e->dirty = 0;
@@ -492,6 +495,17 @@ workqueue_len(struct workqueue *q)
 
 	pthread_mutex_lock(&q->mu);
 	n = q->nready;
+	pthread_mutex_unlock(&q->mu);
+	return n;
+}
+
+size_t
+workqueue_busy(struct workqueue *q)
+{
+	size_t n;
+
+	pthread_mutex_lock(&q->mu);
+	n = q->nready + q->nprocessing;
 	pthread_mutex_unlock(&q->mu);
 	return n;
 }

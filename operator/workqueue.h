@@ -91,6 +91,12 @@ void workqueue_done(struct workqueue *q, const char *key);
 /* Keys ready to be handed out now (queue depth, for metrics). */
 size_t workqueue_len(struct workqueue *q);
 
+/*
+ * Keys ready or being processed (between get and done): 0 means every key
+ * added so far has been processed, delayed ones aside.
+ */
+size_t workqueue_busy(struct workqueue *q);
+
 /* Keys waiting for a delayed add to fall due (for metrics). */
 size_t workqueue_waiting(struct workqueue *q);
 

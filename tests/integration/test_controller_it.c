@@ -25,6 +25,7 @@
 
 #include "buf.h"
 #include "client.h"
+#include "clock.h"
 #include "itutil.h"
 
 static const struct k8s_resource res_sa = { "", "v1", "serviceaccounts", 1 };
@@ -557,11 +558,13 @@ test_rejected_and_ttl(void **state)
 	struct fx *fx = *state;
 	struct gone g = { fx, &cx_resource, "bad" };
 	json_t *cx;
-	long long t0;
+	long long done, gone;
+	struct timespec ts;
 
 	create_cx(fx, "bad", "{\"runtime\":\"cobol\",\"source\":\"x\",\"ttlSecondsAfterFinished\":2}");
 	cx = wait_phase(fx, "bad", "Failed");
-	t0 = it_mono_ms();
+	done = clock_parse_rfc3339(st_str(cx, "completionTime"));
+	assert_true(done > 0);
 	assert_string_equal(st_str(cx, "reason"), "Rejected");
 	assert_string_equal(st_str(cx, "message"), "spec.runtime: unknown runtime profile 'cobol'");
 	assert_string_equal(cond(cx, "Complete", "status"), "True");
@@ -569,9 +572,17 @@ test_rejected_and_ttl(void **state)
 	assert_int_equal(count_pods(fx, k8s_obj_uid(cx)), 0);
 	json_decref(cx);
 	assert_int_equal(events(fx, "bad", "Rejected", "Warning"), 1);
-	/* TTL 2 s after completion: the controller deletes it. */
-	assert_true(it_wait_for(is_gone, &g, 6000));
-	assert_true(it_mono_ms() - t0 >= 500);
+	/*
+	 * TTL 2 s after completion (whole seconds, as completionTime has
+	 * them): deleted not before, and within the queue's and this poll's
+	 * slack after.
+	 */
+	assert_true(it_wait_for(is_gone, &g, 8000));
+	clock_gettime(CLOCK_REALTIME, &ts);
+	gone = (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+	if (gone < (done + 2) * 1000 || gone > (done + 2) * 1000 + 4000)
+		fail_msg("deleted %lld ms after completionTime, not 2000 to 6000",
+		    gone - done * 1000);
 }
 
 static void

@@ -174,6 +174,43 @@ test_dedup_fifo(void **state)
 	workqueue_free(q);
 }
 
+/* busy: ready or handed out; a key is not done until done() says so. */
+static void
+test_busy(void **state)
+{
+	struct workqueue *q = workqueue_new(NULL);
+	char *k = NULL, *k2 = NULL;
+
+	(void)state;
+	assert_int_equal(workqueue_busy(q), 0);
+	workqueue_add(q, "a");
+	workqueue_add(q, "b");
+	workqueue_add_after(q, "later", 60000);
+	assert_int_equal(workqueue_busy(q), 2);
+	assert_int_equal(workqueue_get(q, &k), 0);
+	/* Handed out: no longer ready, still busy. */
+	assert_int_equal(workqueue_len(q), 1);
+	assert_int_equal(workqueue_busy(q), 2);
+	assert_int_equal(workqueue_get(q, &k2), 0);
+	assert_int_equal(workqueue_len(q), 0);
+	assert_int_equal(workqueue_busy(q), 2);
+	/* Re-added while processing: busy counts it once. */
+	workqueue_add(q, k);
+	assert_int_equal(workqueue_busy(q), 2);
+	workqueue_done(q, k2);
+	assert_int_equal(workqueue_busy(q), 1);
+	workqueue_done(q, k);	/* queued again: ready */
+	assert_int_equal(workqueue_busy(q), 1);
+	assert_int_equal(workqueue_len(q), 1);
+	take(q, k);
+	assert_int_equal(workqueue_busy(q), 0);
+	assert_int_equal(workqueue_waiting(q), 1);
+	free(k);
+	free(k2);
+	workqueue_shutdown(q);
+	workqueue_free(q);
+}
+
 static void
 test_dirty_while_processing(void **state)
 {
@@ -744,6 +781,7 @@ main(void)
 		cmocka_unit_test(test_backoff_formula),
 		cmocka_unit_test(test_bucket_arithmetic),
 		cmocka_unit_test(test_dedup_fifo),
+		cmocka_unit_test(test_busy),
 		cmocka_unit_test(test_dirty_while_processing),
 		cmocka_unit_test(test_no_concurrent_processing),
 		cmocka_unit_test(test_add_after_delay),
