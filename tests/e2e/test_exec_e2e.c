@@ -148,13 +148,6 @@ create_cx(const char *name, const char *spec)
 	json_decref(o);
 }
 
-static int
-terminal(const char *ph)
-{
-	return ph && (strcmp(ph, "Succeeded") == 0 || strcmp(ph, "Failed") == 0 ||
-	    strcmp(ph, "TimedOut") == 0 || strcmp(ph, "Cancelled") == 0);
-}
-
 /* Wait for the execution to end; its status (new reference). */
 static json_t *
 wait_done(const char *name, long timeout_ms)
@@ -167,7 +160,7 @@ wait_done(const char *name, long timeout_ms)
 		json_decref(o);
 		o = NULL;
 		if (k8s_get(c, &cx_resource, ns, name, &o, &err) == 0 &&
-		    terminal(json_string_value(json_object_get(json_object_get(o,
+		    cx_phase_terminal(json_string_value(json_object_get(json_object_get(o,
 		    "status"), "phase"))))
 			break;
 		if (it_mono_ms() > end)
@@ -552,10 +545,65 @@ test_restart_mid_run(void **state)
 		    "\"import time\\ntime.sleep(%d)\\nprint('done %d')\\n\"}", 3 + i, i);
 		create_cx(name, spec);
 	}
-	it_sleep_ms(2500);		/* running, or about to */
-	it_stop(agent_pid, SIGKILL);
-	it_stop(ctl_pid, SIGKILL);
-	it_sleep_ms(3000);		/* some finish while nobody watches */
+	/*
+	 * The scenario, checked rather than slept into: every run started
+	 * (at least one still running) when both daemons die, and one of
+	 * them ends while neither watches.
+	 */
+	{
+		char pods[3][128] = { "", "", "" };
+		int running = 0, ended_unseen = 0;
+		long end;
+
+		for (end = it_mono_ms() + 60000; it_mono_ms() < end; it_sleep_ms(100)) {
+			int started = 0;
+
+			running = 0;
+			for (int i = 0; i < 3; i++) {
+				const char *ph;
+				json_t *o = NULL;
+				struct k8s_error err;
+
+				snprintf(name, sizeof(name), "rs-%d", i);
+				if (k8s_get(c, &cx_resource, ns, name, &o, &err) != 0)
+					continue;
+				ph = json_string_value(json_object_get(json_object_get(o,
+				    "status"), "phase"));
+				ph = ph ? ph : "";
+				if (strcmp(ph, "Running") == 0) {
+					running++;
+					snprintf(pods[i], sizeof(pods[i]), "%s", it_str(
+					    json_object_get(o, "status"), "podName"));
+				}
+				started += strcmp(ph, "Running") == 0 || cx_phase_terminal(ph);
+				json_decref(o);
+			}
+			if (started == 3)
+				break;
+		}
+		if (running == 0)
+			fail_msg("no run was in flight to restart under");
+		it_stop(agent_pid, SIGKILL);
+		it_stop(ctl_pid, SIGKILL);
+		for (end = it_mono_ms() + 30000; !ended_unseen && it_mono_ms() < end;
+		    it_sleep_ms(100))
+			for (int i = 0; i < 3 && !ended_unseen; i++) {
+				json_t *pod = NULL;
+				struct k8s_error err;
+
+				if (pods[i][0] && k8s_get(c, &k8s_res_pods, ns, pods[i],
+				    &pod, &err) == 0 && json_object_get(json_object_get(
+				    json_array_get(json_object_get(json_object_get(pod,
+				    "status"), "containerStatuses"), 0), "state"),
+				    "terminated"))
+					ended_unseen = 1;
+				json_decref(pod);
+			}
+		if (!ended_unseen)
+			fail_msg("no run ended while the daemons were down");
+		print_message("# %d of 3 running when both daemons were killed\n",
+		    running);
+	}
 	start_daemons();
 	for (int i = 0; i < 3; i++) {
 		char want[32];
@@ -718,7 +766,7 @@ test_log_rotation(void **state)
 		if (pod)
 			seen = rotated(podname, k8s_obj_uid(pod));
 		if (k8s_get(c, &cx_resource, ns, "py-rotate", &o, &err) == 0 &&
-		    terminal(json_string_value(json_object_get(json_object_get(o, "status"),
+		    cx_phase_terminal(json_string_value(json_object_get(json_object_get(o, "status"),
 		    "phase")))) {
 			json_decref(o);
 			break;
@@ -801,7 +849,7 @@ test_isolation_refused(void **state)
 	for (end = it_mono_ms() + 120000; it_mono_ms() < end; it_sleep_ms(100)) {
 		o = NULL;
 		if (k8s_get(c, &cx_resource, ns2, "unboxed", &o, &err) == 0 &&
-		    terminal(json_string_value(json_object_get(json_object_get(o, "status"),
+		    cx_phase_terminal(json_string_value(json_object_get(json_object_get(o, "status"),
 		    "phase")))) {
 			st = json_incref(json_object_get(o, "status"));
 			json_decref(o);

@@ -72,6 +72,60 @@ http_get(const char *addr, const char *path, char **body)
 	return code;
 }
 
+/* The value of an unlabelled series on replica 0's /metrics, or -1. */
+static double
+metric_value(struct fx *fx, const char *series)
+{
+	char *text = NULL, *p;
+	double v = -1;
+	size_t n = strlen(series);
+
+	if (http_get(fx->addr[0], "/metrics", &text) == 200)
+		for (p = text; p && *p; p = strchr(p, '\n') ? strchr(p, '\n') + 1 : NULL)
+			if (strncmp(p, series, n) == 0 && p[n] == ' ')
+				v = strtod(p + n + 1, NULL);
+	free(text);
+	return v;
+}
+
+struct settle {
+	struct fx	*fx;
+	double		 before;
+};
+
+static int
+settled(void *arg)
+{
+	struct settle *s = arg;
+
+	return metric_value(s->fx, "airlock_reconcile_seconds_count") > s->before &&
+	    metric_value(s->fx, "airlock_workqueue_depth") == 0;
+}
+
+/*
+ * Wait until the controller has acted on everything it was told so far,
+ * execution name included: name is touched (an update the controller
+ * watches), then a reconcile has run since and the queue is empty. For
+ * negative checks ("no second pod"), in place of a sleep.
+ */
+static void
+settle(struct fx *fx, const char *name)
+{
+	struct k8s_patch_opts merge = { .type = K8S_PATCH_MERGE };
+	struct settle s = { fx, metric_value(fx, "airlock_reconcile_seconds_count") };
+	struct k8s_error err;
+	char v[32];
+	json_t *p;
+
+	snprintf(v, sizeof(v), "%ld", it_mono_ms());
+	p = json_pack("{s:{s:{s:s}}}", "metadata", "annotations", "test/settle", v);
+	if (k8s_patch(c, &cx_resource, fx->ns, name, &merge, p, NULL, &err) != 0)
+		fail_msg("touch %s: %s", name, err.message);
+	json_decref(p);
+	if (!it_wait_for(settled, &s, 10000))
+		fail_msg("the controller did not settle after touching %s", name);
+}
+
 static int
 group_setup(void **state)
 {
@@ -639,7 +693,7 @@ test_pod_lost_while_running(void **state)
 	assert_string_equal(st_str(cx, "reason"), "PodDeleted");
 	assert_string_equal(st_str(cx, "message"),
 	    "the execution's pod was deleted while it ran; it is not run again");
-	it_sleep_ms(1000);
+	settle(fx, "victim");
 	assert_int_equal(count_pods(fx, k8s_obj_uid(cx)), 0);
 	assert_true(is_gone(&g));
 	json_decref(cx);
@@ -688,7 +742,7 @@ test_pod_lost_while_pending(void **state)
 	assert_string_equal(st_str(cx, "reason"), "PodDeleted");
 	assert_string_equal(st_str(cx, "message"), "the execution's pod was deleted "
 	    "before its result was recorded; it is not run again");
-	it_sleep_ms(1500);
+	settle(fx, "early");
 	assert_int_equal(count_pods(fx, k8s_obj_uid(cx)), 0);
 	json_decref(cx);
 }
@@ -754,7 +808,7 @@ test_pod_ended_without_result(void **state)
 	assert_string_equal(st_str(cx, "reason"), "ResultLost");
 	assert_string_equal(st_str(cx, "message"), "the program exited (code 0) but no node "
 	    "agent recorded its result within 2000 ms");
-	it_sleep_ms(500);
+	settle(fx, "noresult");
 	assert_int_equal(count_pods(fx, k8s_obj_uid(cx)), 0);
 	json_decref(cx);
 }
@@ -964,11 +1018,25 @@ test_restart_no_duplicates(void **state)
 		assert_int_equal(count_pods(fx, k8s_obj_uid(cx)), 1);
 		json_decref(cx);
 	}
-	/* And once more mid-flight: nothing doubles. */
+	/*
+	 * And once more mid-flight: nothing doubles. Counted once the new
+	 * replica holds the lease (the old one's must expire first) and has
+	 * looked at every execution: its leader gauge is 1 and a reconcile
+	 * after a touch has run with the queue empty.
+	 */
 	st = it_stop(fx->pid[0], SIGKILL);
 	fx->pid[0] = 0;
 	start_controller(fx, 0, "ctl-0c");
-	it_sleep_ms(1500);
+	{
+		long t0 = it_mono_ms();
+
+		while (metric_value(fx, "airlock_leader") != 1) {
+			if (it_mono_ms() - t0 > 20000)
+				fail_msg("ctl-0c never led");
+			it_sleep_ms(100);
+		}
+	}
+	settle(fx, names[0]);
 	for (int i = 0; i < 3; i++) {
 		json_t *cx = get_cx(fx, names[i]);
 

@@ -231,7 +231,24 @@ test_events_labels_kill(void **state)
 	(void)state;
 	s.c = ctrd_new(sock, "k8s.io");
 	pthread_create(&th, NULL, subscriber, &s);
-	it_sleep_ms(300);	/* containerd does not say when it is subscribed */
+	/*
+	 * containerd does not say when a subscription is live: probe tasks
+	 * are run until one's exit reaches the subscriber.
+	 */
+	for (int k = 0;; k++) {
+		char probe[32];
+
+		snprintf(probe, sizeof(probe), "probe%d", k);
+		if (sh("ctr -a %s -n k8s.io run --rm --rootfs %s/rootfs %s /prog 0"
+		    " >/dev/null", sock, dir, probe) != 0)
+			fail_msg("ctr run %s failed (see %s/containerd.log)", probe, dir);
+		w.kind = CTRD_EV_TASK_EXIT;
+		w.id = probe;
+		if (it_wait_for(has_event, &w, 1000))
+			break;
+		if (k == 20)
+			fail_msg("the subscription never delivered an event");
+	}
 
 	if (sh("ctr -a %s -n k8s.io run -d"
 	    " --label io.kubernetes.pod.uid=u-123 --label io.kubernetes.container.name=run"
