@@ -344,17 +344,32 @@ it_install_classes(struct k8s_client *c)
 int
 it_free_port(void)
 {
-	struct sockaddr_in sa = { .sin_family = AF_INET };
-	socklen_t len = sizeof(sa);
-	int fd = socket(AF_INET, SOCK_STREAM, 0), port;
+	static unsigned seed;
+	static int handed[64], nhanded;
 
-	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) != 0 ||
-	    getsockname(fd, (struct sockaddr *)&sa, &len) != 0)
-		fail_msg("no free port");
-	port = ntohs(sa.sin_port);
-	close(fd);
-	return port;
+	if (seed == 0)
+		seed = (unsigned)getpid() ^ (unsigned)it_mono_ms();
+	for (int tries = 0; tries < 200; tries++) {
+		struct sockaddr_in sa = { .sin_family = AF_INET };
+		int fd, port = 10000 + (int)(rand_r(&seed) % 10000), ok, seen = 0;
+
+		for (int i = 0; i < nhanded && i < 64; i++)
+			seen |= handed[i] == port;
+		if (seen)
+			continue;
+		sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+		sa.sin_port = htons((uint16_t)port);
+		if ((fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0)) < 0)
+			fail_msg("socket: %s", strerror(errno));
+		ok = bind(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0;
+		close(fd);
+		if (ok) {
+			handed[nhanded++ % 64] = port;
+			return port;
+		}
+	}
+	fail_msg("no free port in 10000-19999");
+	return -1;
 }
 
 /* All of f, NUL-terminated (caller frees). */

@@ -52,7 +52,15 @@ long it_etcd_compact(void);
 pid_t it_spawn(const char *name, const char *logpath, const char *const *args);
 int it_stop(pid_t pid, int sig);
 
-/* A TCP port on 127.0.0.1 nothing listens on right now. */
+/*
+ * A TCP port on 127.0.0.1 nothing listens on right now, in 10000-19999:
+ * below the ephemeral range, so no outgoing connection (the tests and the
+ * daemons make thousands) takes it before the daemon it is for binds it,
+ * however long that is (the chart test's are bound minutes later), and
+ * apart from tests/cluster/up.sh's 20000-31999. Never the same twice in a
+ * process. A kernel-chosen port (bind to 0) is an ephemeral one: free
+ * now, anyone's a moment later.
+ */
 int it_free_port(void);
 
 long it_mono_ms(void);
