@@ -60,9 +60,16 @@ json_t *ctl_find_condition(json_t *status, const char *type);
 /*
  * Whether the API server's answer to a create means it will never succeed
  * as sent (the execution is then Rejected): any 4xx but 408, 409 and 429,
- * and a 403 for a quota that is full for now.
+ * and a 403 for a quota that is full for now (ctl_quota_full).
  */
 int ctl_create_refused(const struct k8s_error *err);
+
+/*
+ * Whether a create was refused because the namespace's quota has no room
+ * now ("exceeded quota"), or its usage is not counted yet ("status unknown
+ * for quota"): both pass, so the execution waits (reconcile.c quota_wait).
+ */
+int ctl_quota_full(const struct k8s_error *err);
 
 #define CTL_FIELD_MANAGER	"airlock-controller"
 

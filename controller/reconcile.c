@@ -29,9 +29,15 @@ ctl_create_refused(const struct k8s_error *err)
 
 	if (st < 400 || st > 499 || st == 409 || st == 429 || st == 408)
 		return 0;
-	if (st == 403 && strstr(err->message, "exceeded quota") != NULL)
-		return 0;
-	return 1;
+	return !ctl_quota_full(err);
+}
+
+int
+ctl_quota_full(const struct k8s_error *err)
+{
+	return err->http_status == 403 && (strstr(err->message,
+	    "exceeded quota") != NULL || strstr(err->message,
+	    "status unknown for quota") != NULL);
 }
 
 /*
@@ -163,17 +169,76 @@ init_pending(json_t *cx, json_t *status, struct notes *notes)
 	json_int_t gen = json_integer_value(json_object_get(json_object_get(cx,
 	    "metadata"), "generation"));
 
-	if (json_object_get(status, "phase"))
+	/* Pending already, and not because it waited for the quota: done. */
+	if (json_object_get(status, "phase") != NULL &&
+	    strcmp(ctl_condition_field(status, "Scheduled", "reason"),
+	    "QuotaExceeded") != 0)
 		return;
-	json_object_set_new(status, "phase", json_string("Pending"));
-	json_object_set_new(status, "observedGeneration", json_integer(gen));
+	if (json_object_get(status, "phase") == NULL) {
+		json_object_set_new(status, "phase", json_string("Pending"));
+		json_object_set_new(status, "observedGeneration",
+		    json_integer(gen));
+		notes->phase = "Pending";
+	}
 	ctl_set_condition(status, "Scheduled", "False", "Pending",
 	    "waiting for a node", gen);
 	ctl_set_condition(status, "Started", "False", "Pending", "not started", gen);
 	ctl_set_condition(status, "Complete", "False", "Pending", "not finished",
 	    gen);
-	notes->phase = "Pending";
 	ctl_note(notes, "Normal", "Created", "created the execution's pod");
+}
+
+/*
+ * The namespace's quota has no room for the pod now (the executions that
+ * run use it all, or the quota controller has not counted it yet): the
+ * execution waits, Pending with Scheduled False/QuotaExceeded and one
+ * Warning Event, and the pod is tried again every QUOTA_RETRY_MS, until
+ * capacity frees or the execution has waited its own timeoutSeconds since
+ * it was created: it then ends TimedOut/DeadlineExceeded, never having run.
+ */
+#define QUOTA_RETRY_MS	2000
+
+static int
+quota_wait(struct controller *ctl, json_t *cx, json_t *status,
+    const char *why)
+{
+	json_int_t gen = json_integer_value(json_object_get(json_object_get(cx,
+	    "metadata"), "generation"));
+	long long created = clock_parse_rfc3339(json_string_value(json_object_get(
+	    json_object_get(cx, "metadata"), "creationTimestamp")));
+	long long now = (long long)time(NULL), limit = cx_timeout_ms(cx) / 1000;
+	struct notes notes = { 0 };
+	char msg[1200], key[600];
+	int rc;
+
+	if (created > 0 && now - created >= limit) {
+		snprintf(msg, sizeof(msg), "waited %lld s for room in the "
+		    "namespace's quota and never ran: %.900s", now - created, why);
+		return ctl_finish(ctl, cx, status, "TimedOut", "DeadlineExceeded",
+		    msg);
+	}
+	snprintf(msg, sizeof(msg), "waiting for room in the namespace's quota "
+	    "(at most its %lld s timeout): %.900s", limit, why);
+	if (strcmp(ctl_condition_field(status, "Scheduled", "reason"),
+	    "QuotaExceeded") != 0)
+		ctl_note(&notes, "Warning", "QuotaExceeded", msg);
+	if (json_object_get(status, "phase") == NULL) {
+		json_object_set_new(status, "phase", json_string("Pending"));
+		json_object_set_new(status, "observedGeneration",
+		    json_integer(gen));
+		notes.phase = "Pending";
+	}
+	ctl_set_condition(status, "Scheduled", "False", "QuotaExceeded", msg, gen);
+	ctl_set_condition(status, "Started", "False", "Pending", "not started", gen);
+	ctl_set_condition(status, "Complete", "False", "Pending", "not finished",
+	    gen);
+	rc = ctl_write_status(ctl, cx, status, &notes);
+	snprintf(key, sizeof(key), "%s/%s", k8s_obj_namespace(cx),
+	    k8s_obj_name(cx));
+	workqueue_add_after(ctl->queue, key, created > 0 && (created + limit -
+	    now) * 1000 < QUOTA_RETRY_MS ? (uint64_t)(created + limit - now) *
+	    1000 : QUOTA_RETRY_MS);
+	return rc;
 }
 
 /*
@@ -556,13 +621,20 @@ create_pod(struct controller *ctl, json_t *cached)
 	rc = ctl_write_status(ctl, cx, status, &notes);
 	goto out;
 fail:
-	log_warn("cannot create pod", "execution=%s/%s status=%ld error=\"%s\"",
-	    ns, k8s_obj_name(cx), err.http_status, err.message);
+	if (ctl_quota_full(&err))
+		log_debug("no room in the quota", "execution=%s/%s", ns,
+		    k8s_obj_name(cx));
+	else
+		log_warn("cannot create pod", "execution=%s/%s status=%ld "
+		    "error=\"%s\"", ns, k8s_obj_name(cx), err.http_status,
+		    err.message);
 	podspec_result_free(&r);
 	if (rc == K8S_EEXIST || ctl_create_refused(&err)) {
 		snprintf(msg, sizeof(msg), "the API server refused its pod: %.1000s",
 		    err.message);
 		rc = ctl_finish(ctl, cx, status, "Failed", "Rejected", msg);
+	} else if (ctl_quota_full(&err)) {
+		rc = quota_wait(ctl, cx, status, err.message);
 	}
 out:
 	json_decref(status);

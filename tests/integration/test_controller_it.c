@@ -911,6 +911,126 @@ test_stored_quota(void **state)
 }
 
 /*
+ * Set the executions quota's status as the quota controller would: its
+ * pods limit and n pods in use (only the count: the other resources are
+ * left out of status.hard, so admission looks at pods alone).
+ */
+static void
+quota_used(struct fx *fx, int n)
+{
+	struct k8s_patch_opts st = { .type = K8S_PATCH_MERGE, .subresource = "status" };
+	struct k8s_error err;
+	char used[16];
+	json_t *p;
+
+	snprintf(used, sizeof(used), "%d", n);
+	p = json_pack("{s:{s:{s:s}, s:{s:s}}}", "status", "hard", "pods", "1",
+	    "used", "pods", used);
+	if (k8s_patch(c, &res_rq, fx->ns, "airlock-executions", &st, p, NULL, &err) != 0)
+		fail_msg("quota status: %s", err.message);
+	json_decref(p);
+}
+
+static int
+has_pod_name(void *arg)
+{
+	struct wait_cond *w = arg;
+	json_t *o = get_cx(w->fx, w->name);
+	int ok = o && st_str(o, "podName") != NULL;
+
+	json_decref(o);
+	return ok;
+}
+
+/*
+ * A namespace whose quota of running executions is full: a new one waits,
+ * Pending with Scheduled False/QuotaExceeded and one Warning Event, until
+ * room frees (then its pod is made), or until its own timeout passes (then
+ * it ends TimedOut/DeadlineExceeded, never having run). It used to stay
+ * with no status and no Event.
+ */
+static void
+test_quota_wait(void **state)
+{
+	struct fx *fx = *state;
+	struct k8s_patch_opts merge = { .type = K8S_PATCH_MERGE };
+	struct wait_cond wb = { fx, "qb", "Scheduled", "QuotaExceeded" };
+	struct k8s_error err;
+	const char *m;
+	json_t *cx, *p;
+
+	p = json_pack("{s:{s:{s:s}}}", "metadata", "annotations",
+	    "airlock.dev/quota-executions", "1");
+	assert_int_equal(k8s_patch(c, &k8s_res_namespaces, NULL, fx->ns, &merge, p, NULL, &err), 0);
+	json_decref(p);
+	create_cx(fx, "qa", "{\"runtime\":\"python\",\"source\":\"print(1)\"}");
+	wb.name = "qa";
+	if (!it_wait_for(has_pod_name, &wb, 10000))
+		fail_msg("qa got no pod");
+	/*
+	 * Play the quota controller (this cluster runs none): the quota is
+	 * counted, one pod of one. Admission counts on from there.
+	 */
+	quota_used(fx, 1);
+	wb.name = "qb";
+	create_cx(fx, "qb", "{\"runtime\":\"python\",\"source\":\"print(2)\",\"timeoutSeconds\":60}");
+	if (!it_wait_for(has_cond_reason, &wb, 15000)) {
+		json_t *q = NULL;
+		char *a, *b;
+
+		cx = get_cx(fx, "qb");
+		if (k8s_get(c, &res_rq, fx->ns, "airlock-executions", &q, &err) != 0)
+			q = NULL;
+		a = json_dumps(json_object_get(cx, "status"), 0);
+		b = json_dumps(json_pack("{s:O*, s:O*}", "hard", json_object_get(json_object_get(q, "spec"), "hard"), "status", json_object_get(q, "status")), 0);
+		fail_msg("qb never waited for the quota: status %s; quota %s", a, b);
+	}
+	cx = get_cx(fx, "qb");
+	assert_string_equal(st_str(cx, "phase"), "Pending");
+	assert_null(st_str(cx, "podName"));
+	assert_string_equal(cond(cx, "Scheduled", "status"), "False");
+	m = cond(cx, "Scheduled", "message");
+	if (strncmp(m, "waiting for room in the namespace's quota (at most its 60 s "
+	    "timeout): ", 70) != 0 || strstr(m, "exceeded quota") == NULL)
+		fail_msg("Scheduled says: %s", m);
+	assert_string_equal(cond(cx, "Started", "reason"), "Pending");
+	assert_string_equal(cond(cx, "Complete", "reason"), "Pending");
+	assert_int_equal(count_pods(fx, k8s_obj_uid(cx)), 0);
+	json_decref(cx);
+
+	/* One that cannot wait that long ends at its own timeout. */
+	create_cx(fx, "qc", "{\"runtime\":\"python\",\"source\":\"print(3)\",\"timeoutSeconds\":2}");
+	cx = wait_phase(fx, "qc", "TimedOut");
+	assert_string_equal(st_str(cx, "reason"), "DeadlineExceeded");
+	m = st_str(cx, "message");
+	if (strncmp(m, "waited ", 7) != 0 || strstr(m, " s for room in the namespace's "
+	    "quota and never ran: ") == NULL)
+		fail_msg("qc: %s", m);
+	assert_int_equal(count_pods(fx, k8s_obj_uid(cx)), 0);
+	json_decref(cx);
+	/* qb has been retried meanwhile: still one Event. */
+	assert_int_equal(events(fx, "qb", "QuotaExceeded", "Warning"), 1);
+
+	/* Room frees: qb's pod is made. */
+	assert_int_equal(k8s_delete(c, &cx_resource, fx->ns, "qa", NULL, NULL, &err), 0);
+	{
+		struct gone g = { fx, &cx_resource, "qa" };
+
+		assert_true(it_wait_for(is_gone, &g, 10000));
+	}
+	quota_used(fx, 0);
+	if (!it_wait_for(has_pod_name, &wb, 15000))
+		fail_msg("qb got no pod once qa was gone");
+	cx = get_cx(fx, "qb");
+	assert_string_equal(st_str(cx, "phase"), "Pending");
+	assert_string_equal(cond(cx, "Scheduled", "reason"), "Pending");
+	assert_string_equal(cond(cx, "Scheduled", "message"), "waiting for a node");
+	assert_int_equal(count_pods(fx, k8s_obj_uid(cx)), 1);
+	json_decref(cx);
+	assert_int_equal(events(fx, "qb", "Created", "Normal"), 1);
+}
+
+/*
  * Without leader election (one replica, or a benchmark) the controller
  * still stops on SIGTERM, cleanly and at once (it used to wait in pause()
  * with every signal blocked, forever).
@@ -1109,6 +1229,7 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_pod_ended_without_result, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_foreign_object_refused, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_stored_quota, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_quota_wait, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_no_leader_elect_stops, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_too_large_to_end, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_restart_no_duplicates, setup, teardown),
