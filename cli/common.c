@@ -376,7 +376,8 @@ cli_check_spec(json_t *spec, struct k8s_error *err)
 			    !json_is_string(c))
 				return bad(err, f, "needs path and content, strings, "
 				    "and nothing else");
-			if (!safe_path(p))
+			if (!safe_path(p) || strlen(p) != json_string_length(
+			    json_object_get(x, "path")))	/* a NUL in it */
 				return bad(err, f, "path '%s' must be relative, not "
 				    "start with '..', without '.' or '..' segments "
 				    "or control characters", p);
@@ -424,9 +425,11 @@ cli_check_spec(json_t *spec, struct k8s_error *err)
 			    strspn(n, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
 			    "0123456789_") != strlen(n) || isdigit((unsigned char)n[0]))
 				return bad(err, f, "must be a name such as MY_VAR");
-			if (val && (!json_is_string(val) || json_string_length(val) > 32768))
-				return bad(err, f, "value must be a string of at most "
+			if (val && (!json_is_string(val) || json_string_length(val) > 32768)) {
+				snprintf(f, sizeof(f), "env[%zu].value", i);
+				return bad(err, f, "must be a string of at most "
 				    "32768 bytes");
+			}
 			for (size_t j = 0; j < i; j++)
 				if (strcmp(n, json_string_value(json_object_get(
 				    json_array_get(v, j), "name"))) == 0) {
