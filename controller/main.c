@@ -61,6 +61,22 @@ health(void *arg, char *why, size_t len)
 	return 0;
 }
 
+/*
+ * /readyz follows controller_ready: synced and, while leading, every
+ * execution looked at once since the lead began; polled until quitting.
+ */
+static void *
+readiness(void *arg)
+{
+	struct httpd *h = arg;
+
+	while (!quitting) {
+		httpd_set_ready(h, controller_ready(ctl));
+		usleep(100000);
+	}
+	return NULL;
+}
+
 static void *
 signals(void *arg)
 {
@@ -114,7 +130,7 @@ main(int argc, char **argv)
 	enum log_level lvl;
 	int leader_elect = 1, ch;
 	sigset_t set;
-	pthread_t sig_th;
+	pthread_t sig_th, ready_th;
 
 	while ((ch = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
 		switch (ch) {
@@ -196,6 +212,8 @@ main(int argc, char **argv)
 	log_info("controller started", "identity=%s namespace=%s leader_elect=%d",
 	    identity, co.namespace ? co.namespace : "(all)", leader_elect);
 	pthread_create(&sig_th, NULL, signals, &set);
+	if (h)
+		pthread_create(&ready_th, NULL, readiness, h);
 	if (leader_elect) {
 		struct lease_callbacks cb = { started, stopped, NULL, NULL };
 
@@ -206,19 +224,17 @@ main(int argc, char **argv)
 			fprintf(stderr, "airlock-controller: %s\n", err.message);
 			exit(2);
 		}
-		if (h)
-			httpd_set_ready(h, 1);
 		lease_run(the_lease);
 	} else {
 		controller_set_leading(ctl, 1);
-		if (h)
-			httpd_set_ready(h, 1);
 		/*
 		 * Every signal is blocked here, so pause() would never return:
 		 * the signal thread's end is what says "stop".
 		 */
 	}
 	pthread_join(sig_th, NULL);
+	if (h)
+		pthread_join(ready_th, NULL);
 	controller_stop(ctl);
 	httpd_stop(h);
 	controller_free(ctl);

@@ -1262,6 +1262,61 @@ test_cli_ctrl_c(void **state)
 	cli_result_free(&r);
 }
 
+/*
+ * Tenant code and output never reach the daemons' logs at info level (the
+ * level they run at here): a marker in every field a tenant writes and in
+ * both output streams, a run that succeeds and one that fails, then every
+ * log this file's controllers and agents wrote is searched for it.
+ */
+#define MARKER	"q7-TENANT-MARKER-x9"
+
+static void
+test_no_tenant_data_in_logs(void **state)
+{
+	const char *top = getenv("AIRLOCK_TOP") ? getenv("AIRLOCK_TOP") : ".";
+	char path[600], line[8192];
+	struct dirent *de;
+	json_t *st;
+	DIR *d;
+	int files = 0;
+
+	(void)state;
+	create_cx("marked", "{\"runtime\":\"python\",\"source\":\"import os, sys\\n"
+	    "# " MARKER " in a comment\\nprint('" MARKER "', sys.argv[1], os.environ['M'],"
+	    " open('" MARKER ".txt').read(), sys.stdin.read())\\nprint('" MARKER "', "
+	    "file=sys.stderr)\\n\",\"args\":[\"" MARKER "\"],\"env\":[{\"name\":\"M\","
+	    "\"value\":\"" MARKER "\"}],\"stdin\":\"" MARKER "\",\"files\":[{\"path\":\""
+	    MARKER ".txt\",\"content\":\"" MARKER "\"}]}");
+	st = wait_done("marked", 120000);
+	assert_string_equal(it_str(st, "phase"), "Succeeded");
+	assert_non_null(strstr(it_str(st, "stdout"), MARKER " " MARKER " " MARKER));
+	json_decref(st);
+	create_cx("marked-fails", "{\"runtime\":\"python\",\"source\":\"raise SystemExit('"
+	    MARKER "')\"}");
+	st = wait_done("marked-fails", 120000);
+	assert_string_equal(it_str(st, "phase"), "Failed");
+	assert_non_null(strstr(it_str(st, "stderr"), MARKER));
+	json_decref(st);
+	snprintf(path, sizeof(path), "%s/build/logs", top);
+	assert_non_null(d = opendir(path));
+	while ((de = readdir(d)) != NULL) {
+		FILE *f;
+
+		if (strncmp(de->d_name, "e2e-controller-", 15) != 0 &&
+		    strncmp(de->d_name, "e2e-agent-", 10) != 0)
+			continue;
+		snprintf(path, sizeof(path), "%s/build/logs/%s", top, de->d_name);
+		assert_non_null(f = fopen(path, "r"));
+		files++;
+		while (fgets(line, sizeof(line), f))
+			if (strstr(line, MARKER))
+				fail_msg("%s logs tenant data: %s", de->d_name, line);
+		fclose(f);
+	}
+	closedir(d);
+	assert_true(files >= 2);
+}
+
 int
 main(void)
 {
@@ -1290,6 +1345,7 @@ main(void)
 		cmocka_unit_test(test_cli_run),
 		cmocka_unit_test(test_cli_commands),
 		cmocka_unit_test(test_cli_ctrl_c),
+		cmocka_unit_test(test_no_tenant_data_in_logs),
 	};
 
 	return cmocka_run_group_tests(tests, group_setup, group_teardown);

@@ -1118,6 +1118,30 @@ test_too_large_to_end(void **state)
 	assert_int_equal(events(fx, "huge", "TooLarge", "Warning"), 1);
 }
 
+/* Replica 0 (identity who) leads, then says it is ready. */
+static void
+wait_leading_ready(struct fx *fx, const char *who)
+{
+	char *text = NULL;
+	long t0 = it_mono_ms();
+
+	while (metric_value(fx, "airlock_leader") != 1) {
+		if (it_mono_ms() - t0 > 20000)
+			fail_msg("%s never led", who);
+		it_sleep_ms(20);
+	}
+	for (;;) {
+		long code = http_get(fx->addr[0], "/readyz", &text);
+
+		free(text);
+		if (code == 200)
+			break;
+		if (it_mono_ms() - t0 > 30000)
+			fail_msg("%s never became ready", who);
+		it_sleep_ms(20);
+	}
+}
+
 static void
 test_restart_no_duplicates(void **state)
 {
@@ -1132,9 +1156,18 @@ test_restart_no_duplicates(void **state)
 	for (int i = 0; i < 3; i++)
 		create_cx(fx, names[i], "{\"runtime\":\"python\",\"source\":\"print(2)\"}");
 	start_controller(fx, 0, "ctl-0b");
+	/*
+	 * Ready, once leading, means every execution has been looked at:
+	 * the moment /readyz says so, each has its pod and its status.
+	 */
+	wait_leading_ready(fx, "ctl-0b");
 	for (int i = 0; i < 3; i++) {
-		json_t *cx = wait_phase(fx, names[i], "Pending");
+		json_t *cx = get_cx(fx, names[i]);
+		const char *ph = st_str(cx, "phase");
 
+		if (ph == NULL || strcmp(ph, "Pending") != 0)
+			fail_msg("%s: ready, but %s is not Pending yet (%s)", "ctl-0b",
+			    names[i], ph ? ph : "no phase");
 		assert_int_equal(count_pods(fx, k8s_obj_uid(cx)), 1);
 		json_decref(cx);
 	}
@@ -1147,15 +1180,7 @@ test_restart_no_duplicates(void **state)
 	st = it_stop(fx->pid[0], SIGKILL);
 	fx->pid[0] = 0;
 	start_controller(fx, 0, "ctl-0c");
-	{
-		long t0 = it_mono_ms();
-
-		while (metric_value(fx, "airlock_leader") != 1) {
-			if (it_mono_ms() - t0 > 20000)
-				fail_msg("ctl-0c never led");
-			it_sleep_ms(100);
-		}
-	}
+	wait_leading_ready(fx, "ctl-0c");
 	settle(fx, names[0]);
 	for (int i = 0; i < 3; i++) {
 		json_t *cx = get_cx(fx, names[i]);
