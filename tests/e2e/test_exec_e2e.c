@@ -1177,7 +1177,12 @@ test_cli_commands(void **state)
 	json_t *o;
 
 	(void)state;
-	CLI(&r, "get", "cli-run", "-o", "json");
+	/* Its own execution: no test leans on another's leftovers. */
+	CLI(&r, "run", "--name", "cli-cmds", "-c", "import sys\nprint('out', flush=True)\n"
+	    "print('err', file=sys.stderr, flush=True)\nsys.stdout.write('tail')\nsys.exit(3)\n");
+	cli_expect_status(&r, 3);
+	cli_result_free(&r);
+	CLI(&r, "get", "cli-cmds", "-o", "json");
 	cli_expect_status(&r, 0);
 	assert_non_null(o = json_loads(r.out, 0, NULL));
 	assert_string_equal(json_string_value(json_object_get(json_object_get(o,
@@ -1187,7 +1192,7 @@ test_cli_commands(void **state)
 	json_decref(o);
 	cli_result_free(&r);
 
-	CLI(&r, "get", "cli-run", "-o", "yaml");
+	CLI(&r, "get", "cli-cmds", "-o", "yaml");
 	cli_expect_status(&r, 0);
 	assert_non_null(strstr(r.out, "\n  phase: Failed\n"));
 	assert_non_null(strstr(r.out, "\n  stdout: |-\n    out\n    tail\n"));
@@ -1196,23 +1201,23 @@ test_cli_commands(void **state)
 	CLI(&r, "list");
 	cli_expect_status(&r, 0);
 	assert_non_null(strstr(r.out, "NAME "));
-	assert_non_null(strstr(r.out, "cli-run "));
+	assert_non_null(strstr(r.out, "cli-cmds "));
 	cli_result_free(&r);
 
-	CLI(&r, "logs", "cli-run");
+	CLI(&r, "logs", "cli-cmds");
 	cli_expect_status(&r, 0);
 	assert_string_equal(r.out, "out\ntail");
 	assert_string_equal(r.err, "err\n");
 	cli_result_free(&r);
 
-	CLI(&r, "wait", "cli-run");
+	CLI(&r, "wait", "cli-cmds");
 	cli_expect_status(&r, 3);
 	cli_result_free(&r);
 
-	CLI(&r, "delete", "cli-run");
+	CLI(&r, "delete", "cli-cmds");
 	cli_expect_status(&r, 0);
 	cli_result_free(&r);
-	CLI(&r, "get", "cli-run");
+	CLI(&r, "get", "cli-cmds");
 	cli_expect_status(&r, 1);
 	assert_non_null(strstr(r.err, "not found"));
 	cli_result_free(&r);
