@@ -497,6 +497,22 @@ test_unschedulable_and_image_pull(void **state)
 	json_decref(cx);
 	assert_true(it_wait_for(is_gone, &g, 5000));
 	assert_int_equal(events(fx, "nopull", "ImagePullFailed", "Warning"), 1);
+
+	/* The kubelet's later word for it, once it backs off: the same end. */
+	create_cx(fx, "backoff", "{\"runtime\":\"python\",\"source\":\"print(1)\"}");
+	cx = wait_phase(fx, "backoff", "Pending");
+	snprintf(pod, sizeof(pod), "airlock-%s", k8s_obj_uid(cx));
+	json_decref(cx);
+	pod_status(fx, pod, json_pack("{s:s, s:[{s:s, s:b, s:i, s:s, s:s, s:{s:{s:s, s:s}}}]}",
+	    "phase", "Pending", "containerStatuses", "name", "run", "ready", 0, "restartCount", 0,
+	    "image", "airlock/runner-python:0.1", "imageID", "", "state", "waiting",
+	    "reason", "ImagePullBackOff", "message", "Back-off pulling image \"airlock/runner-python:0.1\""));
+	cx = wait_phase(fx, "backoff", "Failed");
+	assert_string_equal(st_str(cx, "reason"), "ImagePullFailed");
+	assert_string_equal(st_str(cx, "message"), "the runner image cannot be pulled: "
+	    "Back-off pulling image \"airlock/runner-python:0.1\"");
+	json_decref(cx);
+	assert_true(it_wait_for(is_gone, &g, 5000));
 }
 
 static void
@@ -532,7 +548,13 @@ test_pod_created_and_status_follows(void **state)
 		    strstr(text, "airlock_workqueue_depth ") == NULL)
 			fail_msg("metrics lack a series:\n%s", text);
 		free(text);
-		assert_int_equal(http_get(fx->addr[0], "/readyz", &text), 200);
+		/* Ready once it has looked at everything (the poll is 100 ms). */
+		for (long t0 = it_mono_ms(); http_get(fx->addr[0], "/readyz", &text) != 200;
+		    it_sleep_ms(50)) {
+			free(text);
+			if (it_mono_ms() - t0 > 5000)
+				fail_msg("the leader never became ready");
+		}
 		assert_string_equal(text, "ok");
 		free(text);
 	}
