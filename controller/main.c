@@ -10,18 +10,16 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "client.h"
 #include "controller.h"
 #include "ctl_config.h"
-#include "httpd.h"
+#include "daemon.h"
 #include "lease.h"
 #include "log.h"
-#include "metrics.h"
 #include "xmalloc.h"
 
 static struct controller *ctl;
 static struct lease *the_lease;
-static volatile sig_atomic_t quitting;
+static struct daemon d;
 
 static void
 usage(void)
@@ -48,49 +46,26 @@ stopped(void *arg)
 	(void)arg;
 	/* Stop acting now; keep contending unless we are on our way out. */
 	controller_set_leading(ctl, 0);
-	if (!quitting)
+	if (!daemon_quitting(&d))
 		log_error("lost the leader lease; workers paused");
 }
 
+/* For /readyz: see controller_ready. */
 static int
-health(void *arg, char *why, size_t len)
+ready(void *arg)
+{
+	return controller_ready(arg);
+}
+
+/* On SIGTERM or SIGINT: give the lease up (lease_run returns), or stop. */
+static void
+quit(void *arg)
 {
 	(void)arg;
-	(void)why;
-	(void)len;
-	return 0;
-}
-
-/*
- * /readyz follows controller_ready: synced and, while leading, every
- * execution looked at once since the lead began; polled until quitting.
- */
-static void *
-readiness(void *arg)
-{
-	struct httpd *h = arg;
-
-	while (!quitting) {
-		httpd_set_ready(h, controller_ready(ctl));
-		usleep(100000);
-	}
-	return NULL;
-}
-
-static void *
-signals(void *arg)
-{
-	sigset_t *set = arg;
-	int sig;
-
-	sigwait(set, &sig);
-	quitting = 1;
-	log_info("shutting down", "signal=%d", sig);
 	if (the_lease)
 		lease_stop(the_lease);
 	else
 		controller_set_leading(ctl, 0);
-	return NULL;
 }
 
 int
@@ -118,19 +93,13 @@ main(int argc, char **argv)
 	const char *kubeconfig = NULL, *context = NULL, *confpath = NULL;
 	const char *metrics_addr = ":8080", *lease_ns = NULL;
 	const char *lease_name = "airlock-controller", *owner_role = NULL;
+	static const char prog[] = "airlock-controller";
 	char *identity = NULL;
 	struct controller_opts co = { 0 };
 	struct lease_config lc = { 0 };
-	struct k8s_config *kcfg;
-	struct k8s_client *client;
 	struct ctl_config *cfg;
-	struct metrics *m;
-	struct httpd *h = NULL;
 	struct k8s_error err;
-	enum log_level lvl;
 	int leader_elect = 1, ch;
-	sigset_t set;
-	pthread_t sig_th, ready_th;
 
 	while ((ch = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
 		switch (ch) {
@@ -139,24 +108,22 @@ main(int argc, char **argv)
 		case 'c': confpath = optarg; break;
 		case 'n': co.namespace = optarg; break;
 		case 'm': metrics_addr = optarg; break;
-		case 'w': co.workers = atoi(optarg); break;
-		case 'l':
-			if (log_parse_level(optarg, &lvl) != 0) {
-				fprintf(stderr, "airlock-controller: --log-level: "
-				    "unknown level '%s'\n", optarg);
-				exit(2);
-			}
-			log_set_level(lvl);
-			break;
+		case 'w': co.workers = (int)daemon_flag_number(prog, "--workers",
+		    optarg, 1, 64); break;
+		case 'l': daemon_flag_log_level(prog, optarg); break;
 		case 'N': leader_elect = 0; break;
 		case 'L': lease_ns = optarg; break;
 		case 'E': lease_name = optarg; break;
 		case 'i': identity = xstrdup(optarg); break;
-		case 'D': lc.lease_duration_ms = atol(optarg); break;
-		case 'R': lc.renew_deadline_ms = atol(optarg); break;
-		case 'P': lc.retry_period_ms = atol(optarg); break;
+		case 'D': lc.lease_duration_ms = (long)daemon_flag_number(prog,
+		    "--lease-duration-ms", optarg, 1000, 3600000); break;
+		case 'R': lc.renew_deadline_ms = (long)daemon_flag_number(prog,
+		    "--renew-deadline-ms", optarg, 100, 3600000); break;
+		case 'P': lc.retry_period_ms = (long)daemon_flag_number(prog,
+		    "--retry-period-ms", optarg, 100, 3600000); break;
 		case 'O': owner_role = optarg; break;
-		case 'G': co.result_grace_ms = atol(optarg); break;
+		case 'G': co.result_grace_ms = (long)daemon_flag_number(prog,
+		    "--result-grace-ms", optarg, 1, 86400000); break;
 		default: usage();
 		}
 	}
@@ -166,15 +133,12 @@ main(int argc, char **argv)
 		fprintf(stderr, "airlock-controller: %s\n", err.message);
 		exit(1);
 	}
-	if (k8s_config_load_default(kubeconfig, context, &kcfg, &err) != 0 ||
-	    k8s_client_new(kcfg, NULL, &client, &err) != 0) {
-		fprintf(stderr, "airlock-controller: %s\n", err.message);
-		exit(1);
-	}
+	/* Signals go to one thread; everything else runs with them blocked. */
+	daemon_init(&d, prog, kubeconfig, context);
 	co.guard_owner_role = owner_role;
 	if (lease_ns == NULL)
 		lease_ns = getenv("POD_NAMESPACE") ? getenv("POD_NAMESPACE") :
-		    kcfg->namespace;
+		    d.kcfg->namespace;
 	if (identity == NULL) {
 		char host[256] = "unknown";
 
@@ -189,59 +153,35 @@ main(int argc, char **argv)
 		identity = xasprintf("%s_%d", host, (int)getpid());
 	}
 
-	/* Signals go to one thread; everything else runs with them blocked. */
-	sigemptyset(&set);
-	sigaddset(&set, SIGTERM);
-	sigaddset(&set, SIGINT);
-	pthread_sigmask(SIG_BLOCK, &set, NULL);
-	signal(SIGPIPE, SIG_IGN);
-
-	m = metrics_new();
-	ctl = controller_new(client, cfg, m, &co);
-	if (strcmp(metrics_addr, "0") != 0) {
-		if (httpd_start(metrics_addr, m, &h, &err) != 0) {
-			fprintf(stderr, "airlock-controller: %s\n", err.message);
-			exit(1);
-		}
-		httpd_set_health_check(h, health, NULL);
-	}
+	ctl = controller_new(d.client, cfg, d.metrics, &co);
 	if (controller_start(ctl) != 0) {
-		fprintf(stderr, "airlock-controller: cannot start\n");
+		fprintf(stderr, "%s: cannot start\n", prog);
 		exit(1);
 	}
+	daemon_serve(&d, metrics_addr, ready, ctl);
 	log_info("controller started", "identity=%s namespace=%s leader_elect=%d",
 	    identity, co.namespace ? co.namespace : "(all)", leader_elect);
-	pthread_create(&sig_th, NULL, signals, &set);
-	if (h)
-		pthread_create(&ready_th, NULL, readiness, h);
 	if (leader_elect) {
 		struct lease_callbacks cb = { started, stopped, NULL, NULL };
 
 		lc.ns = lease_ns;
 		lc.name = lease_name;
 		lc.identity = identity;
-		if (lease_new(client, &lc, &cb, &the_lease, &err) != 0) {
-			fprintf(stderr, "airlock-controller: %s\n", err.message);
+		if (lease_new(d.client, &lc, &cb, &the_lease, &err) != 0) {
+			fprintf(stderr, "%s: %s\n", prog, err.message);
 			exit(2);
 		}
+		daemon_on_signal(&d, quit, NULL);
 		lease_run(the_lease);
 	} else {
 		controller_set_leading(ctl, 1);
-		/*
-		 * Every signal is blocked here, so pause() would never return:
-		 * the signal thread's end is what says "stop".
-		 */
+		daemon_on_signal(&d, quit, NULL);
 	}
-	pthread_join(sig_th, NULL);
-	if (h)
-		pthread_join(ready_th, NULL);
+	daemon_wait(&d);
 	controller_stop(ctl);
-	httpd_stop(h);
+	daemon_free(&d);
 	controller_free(ctl);
 	lease_free(the_lease);
-	metrics_free(m);
-	k8s_client_free(client);
-	k8s_config_free(kcfg);
 	ctl_config_free(cfg);
 	free(identity);
 	log_info("controller stopped");

@@ -170,13 +170,14 @@ set_terminal(json_t *cx, json_t *status, const char *phase,
 	json_int_t gen = json_integer_value(json_object_get(json_object_get(cx,
 	    "metadata"), "generation"));
 	char now[CLOCK_RFC3339_LEN];
+	json_t *end;
 
 	ctl_now_rfc3339(now);
-	json_object_set_new(status, "phase", json_string(phase));
-	json_object_set_new(status, "reason", json_string(reason));
-	json_object_set_new(status, "message", json_string(msg));
-	json_object_set_new(status, "completionTime", json_string(now));
-	json_object_set_new(status, "observedGeneration", json_integer(gen));
+	end = json_pack("{s:s, s:s, s:s, s:s, s:I}", "phase", phase, "reason",
+	    reason, "message", msg, "completionTime", now,
+	    "observedGeneration", (json_int_t)gen);
+	json_object_update(status, end);
+	json_decref(end);
 	ctl_set_condition(status, "Complete", "True", reason, msg, gen);
 }
 

@@ -18,6 +18,7 @@
 #include <stdint.h>
 
 #include "agent.h"
+#include "backoff.h"
 #include "ctrd.h"
 #include "informer.h"
 #include "result.h"
@@ -67,7 +68,7 @@ struct run {
 	int		 recorded;		/* result written, or someone's */
 	int		 busy;			/* a call is in flight for it */
 	long long	 retry_ms;
-	int		 attempts;
+	struct backoff	 retry;			/* a record that failed: again */
 };
 
 struct agent {

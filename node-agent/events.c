@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "agent_priv.h"
+#include "backoff.h"
 #include "clock.h"
 #include "log.h"
 #include "xmalloc.h"
@@ -174,7 +175,7 @@ agent_events_main(void *arg)
 	};
 	struct agent *a = arg;
 	struct k8s_error err;
-	long backoff = 100;
+	struct backoff backoff = { .initial_ms = 100, .max_ms = 5000 };
 	char *v;
 
 	while (!atomic_load(&a->stop)) {
@@ -187,17 +188,16 @@ agent_events_main(void *arg)
 				log_info("containerd answers", "version=%s", v);
 			free(v);
 			atomic_store(&a->ctrd_ok, 1);
-			backoff = 100;
+			backoff_reset(&backoff);
 			if (ctrd_subscribe(a->ctrd, filters, on_task_event, a,
 			    &a->stop, &err) == K8S_ECANCELED)
 				break;
 			log_warn("containerd event stream ended", "error=\"%s\"",
 			    err.message);
 		}
-		for (long t = 0; t < backoff && !atomic_load(&a->stop); t += 50)
+		for (long t = 0, wait = backoff_next(&backoff); t < wait &&
+		    !atomic_load(&a->stop); t += 50)
 			usleep(50000);
-		if (backoff < 5000)
-			backoff *= 2;
 	}
 	return NULL;
 }

@@ -12,11 +12,8 @@
 #include <unistd.h>
 
 #include "agent.h"
-#include "client.h"
-#include "httpd.h"
+#include "daemon.h"
 #include "log.h"
-#include "metrics.h"
-#include "quantity.h"
 
 static void
 usage(void)
@@ -31,41 +28,10 @@ usage(void)
 }
 
 static int
-health(void *arg, char *why, size_t len)
+ready(void *arg)
 {
-	(void)arg;
-	(void)why;
-	(void)len;
-	return 0;
-}
-
-static struct agent *the_agent;
-
-static void *
-readiness(void *arg)
-{
-	struct httpd *h = arg;
-
-	/* Ready once the pod cache is synced and containerd answers. */
-	while (!agent_ready(the_agent))
-		usleep(50000);
-	if (h)
-		httpd_set_ready(h, 1);
-	return NULL;
-}
-
-/* A flag's decimal value in [lo, hi], or exit 2 naming the flag. */
-static long long
-flag_number(const char *flag, const char *s, long long lo, long long hi)
-{
-	long long v;
-
-	if (quantity_parse_int(s, lo, hi, &v) != 0) {
-		fprintf(stderr, "airlock-node-agent: %s: '%s' is not a number "
-		    "from %lld to %lld\n", flag, s, lo, hi);
-		exit(2);
-	}
-	return v;
+	/* The pod cache is synced and containerd answers. */
+	return agent_ready(arg);
 }
 
 int
@@ -88,17 +54,12 @@ main(int argc, char **argv)
 		{ "keep-stale-logs", no_argument, NULL, 'K' },
 		{ NULL, 0, NULL, 0 },
 	};
+	static const char prog[] = "airlock-node-agent";
 	const char *kubeconfig = NULL, *context = NULL, *metrics_addr = ":8081";
 	struct agent_opts o = { 0 };
-	struct k8s_config *kcfg;
-	struct k8s_client *client;
-	struct metrics *m;
-	struct httpd *h = NULL;
-	struct k8s_error err;
-	enum log_level lvl;
-	sigset_t set;
-	pthread_t ready_th;
-	int ch, sig;
+	struct agent *a;
+	struct daemon d;
+	int ch;
 
 	while ((ch = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
 		switch (ch) {
@@ -108,21 +69,14 @@ main(int argc, char **argv)
 		case 'n': o.namespace = optarg; break;
 		case 'p': o.pod_logs_dir = optarg; break;
 		case 's': o.containerd_socket = optarg; break;
-		case 'P': o.poll_ms = (long)flag_number("--poll-ms", optarg, 1, 1000); break;
-		case 'H': o.hard_cap = flag_number("--hard-output-cap", optarg, 1, 1LL << 40); break;
+		case 'P': o.poll_ms = (long)daemon_flag_number(prog, "--poll-ms", optarg, 1, 1000); break;
+		case 'H': o.hard_cap = daemon_flag_number(prog, "--hard-output-cap", optarg, 1, 1LL << 40); break;
 		case 'C': o.cgroup_mount = optarg; break;
 		case 'R': o.cgroup_root = optarg; break;
 		case 'K': o.keep_stale_logs = 1; break;
-		case 'S': o.sweep_ms = (long)flag_number("--sweep-ms", optarg, 100, 86400000); break;
+		case 'S': o.sweep_ms = (long)daemon_flag_number(prog, "--sweep-ms", optarg, 100, 86400000); break;
 		case 'm': metrics_addr = optarg; break;
-		case 'l':
-			if (log_parse_level(optarg, &lvl) != 0) {
-				fprintf(stderr, "airlock-node-agent: --log-level: "
-				    "unknown level '%s'\n", optarg);
-				exit(2);
-			}
-			log_set_level(lvl);
-			break;
+		case 'l': daemon_flag_log_level(prog, optarg); break;
 		default: usage();
 		}
 	}
@@ -130,42 +84,18 @@ main(int argc, char **argv)
 		o.node_name = getenv("NODE_NAME");
 	if (o.node_name == NULL || !o.node_name[0] || optind != argc)
 		usage();
-	if (k8s_config_load_default(kubeconfig, context, &kcfg, &err) != 0 ||
-	    k8s_client_new(kcfg, NULL, &client, &err) != 0) {
-		fprintf(stderr, "airlock-node-agent: %s\n", err.message);
+	daemon_init(&d, prog, kubeconfig, context);
+	if ((a = agent_new(d.client, d.metrics, &o)) == NULL ||
+	    agent_start(a) != 0) {
+		fprintf(stderr, "%s: cannot start\n", prog);
 		exit(1);
 	}
-
-	sigemptyset(&set);
-	sigaddset(&set, SIGTERM);
-	sigaddset(&set, SIGINT);
-	pthread_sigmask(SIG_BLOCK, &set, NULL);
-	signal(SIGPIPE, SIG_IGN);
-
-	m = metrics_new();
-	the_agent = agent_new(client, m, &o);
-	if (strcmp(metrics_addr, "0") != 0) {
-		if (httpd_start(metrics_addr, m, &h, &err) != 0) {
-			fprintf(stderr, "airlock-node-agent: %s\n", err.message);
-			exit(1);
-		}
-		httpd_set_health_check(h, health, NULL);
-	}
-	if (agent_start(the_agent) != 0) {
-		fprintf(stderr, "airlock-node-agent: cannot start\n");
-		exit(1);
-	}
+	daemon_serve(&d, metrics_addr, ready, a);
 	log_info("node agent started", "node=%s", o.node_name);
-	pthread_create(&ready_th, NULL, readiness, h);
-	pthread_detach(ready_th);
-	sigwait(&set, &sig);
-	log_info("shutting down", "signal=%d", sig);
-	agent_stop(the_agent);
-	httpd_stop(h);
-	agent_free(the_agent);
-	metrics_free(m);
-	k8s_client_free(client);
-	k8s_config_free(kcfg);
+	daemon_wait(&d);
+	agent_stop(a);
+	daemon_free(&d);
+	agent_free(a);
 	log_info("node agent stopped");
 	return 0;
 }

@@ -210,8 +210,7 @@ act(struct agent *a, const char *key)
 		if (ok)
 			r->recorded = 1;
 		else
-			r->retry_ms = clock_mono_ms() +
-			    (r->attempts < 6 ? 100L << r->attempts++ : 5000);
+			r->retry_ms = clock_mono_ms() + backoff_next(&r->retry);
 		pthread_mutex_unlock(&a->lock);
 	} else if (strncmp(key, "delete/", 7) == 0) {
 		ok = agent_delete_pod(a, r->ns, r->pod, r->uid);

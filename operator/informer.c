@@ -567,37 +567,36 @@ informer_get(struct informer *inf, const char *ns, const char *name)
 	return obj;
 }
 
-json_t *
-informer_list(struct informer *inf)
+/* The cache's objects, or with keys set its keys, as a new array. */
+static json_t *
+snapshot(struct informer *inf, int keys)
 {
 	json_t *all = json_array(), *obj;
 	const char *key;
+	size_t i;
 
 	pthread_mutex_lock(&inf->lock);
 	json_object_foreach(inf->cache, key, obj)
-		json_array_append(all, obj);
+		json_array_append_new(all, keys ? json_string(key) :
+		    json_incref(obj));
 	pthread_mutex_unlock(&inf->lock);
-	if (inf->opts.packed) {
-		/* Parsed outside the lock: the watch need not wait for it. */
-		size_t i;
-
+	/* Parsed outside the lock: the watch need not wait for it. */
+	if (!keys && inf->opts.packed)
 		json_array_foreach(all, i, obj)
 			json_array_set_new(all, i, stored(obj));
-	}
 	return all;
+}
+
+json_t *
+informer_list(struct informer *inf)
+{
+	return snapshot(inf, 0);
 }
 
 json_t *
 informer_keys(struct informer *inf)
 {
-	json_t *all = json_array(), *v;
-	const char *key;
-
-	pthread_mutex_lock(&inf->lock);
-	json_object_foreach(inf->cache, key, v)
-		json_array_append_new(all, json_string(key));
-	pthread_mutex_unlock(&inf->lock);
-	return all;
+	return snapshot(inf, 1);
 }
 
 json_t *

@@ -9,6 +9,7 @@
 
 #include <curl/curl.h>
 
+#include "backoff.h"
 #include "client_priv.h"
 #include "clock.h"
 #include "log.h"
@@ -484,7 +485,8 @@ out:
 int
 watch_run(struct watch *w, const char *start_rv)
 {
-	long backoff = 0;
+	struct backoff backoff = { .initial_ms = w->opts.backoff_initial_ms,
+	    .max_ms = w->opts.backoff_max_ms };
 	char *rv, *bad_rv = NULL;
 	int rc, healthy;
 
@@ -518,7 +520,7 @@ watch_run(struct watch *w, const char *start_rv)
 		healthy = w->conn_events > 0 ||
 		    clock_mono_ms() - w->conn_start >= HEALTHY_MS;
 		if (healthy)
-			backoff = 0;
+			backoff_reset(&backoff);
 		switch (rc) {
 		case HANDLER_STOPPED:
 			free(bad_rv);
@@ -542,7 +544,7 @@ watch_run(struct watch *w, const char *start_rv)
 			w->stats.expired++;
 			pthread_mutex_unlock(&w->lock);
 			set_rv(w, NULL);
-			backoff = 0;
+			backoff_reset(&backoff);
 			continue;
 		case K8S_ETOOBIG:
 		case K8S_EINVAL:
@@ -578,13 +580,7 @@ watch_run(struct watch *w, const char *start_rv)
 backoff:
 		free(rv);
 		rv = NULL;
-		if (backoff == 0)
-			backoff = w->opts.backoff_initial_ms;
-		else if ((backoff *= 2) > w->opts.backoff_max_ms)
-			backoff = w->opts.backoff_max_ms;
-		/* Full jitter on the upper half: many clients don't sync up. */
-		if (wait_ms(w, backoff / 2 + (long)(rand32() %
-		    (unsigned)(backoff / 2 + 1))) != 0)
+		if (wait_ms(w, backoff_next(&backoff)) != 0)
 			break;
 	}
 	free(bad_rv);

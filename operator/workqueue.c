@@ -488,37 +488,37 @@ out:
 	pthread_mutex_unlock(&q->mu);
 }
 
-size_t
-workqueue_len(struct workqueue *q)
+/* One of the queue's counts, read under its lock. */
+enum wq_count { WQ_READY, WQ_BUSY, WQ_WAITING };
+
+static size_t
+count(struct workqueue *q, enum wq_count which)
 {
 	size_t n;
 
 	pthread_mutex_lock(&q->mu);
-	n = q->nready;
+	n = which == WQ_READY ? q->nready : which == WQ_BUSY ?
+	    q->nready + q->nprocessing : q->nheap;
 	pthread_mutex_unlock(&q->mu);
 	return n;
+}
+
+size_t
+workqueue_len(struct workqueue *q)
+{
+	return count(q, WQ_READY);
 }
 
 size_t
 workqueue_busy(struct workqueue *q)
 {
-	size_t n;
-
-	pthread_mutex_lock(&q->mu);
-	n = q->nready + q->nprocessing;
-	pthread_mutex_unlock(&q->mu);
-	return n;
+	return count(q, WQ_BUSY);
 }
 
 size_t
 workqueue_waiting(struct workqueue *q)
 {
-	size_t n;
-
-	pthread_mutex_lock(&q->mu);
-	n = q->nheap;
-	pthread_mutex_unlock(&q->mu);
-	return n;
+	return count(q, WQ_WAITING);
 }
 
 void

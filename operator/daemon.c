@@ -1,0 +1,162 @@
+/*
+ * daemon.c - see daemon.h.
+ */
+#include <ctype.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "daemon.h"
+#include "log.h"
+#include "quantity.h"
+
+static int sig_taken;	/* the signal daemon_on_signal's thread took */
+
+long long
+daemon_flag_number(const char *prog, const char *flag, const char *s,
+    long long lo, long long hi)
+{
+	long long v;
+
+	/* Digits only (a sign where lo allows): no space, no unit. */
+	if (s == NULL || !(isdigit((unsigned char)s[0]) || (s[0] == '-' &&
+	    lo < 0)) || quantity_parse_int(s, lo, hi, &v) != 0) {
+		fprintf(stderr, "%s: %s: '%s' is not a number from %lld to %lld\n",
+		    prog, flag, s ? s : "", lo, hi);
+		exit(2);
+	}
+	return v;
+}
+
+void
+daemon_flag_log_level(const char *prog, const char *s)
+{
+	enum log_level lvl;
+
+	if (log_parse_level(s, &lvl) != 0) {
+		fprintf(stderr, "%s: --log-level: unknown level '%s'\n", prog, s);
+		exit(2);
+	}
+	log_set_level(lvl);
+}
+
+void
+daemon_init(struct daemon *d, const char *name, const char *kubeconfig,
+    const char *context)
+{
+	struct k8s_error err;
+
+	memset(d, 0, sizeof(*d));
+	d->name = name;
+	sigemptyset(&d->sigs);
+	sigaddset(&d->sigs, SIGTERM);
+	sigaddset(&d->sigs, SIGINT);
+	pthread_sigmask(SIG_BLOCK, &d->sigs, NULL);
+	signal(SIGPIPE, SIG_IGN);
+	if (k8s_config_load_default(kubeconfig, context, &d->kcfg, &err) != 0 ||
+	    k8s_client_new(d->kcfg, NULL, &d->client, &err) != 0) {
+		fprintf(stderr, "%s: %s\n", name, err.message);
+		exit(1);
+	}
+	d->metrics = metrics_new();
+}
+
+static int
+healthy(void *arg, char *why, size_t len)
+{
+	(void)arg;
+	(void)why;
+	(void)len;
+	return 0;
+}
+
+static void *
+poll_ready(void *arg)
+{
+	struct daemon *d = arg;
+
+	while (!d->quitting) {
+		httpd_set_ready(d->httpd, d->ready(d->ready_arg));
+		usleep(100000);
+	}
+	return NULL;
+}
+
+void
+daemon_serve(struct daemon *d, const char *addr, int (*ready)(void *),
+    void *arg)
+{
+	struct k8s_error err;
+
+	if (strcmp(addr, "0") == 0)
+		return;
+	if (httpd_start(addr, d->metrics, &d->httpd, &err) != 0) {
+		fprintf(stderr, "%s: %s\n", d->name, err.message);
+		exit(1);
+	}
+	httpd_set_health_check(d->httpd, healthy, NULL);
+	d->ready = ready;
+	d->ready_arg = arg;
+	d->ready_started = pthread_create(&d->ready_th, NULL, poll_ready, d) == 0;
+}
+
+static void *
+take_signal(void *arg)
+{
+	struct daemon *d = arg;
+	int sig;
+
+	sigwait(&d->sigs, &sig);
+	sig_taken = sig;
+	d->quitting = 1;
+	log_info("shutting down", "signal=%d", sig);
+	if (d->on_signal)
+		d->on_signal(d->on_signal_arg);
+	return NULL;
+}
+
+void
+daemon_on_signal(struct daemon *d, void (*fn)(void *), void *arg)
+{
+	d->on_signal = fn;
+	d->on_signal_arg = arg;
+	d->sig_started = pthread_create(&d->sig_th, NULL, take_signal, d) == 0;
+}
+
+int
+daemon_quitting(const struct daemon *d)
+{
+	return d->quitting;
+}
+
+int
+daemon_wait(struct daemon *d)
+{
+	int sig;
+
+	if (d->sig_started) {
+		pthread_join(d->sig_th, NULL);
+		d->sig_started = 0;
+		sig = sig_taken;
+	} else {
+		sigwait(&d->sigs, &sig);
+		d->quitting = 1;
+		log_info("shutting down", "signal=%d", sig);
+	}
+	if (d->ready_started) {
+		pthread_join(d->ready_th, NULL);
+		d->ready_started = 0;
+	}
+	return sig;
+}
+
+void
+daemon_free(struct daemon *d)
+{
+	httpd_stop(d->httpd);
+	metrics_free(d->metrics);
+	k8s_client_free(d->client);
+	k8s_config_free(d->kcfg);
+	memset(d, 0, sizeof(*d));
+}

@@ -1,0 +1,89 @@
+/*
+ * daemon.h - what each Airlock daemon's main() does around its own work,
+ * in the spirit of controller-runtime's Manager: the API client from a
+ * kubeconfig (or the pod's service account), the metrics registry, the
+ * /metrics, /healthz and /readyz endpoint with readiness polled from the
+ * daemon, SIGTERM and SIGINT taken by one thread, and range-checked
+ * numeric flags. The lease stays with the controller (lease.h): only it
+ * elects a leader.
+ *
+ * Errors at start-up are the operator's to fix, so these print one line
+ * naming the program and the flag or the cause, and exit: 2 for a bad
+ * flag, 1 for anything else.
+ */
+#ifndef AIRLOCK_DAEMON_H
+#define AIRLOCK_DAEMON_H
+
+#include <pthread.h>
+#include <signal.h>
+
+#include "client.h"
+#include "httpd.h"
+#include "metrics.h"
+
+struct daemon {
+	const char		*name;		/* "airlock-controller" */
+	struct k8s_config	*kcfg;
+	struct k8s_client	*client;
+	struct metrics		*metrics;
+	struct httpd		*httpd;		/* NULL: --metrics-addr 0 */
+
+	/* private */
+	sigset_t		 sigs;
+	volatile sig_atomic_t	 quitting;
+	int			(*ready)(void *);
+	void			*ready_arg;
+	pthread_t		 ready_th, sig_th;
+	int			 ready_started, sig_started;
+	void			(*on_signal)(void *);
+	void			*on_signal_arg;
+};
+
+/*
+ * flag's decimal value s in [lo, hi]; out of range or not a number: a
+ * line naming the flag and the range, exit 2.
+ */
+long long daemon_flag_number(const char *prog, const char *flag,
+    const char *s, long long lo, long long hi);
+
+/* --log-level's value: set it, or a line and exit 2. */
+void daemon_flag_log_level(const char *prog, const char *s);
+
+/*
+ * Block SIGTERM and SIGINT in this thread and every thread it starts from
+ * now on (daemon_wait takes them), ignore SIGPIPE, load the kubeconfig
+ * (NULL: the default, in-cluster or $KUBECONFIG) and context, and make the
+ * client and the metrics registry. Exit 1 with the error.
+ */
+void daemon_init(struct daemon *d, const char *name, const char *kubeconfig,
+    const char *context);
+
+/*
+ * Serve /metrics, /healthz (always healthy: the process answers) and
+ * /readyz at addr, "0" for none; /readyz is 200 while ready(arg) says so,
+ * polled every 100 ms from now until daemon_wait returns. Exit 1 when addr
+ * cannot be served.
+ */
+void daemon_serve(struct daemon *d, const char *addr, int (*ready)(void *),
+    void *arg);
+
+/*
+ * Take SIGTERM and SIGINT on a thread of their own: on the first, the
+ * daemon is quitting (daemon_quitting) and fn(arg) runs there (may be
+ * NULL), so that a main() blocked elsewhere (the lease) is told to stop.
+ */
+void daemon_on_signal(struct daemon *d, void (*fn)(void *), void *arg);
+
+/* 1 once a signal came. */
+int daemon_quitting(const struct daemon *d);
+
+/*
+ * Wait for the signal (on this thread, or for daemon_on_signal's to have
+ * taken it); stop the readiness poll. The signal number.
+ */
+int daemon_wait(struct daemon *d);
+
+/* Stop serving, free the registry, the client and the config. */
+void daemon_free(struct daemon *d);
+
+#endif
