@@ -1213,6 +1213,116 @@ test_restart_no_duplicates(void **state)
 	}
 }
 
+/*
+ * An execution deleted and made again under the same name while no
+ * controller ran: the new controller never sees the delete, and no garbage
+ * collector runs here, so only its same-name sweep removes the old one's
+ * pod. The new execution keeps its own.
+ */
+static void
+test_same_name_swept(void **state)
+{
+	struct fx *fx = *state;
+	struct k8s_error err;
+	char old[64], fresh[64];
+	struct gone g = { fx, &k8s_res_pods, old };
+	struct gone gcx = { fx, &cx_resource, "dup" };
+	json_t *cx;
+	int st;
+
+	create_cx(fx, "dup", "{\"runtime\":\"python\",\"source\":\"print(5)\"}");
+	cx = wait_phase(fx, "dup", "Pending");
+	snprintf(old, sizeof(old), "airlock-%s", k8s_obj_uid(cx));
+	json_decref(cx);
+	st = it_stop(fx->pid[0], SIGKILL);
+	assert_true(WIFSIGNALED(st));
+	fx->pid[0] = 0;
+	assert_int_equal(k8s_delete(c, &cx_resource, fx->ns, "dup", NULL, NULL, &err), 0);
+	assert_true(it_wait_for(is_gone, &gcx, 5000));
+	create_cx(fx, "dup", "{\"runtime\":\"python\",\"source\":\"print(6)\"}");
+	start_controller(fx, 0, "ctl-0b");
+	wait_leading_ready(fx, "ctl-0b");
+	cx = wait_phase(fx, "dup", "Pending");
+	snprintf(fresh, sizeof(fresh), "airlock-%s", k8s_obj_uid(cx));
+	assert_string_not_equal(old, fresh);
+	if (!it_wait_for(is_gone, &g, 10000))
+		fail_msg("the old execution's pod %s is still there", old);
+	assert_int_equal(count_pods(fx, k8s_obj_uid(cx)), 1);
+	assert_string_equal(st_str(cx, "podName"), fresh);
+	json_decref(cx);
+}
+
+/*
+ * A namespace being deleted: nothing can be created there, guardrails and
+ * pods included. Its executions are left be: no pod, no status, and no
+ * failed reconcile retried in a loop (no namespace controller runs here,
+ * so it stays Terminating for the rest of the run).
+ */
+static void
+test_terminating_namespace(void **state)
+{
+	struct fx *fx = *state;
+	struct k8s_error err;
+	char log[256], addr[32], *text = NULL;
+	json_t *o, *cx;
+	long t0;
+	pid_t pid;
+	int st;
+
+	st = it_stop(fx->pid[0], SIGKILL);
+	assert_true(WIFSIGNALED(st));
+	fx->pid[0] = 0;
+	create_cx(fx, "late", "{\"runtime\":\"python\",\"source\":\"print(7)\"}");
+	assert_int_equal(k8s_delete(c, &k8s_res_namespaces, NULL, fx->ns, NULL, NULL, &err), 0);
+	assert_int_equal(k8s_get(c, &k8s_res_namespaces, NULL, fx->ns, &o, &err), 0);
+	assert_string_equal(json_string_value(json_object_get(json_object_get(o, "status"),
+	    "phase")), "Terminating");
+	json_decref(o);
+
+	snprintf(addr, sizeof(addr), "127.0.0.1:%d", it_free_port());
+	snprintf(log, sizeof(log), "%s/build/logs/controller-%s-term.log",
+	    getenv("AIRLOCK_TOP") ? getenv("AIRLOCK_TOP") : ".", fx->ns);
+	{
+		const char *args[] = { "--config", confpath, "--kubeconfig",
+		    it_env("KUBECONFIG_ADMIN"), "--namespace", fx->ns, "--metrics-addr", addr,
+		    "--no-leader-elect", "--log-level", "debug", NULL };
+
+		pid = it_spawn("airlock-controller", log, args);
+	}
+	/* Ready: synced, and every execution looked at once. */
+	for (t0 = it_mono_ms(); http_get(addr, "/readyz", &text) != 200; it_sleep_ms(20)) {
+		free(text);
+		if (it_mono_ms() - t0 > 20000)
+			fail_msg("the controller never became ready");
+	}
+	free(text);
+	/* It was looked at: one reconcile at least. */
+	assert_int_equal(http_get(addr, "/metrics", &text), 200);
+	if (strstr(text, "\nairlock_reconcile_seconds_count 0\n") ||
+	    !strstr(text, "\nairlock_reconcile_seconds_count "))
+		fail_msg("no reconcile ran:\n%s", text);
+	free(text);
+	st = it_stop(pid, SIGTERM);
+	assert_true(WIFEXITED(st));
+	assert_int_equal(WEXITSTATUS(st), 0);
+
+	cx = get_cx(fx, "late");
+	assert_null(json_object_get(json_object_get(cx, "status"), "phase"));
+	assert_int_equal(count_pods(fx, k8s_obj_uid(cx)), 0);
+	json_decref(cx);
+	{
+		FILE *f = fopen(log, "r");
+		char line[4096];
+
+		assert_non_null(f);
+		while (fgets(line, sizeof(line), f)) {
+			if (strstr(line, "reconcile failed"))
+				fail_msg("a reconcile in the terminating namespace failed: %s", line);
+		}
+		fclose(f);
+	}
+}
+
 static int
 ctl0_leads(void *arg)
 {
@@ -1280,6 +1390,8 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_no_leader_elect_stops, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_too_large_to_end, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_restart_no_duplicates, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_same_name_swept, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_terminating_namespace, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_two_replicas_one_leader, setup, teardown),
 	};
 

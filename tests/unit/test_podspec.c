@@ -316,6 +316,45 @@ test_rejections(void **state)
 	ctl_config_free(c);
 }
 
+/*
+ * allowCustomImages: true lets a tenant name the image; everything else of
+ * the pod stays the profile's and the cluster's (command, runtime class,
+ * user, no token). The same spec is refused without it (test_rejections).
+ */
+static void
+test_custom_image_allowed(void **state)
+{
+	static const char more[] = "allowCustomImages: true\n";
+	char text[sizeof(conf) + sizeof(more)];
+	struct ctl_config *c;
+	struct podspec_result r;
+	struct k8s_error err;
+	json_t *o;
+
+	(void)state;
+	snprintf(text, sizeof(text), "%s%s", more, conf);
+	if (ctl_config_parse(text, strlen(text), "test", &c, &err) != 0)
+		fail_msg("config: %s", err.message);
+	o = cx("{\"runtime\":\"python\",\"image\":\"registry.example/tools:1\",\"source\":\"print(1)\"}");
+	assert_int_equal(podspec_build(c, o, &r, &err), 0);
+	assert_string_equal(str(r.pod, "spec.containers[0].image"), "registry.example/tools:1");
+	assert_string_equal(str(r.pod, "spec.containers[0].command[0]"), "python3");
+	assert_string_equal(str(r.pod, "spec.containers[0].command[1]"), "/airlock/code/main.py");
+	assert_string_equal(str(r.pod, "spec.runtimeClassName"), "gvisor");
+	assert_true(json_is_false(at(r.pod, "spec.automountServiceAccountToken")));
+	assert_true(json_is_true(at(r.pod, "spec.securityContext.runAsNonRoot")));
+	assert_int_equal(json_integer_value(at(r.pod, "spec.securityContext.runAsUser")), 65532);
+	podspec_result_free(&r);
+	json_decref(o);
+	/* No image named: the profile's. */
+	o = cx("{\"runtime\":\"python\",\"source\":\"print(1)\"}");
+	assert_int_equal(podspec_build(c, o, &r, &err), 0);
+	assert_string_equal(str(r.pod, "spec.containers[0].image"), "airlock/runner-python:0.1");
+	podspec_result_free(&r);
+	json_decref(o);
+	ctl_config_free(c);
+}
+
 static void
 test_guardrails(void **state)
 {
@@ -409,6 +448,7 @@ main(void)
 		cmocka_unit_test(test_pod_hardening),
 		cmocka_unit_test(test_big_code_goes_to_configmap),
 		cmocka_unit_test(test_rejections),
+		cmocka_unit_test(test_custom_image_allowed),
 		cmocka_unit_test(test_guardrails),
 	};
 
