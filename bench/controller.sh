@@ -1,31 +1,34 @@
 #!/usr/bin/env bash
-# Benchmark: airlock-controller memory with N CodeExecutions cached, and
-# reconcile throughput (CodeExecution created -> pod created and status
-# Pending), each beside a baseline from the same run:
-#   memory:     the same controller, synced, with nothing to cache
-#   throughput: kubectl creating the same number of pods directly
-# Memory is measured twice: with N executions in flight, each with its pod
-# (the worst case: all of them at once), and with N finished executions
-# waiting out their TTL with their pods collected (the steady state: at
-# the default TTL of an hour, 5000 cached is ~1.4 executions a second).
+# Benchmark: airlock-controller reconcile throughput and memory, each beside
+# a baseline from the same run, repeated R times:
+#   throughput: N CodeExecutions are created while no controller runs; the
+#               clock starts when the controller starts and stops when every
+#               one is Pending with its pod. Baseline: kubectl creating the
+#               same N pods directly (the API server's own cost of N pods).
+#   memory:     RSS once the controller is ready (/readyz: informers synced
+#               and the leader's first pass done), against the same
+#               controller ready on an empty namespace; with N executions in
+#               flight, each with its pod (read once the work queue is
+#               empty), and with N finished executions waiting out their TTL
+#               with their pods collected (a fresh controller, read at ready).
+# Each round uses fresh namespaces. Medians over the rounds, with min-max.
 # Needs the test control plane (make cluster-up) and `make`. Not a test:
 # it prints numbers and appends them to bench/RESULTS.md.
 #
-# usage: bench/controller.sh [N]      (default 5000)
+# usage: bench/controller.sh [N [R]]      (default 5000 3)
 set -euo pipefail
 n=${1:-5000}
+rounds=${2:-3}
 . "$(dirname "$0")/lib.sh"
-ns=bench-$$
-trap 'kill "$pid" 2>/dev/null; wait "$pid" 2>/dev/null; k delete ns "$ns" --wait=false >/dev/null 2>&1; rm -rf "$work"' EXIT
+pid=
+nss=()
+trap 'kill "$pid" 2>/dev/null; wait "$pid" 2>/dev/null; for x in "${nss[@]}"; do k delete ns "$x" --wait=false >/dev/null 2>&1; done; rm -rf "$work"' EXIT
 
 rss_kib() { awk '/^VmRSS/ { print $2 }' "/proc/$1/status"; }
 
 bench_install
-k create ns "$ns" >/dev/null
-k create ns "$ns-base" >/dev/null
-k -n "$ns-base" create serviceaccount default >/dev/null   # no controller-manager makes it
 bench_config airlock/runner-python:0.1 "[python3, /airlock/code/main.py]" \
-	'quota: {executions: 1000000, cpu: "100000", memory: 100000Gi}'
+	'quota: {executions: 1000000, storedExecutions: 1000000, cpu: "100000", memory: 100000Gi}'
 
 # N executions and N plain pods of the same program, as one List each.
 python3 - "$n" "$work" <<'PY'
@@ -47,46 +50,23 @@ json.dump(pods, open(work + "/pods.json", "w"))
 PY
 
 addr=127.0.0.1:$(port)
-start_controller() {	# LOG: started and ready, its pid in $pid
+start_controller() {	# NS LOG: started and ready, its pid in $pid
 	"$top/bin/airlock-controller" --config "$work/config.yaml" --kubeconfig "$KUBECONFIG_ADMIN" \
-		--namespace "$ns" --lease-namespace "$ns" --metrics-addr "$addr" --workers 2 \
-		--log-level warn > "$1" 2>&1 &
+		--namespace "$1" --lease-namespace "$1" --metrics-addr "$addr" --workers 2 \
+		--log-level warn > "$2" 2>&1 &
 	pid=$!
-	until curl -sf "http://$addr/readyz" >/dev/null 2>&1; do sleep 0.2; done
+	until curl -sf "http://$addr/readyz" >/dev/null 2>&1; do
+		kill -0 "$pid" 2>/dev/null || { echo "bench: the controller exited; see $2" >&2; exit 1; }
+		sleep 0.05
+	done
 }
-start_controller "$work/controller.log"
-sleep 2
-rss_idle=$(rss_kib "$pid")
+stop_controller() { kill "$pid"; wait "$pid" 2>/dev/null || true; pid=; }
 
-# Baseline: the API server and kubectl alone creating N pods.
-t0=$(now)
-k -n "$ns-base" create -f "$work/pods.json" >/dev/null
-t1=$(now)
-base_s=$(echo "$t1 - $t0" | bc)
-
-# Airlock: N executions created; done when every one is Pending.
-t0=$(now)
-k -n "$ns" create -f "$work/cx.json" >/dev/null
-t_created=$(now)
-while :; do
-	p=$(metric "$addr" 'airlock_executions_total{phase="Pending"}')
-	[ "${p:-0}" -ge "$n" ] && break
-	sleep 0.2
-done
-t1=$(now)
-sleep 3
-rss_full=$(rss_kib "$pid")
-create_s=$(echo "$t_created - $t0" | bc)
-total_s=$(echo "$t1 - $t0" | bc)
-pods=$(k -n "$ns" get pods --no-headers 2>/dev/null | wc -l)
-
-# The same N, finished: play the node agent (write each one's result, delete
-# its pod), then start a fresh controller and let it cache them.
-kill "$pid"; wait "$pid" 2>/dev/null || true
-k -n "$ns" delete pods --all --force --grace-period=0 --wait=false >/dev/null 2>&1
-until [ "$(k -n "$ns" get pods --no-headers 2>/dev/null | wc -l)" -eq 0 ]; do sleep 1; done
-"$KUBECTL" --kubeconfig "$KUBECONFIG_ADMIN" config view --raw -o json > "$work/kc.json"
-python3 - "$n" "$work" "$ns" "$APISERVER_URL" <<'PY'
+# The same N, finished: play the node agent (write each one's result; the
+# pods are deleted by the caller).
+finish_all() {	# NS
+	"$KUBECTL" --kubeconfig "$KUBECONFIG_ADMIN" config view --raw -o json > "$work/kc.json"
+	python3 - "$n" "$work" "$1" "$APISERVER_URL" <<'PY'
 import base64, concurrent.futures, datetime, http.client, json, ssl, sys, threading, urllib.parse
 n, work, ns, url = int(sys.argv[1]), sys.argv[2], sys.argv[3], sys.argv[4]
 kc = json.load(open(work + "/kc.json"))
@@ -119,27 +99,90 @@ def done(i):
 with concurrent.futures.ThreadPoolExecutor(8) as ex:
     list(ex.map(done, range(n)))
 PY
-start_controller "$work/controller2.log"
-sleep 5
-rss_done=$(rss_kib "$pid")
-left=$(k -n "$ns" get pods --no-headers 2>/dev/null | wc -l)
-[ "$left" -eq 0 ] || { echo "bench: $left pods came back for finished executions" >&2; exit 1; }
+}
+
+for r in $(seq "$rounds"); do
+	ns=bench-$$-$r
+	nss+=("$ns" "$ns-base" "$ns-idle")
+	k create ns "$ns" >/dev/null
+	k create ns "$ns-base" >/dev/null
+	k create ns "$ns-idle" >/dev/null
+	k -n "$ns-base" create serviceaccount default >/dev/null   # no controller-manager makes it
+
+	# Idle: ready on an empty namespace.
+	start_controller "$ns-idle" "$work/controller-idle-$r.log"
+	rss_idle[r]=$(rss_kib "$pid")
+	stop_controller
+
+	# Baseline: the API server and kubectl alone creating N pods.
+	t0=$(now)
+	k -n "$ns-base" create -f "$work/pods.json" >/dev/null
+	base_s[r]=$(echo "$(now) - $t0" | bc)
+
+	# Airlock: N executions created while no controller runs, then the
+	# controller alone, from its start to every one Pending with its pod.
+	t0=$(now)
+	k -n "$ns" create -f "$work/cx.json" >/dev/null
+	create_s[r]=$(echo "$(now) - $t0" | bc)
+	t0=$(now)
+	start_controller "$ns" "$work/controller-$r.log"
+	ready_s[r]=$(echo "$(now) - $t0" | bc)
+	while :; do
+		p=$(metric "$addr" 'airlock_executions_total{phase="Pending"}')
+		[ "${p:-0}" -ge "$n" ] && break
+		sleep 0.05
+	done
+	total_s[r]=$(echo "$(now) - $t0" | bc)
+	until [ "$(metric "$addr" airlock_workqueue_depth)" = 0 ]; do sleep 0.05; done
+	rss_full[r]=$(rss_kib "$pid")
+	pods[r]=$(k -n "$ns" get pods --no-headers 2>/dev/null | wc -l)
+	[ "${pods[r]}" -eq "$n" ] || { echo "bench: ${pods[r]} pods for $n executions" >&2; exit 1; }
+	stop_controller
+
+	# Finished: results written, pods gone, a fresh controller ready.
+	k -n "$ns" delete pods --all --force --grace-period=0 --wait=false >/dev/null 2>&1
+	until [ "$(k -n "$ns" get pods --no-headers 2>/dev/null | wc -l)" -eq 0 ]; do sleep 1; done
+	finish_all "$ns"
+	start_controller "$ns" "$work/controller-done-$r.log"
+	rss_done[r]=$(rss_kib "$pid")
+	stop_controller
+	left=$(k -n "$ns" get pods --no-headers 2>/dev/null | wc -l)
+	[ "$left" -eq 0 ] || { echo "bench: $left pods came back for finished executions" >&2; exit 1; }
+	echo "bench: round $r: pods ${base_s[r]} s, controller ${total_s[r]} s (ready at ${ready_s[r]} s)," \
+		"RSS idle ${rss_idle[r]} full ${rss_full[r]} done ${rss_done[r]} KiB" >&2
+done
+
+# med / spread FMT VALUES...: the median and "min-max" of the values, in
+# printf format FMT.
+med() { local f=$1; shift; printf '%s\n' "$@" | sort -g | awk -v f="$f" '{ v[NR] = $1 } END { m = (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2; printf f, m }'; }
+spread() { local f=$1; shift; printf '%s\n' "$@" | sort -g | awk -v f="$f" 'NR == 1 { lo = $1 } { hi = $1 } END { printf f "-" f, lo, hi }'; }
+ratios=()
+rate=()
+for r in $(seq "$rounds"); do
+	ratios+=("$(echo "scale=3; ${total_s[r]} / ${base_s[r]}" | bc)")
+	rate+=("$(echo "scale=1; $n / ${total_s[r]}" | bc)")
+	per_full+=("$(echo "scale=1; (${rss_full[r]} - ${rss_idle[r]}) / $n" | bc)")
+	per_done+=("$(echo "(${rss_done[r]} - ${rss_idle[r]}) * 1024 / $n" | bc)")
+done
 
 cpu=$(awk -F': ' '/model name/ { print $2; exit }' /proc/cpuinfo)
 mem=$(awk '/MemTotal/ { printf "%.0f GiB", $2 / 1048576 }' /proc/meminfo)
 {
 	echo
-	echo "## controller, $(date -u +%Y-%m-%d) - N=$n"
+	echo "## controller, $(date -u +%Y-%m-%d) - N=$n, $rounds rounds"
 	echo
 	echo "Machine: $(nproc) cores ($cpu), $mem; kube-apiserver v1.37.2 and etcd v3.7.3 on loopback (tests/cluster)."
+	echo "The executions are created with no controller running; its clock starts with the controller."
+	echo "Medians over the rounds, min-max in brackets."
 	echo
 	echo "| measure | baseline | airlock | ratio |"
 	echo "|---|---|---|---|"
-	echo "| RSS, KiB (baseline: synced, nothing cached) | $rss_idle | $rss_full ($n executions + $pods pods cached) | $(ratio $rss_full $rss_idle)x |"
-	echo "| RSS per execution (execution + its pod), KiB | | $(echo "scale=1; ($rss_full - $rss_idle) / $n" | bc) | |"
-	echo "| RSS, KiB, $n finished executions cached (pods collected) | $rss_idle | $rss_done | $(echo "scale=2; $rss_done / $rss_idle" | bc)x |"
-	echo "| RSS per finished execution, bytes | | $(echo "($rss_done - $rss_idle) * 1024 / $n" | bc) | |"
-	echo "| $n objects created, s (baseline: kubectl creates pods) | $base_s | $create_s (kubectl creates executions) | |"
-	echo "| created -> every execution Pending with its pod, s | | $total_s | $(echo "scale=2; $total_s / $base_s" | bc)x baseline |"
-	echo "| executions reconciled per second | $(echo "scale=0; $n / $base_s" | bc) pods/s | $(echo "scale=0; $n / $total_s" | bc) | |"
+	echo "| $n created, s | $(med %.2f "${base_s[@]}") [$(spread %.2f "${base_s[@]}")] (kubectl creates pods) | $(med %.2f "${create_s[@]}") [$(spread %.2f "${create_s[@]}")] (kubectl creates executions) | |"
+	echo "| controller start -> ready (synced, first pass), s | | $(med %.2f "${ready_s[@]}") [$(spread %.2f "${ready_s[@]}")] | |"
+	echo "| controller start -> every execution Pending with its pod, s | $(med %.2f "${base_s[@]}") (pods created) | $(med %.2f "${total_s[@]}") [$(spread %.2f "${total_s[@]}")] | $(med %.2f "${ratios[@]}")x [$(spread %.2f "${ratios[@]}")] |"
+	echo "| executions reconciled per second | | $(med %.2f "${rate[@]}") [$(spread %.2f "${rate[@]}")] | |"
+	echo "| RSS, KiB, ready (baseline: ready on an empty namespace) | $(med %.0f "${rss_idle[@]}") [$(spread %.0f "${rss_idle[@]}")] | $(med %.0f "${rss_full[@]}") [$(spread %.0f "${rss_full[@]}")] ($n in flight + their pods) | |"
+	echo "| RSS per execution in flight (execution + its pod), KiB | | $(med %.2f "${per_full[@]}") [$(spread %.2f "${per_full[@]}")] | |"
+	echo "| RSS, KiB, ready with $n finished executions (pods collected) | | $(med %.0f "${rss_done[@]}") [$(spread %.0f "${rss_done[@]}")] | |"
+	echo "| RSS per finished execution, bytes | | $(med %.0f "${per_done[@]}") [$(spread %.0f "${per_done[@]}")] | |"
 } | tee -a "$top/bench/RESULTS.md"
