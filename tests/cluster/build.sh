@@ -6,9 +6,10 @@
 #   $AIRLOCK_CACHE/kube-v$KUBE_VERSION-<modhash>/{kube-apiserver,...}
 #   $AIRLOCK_CACHE/gvisor-$GVISOR_VERSION-<modhash>/{runsc,containerd-shim-runsc-v1}
 #   $AIRLOCK_CACHE/helm-v$HELM_VERSION-<modhash>/helm
+#   $AIRLOCK_CACHE/kube-router-v$KUBE_ROUTER_VERSION-<modhash>/kube-router
 #
 # The key includes a hash of the tool module's go.mod and go.sum, so editing
-# the pins rebuilds and nothing stale is reused. Prints the three directories.
+# the pins rebuilds and nothing stale is reused. Prints the directories.
 #
 # usage: build.sh [component ...]    (default: etcd kube-apiserver)
 set -euo pipefail
@@ -26,6 +27,7 @@ SHIM_OOM_SED='s/^\(\toomScoreMax = \)-999$/\10/'
 gvisor_dir=$AIRLOCK_CACHE/gvisor-$GVISOR_VERSION-$({ modkey "$here/tools/gvisor"; echo "$SHIM_OOM_SED"; } | sha256sum | cut -c1-12)
 
 helm_dir=$AIRLOCK_CACHE/helm-v$HELM_VERSION-$(modkey "$here/tools/helm")
+kube_router_dir=$AIRLOCK_CACHE/kube-router-v$KUBE_ROUTER_VERSION-$(modkey "$here/tools/kube-router")
 
 kube_ldflags="-s -w"
 for p in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
@@ -95,6 +97,8 @@ for c in "${components[@]}"; do
 		fi ;;
 	helm) build_one "$helm_dir" helm "$here/tools/helm" helm.sh/helm/v3/cmd/helm \
 		"-s -w -X helm.sh/helm/v3/internal/version.version=v$HELM_VERSION -X helm.sh/helm/v3/internal/version.gitTreeState=clean" ;;
+	kube-router) build_one "$kube_router_dir" kube-router "$here/tools/kube-router" \
+		github.com/cloudnativelabs/kube-router/v2/cmd/kube-router "-s -w" ;;
 	*) echo "build.sh: unknown component '$c'" >&2; exit 2 ;;
 	esac
 done
@@ -102,3 +106,4 @@ echo "ETCD_BIN_DIR=$etcd_dir"
 echo "KUBE_BIN_DIR=$kube_dir"
 echo "GVISOR_BIN_DIR=$gvisor_dir"
 echo "HELM_BIN_DIR=$helm_dir"
+echo "KUBE_ROUTER_BIN_DIR=$kube_router_dir"

@@ -11,9 +11,10 @@ set -euo pipefail
 # containerd 1.6 (CRI), runc (its default runtime; the pause container of a
 # gvisor pod runs in runsc, but the node's own plumbing needs runc present),
 # containernetworking-plugins (bridge, host-local, loopback in /usr/lib/cni),
-# mmdebstrap (runner image root filesystems), gcc (the static pause binary).
+# mmdebstrap (runner image root filesystems), gcc (the static pause binary),
+# iptables and ipset (kube-router's NetworkPolicy controller programs them).
 pkgs=(containerd runc containernetworking-plugins mmdebstrap gcc libc6-dev
-      iproute2 util-linux procps kmod)
+      iproute2 util-linux procps kmod iptables ipset)
 [ "${1-}" = runsc ] && pkgs+=(runsc)
 missing=()
 for p in "${pkgs[@]}"; do

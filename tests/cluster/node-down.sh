@@ -93,7 +93,8 @@ node_bundle_netns() {
 node_stop() {
 	node_load_ids
 	node_bundle_netns
-	stop "$cluster/kubelet.pid" "$cluster/kube-scheduler.pid" "$cluster/kube-controller-manager.pid"
+	stop "$cluster/kubelet.pid" "$cluster/kube-scheduler.pid" "$cluster/kube-controller-manager.pid" \
+		"$cluster/kube-router.pid"
 	node_kill_pods
 	stop "$cluster/containerd.pid"
 	node_kill_strays
@@ -162,9 +163,34 @@ node_rm_host_files() {
 	return 0
 }
 
+# kube-router's iptables chains and ipsets are the host's. Its own
+# --cleanup-config cannot be used: it says it cleaned the policy chains and
+# leaves them, then panics in the service proxy's cleanup (no IPVS here).
+# Removed by name instead, once it has stopped: the jumps from the built-in
+# chains, then its chains (KUBE-ROUTER-*, KUBE-NWPLCY-*, KUBE-POD-FW-*),
+# then its ipsets (KUBE-SRC-*, KUBE-DST-*). Only on a node that ran it.
+node_rm_netpol() {
+	local chain rule chains
+	[ -f "$node/kube-router-binary" ] || return 0
+	command -v iptables >/dev/null || return 0
+	for chain in INPUT FORWARD OUTPUT; do
+		iptables -S "$chain" 2>/dev/null | { grep -- '-j KUBE-ROUTER-' || true; } |
+			sed 's/^-A /-D /' | while read -r rule; do eval "iptables $rule"; done
+	done
+	chains=$(iptables -S 2>/dev/null | awk '$1 == "-N" && $2 ~ /^KUBE-(ROUTER|NWPLCY|POD-FW)-/ { print $2 }')
+	for chain in $chains; do iptables -F "$chain"; done
+	for chain in $chains; do iptables -X "$chain" || echo "down.sh: warning: cannot remove iptables chain $chain" >&2; done
+	if command -v ipset >/dev/null; then
+		ipset list -n 2>/dev/null | { grep -E '^KUBE-(SRC|DST)-' || true; } | xargs -r -n1 ipset destroy ||
+			echo "down.sh: warning: cannot remove kube-router's ipsets" >&2
+	fi
+	return 0
+}
+
 # node_clean: after every process is gone, before .cluster is removed.
 node_clean() {
 	node_load_ids
+	node_rm_netpol
 	node_rm_netns
 	node_rm_links
 	node_rm_cgroups

@@ -60,8 +60,10 @@ node_ip() {
 node_build() {
 	"$here/node-deps.sh" || die "node-deps.sh failed"
 	local out
-	out=$("$here/build.sh" kube-scheduler kube-controller-manager kubelet) ||
+	out=$("$here/build.sh" kube-scheduler kube-controller-manager kubelet kube-router) ||
 		die "build.sh failed for the node"
+	KUBE_ROUTER=$(sed -n 's/^KUBE_ROUTER_BIN_DIR=//p' <<<"$out")/kube-router
+	[ -x "$KUBE_ROUTER" ] || die "build.sh did not report kube-router"
 	GVISOR_SHIM=gvisor
 	if [ "${AIRLOCK_GVISOR:-build}" = debian ] ||
 		! out=$("$here/build.sh" runsc containerd-shim-runsc-v1); then
@@ -118,6 +120,7 @@ extendedKeyUsage=clientAuth"
 	# The apiserver's identity towards the kubelet (logs, exec): a member of
 	# system:masters passes the kubelet's webhook authorization.
 	sign apiserver-kubelet-client "/O=system:masters/CN=kube-apiserver-kubelet-client" "$client"
+	sign kube-router "/CN=system:airlock-test:kube-router" "$client"
 	sign kubelet-serving "/CN=$NODE_NAME" "keyUsage=critical,digitalSignature
 extendedKeyUsage=serverAuth
 subjectAltName=DNS:$NODE_NAME,IP:$NODE_IP"
@@ -489,6 +492,63 @@ start_kubelet() {
 		--v=1
 }
 
+# start_netpol: kube-router's NetworkPolicy controller and nothing else of
+# it (no routes, no service proxy, no CNI), so the tenants' deny-all policy
+# is enforced on this node: iptables rules on the bridge's traffic (the
+# kernel's br_netfilter passes bridged packets through them) and ipsets of
+# the selected pods' addresses. Needs the Node object, so after the kubelet
+# has registered. Its rules are the host's, not the bridge's: down.sh runs
+# kube-router --cleanup-config. One per machine: two clones' nodes share the
+# host's address and would each rewrite the other's rules.
+start_netpol() {
+	node_kubeconfig kube-router kube-router
+	"$KUBE_BIN_DIR/kubectl" --kubeconfig="$cluster/kubeconfig" apply -f - >/dev/null <<EOF ||
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRole
+metadata:
+  name: airlock-test:kube-router
+rules:
+- apiGroups: [""]
+  resources: [namespaces, pods, services, endpoints, nodes]
+  verbs: [get, list, watch]
+- apiGroups: [networking.k8s.io]
+  resources: [networkpolicies]
+  verbs: [get, list, watch]
+- apiGroups: [discovery.k8s.io]
+  resources: [endpointslices]
+  verbs: [get, list, watch]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRoleBinding
+metadata:
+  name: airlock-test:kube-router
+roleRef:
+  apiGroup: rbac.authorization.k8s.io
+  kind: ClusterRole
+  name: airlock-test:kube-router
+subjects:
+- apiGroup: rbac.authorization.k8s.io
+  kind: User
+  name: system:airlock-test:kube-router
+EOF
+		die "kubectl apply of kube-router's role failed"
+	echo "$KUBE_ROUTER" >"$node/kube-router-binary"
+	# Bridged traffic through iptables (the default here; said, not assumed).
+	echo 1 >/proc/sys/net/bridge/bridge-nf-call-iptables ||
+		die "cannot set net.bridge.bridge-nf-call-iptables (br_netfilter)"
+	free_port netpol_port
+	spawn kube-router "$KUBE_ROUTER" \
+		--kubeconfig="$node/kube-router.kubeconfig" \
+		--hostname-override="$NODE_NAME" \
+		--run-firewall=true --run-router=false --run-service-proxy=false \
+		--enable-cni=false --service-cluster-ip-range="$SERVICE_CIDR" \
+		--health-port="$netpol_port" --metrics-port=0 --v=1
+}
+
+netpol_ready() {
+	curl -sf --max-time 2 "http://127.0.0.1:$netpol_port/healthz" >/dev/null 2>&1
+}
+
 node_ready() {
 	[ "$("$KUBE_BIN_DIR/kubectl" --kubeconfig="$cluster/kubeconfig" get node "$NODE_NAME" \
 		-o jsonpath='{.status.conditions[?(@.type=="Ready")].status}' 2>/dev/null)" = True ]
@@ -533,7 +593,9 @@ node_start() {
 	wait_for kubelet 60 kubelet_ready
 	wait_images
 	wait_for kubelet "$READY_TIMEOUT" node_ready
+	start_netpol
 	wait_for kube-controller-manager 60 default_sa
+	wait_for kube-router 60 netpol_ready
 }
 
 node_env() {

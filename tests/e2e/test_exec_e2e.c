@@ -20,6 +20,8 @@
 #include <cmocka.h>
 
 #include "client.h"
+#include "cx.h"
+#include "podspec.h"
 #include "clirun.h"
 #include "itutil.h"
 
@@ -874,6 +876,178 @@ test_isolation_refused(void **state)
 	json_decref(st);
 }
 
+/*
+ * The deny-all NetworkPolicy is enforced, not only written. Executions run
+ * under gVisor with no network at all, so to see the policy act the test
+ * needs pods that have one: runc pods (a RuntimeClass for this test only)
+ * in a namespace of their own, one labelled as Airlock labels an execution's
+ * pod ("sealed"), two not ("a", "b"), each serving TCP on 8080. The policy
+ * is the controller's own (podspec_network_policy). Before it, every path is
+ * open; once it is in force (kube-router on the test node enforces it),
+ * nothing reaches sealed and sealed reaches nothing, while a still reaches b
+ * and sealed still reaches its own loopback.
+ */
+#define NP_SERVER "import socket\n" \
+	"s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)\n" \
+	"s.bind(('0.0.0.0', 8080)); s.listen(16)\n" \
+	"while True:\n" \
+	"    c, _ = s.accept(); c.sendall(b'hi'); c.close()\n"
+#define NP_CLIENT "import socket, sys\n" \
+	"s = socket.socket(); s.settimeout(2)\n" \
+	"try:\n" \
+	"    s.connect((sys.argv[1], 8080)); print('open' if s.recv(2) == b'hi' else 'odd')\n" \
+	"except OSError:\n" \
+	"    print('fail')\n"
+
+struct np_pod {
+	const char	*name;
+	int		 sealed;
+	char		 ip[64];
+};
+
+static const char *np_ns;
+
+static int
+np_running(void *arg)
+{
+	struct np_pod *p = arg;
+	struct k8s_error err;
+	json_t *o = NULL, *st;
+	int ok = 0;
+
+	if (k8s_get(c, &k8s_res_pods, np_ns, p->name, &o, &err) == 0) {
+		st = json_object_get(o, "status");
+		if (json_string_value(json_object_get(st, "podIP")) &&
+		    json_string_value(json_object_get(st, "phase")) &&
+		    strcmp(json_string_value(json_object_get(st, "phase")), "Running") == 0) {
+			snprintf(p->ip, sizeof(p->ip), "%s",
+			    json_string_value(json_object_get(st, "podIP")));
+			ok = 1;
+		}
+	}
+	json_decref(o);
+	return ok;
+}
+
+/* "open" or "fail": a TCP connect from inside pod FROM to TO:8080. */
+static char *
+np_connect(const char *from, const char *to)
+{
+	char *cmd, *out, *errout, *nl;
+	int rc;
+
+	cmd = NULL;
+	if (asprintf(&cmd, "'%s' --kubeconfig '%s' -n '%s' exec '%s' -- python3 -c \"%s\" '%s'",
+	    env("KUBECTL"), env("KUBECONFIG_ADMIN"), np_ns, from,
+	    NP_CLIENT, to) < 0)
+		fail_msg("out of memory");
+	rc = it_sh(cmd, &out, &errout);
+	if (rc != 0)
+		fail_msg("kubectl exec %s: exit %d: %s", from, rc, errout);
+	if ((nl = strchr(out, '\n')) != NULL)
+		*nl = '\0';
+	free(cmd);
+	free(errout);
+	return out;
+}
+
+static void
+np_expect(const char *from, const char *to, const char *tolabel, const char *want)
+{
+	char *got = np_connect(from, to);
+
+	if (strcmp(got, want) != 0)
+		fail_msg("%s -> %s (%s): %s, wanted %s", from, tolabel, to, got, want);
+	free(got);
+}
+
+struct np_wait {
+	const char	*from;
+	const char	*to;
+};
+
+static int
+np_refused(void *arg)
+{
+	struct np_wait *w = arg;
+	char *got = np_connect(w->from, w->to);
+	int done = strcmp(got, "fail") == 0;
+
+	free(got);
+	return done;
+}
+
+static void
+test_network_policy_enforced(void **state)
+{
+	static const struct k8s_resource rc_res = { "node.k8s.io", "v1", "runtimeclasses", 0 };
+	static const struct k8s_resource np_res = { "networking.k8s.io", "v1", "networkpolicies", 1 };
+	struct np_pod pods[] = { { "sealed", 1, "" }, { "a", 0, "" }, { "b", 0, "" } };
+	struct np_wait w;
+	struct k8s_error err;
+	char *ns2 = it_namespace_new(c, "e2e-netpol");
+	long t0;
+	json_t *o;
+
+	(void)state;
+	np_ns = ns2;
+	o = json_pack("{s:s, s:s, s:{s:s}, s:s}", "apiVersion", "node.k8s.io/v1",
+	    "kind", "RuntimeClass", "metadata", "name", "airlock-e2e-runc", "handler", "runc");
+	if (k8s_create(c, &rc_res, NULL, o, NULL, &err) != 0 && err.http_status != 409)
+		fail_msg("runtime class: %s", err.message);
+	json_decref(o);
+	for (size_t i = 0; i < sizeof(pods) / sizeof(pods[0]); i++) {
+		json_t *labels = pods[i].sealed ? json_pack("{s:s, s:s}", CX_LABEL_MANAGED,
+		    CX_MANAGER, CX_LABEL_COMPONENT, CX_COMPONENT) : json_object();
+
+		o = json_pack("{s:s, s:s, s:{s:s, s:o}, s:{s:s, s:b, s:I,"
+		    " s:{s:b, s:I, s:I, s:{s:s}},"
+		    " s:[{s:s, s:s, s:[s, s, s], s:{s:b, s:{s:[s]}}}]}}",
+		    "apiVersion", "v1", "kind", "Pod",
+		    "metadata", "name", pods[i].name, "labels", labels,
+		    "spec", "runtimeClassName", "airlock-e2e-runc",
+		    "automountServiceAccountToken", 0, "terminationGracePeriodSeconds", (json_int_t)0,
+		    "securityContext", "runAsNonRoot", 1, "runAsUser", (json_int_t)65532,
+		    "runAsGroup", (json_int_t)65532, "seccompProfile", "type", "RuntimeDefault",
+		    "containers", "name", "serve", "image", env("RUNNER_PYTHON_IMAGE"),
+		    "command", "python3", "-c", NP_SERVER,
+		    "securityContext", "allowPrivilegeEscalation", 0, "capabilities", "drop", "ALL");
+		if (o == NULL)
+			fail_msg("json_pack of pod %s", pods[i].name);
+		if (k8s_create(c, &k8s_res_pods, ns2, o, NULL, &err) != 0)
+			fail_msg("create pod %s: %s", pods[i].name, err.message);
+		json_decref(o);
+	}
+	for (size_t i = 0; i < sizeof(pods) / sizeof(pods[0]); i++)
+		if (!it_wait_for(np_running, &pods[i], 120000))
+			fail_msg("pod %s is not Running with an IP after 120 s", pods[i].name);
+
+	/* Before the policy: the network works, both ways. */
+	np_expect("a", pods[2].ip, "b", "open");
+	np_expect("a", pods[0].ip, "sealed", "open");
+	np_expect("sealed", pods[2].ip, "b", "open");
+
+	o = podspec_network_policy(ns2);
+	if (k8s_create(c, &np_res, ns2, o, NULL, &err) != 0)
+		fail_msg("create the NetworkPolicy: %s", err.message);
+	json_decref(o);
+	/* In force once a connection to sealed fails: the enforcer's sync. */
+	t0 = it_mono_ms();
+	w.from = "a";
+	w.to = pods[0].ip;
+	if (!it_wait_for(np_refused, &w, 60000))
+		fail_msg("a still reaches sealed 60 s after the deny-all policy");
+	print_message("# the policy was in force within %ld ms\n", it_mono_ms() - t0);
+
+	np_expect("sealed", pods[2].ip, "b", "fail");	/* egress */
+	np_expect("sealed", pods[1].ip, "a", "fail");
+	np_expect("b", pods[0].ip, "sealed", "fail");	/* ingress, from another pod */
+	np_expect("a", pods[2].ip, "b", "open");	/* the rest of the network */
+	np_expect("sealed", "127.0.0.1", "its own loopback", "open");
+	it_namespace_delete(c, ns2);
+	free(ns2);
+}
+
 /* A fork bomb ends, and the node runs the next execution as usual. */
 static void
 test_fork_bomb(void **state)
@@ -1343,6 +1517,7 @@ main(void)
 		cmocka_unit_test(test_name_reused),
 		cmocka_unit_test(test_log_rotation),
 		cmocka_unit_test(test_isolation_refused),
+		cmocka_unit_test(test_network_policy_enforced),
 		cmocka_unit_test(test_fork_bomb),
 		cmocka_unit_test(test_fill_tmp),
 		cmocka_unit_test_teardown(test_sweep, sweep_teardown),
