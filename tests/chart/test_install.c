@@ -27,9 +27,14 @@
 #include "client.h"
 #include "config.h"
 #include "itutil.h"
+#include "xmalloc.h"
 
 #define RELEASE	"airlock"
 #define RELNS	"airlock-system"
+/* A Node object with no kubelet, for the delete guard's node rule. */
+#define OTHER_NODE	"airlock-guard-other"
+
+static const struct k8s_resource res_nodes = { "", "v1", "nodes", 0 };
 
 static struct k8s_client *c;
 static struct k8s_config *kcfg;
@@ -188,6 +193,19 @@ wait_rolled_out(void)
 	}
 }
 
+/* The release namespace is absent: a previous run's uninstall is done. */
+static int
+relns_gone(void *arg)
+{
+	struct k8s_error err;
+	json_t *o = NULL;
+	int rc = k8s_get(c, &k8s_res_namespaces, NULL, RELNS, &o, &err);
+
+	(void)arg;
+	json_decref(o);
+	return rc == K8S_ENOTFOUND;
+}
+
 static void
 test_install(void **state)
 {
@@ -195,6 +213,9 @@ test_install(void **state)
 	int st;
 
 	(void)state;
+	/* Run twice on one cluster, the last run's namespace may still be going. */
+	if (!it_wait_for(relns_gone, NULL, 120000))
+		fail_msg("namespace %s from an earlier run is still there after 120 s", RELNS);
 	out = sh(&st, "'%s' install %s '%s' -n %s --create-namespace -f %s --wait --timeout 120s",
 	    it_helm(), RELEASE, chart(), RELNS, values);
 	if (st != 0)
@@ -205,13 +226,14 @@ test_install(void **state)
 }
 
 /*
- * A client that authenticates as ServiceAccount ns/sa's token, bound to
- * Node node when not NULL (the API server then names the node in it).
- * NULL when a token bound to node cannot be made (no such node).
+ * A client that authenticates as ServiceAccount ns/sa's token, bound to the
+ * object kind/name when kind is not NULL: a Node, or a Pod (as the token
+ * the kubelet mounts); either way the API server names the node in it.
+ * NULL when such a token cannot be made (no such object).
  */
 static struct k8s_client *
-sa_client_bound(const char *ns, const char *sa, const char *node,
-    struct k8s_config **cfgp)
+sa_client_bound_to(const char *ns, const char *sa, const char *kind,
+    const char *node, struct k8s_config **cfgp)
 {
 	char path[] = "/tmp/airlock-tenant-kc-XXXXXX", *tok, *nl;
 	struct k8s_client *tc;
@@ -219,14 +241,14 @@ sa_client_bound(const char *ns, const char *sa, const char *node,
 	FILE *f;
 	int fd, st;
 
-	if (node)
+	if (kind)
 		tok = sh(&st, "%s --kubeconfig %s create token %s -n %s --duration 10m "
-		    "--bound-object-kind Node --bound-object-name %s",
-		    env("KUBECTL"), env("KUBECONFIG_ADMIN"), sa, ns, node);
+		    "--bound-object-kind %s --bound-object-name %s",
+		    env("KUBECTL"), env("KUBECONFIG_ADMIN"), sa, ns, kind, node);
 	else
 		tok = sh(&st, "%s --kubeconfig %s create token %s -n %s --duration 10m",
 		    env("KUBECTL"), env("KUBECONFIG_ADMIN"), sa, ns);
-	if (st != 0 && node) {
+	if (st != 0 && kind) {
 		free(tok);
 		return NULL;
 	}
@@ -252,9 +274,16 @@ sa_client_bound(const char *ns, const char *sa, const char *node,
 }
 
 static struct k8s_client *
+sa_client_bound(const char *ns, const char *sa, const char *node,
+    struct k8s_config **cfgp)
+{
+	return sa_client_bound_to(ns, sa, node ? "Node" : NULL, node, cfgp);
+}
+
+static struct k8s_client *
 sa_client(const char *ns, const char *sa, struct k8s_config **cfgp)
 {
-	return sa_client_bound(ns, sa, NULL, cfgp);
+	return sa_client_bound_to(ns, sa, NULL, NULL, cfgp);
 }
 
 struct gone {
@@ -486,9 +515,38 @@ test_ttl(void **state)
 		fail_msg("short-lived is still there 30 s after its 1 s TTL");
 }
 
+/* The name of the release's node agent pod, on the test node. */
+static char *
+agent_pod_name(void)
+{
+	struct k8s_list_opts lo = { .label_selector =
+	    "app.kubernetes.io/instance=" RELEASE ",app.kubernetes.io/component=node-agent" };
+	struct k8s_error err;
+	json_t *list = NULL, *p;
+	char *name = NULL;
+	size_t i;
+
+	if (k8s_list(c, &k8s_res_pods, RELNS, &lo, &list, &err) != 0)
+		fail_msg("list agent pods: %s", err.message);
+	json_array_foreach(json_object_get(list, "items"), i, p)
+		if (json_object_get(json_object_get(p, "metadata"), "deletionTimestamp") == NULL &&
+		    json_is_string(json_object_get(json_object_get(p, "spec"), "nodeName")) &&
+		    strcmp(json_string_value(json_object_get(json_object_get(p, "spec"),
+		    "nodeName")), env("NODE_NAME")) == 0)
+			free(name), name = xstrdup(k8s_obj_name(p));
+	json_decref(list);
+	if (name == NULL)
+		fail_msg("no node agent pod on %s", env("NODE_NAME"));
+	return name;
+}
+
 /*
- * The node agent's identity may delete execution pods only: RBAC gives it
- * every pod, the chart's ValidatingAdmissionPolicy takes the rest back.
+ * The node agent's identity may delete execution pods only, and only on
+ * its own node: RBAC gives it every pod, the chart's
+ * ValidatingAdmissionPolicy takes the rest back. The node is the one its
+ * token names. For a pod on another node without a second kubelet: a Node
+ * object nothing runs on (tainted, unschedulable) and an execution-labelled
+ * pod bound to it.
  */
 static void
 test_agent_delete_guard(void **state)
@@ -496,7 +554,8 @@ test_agent_delete_guard(void **state)
 	struct k8s_config *acfg;
 	struct k8s_client *ac;
 	struct k8s_error err;
-	json_t *pod;
+	json_t *pod, *node;
+	char *agent_pod;
 	int rc;
 
 	(void)state;
@@ -525,6 +584,58 @@ test_agent_delete_guard(void **state)
 	k8s_config_free(acfg);
 	assert_int_equal(k8s_delete(c, &k8s_res_pods, tenant_ns, "bystander", NULL,
 	    NULL, &err), 0);
+
+	/* The node rule. */
+	node = json_pack("{s:s, s:s, s:{s:s}, s:{s:b, s:[{s:s, s:s, s:s}]}}",
+	    "apiVersion", "v1", "kind", "Node", "metadata", "name", OTHER_NODE,
+	    "spec", "unschedulable", 1, "taints", "key", "airlock.dev/test-only",
+	    "value", "guard", "effect", "NoSchedule");
+	if (k8s_create(c, &res_nodes, NULL, node, NULL, &err) != 0 && err.http_status != 409)
+		fail_msg("create node: %s", err.message);
+	json_decref(node);
+	pod = json_pack("{s:s, s:s, s:{s:s, s:{s:s, s:s}}, s:{s:s, s:b, s:{s:b, s:i, s:{s:s}},"
+	    " s:[{s:s, s:s, s:s, s:{s:b, s:{s:[s]}}}]}}",
+	    "apiVersion", "v1", "kind", "Pod", "metadata", "name", "elsewhere",
+	    "labels", "app.kubernetes.io/managed-by", "airlock-controller",
+	    "app.kubernetes.io/component", "execution",
+	    "spec", "nodeName", OTHER_NODE, "automountServiceAccountToken", 0,
+	    "securityContext", "runAsNonRoot", 1, "runAsUser", 65535,
+	    "seccompProfile", "type", "RuntimeDefault",
+	    "containers", "name", "c", "image", env("PAUSE_IMAGE"),
+	    "imagePullPolicy", "Never", "securityContext",
+	    "allowPrivilegeEscalation", 0, "capabilities", "drop", "ALL");
+	if (k8s_create(c, &k8s_res_pods, tenant_ns, pod, NULL, &err) != 0)
+		fail_msg("create pod: %s", err.message);
+	json_decref(pod);
+	/* The token the kubelet mounts: bound to the agent's pod, on our node. */
+	agent_pod = agent_pod_name();
+	ac = sa_client_bound_to(RELNS, RELEASE "-node-agent", "Pod", agent_pod, &acfg);
+	if (ac == NULL)
+		fail_msg("no token bound to pod %s", agent_pod);
+	rc = k8s_delete(ac, &k8s_res_pods, tenant_ns, "elsewhere", NULL, NULL, &err);
+	assert_int_equal(rc, K8S_EFORBIDDEN);
+	if (strstr(err.message, "the node agent may delete pods on its own node only") == NULL)
+		fail_msg("refused, but not by the node rule: %s", err.message);
+	k8s_client_free(ac);
+	k8s_config_free(acfg);
+	free(agent_pod);
+	/* A token that names no node: refused, whatever the pod's node. */
+	ac = sa_client(RELNS, RELEASE "-node-agent", &acfg);
+	rc = k8s_delete(ac, &k8s_res_pods, tenant_ns, "elsewhere", NULL, NULL, &err);
+	assert_int_equal(rc, K8S_EFORBIDDEN);
+	if (strstr(err.message, "the node agent's token names no node") == NULL)
+		fail_msg("refused, but not by the node rule: %s", err.message);
+	k8s_client_free(ac);
+	k8s_config_free(acfg);
+	/* One that names the pod's node: allowed. */
+	ac = sa_client_bound(RELNS, RELEASE "-node-agent", OTHER_NODE, &acfg);
+	assert_non_null(ac);
+	rc = k8s_delete(ac, &k8s_res_pods, tenant_ns, "elsewhere", NULL, NULL, &err);
+	if (rc != 0)
+		fail_msg("the agent of the pod's node was refused: %s", err.message);
+	k8s_client_free(ac);
+	k8s_config_free(acfg);
+	assert_int_equal(k8s_delete(c, &res_nodes, NULL, OTHER_NODE, NULL, NULL, &err), 0);
 }
 
 /* The pod name of the controller now: its args tell the log level. */
