@@ -592,6 +592,138 @@ out:
 	return rc;
 }
 
+#define TASKS		"/containerd.services.tasks.v1.Tasks/"
+#define PROCESS_TYPE	"types.containerd.io/opencontainers/runtime-spec/1/Process"
+
+/* A request of container_id = 1 and exec_id = 2 (Start, Wait, DeleteProcess). */
+static int
+id_exec_call(struct ctrd *c, const char *method, const char *id,
+    const char *exec_id, struct call *call, struct pb_reader *r,
+    struct k8s_error *err)
+{
+	struct buf req;
+	int rc;
+
+	buf_init(&req, 4096);
+	if (pb_put_str(&req, 1, id) != 0 || pb_put_str(&req, 2, exec_id) != 0)
+		rc = k8s_error_set(err, K8S_EINVAL, 0, NULL, "container or exec id too long");
+	else
+		rc = unary(c, method, &req, call, r, err);
+	buf_free(&req);
+	return rc;
+}
+
+int
+ctrd_exec(struct ctrd *c, const char *id, const char *exec_id,
+    const char *process_json, const char *stdout_path,
+    const char *stderr_path, uint32_t *pid, struct k8s_error *err)
+{
+	struct call call;
+	struct buf req, any;
+	struct pb_reader r;
+	struct pb_field f;
+	struct k8s_error derr;
+	int rc;
+
+	if (pid)
+		*pid = 0;
+	call_init(&call);
+	buf_init(&req, CTRD_MSG_MAX);
+	buf_init(&any, CTRD_MSG_MAX);
+	if (pb_put_str(&any, 1, PROCESS_TYPE) != 0 ||
+	    pb_put_str(&any, 2, process_json) != 0 ||
+	    pb_put_str(&req, 1, id) != 0 ||
+	    pb_put_str(&req, 3, stdout_path) != 0 ||
+	    pb_put_str(&req, 4, stderr_path) != 0 ||
+	    pb_put_bytes(&req, 6, any.data, any.len) != 0 ||
+	    pb_put_str(&req, 7, exec_id) != 0) {
+		rc = k8s_error_set(err, K8S_EINVAL, 0, NULL, "exec request too large");
+		goto out;
+	}
+	if ((rc = unary(c, TASKS "Exec", &req, &call, &r, err)) != 0)
+		goto out;
+	call_free(&call);
+	call_init(&call);
+	rc = id_exec_call(c, TASKS "Start", id, exec_id, &call, &r, err);
+	if (rc != 0) {
+		struct call dcall;
+
+		call_init(&dcall);
+		(void)id_exec_call(c, TASKS "DeleteProcess", id, exec_id, &dcall, &r, &derr);
+		call_free(&dcall);
+		goto out;
+	}
+	while ((rc = pb_next(&r, &f)) == 1)
+		if (f.num == 1 && f.wire == PB_VARINT && pid)
+			*pid = (uint32_t)f.u;
+	rc = rc == 0 ? 0 : k8s_error_set(err, K8S_EINVAL, 0, NULL,
+	    "Tasks/Start: malformed reply");
+out:
+	buf_free(&any);
+	buf_free(&req);
+	call_free(&call);
+	return rc;
+}
+
+int
+ctrd_exec_wait(struct ctrd *c, const char *id, const char *exec_id,
+    uint32_t *status, struct k8s_error *err)
+{
+	struct call call;
+	struct pb_reader r;
+	struct pb_field f;
+	int rc;
+
+	*status = 0;
+	call_init(&call);
+	rc = id_exec_call(c, TASKS "Wait", id, exec_id, &call, &r, err);
+	if (rc == 0) {
+		while ((rc = pb_next(&r, &f)) == 1)
+			if (f.num == 1 && f.wire == PB_VARINT)
+				*status = (uint32_t)f.u;
+		if (rc != 0)
+			rc = k8s_error_set(err, K8S_EINVAL, 0, NULL,
+			    "Tasks/Wait: malformed reply");
+	}
+	call_free(&call);
+	return rc;
+}
+
+int
+ctrd_exec_kill(struct ctrd *c, const char *id, const char *exec_id, int sig,
+    struct k8s_error *err)
+{
+	struct call call;
+	struct buf req;
+	struct pb_reader r;
+	int rc;
+
+	call_init(&call);
+	buf_init(&req, 4096);
+	if (pb_put_str(&req, 1, id) != 0 || pb_put_str(&req, 2, exec_id) != 0 ||
+	    pb_put_uint(&req, 3, (uint64_t)sig) != 0)
+		rc = k8s_error_set(err, K8S_EINVAL, 0, NULL, "container or exec id too long");
+	else
+		rc = unary(c, TASKS "Kill", &req, &call, &r, err);
+	buf_free(&req);
+	call_free(&call);
+	return rc;
+}
+
+int
+ctrd_exec_delete(struct ctrd *c, const char *id, const char *exec_id,
+    struct k8s_error *err)
+{
+	struct call call;
+	struct pb_reader r;
+	int rc;
+
+	call_init(&call);
+	rc = id_exec_call(c, TASKS "DeleteProcess", id, exec_id, &call, &r, err);
+	call_free(&call);
+	return rc;
+}
+
 int
 ctrd_call(struct ctrd *c, const char *method, struct buf *req,
     struct buf *reply, struct k8s_error *err)

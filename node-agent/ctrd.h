@@ -8,7 +8,9 @@
  *     exit by relisting, up to a second later, and reports start times
  *     in whole seconds;
  *   - a container's labels, which name the pod it belongs to;
- *   - killing a task, at once.
+ *   - killing a task, at once;
+ *   - running a process in a running task (an exec), reading its output
+ *     from FIFOs of the caller's, not from the CRI log.
  *
  * gRPC is HTTP/2 with prior knowledge (no TLS on a unix socket), each
  * message framed as 1 byte "compressed" (always 0 here) + 4 bytes
@@ -55,6 +57,42 @@ int ctrd_container_labels(struct ctrd *c, const char *id, json_t **labels,
 
 /* Send sig to a container's task; all: to every process in it. */
 int ctrd_kill(struct ctrd *c, const char *id, int sig, int all,
+    struct k8s_error *err)
+    __attribute__((warn_unused_result));
+
+/*
+ * A process run inside container id's running task: containerd's
+ * Tasks.Exec, then Tasks.Start. exec_id names it within the task;
+ * process_json is an OCI runtime-spec Process object (args, env, cwd,
+ * user, ...), checked by the runtime, not here. stdout_path and
+ * stderr_path are opened for writing by the task's shim: a FIFO's read
+ * side must be open before the call (O_RDONLY | O_NONBLOCK), or the shim
+ * waits on its open. stdin is empty. *pid (NULL: not wanted) is the pid
+ * the runtime reports (under gVisor, the sandbox's own). When Start
+ * fails, the created exec is deleted again.
+ */
+int ctrd_exec(struct ctrd *c, const char *id, const char *exec_id,
+    const char *process_json, const char *stdout_path,
+    const char *stderr_path, uint32_t *pid, struct k8s_error *err)
+    __attribute__((warn_unused_result));
+
+/*
+ * Tasks.Wait for an exec's exit: *status is its exit status (128 + the
+ * signal for a killed one). Bounded by the unary call's 10 s: a caller
+ * with longer programs takes the exit from the event stream instead
+ * (struct ctrd_event's exec_id).
+ */
+int ctrd_exec_wait(struct ctrd *c, const char *id, const char *exec_id,
+    uint32_t *status, struct k8s_error *err)
+    __attribute__((warn_unused_result));
+
+/* Send sig to an exec'd process (Tasks.Kill with its exec id). */
+int ctrd_exec_kill(struct ctrd *c, const char *id, const char *exec_id,
+    int sig, struct k8s_error *err)
+    __attribute__((warn_unused_result));
+
+/* Drop a finished exec from its task (Tasks.DeleteProcess). */
+int ctrd_exec_delete(struct ctrd *c, const char *id, const char *exec_id,
     struct k8s_error *err)
     __attribute__((warn_unused_result));
 

@@ -5,6 +5,8 @@
  * a static program that exits with a given code, or waits to be killed.
  */
 #include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
 #include <pthread.h>
 #include <setjmp.h>
 #include <signal.h>
@@ -72,8 +74,11 @@ setup(void **state)
 	snprintf(path, sizeof(path), "%s/prog.c", dir);
 	if ((f = fopen(path, "w")) == NULL)
 		return -1;
-	fputs("#include <stdlib.h>\n#include <unistd.h>\n"
-	    "int main(int c, char **v) { if (c > 1) return atoi(v[1]);"
+	fputs("#include <stdlib.h>\n#include <string.h>\n#include <unistd.h>\n"
+	    "int main(int c, char **v) {"
+	    " if (c > 3 && strcmp(v[1], \"out\") == 0) {"
+	    " write(1, v[2], strlen(v[2])); write(2, v[3], strlen(v[3])); return 0; }"
+	    " if (c > 1) return atoi(v[1]);"
 	    " for (;;) pause(); }\n", f);
 	fclose(f);
 	if (sh("mkdir -p %s/rootfs && gcc -static -O1 -o %s/rootfs/prog %s/prog.c",
@@ -308,12 +313,123 @@ test_events_labels_kill(void **state)
 	ctrd_free(s.c);
 }
 
+/* All of fd (a FIFO's read side, non-blocking) up to its EOF, or NULL. */
+static char *
+drain(int fd, long timeout_ms)
+{
+	char *out = calloc(1, 65536);
+	size_t len = 0;
+	long end = it_mono_ms() + timeout_ms;
+
+	for (;;) {
+		struct pollfd p = { fd, POLLIN, 0 };
+		ssize_t n;
+
+		if (it_mono_ms() > end) {
+			free(out);
+			return NULL;
+		}
+		if (poll(&p, 1, 100) < 0)
+			continue;
+		n = read(fd, out + len, 65535 - len);
+		if (n > 0)
+			len += (size_t)n;
+		else if (n == 0)
+			return out;	/* the shim closed its end */
+		else if (errno != EAGAIN && errno != EINTR) {
+			free(out);
+			return NULL;
+		}
+	}
+}
+
+/*
+ * Processes run in a running task (the warm path's delivery): output
+ * through the caller's FIFOs, exact exit statuses, a kill, and the
+ * errors a caller must tell apart.
+ */
+static void
+test_exec(void **state)
+{
+	static const char proc_fmt[] = "{\"args\": %s, \"cwd\": \"/\","
+	    " \"env\": [\"PATH=/\"], \"user\": {\"uid\": 0, \"gid\": 0}}";
+	struct ctrd *c = ctrd_new(sock, "k8s.io");
+	struct k8s_error err;
+	char fifo[2][256], json[512], *o, *e;
+	uint32_t pid, st;
+	int fd[2];
+
+	(void)state;
+	if (sh("ctr -a %s -n k8s.io run -d --rootfs %s/rootfs holder /prog >/dev/null",
+	    sock, dir) != 0)
+		fail_msg("ctr run holder failed (see %s/containerd.log)", dir);
+	for (int i = 0; i < 2; i++) {
+		snprintf(fifo[i], sizeof(fifo[i]), "%s/exec-%s", dir, i ? "err" : "out");
+		assert_int_equal(mkfifo(fifo[i], 0600), 0);
+		fd[i] = open(fifo[i], O_RDONLY | O_NONBLOCK);
+		assert_true(fd[i] >= 0);
+	}
+	snprintf(json, sizeof(json), proc_fmt, "[\"/prog\", \"out\", \"hello\", \"oops\"]");
+	if (ctrd_exec(c, "holder", "e1", json, fifo[0], fifo[1], &pid, &err) != 0)
+		fail_msg("exec: %s", err.message);
+	assert_true(pid > 0);
+	assert_int_equal(ctrd_exec_wait(c, "holder", "e1", &st, &err), 0);
+	assert_int_equal(st, 0);
+	o = drain(fd[0], 5000);
+	e = drain(fd[1], 5000);
+	assert_non_null(o);
+	assert_non_null(e);
+	assert_string_equal(o, "hello");
+	assert_string_equal(e, "oops");
+	free(o);
+	free(e);
+	assert_int_equal(ctrd_exec_delete(c, "holder", "e1", &err), 0);
+
+	/* An exit status, as is (the FIFOs serve again). */
+	snprintf(json, sizeof(json), proc_fmt, "[\"/prog\", \"3\"]");
+	assert_int_equal(ctrd_exec(c, "holder", "e2", json, fifo[0], fifo[1], NULL, &err), 0);
+	assert_int_equal(ctrd_exec_wait(c, "holder", "e2", &st, &err), 0);
+	assert_int_equal(st, 3);
+	assert_int_equal(ctrd_exec_delete(c, "holder", "e2", &err), 0);
+
+	/* One that would wait forever, killed. */
+	snprintf(json, sizeof(json), proc_fmt, "[\"/prog\"]");
+	assert_int_equal(ctrd_exec(c, "holder", "e3", json, fifo[0], fifo[1], NULL, &err), 0);
+	/* Its id is taken while it is there. */
+	assert_int_equal(ctrd_exec(c, "holder", "e3", json, fifo[0], fifo[1], NULL, &err),
+	    K8S_EEXIST);
+	assert_int_equal(ctrd_exec_kill(c, "holder", "e3", SIGKILL, &err), 0);
+	assert_int_equal(ctrd_exec_wait(c, "holder", "e3", &st, &err), 0);
+	assert_int_equal(st, 128 + SIGKILL);
+	assert_int_equal(ctrd_exec_delete(c, "holder", "e3", &err), 0);
+	assert_int_equal(ctrd_exec_delete(c, "holder", "e3", &err), K8S_ENOTFOUND);
+
+	/* No such container; a process the runtime cannot start. */
+	assert_int_equal(ctrd_exec(c, "no-such", "e4", json, fifo[0], fifo[1], NULL, &err),
+	    K8S_ENOTFOUND);
+	snprintf(json, sizeof(json), proc_fmt, "[\"/no-such-program\"]");
+	assert_int_not_equal(ctrd_exec(c, "holder", "e5", json, fifo[0], fifo[1], NULL, &err), 0);
+	print_message("# a program that is not there: %s\n", err.message);
+	/* ... and its exec is not left behind: the id is free again. */
+	snprintf(json, sizeof(json), proc_fmt, "[\"/prog\", \"4\"]");
+	assert_int_equal(ctrd_exec(c, "holder", "e5", json, fifo[0], fifo[1], NULL, &err), 0);
+	assert_int_equal(ctrd_exec_wait(c, "holder", "e5", &st, &err), 0);
+	assert_int_equal(st, 4);
+	assert_int_equal(ctrd_exec_delete(c, "holder", "e5", &err), 0);
+
+	assert_int_equal(ctrd_kill(c, "holder", SIGKILL, 1, &err), 0);
+	for (int i = 0; i < 2; i++)
+		close(fd[i]);
+	ctrd_free(c);
+}
+
 int
 main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_version_and_errors),
 		cmocka_unit_test(test_events_labels_kill),
+		cmocka_unit_test(test_exec),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);
