@@ -12,6 +12,15 @@
  *   ms=<create to output in hand> exit=<code> stdout=<text, JSON-quoted>
  *
  * usage: cri_floor SOCKET HANDLER IMAGE LOGDIR CMD [ARG ...]
+ *        cri_floor -x N SOCKET HANDLER IMAGE LOGDIR CMD [ARG ...]
+ *
+ * With -x, the exec floor instead: the pod's container is a holder
+ * (`sleep infinity`), started and running (untimed, reported as ready_ms),
+ * and CMD is run in it N times, one after another, through containerd's
+ * Tasks.Exec (node-agent/ctrd.h), its output read from FIFOs: each timed
+ * from the exec request to exit status and output in hand. Prints
+ *
+ *   ready_ms=<holder start> exec_ms=<ms,ms,...> exit=<last> stdout=<last>
  *
  * containerd's CRI plugin serves runtime.v1 on the same socket as its own
  * API; the messages are encoded by hand (node-agent/pb.h), with the field
@@ -19,6 +28,8 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
+#include <sys/stat.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -33,6 +44,7 @@
 #include "pb.h"
 
 #define SVC	"/runtime.v1.RuntimeService/"
+#define CONTAINER_RUNNING	1
 #define CONTAINER_EXITED	2
 
 static long long
@@ -150,6 +162,85 @@ status(struct ctrd *c, const char *id, int *exit_code)
 	return state;
 }
 
+/* All of a FIFO's read side up to its EOF (non-blocking fd). */
+static size_t
+drain(int fd, char *out, size_t cap)
+{
+	size_t len = 0;
+
+	for (;;) {
+		struct pollfd p = { fd, POLLIN, 0 };
+		ssize_t n;
+
+		(void)poll(&p, 1, 1000);
+		n = read(fd, out + len, cap - 1 - len);
+		if (n > 0)
+			len += (size_t)n;
+		else if (n == 0 || (errno != EAGAIN && errno != EINTR))
+			break;
+		if (len == cap - 1)
+			break;
+	}
+	out[len] = '\0';
+	return len;
+}
+
+/* The exec floor: run argv n times in the running container. */
+static void
+exec_floor(struct ctrd *c, const char *container, const char *dir, int n,
+    char **argv, long long ready_us)
+{
+	char fifo[2][4096], out[65536], err_text[65536], eid[32];
+	json_t *proc, *args = json_array();
+	char *pj, *q;
+	struct k8s_error err;
+	uint32_t st = 0;
+	int fd[2];
+
+	for (char **a = argv; *a; a++)
+		json_array_append_new(args, json_string(*a));
+	proc = json_pack("{s:o, s:s, s:[s], s:{s:i, s:i}, s:b}", "args", args, "cwd", "/",
+	    "env", "PATH=/usr/local/bin:/usr/bin:/bin", "user", "uid", 65532, "gid", 65532,
+	    "noNewPrivileges", 1);
+	pj = json_dumps(proc, JSON_COMPACT);
+	json_decref(proc);
+	printf("ready_ms=%.1f exec_ms=", (double)ready_us / 1000.0);
+	for (int i = 0; i < n; i++) {
+		long long t0 = mono_us();
+
+		for (int k = 0; k < 2; k++) {
+			snprintf(fifo[k], sizeof(fifo[k]), "%s/exec-%d-%d", dir, i, k);
+			if (mkfifo(fifo[k], 0600) != 0 ||
+			    (fd[k] = open(fifo[k], O_RDONLY | O_NONBLOCK | O_CLOEXEC)) < 0)
+				die(fifo[k], NULL);
+		}
+		snprintf(eid, sizeof(eid), "x%d", i);
+		if (ctrd_exec(c, container, eid, pj, fifo[0], fifo[1], NULL, &err) != 0)
+			die("exec", &err);
+		if (ctrd_exec_wait(c, container, eid, &st, &err) != 0)
+			die("exec wait", &err);
+		drain(fd[0], out, sizeof(out));
+		drain(fd[1], err_text, sizeof(err_text));
+		printf("%s%.1f", i ? "," : "", (double)(mono_us() - t0) / 1000.0);
+		/* Untimed: the exec's state, the FIFOs. */
+		if (ctrd_exec_delete(c, container, eid, &err) != 0)
+			die("exec delete", &err);
+		for (int k = 0; k < 2; k++) {
+			close(fd[k]);
+			unlink(fifo[k]);
+		}
+	}
+	{
+		json_t *js = json_string_nocheck(out);
+
+		q = json_dumps(js, JSON_ENCODE_ANY);
+		json_decref(js);
+	}
+	printf(" exit=%u stdout=%s\n", st, q);
+	free(q);
+	free(pj);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -168,8 +259,17 @@ main(int argc, char **argv)
 	json_t *js;
 	char *q;
 
+	int execs = 0;
+
+	if (argc > 3 && strcmp(argv[1], "-x") == 0) {
+		execs = atoi(argv[2]);
+		argv += 2;
+		argc -= 2;
+		if (execs < 1)
+			argc = 0;
+	}
 	if (argc < 6) {
-		fprintf(stderr, "usage: cri_floor SOCKET HANDLER IMAGE LOGDIR CMD [ARG ...]\n");
+		fprintf(stderr, "usage: cri_floor [-x N] SOCKET HANDLER IMAGE LOGDIR CMD [ARG ...]\n");
 		return 2;
 	}
 	sock = argv[1], handler = argv[2], image = argv[3], logdir = argv[4];
@@ -198,8 +298,13 @@ main(int argc, char **argv)
 	buf_init(&img, 1024);
 	put_str(&img, 1, image);
 	buf_init(&cmd, 65536);
-	for (int i = 5; i < argc; i++)
-		put_str(&cmd, 3, argv[i]);	/* command, repeated */
+	if (execs) {
+		put_str(&cmd, 3, "sleep");	/* the holder */
+		put_str(&cmd, 3, "infinity");
+	} else {
+		for (int i = 5; i < argc; i++)
+			put_str(&cmd, 3, argv[i]);	/* command, repeated */
+	}
 	buf_init(&uid, 64);
 	if (pb_put_uint(&uid, 1, 65532) != 0)	/* Int64Value */
 		die("uid", NULL);
@@ -242,6 +347,18 @@ main(int argc, char **argv)
 	buf_free(&req);
 	buf_free(&reply);
 
+	if (execs) {
+		while (status(c, container, &exit_code) != CONTAINER_RUNNING) {
+			if (mono_us() - t0 > 60000000LL)
+				die("holder not running after 60 s", NULL);
+			usleep(2000);
+		}
+		exec_floor(c, container, logdir, execs, argv + 5, mono_us() - t0);
+		remove_sandbox();
+		snprintf(path, sizeof(path), "%s/run.log", logdir);
+		unlink(path);
+		goto out;
+	}
 	while (status(c, container, &exit_code) != CONTAINER_EXITED) {
 		if (mono_us() - t0 > 60000000LL)
 			die("not exited after 60 s", NULL);
@@ -269,7 +386,7 @@ main(int argc, char **argv)
 	/* Untimed: what the kubelet does after the pod is gone. */
 	remove_sandbox();
 	unlink(path);
-
+out:
 	free(sandbox);
 	free(container);
 	buf_free(&md);

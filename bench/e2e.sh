@@ -13,6 +13,11 @@
 #            proxy here)
 #   floor    gVisor alone: `runsc do` on the host's root filesystem, no
 #            containerd, no Kubernetes
+#   exec     the exec floor, what a warm path cannot go under: the same
+#            command exec'd into an already running gVisor sandbox through
+#            containerd's Tasks API, output read from FIFOs (cri_floor -x:
+#            a holder pod started untimed, then 5 execs in a row, each a
+#            sample)
 #
 # and the two ways the controller delivers code (controller/docs/pod.md),
 # with programs just under and just over the annotation budget (192 KiB):
@@ -151,6 +156,19 @@ def run_job(i):
     req(api, "DELETE", "%s/%s?propagationPolicy=Background" % (jobp, name))
     return t
 
+def run_exec(i):
+    # Five execs per holder sandbox; the holder's start is not timed.
+    os.kill(kubelet, signal.SIGSTOP)
+    try:
+        out = subprocess.run([cri_floor, "-x", "5", sock, "runsc", image, work + "/cri-logs",
+                              "python3", "-c", "print(1)"], capture_output=True,
+                             check=True, text=True).stdout.split()
+    finally:
+        os.kill(kubelet, signal.SIGCONT)
+    f = dict(x.split("=", 1) for x in out)
+    assert f["exit"] == "0" and f["stdout"] == '"1\\n"', out
+    return [float(x) / 1000 for x in f["exec_ms"].split(",")]
+
 def run_floor(i):
     t0 = time.monotonic()
     out = subprocess.run([runsc, "--root", work + "/runsc-root", "--network=none", "do",
@@ -194,8 +212,8 @@ def sample(kind, f, *a):
     quiesce()
     res[kind].append(f(*a))
 
-res = {"airlock": [], "job": [], "cri": [], "floor": [], "annot": [], "cmap": []}
-for f in (run_airlock, run_job, run_cri, run_floor):  # warm-up, not counted
+res = {"airlock": [], "job": [], "cri": [], "floor": [], "exec": [], "annot": [], "cmap": []}
+for f in (run_airlock, run_job, run_cri, run_floor, run_exec):  # warm-up, not counted
     quiesce()
     f(999)
 for i in range(n):
@@ -203,6 +221,9 @@ for i in range(n):
     sample("job", run_job, i)
     sample("cri", run_cri, i)
     sample("floor", run_floor, i)
+    if i % 5 == 0:
+        quiesce()
+        res["exec"].extend(run_exec(i))
 for i in range(max(n // 2, 1)):
     sample("annot", run_airlock, i, 190 << 10, "annot")
     sample("cmap", run_airlock, i, 200 << 10, "cmap")
@@ -215,9 +236,9 @@ out["quiet"] = (q(quiet, 50), q(quiet, 90), q(quiet, 99))
 json.dump(out, open(work + "/out.json", "w"))
 PY
 
-read -r a50 a90 a99 j50 j90 j99 r50 r90 r99 f50 f90 f99 n50 n90 n99 c50 c90 c99 q50 q90 q99 < <(python3 -c '
+read -r a50 a90 a99 j50 j90 j99 r50 r90 r99 f50 f90 f99 x50 x90 x99 n50 n90 n99 c50 c90 c99 q50 q90 q99 < <(python3 -c '
 import json,sys; o=json.load(open(sys.argv[1]))
-print(*["%.0f" % (x*1000) for k in ("airlock","job","cri","floor","annot","cmap","quiet") for x in o[k]])' "$work/out.json")
+print(*["%.0f" % (x*1000) for k in ("airlock","job","cri","floor","exec","annot","cmap","quiet") for x in o[k]])' "$work/out.json")
 record_hist "$work/record.after"
 # Its count, mean and the bucket holding the median, over every Airlock
 # run above (the warm-up's and the code-delivery runs' included).
@@ -256,6 +277,7 @@ mem=$(awk '/MemTotal/ { printf "%.0f GiB", $2 / 1048576 }' /proc/meminfo)
 	echo "| baseline: Job (gvisor) create -> complete -> logs read | $j50 | $j90 | $j99 | 1.00x |"
 	echo "| raw floor: pod through CRI (containerd, runsc), no Kubernetes | $r50 | $r90 | $r99 | $(echo "scale=2; $r50 / $j50" | bc)x |"
 	echo "| gVisor alone: runsc do (host rootfs), no containerd | $f50 | $f90 | $f99 | $(echo "scale=2; $f50 / $j50" | bc)x |"
+	echo "| exec floor: exec into a running gVisor sandbox (containerd Tasks API, FIFOs), N=$(( (n + 4) / 5 * 5 )) | $x50 | $x90 | $x99 | $(echo "scale=2; $x50 / $j50" | bc)x |"
 	echo
 	echo "Code delivery, N=$((n / 2)) each, interleaved (p50 ratio: ConfigMap / annotations):"
 	echo
