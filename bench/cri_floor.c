@@ -215,7 +215,7 @@ exec_floor(struct ctrd *c, const char *container, const char *dir, int n,
 				die(fifo[k], NULL);
 		}
 		snprintf(eid, sizeof(eid), "x%d", i);
-		if (ctrd_exec(c, container, eid, pj, fifo[0], fifo[1], NULL, &err) != 0)
+		if (ctrd_exec(c, container, eid, pj, NULL, fifo[0], fifo[1], NULL, &err) != 0)
 			die("exec", &err);
 		if (ctrd_exec_wait(c, container, eid, &st, &err) != 0)
 			die("exec wait", &err);

@@ -615,7 +615,7 @@ id_exec_call(struct ctrd *c, const char *method, const char *id,
 
 int
 ctrd_exec(struct ctrd *c, const char *id, const char *exec_id,
-    const char *process_json, const char *stdout_path,
+    const char *process_json, const char *stdin_path, const char *stdout_path,
     const char *stderr_path, uint32_t *pid, struct k8s_error *err)
 {
 	struct call call;
@@ -633,6 +633,7 @@ ctrd_exec(struct ctrd *c, const char *id, const char *exec_id,
 	if (pb_put_str(&any, 1, PROCESS_TYPE) != 0 ||
 	    pb_put_str(&any, 2, process_json) != 0 ||
 	    pb_put_str(&req, 1, id) != 0 ||
+	    (stdin_path && pb_put_str(&req, 2, stdin_path) != 0) ||
 	    pb_put_str(&req, 3, stdout_path) != 0 ||
 	    pb_put_str(&req, 4, stderr_path) != 0 ||
 	    pb_put_bytes(&req, 6, any.data, any.len) != 0 ||
@@ -705,6 +706,27 @@ ctrd_exec_kill(struct ctrd *c, const char *id, const char *exec_id, int sig,
 		rc = k8s_error_set(err, K8S_EINVAL, 0, NULL, "container or exec id too long");
 	else
 		rc = unary(c, TASKS "Kill", &req, &call, &r, err);
+	buf_free(&req);
+	call_free(&call);
+	return rc;
+}
+
+int
+ctrd_exec_close_stdin(struct ctrd *c, const char *id, const char *exec_id,
+    struct k8s_error *err)
+{
+	struct call call;
+	struct buf req;
+	struct pb_reader r;
+	int rc;
+
+	call_init(&call);
+	buf_init(&req, 4096);
+	if (pb_put_str(&req, 1, id) != 0 || pb_put_str(&req, 2, exec_id) != 0 ||
+	    pb_put_uint(&req, 3, 1) != 0)
+		rc = k8s_error_set(err, K8S_EINVAL, 0, NULL, "container or exec id too long");
+	else
+		rc = unary(c, TASKS "CloseIO", &req, &call, &r, err);
 	buf_free(&req);
 	call_free(&call);
 	return rc;

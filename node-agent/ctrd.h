@@ -67,12 +67,16 @@ int ctrd_kill(struct ctrd *c, const char *id, int sig, int all,
  * user, ...), checked by the runtime, not here. stdout_path and
  * stderr_path are opened for writing by the task's shim: a FIFO's read
  * side must be open before the call (O_RDONLY | O_NONBLOCK), or the shim
- * waits on its open. stdin is empty. *pid (NULL: not wanted) is the pid
+ * waits on its open. stdin_path (NULL: none, the process reads EOF) is a
+ * FIFO the shim copies to the process: open it O_RDWR before the call
+ * (never blocks) and write; the shim holds it open too, so the process
+ * sees EOF only after ctrd_exec_close_stdin. *pid (NULL: not wanted) is
+ * the pid
  * the runtime reports (under gVisor, the sandbox's own). When Start
  * fails, the created exec is deleted again.
  */
 int ctrd_exec(struct ctrd *c, const char *id, const char *exec_id,
-    const char *process_json, const char *stdout_path,
+    const char *process_json, const char *stdin_path, const char *stdout_path,
     const char *stderr_path, uint32_t *pid, struct k8s_error *err)
     __attribute__((warn_unused_result));
 
@@ -84,6 +88,11 @@ int ctrd_exec(struct ctrd *c, const char *id, const char *exec_id,
  */
 int ctrd_exec_wait(struct ctrd *c, const char *id, const char *exec_id,
     uint32_t *status, struct k8s_error *err)
+    __attribute__((warn_unused_result));
+
+/* End an exec's stdin (Tasks.CloseIO): its process reads EOF. */
+int ctrd_exec_close_stdin(struct ctrd *c, const char *id, const char *exec_id,
+    struct k8s_error *err)
     __attribute__((warn_unused_result));
 
 /* Send sig to an exec'd process (Tasks.Kill with its exec id). */

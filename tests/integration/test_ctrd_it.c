@@ -78,6 +78,9 @@ setup(void **state)
 	    "int main(int c, char **v) {"
 	    " if (c > 3 && strcmp(v[1], \"out\") == 0) {"
 	    " write(1, v[2], strlen(v[2])); write(2, v[3], strlen(v[3])); return 0; }"
+	    " if (c > 1 && strcmp(v[1], \"cat\") == 0) { char b[4096]; long n, t = 0;"
+	    " while ((n = read(0, b, sizeof(b))) > 0) { write(1, b, n); t += n; }"
+	    " return t == 0 ? 9 : 0; }"
 	    " if (c > 1) return atoi(v[1]);"
 	    " for (;;) pause(); }\n", f);
 	fclose(f);
@@ -370,7 +373,7 @@ test_exec(void **state)
 		assert_true(fd[i] >= 0);
 	}
 	snprintf(json, sizeof(json), proc_fmt, "[\"/prog\", \"out\", \"hello\", \"oops\"]");
-	if (ctrd_exec(c, "holder", "e1", json, fifo[0], fifo[1], &pid, &err) != 0)
+	if (ctrd_exec(c, "holder", "e1", json, NULL, fifo[0], fifo[1], &pid, &err) != 0)
 		fail_msg("exec: %s", err.message);
 	assert_true(pid > 0);
 	assert_int_equal(ctrd_exec_wait(c, "holder", "e1", &st, &err), 0);
@@ -387,16 +390,16 @@ test_exec(void **state)
 
 	/* An exit status, as is (the FIFOs serve again). */
 	snprintf(json, sizeof(json), proc_fmt, "[\"/prog\", \"3\"]");
-	assert_int_equal(ctrd_exec(c, "holder", "e2", json, fifo[0], fifo[1], NULL, &err), 0);
+	assert_int_equal(ctrd_exec(c, "holder", "e2", json, NULL, fifo[0], fifo[1], NULL, &err), 0);
 	assert_int_equal(ctrd_exec_wait(c, "holder", "e2", &st, &err), 0);
 	assert_int_equal(st, 3);
 	assert_int_equal(ctrd_exec_delete(c, "holder", "e2", &err), 0);
 
 	/* One that would wait forever, killed. */
 	snprintf(json, sizeof(json), proc_fmt, "[\"/prog\"]");
-	assert_int_equal(ctrd_exec(c, "holder", "e3", json, fifo[0], fifo[1], NULL, &err), 0);
+	assert_int_equal(ctrd_exec(c, "holder", "e3", json, NULL, fifo[0], fifo[1], NULL, &err), 0);
 	/* Its id is taken while it is there. */
-	assert_int_equal(ctrd_exec(c, "holder", "e3", json, fifo[0], fifo[1], NULL, &err),
+	assert_int_equal(ctrd_exec(c, "holder", "e3", json, NULL, fifo[0], fifo[1], NULL, &err),
 	    K8S_EEXIST);
 	assert_int_equal(ctrd_exec_kill(c, "holder", "e3", SIGKILL, &err), 0);
 	assert_int_equal(ctrd_exec_wait(c, "holder", "e3", &st, &err), 0);
@@ -404,15 +407,61 @@ test_exec(void **state)
 	assert_int_equal(ctrd_exec_delete(c, "holder", "e3", &err), 0);
 	assert_int_equal(ctrd_exec_delete(c, "holder", "e3", &err), K8S_ENOTFOUND);
 
+	/* stdin: what the caller wrote before the start, then EOF by CloseIO. */
+	{
+		char in[256];
+		static char big[200000];
+		int fin;
+
+		snprintf(in, sizeof(in), "%s/exec-in", dir);
+		assert_int_equal(mkfifo(in, 0600), 0);
+		fin = open(in, O_RDWR | O_NONBLOCK);
+		assert_true(fin >= 0);
+		/* Past a default pipe (64 KiB): the caller makes room first. */
+		assert_true(fcntl(fin, F_SETPIPE_SZ, 1 << 18) >= (int)sizeof(big));
+		for (size_t k = 0; k < sizeof(big); k++)
+			big[k] = (char)('a' + k % 26);
+		assert_int_equal(write(fin, big, sizeof(big)), (ssize_t)sizeof(big));
+		snprintf(json, sizeof(json), proc_fmt, "[\"/prog\", \"cat\"]");
+		if (ctrd_exec(c, "holder", "e6", json, in, fifo[0], fifo[1], NULL,
+		    &err) != 0)
+			fail_msg("exec with stdin: %s", err.message);
+		{
+			char *got = calloc(1, sizeof(big) + 1);
+			size_t len = 0;
+			long end = it_mono_ms() + 10000;
+
+			/* The process takes the bytes out; EOF only once we say so. */
+			while (len < sizeof(big) && it_mono_ms() < end) {
+				struct pollfd p = { fd[0], POLLIN, 0 };
+				ssize_t n;
+
+				(void)poll(&p, 1, 100);
+				if ((n = read(fd[0], got + len, sizeof(big) - len)) > 0)
+					len += (size_t)n;
+			}
+			close(fin);
+			assert_int_equal(ctrd_exec_close_stdin(c, "holder", "e6", &err), 0);
+			if (ctrd_exec_wait(c, "holder", "e6", &st, &err) != 0)
+				fail_msg("wait: %s (read %zu)", err.message, len);
+			assert_int_equal(st, 0);
+			assert_int_equal(len, sizeof(big));
+			assert_memory_equal(got, big, sizeof(big));
+			free(got);
+		}
+		assert_int_equal(ctrd_exec_delete(c, "holder", "e6", &err), 0);
+		unlink(in);
+	}
+
 	/* No such container; a process the runtime cannot start. */
-	assert_int_equal(ctrd_exec(c, "no-such", "e4", json, fifo[0], fifo[1], NULL, &err),
+	assert_int_equal(ctrd_exec(c, "no-such", "e4", json, NULL, fifo[0], fifo[1], NULL, &err),
 	    K8S_ENOTFOUND);
 	snprintf(json, sizeof(json), proc_fmt, "[\"/no-such-program\"]");
-	assert_int_not_equal(ctrd_exec(c, "holder", "e5", json, fifo[0], fifo[1], NULL, &err), 0);
+	assert_int_not_equal(ctrd_exec(c, "holder", "e5", json, NULL, fifo[0], fifo[1], NULL, &err), 0);
 	print_message("# a program that is not there: %s\n", err.message);
 	/* ... and its exec is not left behind: the id is free again. */
 	snprintf(json, sizeof(json), proc_fmt, "[\"/prog\", \"4\"]");
-	assert_int_equal(ctrd_exec(c, "holder", "e5", json, fifo[0], fifo[1], NULL, &err), 0);
+	assert_int_equal(ctrd_exec(c, "holder", "e5", json, NULL, fifo[0], fifo[1], NULL, &err), 0);
 	assert_int_equal(ctrd_exec_wait(c, "holder", "e5", &st, &err), 0);
 	assert_int_equal(st, 4);
 	assert_int_equal(ctrd_exec_delete(c, "holder", "e5", &err), 0);
