@@ -595,21 +595,41 @@ out:
 #define TASKS		"/containerd.services.tasks.v1.Tasks/"
 #define PROCESS_TYPE	"types.containerd.io/opencontainers/runtime-spec/1/Process"
 
-/* A request of container_id = 1 and exec_id = 2 (Start, Wait, DeleteProcess). */
+/*
+ * The requests that name one exec: container_id = 1, exec_id = 2, and for
+ * Kill (the signal) and CloseIO (stdin = true) a varint field 3, left out
+ * when 0 as proto3 leaves out a default.
+ */
 static int
 id_exec_call(struct ctrd *c, const char *method, const char *id,
-    const char *exec_id, struct call *call, struct pb_reader *r,
-    struct k8s_error *err)
+    const char *exec_id, uint64_t field3, struct call *call,
+    struct pb_reader *r, struct k8s_error *err)
 {
 	struct buf req;
 	int rc;
 
 	buf_init(&req, 4096);
-	if (pb_put_str(&req, 1, id) != 0 || pb_put_str(&req, 2, exec_id) != 0)
+	if (pb_put_str(&req, 1, id) != 0 || pb_put_str(&req, 2, exec_id) != 0 ||
+	    (field3 && pb_put_uint(&req, 3, field3) != 0))
 		rc = k8s_error_set(err, K8S_EINVAL, 0, NULL, "container or exec id too long");
 	else
 		rc = unary(c, method, &req, call, r, err);
 	buf_free(&req);
+	return rc;
+}
+
+/* One of the calls by exec id whose reply says nothing. */
+static int
+exec_call(struct ctrd *c, const char *method, const char *id,
+    const char *exec_id, uint64_t field3, struct k8s_error *err)
+{
+	struct call call;
+	struct pb_reader r;
+	int rc;
+
+	call_init(&call);
+	rc = id_exec_call(c, method, id, exec_id, field3, &call, &r, err);
+	call_free(&call);
 	return rc;
 }
 
@@ -645,13 +665,9 @@ ctrd_exec(struct ctrd *c, const char *id, const char *exec_id,
 		goto out;
 	call_free(&call);
 	call_init(&call);
-	rc = id_exec_call(c, TASKS "Start", id, exec_id, &call, &r, err);
+	rc = id_exec_call(c, TASKS "Start", id, exec_id, 0, &call, &r, err);
 	if (rc != 0) {
-		struct call dcall;
-
-		call_init(&dcall);
-		(void)id_exec_call(c, TASKS "DeleteProcess", id, exec_id, &dcall, &r, &derr);
-		call_free(&dcall);
+		(void)exec_call(c, TASKS "DeleteProcess", id, exec_id, 0, &derr);
 		goto out;
 	}
 	while ((rc = pb_next(&r, &f)) == 1)
@@ -677,7 +693,7 @@ ctrd_exec_wait(struct ctrd *c, const char *id, const char *exec_id,
 
 	*status = 0;
 	call_init(&call);
-	rc = id_exec_call(c, TASKS "Wait", id, exec_id, &call, &r, err);
+	rc = id_exec_call(c, TASKS "Wait", id, exec_id, 0, &call, &r, err);
 	if (rc == 0) {
 		while ((rc = pb_next(&r, &f)) == 1)
 			if (f.num == 1 && f.wire == PB_VARINT)
@@ -694,56 +710,21 @@ int
 ctrd_exec_kill(struct ctrd *c, const char *id, const char *exec_id, int sig,
     struct k8s_error *err)
 {
-	struct call call;
-	struct buf req;
-	struct pb_reader r;
-	int rc;
-
-	call_init(&call);
-	buf_init(&req, 4096);
-	if (pb_put_str(&req, 1, id) != 0 || pb_put_str(&req, 2, exec_id) != 0 ||
-	    pb_put_uint(&req, 3, (uint64_t)sig) != 0)
-		rc = k8s_error_set(err, K8S_EINVAL, 0, NULL, "container or exec id too long");
-	else
-		rc = unary(c, TASKS "Kill", &req, &call, &r, err);
-	buf_free(&req);
-	call_free(&call);
-	return rc;
+	return exec_call(c, TASKS "Kill", id, exec_id, (uint64_t)sig, err);
 }
 
 int
 ctrd_exec_close_stdin(struct ctrd *c, const char *id, const char *exec_id,
     struct k8s_error *err)
 {
-	struct call call;
-	struct buf req;
-	struct pb_reader r;
-	int rc;
-
-	call_init(&call);
-	buf_init(&req, 4096);
-	if (pb_put_str(&req, 1, id) != 0 || pb_put_str(&req, 2, exec_id) != 0 ||
-	    pb_put_uint(&req, 3, 1) != 0)
-		rc = k8s_error_set(err, K8S_EINVAL, 0, NULL, "container or exec id too long");
-	else
-		rc = unary(c, TASKS "CloseIO", &req, &call, &r, err);
-	buf_free(&req);
-	call_free(&call);
-	return rc;
+	return exec_call(c, TASKS "CloseIO", id, exec_id, 1, err);
 }
 
 int
 ctrd_exec_delete(struct ctrd *c, const char *id, const char *exec_id,
     struct k8s_error *err)
 {
-	struct call call;
-	struct pb_reader r;
-	int rc;
-
-	call_init(&call);
-	rc = id_exec_call(c, TASKS "DeleteProcess", id, exec_id, &call, &r, err);
-	call_free(&call);
-	return rc;
+	return exec_call(c, TASKS "DeleteProcess", id, exec_id, 0, err);
 }
 
 int
