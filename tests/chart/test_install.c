@@ -41,16 +41,6 @@ static struct k8s_config *kcfg;
 static char values[] = "/tmp/airlock-chart-values-XXXXXX";
 static char *tenant_ns;
 
-static const char *
-env(const char *k)
-{
-	const char *v = it_env(k);
-
-	if (v == NULL || !*v)
-		fail_msg("%s is not in .cluster/env: is the cluster up with NODE=1, after make?", k);
-	return v;
-}
-
 /* Run a shell command; its output (stdout and stderr, caller frees). */
 static char *
 sh(int *status, const char *fmt, ...)
@@ -88,7 +78,7 @@ image_values(FILE *f, const char *key, const char *ref)
 static int
 group_setup(void **state)
 {
-	const char *api = env("APISERVER_URL");
+	const char *api = it_env_need("APISERVER_URL");
 	FILE *f;
 	int fd, st;
 	char *out;
@@ -98,15 +88,15 @@ group_setup(void **state)
 	if ((fd = mkstemp(values)) < 0 || (f = fdopen(fd, "w")) == NULL)
 		fail_msg("cannot write the values");
 	fprintf(f, "image:\n");
-	image_values(f, "controller", env("CONTROLLER_IMAGE"));
-	image_values(f, "nodeAgent", env("NODE_AGENT_IMAGE"));
+	image_values(f, "controller", it_env_need("CONTROLLER_IMAGE"));
+	image_values(f, "nodeAgent", it_env_need("NODE_AGENT_IMAGE"));
 	fprintf(f, "apiServer: {host: 127.0.0.1, port: \"%s\"}\n", strrchr(api, ':') + 1);
 	fprintf(f, "controller: {replicas: 1, hostNetwork: true, metricsPort: %d}\n",
 	    it_free_port());
 	fprintf(f, "nodeAgent:\n  hostNetwork: true\n  metricsPort: %d\n"
 	    "  hostPaths: {podLogs: %s, containerdSocket: %s, cgroup: /sys/fs/cgroup}\n"
-	    "  cgroupRoot: %s\n", it_free_port(), env("POD_LOGS_DIR"),
-	    env("CONTAINERD_SOCK"), env("CGROUP_ROOT"));
+	    "  cgroupRoot: %s\n", it_free_port(), it_env_need("POD_LOGS_DIR"),
+	    it_env_need("CONTAINERD_SOCK"), it_env_need("CGROUP_ROOT"));
 	/* Names of our own: the e2e tier's classes may exist already. */
 	fprintf(f, "runtimeClass: {name: airlock-chart-gvisor}\n"
 	    "priorityClass: {name: airlock-chart-execution}\n");
@@ -114,16 +104,16 @@ group_setup(void **state)
 	    "    python: {image: %s, command: [/airlock/bin/run, python3, main.py], sourceFile: main.py}\n"
 	    "    node: {image: %s, command: [/airlock/bin/run, node, main.js], sourceFile: main.js}\n"
 	    "    bash: {image: %s, command: [/airlock/bin/run, bash, main.sh], sourceFile: main.sh}\n",
-	    env("RUNNER_PYTHON_IMAGE"), env("RUNNER_NODE_IMAGE"), env("RUNNER_BASH_IMAGE"));
-	fprintf(f, "test: {image: %s}\n", env("RUNNER_PYTHON_IMAGE"));
+	    it_env_need("RUNNER_PYTHON_IMAGE"), it_env_need("RUNNER_NODE_IMAGE"), it_env_need("RUNNER_BASH_IMAGE"));
+	fprintf(f, "test: {image: %s}\n", it_env_need("RUNNER_PYTHON_IMAGE"));
 	fclose(f);
 	/* The chart runs executions on nodes labelled for gVisor only. */
 	out = sh(&st, "%s --kubeconfig %s label node %s node-restriction.kubernetes.io/airlock-gvisor=true --overwrite",
-	    env("KUBECTL"), env("KUBECONFIG_ADMIN"), env("NODE_NAME"));
+	    it_env_need("KUBECTL"), it_env_need("KUBECONFIG_ADMIN"), it_env_need("NODE_NAME"));
 	if (st != 0)
 		fail_msg("label node: %s", out);
 	free(out);
-	setenv("KUBECONFIG", env("KUBECONFIG_ADMIN"), 1);
+	setenv("KUBECONFIG", it_env_need("KUBECONFIG_ADMIN"), 1);
 	return 0;
 }
 
@@ -135,11 +125,11 @@ group_teardown(void **state)
 	(void)state;
 	free(sh(&st, "'%s' uninstall %s -n %s --wait", it_helm(), RELEASE, RELNS));
 	free(sh(&st, "%s --kubeconfig %s label node %s node-restriction.kubernetes.io/airlock-gvisor-",
-	    env("KUBECTL"), env("KUBECONFIG_ADMIN"), env("NODE_NAME")));
+	    it_env_need("KUBECTL"), it_env_need("KUBECONFIG_ADMIN"), it_env_need("NODE_NAME")));
 	if (tenant_ns)
 		it_namespace_delete(c, tenant_ns);
-	free(sh(&st, "%s --kubeconfig %s delete ns %s --wait=false", env("KUBECTL"),
-	    env("KUBECONFIG_ADMIN"), RELNS));
+	free(sh(&st, "%s --kubeconfig %s delete ns %s --wait=false", it_env_need("KUBECTL"),
+	    it_env_need("KUBECONFIG_ADMIN"), RELNS));
 	unlink(values);
 	free(tenant_ns);
 	it_client_free(c, kcfg);
@@ -186,8 +176,8 @@ wait_rolled_out(void)
 	if (!it_wait_for(rolled_out, NULL, 120000)) {
 		char *out = sh(&st, "%s --kubeconfig %s get pods -n %s -o wide; "
 		    "%s --kubeconfig %s logs -n %s -l app.kubernetes.io/instance=%s --tail 20",
-		    env("KUBECTL"), env("KUBECONFIG_ADMIN"), RELNS, env("KUBECTL"),
-		    env("KUBECONFIG_ADMIN"), RELNS, RELEASE);
+		    it_env_need("KUBECTL"), it_env_need("KUBECONFIG_ADMIN"), RELNS, it_env_need("KUBECTL"),
+		    it_env_need("KUBECONFIG_ADMIN"), RELNS, RELEASE);
 
 		fail_msg("the daemons did not roll out in 120 s:\n%s", out);
 	}
@@ -244,10 +234,10 @@ sa_client_bound_to(const char *ns, const char *sa, const char *kind,
 	if (kind)
 		tok = sh(&st, "%s --kubeconfig %s create token %s -n %s --duration 10m "
 		    "--bound-object-kind %s --bound-object-name %s",
-		    env("KUBECTL"), env("KUBECONFIG_ADMIN"), sa, ns, kind, node);
+		    it_env_need("KUBECTL"), it_env_need("KUBECONFIG_ADMIN"), sa, ns, kind, node);
 	else
 		tok = sh(&st, "%s --kubeconfig %s create token %s -n %s --duration 10m",
-		    env("KUBECTL"), env("KUBECONFIG_ADMIN"), sa, ns);
+		    it_env_need("KUBECTL"), it_env_need("KUBECONFIG_ADMIN"), sa, ns);
 	if (st != 0 && kind) {
 		free(tok);
 		return NULL;
@@ -262,7 +252,7 @@ sa_client_bound_to(const char *ns, const char *sa, const char *kind,
 	    "clusters:\n- name: c\n  cluster: {server: %s, certificate-authority: %s/.cluster/pki/ca.crt}\n"
 	    "users:\n- name: u\n  user: {token: %s}\n"
 	    "contexts:\n- name: t\n  context: {cluster: c, user: u, namespace: %s}\n",
-	    env("APISERVER_URL"), getenv("AIRLOCK_TOP") ? getenv("AIRLOCK_TOP") : ".",
+	    it_env_need("APISERVER_URL"), getenv("AIRLOCK_TOP") ? getenv("AIRLOCK_TOP") : ".",
 	    tok, ns);
 	fclose(f);
 	free(tok);
@@ -350,8 +340,8 @@ test_tenant_runs_code(void **state)
 	tenant_ns = it_namespace_new(c, "tenant");
 	out = sh(&rc, "%s --kubeconfig %s -n %s create serviceaccount tenant && "
 	    "%s --kubeconfig %s -n %s create rolebinding tenant --clusterrole=airlock-editor "
-	    "--serviceaccount=%s:tenant", env("KUBECTL"), env("KUBECONFIG_ADMIN"),
-	    tenant_ns, env("KUBECTL"), env("KUBECONFIG_ADMIN"), tenant_ns, tenant_ns);
+	    "--serviceaccount=%s:tenant", it_env_need("KUBECTL"), it_env_need("KUBECONFIG_ADMIN"),
+	    tenant_ns, it_env_need("KUBECTL"), it_env_need("KUBECONFIG_ADMIN"), tenant_ns, tenant_ns);
 	if (rc != 0)
 		fail_msg("tenant setup: %s", out);
 	free(out);
@@ -404,7 +394,7 @@ test_forgery_guard(void **state)
 
 	(void)state;
 	out = sh(&rc, "%s --kubeconfig %s -n %s create rolebinding tenant-edit --clusterrole=edit "
-	    "--serviceaccount=%s:tenant", env("KUBECTL"), env("KUBECONFIG_ADMIN"),
+	    "--serviceaccount=%s:tenant", it_env_need("KUBECTL"), it_env_need("KUBECONFIG_ADMIN"),
 	    tenant_ns, tenant_ns);
 	if (rc != 0)
 		fail_msg("bind edit: %s", out);
@@ -426,7 +416,7 @@ test_forgery_guard(void **state)
 	    "apiVersion", "v1", "kind", "Pod", "metadata", "name", "airlock-forged",
 	    "labels", "app.kubernetes.io/managed-by", "airlock-controller",
 	    "airlock.dev/execution-uid", "00000000-0000-0000-0000-000000000000",
-	    "spec", "containers", "name", "run", "image", env("PAUSE_IMAGE"));
+	    "spec", "containers", "name", "run", "image", it_env_need("PAUSE_IMAGE"));
 	rc = k8s_create(tc, &k8s_res_pods, tenant_ns, o, NULL, &err);
 	json_decref(o);
 	assert_int_equal(rc, K8S_EFORBIDDEN);
@@ -479,7 +469,7 @@ test_agent_status_guard(void **state)
 		k8s_client_free(ac);
 		k8s_config_free(acfg);
 	}
-	ac = sa_client_bound(RELNS, RELEASE "-node-agent", env("NODE_NAME"), &acfg);
+	ac = sa_client_bound(RELNS, RELEASE "-node-agent", it_env_need("NODE_NAME"), &acfg);
 	assert_non_null(ac);
 	rc = k8s_patch(ac, &cx_resource, tenant_ns, "hello", &po, p, NULL, &err);
 	if (rc != 0)
@@ -532,11 +522,11 @@ agent_pod_name(void)
 		if (json_object_get(json_object_get(p, "metadata"), "deletionTimestamp") == NULL &&
 		    json_is_string(json_object_get(json_object_get(p, "spec"), "nodeName")) &&
 		    strcmp(json_string_value(json_object_get(json_object_get(p, "spec"),
-		    "nodeName")), env("NODE_NAME")) == 0)
+		    "nodeName")), it_env_need("NODE_NAME")) == 0)
 			free(name), name = xstrdup(k8s_obj_name(p));
 	json_decref(list);
 	if (name == NULL)
-		fail_msg("no node agent pod on %s", env("NODE_NAME"));
+		fail_msg("no node agent pod on %s", it_env_need("NODE_NAME"));
 	return name;
 }
 
@@ -565,7 +555,7 @@ test_agent_delete_guard(void **state)
 	    "spec", "automountServiceAccountToken", 0,
 	    "securityContext", "runAsNonRoot", 1, "runAsUser", 65535,
 	    "seccompProfile", "type", "RuntimeDefault",
-	    "containers", "name", "c", "image", env("PAUSE_IMAGE"),
+	    "containers", "name", "c", "image", it_env_need("PAUSE_IMAGE"),
 	    "imagePullPolicy", "Never", "securityContext",
 	    "allowPrivilegeEscalation", 0, "capabilities", "drop", "ALL");
 	if (k8s_create(c, &k8s_res_pods, tenant_ns, pod, NULL, &err) != 0)
@@ -601,7 +591,7 @@ test_agent_delete_guard(void **state)
 	    "spec", "nodeName", OTHER_NODE, "automountServiceAccountToken", 0,
 	    "securityContext", "runAsNonRoot", 1, "runAsUser", 65535,
 	    "seccompProfile", "type", "RuntimeDefault",
-	    "containers", "name", "c", "image", env("PAUSE_IMAGE"),
+	    "containers", "name", "c", "image", it_env_need("PAUSE_IMAGE"),
 	    "imagePullPolicy", "Never", "securityContext",
 	    "allowPrivilegeEscalation", 0, "capabilities", "drop", "ALL");
 	if (k8s_create(c, &k8s_res_pods, tenant_ns, pod, NULL, &err) != 0)
@@ -702,8 +692,8 @@ test_helm_test(void **state)
 	(void)state;
 	out = sh(&rc, "'%s' test %s -n %s --timeout 180s", it_helm(), RELEASE, RELNS);
 	if (rc != 0) {
-		char *logs = sh(&rc, "%s --kubeconfig %s logs -n %s-test run", env("KUBECTL"),
-		    env("KUBECONFIG_ADMIN"), RELEASE);
+		char *logs = sh(&rc, "%s --kubeconfig %s logs -n %s-test run", it_env_need("KUBECTL"),
+		    it_env_need("KUBECONFIG_ADMIN"), RELEASE);
 
 		fail_msg("helm test: %s\nthe test pod said:\n%s", out, logs);
 	}

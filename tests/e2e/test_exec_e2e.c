@@ -31,16 +31,6 @@ static char confpath[] = "/tmp/airlock-e2e-XXXXXX";
 static char *ns;
 static pid_t ctl_pid, agent_pid;
 
-static const char *
-env(const char *k)
-{
-	const char *v = it_env(k);
-
-	if (v == NULL)
-		fail_msg("%s is not in .cluster/env: is the cluster up with NODE=1?", k);
-	return v;
-}
-
 /* The controller and the node agent, as processes beside the cluster. */
 static void
 start_daemons(void)
@@ -56,19 +46,19 @@ start_daemons(void)
 	snprintf(log[1], sizeof(log[1]), "%s/build/logs/e2e-agent-%s-%d.log", top, ns, gen);
 	{
 		const char *args[] = { "--config", confpath, "--kubeconfig",
-		    env("KUBECONFIG_ADMIN"), "--namespace", ns, "--lease-namespace",
+		    it_env_need("KUBECONFIG_ADMIN"), "--namespace", ns, "--lease-namespace",
 		    ns, "--metrics-addr", addr[0], "--lease-duration-ms", "3000",
 		    "--renew-deadline-ms", "2000", "--retry-period-ms", "500", NULL };
 
 		ctl_pid = it_spawn("airlock-controller", log[0], args);
 	}
 	{
-		const char *args[] = { "--kubeconfig", env("KUBECONFIG_ADMIN"),
-		    "--node-name", env("NODE_NAME"), "--namespace", ns,
-		    "--pod-logs-dir", env("POD_LOGS_DIR"), "--containerd-socket",
-		    env("CONTAINERD_SOCK"), "--metrics-addr", addr[1],
+		const char *args[] = { "--kubeconfig", it_env_need("KUBECONFIG_ADMIN"),
+		    "--node-name", it_env_need("NODE_NAME"), "--namespace", ns,
+		    "--pod-logs-dir", it_env_need("POD_LOGS_DIR"), "--containerd-socket",
+		    it_env_need("CONTAINERD_SOCK"), "--metrics-addr", addr[1],
 		    "--hard-output-cap", "4194304", "--cgroup-root",
-		    env("CGROUP_ROOT"), "--sweep-ms", "2000", NULL };
+		    it_env_need("CGROUP_ROOT"), "--sweep-ms", "2000", NULL };
 
 		agent_pid = it_spawn("airlock-node-agent", log[1], args);
 	}
@@ -105,8 +95,8 @@ group_setup(void **state)
 	    "    sourceFile: main.js\n"
 	    "  bash:\n    image: %s\n    command: [/airlock/bin/run, bash, main.sh]\n"
 	    "    sourceFile: main.sh\n",
-	    env("RUNNER_PYTHON_IMAGE"), env("RUNNER_NODE_IMAGE"),
-	    env("RUNNER_BASH_IMAGE"));
+	    it_env_need("RUNNER_PYTHON_IMAGE"), it_env_need("RUNNER_NODE_IMAGE"),
+	    it_env_need("RUNNER_BASH_IMAGE"));
 	fclose(f);
 	start_daemons();
 	return 0;
@@ -227,7 +217,7 @@ test_python_hello(void **state)
 	assert_int_equal(it_int(st, "stderrBytes"), 0);
 	assert_false(it_bool(st, "stdoutTruncated"));
 	assert_false(it_bool(st, "stderrTruncated"));
-	assert_string_equal(it_str(st, "nodeName"), env("NODE_NAME"));
+	assert_string_equal(it_str(st, "nodeName"), it_env_need("NODE_NAME"));
 	assert_string_equal(cond(st, "Complete", "status"), "True");
 	assert_string_equal(cond(st, "Complete", "reason"), "Completed");
 	assert_string_equal(cond(st, "Started", "status"), "True");
@@ -376,7 +366,7 @@ static void
 test_isolation(void **state)
 {
 	char spec[4096];
-	const char *api = env("APISERVER_URL");
+	const char *api = it_env_need("APISERVER_URL");
 	const char *hostport = strstr(api, "://") + 3;
 	json_t *st;
 
@@ -403,7 +393,7 @@ test_isolation(void **state)
 	    "except OSError as e:\\n"
 	    "    print('rootfs', e.errno)\\n"
 	    "open('/tmp/t', 'w').write('ok'); print('tmp', open('/tmp/t').read())\\n\"}",
-	    env("NODE_IP"), (int)(strrchr(hostport, ':') - hostport), hostport,
+	    it_env_need("NODE_IP"), (int)(strrchr(hostport, ':') - hostport), hostport,
 	    strrchr(hostport, ':') + 1);
 	create_cx("py-iso", spec);
 	st = wait_done("py-iso", 120000);
@@ -413,7 +403,7 @@ test_isolation(void **state)
 
 		snprintf(want, sizeof(want), "%s fail\n%.*s fail\n10.96.0.1 fail\n"
 		    "10.88.0.1 fail\n1.1.1.1 fail\ndns fail\ntoken False\n"
-		    "uid 65532 65532\nvar/tmp mode 0o1777\nrootfs 30\ntmp ok\n", env("NODE_IP"),
+		    "uid 65532 65532\nvar/tmp mode 0o1777\nrootfs 30\ntmp ok\n", it_env_need("NODE_IP"),
 		    (int)(strrchr(hostport, ':') - hostport), hostport);
 		if (strcmp(it_str(st, "stdout"), want) != 0)
 			fail_msg("from inside the sandbox:\n%s\nwanted:\n%s",
@@ -730,7 +720,7 @@ rotated(const char *pod, const char *pod_uid)
 	DIR *d;
 	int yes = 0;
 
-	snprintf(dir, sizeof(dir), "%s/%s_%s_%s/run", env("POD_LOGS_DIR"), ns, pod, pod_uid);
+	snprintf(dir, sizeof(dir), "%s/%s_%s_%s/run", it_env_need("POD_LOGS_DIR"), ns, pod, pod_uid);
 	if ((d = opendir(dir)) == NULL)
 		return 0;
 	while ((de = readdir(d)) != NULL)
@@ -820,7 +810,7 @@ test_isolation_refused(void **state)
 		fail_msg("mkstemp");
 	fprintf(f, "runtimeClassName: airlock-e2e-runc\nprofiles:\n"
 	    "  python:\n    image: %s\n    command: [/airlock/bin/run, python3, main.py]\n"
-	    "    sourceFile: main.py\n", env("RUNNER_PYTHON_IMAGE"));
+	    "    sourceFile: main.py\n", it_env_need("RUNNER_PYTHON_IMAGE"));
 	fclose(f);
 	for (int i = 0; i < 2; i++) {
 		snprintf(addr[i], sizeof(addr[i]), "127.0.0.1:%d", it_free_port());
@@ -828,17 +818,17 @@ test_isolation_refused(void **state)
 		    i ? "agent" : "controller", ns2);
 	}
 	{
-		const char *args[] = { "--config", conf, "--kubeconfig", env("KUBECONFIG_ADMIN"),
+		const char *args[] = { "--config", conf, "--kubeconfig", it_env_need("KUBECONFIG_ADMIN"),
 		    "--namespace", ns2, "--no-leader-elect", "--metrics-addr", addr[0], NULL };
 
 		pid[0] = it_spawn("airlock-controller", log[0], args);
 	}
 	{
-		const char *args[] = { "--kubeconfig", env("KUBECONFIG_ADMIN"),
-		    "--node-name", env("NODE_NAME"), "--namespace", ns2,
-		    "--pod-logs-dir", env("POD_LOGS_DIR"), "--containerd-socket",
-		    env("CONTAINERD_SOCK"), "--metrics-addr", addr[1], "--cgroup-root",
-		    env("CGROUP_ROOT"), NULL };
+		const char *args[] = { "--kubeconfig", it_env_need("KUBECONFIG_ADMIN"),
+		    "--node-name", it_env_need("NODE_NAME"), "--namespace", ns2,
+		    "--pod-logs-dir", it_env_need("POD_LOGS_DIR"), "--containerd-socket",
+		    it_env_need("CONTAINERD_SOCK"), "--metrics-addr", addr[1], "--cgroup-root",
+		    it_env_need("CGROUP_ROOT"), NULL };
 
 		pid[1] = it_spawn("airlock-node-agent", log[1], args);
 	}
@@ -938,7 +928,7 @@ np_connect(const char *from, const char *to)
 
 	cmd = NULL;
 	if (asprintf(&cmd, "'%s' --kubeconfig '%s' -n '%s' exec '%s' -- python3 -c \"%s\" '%s'",
-	    env("KUBECTL"), env("KUBECONFIG_ADMIN"), np_ns, from,
+	    it_env_need("KUBECTL"), it_env_need("KUBECONFIG_ADMIN"), np_ns, from,
 	    NP_CLIENT, to) < 0)
 		fail_msg("out of memory");
 	rc = it_sh(cmd, &out, &errout);
@@ -1009,7 +999,7 @@ test_network_policy_enforced(void **state)
 		    "automountServiceAccountToken", 0, "terminationGracePeriodSeconds", (json_int_t)0,
 		    "securityContext", "runAsNonRoot", 1, "runAsUser", (json_int_t)65532,
 		    "runAsGroup", (json_int_t)65532, "seccompProfile", "type", "RuntimeDefault",
-		    "containers", "name", "serve", "image", env("RUNNER_PYTHON_IMAGE"),
+		    "containers", "name", "serve", "image", it_env_need("RUNNER_PYTHON_IMAGE"),
 		    "command", "python3", "-c", NP_SERVER,
 		    "securityContext", "allowPrivilegeEscalation", 0, "capabilities", "drop", "ALL");
 		if (o == NULL)
@@ -1116,7 +1106,7 @@ create_fake_pod(const char *name, const char *cx, const char *cx_uid)
 	    "app.kubernetes.io/component", "execution",
 	    "airlock.dev/execution-uid", cx_uid,
 	    "annotations", "airlock.dev/execution", cx,
-	    "spec", "nodeName", env("NODE_NAME"), "restartPolicy", "Never",
+	    "spec", "nodeName", it_env_need("NODE_NAME"), "restartPolicy", "Never",
 	    "automountServiceAccountToken", 0,
 	    "securityContext", "runAsNonRoot", 1, "runAsUser", 65532,
 	    "seccompProfile", "type", "RuntimeDefault",
@@ -1136,9 +1126,9 @@ make_log_dir(const char *dir, int age_s)
 	char cmd[1024];
 
 	snprintf(cmd, sizeof(cmd), "mkdir -p '%s/%s/run' && echo x > '%s/%s/run/0.log'"
-	    " && touch -d '@%ld' '%s/%s'", env("POD_LOGS_DIR"), dir,
-	    env("POD_LOGS_DIR"), dir, (long)time(NULL) - age_s,
-	    env("POD_LOGS_DIR"), dir);
+	    " && touch -d '@%ld' '%s/%s'", it_env_need("POD_LOGS_DIR"), dir,
+	    it_env_need("POD_LOGS_DIR"), dir, (long)time(NULL) - age_s,
+	    it_env_need("POD_LOGS_DIR"), dir);
 	if (system(cmd) != 0)
 		fail_msg("%s failed", cmd);
 }
@@ -1148,7 +1138,7 @@ log_dir_gone(void *arg)
 {
 	char path[1024];
 
-	snprintf(path, sizeof(path), "%s/%s", env("POD_LOGS_DIR"), (char *)arg);
+	snprintf(path, sizeof(path), "%s/%s", it_env_need("POD_LOGS_DIR"), (char *)arg);
 	return access(path, F_OK) != 0;
 }
 
@@ -1164,7 +1154,7 @@ sweep_teardown(void **state)
 	kill(ctl_pid, SIGCONT);
 	for (int i = 0; i < 3; i++)
 		if (sweep_dirs[i][0]) {
-			snprintf(cmd, sizeof(cmd), "rm -rf '%s/%s'", env("POD_LOGS_DIR"),
+			snprintf(cmd, sizeof(cmd), "rm -rf '%s/%s'", it_env_need("POD_LOGS_DIR"),
 			    sweep_dirs[i]);
 			if (system(cmd) != 0)
 				return -1;
@@ -1261,7 +1251,7 @@ ctr_run(const char *image, const char *cmd, int *status)
 	char line[2048], *out;
 
 	snprintf(line, sizeof(line), "%s run --rm --snapshotter overlayfs '%s' "
-	    "airlock-e2e-smoke-%d-%d %s", env("CTR"), image, (int)getpid(),
+	    "airlock-e2e-smoke-%d-%d %s", it_env_need("CTR"), image, (int)getpid(),
 	    ++n, cmd);
 	*status = it_sh(line, &out, NULL);
 	return out;
@@ -1287,10 +1277,11 @@ test_daemon_images(void **state)
 
 	(void)state;
 	for (size_t i = 0; i < sizeof(img) / sizeof(img[0]); i++) {
-		const char *ref = env(img[i].var);
+		const char *ref = it_env(img[i].var);
 
-		if (!*ref)
-			fail_msg("%s is empty: bin/ was not built before up.sh", img[i].var);
+		if (ref == NULL || !*ref)
+			fail_msg("%s is missing or empty: bin/ was not built before up.sh",
+			    img[i].var);
 		snprintf(cmd, sizeof(cmd), "/usr/local/bin/%s --no-such-flag", img[i].bin);
 		out = ctr_run(ref, cmd, &st);
 		snprintf(want, sizeof(want), "usage: %s ", img[i].bin);
@@ -1308,7 +1299,7 @@ test_daemon_images(void **state)
 
 #define CLI(r, ...) do { \
 	const char *args_[] = { __VA_ARGS__, "--kubeconfig", \
-	    env("KUBECONFIG_ADMIN"), "-n", ns, NULL }; \
+	    it_env_need("KUBECONFIG_ADMIN"), "-n", ns, NULL }; \
 	cli_run((r), NULL, 120000, args_); \
 } while (0)
 
@@ -1419,7 +1410,7 @@ test_cli_ctrl_c(void **state)
 {
 	const char *args[] = { "run", "--name", "cli-cancel", "-c",
 	    "import time\nprint('up', flush=True)\ntime.sleep(600)\n", "--kubeconfig",
-	    env("KUBECONFIG_ADMIN"), "-n", ns, NULL };
+	    it_env_need("KUBECONFIG_ADMIN"), "-n", ns, NULL };
 	struct cli_result r;
 	struct k8s_error err;
 	json_t *o = NULL;

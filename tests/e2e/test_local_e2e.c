@@ -23,21 +23,11 @@
 #include "clirun.h"
 #include "itutil.h"
 
-static const char *
-env(const char *k)
-{
-	const char *v = it_env(k);
-
-	if (v == NULL || !*v)
-		fail_msg("%s is not in .cluster/env (NODE=1 up.sh)", k);
-	return v;
-}
-
 static int
 group_setup(void **state)
 {
 	(void)state;
-	setenv("AIRLOCK_RUNSC", env("RUNSC"), 1);
+	setenv("AIRLOCK_RUNSC", it_env_need("RUNSC"), 1);
 	return 0;
 }
 
@@ -195,11 +185,11 @@ test_network_denied(void **state)
 	    "try:\n"
 	    "    socket.getaddrinfo('example.com', 443); print('dns open')\n"
 	    "except OSError:\n"
-	    "    print('dns fail')\n", env("NODE_IP"));
+	    "    print('dns fail')\n", it_env_need("NODE_IP"));
 	RUN(&r, "-c", prog);
 	cli_expect_status(&r, 0);
 	snprintf(want, sizeof(want), "%s fail\n1.1.1.1 fail\n127.0.0.1 fail\ndns fail\n",
-	    env("NODE_IP"));
+	    it_env_need("NODE_IP"));
 	assert_string_equal(r.out, want);
 	cli_result_free(&r);
 }
@@ -580,7 +570,7 @@ test_cli_killed(void **state)
 		fail_msg("no run in flight");
 	it_sleep_ms(1500);	/* the sandbox runs */
 	snprintf(cmd, sizeof(cmd), "%s --root /run/airlock/runsc state %s >/dev/null 2>&1",
-	    env("RUNSC"), id);
+	    it_env_need("RUNSC"), id);
 	assert_int_equal(system(cmd), 0);
 	t0 = it_mono_ms();
 	assert_int_equal(kill(pid, SIGKILL), 0);

@@ -34,16 +34,6 @@ static struct k8s_client *c;
 static struct k8s_config *kcfg;
 static char *ns;
 
-static const char *
-env(const char *k)
-{
-	const char *v = it_env(k);
-
-	if (v == NULL)
-		fail_msg("%s is not in .cluster/env: is the cluster up with NODE=1?", k);
-	return v;
-}
-
 static int
 group_setup(void **state)
 {
@@ -109,7 +99,7 @@ make_holder(struct holder *h)
 	    "automountServiceAccountToken", 0, "enableServiceLinks", 0,
 	    "securityContext", "runAsNonRoot", 1, "runAsUser", (json_int_t)65532,
 	    "runAsGroup", (json_int_t)65532, "seccompProfile", "type", "RuntimeDefault",
-	    "containers", "name", "run", "image", env("RUNNER_PYTHON_IMAGE"),
+	    "containers", "name", "run", "image", it_env_need("RUNNER_PYTHON_IMAGE"),
 	    "imagePullPolicy", "Never", "command", "sleep", "infinity",
 	    "workingDir", "/airlock/work",
 	    "securityContext", "allowPrivilegeEscalation", 0, "readOnlyRootFilesystem", 1,
@@ -127,35 +117,6 @@ make_holder(struct holder *h)
 	json_decref(pod);
 	if (!it_wait_for(holder_running, h, 120000))
 		fail_msg("holder %s is not running after 120 s", h->name);
-}
-
-/* All of a FIFO's read side up to its EOF, or NULL after timeout_ms. */
-static char *
-drain(int fd, long timeout_ms)
-{
-	char *out = calloc(1, 1 << 16);
-	size_t len = 0;
-	long end = it_mono_ms() + timeout_ms;
-
-	for (;;) {
-		struct pollfd p = { fd, POLLIN, 0 };
-		ssize_t n;
-
-		if (it_mono_ms() > end) {
-			free(out);
-			return NULL;
-		}
-		(void)poll(&p, 1, 100);
-		n = read(fd, out + len, (1 << 16) - 1 - len);
-		if (n > 0)
-			len += (size_t)n;
-		else if (n == 0)
-			return out;
-		else if (errno != EAGAIN && errno != EINTR) {
-			free(out);
-			return NULL;
-		}
-	}
 }
 
 static const char program[] =
@@ -186,7 +147,7 @@ test_warm_delivery(void **state)
 		{ "data/in.csv", "a,b\n1,2\n", 8 },
 	};
 	char dir[] = "/tmp/airlock-warm-XXXXXX", fifo[3][256], json[1024], nbytes[32];
-	struct ctrd *cc = ctrd_new(env("CONTAINERD_SOCK"), "k8s.io");
+	struct ctrd *cc = ctrd_new(it_env_need("CONTAINERD_SOCK"), "k8s.io");
 	struct k8s_error err;
 	struct buf tar;
 	size_t bad;
@@ -221,8 +182,8 @@ test_warm_delivery(void **state)
 	assert_int_equal(ctrd_exec_close_stdin(cc, h.container, "warm-1", &err), 0);
 	if (ctrd_exec_wait(cc, h.container, "warm-1", &st, &err) != 0)
 		fail_msg("wait: %s", err.message);
-	o = drain(fd[1], 5000);
-	e = drain(fd[2], 5000);
+	o = it_drain_fifo(fd[1], 5000);
+	e = it_drain_fifo(fd[2], 5000);
 	print_message("# exec -> exit and output: %ld ms\n", it_mono_ms() - t0);
 	assert_non_null(o);
 	assert_non_null(e);

@@ -316,36 +316,6 @@ test_events_labels_kill(void **state)
 	ctrd_free(s.c);
 }
 
-/* All of fd (a FIFO's read side, non-blocking) up to its EOF, or NULL. */
-static char *
-drain(int fd, long timeout_ms)
-{
-	char *out = calloc(1, 65536);
-	size_t len = 0;
-	long end = it_mono_ms() + timeout_ms;
-
-	for (;;) {
-		struct pollfd p = { fd, POLLIN, 0 };
-		ssize_t n;
-
-		if (it_mono_ms() > end) {
-			free(out);
-			return NULL;
-		}
-		if (poll(&p, 1, 100) < 0)
-			continue;
-		n = read(fd, out + len, 65535 - len);
-		if (n > 0)
-			len += (size_t)n;
-		else if (n == 0)
-			return out;	/* the shim closed its end */
-		else if (errno != EAGAIN && errno != EINTR) {
-			free(out);
-			return NULL;
-		}
-	}
-}
-
 /*
  * Processes run in a running task (the warm path's delivery): output
  * through the caller's FIFOs, exact exit statuses, a kill, and the
@@ -378,8 +348,8 @@ test_exec(void **state)
 	assert_true(pid > 0);
 	assert_int_equal(ctrd_exec_wait(c, "holder", "e1", &st, &err), 0);
 	assert_int_equal(st, 0);
-	o = drain(fd[0], 5000);
-	e = drain(fd[1], 5000);
+	o = it_drain_fifo(fd[0], 5000);
+	e = it_drain_fifo(fd[1], 5000);
 	assert_non_null(o);
 	assert_non_null(e);
 	assert_string_equal(o, "hello");

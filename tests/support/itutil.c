@@ -8,6 +8,7 @@
 #include <time.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <arpa/inet.h>
@@ -77,6 +78,17 @@ it_env(const char *key)
 		if (strcmp(keys[i], key) == 0)
 			return vals[i];
 	return NULL;
+}
+
+const char *
+it_env_need(const char *key)
+{
+	const char *v = it_env(key);
+
+	if (v == NULL || !*v)
+		fail_msg("%s is not in .cluster/env: is the cluster up (with NODE=1, after make)?",
+		    key);
+	return v;
 }
 
 struct k8s_client *
@@ -419,6 +431,33 @@ it_sh(const char *cmd, char **outp, char **errp)
 	}
 	return WIFEXITED(st) ? WEXITSTATUS(st) : WIFSIGNALED(st) ?
 	    128 + WTERMSIG(st) : -1;
+}
+
+char *
+it_drain_fifo(int fd, long timeout_ms)
+{
+	char *out = xmalloc(1 << 16);
+	size_t len = 0;
+	long end = it_mono_ms() + timeout_ms;
+
+	for (;;) {
+		struct pollfd p = { fd, POLLIN, 0 };
+		ssize_t n;
+
+		if (it_mono_ms() > end)
+			break;
+		(void)poll(&p, 1, 100);
+		n = read(fd, out + len, (1 << 16) - 1 - len);
+		if (n > 0)
+			len += (size_t)n;
+		else if (n == 0) {
+			out[len] = '\0';
+			return out;	/* the writer closed its end */
+		} else if (errno != EAGAIN && errno != EINTR)
+			break;
+	}
+	free(out);
+	return NULL;
 }
 
 const char *

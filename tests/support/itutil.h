@@ -16,6 +16,12 @@
 /* A value from .cluster/env (borrowed), or NULL. */
 const char *it_env(const char *key);
 
+/*
+ * The same, for a key the test cannot run without: a missing or empty one
+ * fails the test, naming the key (the node's keys need NODE=1 up.sh).
+ */
+const char *it_env_need(const char *key);
+
 /* A client as the admin (restricted = 0) or the least-privileged user. */
 struct k8s_client *it_client(int restricted, struct k8s_config **cfgp);
 void it_client_free(struct k8s_client *c, struct k8s_config *cfg);
@@ -80,6 +86,13 @@ int it_bool(json_t *st, const char *k);
  * errp is non-NULL, else after the stdout (2>&1).
  */
 int it_sh(const char *cmd, char **outp, char **errp);
+
+/*
+ * All of a FIFO's read side (opened O_NONBLOCK) up to its EOF, as a new
+ * NUL-terminated string of at most 64 KiB - 1 bytes; NULL on a read error
+ * or after timeout_ms without EOF.
+ */
+char *it_drain_fifo(int fd, long timeout_ms);
 
 /* The helm binary $HELM names (make chart sets it), or the test fails. */
 const char *it_helm(void);
