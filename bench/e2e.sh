@@ -156,19 +156,6 @@ def run_job(i):
     req(api, "DELETE", "%s/%s?propagationPolicy=Background" % (jobp, name))
     return t
 
-def run_exec(i):
-    # Five execs per holder sandbox; the holder's start is not timed.
-    os.kill(kubelet, signal.SIGSTOP)
-    try:
-        out = subprocess.run([cri_floor, "-x", "5", sock, "runsc", image, work + "/cri-logs",
-                              "python3", "-c", "print(1)"], capture_output=True,
-                             check=True, text=True).stdout.split()
-    finally:
-        os.kill(kubelet, signal.SIGCONT)
-    f = dict(x.split("=", 1) for x in out)
-    assert f["exit"] == "0" and f["stdout"] == '"1\\n"', out
-    return [float(x) / 1000 for x in f["exec_ms"].split(",")]
-
 def run_floor(i):
     t0 = time.monotonic()
     out = subprocess.run([runsc, "--root", work + "/runsc-root", "--network=none", "do",
@@ -177,19 +164,30 @@ def run_floor(i):
     assert out == b"1\n", out
     return t
 
-def run_cri(i):
-    # The tool times itself (create -> output read); its own start and the
-    # untimed sandbox removal are left out, as for the others.
+def cri_floor_run(*opts):
+    """bench/cri_floor.c on the node's containerd, running print(1); its
+    fields, the exit and output checked. The kubelet kills, at its next
+    housekeeping, a running sandbox it has no pod for: paused for the
+    tool's run, and only then."""
     os.kill(kubelet, signal.SIGSTOP)
     try:
-        out = subprocess.run([cri_floor, sock, "runsc", image, work + "/cri-logs",
+        out = subprocess.run([cri_floor, *opts, sock, "runsc", image, work + "/cri-logs",
                               "python3", "-c", "print(1)"], capture_output=True,
                              check=True, text=True).stdout.split()
     finally:
         os.kill(kubelet, signal.SIGCONT)
     f = dict(x.split("=", 1) for x in out)
     assert f["exit"] == "0" and f["stdout"] == '"1\\n"', out
-    return float(f["ms"]) / 1000
+    return f
+
+def run_cri(i):
+    # The tool times itself (create -> output read); its own start and the
+    # untimed sandbox removal are left out, as for the others.
+    return float(cri_floor_run()["ms"]) / 1000
+
+def run_exec(i):
+    # Five execs per holder sandbox; the holder's start is not timed.
+    return [float(x) / 1000 for x in cri_floor_run("-x", "5")["exec_ms"].split(",")]
 
 quiet = []
 def quiesce():
