@@ -531,6 +531,35 @@ agent_pod_name(void)
 }
 
 /*
+ * The node agent deletes pod in the tenant's namespace with a token bound
+ * to kind/name (kind NULL: a token that names no node): refused by the
+ * guard with message refusal, or, refusal NULL, allowed.
+ */
+static void
+agent_delete(const char *kind, const char *name, const char *pod, const char *refusal)
+{
+	struct k8s_config *acfg;
+	struct k8s_client *ac;
+	struct k8s_error err;
+	int rc;
+
+	ac = sa_client_bound_to(RELNS, RELEASE "-node-agent", kind, name, &acfg);
+	if (ac == NULL)
+		fail_msg("no token bound to %s %s", kind, name);
+	rc = k8s_delete(ac, &k8s_res_pods, tenant_ns, pod, NULL, NULL, &err);
+	if (refusal == NULL && rc != 0)
+		fail_msg("the agent (token bound to %s %s) was refused: %s",
+		    kind ? kind : "nothing", name ? name : "", err.message);
+	if (refusal != NULL) {
+		assert_int_equal(rc, K8S_EFORBIDDEN);
+		if (strstr(err.message, refusal) == NULL)
+			fail_msg("refused, but not by the node rule: %s", err.message);
+	}
+	k8s_client_free(ac);
+	k8s_config_free(acfg);
+}
+
+/*
  * The node agent's identity may delete execution pods only, and only on
  * its own node: RBAC gives it every pod, the chart's
  * ValidatingAdmissionPolicy takes the rest back. The node is the one its
@@ -599,32 +628,13 @@ test_agent_delete_guard(void **state)
 	json_decref(pod);
 	/* The token the kubelet mounts: bound to the agent's pod, on our node. */
 	agent_pod = agent_pod_name();
-	ac = sa_client_bound_to(RELNS, RELEASE "-node-agent", "Pod", agent_pod, &acfg);
-	if (ac == NULL)
-		fail_msg("no token bound to pod %s", agent_pod);
-	rc = k8s_delete(ac, &k8s_res_pods, tenant_ns, "elsewhere", NULL, NULL, &err);
-	assert_int_equal(rc, K8S_EFORBIDDEN);
-	if (strstr(err.message, "the node agent may delete pods on its own node only") == NULL)
-		fail_msg("refused, but not by the node rule: %s", err.message);
-	k8s_client_free(ac);
-	k8s_config_free(acfg);
+	agent_delete("Pod", agent_pod, "elsewhere",
+	    "the node agent may delete pods on its own node only");
 	free(agent_pod);
 	/* A token that names no node: refused, whatever the pod's node. */
-	ac = sa_client(RELNS, RELEASE "-node-agent", &acfg);
-	rc = k8s_delete(ac, &k8s_res_pods, tenant_ns, "elsewhere", NULL, NULL, &err);
-	assert_int_equal(rc, K8S_EFORBIDDEN);
-	if (strstr(err.message, "the node agent's token names no node") == NULL)
-		fail_msg("refused, but not by the node rule: %s", err.message);
-	k8s_client_free(ac);
-	k8s_config_free(acfg);
+	agent_delete(NULL, NULL, "elsewhere", "the node agent's token names no node");
 	/* One that names the pod's node: allowed. */
-	ac = sa_client_bound(RELNS, RELEASE "-node-agent", OTHER_NODE, &acfg);
-	assert_non_null(ac);
-	rc = k8s_delete(ac, &k8s_res_pods, tenant_ns, "elsewhere", NULL, NULL, &err);
-	if (rc != 0)
-		fail_msg("the agent of the pod's node was refused: %s", err.message);
-	k8s_client_free(ac);
-	k8s_config_free(acfg);
+	agent_delete("Node", OTHER_NODE, "elsewhere", NULL);
 	assert_int_equal(k8s_delete(c, &res_nodes, NULL, OTHER_NODE, NULL, NULL, &err), 0);
 }
 
