@@ -531,6 +531,39 @@ agent_pod_name(void)
 }
 
 /*
+ * A pod of the pause image in the tenant's namespace, hardened for its
+ * Pod Security: labelled as an execution's pod (execution) or not, bound
+ * to node or left to the scheduler (NULL).
+ */
+static void
+pause_pod(const char *name, int execution, const char *node)
+{
+	struct k8s_error err;
+	json_t *pod, *md, *spec;
+
+	pod = json_pack("{s:s, s:s, s:{s:s}, s:{s:b, s:{s:b, s:i, s:{s:s}},"
+	    " s:[{s:s, s:s, s:s, s:{s:b, s:{s:[s]}}}]}}",
+	    "apiVersion", "v1", "kind", "Pod", "metadata", "name", name,
+	    "spec", "automountServiceAccountToken", 0,
+	    "securityContext", "runAsNonRoot", 1, "runAsUser", 65535,
+	    "seccompProfile", "type", "RuntimeDefault",
+	    "containers", "name", "c", "image", it_env_need("PAUSE_IMAGE"),
+	    "imagePullPolicy", "Never", "securityContext",
+	    "allowPrivilegeEscalation", 0, "capabilities", "drop", "ALL");
+	md = json_object_get(pod, "metadata");
+	spec = json_object_get(pod, "spec");
+	if (execution)
+		json_object_set_new(md, "labels", json_pack("{s:s, s:s}",
+		    "app.kubernetes.io/managed-by", "airlock-controller",
+		    "app.kubernetes.io/component", "execution"));
+	if (node)
+		json_object_set_new(spec, "nodeName", json_string(node));
+	if (k8s_create(c, &k8s_res_pods, tenant_ns, pod, NULL, &err) != 0)
+		fail_msg("create pod %s: %s", name, err.message);
+	json_decref(pod);
+}
+
+/*
  * The node agent deletes pod in the tenant's namespace with a token bound
  * to kind/name (kind NULL: a token that names no node): refused by the
  * guard with message refusal, or, refusal NULL, allowed.
@@ -578,18 +611,7 @@ test_agent_delete_guard(void **state)
 	int rc;
 
 	(void)state;
-	pod = json_pack("{s:s, s:s, s:{s:s}, s:{s:b, s:{s:b, s:i, s:{s:s}},"
-	    " s:[{s:s, s:s, s:s, s:{s:b, s:{s:[s]}}}]}}",
-	    "apiVersion", "v1", "kind", "Pod", "metadata", "name", "bystander",
-	    "spec", "automountServiceAccountToken", 0,
-	    "securityContext", "runAsNonRoot", 1, "runAsUser", 65535,
-	    "seccompProfile", "type", "RuntimeDefault",
-	    "containers", "name", "c", "image", it_env_need("PAUSE_IMAGE"),
-	    "imagePullPolicy", "Never", "securityContext",
-	    "allowPrivilegeEscalation", 0, "capabilities", "drop", "ALL");
-	if (k8s_create(c, &k8s_res_pods, tenant_ns, pod, NULL, &err) != 0)
-		fail_msg("create pod: %s", err.message);
-	json_decref(pod);
+	pause_pod("bystander", 0, NULL);
 	ac = sa_client(RELNS, RELEASE "-node-agent", &acfg);
 	rc = k8s_delete(ac, &k8s_res_pods, tenant_ns, "bystander", NULL, NULL, &err);
 	assert_int_equal(rc, K8S_EFORBIDDEN);
@@ -612,20 +634,7 @@ test_agent_delete_guard(void **state)
 	if (k8s_create(c, &res_nodes, NULL, node, NULL, &err) != 0 && err.http_status != 409)
 		fail_msg("create node: %s", err.message);
 	json_decref(node);
-	pod = json_pack("{s:s, s:s, s:{s:s, s:{s:s, s:s}}, s:{s:s, s:b, s:{s:b, s:i, s:{s:s}},"
-	    " s:[{s:s, s:s, s:s, s:{s:b, s:{s:[s]}}}]}}",
-	    "apiVersion", "v1", "kind", "Pod", "metadata", "name", "elsewhere",
-	    "labels", "app.kubernetes.io/managed-by", "airlock-controller",
-	    "app.kubernetes.io/component", "execution",
-	    "spec", "nodeName", OTHER_NODE, "automountServiceAccountToken", 0,
-	    "securityContext", "runAsNonRoot", 1, "runAsUser", 65535,
-	    "seccompProfile", "type", "RuntimeDefault",
-	    "containers", "name", "c", "image", it_env_need("PAUSE_IMAGE"),
-	    "imagePullPolicy", "Never", "securityContext",
-	    "allowPrivilegeEscalation", 0, "capabilities", "drop", "ALL");
-	if (k8s_create(c, &k8s_res_pods, tenant_ns, pod, NULL, &err) != 0)
-		fail_msg("create pod: %s", err.message);
-	json_decref(pod);
+	pause_pod("elsewhere", 1, OTHER_NODE);
 	/* The token the kubelet mounts: bound to the agent's pod, on our node. */
 	agent_pod = agent_pod_name();
 	agent_delete("Pod", agent_pod, "elsewhere",
