@@ -14,6 +14,7 @@
 #include "informer.h"
 #include "log.h"
 #include "podspec.h"
+#include "pool.h"
 #include "workqueue.h"
 #include "xmalloc.h"
 
@@ -54,39 +55,104 @@ cx_delete(void *arg, json_t *obj, int unknown)
 	enqueue_obj(arg, obj);	/* the reconcile finds it gone and sweeps */
 }
 
-/* A pod changed: reconcile the execution that owns it. */
+/* A holder of a pool: its pool's key, or NULL. */
+static char *
+holder_pool_key(json_t *pod)
+{
+	const char *pool = ctl_holder_pool(pod), *ns = k8s_obj_namespace(pod);
+
+	return pool && ns ? ctl_pool_key(ns, pool) : NULL;
+}
+
+/*
+ * A pod changed: reconcile the execution that owns it, and the pool whose
+ * holder it is or was (a claim takes it from its pool, which makes a new
+ * one).
+ */
 static void
-pod_event(struct controller *ctl, json_t *pod)
+pod_event(struct controller *ctl, json_t *old, json_t *pod)
 {
 	const char *owner = podspec_pod_execution(pod, NULL);
 	const char *ns = k8s_obj_namespace(pod);
 	char *key;
 
-	if (owner == NULL || ns == NULL)
+	if (ns == NULL)
 		return;
-	key = xasprintf("%s/%s", ns, owner);
-	workqueue_add(ctl->queue, key);
-	free(key);
+	if (owner) {
+		key = xasprintf("%s/%s", ns, owner);
+		workqueue_add(ctl->queue, key);
+		free(key);
+	}
+	if ((key = holder_pool_key(pod)) != NULL ||
+	    (old && (key = holder_pool_key(old)) != NULL)) {
+		workqueue_add(ctl->queue, key);
+		free(key);
+	}
 }
 
 static void
 pod_add(void *arg, json_t *obj)
 {
-	pod_event(arg, obj);
+	const char *pool = json_string_value(json_object_get(json_object_get(
+	    json_object_get(obj, "metadata"), "labels"), POOL_LABEL_UID));
+
+	if (pool)
+		ctl_pool_seen(arg, pool);
+	pod_event(arg, NULL, obj);
 }
 
 static void
 pod_update(void *arg, json_t *old, json_t *cur)
 {
-	(void)old;
-	pod_event(arg, cur);
+	pod_event(arg, old, cur);
 }
 
 static void
 pod_delete(void *arg, json_t *obj, int unknown)
 {
 	(void)unknown;
-	pod_event(arg, obj);
+	if (k8s_obj_uid(obj))
+		ctl_holder_gone(arg, k8s_obj_uid(obj));
+	pod_event(arg, NULL, obj);
+}
+
+static void
+pool_event(struct controller *ctl, json_t *pool)
+{
+	const char *ns = k8s_obj_namespace(pool), *name = k8s_obj_name(pool);
+	char *key;
+
+	if (ns == NULL || name == NULL)
+		return;
+	key = ctl_pool_key(ns, name);
+	workqueue_add(ctl->queue, key);
+	free(key);
+}
+
+static void
+pool_add(void *arg, json_t *obj)
+{
+	pool_event(arg, obj);
+}
+
+static void
+pool_update(void *arg, json_t *old, json_t *cur)
+{
+	(void)old;
+	pool_event(arg, cur);
+}
+
+static void
+pool_delete(void *arg, json_t *obj, int unknown)
+{
+	(void)unknown;
+	pool_event(arg, obj);
+}
+
+static char *
+pool_ns(json_t *pool)
+{
+	return k8s_obj_namespace(pool) ? xstrdup(k8s_obj_namespace(pool)) : NULL;
 }
 
 /*
@@ -152,7 +218,8 @@ static int
 wait_leading(struct controller *ctl)
 {
 	while (!ctl->stopping && (informer_wait_synced(ctl->cx_inf, 1000) != 0 ||
-	    informer_wait_synced(ctl->pod_inf, 1000) != 0))
+	    informer_wait_synced(ctl->pod_inf, 1000) != 0 ||
+	    informer_wait_synced(ctl->pool_inf, 1000) != 0))
 		;
 	pthread_mutex_lock(&ctl->lock);
 	while (!ctl->leading && !ctl->stopping)
@@ -241,7 +308,8 @@ pod_condition(json_t *ps, const char *type)
 /*
  * Of a pod: its identity, the label and annotation naming its execution
  * (not the code annotations, up to 192 KiB each), the node, the phase,
- * PodScheduled, and the first container's state.
+ * PodScheduled, and the first container's state; of a holder, its pool's
+ * label and owner.
  */
 static json_t *
 trim_pod(json_t *pod)
@@ -283,6 +351,33 @@ trim_pod(json_t *pod)
 	if (uid)
 		json_object_set_new(json_object_get(out, "metadata"), "labels",
 		    json_pack("{s:O}", CX_LABEL_UID, uid));
+	{
+		json_t *pl = json_object_get(json_object_get(md, "labels"),
+		    POOL_LABEL_UID), *ref;
+		size_t i;
+
+		if (pl) {
+			json_t *l = json_object_get(json_object_get(out,
+			    "metadata"), "labels");
+
+			if (l == NULL)
+				json_object_set_new(json_object_get(out,
+				    "metadata"), "labels", l = json_object());
+			json_object_set(l, POOL_LABEL_UID, pl);
+		}
+		json_array_foreach(json_object_get(md, "ownerReferences"), i, ref)
+			if (json_is_true(json_object_get(ref, "controller")))
+				json_object_set_new(json_object_get(out,
+				    "metadata"), "ownerReferences", json_pack(
+				    "[{s:b, s:O*, s:O*, s:O*}]", "controller", 1,
+				    "kind", json_object_get(ref, "kind"),
+				    "name", json_object_get(ref, "name"),
+				    "uid", json_object_get(ref, "uid")));
+		if (json_object_get(md, "deletionTimestamp"))
+			json_object_set(json_object_get(out, "metadata"),
+			    "deletionTimestamp", json_object_get(md,
+			    "deletionTimestamp"));
+	}
 	if (ann)
 		json_object_set_new(json_object_get(out, "metadata"),
 		    "annotations", json_pack("{s:O}", CX_ANN_NAME, ann));
@@ -295,14 +390,21 @@ trim_pod(json_t *pod)
 	return out;
 }
 
-/* A pod's index value: the key ("ns/name") of the execution it ran. */
+/*
+ * A pod's index value: the key ("ns/name") of the execution it ran; for a
+ * holder no execution has claimed, its pool's (ctl_pool_index).
+ */
 static char *
 pod_owner_key(json_t *pod)
 {
 	const char *ns = k8s_obj_namespace(pod);
 	const char *owner = podspec_pod_execution(pod, NULL);
+	const char *pool = json_string_value(json_object_get(json_object_get(
+	    json_object_get(pod, "metadata"), "labels"), POOL_LABEL_UID));
 
-	return (ns && owner) ? xasprintf("%s/%s", ns, owner) : NULL;
+	if (ns && owner)
+		return xasprintf("%s/%s", ns, owner);
+	return pool ? ctl_pool_index(pool) : NULL;
 }
 
 /*
@@ -326,7 +428,7 @@ trim_cx(json_t *cx)
 
 	if (cx_phase_terminal(json_string_value(json_object_get(st, "phase")))) {
 		out = json_pack("{s:{s:O*, s:O*, s:O*, s:O*, s:O*, s:O*},"
-		    " s:{s:O*}, s:{s:O*, s:O*}}",
+		    " s:{s:O*}, s:{s:O*, s:O*, s:O*}}",
 		    "metadata", "name", json_object_get(md, "name"),
 		    "namespace", json_object_get(md, "namespace"),
 		    "uid", json_object_get(md, "uid"),
@@ -337,7 +439,8 @@ trim_cx(json_t *cx)
 		    "spec", "ttlSecondsAfterFinished", json_object_get(
 		    json_object_get(cx, "spec"), "ttlSecondsAfterFinished"),
 		    "status", "phase", json_object_get(st, "phase"),
-		    "completionTime", json_object_get(st, "completionTime"));
+		    "completionTime", json_object_get(st, "completionTime"),
+		    "podName", json_object_get(st, "podName"));
 		if (out)
 			return out;
 	}
@@ -389,6 +492,9 @@ controller_new(struct k8s_client *c, const struct ctl_config *cfg,
 	struct informer_opts go = { .transform = trim_guard, .packed = 1,
 	    .label_selector = CX_LABEL_MANAGED "=" CX_MANAGER };
 	struct informer_handlers gh = { NULL, guard_update, guard_delete, ctl };
+	struct informer_opts plo = { .res = &pool_resource, .packed = 1,
+	    .index = pool_ns };
+	struct informer_handlers plh = { pool_add, pool_update, pool_delete, ctl };
 
 	ctl->client = c;
 	ctl->cfg = cfg;
@@ -404,6 +510,9 @@ controller_new(struct k8s_client *c, const struct ctl_config *cfg,
 	cxo.resync_ms = ctl->opts.resync_ms;
 	ctl->cx_inf = informer_new(c, &cxo, &cxh);
 	ctl->pod_inf = informer_new(c, &po, &ph);
+	plo.ns = ctl->opts.namespace;
+	plo.resync_ms = ctl->opts.resync_ms;
+	ctl->pool_inf = informer_new(c, &plo, &plh);
 	go.ns = ctl->opts.namespace;
 	for (int i = 0; i < 3; i++) {
 		go.res = ctl_guard_res[i];
@@ -412,6 +521,10 @@ controller_new(struct k8s_client *c, const struct ctl_config *cfg,
 	ctl->queue = workqueue_new(NULL);
 	ctl->guarded = json_object();
 	ctl->ended = json_object();
+	ctl->pool_expect = json_object();
+	ctl->pool_counts = json_object();
+	ctl->reserved = json_object();
+	ctl->claimed = json_object();
 	pthread_mutex_init(&ctl->lock, NULL);
 	pthread_cond_init(&ctl->cond, NULL);
 	ctl->m_phase = metrics_counter(m, "airlock_executions_total",
@@ -423,6 +536,15 @@ controller_new(struct k8s_client *c, const struct ctl_config *cfg,
 	    "Keys waiting in the work queue.", NULL);
 	ctl->m_leader = metrics_gauge(m, "airlock_leader",
 	    "1 while this replica holds the lease.", NULL);
+	ctl->m_pool = metrics_gauge(m, "airlock_pool_sandboxes",
+	    "Warm sandboxes of every pool: desired (spec.replicas), ready "
+	    "(idle, running), claimed (running an execution).", "state");
+	ctl->m_claims = metrics_counter(m, "airlock_warm_claims_total",
+	    "Warm claims: claimed, or fallback (the execution ran cold).",
+	    "result");
+	ctl->m_claim_latency = metrics_histogram(m, "airlock_warm_claim_seconds",
+	    "From the reconcile that found a ready sandbox to its claim landed.",
+	    latency_bounds, sizeof(latency_bounds) / sizeof(latency_bounds[0]));
 	return ctl;
 }
 
@@ -430,7 +552,8 @@ int
 controller_start(struct controller *ctl)
 {
 	if (informer_start(ctl->cx_inf) != 0 ||
-	    informer_start(ctl->pod_inf) != 0)
+	    informer_start(ctl->pod_inf) != 0 ||
+	    informer_start(ctl->pool_inf) != 0)
 		return K8S_EINVAL;
 	for (int i = 0; i < 3; i++)
 		if (informer_start(ctl->guard_inf[i]) != 0)
@@ -454,6 +577,14 @@ controller_set_leading(struct controller *ctl, int leading)
 	json_array_foreach(keys, i, k)
 		workqueue_add(ctl->queue, json_string_value(k));
 	json_decref(keys);
+	keys = leading ? informer_keys(ctl->pool_inf) : NULL;
+	json_array_foreach(keys, i, k) {
+		char *pk = xasprintf("pool:%s", json_string_value(k));
+
+		workqueue_add(ctl->queue, pk);
+		free(pk);
+	}
+	json_decref(keys);
 	pthread_mutex_lock(&ctl->lock);
 	atomic_store(&ctl->first_pass_done, 0);
 	atomic_store(&ctl->leading, leading);
@@ -466,7 +597,8 @@ int
 controller_ready(struct controller *ctl)
 {
 	if (informer_wait_synced(ctl->cx_inf, 0) != 0 ||
-	    informer_wait_synced(ctl->pod_inf, 0) != 0)
+	    informer_wait_synced(ctl->pod_inf, 0) != 0 ||
+	    informer_wait_synced(ctl->pool_inf, 0) != 0)
 		return 0;
 	if (!atomic_load(&ctl->leading) || atomic_load(&ctl->first_pass_done))
 		return 1;
@@ -493,6 +625,7 @@ controller_stop(struct controller *ctl)
 		pthread_join(ctl->threads[i], NULL);
 	informer_stop(ctl->cx_inf);
 	informer_stop(ctl->pod_inf);
+	informer_stop(ctl->pool_inf);
 	for (int i = 0; i < 3; i++)
 		informer_stop(ctl->guard_inf[i]);
 }
@@ -504,11 +637,16 @@ controller_free(struct controller *ctl)
 		return;
 	informer_free(ctl->cx_inf);
 	informer_free(ctl->pod_inf);
+	informer_free(ctl->pool_inf);
 	for (int i = 0; i < 3; i++)
 		informer_free(ctl->guard_inf[i]);
 	workqueue_free(ctl->queue);
 	json_decref(ctl->guarded);
 	json_decref(ctl->ended);
+	json_decref(ctl->pool_expect);
+	json_decref(ctl->pool_counts);
+	json_decref(ctl->reserved);
+	json_decref(ctl->claimed);
 	json_decref(ctl->guard_owner);
 	free(ctl->threads);
 	pthread_mutex_destroy(&ctl->lock);

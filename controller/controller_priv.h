@@ -19,6 +19,7 @@ struct controller {
 	struct controller_opts	 opts;
 	struct informer		*cx_inf;
 	struct informer		*pod_inf;
+	struct informer		*pool_inf;	/* indexed by namespace */
 	struct informer		*guard_inf[3];	/* see ctl_guard_res */
 	struct workqueue	*queue;
 	pthread_t		*threads;
@@ -44,6 +45,18 @@ struct controller {
 	atomic_int		 first_pass_done;
 	long long		 guard_owner_at;	/* when it was read */
 
+	/*
+	 * The warm path (pools.c), lock held: pool uid -> [holder creates
+	 * not yet in the cache, when made]; pool uid -> [desired, ready] for
+	 * the gauges; holder pod uid -> clock_mono_ms() when a worker picked
+	 * it; claimed holder pod uid -> true until the pod goes.
+	 */
+	json_t			*pool_expect;
+	json_t			*pool_counts;
+	json_t			*reserved;
+	json_t			*claimed;
+
+	struct metric		*m_pool, *m_claims, *m_claim_latency;
 	struct metric		*m_phase;
 	struct metric		*m_latency;
 	struct metric		*m_depth;
@@ -95,6 +108,9 @@ void ctl_note(struct notes *ns, const char *type, const char *reason,
 /* An Event on the execution cx, now. Failures are logged, not returned. */
 void ctl_emit_event(struct controller *ctl, json_t *cx, const char *type,
     const char *reason, const char *msg);
+/* The same on any airlock.dev object of that kind. */
+void ctl_emit_event_kind(struct controller *ctl, json_t *obj,
+    const char *kind, const char *type, const char *reason, const char *msg);
 /*
  * Write status to cx's status subresource: only the keys that changed, at
  * cx's resourceVersion (K8S_ECONFLICT if it moved on); on success emit
@@ -124,6 +140,39 @@ void ctl_now_rfc3339(char out[CLOCK_RFC3339_LEN]);
  * applied once per namespace (ctl->guarded). 0, or the API's error.
  */
 int ctl_ensure_guardrails(struct controller *ctl, const char *ns);
+
+/*
+ * pools.c: the warm path. Queue keys of pools are ctl_pool_key's,
+ * "pool:<ns>/<name>"; the pod cache indexes a pool's idle holders under
+ * ctl_pool_index, "pool:<pool uid>" (and execution pods under
+ * "<ns>/<execution>"). New strings.
+ */
+char *ctl_pool_key(const char *ns, const char *name);
+char *ctl_pool_index(const char *pool_uid);
+/* The pool that owns a holder pod (its name), or NULL. */
+const char *ctl_holder_pool(json_t *pod);
+/* A holder of pool_uid appeared in the cache; a claimed one went. */
+void ctl_pool_seen(struct controller *ctl, const char *pool_uid);
+void ctl_holder_gone(struct controller *ctl, const char *pod_uid);
+/* Make the pool's holders match spec.replicas; its status. */
+int ctl_pool_reconcile(struct controller *ctl, const char *ns,
+    const char *name);
+/*
+ * Run the execution cached (no pod yet, no startMode) in a ready holder:
+ * 1 when it was taken care of here (*rcp: the reconcile's result), 0 to
+ * run it cold. seen_ms: when the reconcile began, for the histogram.
+ */
+int ctl_warm_start(struct controller *ctl, json_t *cached, long long seen_ms,
+    int *rcp);
+/*
+ * The execution names the holder pod in its status and pod carries no
+ * claim of it: claim it (the controller stopped between the two writes),
+ * or fall back to cold if another took it.
+ */
+int ctl_warm_resume(struct controller *ctl, json_t *cached, json_t *pod);
+/* Run it cold after all: startMode Cold, no podName (if it names pod). */
+int ctl_warm_fallback(struct controller *ctl, json_t *cached,
+    const char *pod, const char *why);
 
 /* Where the cache keeps the hash of an execution's program (trim_cx). */
 #define CTL_CACHED_SHA	"airlock.dev/codeSha256"

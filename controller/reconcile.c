@@ -62,9 +62,24 @@ ended_here(struct controller *ctl, const char *uid, int cached_terminal)
 }
 
 
-/* Delete the execution's pod and ConfigMap, whatever state they are in. */
+/*
+ * The pod an execution names in its status (a warm one's is a holder's),
+ * or NULL: then its own, podspec_pod_name. Borrowed.
+ */
+static const char *
+named_pod(json_t *cx)
+{
+	return json_string_value(json_object_get(json_object_get(cx, "status"),
+	    "podName"));
+}
+
+/*
+ * Delete the execution's pod (pod, or its own when NULL) and ConfigMap,
+ * whatever state they are in.
+ */
 static int
-delete_children(struct controller *ctl, const char *ns, const char *uid)
+delete_children(struct controller *ctl, const char *ns, const char *uid,
+    const char *pod)
 {
 	struct k8s_delete_opts now = { .grace_period_set = 1,
 	    .grace_period_seconds = 0, .propagation_policy = "Background" };
@@ -72,7 +87,8 @@ delete_children(struct controller *ctl, const char *ns, const char *uid)
 	char *name = podspec_pod_name(uid);
 	int rc, rc2;
 
-	rc = k8s_delete(ctl->client, &k8s_res_pods, ns, name, &now, NULL, &err);
+	rc = k8s_delete(ctl->client, &k8s_res_pods, ns, pod ? pod : name, &now,
+	    NULL, &err);
 	rc2 = k8s_delete(ctl->client, &k8s_res_configmaps, ns, name, NULL, NULL,
 	    &err);
 	free(name);
@@ -109,7 +125,7 @@ sweep(struct controller *ctl, const char *ns, const char *name,
 		    strcmp(uid, keep) != 0)) {
 			log_info("deleting pod of deleted execution",
 			    "pod=%s/%s", ns, k8s_obj_name(p));
-			if (delete_children(ctl, ns, uid) != 0)
+			if (delete_children(ctl, ns, uid, k8s_obj_name(p)) != 0)
 				rc = K8S_EIO;
 		}
 	}
@@ -154,7 +170,8 @@ ttl(struct controller *ctl, json_t *cx, const char *key)
 	if (rc == 0)
 		log_info("execution expired", "execution=%s", key);
 	if (rc == 0 || rc == K8S_ENOTFOUND)
-		rc = delete_children(ctl, k8s_obj_namespace(cx), k8s_obj_uid(cx));
+		rc = delete_children(ctl, k8s_obj_namespace(cx), k8s_obj_uid(cx),
+		    named_pod(cx));
 	return rc;
 }
 
@@ -271,7 +288,8 @@ unschedulable_too_long(struct controller *ctl, json_t *cx, json_t *status,
 	}
 	snprintf(msg, sizeof(msg), "no node could run it within %lld s: %s",
 	    (long long)limit, why);
-	(void)delete_children(ctl, k8s_obj_namespace(cx), k8s_obj_uid(cx));
+	(void)delete_children(ctl, k8s_obj_namespace(cx), k8s_obj_uid(cx),
+		    named_pod(cx));
 	*rc = ctl_finish(ctl, cx, status, "Failed", "Unschedulable", msg);
 	return 1;
 }
@@ -307,7 +325,8 @@ pod_ended_unrecorded(struct controller *ctl, json_t *cx, json_t *pod,
 		snprintf(msg, sizeof(msg), "the pod ended before the program "
 		    "started: %s%s%.900s", why ? why : (w ? w : "no reason given"),
 		    what ? ": " : "", what ? what : "");
-		(void)delete_children(ctl, k8s_obj_namespace(cx), k8s_obj_uid(cx));
+		(void)delete_children(ctl, k8s_obj_namespace(cx), k8s_obj_uid(cx),
+		    named_pod(cx));
 		*rc = ctl_finish(ctl, cx, status, "Failed", "StartFailed", msg);
 		return 1;
 	}
@@ -329,7 +348,8 @@ pod_ended_unrecorded(struct controller *ctl, json_t *cx, json_t *pod,
 		    "no node agent recorded its result within %ld ms",
 		    (long long)json_integer_value(json_object_get(term,
 		    "exitCode")), ctl->opts.result_grace_ms);
-		(void)delete_children(ctl, k8s_obj_namespace(cx), k8s_obj_uid(cx));
+		(void)delete_children(ctl, k8s_obj_namespace(cx), k8s_obj_uid(cx),
+		    named_pod(cx));
 		*rc = ctl_finish(ctl, cx, status, "Failed", "ResultLost", msg);
 		return 1;
 	}
@@ -350,7 +370,8 @@ pod_vanished(struct controller *ctl, json_t *cx, json_t *status,
     const char *key)
 {
 	const char *ns = k8s_obj_namespace(cx);
-	char *podname = podspec_pod_name(k8s_obj_uid(cx));
+	char *podname = named_pod(cx) ? xstrdup(named_pod(cx)) :
+	    podspec_pod_name(k8s_obj_uid(cx));
 	struct k8s_error err;
 	json_t *fresh = NULL, *pod = NULL, *fst;
 	const char *ph;
@@ -387,7 +408,7 @@ pod_vanished(struct controller *ctl, json_t *cx, json_t *status,
 
 		if (st == NULL)
 			st = json_object();
-		(void)delete_children(ctl, ns, k8s_obj_uid(cx));
+		(void)delete_children(ctl, ns, k8s_obj_uid(cx), podname);
 		rc = ctl_finish(ctl, fresh, st, "Failed", "PodDeleted",
 		    ph && strcmp(ph, "Running") == 0 ?
 		    "the execution's pod was deleted while it ran; it is not run again" :
@@ -463,7 +484,8 @@ follow_pod(struct controller *ctl, json_t *cx, json_t *pod, json_t *status,
 
 		snprintf(msg, sizeof(msg), "the runner image cannot be pulled: %s",
 		    m ? m : waiting);
-		(void)delete_children(ctl, k8s_obj_namespace(cx), k8s_obj_uid(cx));
+		(void)delete_children(ctl, k8s_obj_namespace(cx), k8s_obj_uid(cx),
+		    named_pod(cx));
 		return ctl_finish(ctl, cx, status, "Failed", "ImagePullFailed", msg);
 	}
 	if (node) {
@@ -616,6 +638,7 @@ create_pod(struct controller *ctl, json_t *cached)
 		goto fail;
 	json_object_set_new(status, "podName", json_string(k8s_obj_name(r.pod)));
 	json_object_set_new(status, "codeSha256", json_string(r.code_sha256));
+	json_object_set_new(status, "startMode", json_string("Cold"));
 	init_pending(cx, status, &notes);
 	podspec_result_free(&r);
 	rc = ctl_write_status(ctl, cx, status, &notes);
@@ -649,10 +672,17 @@ controller_reconcile(struct controller *ctl, const char *key)
 	char *ns, *podname;
 	const char *name, *phase;
 	json_t *cx, *status, *pod;
-	int rc;
+	long long t0 = clock_mono_ms();
+	int rc, warm, claimed_here = 0;
 
 	if (slash == NULL)
 		return 0;
+	if (strncmp(key, "pool:", 5) == 0) {
+		ns = xstrndup(key + 5, (size_t)(slash - key - 5));
+		rc = ctl_pool_reconcile(ctl, ns, slash + 1);
+		free(ns);
+		return rc;
+	}
 	ns = xstrndup(key, (size_t)(slash - key));
 	name = slash + 1;
 	if (name[0] == '\0') {
@@ -671,8 +701,18 @@ controller_reconcile(struct controller *ctl, const char *key)
 	if (status == NULL)
 		status = json_object();
 	phase = json_string_value(json_object_get(status, "phase"));
-	podname = podspec_pod_name(k8s_obj_uid(cx));
+	podname = named_pod(cx) ? xstrdup(named_pod(cx)) :
+	    podspec_pod_name(k8s_obj_uid(cx));
 	pod = informer_get(ctl->pod_inf, ns, podname);
+	warm = strcmp(json_string_value(json_object_get(status, "startMode")) ?
+	    json_string_value(json_object_get(status, "startMode")) : "",
+	    "Warm") == 0;
+	if (pod && warm) {
+		const char *puid;
+
+		podspec_pod_execution(pod, &puid);
+		claimed_here = puid && strcmp(puid, k8s_obj_uid(cx)) == 0;
+	}
 
 	if (json_object_get(json_object_get(cx, "metadata"), "deletionTimestamp"))
 		rc = 0;
@@ -684,12 +724,12 @@ controller_reconcile(struct controller *ctl, const char *key)
 		 * its own once the result is in, and this catches one whose
 		 * delete failed when the controller ended it (or the agent's).
 		 */
-		rc = pod ? delete_children(ctl, ns, k8s_obj_uid(cx)) : 0;
+		rc = pod ? delete_children(ctl, ns, k8s_obj_uid(cx), podname) : 0;
 		if (rc == 0)
 			rc = ttl(ctl, cx, key);
 	}
 	else if (json_is_true(json_object_get(json_object_get(cx, "spec"), "cancel"))) {
-		rc = delete_children(ctl, ns, k8s_obj_uid(cx));
+		rc = delete_children(ctl, ns, k8s_obj_uid(cx), named_pod(cx));
 		if (rc == 0)
 			rc = ctl_finish(ctl, cx, status, "Cancelled", "Cancelled",
 			    "cancelled by spec.cancel");
@@ -698,6 +738,8 @@ controller_reconcile(struct controller *ctl, const char *key)
 	} else if ((rc = ctl_ensure_guardrails(ctl, ns)) != 0) {
 		if (rc == K8S_ECANCELED)
 			rc = 0;	/* a terminating namespace: leave it be */
+	} else if (pod && warm && !claimed_here) {
+		rc = ctl_warm_resume(ctl, cx, pod);
 	} else if (pod == NULL && (json_object_get(status, "podName") ||
 	    (phase && strcmp(phase, "Running") == 0))) {
 		/*
@@ -705,8 +747,12 @@ controller_reconcile(struct controller *ctl, const char *key)
 		 * the tenant's code twice. At most once.
 		 */
 		rc = pod_vanished(ctl, cx, status, key);
-	} else if (pod == NULL)
-		rc = create_pod(ctl, cx);
+	} else if (pod == NULL) {
+		/* A fallback (startMode Cold) is not tried warm again. */
+		if (json_object_get(status, "startMode") ||
+		    !ctl_warm_start(ctl, cx, t0, &rc))
+			rc = create_pod(ctl, cx);
+	}
 	else
 		rc = follow_pod(ctl, cx, pod, status, key);
 	json_decref(pod);

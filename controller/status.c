@@ -77,6 +77,13 @@ void
 ctl_emit_event(struct controller *ctl, json_t *cx, const char *type,
     const char *reason, const char *msg)
 {
+	ctl_emit_event_kind(ctl, cx, "CodeExecution", type, reason, msg);
+}
+
+void
+ctl_emit_event_kind(struct controller *ctl, json_t *cx, const char *kind,
+    const char *type, const char *reason, const char *msg)
+{
 	struct k8s_error err;
 	char now[CLOCK_RFC3339_LEN];
 	json_t *ev;
@@ -87,7 +94,7 @@ ctl_emit_event(struct controller *ctl, json_t *cx, const char *type,
 	    "apiVersion", "v1", "kind", "Event",
 	    "metadata", "generateName", "airlock-",
 	    "involvedObject", "apiVersion", "airlock.dev/v1alpha1",
-	    "kind", "CodeExecution", "name", k8s_obj_name(cx),
+	    "kind", kind, "name", k8s_obj_name(cx),
 	    "namespace", k8s_obj_namespace(cx), "uid", k8s_obj_uid(cx),
 	    "reason", reason, "message", msg, "type", type,
 	    "source", "component", CTL_FIELD_MANAGER,

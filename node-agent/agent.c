@@ -26,6 +26,7 @@
 #include "cx.h"
 #include "log.h"
 #include "podspec.h"
+#include "pool.h"
 #include "quantity.h"
 #include "xmalloc.h"
 
@@ -157,6 +158,57 @@ agent_learn_pod(struct run *r, json_t *pod)
 }
 
 /*
+ * A holder pod (a pool's): nothing until an execution claims it; then a
+ * warm run, its program exec'd by warm.c once the sandbox runs. A run
+ * the holder's own TaskStart made is taken over: that start is the
+ * sandbox's, not the program's. A holder that ended before its program
+ * started is given back (warm.c does, from its thread).
+ */
+static void
+warm_seen(struct agent *a, json_t *pod, const char *cid, json_t *state)
+{
+	struct agent_limits lim;
+	struct run *r;
+
+	if (agent_pod_limits(pod, &lim) != 0)
+		return;			/* not claimed */
+	pthread_mutex_lock(&a->lock);
+	r = agent_find_run(a, k8s_obj_uid(pod));
+	if (r == NULL && json_object_get(json_object_get(pod, "metadata"),
+	    "deletionTimestamp")) {
+		pthread_mutex_unlock(&a->lock);
+		return;
+	}
+	if (r == NULL)
+		r = agent_new_run(a, k8s_obj_uid(pod), k8s_obj_namespace(pod),
+		    k8s_obj_name(pod));
+	if (!r->warm) {
+		r->warm = 1;
+		r->start_ns = 0;
+		r->exited = 0;
+		r->pid = 0;
+		free(r->isolation);
+		r->isolation = NULL;
+		r->why = CX_KILL_NONE;
+		agent_learn_pod(r, pod);
+	}
+	if (r->cid == NULL && cid && strncmp(cid, "containerd://", 13) == 0)
+		r->cid = xstrdup(cid + 13);
+	if (!r->warm_spawned && r->verified && r->cid &&
+	    json_object_get(state, "running") && !r->recorded &&
+	    !json_object_get(json_object_get(pod, "metadata"),
+	    "deletionTimestamp"))
+		agent_warm_spawn(a, r);
+	else if (!r->warm_spawned && r->verified &&
+	    json_object_get(state, "terminated") && !r->recorded) {
+		/* The sandbox ended before the program could start. */
+		r->cid = r->cid ? r->cid : xstrdup("");
+		agent_warm_spawn(a, r);
+	}
+	pthread_mutex_unlock(&a->lock);
+}
+
+/*
  * A pod the cache announced: make or complete its run. A run made here
  * rather than from a TaskStart event (the agent was down when it started)
  * takes its start, and maybe its exit, from the kubelet's report.
@@ -175,6 +227,10 @@ pod_seen(struct agent *a, json_t *pod)
 
 	if (uid == NULL || k8s_obj_namespace(pod) == NULL)
 		return;
+	if (json_object_get(json_object_get(md, "labels"), POOL_LABEL_UID)) {
+		warm_seen(a, pod, cid, state);
+		return;
+	}
 	pthread_mutex_lock(&a->lock);
 	r = agent_find_run(a, uid);
 	if (r == NULL && cid == NULL) {
@@ -270,11 +326,27 @@ trim_pod(json_t *pod)
 	json_t *out, *a = json_object(), *l = json_object(), *ref;
 	size_t j;
 
+	json_t *pool = json_object_get(json_object_get(md, "labels"),
+	    POOL_LABEL_UID);
+	const char *k;
+	json_t *v;
+
 	for (size_t i = 0; i < sizeof(keep) / sizeof(keep[0]); i++)
 		if (json_object_get(ann, keep[i]))
 			json_object_set(a, keep[i], json_object_get(ann, keep[i]));
 	if (euid)
 		json_object_set(l, CX_LABEL_UID, euid);
+	/*
+	 * A claimed holder's code is read from here by its warm run (warm.c):
+	 * a few on this node at a time, deleted once run.
+	 */
+	if (pool) {
+		json_object_set(l, POOL_LABEL_UID, pool);
+		if (euid)
+			json_object_foreach(ann, k, v)
+				if (strncmp(k, "airlock.dev/", 12) == 0)
+					json_object_set(a, k, v);
+	}
 	out = json_pack("{s:{s:O*, s:O*, s:O*, s:O*, s:O*, s:o, s:o},"
 	    " s:{s:O*}}",
 	    "metadata", "name", json_object_get(md, "name"),
@@ -328,6 +400,8 @@ agent_new(struct k8s_client *c, struct metrics *m,
 		a->o.hard_cap = CX_HARD_OUTPUT_CAP;
 	if (a->o.sweep_ms <= 0)
 		a->o.sweep_ms = 60000;
+	if (a->o.exec_dir == NULL)
+		a->o.exec_dir = "/run/airlock/exec";
 	/* The first sweep once the cache has had time to fill. */
 	a->next_sweep_ms = clock_mono_ms() + a->o.sweep_ms;
 	a->ctrd = ctrd_new(a->o.containerd_socket, a->o.containerd_ns);
@@ -346,6 +420,9 @@ agent_new(struct k8s_client *c, struct metrics *m,
 	    sizeof(record_bounds) / sizeof(record_bounds[0]));
 	a->m_active = metrics_gauge(m, "airlock_agent_runs",
 	    "Executions this agent follows now.", NULL);
+	a->m_deliver = metrics_histogram(m, "airlock_agent_warm_delivery_seconds",
+	    "From a claim seen to its program started in the warm sandbox.",
+	    record_bounds, sizeof(record_bounds) / sizeof(record_bounds[0]));
 	a->m_swept = metrics_counter(m, "airlock_agent_swept_total",
 	    "Orphan pods and stale pod log directories removed.", "kind");
 	return a;
@@ -381,6 +458,9 @@ agent_stop(struct agent *a)
 	atomic_store(&a->stop, 1);
 	pthread_join(a->ev_th, NULL);
 	pthread_join(a->tick_th, NULL);
+	/* Warm runs' threads see stop within a poll. */
+	while (atomic_load(&a->warm_threads) > 0)
+		usleep(10000);
 	/* The ticker adds no more: the workers finish what is queued. */
 	workqueue_shutdown(a->q);
 	for (int i = 0; i < AGENT_WORKERS; i++)

@@ -41,6 +41,11 @@ struct agent_opts {
 	const char	*cgroup_root;		/* the kubelet's cgroupRoot; default / */
 	long		 sweep_ms;		/* orphan pods, stale logs; default 60000 */
 	int		 keep_stale_logs;	/* pod logs mounted read-only */
+	/*
+	 * Where warm runs' FIFOs are made, a directory the task's shim sees
+	 * at the same path (the host's); default /run/airlock/exec.
+	 */
+	const char	*exec_dir;
 };
 
 struct agent;

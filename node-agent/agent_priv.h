@@ -65,6 +65,12 @@ struct run {
 	int		 usage_done;
 	struct usage	 usage;			/* -1: the node did not say */
 
+	/* The warm path (warm.c): a claimed holder, the program exec'd in. */
+	int		 warm;
+	int		 warm_spawned;		/* its thread was started */
+	int		 warm_started;		/* Tasks.Start returned */
+	int		 io_done;		/* its output is all read */
+
 	int		 recorded;		/* result written, or someone's */
 	int		 busy;			/* a call is in flight for it */
 	long long	 retry_ms;
@@ -93,7 +99,10 @@ struct agent {
 	 */
 	struct workqueue	*q;
 
+	atomic_int		 warm_threads;	/* warm.c's, running */
+
 	struct metric		*m_results, *m_record, *m_active, *m_swept;
+	struct metric		*m_deliver;
 };
 
 /* agent.c: the table (lock held for each). */
@@ -123,6 +132,14 @@ int agent_probe(struct agent *a, const char *ns, const char *cx,
 int agent_record(struct agent *a, struct run *r);
 int agent_delete_pod(struct agent *a, const char *ns, const char *name,
     const char *uid);
+
+/* warm.c (lock held for both) */
+#define WARM_EXEC_ID	"airlock-run"	/* a holder's one exec */
+void agent_warm_spawn(struct agent *a, struct run *r);
+void agent_warm_maybe_record(struct agent *a, struct run *r);
+
+/* events.c: NULL if pid is gVisor with no network, else why not (static). */
+const char *agent_sandbox_refused(uint32_t pid);
 
 /* sweep.c */
 void agent_sweep_orphans(struct agent *a);

@@ -771,3 +771,83 @@ ctrd_subscribe(struct ctrd *c, const char *const *filters,
 	call_free(&call);
 	return rc;
 }
+
+int
+ctrd_task_pid(struct ctrd *c, const char *id, uint32_t *pid,
+    struct k8s_error *err)
+{
+	struct call call;
+	struct pb_reader r, pr;
+	struct pb_field f, g;
+	int rc;
+
+	*pid = 0;
+	call_init(&call);
+	rc = id_exec_call(c, TASKS "Get", id, "", 0, &call, &r, err);
+	while (rc == 0 && (rc = pb_next(&r, &f)) == 1) {
+		if (f.num != 1 || f.wire != PB_LEN)
+			continue;
+		pb_reader_init(&pr, f.data, f.len);	/* types.Process */
+		while ((rc = pb_next(&pr, &g)) == 1)
+			if (g.num == 3 && g.wire == PB_VARINT)
+				*pid = (uint32_t)g.u;
+		if (rc != 0)
+			break;
+	}
+	if (rc == PB_EBAD || (rc == 0 && *pid == 0))
+		rc = k8s_error_set(err, K8S_EINVAL, 0, NULL,
+		    "Tasks/Get: no pid in the reply");
+	call_free(&call);
+	return rc;
+}
+
+int
+ctrd_container_process(struct ctrd *c, const char *id, json_t **process,
+    struct k8s_error *err)
+{
+	struct call call;
+	struct buf req;
+	struct pb_reader r, cr, ar;
+	struct pb_field f, g, h;
+	json_t *spec = NULL;
+	int rc;
+
+	*process = NULL;
+	call_init(&call);
+	buf_init(&req, 4096);
+	if (pb_put_str(&req, 1, id) != 0) {
+		rc = k8s_error_set(err, K8S_EINVAL, 0, NULL, "container id too long");
+		goto out;
+	}
+	rc = unary(c, "/containerd.services.containers.v1.Containers/Get",
+	    &req, &call, &r, err);
+	while (rc == 0 && spec == NULL && (rc = pb_next(&r, &f)) == 1) {
+		if (f.num != 1 || f.wire != PB_LEN)
+			continue;
+		pb_reader_init(&cr, f.data, f.len);	/* Container */
+		while (spec == NULL && (rc = pb_next(&cr, &g)) == 1) {
+			if (g.num != 5 || g.wire != PB_LEN)
+				continue;
+			pb_reader_init(&ar, g.data, g.len);	/* Any */
+			while (spec == NULL && (rc = pb_next(&ar, &h)) == 1)
+				if (h.num == 2 && h.wire == PB_LEN)
+					spec = json_loadb((const char *)h.data,
+					    h.len, 0, NULL);
+		}
+	}
+	if (rc == 1)
+		rc = 0;
+	if (rc == 0 && !json_is_object(json_object_get(spec, "process")))
+		rc = k8s_error_set(err, K8S_EINVAL, 0, NULL,
+		    "Containers/Get: no OCI process in the container's spec");
+	else if (rc == PB_EBAD)
+		rc = k8s_error_set(err, K8S_EINVAL, 0, NULL,
+		    "Containers/Get: malformed reply");
+	if (rc == 0)
+		*process = json_incref(json_object_get(spec, "process"));
+out:
+	json_decref(spec);
+	buf_free(&req);
+	call_free(&call);
+	return rc;
+}

@@ -106,6 +106,24 @@ int ctrd_exec_delete(struct ctrd *c, const char *id, const char *exec_id,
     __attribute__((warn_unused_result));
 
 /*
+ * The pid of container id's task (Tasks.Get): under gVisor, the sandbox's
+ * host process.
+ */
+int ctrd_task_pid(struct ctrd *c, const char *id, uint32_t *pid,
+    struct k8s_error *err)
+    __attribute__((warn_unused_result));
+
+/*
+ * The OCI Process of container id's spec (Containers.Get), as the
+ * kubelet made it: user, env (the image's and the pod's), cwd,
+ * capabilities, rlimits, noNewPrivileges. A new reference. What an exec
+ * into the container runs with, args aside (as CRI's exec does).
+ */
+int ctrd_container_process(struct ctrd *c, const char *id, json_t **process,
+    struct k8s_error *err)
+    __attribute__((warn_unused_result));
+
+/*
  * Any unary call: method is "/package.Service/Method", req the encoded
  * request message. The reply message is copied into *reply (caller frees
  * with buf_free); capped at CTRD_MSG_MAX. For callers with their own

@@ -46,11 +46,15 @@ agent_sandbox_check(const char *cmdline, size_t len)
 	return NULL;
 }
 
-/* NULL if pid is gVisor with no network, else why not (static). */
-static const char *
-sandbox_refused(uint32_t pid)
+/*
+ * NULL if pid is gVisor with no network, else why not (a static string).
+ * From the events thread and warm runs' threads: the buffer is the
+ * caller's own.
+ */
+const char *
+agent_sandbox_refused(uint32_t pid)
 {
-	static char buf[64 * 1024];	/* the events thread's own */
+	static __thread char buf[64 * 1024];
 	char path[64];
 	ssize_t n = 0, r;
 	int fd;
@@ -118,7 +122,7 @@ on_task_event(void *arg, const struct ctrd_event *ev)
 				r->cid = xstrdup(ev->container_id);
 			r->start_ns = ev->ts_ns;
 			r->pid = ev->pid;
-			if (r->isolation == NULL && (bad = sandbox_refused(ev->pid))) {
+			if (r->isolation == NULL && (bad = agent_sandbox_refused(ev->pid))) {
 				/*
 				 * Stopped now if the pod is known to be an
 				 * execution's (every ms runs code); else by the
@@ -146,7 +150,13 @@ on_task_event(void *arg, const struct ctrd_event *ev)
 		if (ev->kind == CTRD_EV_TASK_OOM) {
 			r->oom = 1;
 		} else if (ev->kind == CTRD_EV_TASK_EXIT && !r->exited &&
-		    agent_exit_is_init(ev)) {
+		    (r->warm ? r->warm_started && (agent_exit_is_init(ev) ||
+		    strcmp(ev->exec_id, WARM_EXEC_ID) == 0) :
+		    agent_exit_is_init(ev))) {
+			/*
+			 * A warm run: its exec's exit, or its sandbox's (the
+			 * deadline's kill takes the whole sandbox).
+			 */
 			r->exited = 1;
 			r->status = ev->exit_status;
 			r->exited_ns = ev->exited_ns ? ev->exited_ns : ev->ts_ns;
@@ -158,6 +168,7 @@ on_task_event(void *arg, const struct ctrd_event *ev)
 			if (r->sandbox_killed_ns &&
 			    r->sandbox_killed_ns < r->exited_ns)
 				r->exited_ns = r->sandbox_killed_ns;
+			agent_warm_maybe_record(a, r);
 		}
 	}
 	pthread_mutex_unlock(&a->lock);

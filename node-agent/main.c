@@ -23,7 +23,7 @@ usage(void)
 	    "       [--namespace NS] [--pod-logs-dir DIR] [--containerd-socket PATH]\n"
 	    "       [--poll-ms MS] [--hard-output-cap BYTES] [--metrics-addr ADDR]\n"
 	    "       [--cgroup-mount DIR] [--cgroup-root PATH] [--sweep-ms MS] [--keep-stale-logs]\n"
-	    "       [--log-level LEVEL]\n");
+	    "       [--exec-dir DIR] [--log-level LEVEL]\n");
 	exit(2);
 }
 
@@ -52,6 +52,7 @@ main(int argc, char **argv)
 		{ "cgroup-root", required_argument, NULL, 'R' },
 		{ "sweep-ms", required_argument, NULL, 'S' },
 		{ "keep-stale-logs", no_argument, NULL, 'K' },
+		{ "exec-dir", required_argument, NULL, 'E' },
 		{ NULL, 0, NULL, 0 },
 	};
 	static const char prog[] = "airlock-node-agent";
@@ -74,6 +75,7 @@ main(int argc, char **argv)
 		case 'C': o.cgroup_mount = optarg; break;
 		case 'R': o.cgroup_root = optarg; break;
 		case 'K': o.keep_stale_logs = 1; break;
+		case 'E': o.exec_dir = optarg; break;
 		case 'S': o.sweep_ms = (long)daemon_flag_number(prog, "--sweep-ms", optarg, 100, 86400000); break;
 		case 'm': metrics_addr = optarg; break;
 		case 'l': daemon_flag_log_level(prog, optarg); break;

@@ -236,6 +236,9 @@ agent_decide(const struct run *r, long long hard_cap, long poll_ms,
 	*why = r->why;
 	if (r->recorded)
 		return now >= r->retry_ms ? AGENT_DELETE : AGENT_WAIT;
+	if (r->exited && r->warm)	/* its output comes from FIFOs: warm.c */
+		return r->io_done && now >= r->retry_ms ? AGENT_RECORD :
+		    AGENT_WAIT;
 	if (r->exited) {
 		if (now >= r->retry_ms && now - r->exit_seen_ms >= 2 * poll_ms &&
 		    now - r->last_read_ms >= 2 * poll_ms)
@@ -293,7 +296,7 @@ tick(struct agent *a)
 			}
 		}
 		active++;
-		if (!r->recorded)
+		if (!r->recorded && !r->warm)
 			tail(a, r);
 		/*
 		 * Exited: the cgroup's figures at once, before the idle

@@ -1,0 +1,556 @@
+/*
+ * pools.c - the warm path's controller side (docs/warm-path.md): keep each
+ * CodeExecutionPool's holder pods, and claim one for an execution.
+ *
+ * The claim, in this order, each step conditional:
+ *   1. the execution's status names the holder (podName, startMode Warm),
+ *      written at the execution's resourceVersion: of two controllers (a
+ *      leader and a deposed one) only one names a pod, and an execution
+ *      names one pod for its life (or falls back to cold, below);
+ *   2. the holder is patched at its resourceVersion: the execution's
+ *      label, name, code and owner. Of two claims on one holder only one
+ *      lands; a pod carries one claim for its life.
+ * A crash between the two is resumed from the status (ctl_warm_resume).
+ * A claim that does not land (the holder went, or another took it) writes
+ * startMode Cold and no podName, and the execution gets a pod of its own.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "clock.h"
+#include "controller_priv.h"
+#include "cx.h"
+#include "log.h"
+#include "podspec.h"
+#include "pool.h"
+#include "xmalloc.h"
+
+#define EXPECT_MS	30000	/* a create not seen in the cache by then: lost */
+#define RESERVE_MS	5000	/* a holder picked: others leave it that long */
+#define POOL_RETRY_MS	5000	/* a pool the quota cannot fill: try again */
+
+/* The pool's key for the queue, and the pod index value of its holders. */
+char *
+ctl_pool_key(const char *ns, const char *name)
+{
+	return xasprintf("pool:%s/%s", ns, name);
+}
+
+char *
+ctl_pool_index(const char *pool_uid)
+{
+	return xasprintf("pool:%s", pool_uid);
+}
+
+/* The name of the pool whose holder pod is (its controller owner), or NULL. */
+const char *
+ctl_holder_pool(json_t *pod)
+{
+	json_t *ref;
+	size_t i;
+
+	json_array_foreach(json_object_get(json_object_get(pod, "metadata"),
+	    "ownerReferences"), i, ref)
+		if (json_is_true(json_object_get(ref, "controller")) &&
+		    strcmp(json_string_value(json_object_get(ref, "kind")) ?
+		    json_string_value(json_object_get(ref, "kind")) : "",
+		    "CodeExecutionPool") == 0)
+			return json_string_value(json_object_get(ref, "name"));
+	return NULL;
+}
+
+/* A create of a holder for pool uid was seen in the cache (lock held). */
+void
+ctl_pool_seen(struct controller *ctl, const char *pool_uid)
+{
+	json_t *e;
+
+	pthread_mutex_lock(&ctl->lock);
+	e = json_object_get(ctl->pool_expect, pool_uid);
+	if (e && json_integer_value(json_array_get(e, 0)) > 0)
+		json_array_set_new(e, 0, json_integer(json_integer_value(
+		    json_array_get(e, 0)) - 1));
+	pthread_mutex_unlock(&ctl->lock);
+}
+
+/* Creates made for pool uid that the cache has not shown yet. */
+static long long
+expected(struct controller *ctl, const char *pool_uid, long long add)
+{
+	json_t *e;
+	long long n, now = clock_mono_ms();
+
+	pthread_mutex_lock(&ctl->lock);
+	e = json_object_get(ctl->pool_expect, pool_uid);
+	n = e && now - json_integer_value(json_array_get(e, 1)) < EXPECT_MS ?
+	    json_integer_value(json_array_get(e, 0)) : 0;
+	if (add) {
+		n = n + add < 0 ? 0 : n + add;
+		json_object_set_new(ctl->pool_expect, pool_uid,
+		    json_pack("[I, I]", (json_int_t)n, (json_int_t)now));
+	}
+	pthread_mutex_unlock(&ctl->lock);
+	return n;
+}
+
+static void
+update_gauges(struct controller *ctl, const char *pool_uid, long long desired,
+    long long ready)
+{
+	long long d = 0, r = 0, claimed;
+	const char *k;
+	json_t *v;
+
+	pthread_mutex_lock(&ctl->lock);
+	if (desired < 0)
+		json_object_del(ctl->pool_counts, pool_uid);
+	else
+		json_object_set_new(ctl->pool_counts, pool_uid, json_pack("[I, I]",
+		    (json_int_t)desired, (json_int_t)ready));
+	json_object_foreach(ctl->pool_counts, k, v) {
+		d += json_integer_value(json_array_get(v, 0));
+		r += json_integer_value(json_array_get(v, 1));
+	}
+	claimed = (long long)json_object_size(ctl->claimed);
+	pthread_mutex_unlock(&ctl->lock);
+	metric_set(ctl->m_pool, "desired", (double)d);
+	metric_set(ctl->m_pool, "ready", (double)r);
+	metric_set(ctl->m_pool, "claimed", (double)claimed);
+}
+
+/* A claimed holder went: it no longer counts as claimed. */
+void
+ctl_holder_gone(struct controller *ctl, const char *pod_uid)
+{
+	pthread_mutex_lock(&ctl->lock);
+	json_object_del(ctl->claimed, pod_uid);
+	json_object_del(ctl->reserved, pod_uid);
+	pthread_mutex_unlock(&ctl->lock);
+	update_gauges(ctl, "", -1, 0);
+}
+
+static int
+write_pool_status(struct controller *ctl, json_t *pool, json_t *status)
+{
+	struct k8s_patch_opts po = { .type = K8S_PATCH_MERGE,
+	    .subresource = "status" };
+	struct k8s_error err;
+	json_t *patch;
+	int rc;
+
+	if (json_equal(status, json_object_get(pool, "status")))
+		return 0;
+	patch = json_pack("{s:O}", "status", status);
+	rc = k8s_patch(ctl->client, &pool_resource, k8s_obj_namespace(pool),
+	    k8s_obj_name(pool), &po, patch, NULL, &err);
+	json_decref(patch);
+	if (rc != 0 && rc != K8S_ENOTFOUND)
+		log_warn("cannot write pool status", "pool=%s/%s error=\"%s\"",
+		    k8s_obj_namespace(pool), k8s_obj_name(pool), err.message);
+	return rc == K8S_ENOTFOUND ? 0 : rc;
+}
+
+/*
+ * Ready True when every replica is ready; else False with why. An Event
+ * (Warning) when the reason turns to one a person must act on.
+ */
+static void
+pool_condition(struct controller *ctl, json_t *pool, json_t *status,
+    const char *st, const char *reason, const char *msg)
+{
+	json_int_t gen = json_integer_value(json_object_get(json_object_get(pool,
+	    "metadata"), "generation"));
+	const char *was = ctl_condition_field(json_object_get(pool, "status"),
+	    "Ready", "reason");
+
+	ctl_set_condition(status, "Ready", st, reason, msg, gen);
+	if (strcmp(was, reason) != 0 && (strcmp(reason, "QuotaExceeded") == 0 ||
+	    strcmp(reason, "Rejected") == 0))
+		ctl_emit_event_kind(ctl, pool, "CodeExecutionPool", "Warning",
+		    reason, msg);
+}
+
+int
+ctl_pool_reconcile(struct controller *ctl, const char *ns, const char *name)
+{
+	struct k8s_delete_opts del = { .grace_period_set = 1,
+	    .grace_period_seconds = 0 };
+	json_t *pool = informer_get(ctl->pool_inf, ns, name), *pods = NULL, *p;
+	json_t *status = NULL, *holder = NULL;
+	struct k8s_error err;
+	const char *uid, *why = NULL;
+	char *idx = NULL, msg[1200], *key;
+	long long want, idle = 0, ready = 0, made = 0;
+	json_int_t replicas;
+	size_t i;
+	int rc = 0, full = 0;
+
+	if (pool == NULL)
+		return 0;	/* the garbage collector takes its idle holders */
+	uid = k8s_obj_uid(pool);
+	if (json_object_get(json_object_get(pool, "metadata"),
+	    "deletionTimestamp") || uid == NULL) {
+		update_gauges(ctl, uid ? uid : "", -1, 0);
+		json_decref(pool);
+		return 0;
+	}
+	if ((rc = ctl_ensure_guardrails(ctl, ns)) != 0) {
+		json_decref(pool);
+		return rc == K8S_ECANCELED ? 0 : rc;
+	}
+	replicas = json_integer_value(json_object_get(json_object_get(pool,
+	    "spec"), "replicas"));
+	if (replicas < 0 || replicas > POOL_MAX_REPLICAS)
+		replicas = replicas < 0 ? 0 : POOL_MAX_REPLICAS;
+	status = json_deep_copy(json_object_get(pool, "status"));
+	if (status == NULL)
+		status = json_object();
+	idx = ctl_pool_index(uid);
+	pods = informer_by_index(ctl->pod_inf, idx);
+	json_array_foreach(pods, i, p)
+		if (pool_holder_idle(p)) {
+			idle++;
+			ready += pool_holder_ready(p);
+		}
+	want = (long long)replicas - idle - expected(ctl, uid, 0);
+	if (want > 0 && (holder = pool_holder(ctl->cfg, pool, &err)) == NULL) {
+		why = "Rejected";
+		snprintf(msg, sizeof(msg), "%.1100s", err.message);
+		want = 0;
+	}
+	for (; want > 0; want--) {
+		/* Expected before the create: its event may come before it returns. */
+		(void)expected(ctl, uid, 1);
+		if ((rc = k8s_create(ctl->client, &k8s_res_pods, ns, holder, NULL,
+		    &err)) == 0) {
+			made++;
+			continue;
+		}
+		(void)expected(ctl, uid, -1);
+		if (ctl_quota_full(&err)) {
+			full = 1;
+			why = "QuotaExceeded";
+			snprintf(msg, sizeof(msg), "%lld of %lld sandboxes: the "
+			    "namespace's quota has no room for more: %.900s",
+			    idle + made, (long long)replicas, err.message);
+			rc = 0;
+		} else if (ctl_create_refused(&err)) {
+			why = "Rejected";
+			snprintf(msg, sizeof(msg), "the API server refused a "
+			    "sandbox: %.1000s", err.message);
+			rc = 0;
+		}
+		break;
+	}
+	/* Too many (scaled down): the ones not ready first, never a claimed one. */
+	for (int pass = 0; pass < 2 && want < 0; pass++)
+		json_array_foreach(pods, i, p) {
+			if (want >= 0)
+				break;
+			if (!pool_holder_idle(p) || pool_holder_ready(p) != pass)
+				continue;
+			del.precondition_rv = k8s_obj_rv(p);
+			del.precondition_uid = k8s_obj_uid(p);
+			if (k8s_delete(ctl->client, &k8s_res_pods, ns,
+			    k8s_obj_name(p), &del, NULL, &err) == 0) {
+				idle--;
+				ready -= pass;
+			}
+			want++;
+		}
+	json_object_set_new(status, "observedGeneration", json_integer(
+	    json_integer_value(json_object_get(json_object_get(pool, "metadata"),
+	    "generation"))));
+	json_object_set_new(status, "replicas", json_integer(idle));
+	json_object_set_new(status, "readyReplicas", json_integer(ready));
+	if (why)
+		pool_condition(ctl, pool, status, "False", why, msg);
+	else if (ready >= replicas)
+		pool_condition(ctl, pool, status, "True", "Ready",
+		    "every sandbox is ready");
+	else {
+		snprintf(msg, sizeof(msg), "%lld of %lld sandboxes ready", ready,
+		    (long long)replicas);
+		pool_condition(ctl, pool, status, "False", "Filling", msg);
+	}
+	if (rc == 0)
+		rc = write_pool_status(ctl, pool, status);
+	update_gauges(ctl, uid, replicas, ready);
+	if (full) {
+		key = ctl_pool_key(ns, name);
+		workqueue_add_after(ctl->queue, key, POOL_RETRY_MS);
+		free(key);
+	}
+	json_decref(holder);
+	json_decref(status);
+	json_decref(pods);
+	json_decref(pool);
+	free(idx);
+	return rc;
+}
+
+/* --- the claim ------------------------------------------------------------ */
+
+/*
+ * A ready holder of a pool in cx's namespace that matches it, reserved for
+ * this worker (RESERVE_MS), or NULL. A new reference.
+ */
+static json_t *
+pick_holder(struct controller *ctl, json_t *cx)
+{
+	json_t *pools, *pool, *pods, *p, *found = NULL;
+	char want[POOL_KEY_LEN], have[POOL_KEY_LEN];
+	struct k8s_error err;
+	long long now = clock_mono_ms();
+	size_t i, j;
+
+	if (!pool_cx_warmable(cx) || pool_key(ctl->cfg, json_object_get(cx,
+	    "spec"), want, &err) != 0)
+		return NULL;
+	pools = informer_by_index(ctl->pool_inf, k8s_obj_namespace(cx));
+	json_array_foreach(pools, i, pool) {
+		char *idx;
+
+		if (found || json_object_get(json_object_get(pool, "metadata"),
+		    "deletionTimestamp") || pool_key(ctl->cfg,
+		    json_object_get(pool, "spec"), have, &err) != 0 ||
+		    strcmp(want, have) != 0)
+			continue;
+		idx = ctl_pool_index(k8s_obj_uid(pool));
+		pods = informer_by_index(ctl->pod_inf, idx);
+		free(idx);
+		pthread_mutex_lock(&ctl->lock);
+		json_array_foreach(pods, j, p) {
+			json_t *r = json_object_get(ctl->reserved, k8s_obj_uid(p));
+
+			if (!pool_holder_ready(p) || (r && now -
+			    json_integer_value(r) < RESERVE_MS))
+				continue;
+			json_object_set_new(ctl->reserved, k8s_obj_uid(p),
+			    json_integer(now));
+			found = json_incref(p);
+			break;
+		}
+		pthread_mutex_unlock(&ctl->lock);
+		json_decref(pods);
+	}
+	json_decref(pools);
+	return found;
+}
+
+/*
+ * Conditions and fields of an execution that runs in the holder pod: it
+ * is Running from the claim on (the agent starts the program as soon as
+ * it sees the claim; its result gives the program's own start).
+ */
+static void
+warm_status(json_t *cx, json_t *status, json_t *pod)
+{
+	json_int_t gen = json_integer_value(json_object_get(json_object_get(cx,
+	    "metadata"), "generation"));
+	const char *node = json_string_value(json_object_get(json_object_get(pod,
+	    "spec"), "nodeName"));
+	char now[CLOCK_RFC3339_LEN], msg[400], sha[65];
+
+	ctl_now_rfc3339(now);
+	podspec_code_sha256(cx, sha);
+	json_object_set_new(status, "podName", json_string(k8s_obj_name(pod)));
+	json_object_set_new(status, "nodeName", json_string(node ? node : ""));
+	json_object_set_new(status, "startMode", json_string("Warm"));
+	json_object_set_new(status, "codeSha256", json_string(sha));
+	json_object_set_new(status, "phase", json_string("Running"));
+	json_object_set_new(status, "startTime", json_string(now));
+	json_object_set_new(status, "observedGeneration", json_integer(gen));
+	snprintf(msg, sizeof(msg), "in warm sandbox %s on node %s",
+	    k8s_obj_name(pod), node ? node : "");
+	ctl_set_condition(status, "Scheduled", "True", "Scheduled", msg, gen);
+	ctl_set_condition(status, "Started", "True", "Started",
+	    "delivered to a warm sandbox", gen);
+	ctl_set_condition(status, "Complete", "False", "Pending", "not finished",
+	    gen);
+}
+
+/*
+ * The claim did not land, or cannot: the execution runs cold. Written on
+ * the execution read afresh, if it still names pod (NULL: any): startMode
+ * Cold, no podName, Pending; its update brings the key back to
+ * create_pod.
+ */
+int
+ctl_warm_fallback(struct controller *ctl, json_t *cached, const char *pod,
+    const char *why)
+{
+	json_t *cx = NULL, *status;
+	struct k8s_error err;
+	const char *named;
+	json_int_t gen;
+	int rc;
+
+	rc = k8s_get(ctl->client, &cx_resource, k8s_obj_namespace(cached),
+	    k8s_obj_name(cached), &cx, &err);
+	if (rc == K8S_ENOTFOUND)
+		return 0;
+	if (rc != 0)
+		return rc;
+	status = json_deep_copy(json_object_get(cx, "status"));
+	if (status == NULL)
+		status = json_object();
+	named = json_string_value(json_object_get(status, "podName"));
+	if (strcmp(k8s_obj_uid(cx) ? k8s_obj_uid(cx) : "", k8s_obj_uid(cached)) ||
+	    cx_phase_terminal(json_string_value(json_object_get(status, "phase"))) ||
+	    (pod && named && strcmp(named, pod) != 0)) {
+		json_decref(status);
+		json_decref(cx);
+		return 0;
+	}
+	gen = json_integer_value(json_object_get(json_object_get(cx,
+	    "metadata"), "generation"));
+	json_object_del(status, "podName");
+	json_object_del(status, "nodeName");
+	json_object_del(status, "startTime");
+	json_object_set_new(status, "startMode", json_string("Cold"));
+	json_object_set_new(status, "phase", json_string("Pending"));
+	ctl_set_condition(status, "Scheduled", "False", "Pending", why, gen);
+	ctl_set_condition(status, "Started", "False", "Pending", "not started",
+	    gen);
+	ctl_set_condition(status, "Complete", "False", "Pending", "not finished",
+	    gen);
+	log_info("warm claim fell back to cold", "execution=%s/%s why=\"%s\"",
+	    k8s_obj_namespace(cx), k8s_obj_name(cx), why);
+	metric_inc(ctl->m_claims, "fallback");
+	rc = ctl_write_status(ctl, cx, status, NULL);
+	json_decref(status);
+	json_decref(cx);
+	return rc;
+}
+
+/*
+ * Patch the claim onto pod for cx (read afresh). 0 when it landed; else
+ * the patch's error (K8S_ECONFLICT: another claim won, K8S_ENOTFOUND: the
+ * holder went) or K8S_ETOOBIG / K8S_EINVAL from the claim's build.
+ */
+static int
+patch_claim(struct controller *ctl, json_t *cx, json_t *pod,
+    struct k8s_error *err)
+{
+	struct k8s_patch_opts po = { .type = K8S_PATCH_MERGE };
+	json_t *patch = pool_claim_patch(ctl->cfg, cx, pod, (long long)time(NULL),
+	    err);
+	int rc;
+
+	if (patch == NULL)
+		return err->code;
+	rc = k8s_patch(ctl->client, &k8s_res_pods, k8s_obj_namespace(pod),
+	    k8s_obj_name(pod), &po, patch, NULL, err);
+	json_decref(patch);
+	if (rc == 0) {
+		pthread_mutex_lock(&ctl->lock);
+		json_object_set_new(ctl->claimed, k8s_obj_uid(pod), json_true());
+		pthread_mutex_unlock(&ctl->lock);
+		metric_inc(ctl->m_claims, "claimed");
+		update_gauges(ctl, "", -1, 0);
+	}
+	return rc;
+}
+
+int
+ctl_warm_start(struct controller *ctl, json_t *cached, long long seen_ms,
+    int *rcp)
+{
+	json_t *pod = pick_holder(ctl, cached), *cx = NULL, *status = NULL, *fst;
+	json_t *probe;
+	struct k8s_error err;
+	int rc, handled = 1;
+
+	if (pod == NULL)
+		return 0;
+	*rcp = 0;
+	rc = k8s_get(ctl->client, &cx_resource, k8s_obj_namespace(cached),
+	    k8s_obj_name(cached), &cx, &err);
+	if (rc != 0) {
+		*rcp = rc == K8S_ENOTFOUND ? 0 : rc;
+		goto release;
+	}
+	fst = json_object_get(cx, "status");
+	if (strcmp(k8s_obj_uid(cx) ? k8s_obj_uid(cx) : "", k8s_obj_uid(cached)) ||
+	    json_object_get(fst, "podName") || json_object_get(fst, "startMode") ||
+	    cx_phase_terminal(json_string_value(json_object_get(fst, "phase"))))
+		goto release;	/* the cache lags: its event comes */
+	/* Too large to carry, or refused: cold, which says why. */
+	if ((probe = pool_claim_patch(ctl->cfg, cx, pod, 0, &err)) == NULL) {
+		handled = 0;
+		goto release;
+	}
+	json_decref(probe);
+	status = fst ? json_deep_copy(fst) : json_object();
+	warm_status(cx, status, pod);
+	if ((rc = ctl_write_status(ctl, cx, status, NULL)) != 0) {
+		*rcp = rc;
+		goto release;
+	}
+	/* Named in the status: from here on the claim lands, or falls back. */
+	rc = patch_claim(ctl, cx, pod, &err);
+	if (rc == 0) {
+		char msg[400];
+
+		metric_observe(ctl->m_claim_latency, (double)(clock_mono_ms() -
+		    seen_ms) / 1000.0);
+		snprintf(msg, sizeof(msg), "running in warm sandbox %s",
+		    k8s_obj_name(pod));
+		ctl_emit_event(ctl, cx, "Normal", "Started", msg);
+		metric_inc(ctl->m_phase, "Running");
+	} else if (rc == K8S_ECONFLICT || rc == K8S_ENOTFOUND) {
+		*rcp = ctl_warm_fallback(ctl, cx, k8s_obj_name(pod),
+		    "its warm sandbox was taken or went before the claim");
+	} else {
+		/* Landed or not, unknown: ctl_warm_resume finds out. */
+		*rcp = rc;
+	}
+	json_decref(status);
+	json_decref(cx);
+	json_decref(pod);
+	return 1;
+release:
+	pthread_mutex_lock(&ctl->lock);
+	json_object_del(ctl->reserved, k8s_obj_uid(pod));
+	pthread_mutex_unlock(&ctl->lock);
+	json_decref(cx);
+	json_decref(pod);
+	return handled;
+}
+
+int
+ctl_warm_resume(struct controller *ctl, json_t *cached, json_t *pod)
+{
+	const char *uid;
+	json_t *cx = NULL;
+	struct k8s_error err;
+	int rc;
+
+	podspec_pod_execution(pod, &uid);
+	if (uid != NULL)	/* another's: this one goes cold */
+		return ctl_warm_fallback(ctl, cached, k8s_obj_name(pod),
+		    "its warm sandbox was claimed by another execution");
+	/* Named, never claimed (the controller stopped between): claim it. */
+	rc = k8s_get(ctl->client, &cx_resource, k8s_obj_namespace(cached),
+	    k8s_obj_name(cached), &cx, &err);
+	if (rc != 0)
+		return rc == K8S_ENOTFOUND ? 0 : rc;
+	if (strcmp(k8s_obj_uid(cx) ? k8s_obj_uid(cx) : "", k8s_obj_uid(cached)) ||
+	    strcmp(json_string_value(json_object_get(json_object_get(cx,
+	    "status"), "podName")) ? json_string_value(json_object_get(
+	    json_object_get(cx, "status"), "podName")) : "",
+	    k8s_obj_name(pod)) != 0) {
+		json_decref(cx);
+		return 0;
+	}
+	rc = patch_claim(ctl, cx, pod, &err);
+	if (rc == K8S_ECONFLICT || rc == K8S_ENOTFOUND || rc == K8S_ETOOBIG ||
+	    rc == K8S_EINVAL)
+		rc = ctl_warm_fallback(ctl, cx, k8s_obj_name(pod),
+		    "its warm sandbox could not be claimed");
+	json_decref(cx);
+	return rc;
+}

@@ -1,0 +1,358 @@
+/*
+ * pool.c - see pool.h.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "client.h"
+#include "clock.h"
+#include "cx.h"
+#include "jsonsize.h"
+#include "podspec.h"
+#include "pool.h"
+#include "quantity.h"
+#include "xmalloc.h"
+
+const struct k8s_resource pool_resource = { "airlock.dev", "v1alpha1",
+    "codeexecutionpools", 1 };
+
+#define HOLD_DEADLINE_SLACK	30	/* as podspec's, past the run's timeout */
+#define WORK_DIR		"/airlock/work"
+
+/*
+ * The pod podspec_build makes for an execution with this runtime and these
+ * resources and nothing else: the one place hardening is decided, so a
+ * holder gets the same. A new reference, or NULL with err.
+ */
+static json_t *
+bare_pod(const struct ctl_config *cfg, json_t *spec, const char *ns,
+    struct k8s_error *err)
+{
+	struct podspec_result r;
+	json_t *cx, *pod;
+
+	cx = json_pack("{s:{s:s, s:s, s:s}, s:{s:O*, s:O*, s:O*, s:O*}}",
+	    "metadata", "name", "holder", "namespace", ns ? ns : "default",
+	    "uid", "holder",
+	    "spec", "runtime", json_object_get(spec, "runtime"),
+	    "resources", json_object_get(spec, "resources"),
+	    "image", json_object_get(spec, "image"),
+	    "timeoutSeconds", json_object_get(spec, "timeoutSeconds"));
+	if (cx == NULL) {
+		k8s_error_set(err, K8S_EINVAL, 0, NULL,
+		    "spec.runtime: missing or not a string");
+		return NULL;
+	}
+	if (podspec_build(cfg, cx, &r, err) != 0) {
+		json_decref(cx);
+		return NULL;
+	}
+	json_decref(cx);
+	pod = json_incref(r.pod);
+	podspec_result_free(&r);
+	return pod;
+}
+
+static json_t *
+container(json_t *pod)
+{
+	return json_array_get(json_object_get(json_object_get(pod, "spec"),
+	    "containers"), 0);
+}
+
+int
+pool_key(const struct ctl_config *cfg, json_t *spec, char key[POOL_KEY_LEN],
+    struct k8s_error *err)
+{
+	json_t *pod = bare_pod(cfg, spec, NULL, err), *lim;
+	const struct ctl_profile *p;
+	int64_t cpu, mem, eph;
+
+	if (pod == NULL)
+		return K8S_EINVAL;
+	lim = json_object_get(json_object_get(container(pod), "resources"),
+	    "limits");
+	if (quantity_parse_milli(json_string_value(json_object_get(lim, "cpu")),
+	    &cpu, err) != 0 || quantity_parse(json_string_value(
+	    json_object_get(lim, "memory")), &mem, err) != 0 ||
+	    quantity_parse(json_string_value(json_object_get(lim,
+	    "ephemeral-storage")), &eph, err) != 0) {
+		json_decref(pod);
+		return k8s_error_set(err, K8S_EINVAL, 0, NULL,
+		    "spec.resources: not quantities");
+	}
+	json_decref(pod);
+	p = ctl_config_profile(cfg, json_string_value(json_object_get(spec,
+	    "runtime")));
+	if (p == NULL || p->command[0] == NULL ||
+	    strcmp(p->command[0], POOL_RUNNER) != 0)
+		return k8s_error_set(err, K8S_EINVAL, 0, NULL,
+		    "spec.runtime: profile '%s' does not start its program "
+		    "with %s, which a warm start needs", p ? p->name : "?",
+		    POOL_RUNNER);
+	snprintf(key, POOL_KEY_LEN, "%s/%lld/%lld/%lld", p->name,
+	    (long long)cpu, (long long)mem, (long long)eph);
+	return 0;
+}
+
+/* Remove the entry named name from the array of objects arr. */
+static void
+drop_named(json_t *arr, const char *name)
+{
+	json_t *v;
+	size_t i;
+
+	json_array_foreach(arr, i, v)
+		if (strcmp(json_string_value(json_object_get(v, "name")) ?
+		    json_string_value(json_object_get(v, "name")) : "", name) == 0) {
+			json_array_remove(arr, i);
+			return;
+		}
+}
+
+json_t *
+pool_holder(const struct ctl_config *cfg, json_t *pool, struct k8s_error *err)
+{
+	json_t *spec = json_object_get(pool, "spec"), *pod, *c, *md, *labels;
+	const char *ns = k8s_obj_namespace(pool), *uid = k8s_obj_uid(pool);
+	char key[POOL_KEY_LEN];
+
+	if (ns == NULL || uid == NULL || k8s_obj_name(pool) == NULL) {
+		k8s_error_set(err, K8S_EINVAL, 0, NULL,
+		    "the pool lacks metadata.name, namespace or uid");
+		return NULL;
+	}
+	if (pool_key(cfg, spec, key, err) != 0 ||
+	    (pod = bare_pod(cfg, spec, ns, err)) == NULL)
+		return NULL;
+	labels = json_copy(json_object_get(json_object_get(pod, "metadata"),
+	    "labels"));
+	json_object_del(labels, CX_LABEL_UID);
+	json_object_set_new(labels, POOL_LABEL_UID, json_string(uid));
+	md = json_pack("{s:s, s:s, s:o, s:{s:s}, s:[{s:s, s:s, s:s, s:s, s:b,"
+	    " s:b}]}", "generateName", POOL_HOLDER_PREFIX, "namespace", ns,
+	    "labels", labels, "annotations", POOL_ANN_KEY, key,
+	    "ownerReferences", "apiVersion", "airlock.dev/v1alpha1",
+	    "kind", "CodeExecutionPool", "name", k8s_obj_name(pool), "uid", uid,
+	    "controller", 1, "blockOwnerDeletion", 1);
+	json_object_set_new(pod, "metadata", md);
+	/* Set by the claim, counted from the pod's start. */
+	json_object_del(json_object_get(pod, "spec"), "activeDeadlineSeconds");
+	c = container(pod);
+	json_object_set_new(c, "command", json_pack("[s, s]", "sleep",
+	    "infinity"));
+	json_object_set_new(c, "args", json_array());
+	drop_named(json_object_get(c, "volumeMounts"), "code");
+	drop_named(json_object_get(json_object_get(pod, "spec"), "volumes"),
+	    "code");
+	return pod;
+}
+
+static int
+claimed(json_t *pod)
+{
+	json_t *md = json_object_get(pod, "metadata");
+
+	return json_object_get(json_object_get(md, "labels"), CX_LABEL_UID) !=
+	    NULL || json_object_get(json_object_get(md, "annotations"),
+	    CX_ANN_NAME) != NULL;
+}
+
+int
+pool_holder_idle(json_t *pod)
+{
+	json_t *md = json_object_get(pod, "metadata");
+
+	return json_object_get(json_object_get(md, "labels"), POOL_LABEL_UID) &&
+	    !claimed(pod) && json_object_get(md, "deletionTimestamp") == NULL;
+}
+
+int
+pool_holder_ready(json_t *pod)
+{
+	json_t *ps = json_object_get(pod, "status");
+	json_t *cs = json_array_get(json_object_get(ps, "containerStatuses"), 0);
+	const char *ph = json_string_value(json_object_get(ps, "phase"));
+
+	return pool_holder_idle(pod) && ph && strcmp(ph, "Running") == 0 &&
+	    json_object_get(json_object_get(cs, "state"), "running") != NULL;
+}
+
+int
+pool_cx_warmable(json_t *cx)
+{
+	return json_object_get(json_object_get(cx, "spec"), "image") == NULL;
+}
+
+/* Add annotation "airlock.dev/<k>" = v to ann, and its path to files. */
+static void
+add_file(json_t *ann, json_t *files, const char *k, const char *path,
+    json_t *v, size_t *bytes)
+{
+	char *ak = xasprintf("airlock.dev/%s", k);
+
+	json_object_set(ann, ak, v);
+	if (files)
+		json_array_append_new(files, json_pack("{s:s, s:s}", "path",
+		    path, "key", ak));
+	*bytes += json_string_length(v);
+	free(ak);
+}
+
+json_t *
+pool_claim_patch(const struct ctl_config *cfg, json_t *cx, json_t *holder,
+    long long now_s, struct k8s_error *err)
+{
+	json_t *spec = json_object_get(cx, "spec"), *ann, *files, *argv, *env;
+	json_t *f, *e, *proc, *patch;
+	const char *uid = k8s_obj_uid(cx), *name = k8s_obj_name(cx);
+	const struct ctl_profile *p;
+	long long started, deadline;
+	size_t i, bytes = 0, stored;
+	char v[32], key[32];
+
+	if (uid == NULL || name == NULL || !pool_cx_warmable(cx) ||
+	    (p = ctl_config_profile(cfg, json_string_value(json_object_get(spec,
+	    "runtime")))) == NULL) {
+		k8s_error_set(err, K8S_EINVAL, 0, NULL,
+		    "not an execution that can run warm");
+		return NULL;
+	}
+	ann = json_object();
+	files = json_array();
+	{
+		json_t *src = json_object_get(spec, "source");
+		json_t *empty = src ? NULL : json_string("");
+
+		add_file(ann, files, "source", p->source_file, src ? src : empty,
+		    &bytes);
+		json_decref(empty);
+	}
+	json_array_foreach(json_object_get(spec, "files"), i, f) {
+		snprintf(key, sizeof(key), "file-%zu", i);
+		add_file(ann, files, key, json_string_value(json_object_get(f,
+		    "path")), json_object_get(f, "content"), &bytes);
+	}
+	if (json_object_get(spec, "stdin"))
+		add_file(ann, NULL, "stdin", NULL, json_object_get(spec, "stdin"),
+		    &bytes);
+	argv = json_array();
+	for (char **a = p->command; *a; a++)
+		json_array_append_new(argv, json_string(*a));
+	json_array_foreach(json_object_get(spec, "args"), i, e)
+		json_array_append(argv, e);
+	env = json_array();
+	json_array_foreach(json_object_get(spec, "env"), i, e) {
+		json_t *val = json_object_get(e, "value");
+
+		json_array_append_new(env, json_pack("{s:O, s:o}", "name",
+		    json_object_get(e, "name"), "value", val ? json_incref(val) :
+		    json_string("")));
+	}
+	/* The program's files are in the working directory, not a volume. */
+	json_array_append_new(env, json_pack("{s:s, s:s}", "name",
+	    "AIRLOCK_CODE_DIR", "value", WORK_DIR));
+	proc = json_pack("{s:o, s:o, s:o, s:b}", "argv", argv, "env", env,
+	    "files", files, "stdin", json_object_get(spec, "stdin") != NULL);
+	bytes += jsonsize_value(proc);
+	if (bytes > PODSPEC_ANNOTATION_BUDGET) {
+		json_decref(proc);
+		json_decref(ann);
+		k8s_error_set(err, K8S_ETOOBIG, 0, NULL, "the code, args and env "
+		    "take %zu bytes, past the %d a warm start carries", bytes,
+		    PODSPEC_ANNOTATION_BUDGET);
+		return NULL;
+	}
+	{
+		char *s = json_dumps(proc, JSON_COMPACT);
+
+		json_object_set_new(ann, POOL_ANN_PROCESS, json_string(s ? s : ""));
+		free(s);
+	}
+	json_decref(proc);
+	json_object_set_new(ann, CX_ANN_NAME, json_string(name));
+	snprintf(v, sizeof(v), "%lld", cx_timeout_ms(cx));
+	json_object_set_new(ann, CX_ANN_TIMEOUT_MS, json_string(v));
+	snprintf(v, sizeof(v), "%zu", cx_max_bytes(cx));
+	json_object_set_new(ann, CX_ANN_MAX_OUTPUT, json_string(v));
+	stored = jsonsize_value(cx);
+	snprintf(v, sizeof(v), "%zu", stored + CX_STATUS_RESERVE <
+	    CX_OBJECT_BUDGET ? CX_OBJECT_BUDGET - CX_STATUS_RESERVE - stored : 0);
+	json_object_set_new(ann, CX_ANN_OUTPUT_BUDGET, json_string(v));
+
+	/* activeDeadlineSeconds counts from the pod's start. */
+	started = clock_parse_rfc3339(json_string_value(json_object_get(
+	    json_object_get(holder, "status"), "startTime")));
+	deadline = (started > 0 && now_s > started ? now_s - started : 0) +
+	    cx_timeout_ms(cx) / 1000 + HOLD_DEADLINE_SLACK;
+	patch = json_pack("{s:{s:O*, s:{s:s}, s:o, s:[{s:s, s:s, s:s, s:s, s:b,"
+	    " s:b}]}, s:{s:I}}",
+	    "metadata", "resourceVersion", json_object_get(json_object_get(holder,
+	    "metadata"), "resourceVersion"),
+	    "labels", CX_LABEL_UID, uid, "annotations", ann,
+	    "ownerReferences", "apiVersion", "airlock.dev/v1alpha1",
+	    "kind", "CodeExecution", "name", name, "uid", uid, "controller", 1,
+	    "blockOwnerDeletion", 1,
+	    "spec", "activeDeadlineSeconds", (json_int_t)deadline);
+	if (patch == NULL)
+		k8s_error_set(err, K8S_EINVAL, 0, NULL,
+		    "cannot build the claim (bad strings in the spec?)");
+	return patch;
+}
+
+int
+pool_process_read(json_t *pod, struct pool_process *out)
+{
+	json_t *ann = json_object_get(json_object_get(pod, "metadata"),
+	    "annotations"), *proc, *f, *v;
+	const char *s = json_string_value(json_object_get(ann, POOL_ANN_PROCESS));
+	size_t i;
+
+	memset(out, 0, sizeof(*out));
+	if (s == NULL || (proc = json_loads(s, 0, NULL)) == NULL)
+		return -1;
+	out->proc = proc;
+	out->argv = json_object_get(proc, "argv");
+	out->env = json_object_get(proc, "env");
+	if (!json_is_array(out->argv) || json_array_size(out->argv) == 0 ||
+	    !json_is_array(out->env))
+		return -1;
+	json_array_foreach(out->argv, i, v)
+		if (!json_is_string(v))
+			return -1;
+	json_array_foreach(out->env, i, v)
+		if (!json_is_string(json_object_get(v, "name")) ||
+		    !json_is_string(json_object_get(v, "value")))
+			return -1;
+	json_array_foreach(json_object_get(proc, "files"), i, f) {
+		const char *path = json_string_value(json_object_get(f, "path"));
+		const char *key = json_string_value(json_object_get(f, "key"));
+
+		if (out->nfiles >= sizeof(out->files) / sizeof(out->files[0]) ||
+		    path == NULL || key == NULL ||
+		    (v = json_object_get(ann, key)) == NULL || !json_is_string(v))
+			return -1;
+		out->files[out->nfiles].path = path;
+		out->files[out->nfiles].data = json_string_value(v);
+		out->files[out->nfiles].len = json_string_length(v);
+		out->nfiles++;
+	}
+	if (out->nfiles == 0)
+		return -1;
+	if (json_is_true(json_object_get(proc, "stdin"))) {
+		if ((v = json_object_get(ann, "airlock.dev/stdin")) == NULL ||
+		    !json_is_string(v))
+			return -1;
+		out->stdin_data = json_string_value(v);
+		out->stdin_len = json_string_length(v);
+	}
+	return 0;
+}
+
+void
+pool_process_free(struct pool_process *p)
+{
+	json_decref(p->proc);
+	p->proc = NULL;
+}

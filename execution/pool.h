@@ -1,0 +1,119 @@
+/*
+ * pool.h - CodeExecutionPool, the warm path's API side (docs/warm-path.md):
+ * the holder pods a pool keeps, how an execution is matched to one, and
+ * the claim that hands a holder one execution. Pure, as podspec.h is: the
+ * controller makes the API calls, the node agent reads what the claim
+ * wrote, and the unit tests check every field.
+ *
+ * A holder is an execution pod in every respect (podspec_build: gVisor, no
+ * network, Pod Security "restricted", no token, the labels the deny-all
+ * NetworkPolicy selects, requests equal to limits, counted by the quota)
+ * but that it has no code, no activeDeadlineSeconds, its container runs
+ * POOL_HOLD_COMMAND until claimed, and its owner is the pool.
+ *
+ * The claim is one merge patch of the holder, conditional on the
+ * resourceVersion the controller read: the execution's uid label and name
+ * annotation (the holder is now its execution pod: the agent's
+ * agent_pod_limits and the controller's index find it), the code
+ * annotations the cold path uses (airlock.dev/source, file-N, stdin), the
+ * process to run (POOL_ANN_PROCESS), the limits, the execution as owner in
+ * place of the pool, and activeDeadlineSeconds (which the API server lets
+ * be set once on a running pod, and lowered, never raised).
+ */
+#ifndef AIRLOCK_POOL_H
+#define AIRLOCK_POOL_H
+
+#include <stddef.h>
+
+#include <jansson.h>
+
+#include "ctl_config.h"
+#include "k8s_error.h"
+
+/* airlock.dev/v1alpha1 codeexecutionpools, namespaced. */
+extern const struct k8s_resource pool_resource;
+
+#define POOL_MAX_REPLICAS	64		/* the CRD's maximum */
+#define POOL_LABEL_UID		"airlock.dev/pool-uid"
+/* What a holder can run: runtime and resources, pool_key's form. */
+#define POOL_ANN_KEY		"airlock.dev/warm-key"
+/* After the claim: the argv after the runner and the spec's env, JSON. */
+#define POOL_ANN_PROCESS	"airlock.dev/warm-process"
+#define POOL_HOLDER_PREFIX	"airlock-warm-"
+#define POOL_KEY_LEN		160
+
+/*
+ * What the runner does with a warm run's stdin (images/runner/run): the
+ * first BYTES of it are the tar of the program and its files.
+ */
+#define POOL_RUNNER		"/airlock/bin/run"
+
+/*
+ * The key of what a pool offers, or an execution needs:
+ * "<runtime>/<cpu milli>/<memory bytes>/<ephemeral bytes>", the
+ * resources after the config's defaults and checked against its caps.
+ * spec is a pool's or an execution's spec (borrowed). 0, or K8S_EINVAL
+ * naming the field (an unknown runtime, a bad or capped resource).
+ */
+int pool_key(const struct ctl_config *cfg, json_t *spec,
+    char key[POOL_KEY_LEN], struct k8s_error *err)
+    __attribute__((warn_unused_result));
+
+/*
+ * A holder pod for pool (borrowed, as the API server returned it): a new
+ * reference with metadata.generateName POOL_HOLDER_PREFIX, or NULL with
+ * err (K8S_EINVAL, for the pool's Ready condition) when the pool's
+ * runtime or resources are refused.
+ */
+json_t *pool_holder(const struct ctl_config *cfg, json_t *pool,
+    struct k8s_error *err);
+
+/*
+ * Whether the holder pod (borrowed, possibly trimmed by a cache) is idle,
+ * i.e. not claimed, and ready: its container running, not being deleted.
+ */
+int pool_holder_idle(json_t *pod);
+int pool_holder_ready(json_t *pod);
+
+/*
+ * Whether the execution cx (borrowed, as read afresh) can run warm at
+ * all, whatever the pools: no custom image. The code's size is the
+ * claim's to judge (pool_claim_patch).
+ */
+int pool_cx_warmable(json_t *cx);
+
+/*
+ * The claim of holder (borrowed: its metadata.resourceVersion and
+ * status.startTime are read) for cx (borrowed, read afresh). now_s is
+ * the wall clock. A new merge patch, or NULL with err: K8S_ETOOBIG when
+ * the code, args and env do not fit the annotation budget (the
+ * execution then runs cold), K8S_EINVAL for what podspec_build refuses.
+ */
+json_t *pool_claim_patch(const struct ctl_config *cfg, json_t *cx,
+    json_t *holder, long long now_s, struct k8s_error *err);
+
+/*
+ * What the node agent runs in a claimed holder, read back from its
+ * annotations (pod borrowed; the strings point into it): argv, the env
+ * entries (name, value) to set over the container's, and the files in the
+ * order of the tar, their contents, and stdin (NULL when none). 0, or -1
+ * when the pod carries no well-formed claim; either way free *out with
+ * pool_process_free.
+ */
+struct pool_file {
+	const char	*path, *data;
+	size_t		 len;
+};
+struct pool_process {
+	json_t		*proc;		/* the parsed annotation, owned */
+	json_t		*argv;		/* strings; borrowed */
+	json_t		*env;		/* [{name, value}]; borrowed */
+	struct pool_file files[66];	/* the program, 64 files, spare */
+	size_t		 nfiles;
+	const char	*stdin_data;
+	size_t		 stdin_len;
+};
+int pool_process_read(json_t *pod, struct pool_process *out);
+void pool_process_free(struct pool_process *p);
+
+#endif

@@ -1,0 +1,498 @@
+/*
+ * warm.c - the warm path's node side (docs/warm-path.md): a holder pod on
+ * this node that the controller claimed for an execution gets its program
+ * exec'd into its running gVisor sandbox, once.
+ *
+ * One thread per claimed holder (agent_warm_spawn), for as long as its
+ * program runs:
+ *   1. the sandbox is checked (gVisor, no network) as at a cold TaskStart;
+ *   2. the program's files as a tar (execution/codetar.h), then spec.stdin,
+ *      go into the exec's stdin FIFO; `/airlock/bin/run --warm BYTES`
+ *      unpacks them in the fresh working directory and execs the program;
+ *   3. the exec is Tasks.Exec'd with the container's own OCI process (its
+ *      user, no capabilities, no new privileges, its env) but the args
+ *      and the spec's env: what CRI's exec does, with our args;
+ *   4. its stdout and stderr FIFOs are read into the run's crilog, through
+ *      the same caps as a cold run's CRI log (crilog_feed_stream);
+ *   5. the deadline counts from the exec's start; the ticker enforces it
+ *      and the hard output cap as for a cold run (the sandbox's process
+ *      killed: every process in it goes);
+ *   6. the exit comes from containerd's TaskExit for WARM_EXEC_ID (or the
+ *      sandbox's own, when it died), and the result is recorded at once
+ *      once both streams reached EOF. The ticker then deletes the pod.
+ *
+ * Until Tasks.Start returned, nothing of the program ran: a failure there
+ * gives the execution back to the controller to run cold (fall_back). A
+ * second Exec of WARM_EXEC_ID (an agent restarted after it) is refused by
+ * containerd: the program is never run twice; that execution's pod is
+ * deleted and the controller ends it (PodDeleted).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <sys/ioctl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "agent_priv.h"
+#include "buf.h"
+#include "clock.h"
+#include "codetar.h"
+#include "log.h"
+#include "pool.h"
+#include "xmalloc.h"
+
+#define IO_CHUNK	(64 * 1024)
+#define EOF_GRACE_MS	2000	/* exited, and a stream still open: stop */
+
+struct warm {
+	struct agent	*a;
+	char		*uid;		/* the pod's */
+	char		*ns, *pod, *cid;
+	long long	 seen_ms;
+};
+
+static void
+warm_free(struct warm *w)
+{
+	free(w->uid);
+	free(w->ns);
+	free(w->pod);
+	free(w->cid);
+	free(w);
+}
+
+/* The record, at once, once the exit is known and the output complete. */
+void
+agent_warm_maybe_record(struct agent *a, struct run *r)
+{
+	char key[300];
+
+	if (!r->warm || !r->exited || !r->io_done || r->busy || r->recorded)
+		return;
+	crilog_finish(r->log);
+	r->busy = 1;
+	snprintf(key, sizeof(key), "record/%s", r->uid);
+	workqueue_add(a->q, key);
+}
+
+/*
+ * Give the execution back to the controller, to run cold: a status patch
+ * tested to land only while it still names this pod and runs, which
+ * writes startMode Cold, Pending, no pod, and says why. 1 when written or
+ * moot (the execution ended, or names another pod).
+ */
+static int
+fall_back(struct agent *a, const char *ns, const char *cx, const char *cx_uid,
+    const char *pod, const char *why)
+{
+	struct k8s_patch_opts po = { .type = K8S_PATCH_JSON,
+	    .subresource = "status" };
+	struct k8s_error err;
+	char msg[600];
+	json_t *p;
+	int rc;
+
+	snprintf(msg, sizeof(msg), "its warm sandbox failed before the program "
+	    "started (%.500s); running it cold", why);
+	p = json_pack("[{s:s, s:s, s:s}, {s:s, s:s, s:s}, {s:s, s:s, s:s},"
+	    " {s:s, s:s, s:s}, {s:s, s:s, s:s},"
+	    " {s:s, s:s, s:s}, {s:s, s:s, s:s}, {s:s, s:s},"
+	    " {s:s, s:s}, {s:s, s:s},"
+	    " {s:s, s:s, s:s}, {s:s, s:s, s:s}, {s:s, s:s, s:s},"
+	    " {s:s, s:s, s:s}, {s:s, s:s, s:s}, {s:s, s:s, s:s}]",
+	    "op", "test", "path", "/metadata/uid", "value", cx_uid,
+	    "op", "test", "path", "/status/phase", "value", "Running",
+	    "op", "test", "path", "/status/podName", "value", pod,
+	    "op", "test", "path", "/status/conditions/0/type", "value", "Scheduled",
+	    "op", "test", "path", "/status/conditions/1/type", "value", "Started",
+	    "op", "replace", "path", "/status/startMode", "value", "Cold",
+	    "op", "replace", "path", "/status/phase", "value", "Pending",
+	    "op", "remove", "path", "/status/podName",
+	    "op", "remove", "path", "/status/nodeName",
+	    "op", "remove", "path", "/status/startTime",
+	    "op", "replace", "path", "/status/conditions/0/status", "value", "False",
+	    "op", "replace", "path", "/status/conditions/0/reason", "value", "Pending",
+	    "op", "replace", "path", "/status/conditions/0/message", "value", msg,
+	    "op", "replace", "path", "/status/conditions/1/status", "value", "False",
+	    "op", "replace", "path", "/status/conditions/1/reason", "value", "Pending",
+	    "op", "replace", "path", "/status/conditions/1/message", "value",
+	    "not started");
+	rc = k8s_patch(a->client, &cx_resource, ns, cx, &po, p, NULL, &err);
+	json_decref(p);
+	if (rc == 0) {
+		log_info("warm sandbox given back", "execution=%s/%s pod=%s "
+		    "why=\"%s\"", ns, cx, pod, why);
+		return 1;
+	}
+	if (rc == K8S_ENOTFOUND || (rc == K8S_EHTTP && err.http_status == 422))
+		return 1;	/* gone, ended, or names another pod */
+	log_warn("cannot give a warm sandbox back", "execution=%s/%s error=\"%s\"",
+	    ns, cx, err.message);
+	return 0;
+}
+
+/*
+ * The exec's OCI process: the container's own, with args
+ * [run, --warm, BYTES, argv[1..]] and the claim's env over the
+ * container's. A new string, or NULL when the claim's argv does not start
+ * with the runner.
+ */
+static char *
+exec_process(json_t *base, const struct pool_process *pp, size_t tar_len)
+{
+	json_t *p = json_deep_copy(base), *args = json_array(), *env = json_array();
+	json_t *v, *e;
+	char n[32], *out;
+	size_t i, j;
+
+	if (p == NULL || strcmp(json_string_value(json_array_get(pp->argv, 0)),
+	    POOL_RUNNER) != 0) {
+		json_decref(p);
+		json_decref(args);
+		json_decref(env);
+		return NULL;
+	}
+	snprintf(n, sizeof(n), "%zu", tar_len);
+	json_array_append_new(args, json_string(POOL_RUNNER));
+	json_array_append_new(args, json_string("--warm"));
+	json_array_append_new(args, json_string(n));
+	json_array_foreach(pp->argv, i, v)
+		if (i > 0)
+			json_array_append(args, v);
+	json_array_foreach(json_object_get(p, "env"), i, v) {
+		const char *s = json_string_value(v), *eq;
+		int over = 0;
+
+		if (s == NULL || (eq = strchr(s, '=')) == NULL)
+			continue;
+		json_array_foreach(pp->env, j, e) {
+			const char *name = json_string_value(json_object_get(e, "name"));
+
+			if (strlen(name) == (size_t)(eq - s) &&
+			    strncmp(s, name, (size_t)(eq - s)) == 0)
+				over = 1;
+		}
+		if (!over)
+			json_array_append(env, v);
+	}
+	json_array_foreach(pp->env, j, e) {
+		char *kv = xasprintf("%s=%s", json_string_value(json_object_get(e,
+		    "name")), json_string_value(json_object_get(e, "value")));
+
+		json_array_append_new(env, json_string(kv));
+		free(kv);
+	}
+	json_object_set_new(p, "args", args);
+	json_object_set_new(p, "env", env);
+	json_object_del(p, "terminal");
+	json_object_del(p, "consoleSize");
+	out = json_dumps(p, JSON_COMPACT);
+	json_decref(p);
+	return out;
+}
+
+/* The input: the tar of the files, then stdin. 0, or why not (static). */
+static const char *
+build_input(const struct pool_process *pp, struct buf *in, size_t *tar_len)
+{
+	struct codetar_entry e[sizeof(pp->files) / sizeof(pp->files[0])];
+	size_t bad;
+
+	for (size_t i = 0; i < pp->nfiles; i++)
+		e[i] = (struct codetar_entry){ pp->files[i].path,
+		    pp->files[i].data, pp->files[i].len };
+	buf_init(in, codetar_size(e, pp->nfiles) + pp->stdin_len + 1);
+	if (codetar_build(e, pp->nfiles, in, &bad) != 0)
+		return "a file's path cannot be stored in the archive";
+	*tar_len = in->len;
+	if (pp->stdin_len && buf_append(in, pp->stdin_data, pp->stdin_len) != 0)
+		return "stdin does not fit";
+	return NULL;
+}
+
+static void
+set_io_done(struct agent *a, const char *uid)
+{
+	struct run *r;
+
+	pthread_mutex_lock(&a->lock);
+	if ((r = agent_find_run(a, uid)) != NULL) {
+		r->io_done = 1;
+		agent_warm_maybe_record(a, r);
+	}
+	pthread_mutex_unlock(&a->lock);
+}
+
+/*
+ * Pump: input into fd[0] while it takes it, fd[1] and fd[2] into the
+ * run's crilog until both reach EOF (or the run exited EOF_GRACE_MS ago,
+ * or the agent stops).
+ */
+static void
+pump(struct warm *w, int fd[3], struct buf *in, size_t *off)
+{
+	static __thread char chunk[IO_CHUNK];
+	struct agent *a = w->a;
+	struct pollfd pfd[3];
+	int open_[3] = { fd[0] >= 0, 1, 1 };
+	long long exited_at = 0;
+	int unread;
+
+	while ((open_[1] || open_[2]) && !atomic_load(&a->stop)) {
+		int n = 0, idx[3];
+		struct run *r;
+
+		for (int i = 0; i < 3; i++) {
+			if (!open_[i])
+				continue;
+			pfd[n] = (struct pollfd){ fd[i], i ? POLLIN : POLLOUT, 0 };
+			idx[n++] = i;
+		}
+		/* Input written, not yet all read: look again soon. */
+		(void)poll(pfd, (nfds_t)n, fd[0] >= 0 && !open_[0] ? 2 : 50);
+		for (int k = 0; k < n; k++) {
+			int i = idx[k];
+			ssize_t got;
+
+			if (i == 0) {
+				if (!(pfd[k].revents & (POLLOUT | POLLERR)))
+					continue;
+				got = write(fd[0], in->data + *off, in->len - *off);
+				if (got > 0)
+					*off += (size_t)got;
+				if (*off == in->len || (got < 0 && errno != EAGAIN)) {
+					open_[0] = 0;
+				}
+				continue;
+			}
+			if (!(pfd[k].revents & (POLLIN | POLLHUP | POLLERR)))
+				continue;
+			while ((got = read(fd[i], chunk, sizeof(chunk))) > 0) {
+				pthread_mutex_lock(&a->lock);
+				if ((r = agent_find_run(a, w->uid)) != NULL &&
+				    r->log)
+					crilog_feed_stream(r->log, i == 2, chunk,
+					    (size_t)got);
+				pthread_mutex_unlock(&a->lock);
+			}
+			if (got == 0 || (got < 0 && errno != EAGAIN &&
+			    errno != EINTR))
+				open_[i] = 0;
+		}
+		/*
+		 * All of it written and read by the shim (what is still in
+		 * the FIFO when stdin is closed is lost): the program gets
+		 * EOF after it.
+		 */
+		if (fd[0] >= 0 && !open_[0] && *off == in->len &&
+		    ioctl(fd[0], FIONREAD, &unread) == 0 && unread == 0) {
+			struct k8s_error err;
+
+			close(fd[0]);
+			fd[0] = -1;
+			if (ctrd_exec_close_stdin(a->ctrd, w->cid, WARM_EXEC_ID,
+			    &err) != 0)
+				log_debug("cannot close a warm exec's stdin",
+				    "pod=%s/%s error=\"%s\"", w->ns, w->pod,
+				    err.message);
+		}
+		pthread_mutex_lock(&a->lock);
+		r = agent_find_run(a, w->uid);
+		if (r == NULL || (r->recorded && !r->exited)) {
+			pthread_mutex_unlock(&a->lock);
+			break;		/* the pod went: cancelled, deleted */
+		}
+		if (r->exited && exited_at == 0)
+			exited_at = clock_mono_ms();
+		pthread_mutex_unlock(&a->lock);
+		if (exited_at && clock_mono_ms() - exited_at > EOF_GRACE_MS)
+			break;
+	}
+}
+
+/* Stop before the program ran: refused (isolation) or given back. */
+static void
+end_unstarted(struct warm *w, const char *isolation, const char *why)
+{
+	struct agent *a = w->a;
+	struct run *r;
+	char *cx = NULL, *cx_uid = NULL;
+
+	pthread_mutex_lock(&a->lock);
+	if ((r = agent_find_run(a, w->uid)) != NULL) {
+		if (isolation) {
+			/* The program never runs; the execution fails. */
+			free(r->isolation);
+			r->isolation = xstrdup(isolation);
+			r->why = CX_KILL_ISOLATION;
+			r->start_ns = r->exited_ns = agent_now_ns();
+			r->exited = 1;
+			r->status = 137;
+			r->exit_seen_ms = clock_mono_ms();
+			r->io_done = 1;
+			agent_warm_maybe_record(a, r);
+		} else {
+			cx = xstrdup(r->cx);
+			cx_uid = xstrdup(r->cx_uid);
+		}
+	}
+	pthread_mutex_unlock(&a->lock);
+	if (cx == NULL)
+		return;
+	for (int i = 0; i < 5 && !atomic_load(&a->stop); i++) {
+		if (fall_back(a, w->ns, cx, cx_uid, w->pod, why))
+			break;
+		usleep(200000);
+	}
+	pthread_mutex_lock(&a->lock);
+	if ((r = agent_find_run(a, w->uid)) != NULL)
+		r->recorded = 1;	/* the ticker deletes the pod */
+	pthread_mutex_unlock(&a->lock);
+	free(cx);
+	free(cx_uid);
+}
+
+static void *
+warm_main(void *arg)
+{
+	struct warm *w = arg;
+	struct agent *a = w->a;
+	struct pool_process pp = { 0 };
+	struct k8s_error err;
+	struct buf in;
+	json_t *pod = informer_get(a->pods, w->ns, w->pod), *base = NULL;
+	const char *bad;
+	char dir[512], path[3][600], *proc = NULL;
+	size_t tar_len = 0, off = 0;
+	uint32_t pid = 0;
+	int fd[3] = { -1, -1, -1 }, made = 0;
+	struct run *r;
+
+	buf_init(&in, 0);
+	if (pod == NULL || strcmp(k8s_obj_uid(pod), w->uid) != 0 ||
+	    pool_process_read(pod, &pp) != 0) {
+		pool_process_free(&pp);
+		end_unstarted(w, NULL, "its claim cannot be read");
+		goto out;
+	}
+	if (ctrd_task_pid(a->ctrd, w->cid, &pid, &err) != 0) {
+		pool_process_free(&pp);
+		end_unstarted(w, NULL, err.message);
+		goto out;
+	}
+	if ((bad = agent_sandbox_refused(pid)) != NULL) {
+		pool_process_free(&pp);
+		log_warn("sandbox refused", "pod=%s/%s problem=\"%s\"", w->ns,
+		    w->pod, bad);
+		end_unstarted(w, bad, NULL);
+		goto out;
+	}
+	buf_free(&in);
+	if ((bad = build_input(&pp, &in, &tar_len)) != NULL ||
+	    ctrd_container_process(a->ctrd, w->cid, &base, &err) != 0 ||
+	    (proc = exec_process(base, &pp, tar_len)) == NULL) {
+		pool_process_free(&pp);
+		end_unstarted(w, NULL, bad ? bad : base ? "its command does not "
+		    "start with the runner" : err.message);
+		goto out;
+	}
+	pool_process_free(&pp);
+	snprintf(dir, sizeof(dir), "%s/%s", a->o.exec_dir, w->uid);
+	(void)mkdir(a->o.exec_dir, 0700);
+	if (mkdir(dir, 0700) != 0 && errno != EEXIST) {
+		end_unstarted(w, NULL, "cannot make the exec's FIFOs");
+		goto out;
+	}
+	made = 1;
+	for (int i = 0; i < 3; i++) {
+		snprintf(path[i], sizeof(path[i]), "%s/%s", dir,
+		    (const char *[]){ "in", "out", "err" }[i]);
+		(void)unlink(path[i]);
+		if (mkfifo(path[i], 0600) != 0 || (fd[i] = open(path[i],
+		    (i ? O_RDONLY : O_RDWR) | O_NONBLOCK | O_CLOEXEC)) < 0) {
+			end_unstarted(w, NULL, "cannot make the exec's FIFOs");
+			goto out;
+		}
+	}
+	/* All of the input at once if the pipe can hold it (it usually can). */
+	(void)fcntl(fd[0], F_SETPIPE_SZ, (int)(in.len < (1 << 20) ? in.len + 1 :
+	    (1 << 20)));
+	{
+		ssize_t got = write(fd[0], in.data, in.len);
+
+		off = got > 0 ? (size_t)got : 0;
+	}
+	if (ctrd_exec(a->ctrd, w->cid, WARM_EXEC_ID, proc, path[0], path[1],
+	    path[2], NULL, &err) != 0) {
+		if (err.code == K8S_EEXIST) {
+			/* Started before (an agent restarted): never twice. */
+			log_warn("warm exec already made; not run again",
+			    "pod=%s/%s", w->ns, w->pod);
+			pthread_mutex_lock(&a->lock);
+			if ((r = agent_find_run(a, w->uid)) != NULL)
+				r->recorded = 1;
+			pthread_mutex_unlock(&a->lock);
+		} else {
+			end_unstarted(w, NULL, err.message);
+		}
+		goto out;
+	}
+	pthread_mutex_lock(&a->lock);
+	if ((r = agent_find_run(a, w->uid)) != NULL) {
+		r->start_ns = agent_now_ns();
+		r->pid = pid;
+		r->warm_started = 1;
+		agent_arm_deadline(r);
+	}
+	pthread_mutex_unlock(&a->lock);
+	metric_observe(a->m_deliver, (double)(clock_mono_ms() - w->seen_ms) /
+	    1000.0);
+	pump(w, fd, &in, &off);
+	set_io_done(a, w->uid);
+out:
+	for (int i = 0; i < 3; i++)
+		if (fd[i] >= 0)
+			close(fd[i]);
+	if (made) {
+		for (int i = 0; i < 3; i++)
+			(void)unlink(path[i]);
+		(void)rmdir(dir);
+	}
+	free(proc);
+	json_decref(base);
+	json_decref(pod);
+	buf_free(&in);
+	warm_free(w);
+	atomic_fetch_sub(&a->warm_threads, 1);
+	return NULL;
+}
+
+void
+agent_warm_spawn(struct agent *a, struct run *r)
+{
+	struct warm *w = xcalloc(1, sizeof(*w));
+	pthread_attr_t at;
+	pthread_t th;
+
+	w->a = a;
+	w->uid = xstrdup(r->uid);
+	w->ns = xstrdup(r->ns);
+	w->pod = xstrdup(r->pod);
+	w->cid = xstrdup(r->cid);
+	w->seen_ms = clock_mono_ms();
+	r->warm_spawned = 1;
+	atomic_fetch_add(&a->warm_threads, 1);
+	pthread_attr_init(&at);
+	pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
+	if (pthread_create(&th, &at, warm_main, w) != 0) {
+		atomic_fetch_sub(&a->warm_threads, 1);
+		warm_free(w);
+		r->warm_spawned = 0;	/* the next pod event tries again */
+	}
+	pthread_attr_destroy(&at);
+}
