@@ -140,8 +140,17 @@ pool_holder(const struct ctl_config *cfg, json_t *pool, struct k8s_error *err)
 	/* Set by the claim, counted from the pod's start. */
 	json_object_del(json_object_get(pod, "spec"), "activeDeadlineSeconds");
 	c = container(pod);
-	json_object_set_new(c, "command", json_pack("[s, s]", "sleep",
-	    "infinity"));
+	{
+		/* run --hold: the interpreter started once, then a wait. */
+		const struct ctl_profile *p = ctl_config_profile(cfg,
+		    json_string_value(json_object_get(spec, "runtime")));
+		json_t *cmd = json_pack("[s, s, s]", POOL_RUNNER, "--hold",
+		    p->source_file);
+
+		for (char **a = p->command + 1; *a; a++)
+			json_array_append_new(cmd, json_string(*a));
+		json_object_set_new(c, "command", cmd);
+	}
 	json_object_set_new(c, "args", json_array());
 	drop_named(json_object_get(c, "volumeMounts"), "code");
 	drop_named(json_object_get(json_object_get(pod, "spec"), "volumes"),

@@ -183,12 +183,14 @@ warm_seen(struct agent *a, json_t *pod, const char *cid, json_t *state)
 		r = agent_new_run(a, k8s_obj_uid(pod), k8s_obj_namespace(pod),
 		    k8s_obj_name(pod));
 	if (!r->warm) {
+		/*
+		 * The holder's TaskStart made this run: its pid and the
+		 * isolation check are the sandbox's, kept; its start is not
+		 * the program's.
+		 */
 		r->warm = 1;
 		r->start_ns = 0;
 		r->exited = 0;
-		r->pid = 0;
-		free(r->isolation);
-		r->isolation = NULL;
 		r->why = CX_KILL_NONE;
 		agent_learn_pod(r, pod);
 	}

@@ -16,6 +16,7 @@
 #include "agent_priv.h"
 #include "clock.h"
 #include "log.h"
+#include "pool.h"
 #include "xmalloc.h"
 
 static size_t
@@ -282,11 +283,22 @@ tick(struct agent *a)
 		if (!r->verified) {
 			json_t *pod = informer_get(a->pods, r->ns, r->pod);
 
-			if (pod && strcmp(k8s_obj_uid(pod), r->uid) == 0)
+			int holder = 0;
+
+			if (pod && strcmp(k8s_obj_uid(pod), r->uid) == 0) {
 				agent_learn_pod(r, pod);
+				/*
+				 * A holder no execution claimed yet: its
+				 * run keeps the sandbox's pid and isolation
+				 * check for the claim (warm.c).
+				 */
+				holder = json_object_get(json_object_get(
+				    json_object_get(pod, "metadata"), "labels"),
+				    POOL_LABEL_UID) != NULL;
+			}
 			json_decref(pod);
 			if (!r->verified) {
-				if (now - r->seen_ms > VERIFY_MS) {
+				if (now - r->seen_ms > VERIFY_MS && !holder) {
 					*pp = r->next;	/* not one of ours */
 					agent_free_run(r);
 				} else {

@@ -157,7 +157,11 @@ exec_process(json_t *base, const struct pool_process *pp, size_t tar_len)
 		json_decref(env);
 		return NULL;
 	}
-	snprintf(n, sizeof(n), "%zu", tar_len);
+	/* No spec.stdin: all of stdin is the tar, one process fewer. */
+	if (pp->stdin_data == NULL)
+		snprintf(n, sizeof(n), "-");
+	else
+		snprintf(n, sizeof(n), "%zu", tar_len);
 	json_array_append_new(args, json_string(POOL_RUNNER));
 	json_array_append_new(args, json_string("--warm"));
 	json_array_append_new(args, json_string(n));
@@ -366,8 +370,8 @@ warm_main(void *arg)
 	struct k8s_error err;
 	struct buf in;
 	json_t *pod = informer_get(a->pods, w->ns, w->pod), *base = NULL;
-	const char *bad;
-	char dir[512], path[3][600], *proc = NULL;
+	const char *bad = NULL;
+	char dir[512], path[3][600], *proc = NULL, *refused = NULL;
 	size_t tar_len = 0, off = 0;
 	uint32_t pid = 0;
 	int fd[3] = { -1, -1, -1 }, made = 0;
@@ -380,16 +384,26 @@ warm_main(void *arg)
 		end_unstarted(w, NULL, "its claim cannot be read");
 		goto out;
 	}
-	if (ctrd_task_pid(a->ctrd, w->cid, &pid, &err) != 0) {
+	/* The sandbox's pid and check, from its TaskStart; else asked now. */
+	pthread_mutex_lock(&a->lock);
+	if ((r = agent_find_run(a, w->uid)) != NULL) {
+		pid = r->pid;
+		refused = r->isolation ? xstrdup(r->isolation) : NULL;
+	}
+	pthread_mutex_unlock(&a->lock);
+	if (pid == 0 && ctrd_task_pid(a->ctrd, w->cid, &pid, &err) != 0) {
 		pool_process_free(&pp);
 		end_unstarted(w, NULL, err.message);
 		goto out;
 	}
-	if ((bad = agent_sandbox_refused(pid)) != NULL) {
+	if (refused == NULL && (bad = agent_sandbox_refused(pid)) != NULL)
+		refused = xstrdup(bad);
+	if (refused != NULL) {
 		pool_process_free(&pp);
 		log_warn("sandbox refused", "pod=%s/%s problem=\"%s\"", w->ns,
-		    w->pod, bad);
-		end_unstarted(w, bad, NULL);
+		    w->pod, refused);
+		end_unstarted(w, refused, NULL);
+		free(refused);
 		goto out;
 	}
 	buf_free(&in);
@@ -452,6 +466,8 @@ warm_main(void *arg)
 	pthread_mutex_unlock(&a->lock);
 	metric_observe(a->m_deliver, (double)(clock_mono_ms() - w->seen_ms) /
 	    1000.0);
+	log_debug("warm run started", "pod=%s/%s after_claim_seen_ms=%lld",
+	    w->ns, w->pod, clock_mono_ms() - w->seen_ms);
 	pump(w, fd, &in, &off);
 	set_io_done(a, w->uid);
 out:
