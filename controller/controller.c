@@ -83,9 +83,18 @@ pod_event(struct controller *ctl, json_t *old, json_t *pod)
 		workqueue_add(ctl->queue, key);
 		free(key);
 	}
-	if ((key = holder_pool_key(pod)) != NULL ||
-	    (old && (key = holder_pool_key(old)) != NULL)) {
+	if ((key = holder_pool_key(pod)) != NULL) {
 		workqueue_add(ctl->queue, key);
+		free(key);
+	} else if (old && (key = holder_pool_key(old)) != NULL) {
+		/*
+		 * Claimed: its replacement is made a little later, so that
+		 * starting a sandbox (about half a second of both cores on
+		 * the test node) does not compete with the program the claim
+		 * is for, which most often ends within it.
+		 */
+		workqueue_add_after(ctl->queue, key,
+		    (uint64_t)ctl->opts.refill_delay_ms);
 		free(key);
 	}
 }
@@ -506,6 +515,8 @@ controller_new(struct k8s_client *c, const struct ctl_config *cfg,
 		ctl->opts.resync_ms = 60000;
 	if (ctl->opts.result_grace_ms <= 0)
 		ctl->opts.result_grace_ms = 30000;
+	if (ctl->opts.refill_delay_ms < 0)
+		ctl->opts.refill_delay_ms = 0;
 	cxo.ns = po.ns = ctl->opts.namespace;
 	cxo.resync_ms = ctl->opts.resync_ms;
 	ctl->cx_inf = informer_new(c, &cxo, &cxh);

@@ -53,6 +53,11 @@ struct controller_opts {
 	 * it is missing no guardrail is applied, and so no pod is made.
 	 */
 	const char	*guard_owner_role;
+	/*
+	 * How long after a warm sandbox is claimed its pool makes the one
+	 * that replaces it (pools.c); 0: at once.
+	 */
+	long		 refill_delay_ms;
 };
 
 struct controller;

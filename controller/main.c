@@ -29,7 +29,8 @@ usage(void)
 	    "       [--namespace NS] [--metrics-addr ADDR] [--workers N] [--log-level LEVEL]\n"
 	    "       [--no-leader-elect] [--lease-namespace NS] [--lease-name NAME] [--identity ID]\n"
 	    "       [--lease-duration-ms MS] [--renew-deadline-ms MS] [--retry-period-ms MS]\n"
-	    "       [--guardrail-owner-clusterrole NAME] [--result-grace-ms MS]\n");
+	    "       [--guardrail-owner-clusterrole NAME] [--result-grace-ms MS]\n"
+	    "       [--pool-refill-delay-ms MS]\n");
 	exit(2);
 }
 
@@ -88,6 +89,7 @@ main(int argc, char **argv)
 		{ "retry-period-ms", required_argument, NULL, 'P' },
 		{ "guardrail-owner-clusterrole", required_argument, NULL, 'O' },
 		{ "result-grace-ms", required_argument, NULL, 'G' },
+		{ "pool-refill-delay-ms", required_argument, NULL, 'F' },
 		{ NULL, 0, NULL, 0 },
 	};
 	const char *kubeconfig = NULL, *context = NULL, *confpath = NULL;
@@ -95,7 +97,7 @@ main(int argc, char **argv)
 	const char *lease_name = "airlock-controller", *owner_role = NULL;
 	static const char prog[] = "airlock-controller";
 	char *identity = NULL;
-	struct controller_opts co = { 0 };
+	struct controller_opts co = { .refill_delay_ms = 500 };
 	struct lease_config lc = { 0 };
 	struct ctl_config *cfg;
 	struct k8s_error err;
@@ -124,6 +126,8 @@ main(int argc, char **argv)
 		case 'O': owner_role = optarg; break;
 		case 'G': co.result_grace_ms = (long)daemon_flag_number(prog,
 		    "--result-grace-ms", optarg, 1, 86400000); break;
+		case 'F': co.refill_delay_ms = (long)daemon_flag_number(prog,
+		    "--pool-refill-delay-ms", optarg, 0, 60000); break;
 		default: usage();
 		}
 	}

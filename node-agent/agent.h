@@ -46,6 +46,13 @@ struct agent_opts {
 	 * at the same path (the host's); default /run/airlock/exec.
 	 */
 	const char	*exec_dir;
+	/*
+	 * runsc's binary and its --root (the shim's): when set, a warm run
+	 * is started by `runsc exec` itself, not through containerd's
+	 * Tasks.Exec and the shim (warm.c). NULL: containerd.
+	 */
+	const char	*runsc;
+	const char	*runsc_root;
 };
 
 struct agent;

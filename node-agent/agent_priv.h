@@ -137,6 +137,9 @@ int agent_delete_pod(struct agent *a, const char *ns, const char *name,
 #define WARM_EXEC_ID	"airlock-run"	/* a holder's one exec */
 void agent_warm_spawn(struct agent *a, struct run *r);
 void agent_warm_maybe_record(struct agent *a, struct run *r);
+/* Without the lock: a deleted pod's exec directory; stale ones. */
+void agent_warm_forget(struct agent *a, const char *uid);
+void agent_warm_sweep(struct agent *a);
 
 /* events.c: NULL if pid is gVisor with no network, else why not (static). */
 const char *agent_sandbox_refused(uint32_t pid);

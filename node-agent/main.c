@@ -23,7 +23,7 @@ usage(void)
 	    "       [--namespace NS] [--pod-logs-dir DIR] [--containerd-socket PATH]\n"
 	    "       [--poll-ms MS] [--hard-output-cap BYTES] [--metrics-addr ADDR]\n"
 	    "       [--cgroup-mount DIR] [--cgroup-root PATH] [--sweep-ms MS] [--keep-stale-logs]\n"
-	    "       [--exec-dir DIR] [--log-level LEVEL]\n");
+	    "       [--exec-dir DIR] [--runsc PATH --runsc-root DIR] [--log-level LEVEL]\n");
 	exit(2);
 }
 
@@ -53,6 +53,8 @@ main(int argc, char **argv)
 		{ "sweep-ms", required_argument, NULL, 'S' },
 		{ "keep-stale-logs", no_argument, NULL, 'K' },
 		{ "exec-dir", required_argument, NULL, 'E' },
+		{ "runsc", required_argument, NULL, 'r' },
+		{ "runsc-root", required_argument, NULL, 'o' },
 		{ NULL, 0, NULL, 0 },
 	};
 	static const char prog[] = "airlock-node-agent";
@@ -76,6 +78,8 @@ main(int argc, char **argv)
 		case 'R': o.cgroup_root = optarg; break;
 		case 'K': o.keep_stale_logs = 1; break;
 		case 'E': o.exec_dir = optarg; break;
+		case 'r': o.runsc = optarg; break;
+		case 'o': o.runsc_root = optarg; break;
 		case 'S': o.sweep_ms = (long)daemon_flag_number(prog, "--sweep-ms", optarg, 100, 86400000); break;
 		case 'm': metrics_addr = optarg; break;
 		case 'l': daemon_flag_log_level(prog, optarg); break;
@@ -86,6 +90,10 @@ main(int argc, char **argv)
 		o.node_name = getenv("NODE_NAME");
 	if (o.node_name == NULL || !o.node_name[0] || optind != argc)
 		usage();
+	if ((o.runsc == NULL) != (o.runsc_root == NULL)) {
+		fprintf(stderr, "%s: --runsc and --runsc-root go together\n", prog);
+		exit(2);
+	}
 	daemon_init(&d, prog, kubeconfig, context);
 	if ((a = agent_new(d.client, d.metrics, &o)) == NULL ||
 	    agent_start(a) != 0) {

@@ -193,6 +193,7 @@ act(struct agent *a, const char *key)
 		agent_sweep_orphans(a);
 		if (!a->o.keep_stale_logs)
 			agent_sweep_logs(a);
+		agent_warm_sweep(a);
 		pthread_mutex_lock(&a->lock);
 		a->sweeping = 0;
 		pthread_mutex_unlock(&a->lock);
@@ -215,6 +216,8 @@ act(struct agent *a, const char *key)
 		pthread_mutex_unlock(&a->lock);
 	} else if (strncmp(key, "delete/", 7) == 0) {
 		ok = agent_delete_pod(a, r->ns, r->pod, r->uid);
+		if (ok && r->warm)
+			agent_warm_forget(a, r->uid);
 		pthread_mutex_lock(&a->lock);
 		r->busy = 0;
 		if (ok) {
