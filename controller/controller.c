@@ -87,14 +87,11 @@ pod_event(struct controller *ctl, json_t *old, json_t *pod)
 		workqueue_add(ctl->queue, key);
 		free(key);
 	} else if (old && (key = holder_pool_key(old)) != NULL) {
-		/*
-		 * Claimed: its replacement is made a little later, so that
-		 * starting a sandbox (about half a second of both cores on
-		 * the test node) does not compete with the program the claim
-		 * is for, which most often ends within it.
-		 */
-		workqueue_add_after(ctl->queue, key,
-		    (uint64_t)ctl->opts.refill_delay_ms);
+		/* Claimed: the pool's status says so now; see ctl_pool_claimed. */
+		ctl_pool_claimed(ctl, json_string_value(json_object_get(
+		    json_object_get(json_object_get(old, "metadata"), "labels"),
+		    POOL_LABEL_UID)));
+		workqueue_add(ctl->queue, key);
 		free(key);
 	}
 }
@@ -155,6 +152,8 @@ static void
 pool_delete(void *arg, json_t *obj, int unknown)
 {
 	(void)unknown;
+	if (k8s_obj_uid(obj))
+		ctl_pool_forget(arg, k8s_obj_uid(obj));
 	pool_event(arg, obj);
 }
 
@@ -534,6 +533,7 @@ controller_new(struct k8s_client *c, const struct ctl_config *cfg,
 	ctl->ended = json_object();
 	ctl->pool_expect = json_object();
 	ctl->pool_counts = json_object();
+	ctl->pool_claimed = json_object();
 	ctl->reserved = json_object();
 	ctl->claimed = json_object();
 	pthread_mutex_init(&ctl->lock, NULL);
@@ -656,6 +656,7 @@ controller_free(struct controller *ctl)
 	json_decref(ctl->ended);
 	json_decref(ctl->pool_expect);
 	json_decref(ctl->pool_counts);
+	json_decref(ctl->pool_claimed);
 	json_decref(ctl->reserved);
 	json_decref(ctl->claimed);
 	json_decref(ctl->guard_owner);

@@ -53,6 +53,7 @@ struct controller {
 	 */
 	json_t			*pool_expect;
 	json_t			*pool_counts;
+	json_t			*pool_claimed;	/* pool uid -> ms of its last claim */
 	json_t			*reserved;
 	json_t			*claimed;
 
@@ -151,6 +152,15 @@ char *ctl_pool_key(const char *ns, const char *name);
 char *ctl_pool_index(const char *pool_uid);
 /* The pool that owns a holder pod (its name), or NULL. */
 const char *ctl_holder_pool(json_t *pod);
+/*
+ * A holder of pool_uid was claimed (NULL: nothing). Its replacement is
+ * made opts.refill_delay_ms later, so that starting a sandbox (about half
+ * a second of both cores on the test node) does not compete with the
+ * program the claim is for, which most often ends within it.
+ */
+void ctl_pool_claimed(struct controller *ctl, const char *pool_uid);
+/* A pool went: what pools.c kept of it, and its gauges. */
+void ctl_pool_forget(struct controller *ctl, const char *pool_uid);
 /* A holder of pool_uid appeared in the cache; a claimed one went. */
 void ctl_pool_seen(struct controller *ctl, const char *pool_uid);
 void ctl_holder_gone(struct controller *ctl, const char *pod_uid);

@@ -75,6 +75,34 @@ ctl_pool_seen(struct controller *ctl, const char *pool_uid)
 	pthread_mutex_unlock(&ctl->lock);
 }
 
+void
+ctl_pool_claimed(struct controller *ctl, const char *pool_uid)
+{
+	if (pool_uid == NULL)
+		return;
+	pthread_mutex_lock(&ctl->lock);
+	json_object_set_new(ctl->pool_claimed, pool_uid,
+	    json_integer(clock_mono_ms()));
+	pthread_mutex_unlock(&ctl->lock);
+}
+
+/* How long the pool's refill waits yet after its last claim, in ms. */
+static long long
+refill_wait(struct controller *ctl, const char *pool_uid)
+{
+	long long left;
+	json_t *t;
+
+	pthread_mutex_lock(&ctl->lock);
+	t = json_object_get(ctl->pool_claimed, pool_uid);
+	left = t ? json_integer_value(t) + ctl->opts.refill_delay_ms -
+	    clock_mono_ms() : 0;
+	if (t && left <= 0)
+		json_object_del(ctl->pool_claimed, pool_uid);
+	pthread_mutex_unlock(&ctl->lock);
+	return left > 0 ? left : 0;
+}
+
 /* Creates made for pool uid that the cache has not shown yet. */
 static long long
 expected(struct controller *ctl, const char *pool_uid, long long add)
@@ -118,6 +146,16 @@ update_gauges(struct controller *ctl, const char *pool_uid, long long desired,
 	metric_set(ctl->m_pool, "desired", (double)d);
 	metric_set(ctl->m_pool, "ready", (double)r);
 	metric_set(ctl->m_pool, "claimed", (double)claimed);
+}
+
+void
+ctl_pool_forget(struct controller *ctl, const char *pool_uid)
+{
+	pthread_mutex_lock(&ctl->lock);
+	json_object_del(ctl->pool_expect, pool_uid);
+	json_object_del(ctl->pool_claimed, pool_uid);
+	pthread_mutex_unlock(&ctl->lock);
+	update_gauges(ctl, pool_uid, -1, 0);
 }
 
 /* A claimed holder went: it no longer counts as claimed. */
@@ -182,7 +220,7 @@ ctl_pool_reconcile(struct controller *ctl, const char *ns, const char *name)
 	struct k8s_error err;
 	const char *uid, *why = NULL;
 	char *idx = NULL, msg[1200], *key;
-	long long want, idle = 0, ready = 0, made = 0;
+	long long want, idle = 0, ready = 0, made = 0, wait;
 	json_int_t replicas;
 	size_t i;
 	int rc = 0, full = 0;
@@ -215,6 +253,12 @@ ctl_pool_reconcile(struct controller *ctl, const char *ns, const char *name)
 			ready += pool_holder_ready(p);
 		}
 	want = (long long)replicas - idle - expected(ctl, uid, 0);
+	if (want > 0 && (wait = refill_wait(ctl, uid)) > 0) {
+		key = ctl_pool_key(ns, name);
+		workqueue_add_after(ctl->queue, key, (uint64_t)wait);
+		free(key);
+		want = 0;
+	}
 	if (want > 0 && (holder = pool_holder(ctl->cfg, pool, &err)) == NULL) {
 		why = "Rejected";
 		snprintf(msg, sizeof(msg), "%.1100s", err.message);
@@ -506,6 +550,9 @@ ctl_warm_start(struct controller *ctl, json_t *cached, long long seen_ms,
 		    "its warm sandbox was taken or went before the claim");
 	} else {
 		/* Landed or not, unknown: ctl_warm_resume finds out. */
+		log_warn("cannot claim a warm sandbox yet", "execution=%s/%s "
+		    "pod=%s error=\"%s\"", k8s_obj_namespace(cx),
+		    k8s_obj_name(cx), k8s_obj_name(pod), err.message);
 		*rcp = rc;
 	}
 	json_decref(status);
@@ -522,35 +569,58 @@ release:
 }
 
 int
-ctl_warm_resume(struct controller *ctl, json_t *cached, json_t *pod)
+ctl_warm_resume(struct controller *ctl, json_t *cached, json_t *cached_pod)
 {
 	const char *uid;
-	json_t *cx = NULL;
+	json_t *cx = NULL, *pod = NULL;
 	struct k8s_error err;
+	char why[600];
 	int rc;
 
+	/*
+	 * The pod cache may lag the execution's (its status write comes
+	 * back first): only the pod read afresh says whether the claim
+	 * landed. A fallback while it had would run the program twice.
+	 */
+	rc = k8s_get(ctl->client, &k8s_res_pods, k8s_obj_namespace(cached_pod),
+	    k8s_obj_name(cached_pod), &pod, &err);
+	if (rc == K8S_ENOTFOUND)
+		return 0;	/* gone: the pod cache brings it to pod_vanished */
+	if (rc != 0)
+		return rc;
 	podspec_pod_execution(pod, &uid);
-	if (uid != NULL)	/* another's: this one goes cold */
-		return ctl_warm_fallback(ctl, cached, k8s_obj_name(pod),
+	if (uid != NULL) {
+		rc = strcmp(uid, k8s_obj_uid(cached)) == 0 ? 0 :
+		    ctl_warm_fallback(ctl, cached, k8s_obj_name(pod),
 		    "its warm sandbox was claimed by another execution");
+		json_decref(pod);
+		return rc;
+	}
 	/* Named, never claimed (the controller stopped between): claim it. */
 	rc = k8s_get(ctl->client, &cx_resource, k8s_obj_namespace(cached),
 	    k8s_obj_name(cached), &cx, &err);
-	if (rc != 0)
+	if (rc != 0) {
+		json_decref(pod);
 		return rc == K8S_ENOTFOUND ? 0 : rc;
+	}
 	if (strcmp(k8s_obj_uid(cx) ? k8s_obj_uid(cx) : "", k8s_obj_uid(cached)) ||
 	    strcmp(json_string_value(json_object_get(json_object_get(cx,
 	    "status"), "podName")) ? json_string_value(json_object_get(
 	    json_object_get(cx, "status"), "podName")) : "",
 	    k8s_obj_name(pod)) != 0) {
 		json_decref(cx);
+		json_decref(pod);
 		return 0;
 	}
 	rc = patch_claim(ctl, cx, pod, &err);
 	if (rc == K8S_ECONFLICT || rc == K8S_ENOTFOUND || rc == K8S_ETOOBIG ||
-	    rc == K8S_EINVAL)
-		rc = ctl_warm_fallback(ctl, cx, k8s_obj_name(pod),
-		    "its warm sandbox could not be claimed");
+	    rc == K8S_EINVAL) {
+		/* Not landed: a conflict or a 404 writes nothing. */
+		snprintf(why, sizeof(why), "its warm sandbox could not be "
+		    "claimed: %.500s", err.message);
+		rc = ctl_warm_fallback(ctl, cx, k8s_obj_name(pod), why);
+	}
 	json_decref(cx);
+	json_decref(pod);
 	return rc;
 }

@@ -70,6 +70,7 @@ struct run {
 	int		 warm_spawned;		/* its thread was started */
 	int		 warm_started;		/* Tasks.Start returned */
 	int		 io_done;		/* its output is all read */
+	int64_t		 cpu_before_ns;		/* the holder's, at the start; -1 */
 
 	int		 recorded;		/* result written, or someone's */
 	int		 busy;			/* a call is in flight for it */
@@ -137,6 +138,7 @@ int agent_delete_pod(struct agent *a, const char *ns, const char *name,
 #define WARM_EXEC_ID	"airlock-run"	/* a holder's one exec */
 void agent_warm_spawn(struct agent *a, struct run *r);
 void agent_warm_maybe_record(struct agent *a, struct run *r);
+void agent_warm_usage(struct run *r);
 /* Without the lock: a deleted pod's exec directory; stale ones. */
 void agent_warm_forget(struct agent *a, const char *uid);
 void agent_warm_sweep(struct agent *a);

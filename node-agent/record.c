@@ -70,8 +70,14 @@ result_patch(struct agent *a, struct run *r, const char *expect,
 	if ((st = cx_result_status(&e, &oc)) == NULL)
 		return NULL;
 	*reasonp = oc.reason_name;
-	p = json_pack("[{s:s, s:s, s:s}, {s:s, s:s, s:s}]",
+	/*
+	 * The execution still names this pod: a warm one given back to run
+	 * cold (warm.c) names none, or its own pod, and takes no result from
+	 * this one.
+	 */
+	p = json_pack("[{s:s, s:s, s:s}, {s:s, s:s, s:s}, {s:s, s:s, s:s}]",
 	    "op", "test", "path", "/metadata/uid", "value", r->cx_uid,
+	    "op", "test", "path", "/status/podName", "value", r->pod,
 	    "op", "test", "path", "/status/phase", "value", expect);
 	/*
 	 * The conditions are where the controller put them (cx.h's order):

@@ -320,6 +320,8 @@ tick(struct agent *a)
 		if (r->exited && !r->usage_done) {
 			usage_read(a->o.cgroup_mount, a->o.cgroup_root, r->uid,
 			    &r->usage);
+			if (r->warm)
+				agent_warm_usage(r);
 			r->usage_done = 1;
 		}
 		switch (agent_decide(r, a->o.hard_cap, a->o.poll_ms, now, wall,

@@ -71,6 +71,17 @@ warm_free(struct warm *w)
 	free(w);
 }
 
+/* A warm sandbox's CPU time before the program is not the program's. */
+void
+agent_warm_usage(struct run *r)
+{
+	if (r->usage.cpu_ns >= 0 && r->cpu_before_ns >= 0)
+		r->usage.cpu_ns = r->usage.cpu_ns > r->cpu_before_ns ?
+		    r->usage.cpu_ns - r->cpu_before_ns : 0;
+	else
+		r->usage.cpu_ns = -1;
+}
+
 /* The record, at once, once the exit is known and the output complete. */
 void
 agent_warm_maybe_record(struct agent *a, struct run *r)
@@ -79,6 +90,13 @@ agent_warm_maybe_record(struct agent *a, struct run *r)
 
 	if (!r->warm || !r->exited || !r->io_done || r->busy || r->recorded)
 		return;
+	if (!r->usage_done) {
+		/* As tick.c does, before the kubelet removes the cgroup. */
+		usage_read(a->o.cgroup_mount, a->o.cgroup_root, r->uid,
+		    &r->usage);
+		agent_warm_usage(r);
+		r->usage_done = 1;
+	}
 	crilog_finish(r->log);
 	r->busy = 1;
 	snprintf(key, sizeof(key), "record/%s", r->uid);
@@ -620,6 +638,21 @@ warm_main(void *arg)
 		goto out;
 	}
 	made = 1;
+	/*
+	 * The sandbox's CPU time so far (its start, the holder's warm-up):
+	 * the program is charged what it adds (tick.c takes it off).
+	 */
+	{
+		struct usage u;
+
+		if (usage_read(a->o.cgroup_mount, a->o.cgroup_root, w->uid,
+		    &u) != 0)
+			u.cpu_ns = -1;
+		pthread_mutex_lock(&a->lock);
+		if ((r = agent_find_run(a, w->uid)) != NULL)
+			r->cpu_before_ns = u.cpu_ns;
+		pthread_mutex_unlock(&a->lock);
+	}
 	if ((a->o.runsc ? start_runsc(w, proc, &in, &off, fd, &child, dir,
 	    path) : start_ctrd(w, proc, &in, &off, fd, dir, path)) != 0)
 		goto out;

@@ -3,6 +3,12 @@
  * controller and the node agent run as processes beside the cluster, a
  * CodeExecution goes in, gVisor runs it, and each test asserts the exact
  * status the agent recorded.
+ *
+ * Built a second time as test_warm_hostile_e2e with E2E_WARM set: the
+ * namespace then has a CodeExecutionPool for each runtime (and for the
+ * memory bomb's 128Mi), every execution waits for a ready sandbox before
+ * it is created and must end with status.startMode Warm, and the hostile
+ * cases run that way, with the same assertions.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -22,14 +28,23 @@
 #include "client.h"
 #include "cx.h"
 #include "podspec.h"
+#include "pool.h"
 #include "clirun.h"
 #include "itutil.h"
+
+#ifndef E2E_WARM
+#define E2E_WARM 0
+#endif
 
 static struct k8s_client *c;
 static struct k8s_config *kcfg;
 static char confpath[] = "/tmp/airlock-e2e-XXXXXX";
 static char *ns;
 static pid_t ctl_pid, agent_pid;
+#if E2E_WARM
+static void make_pool(const char *name, const char *runtime,
+    const char *memory);
+#endif
 
 /* The controller and the node agent, as processes beside the cluster. */
 static void
@@ -58,7 +73,10 @@ start_daemons(void)
 		    "--pod-logs-dir", it_env_need("POD_LOGS_DIR"), "--containerd-socket",
 		    it_env_need("CONTAINERD_SOCK"), "--metrics-addr", addr[1],
 		    "--hard-output-cap", "4194304", "--cgroup-root",
-		    it_env_need("CGROUP_ROOT"), "--sweep-ms", "2000", NULL };
+		    it_env_need("CGROUP_ROOT"), "--sweep-ms", "2000",
+		    /* Warm runs started by runsc itself (node-agent/warm.c). */
+		    E2E_WARM ? "--runsc" : NULL, it_env_need("RUNSC"),
+		    "--runsc-root", it_env_need("RUNSC_ROOT"), NULL };
 
 		agent_pid = it_spawn("airlock-node-agent", log[1], args);
 	}
@@ -99,6 +117,12 @@ group_setup(void **state)
 	    it_env_need("RUNNER_BASH_IMAGE"));
 	fclose(f);
 	start_daemons();
+#if E2E_WARM
+	make_pool("python", "python", NULL);
+	make_pool("python-128mi", "python", "128Mi");
+	make_pool("bash", "bash", NULL);
+	make_pool("node", "node", NULL);
+#endif
 	return 0;
 }
 
@@ -123,6 +147,65 @@ group_teardown(void **state)
 	return 0;
 }
 
+#if E2E_WARM
+/* A pool of one sandbox, runtime and memory (NULL: the default). */
+static void
+make_pool(const char *name, const char *runtime, const char *memory)
+{
+	struct k8s_error err;
+	json_t *o = json_pack("{s:s, s:s, s:{s:s}, s:{s:s, s:i}}", "apiVersion",
+	    "airlock.dev/v1alpha1", "kind", "CodeExecutionPool", "metadata",
+	    "name", name, "spec", "runtime", runtime, "replicas", 1);
+
+	if (memory)
+		json_object_set_new(json_object_get(o, "spec"), "resources",
+		    json_pack("{s:s}", "memory", memory));
+	if (k8s_create(c, &pool_resource, ns, o, NULL, &err) != 0)
+		fail_msg("create pool %s: %s", name, err.message);
+	json_decref(o);
+}
+
+static int
+pool_ready(void *arg)
+{
+	struct k8s_error err;
+	json_t *o = NULL;
+	int ok;
+
+	ok = k8s_get(c, &pool_resource, ns, arg, &o, &err) == 0 &&
+	    json_integer_value(json_object_get(json_object_get(o, "status"),
+	    "readyReplicas")) >= 1;
+	json_decref(o);
+	return ok;
+}
+
+/*
+ * One sandbox ready in pool, and none in the others: the node has two
+ * cores, and a sandbox waiting holds its cpu request (500m) as a running
+ * execution does.
+ */
+static void
+wait_pool_ready(const char *pool)
+{
+	static const char *const pools[] = { "python", "python-128mi", "bash",
+	    "node" };
+	struct k8s_patch_opts merge = { .type = K8S_PATCH_MERGE };
+	struct k8s_error err;
+
+	for (size_t i = 0; i < sizeof(pools) / sizeof(pools[0]); i++) {
+		json_t *p = json_pack("{s:{s:i}}", "spec", "replicas",
+		    strcmp(pools[i], pool) == 0);
+
+		if (k8s_patch(c, &pool_resource, ns, pools[i], &merge, p, NULL,
+		    &err) != 0)
+			fail_msg("scale pool %s: %s", pools[i], err.message);
+		json_decref(p);
+	}
+	if (!it_wait_for(pool_ready, (void *)pool, 120000))
+		fail_msg("pool %s has no ready sandbox after 120 s", pool);
+}
+#endif
+
 static void
 create_cx(const char *name, const char *spec)
 {
@@ -132,6 +215,19 @@ create_cx(const char *name, const char *spec)
 
 	if (s == NULL)
 		fail_msg("bad spec in the test: %s", spec);
+#if E2E_WARM
+	{
+		/* Its pool, by runtime and memory: one sandbox ready in it. */
+		const char *mem = json_string_value(json_object_get(json_object_get(s,
+		    "resources"), "memory"));
+		char pool[64];
+
+		snprintf(pool, sizeof(pool), "%s%s",
+		    json_string_value(json_object_get(s, "runtime")),
+		    mem && strcmp(mem, "128Mi") == 0 ? "-128mi" : "");
+		wait_pool_ready(pool);
+	}
+#endif
 	o = json_pack("{s:s, s:s, s:{s:s}, s:o}", "apiVersion",
 	    "airlock.dev/v1alpha1", "kind", "CodeExecution", "metadata", "name",
 	    name, "spec", s);
@@ -164,6 +260,9 @@ wait_done(const char *name, long timeout_ms)
 		json_t *st = json_incref(json_object_get(o, "status"));
 
 		json_decref(o);
+		if (E2E_WARM && strcmp(it_str(st, "startMode"), "Warm") != 0)
+			fail_msg("%s ran %s, not warm: %s", name, it_str(st,
+			    "startMode"), it_str(st, "message"));
 		return st;
 	}
 }
@@ -1490,6 +1589,25 @@ test_no_tenant_data_in_logs(void **state)
 int
 main(void)
 {
+#if E2E_WARM
+	/* The hostile cases, and the plain ones, in warm sandboxes. */
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_python_hello),
+		cmocka_unit_test(test_bash_streams_and_exit),
+		cmocka_unit_test(test_timeout),
+		cmocka_unit_test(test_node_hello),
+		cmocka_unit_test(test_stdin_files_interleaving),
+		cmocka_unit_test(test_output_cap),
+		cmocka_unit_test(test_binary_output),
+		cmocka_unit_test(test_isolation),
+		cmocka_unit_test(test_delete_mid_run),
+		cmocka_unit_test(test_memory_bomb),
+		cmocka_unit_test(test_output_flood),
+		cmocka_unit_test(test_result_over_budget),
+		cmocka_unit_test(test_fork_bomb),
+		cmocka_unit_test(test_fill_tmp),
+	};
+#else
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_python_hello),
 		cmocka_unit_test(test_bash_streams_and_exit),
@@ -1518,6 +1636,7 @@ main(void)
 		cmocka_unit_test(test_cli_ctrl_c),
 		cmocka_unit_test(test_no_tenant_data_in_logs),
 	};
+#endif
 
 	return cmocka_run_group_tests(tests, group_setup, group_teardown);
 }
