@@ -225,9 +225,12 @@ trim_guard(json_t *obj)
 static int
 wait_leading(struct controller *ctl)
 {
+	/*
+	 * Not the pools': a cluster without their CRD (an upgrade half
+	 * done) runs every execution cold rather than none.
+	 */
 	while (!ctl->stopping && (informer_wait_synced(ctl->cx_inf, 1000) != 0 ||
-	    informer_wait_synced(ctl->pod_inf, 1000) != 0 ||
-	    informer_wait_synced(ctl->pool_inf, 1000) != 0))
+	    informer_wait_synced(ctl->pod_inf, 1000) != 0))
 		;
 	pthread_mutex_lock(&ctl->lock);
 	while (!ctl->leading && !ctl->stopping)
@@ -608,8 +611,7 @@ int
 controller_ready(struct controller *ctl)
 {
 	if (informer_wait_synced(ctl->cx_inf, 0) != 0 ||
-	    informer_wait_synced(ctl->pod_inf, 0) != 0 ||
-	    informer_wait_synced(ctl->pool_inf, 0) != 0)
+	    informer_wait_synced(ctl->pod_inf, 0) != 0)
 		return 0;
 	if (!atomic_load(&ctl->leading) || atomic_load(&ctl->first_pass_done))
 		return 1;

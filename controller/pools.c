@@ -499,6 +499,32 @@ patch_claim(struct controller *ctl, json_t *cx, json_t *pod,
 	return rc;
 }
 
+/*
+ * After a claim patch that did not land (409, 404): whether the pod, read
+ * afresh, carries this execution's claim anyway, made by another
+ * controller that resumed it (two replicas, or a leader and a deposed
+ * one): 1 it does (nothing to fall back from), 0 it does not, or the
+ * read's error.
+ */
+static int
+claimed_anyway(struct controller *ctl, const char *ns, const char *pod,
+    const char *cx_uid)
+{
+	struct k8s_error err;
+	const char *uid;
+	json_t *o = NULL;
+	int rc = k8s_get(ctl->client, &k8s_res_pods, ns, pod, &o, &err);
+
+	if (rc == K8S_ENOTFOUND)
+		return 0;
+	if (rc != 0)
+		return rc;
+	podspec_pod_execution(o, &uid);
+	rc = uid != NULL && strcmp(uid, cx_uid) == 0;
+	json_decref(o);
+	return rc;
+}
+
 int
 ctl_warm_start(struct controller *ctl, json_t *cached, long long seen_ms,
     int *rcp)
@@ -546,8 +572,12 @@ ctl_warm_start(struct controller *ctl, json_t *cached, long long seen_ms,
 		ctl_emit_event(ctl, cx, "Normal", "Started", msg);
 		metric_inc(ctl->m_phase, "Running");
 	} else if (rc == K8S_ECONFLICT || rc == K8S_ENOTFOUND) {
-		*rcp = ctl_warm_fallback(ctl, cx, k8s_obj_name(pod),
-		    "its warm sandbox was taken or went before the claim");
+		int mine = claimed_anyway(ctl, k8s_obj_namespace(pod),
+		    k8s_obj_name(pod), k8s_obj_uid(cx));
+
+		*rcp = mine == 0 ? ctl_warm_fallback(ctl, cx, k8s_obj_name(pod),
+		    "its warm sandbox was taken or went before the claim") :
+		    mine == 1 ? 0 : mine;
 	} else {
 		/* Landed or not, unknown: ctl_warm_resume finds out. */
 		log_warn("cannot claim a warm sandbox yet", "execution=%s/%s "
@@ -615,10 +645,17 @@ ctl_warm_resume(struct controller *ctl, json_t *cached, json_t *cached_pod)
 	rc = patch_claim(ctl, cx, pod, &err);
 	if (rc == K8S_ECONFLICT || rc == K8S_ENOTFOUND || rc == K8S_ETOOBIG ||
 	    rc == K8S_EINVAL) {
-		/* Not landed: a conflict or a 404 writes nothing. */
+		/*
+		 * Not landed: a conflict or a 404 writes nothing. But another
+		 * controller may have landed the same claim meanwhile.
+		 */
+		int mine = claimed_anyway(ctl, k8s_obj_namespace(pod),
+		    k8s_obj_name(pod), k8s_obj_uid(cx));
+
 		snprintf(why, sizeof(why), "its warm sandbox could not be "
 		    "claimed: %.500s", err.message);
-		rc = ctl_warm_fallback(ctl, cx, k8s_obj_name(pod), why);
+		rc = mine == 0 ? ctl_warm_fallback(ctl, cx, k8s_obj_name(pod),
+		    why) : mine == 1 ? 0 : mine;
 	}
 	json_decref(cx);
 	json_decref(pod);

@@ -631,6 +631,19 @@ create_pod(struct controller *ctl, json_t *cached)
 			rc = too_large_to_end(ctl, cx);
 		goto out;
 	}
+	if (json_object_get(status, "startMode") == NULL) {
+		/*
+		 * Cold, said before the pod is made, at the resourceVersion
+		 * read: of a warm claim (pools.c) and a pod of its own, made
+		 * by two controllers at once, only the first to say so goes
+		 * on, so the program runs in one of them, never both.
+		 */
+		json_object_set_new(status, "startMode", json_string("Cold"));
+		if ((rc = ctl_write_status(ctl, cx, status, NULL)) != 0) {
+			podspec_result_free(&r);
+			goto out;
+		}
+	}
 	if (r.configmap && (rc = create_owned(ctl, &k8s_res_configmaps, ns,
 	    r.configmap, uid, &err)) != 0)
 		goto fail;
@@ -638,7 +651,6 @@ create_pod(struct controller *ctl, json_t *cached)
 		goto fail;
 	json_object_set_new(status, "podName", json_string(k8s_obj_name(r.pod)));
 	json_object_set_new(status, "codeSha256", json_string(r.code_sha256));
-	json_object_set_new(status, "startMode", json_string("Cold"));
 	init_pending(cx, status, &notes);
 	podspec_result_free(&r);
 	rc = ctl_write_status(ctl, cx, status, &notes);

@@ -136,6 +136,7 @@ ctl_write_status(struct controller *ctl, json_t *cx, json_t *status,
 	struct k8s_patch_opts po = { .type = K8S_PATCH_MERGE,
 	    .subresource = "status" };
 	json_t *old = json_object_get(cx, "status"), *diff, *patch, *v;
+	json_t *out = NULL;
 	struct k8s_error err;
 	const char *k;
 	int rc;
@@ -154,8 +155,20 @@ ctl_write_status(struct controller *ctl, json_t *cx, json_t *status,
 	patch = json_pack("{s:{s:s?}, s:o}", "metadata", "resourceVersion",
 	    k8s_obj_rv(cx), "status", diff);
 	rc = k8s_patch(ctl->client, &cx_resource, k8s_obj_namespace(cx),
-	    k8s_obj_name(cx), &po, patch, NULL, &err);
+	    k8s_obj_name(cx), &po, patch, &out, &err);
 	json_decref(patch);
+	/*
+	 * The caller's copy follows the write, so that a second write in the
+	 * same reconcile is made at the new resourceVersion.
+	 */
+	if (rc == 0 && json_is_string(json_object_get(json_object_get(out,
+	    "metadata"), "resourceVersion"))) {
+		json_object_set(json_object_get(cx, "metadata"), "resourceVersion",
+		    json_object_get(json_object_get(out, "metadata"),
+		    "resourceVersion"));
+		json_object_set(cx, "status", json_object_get(out, "status"));
+	}
+	json_decref(out);
 	if (rc != 0 && rc != K8S_ECONFLICT && rc != K8S_ENOTFOUND)
 		log_warn("cannot write status", "execution=%s/%s error=\"%s\"",
 		    k8s_obj_namespace(cx), k8s_obj_name(cx), err.message);

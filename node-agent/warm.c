@@ -597,6 +597,13 @@ warm_main(void *arg)
 		end_unstarted(w, NULL, err.message);
 		goto out;
 	}
+	/* A sandbox that died is not refused, it is given back. */
+	if (kill((pid_t)pid, 0) != 0 && errno == ESRCH) {
+		pool_process_free(&pp);
+		free(refused);
+		end_unstarted(w, NULL, "its sandbox is gone");
+		goto out;
+	}
 	if (refused == NULL && (bad = agent_sandbox_refused(pid)) != NULL)
 		refused = xstrdup(bad);
 	if (refused != NULL) {

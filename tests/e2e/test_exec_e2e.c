@@ -209,15 +209,10 @@ wait_pool_ready(const char *pool)
 static void
 create_cx(const char *name, const char *spec)
 {
-	struct k8s_error err;
-	json_t *s = json_loads(spec, 0, NULL);
-	json_t *o;
-
-	if (s == NULL)
-		fail_msg("bad spec in the test: %s", spec);
 #if E2E_WARM
 	{
 		/* Its pool, by runtime and memory: one sandbox ready in it. */
+		json_t *s = json_loads(spec, 0, NULL);
 		const char *mem = json_string_value(json_object_get(json_object_get(s,
 		    "resources"), "memory"));
 		char pool[64];
@@ -225,46 +220,23 @@ create_cx(const char *name, const char *spec)
 		snprintf(pool, sizeof(pool), "%s%s",
 		    json_string_value(json_object_get(s, "runtime")),
 		    mem && strcmp(mem, "128Mi") == 0 ? "-128mi" : "");
+		json_decref(s);
 		wait_pool_ready(pool);
 	}
 #endif
-	o = json_pack("{s:s, s:s, s:{s:s}, s:o}", "apiVersion",
-	    "airlock.dev/v1alpha1", "kind", "CodeExecution", "metadata", "name",
-	    name, "spec", s);
-	if (k8s_create(c, &cx_resource, ns, o, NULL, &err) != 0)
-		fail_msg("create %s: %s", name, err.message);
-	json_decref(o);
+	it_cx_create(c, ns, name, spec);
 }
 
 /* Wait for the execution to end; its status (new reference). */
 static json_t *
 wait_done(const char *name, long timeout_ms)
 {
-	long end = it_mono_ms() + timeout_ms;
-	struct k8s_error err;
-	json_t *o = NULL;
+	json_t *st = it_cx_wait(c, ns, name, timeout_ms);
 
-	for (;;) {
-		json_decref(o);
-		o = NULL;
-		if (k8s_get(c, &cx_resource, ns, name, &o, &err) == 0 &&
-		    cx_phase_terminal(json_string_value(json_object_get(json_object_get(o,
-		    "status"), "phase"))))
-			break;
-		if (it_mono_ms() > end)
-			fail_msg("%s did not finish within %ld ms: %s", name,
-			    timeout_ms, o ? json_dumps(json_object_get(o, "status"), 0) : "(none)");
-		it_sleep_ms(50);
-	}
-	{
-		json_t *st = json_incref(json_object_get(o, "status"));
-
-		json_decref(o);
-		if (E2E_WARM && strcmp(it_str(st, "startMode"), "Warm") != 0)
-			fail_msg("%s ran %s, not warm: %s", name, it_str(st,
-			    "startMode"), it_str(st, "message"));
-		return st;
-	}
+	if (E2E_WARM && strcmp(it_str(st, "startMode"), "Warm") != 0)
+		fail_msg("%s ran %s, not warm: %s", name, it_str(st, "startMode"),
+		    it_str(st, "message"));
+	return st;
 }
 
 static const char *

@@ -1,14 +1,20 @@
 /*
- * End-to-end, the warm path's delivery (docs/warm-path.md), on the real
- * node: a holder pod under gVisor, hardened as an execution pod, started
- * with no code; then one process exec'd into it through containerd
- * (node-agent/ctrd.h) running the runner image's `/airlock/bin/run --warm`,
- * which unpacks the program and its files from a tar on its stdin
- * (execution/codetar.h) and hands the rest of stdin to the program. What
- * the program prints, on both streams, is read from the exec's FIFOs.
+ * End-to-end, the warm path (docs/warm-path.md) on the real node.
  *
- * The pools, the claim and the agent's part are not built yet; this is the
- * path they will use, tested on its own.
+ * First its delivery alone: a holder pod under gVisor, hardened as an
+ * execution pod, started with no code; then one process exec'd into it
+ * through containerd (node-agent/ctrd.h) running the runner image's
+ * `/airlock/bin/run --warm`, which unpacks the program and its files from
+ * a tar on its stdin (execution/codetar.h) and hands the rest of stdin to
+ * the program. What the program prints, on both streams, is read from the
+ * exec's FIFOs.
+ *
+ * Then the whole path, with the controller and the node agent as
+ * processes beside the cluster and a CodeExecutionPool in the namespace:
+ * each guarantee of the warm path, one test each (freshness, tenant scope,
+ * claim races, a sandbox killed mid-claim, an agent restarted mid-run, a
+ * pool resized and deleted, the CLI, what is observable). The hostile
+ * cases run warm in test_warm_hostile_e2e.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -26,21 +32,88 @@
 #include <cmocka.h>
 
 #include "client.h"
+#include "clirun.h"
 #include "codetar.h"
 #include "ctrd.h"
+#include "cx.h"
 #include "itutil.h"
+#include "pool.h"
 
 static struct k8s_client *c;
 static struct k8s_config *kcfg;
 static char *ns;
+static char confpath[] = "/tmp/airlock-e2e-warm-XXXXXX";
+static pid_t ctl_pid, agent_pid;
+static char agent_log[512];
+static int gen;
+
+/* The node agent (warm runs through runsc) beside the cluster. */
+static pid_t
+start_agent(void)
+{
+	const char *top = getenv("AIRLOCK_TOP") ? getenv("AIRLOCK_TOP") : ".";
+	char addr[32];
+	const char *args[] = { "--kubeconfig", it_env_need("KUBECONFIG_ADMIN"),
+	    "--node-name", it_env_need("NODE_NAME"), "--namespace", ns,
+	    "--pod-logs-dir", it_env_need("POD_LOGS_DIR"), "--containerd-socket",
+	    it_env_need("CONTAINERD_SOCK"), "--metrics-addr", addr,
+	    "--cgroup-root", it_env_need("CGROUP_ROOT"), "--sweep-ms", "2000",
+	    "--runsc", it_env_need("RUNSC"), "--runsc-root",
+	    it_env_need("RUNSC_ROOT"), NULL };
+
+	snprintf(addr, sizeof(addr), "127.0.0.1:%d", it_free_port());
+	snprintf(agent_log, sizeof(agent_log), "%s/build/logs/e2e-agent-%s-%d.log",
+	    top, ns, ++gen);
+	return it_spawn("airlock-node-agent", agent_log, args);
+}
+
+/* A controller: the leader-elected one, or (elect 0) one more, unelected. */
+static pid_t
+start_controller_in(const char *ns_, int elect, char *metrics, size_t msize)
+{
+	const char *top = getenv("AIRLOCK_TOP") ? getenv("AIRLOCK_TOP") : ".";
+	char log[512], addr[32];
+	const char *args[] = { "--config", confpath, "--kubeconfig",
+	    it_env_need("KUBECONFIG_ADMIN"), "--namespace", ns_, "--lease-namespace",
+	    ns_, "--metrics-addr", addr, "--lease-duration-ms", "3000",
+	    "--renew-deadline-ms", "2000", "--retry-period-ms", "500",
+	    elect ? NULL : "--no-leader-elect", NULL };
+
+	snprintf(addr, sizeof(addr), "127.0.0.1:%d", it_free_port());
+	if (metrics)
+		snprintf(metrics, msize, "%s", addr);
+	snprintf(log, sizeof(log), "%s/build/logs/e2e-controller-%s-%d.log", top,
+	    ns_, ++gen);
+	return it_spawn("airlock-controller", log, args);
+}
+
+static pid_t
+start_controller(int elect, char *metrics, size_t msize)
+{
+	return start_controller_in(ns, elect, metrics, msize);
+}
+
+static char ctl_metrics[32];
 
 static int
 group_setup(void **state)
 {
+	FILE *f;
+	int fd;
+
 	(void)state;
 	c = it_client(0, &kcfg);
+	it_install_crd(c);
 	it_install_classes(c);
 	ns = it_namespace_new(c, "e2e-warm");
+	if ((fd = mkstemp(confpath)) < 0 || (f = fdopen(fd, "w")) == NULL)
+		fail_msg("cannot write the controller config");
+	fprintf(f, "profiles:\n"
+	    "  python:\n    image: %s\n    command: [/airlock/bin/run, python3, main.py]\n"
+	    "    sourceFile: main.py\n", it_env_need("RUNNER_PYTHON_IMAGE"));
+	fclose(f);
+	ctl_pid = start_controller(1, ctl_metrics, sizeof(ctl_metrics));
+	agent_pid = start_agent();
 	return 0;
 }
 
@@ -48,8 +121,14 @@ static int
 group_teardown(void **state)
 {
 	(void)state;
+	kill(agent_pid, SIGCONT);
+	if (it_stop(agent_pid, SIGTERM) != 0)
+		fail_msg("the node agent did not exit cleanly on SIGTERM");
+	if (it_stop(ctl_pid, SIGTERM) != 0)
+		fail_msg("the controller did not exit cleanly on SIGTERM");
 	it_namespace_delete(c, ns);
 	free(ns);
+	unlink(confpath);
 	it_client_free(c, kcfg);
 	return 0;
 }
@@ -216,11 +295,565 @@ test_warm_delivery(void **state)
 	}
 }
 
+
+/* --- the whole path ------------------------------------------------------- */
+
+static void
+make_pool(const char *name, int replicas)
+{
+	struct k8s_error err;
+	json_t *o = json_pack("{s:s, s:s, s:{s:s}, s:{s:s, s:i}}", "apiVersion",
+	    "airlock.dev/v1alpha1", "kind", "CodeExecutionPool", "metadata",
+	    "name", name, "spec", "runtime", "python", "replicas", replicas);
+
+	if (k8s_create(c, &pool_resource, ns, o, NULL, &err) != 0)
+		fail_msg("create pool %s: %s", name, err.message);
+	json_decref(o);
+}
+
+static void
+scale_pool(const char *name, int replicas)
+{
+	struct k8s_patch_opts merge = { .type = K8S_PATCH_MERGE };
+	struct k8s_error err;
+	json_t *p = json_pack("{s:{s:i}}", "spec", "replicas", replicas);
+
+	if (k8s_patch(c, &pool_resource, ns, name, &merge, p, NULL, &err) != 0)
+		fail_msg("scale pool %s: %s", name, err.message);
+	json_decref(p);
+}
+
+/* The pool's holders, idle and running: how many, and all, claimed or not. */
+struct holders {
+	const char	*ns;
+	int		 want_ready;
+	int		 ready, idle, total;
+};
+
+static int
+count_holders(void *arg)
+{
+	struct holders *h = arg;
+	struct k8s_error err;
+	json_t *list = NULL, *p;
+	size_t i;
+
+	h->ready = h->idle = h->total = 0;
+	struct k8s_list_opts lo = { .label_selector = POOL_LABEL_UID };
+
+	if (k8s_list(c, &k8s_res_pods, h->ns, &lo, &list, &err) != 0)
+		return 0;
+	json_array_foreach(json_object_get(list, "items"), i, p) {
+		if (json_object_get(json_object_get(p, "metadata"),
+		    "deletionTimestamp"))
+			continue;
+		h->total++;
+		h->idle += pool_holder_idle(p);
+		h->ready += pool_holder_ready(p);
+	}
+	json_decref(list);
+	return h->want_ready < 0 ? 0 : h->ready == h->want_ready &&
+	    h->idle == h->want_ready && h->total == h->want_ready;
+}
+
+static void
+wait_ready(int n)
+{
+	struct holders h = { ns, n, 0, 0, 0 };
+
+	if (!it_wait_for(count_holders, &h, 120000))
+		fail_msg("%d ready sandboxes wanted; after 120 s %d ready, %d idle, "
+		    "%d in all", n, h.ready, h.idle, h.total);
+}
+
+/* A pod by name, or NULL. */
+static json_t *
+get_pod(const char *name)
+{
+	struct k8s_error err;
+	json_t *o = NULL;
+
+	if (k8s_get(c, &k8s_res_pods, ns, name, &o, &err) != 0)
+		return NULL;
+	return o;
+}
+
+static int
+pod_gone(void *arg)
+{
+	json_t *o = get_pod(arg);
+
+	json_decref(o);
+	return o == NULL;
+}
+
+static void
+expect_warm(json_t *st, const char *name)
+{
+	if (strcmp(it_str(st, "startMode"), "Warm") != 0)
+		fail_msg("%s ran %s, not warm: %s", name, it_str(st, "startMode"),
+		    it_str(st, "message"));
+	if (strncmp(it_str(st, "podName"), POOL_HOLDER_PREFIX,
+	    strlen(POOL_HOLDER_PREFIX)) != 0)
+		fail_msg("%s ran in %s, not a holder", name, it_str(st, "podName"));
+}
+
+/*
+ * One use: an execution leaves a file in /tmp and in its working
+ * directory and a process running; the next one, in the same pool, sees
+ * none of them, runs in another sandbox, and the first one's is gone.
+ */
+static void
+test_warm_freshness(void **state)
+{
+	json_t *a, *b;
+
+	(void)state;
+	make_pool("py", 1);
+	wait_ready(1);
+	it_cx_create(c, ns, "dirty", "{\"runtime\":\"python\",\"source\":"
+	    "\"import os, subprocess\\n"
+	    "open('/tmp/left', 'w').write('x')\\n"
+	    "open('left', 'w').write('x')\\n"
+	    "subprocess.Popen(['sleep', '1000'], start_new_session=True)\\n"
+	    "print(sorted(os.listdir('.')), os.listdir('/tmp'))\\n\"}");
+	a = it_cx_wait(c, ns, "dirty", 60000);
+	expect_warm(a, "dirty");
+	assert_string_equal(it_str(a, "phase"), "Succeeded");
+	assert_string_equal(it_str(a, "stdout"), "['left', 'main.py'] ['left']\n");
+	if (!it_wait_for(pod_gone, (void *)it_str(a, "podName"), 30000))
+		fail_msg("warm sandbox %s was not deleted after its one use",
+		    it_str(a, "podName"));
+	wait_ready(1);
+	it_cx_create(c, ns, "clean", "{\"runtime\":\"python\",\"source\":"
+	    "\"import os\\n"
+	    "procs = [open('/proc/%s/cmdline' % p, 'rb').read()"
+	    " for p in os.listdir('/proc') if p.isdigit()]\\n"
+	    "print(sorted(os.listdir('.')), os.listdir('/tmp'),"
+	    " b'sleep\\\\x001000\\\\x00' in procs)\\n\"}");
+	b = it_cx_wait(c, ns, "clean", 60000);
+	expect_warm(b, "clean");
+	assert_string_equal(it_str(b, "phase"), "Succeeded");
+	assert_string_equal(it_str(b, "stdout"), "['main.py'] [] False\n");
+	assert_string_not_equal(it_str(a, "podName"), it_str(b, "podName"));
+	json_decref(a);
+	json_decref(b);
+}
+
+/*
+ * Another namespace, with no pool: its execution runs cold, never in
+ * this namespace's sandboxes. The sandboxes count in their own
+ * namespace's quota, as executions do.
+ */
+static void
+test_warm_tenant_scope(void **state)
+{
+	char *ns2 = it_namespace_new(c, "e2e-warm-other");
+	const char *aargs[] = { "--kubeconfig", it_env_need("KUBECONFIG_ADMIN"),
+	    "--node-name", it_env_need("NODE_NAME"), "--namespace", ns2,
+	    "--pod-logs-dir", it_env_need("POD_LOGS_DIR"), "--containerd-socket",
+	    it_env_need("CONTAINERD_SOCK"), "--metrics-addr", "127.0.0.1:0",
+	    "--cgroup-root", it_env_need("CGROUP_ROOT"), NULL };
+	pid_t ctl2, agent2;
+	struct k8s_error err;
+	json_t *st, *q = NULL;
+	long long used = -1;
+	long end;
+
+	(void)state;
+	wait_ready(1);
+	ctl2 = start_controller_in(ns2, 0, NULL, 0);
+	agent2 = it_spawn("airlock-node-agent", "build/logs/e2e-warm-scope-agent.log",
+	    aargs);
+	it_cx_create(c, ns2, "elsewhere", "{\"runtime\":\"python\",\"source\":"
+	    "\"print('cold')\\n\"}");
+	st = it_cx_wait(c, ns2, "elsewhere", 120000);
+	assert_string_equal(it_str(st, "phase"), "Succeeded");
+	assert_string_equal(it_str(st, "stdout"), "cold\n");
+	assert_string_equal(it_str(st, "startMode"), "Cold");
+	assert_string_not_equal(it_str(st, "podName"), "");
+	assert_int_equal(strncmp(it_str(st, "podName"), "airlock-warm-", 13) != 0, 1);
+	json_decref(st);
+	it_stop(ctl2, SIGTERM);
+	it_stop(agent2, SIGTERM);
+	it_namespace_delete(c, ns2);
+	free(ns2);
+	/* This namespace's quota counts its one idle sandbox. */
+	for (end = it_mono_ms() + 30000; used != 1 && it_mono_ms() < end;
+	    it_sleep_ms(200)) {
+		json_decref(q);
+		q = NULL;
+		if (k8s_get(c, &(struct k8s_resource){ "", "v1", "resourcequotas", 1 },
+		    ns, "airlock-executions", &q, &err) == 0)
+			used = atoll(json_string_value(json_object_get(json_object_get(
+			    json_object_get(q, "status"), "used"), "pods")) ?
+			    json_string_value(json_object_get(json_object_get(
+			    json_object_get(q, "status"), "used"), "pods")) : "-1");
+	}
+	json_decref(q);
+	if (used != 1)
+		fail_msg("the quota counts %lld pods, not the 1 idle sandbox", used);
+}
+
+/* How often the agent's log says an execution ended or was found ended. */
+static int
+log_count(const char *what, const char *name)
+{
+	char cmd[1200], *out = NULL;
+	int n;
+
+	snprintf(cmd, sizeof(cmd), "grep -c -- '%s.*execution=%s/%s ' %s/build/logs/"
+	    "e2e-agent-%s-*.log | awk -F: '{ s += $NF } END { print s + 0 }'",
+	    what, ns, name, getenv("AIRLOCK_TOP") ? getenv("AIRLOCK_TOP") : ".", ns);
+	if (it_sh(cmd, &out, NULL) != 0)
+		fail_msg("grep failed: %s", cmd);
+	n = atoi(out);
+	free(out);
+	return n;
+}
+
+/*
+ * Two more controllers act on the same namespace with no leader
+ * election, three in all, on eight executions at once and a pool of
+ * three: every execution ends once with its own output, no sandbox runs
+ * two of them, and the node agent records each exactly once.
+ */
+static void
+test_warm_claim_race(void **state)
+{
+	pid_t more[2];
+	char name[32], spec[200], used[8][64];
+	int warm = 0;
+
+	(void)state;
+	scale_pool("py", 3);
+	wait_ready(3);
+	for (int i = 0; i < 2; i++)
+		more[i] = start_controller(0, NULL, 0);
+	it_sleep_ms(1000);	/* their caches filled */
+	for (int i = 0; i < 8; i++) {
+		snprintf(name, sizeof(name), "race-%d", i);
+		snprintf(spec, sizeof(spec), "{\"runtime\":\"python\",\"source\":"
+		    "\"print('run %d')\\n\"}", i);
+		it_cx_create(c, ns, name, spec);
+	}
+	for (int i = 0; i < 8; i++) {
+		json_t *st;
+		char want[32];
+
+		snprintf(name, sizeof(name), "race-%d", i);
+		st = it_cx_wait(c, ns, name, 180000);
+		snprintf(want, sizeof(want), "run %d\n", i);
+		assert_string_equal(it_str(st, "phase"), "Succeeded");
+		assert_string_equal(it_str(st, "stdout"), want);
+		snprintf(used[i], sizeof(used[i]), "%s", it_str(st, "podName"));
+		if (strcmp(it_str(st, "startMode"), "Warm") == 0)
+			warm++;
+		for (int j = 0; j < i; j++)
+			if (strcmp(used[i], used[j]) == 0)
+				fail_msg("race-%d and race-%d both ran in %s", j, i,
+				    used[i]);
+		json_decref(st);
+	}
+	print_message("# claim race: %d of 8 warm\n", warm);
+	assert_true(warm >= 1);
+	for (int i = 0; i < 2; i++)
+		if (it_stop(more[i], SIGTERM) != 0)
+			fail_msg("controller %d did not exit cleanly", i);
+	for (int i = 0; i < 8; i++) {
+		snprintf(name, sizeof(name), "race-%d", i);
+		if (log_count("execution finished", name) != 1 ||
+		    log_count("already ended", name) != 0)
+			fail_msg("%s recorded %d times (and found ended %d times)",
+			    name, log_count("execution finished", name),
+			    log_count("already ended", name));
+	}
+	scale_pool("py", 1);
+	wait_ready(1);
+}
+
+/* The runsc-sandbox process of a pod's container, by containerd's word. */
+static uint32_t
+sandbox_pid(const char *pod)
+{
+	struct ctrd *cc = ctrd_new(it_env_need("CONTAINERD_SOCK"), "k8s.io");
+	struct k8s_error err;
+	json_t *o = get_pod(pod);
+	const char *id = json_string_value(json_object_get(json_array_get(
+	    json_object_get(json_object_get(o, "status"), "containerStatuses"), 0),
+	    "containerID"));
+	uint32_t pid = 0;
+
+	if (id == NULL || strncmp(id, "containerd://", 13) != 0 ||
+	    ctrd_task_pid(cc, id + 13, &pid, &err) != 0)
+		fail_msg("no task for pod %s", pod);
+	json_decref(o);
+	ctrd_free(cc);
+	return pid;
+}
+
+/* The execution's status once it names a pod; a new reference. */
+static json_t *
+wait_named(const char *name)
+{
+	long end = it_mono_ms() + 60000;
+	struct k8s_error err;
+	json_t *o = NULL, *st;
+
+	for (;;) {
+		json_decref(o);
+		o = NULL;
+		if (k8s_get(c, &cx_resource, ns, name, &o, &err) == 0 &&
+		    json_object_get(json_object_get(o, "status"), "podName"))
+			break;
+		if (it_mono_ms() > end)
+			fail_msg("%s names no pod after 60 s", name);
+		it_sleep_ms(20);
+	}
+	st = json_incref(json_object_get(o, "status"));
+	json_decref(o);
+	return st;
+}
+
+/*
+ * A sandbox killed after its claim, before its program could start (the
+ * agent stopped meanwhile): the execution is given back and runs cold,
+ * with its own output; never silently lost.
+ */
+static void
+test_warm_killed_mid_claim(void **state)
+{
+	json_t *st, *named;
+	char pod[128];
+
+	(void)state;
+	scale_pool("py", 1);
+	wait_ready(1);
+	kill(agent_pid, SIGSTOP);
+	it_cx_create(c, ns, "orphaned", "{\"runtime\":\"python\",\"source\":"
+	    "\"print('ran anyway')\\n\"}");
+	named = wait_named("orphaned");
+	expect_warm(named, "orphaned");
+	snprintf(pod, sizeof(pod), "%s", it_str(named, "podName"));
+	json_decref(named);
+	if (kill((pid_t)sandbox_pid(pod), SIGKILL) != 0)
+		fail_msg("kill the sandbox of %s: %s", pod, strerror(errno));
+	it_sleep_ms(500);
+	kill(agent_pid, SIGCONT);
+	st = it_cx_wait(c, ns, "orphaned", 120000);
+	assert_string_equal(it_str(st, "phase"), "Succeeded");
+	assert_string_equal(it_str(st, "stdout"), "ran anyway\n");
+	assert_string_equal(it_str(st, "startMode"), "Cold");
+	assert_string_not_equal(it_str(st, "podName"), pod);
+	json_decref(st);
+}
+
+/*
+ * The agent killed while a warm program runs, and started again: the
+ * program is not run a second time (the exec directory on the host says
+ * it was tried); its pod goes and the execution ends PodDeleted.
+ */
+static void
+test_warm_agent_restart(void **state)
+{
+	json_t *st;
+
+	(void)state;
+	scale_pool("py", 1);
+	wait_ready(1);
+	it_cx_create(c, ns, "interrupted", "{\"runtime\":\"python\",\"source\":"
+	    "\"import time\\nprint('once', flush=True)\\ntime.sleep(4)\\n\"}");
+	st = wait_named("interrupted");
+	expect_warm(st, "interrupted");
+	json_decref(st);
+	it_sleep_ms(1500);	/* started: the exec begins within ms of the claim */
+	it_stop(agent_pid, SIGKILL);
+	agent_pid = start_agent();
+	st = it_cx_wait(c, ns, "interrupted", 120000);
+	assert_string_equal(it_str(st, "phase"), "Failed");
+	assert_string_equal(it_str(st, "reason"), "PodDeleted");
+	json_decref(st);
+	{
+		char cmd[700], *out = NULL;
+
+		snprintf(cmd, sizeof(cmd), "grep -c 'tried before on this node' %s",
+		    agent_log);
+		(void)it_sh(cmd, &out, NULL);
+		if (atoi(out ? out : "0") != 1)
+			fail_msg("the restarted agent did not refuse the run once: %s",
+			    out ? out : "");
+		free(out);
+	}
+}
+
+/*
+ * Scaled up and down, then deleted while one of its sandboxes runs an
+ * execution: the idle ones go, the claimed one finishes its program.
+ */
+static void
+test_warm_pool_resize_delete(void **state)
+{
+	struct k8s_delete_opts bg = { .propagation_policy = "Background" };
+	struct k8s_error err;
+	struct holders h = { NULL, -1, 0, 0, 0 };
+	json_t *st;
+	long end;
+
+	(void)state;
+	h.ns = ns;
+	scale_pool("py", 3);
+	wait_ready(3);
+	scale_pool("py", 1);
+	wait_ready(1);
+	scale_pool("py", 2);
+	wait_ready(2);
+	it_cx_create(c, ns, "outlives", "{\"runtime\":\"python\",\"source\":"
+	    "\"import time\\ntime.sleep(3)\\nprint('finished')\\n\"}");
+	st = wait_named("outlives");
+	expect_warm(st, "outlives");
+	json_decref(st);
+	if (k8s_delete(c, &pool_resource, ns, "py", &bg, NULL, &err) != 0)
+		fail_msg("delete pool: %s", err.message);
+	for (end = it_mono_ms() + 60000; it_mono_ms() < end; it_sleep_ms(100)) {
+		(void)count_holders(&h);
+		if (h.idle == 0)
+			break;
+	}
+	if (h.idle != 0)
+		fail_msg("%d idle sandboxes left 60 s after their pool's delete",
+		    h.idle);
+	st = it_cx_wait(c, ns, "outlives", 60000);
+	assert_string_equal(it_str(st, "phase"), "Succeeded");
+	assert_string_equal(it_str(st, "stdout"), "finished\n");
+	assert_string_equal(it_str(st, "startMode"), "Warm");
+	json_decref(st);
+	make_pool("py", 1);
+}
+
+/* The CLI needs nothing to run warm; -o wide's column says it did. */
+static void
+test_warm_cli(void **state)
+{
+	struct cli_result r;
+	const char *run[] = { "run", "--name", "cli-warm", "-c", "print(6 * 7)",
+	    "--kubeconfig", it_env_need("KUBECONFIG_ADMIN"), "-n", ns, NULL };
+	char cmd[700], *out = NULL;
+
+	(void)state;
+	wait_ready(1);
+	cli_run(&r, NULL, 60000, run);
+	cli_expect_status(&r, 0);
+	assert_string_equal(r.out, "42\n");
+	cli_result_free(&r);
+	snprintf(cmd, sizeof(cmd), "%s --kubeconfig %s -n %s get cx cli-warm -o wide "
+	    "--no-headers | awk '{ print $6 }'", it_env_need("KUBECTL"),
+	    it_env_need("KUBECONFIG_ADMIN"), ns);
+	if (it_sh(cmd, &out, NULL) != 0)
+		fail_msg("kubectl get -o wide failed: %s", out ? out : "");
+	assert_string_equal(out, "Warm\n");
+	free(out);
+}
+
+/*
+ * What an operator sees: the pool's status and printer columns, the
+ * gauges, and a Warning Event when the quota cannot hold the pool.
+ */
+static void
+test_warm_observable(void **state)
+{
+	struct k8s_patch_opts merge = { .type = K8S_PATCH_MERGE };
+	struct k8s_error err;
+	char cmd[800], *out = NULL;
+	json_t *p;
+	long end;
+
+	(void)state;
+	scale_pool("py", 1);
+	wait_ready(1);
+	snprintf(cmd, sizeof(cmd), "curl -sf http://%s/metrics | grep "
+	    "'^airlock_pool_sandboxes\\|^airlock_warm_claims_total'", ctl_metrics);
+	/* The controller's cache follows the API's within moments. */
+	for (end = it_mono_ms() + 10000; it_mono_ms() < end; it_sleep_ms(100)) {
+		free(out);
+		out = NULL;
+		if (it_sh(cmd, &out, NULL) != 0)
+			fail_msg("metrics: %s", out ? out : "");
+		if (strstr(out, "airlock_pool_sandboxes{state=\"ready\"} 1\n"))
+			break;
+	}
+	if (strstr(out, "airlock_pool_sandboxes{state=\"desired\"} 1\n") == NULL ||
+	    strstr(out, "airlock_pool_sandboxes{state=\"ready\"} 1\n") == NULL ||
+	    strstr(out, "airlock_warm_claims_total{result=\"claimed\"}") == NULL)
+		fail_msg("the gauges do not say 1 desired, 1 ready, and claims: %s",
+		    out);
+	free(out);
+	out = NULL;
+	{
+		/*
+		 * A namespace with room for two pods in all (its annotation,
+		 * set before its controller starts), and a pool of five.
+		 */
+		char *ns3 = it_namespace_new(c, "e2e-warm-quota");
+		char *saved = ns;
+		pid_t ctl3;
+
+		p = json_pack("{s:{s:{s:s}}}", "metadata", "annotations",
+		    "airlock.dev/quota-executions", "2");
+		if (k8s_patch(c, &k8s_res_namespaces, NULL, ns3, &merge, p, NULL,
+		    &err) != 0)
+			fail_msg("annotate namespace: %s", err.message);
+		json_decref(p);
+		ctl3 = start_controller_in(ns3, 0, NULL, 0);
+		ns = ns3;		/* make_pool's */
+		make_pool("py", 5);
+		ns = saved;
+		for (end = it_mono_ms() + 60000; it_mono_ms() < end; it_sleep_ms(200)) {
+			snprintf(cmd, sizeof(cmd), "%s --kubeconfig %s -n %s get events "
+			    "--field-selector involvedObject.kind=CodeExecutionPool,"
+			    "reason=QuotaExceeded -o name | wc -l", it_env_need("KUBECTL"),
+			    it_env_need("KUBECONFIG_ADMIN"), ns3);
+			free(out);
+			out = NULL;
+			if (it_sh(cmd, &out, NULL) == 0 && atoi(out) >= 1)
+				break;
+		}
+		if (out == NULL || atoi(out) < 1)
+			fail_msg("no QuotaExceeded Event on the pool within 60 s");
+		/* Desired and Ready columns, and why it is not Ready. */
+		for (end = it_mono_ms() + 60000; it_mono_ms() < end; it_sleep_ms(200)) {
+			free(out);
+			out = NULL;
+			snprintf(cmd, sizeof(cmd), "%s --kubeconfig %s -n %s get cxpool "
+			    "py --no-headers | awk '{ print $3, $4 }'; %s --kubeconfig "
+			    "%s -n %s get cxpool py -o "
+			    "jsonpath='{.status.conditions[0].reason}'",
+			    it_env_need("KUBECTL"), it_env_need("KUBECONFIG_ADMIN"), ns3,
+			    it_env_need("KUBECTL"), it_env_need("KUBECONFIG_ADMIN"), ns3);
+			if (it_sh(cmd, &out, NULL) == 0 &&
+			    strcmp(out, "5 2\nQuotaExceeded") == 0)
+				break;
+		}
+		assert_string_equal(out, "5 2\nQuotaExceeded");
+		free(out);
+		it_stop(ctl3, SIGTERM);
+		it_namespace_delete(c, ns3);
+		free(ns3);
+	}
+}
+
 int
 main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_warm_delivery),
+		cmocka_unit_test(test_warm_freshness),
+		cmocka_unit_test(test_warm_tenant_scope),
+		cmocka_unit_test(test_warm_claim_race),
+		cmocka_unit_test(test_warm_killed_mid_claim),
+		cmocka_unit_test(test_warm_agent_restart),
+		cmocka_unit_test(test_warm_pool_resize_delete),
+		cmocka_unit_test(test_warm_cli),
+		cmocka_unit_test(test_warm_observable),
 	};
 
 	return cmocka_run_group_tests(tests, group_setup, group_teardown);

@@ -499,3 +499,47 @@ it_helm(void)
 		fail_msg("HELM is not set (tests/cluster/build.sh helm)");
 	return h;
 }
+
+void
+it_cx_create(struct k8s_client *c, const char *ns, const char *name,
+    const char *spec)
+{
+	struct k8s_error err;
+	json_t *s = json_loads(spec, 0, NULL);
+	json_t *o;
+
+	if (s == NULL)
+		fail_msg("bad spec in the test: %s", spec);
+	o = json_pack("{s:s, s:s, s:{s:s}, s:o}", "apiVersion",
+	    "airlock.dev/v1alpha1", "kind", "CodeExecution", "metadata", "name",
+	    name, "spec", s);
+	if (k8s_create(c, &cx_resource, ns, o, NULL, &err) != 0)
+		fail_msg("create %s: %s", name, err.message);
+	json_decref(o);
+}
+
+json_t *
+it_cx_wait(struct k8s_client *c, const char *ns, const char *name,
+    long timeout_ms)
+{
+	long end = it_mono_ms() + timeout_ms;
+	struct k8s_error err;
+	json_t *o = NULL, *st;
+
+	for (;;) {
+		json_decref(o);
+		o = NULL;
+		if (k8s_get(c, &cx_resource, ns, name, &o, &err) == 0 &&
+		    cx_phase_terminal(json_string_value(json_object_get(
+		    json_object_get(o, "status"), "phase"))))
+			break;
+		if (it_mono_ms() > end)
+			fail_msg("%s did not finish within %ld ms: %s", name,
+			    timeout_ms, o ? json_dumps(json_object_get(o,
+			    "status"), 0) : "(none)");
+		it_sleep_ms(50);
+	}
+	st = json_incref(json_object_get(o, "status"));
+	json_decref(o);
+	return st;
+}

@@ -97,6 +97,16 @@ char *it_drain_fifo(int fd, long timeout_ms);
 /* The helm binary $HELM names (make chart sets it), or the test fails. */
 const char *it_helm(void);
 
+/*
+ * A CodeExecution named name in ns from spec (JSON text), or the test
+ * fails; and the wait for its end: its status (a new reference), or the
+ * test fails after timeout_ms naming it and its status.
+ */
+void it_cx_create(struct k8s_client *c, const char *ns, const char *name,
+    const char *spec);
+json_t *it_cx_wait(struct k8s_client *c, const char *ns, const char *name,
+    long timeout_ms);
+
 /* Poll cond(arg) every 10 ms until true or timeout: 1 if it came true. */
 int it_wait_for(int (*cond)(void *arg), void *arg, long timeout_ms);
 
