@@ -251,7 +251,8 @@ chart: all
 
 # The chart's CRDs are crds/'s; test_render fails when they drift.
 chart-crds:
-	cp crds/airlock.dev_codeexecutions.yaml charts/airlock/crds/
+	cp crds/airlock.dev_codeexecutions.yaml crds/airlock.dev_codeexecutionpools.yaml \
+		charts/airlock/crds/
 
 cluster-down:
 	@tests/cluster/down.sh

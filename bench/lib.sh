@@ -22,8 +22,10 @@ bench_need_node() {
 # The CRD (established), the gVisor RuntimeClass and the executions'
 # PriorityClass, as the chart would install them.
 bench_install() {
-	k apply --server-side -f "$top/crds/airlock.dev_codeexecutions.yaml" >/dev/null
-	k wait --for=condition=Established crd/codeexecutions.airlock.dev >/dev/null
+	k apply --server-side -f "$top/crds/airlock.dev_codeexecutions.yaml" \
+		-f "$top/crds/airlock.dev_codeexecutionpools.yaml" >/dev/null
+	k wait --for=condition=Established crd/codeexecutions.airlock.dev \
+		crd/codeexecutionpools.airlock.dev >/dev/null
 	k apply --server-side -f - >/dev/null <<YAML
 apiVersion: node.k8s.io/v1
 kind: RuntimeClass

@@ -220,18 +220,22 @@ test_lint(void **state)
 	free(err);
 }
 
-/* The CRD in the chart is crds/'s, byte for byte (make chart-crds). */
+/* The CRDs in the chart are crds/', byte for byte (make chart-crds). */
 static void
 test_crd_in_sync(void **state)
 {
+	static const char *const files[] = { "airlock.dev_codeexecutions.yaml",
+	    "airlock.dev_codeexecutionpools.yaml" };
 	char a[4352], b[4352], cmd[9000];
 
 	(void)state;
-	snprintf(a, sizeof(a), "%s/crds/airlock.dev_codeexecutions.yaml", chart);
-	snprintf(b, sizeof(b), "%s/../../crds/airlock.dev_codeexecutions.yaml", chart);
-	snprintf(cmd, sizeof(cmd), "cmp -s '%s' '%s'", a, b);
-	if (system(cmd) != 0)
-		fail_msg("%s differs from %s: run make chart-crds", a, b);
+	for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
+		snprintf(a, sizeof(a), "%s/crds/%s", chart, files[i]);
+		snprintf(b, sizeof(b), "%s/../../crds/%s", chart, files[i]);
+		snprintf(cmd, sizeof(cmd), "cmp -s '%s' '%s'", a, b);
+		if (system(cmd) != 0)
+			fail_msg("%s differs from %s: run make chart-crds", a, b);
+	}
 }
 
 static void
@@ -330,6 +334,20 @@ test_defaults(void **state)
 	assert_string_equal(str(role, "rules[0].resources[0]"), "codeexecutions");
 	assert_true(has(role, "rules[0].verbs", "delete"));
 	assert_false(has(role, "rules[0].verbs", "update"));
+	/* It claims warm sandboxes (a pod PATCH); reads pools, writes their status. */
+	assert_string_equal(str(role, "rules[2].resources[0]"), "pods");
+	assert_true(has(role, "rules[2].verbs", "patch"));
+	assert_string_equal(str(role, "rules[3].resources[0]"), "codeexecutionpools");
+	assert_int_equal(json_array_size(at(role, "rules[3].verbs")), 3);
+	assert_false(has(role, "rules[3].verbs", "create"));
+	assert_false(has(role, "rules[3].verbs", "delete"));
+	assert_string_equal(str(role, "rules[4].resources[0]"), "codeexecutionpools/status");
+	assert_true(has(role, "rules[4].verbs", "patch"));
+	/* The agent's warm runs: the exec directory; runsc only when asked. */
+	assert_true(has(c, "args", "--exec-dir=/run/airlock/exec"));
+	json_array_foreach(at(c, "args"), i, x)
+		if (strncmp(json_string_value(x), "--runsc", 7) == 0)
+			fail_msg("runsc is used by default: %s", json_string_value(x));
 	/* The controller's lease: that one lease, no create. */
 	assert_non_null(role = find(all, "Role", "rel-airlock-controller-leader-election"));
 	assert_string_equal(str(role, "rules[0].resourceNames[0]"), "rel-airlock-controller");
@@ -347,9 +365,21 @@ test_defaults(void **state)
 	assert_non_null(role = find(all, "ClusterRole", "airlock-editor"));
 	assert_string_equal(str(role, "metadata.labels.rbac\\.authorization\\.k8s\\.io/aggregate-to-edit"), "true");
 	assert_true(has(role, "rules[0].verbs", "create"));
+	/* Editors make pools and scale them; they never write a pool's status. */
+	assert_string_equal(str(role, "rules[2].resources[0]"), "codeexecutionpools");
+	assert_true(has(role, "rules[2].verbs", "create"));
+	assert_true(has(role, "rules[2].verbs", "delete"));
+	assert_string_equal(str(role, "rules[3].resources[0]"), "codeexecutionpools/status");
+	assert_int_equal(json_array_size(at(role, "rules[3].verbs")), 1);
+	assert_string_equal(str(role, "rules[3].verbs[0]"), "get");
+	assert_string_equal(str(role, "rules[4].resources[0]"), "codeexecutionpools/scale");
+	assert_true(has(role, "rules[4].verbs", "patch"));
 	assert_non_null(role = find(all, "ClusterRole", "airlock-viewer"));
 	assert_string_equal(str(role, "metadata.labels.rbac\\.authorization\\.k8s\\.io/aggregate-to-view"), "true");
 	assert_false(has(role, "rules[0].verbs", "create"));
+	assert_string_equal(str(role, "rules[1].resources[0]"), "codeexecutionpools");
+	assert_int_equal(json_array_size(at(role, "rules[1].verbs")), 3);
+	assert_false(has(role, "rules[1].verbs", "create"));
 
 	/* Classes, metrics. */
 	assert_non_null(x = find(all, "RuntimeClass", "gvisor"));

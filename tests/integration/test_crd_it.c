@@ -16,6 +16,7 @@
 #include "client.h"
 #include "cli.h"
 #include "itutil.h"
+#include "pool.h"
 
 static const struct k8s_resource crds = { "apiextensions.k8s.io", "v1",
     "customresourcedefinitions", 0 };
@@ -484,6 +485,113 @@ test_status_subresource(void **state)
 	assert_int_equal(pclose(f), 0);
 }
 
+
+/* A CodeExecutionPool named name with spec (JSON text): 0, or the error. */
+static int
+pool_create(const char *name, const char *spec, json_t **out,
+    struct k8s_error *err)
+{
+	json_t *o = json_pack("{s:s, s:s, s:{s:s}, s:o}", "apiVersion",
+	    "airlock.dev/v1alpha1", "kind", "CodeExecutionPool", "metadata",
+	    "name", name, "spec", spec_json(spec));
+	int rc = k8s_create(c, &pool_resource, ns, o, out, err);
+
+	json_decref(o);
+	return rc;
+}
+
+static void
+pool_refused(const char *spec, const char *want)
+{
+	struct k8s_error err;
+
+	assert_int_equal(pool_create("bad", spec, NULL, &err), K8S_EHTTP);
+	assert_int_equal(err.http_status, 422);
+	if (strstr(err.message, want) == NULL)
+		fail_msg("pool %s: wanted '%s', got '%s'", spec, want, err.message);
+}
+
+/*
+ * The pool's API: its default, its ranges and immutable fields named in
+ * the refusal, the scale subresource (kubectl scale), and the status only
+ * through /status. And status.startMode on an execution: Warm or Cold.
+ */
+static void
+test_pool_api(void **state)
+{
+	struct k8s_patch_opts merge = { .type = K8S_PATCH_MERGE };
+	struct k8s_patch_opts st = { .type = K8S_PATCH_MERGE, .subresource = "status" };
+	struct k8s_patch_opts sc = { .type = K8S_PATCH_MERGE, .subresource = "scale" };
+	struct k8s_error err;
+	json_t *out = NULL, *p;
+	char path[512];
+
+	(void)state;
+	assert_int_equal(pool_create("py", "{\"runtime\":\"python\"}", &out, &err), 0);
+	assert_int_equal(json_integer_value(json_object_get(json_object_get(out,
+	    "spec"), "replicas")), 1);
+	json_decref(out);
+	pool_refused("{\"replicas\":1}", "spec.runtime: Required value");
+	pool_refused("{\"runtime\":\"Py!\"}", "spec.runtime: Invalid value: \"Py!\"");
+	pool_refused("{\"runtime\":\"python\",\"replicas\":-1}",
+	    "spec.replicas: Invalid value: -1: spec.replicas in body should be greater than or equal to 0");
+	pool_refused("{\"runtime\":\"python\",\"replicas\":65}",
+	    "spec.replicas: Invalid value: 65: spec.replicas in body should be less than or equal to 64");
+	pool_refused("{\"runtime\":\"python\",\"resources\":{\"cpu\":\"0\"}}",
+	    "spec.resources.cpu: Invalid value: \"0\": must be a positive quantity such as 500m or 1");
+	pool_refused("{\"runtime\":\"python\",\"resources\":{\"memory\":\"lots\"}}",
+	    "spec.resources.memory: Invalid value: \"lots\": must be a positive quantity such as 256Mi");
+	/* runtime and resources are fixed; replicas is not. */
+	p = spec_json("{\"spec\":{\"runtime\":\"bash\"}}");
+	assert_int_equal(k8s_patch(c, &pool_resource, ns, "py", &merge, p, NULL, &err), K8S_EHTTP);
+	assert_non_null(strstr(err.message, "spec.runtime: Invalid value: \"bash\": is immutable"));
+	json_decref(p);
+	p = spec_json("{\"spec\":{\"resources\":{\"cpu\":\"1\"}}}");
+	assert_int_equal(k8s_patch(c, &pool_resource, ns, "py", &merge, p, NULL, &err), K8S_EHTTP);
+	assert_non_null(strstr(err.message,
+	    "spec.resources cannot be added or removed after creation"));
+	json_decref(p);
+	p = spec_json("{\"spec\":{\"replicas\":3}}");
+	assert_int_equal(k8s_patch(c, &pool_resource, ns, "py", &merge, p, &out, &err), 0);
+	assert_int_equal(json_integer_value(json_object_get(json_object_get(out,
+	    "spec"), "replicas")), 3);
+	json_decref(out);
+	json_decref(p);
+	/* Scale: reads spec.replicas, writes it. */
+	snprintf(path, sizeof(path), "/apis/airlock.dev/v1alpha1/namespaces/%s/"
+	    "codeexecutionpools/py/scale", ns);
+	p = spec_json("{\"spec\":{\"replicas\":5}}");
+	assert_int_equal(k8s_patch(c, &pool_resource, ns, "py", &sc, p, &out, &err), 0);
+	assert_string_equal(json_string_value(json_object_get(out, "kind")), "Scale");
+	assert_int_equal(json_integer_value(json_object_get(json_object_get(out,
+	    "spec"), "replicas")), 5);
+	json_decref(out);
+	json_decref(p);
+	assert_int_equal(k8s_get(c, &pool_resource, ns, "py", &out, &err), 0);
+	assert_int_equal(json_integer_value(json_object_get(json_object_get(out,
+	    "spec"), "replicas")), 5);
+	json_decref(out);
+	/* Status: ignored through the main resource, checked through /status. */
+	p = spec_json("{\"status\":{\"readyReplicas\":2}}");
+	assert_int_equal(k8s_patch(c, &pool_resource, ns, "py", &merge, p, &out, &err), 0);
+	assert_null(json_object_get(out, "status"));
+	json_decref(out);
+	json_decref(p);
+	p = spec_json("{\"status\":{\"readyReplicas\":-2}}");
+	assert_int_equal(k8s_patch(c, &pool_resource, ns, "py", &st, p, NULL, &err), K8S_EHTTP);
+	assert_non_null(strstr(err.message, "status.readyReplicas: Invalid value: -2"));
+	json_decref(p);
+	/* An execution's startMode: Warm or Cold, nothing else. */
+	json_decref(admit("mode", spec_json("{\"runtime\":\"python\"}")));
+	p = spec_json("{\"status\":{\"startMode\":\"Hot\"}}");
+	assert_int_equal(k8s_patch(c, &cx, ns, "mode", &st, p, NULL, &err), K8S_EHTTP);
+	assert_non_null(strstr(err.message, "status.startMode: Unsupported value: \"Hot\""));
+	json_decref(p);
+	p = spec_json("{\"status\":{\"startMode\":\"Warm\"}}");
+	assert_int_equal(k8s_patch(c, &cx, ns, "mode", &st, p, NULL, &err), 0);
+	json_decref(p);
+}
+
 int
 main(void)
 {
@@ -493,6 +601,7 @@ main(void)
 		cmocka_unit_test(test_invalid_refused),
 		cmocka_unit_test(test_spec_immutable_cancel_one_way),
 		cmocka_unit_test(test_status_subresource),
+		cmocka_unit_test(test_pool_api),
 	};
 
 	return cmocka_run_group_tests(tests, group_setup, group_teardown);

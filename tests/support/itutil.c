@@ -247,16 +247,20 @@ it_wait_for(int (*cond)(void *arg), void *arg, long timeout_ms)
 	}
 }
 
+static const char *crd_name = "codeexecutions";	/* it_install_crd's */
+
 static int
 crd_established(void *arg)
 {
 	struct k8s_client *c = arg;
 	struct k8s_error err;
 	json_t *crd, *conds, *cd;
+	char name[64];
 	size_t i;
 	int ok = 0;
 
-	if (k8s_get(c, &res_crds, NULL, "codeexecutions.airlock.dev", &crd, &err) != 0)
+	snprintf(name, sizeof(name), "%s.airlock.dev", crd_name);
+	if (k8s_get(c, &res_crds, NULL, name, &crd, &err) != 0)
 		return 0;
 	conds = json_object_get(json_object_get(crd, "status"), "conditions");
 	json_array_foreach(conds, i, cd)
@@ -270,20 +274,26 @@ crd_established(void *arg)
 void
 it_install_crd(struct k8s_client *c)
 {
+	static const char *const names[] = { "codeexecutions",
+	    "codeexecutionpools" };
 	struct k8s_patch_opts apply = { K8S_PATCH_APPLY, "airlock-tests", 1, NULL };
 	struct k8s_error err;
-	char path[1024];
+	char path[1024], name[64];
 	json_t *crd;
 
-	snprintf(path, sizeof(path), "%s/crds/airlock.dev_codeexecutions.yaml",
-	    getenv("AIRLOCK_TOP") ? getenv("AIRLOCK_TOP") : ".");
-	if (yamljson_load_file(path, "crd", 0, &crd, &err) != 0)
-		fail_msg("%s", err.message);
-	if (k8s_patch(c, &res_crds, NULL, "codeexecutions.airlock.dev", &apply, crd, NULL, &err) != 0)
-		fail_msg("apply crd: %s", err.message);
-	json_decref(crd);
-	if (!it_wait_for(crd_established, c, 20000))
-		fail_msg("crd not established in 20 s");
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+		snprintf(path, sizeof(path), "%s/crds/airlock.dev_%s.yaml",
+		    getenv("AIRLOCK_TOP") ? getenv("AIRLOCK_TOP") : ".", names[i]);
+		snprintf(name, sizeof(name), "%s.airlock.dev", names[i]);
+		if (yamljson_load_file(path, "crd", 0, &crd, &err) != 0)
+			fail_msg("%s", err.message);
+		if (k8s_patch(c, &res_crds, NULL, name, &apply, crd, NULL, &err) != 0)
+			fail_msg("apply crd %s: %s", name, err.message);
+		json_decref(crd);
+		crd_name = names[i];
+		if (!it_wait_for(crd_established, c, 20000))
+			fail_msg("crd %s not established in 20 s", name);
+	}
 }
 
 pid_t

@@ -37,7 +37,7 @@ char *it_configmap(struct k8s_client *c, const char *ns, const char *name,
 /* The CodeExecution resource. */
 
 
-/* Install crds/ by server-side apply and wait until it is Established. */
+/* Install crds/ (both CRDs) by server-side apply; wait until Established. */
 void it_install_crd(struct k8s_client *c);
 
 /*
