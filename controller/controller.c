@@ -153,7 +153,7 @@ pool_delete(void *arg, json_t *obj, int unknown)
 {
 	(void)unknown;
 	if (k8s_obj_uid(obj))
-		ctl_pool_forget(arg, k8s_obj_uid(obj));
+		ctl_pool_forget(arg, obj);
 	pool_event(arg, obj);
 }
 
@@ -537,6 +537,7 @@ controller_new(struct k8s_client *c, const struct ctl_config *cfg,
 	ctl->pool_expect = json_object();
 	ctl->pool_counts = json_object();
 	ctl->pool_claimed = json_object();
+	ctl->pool_gone = json_object();
 	ctl->reserved = json_object();
 	ctl->claimed = json_object();
 	pthread_mutex_init(&ctl->lock, NULL);
@@ -659,6 +660,7 @@ controller_free(struct controller *ctl)
 	json_decref(ctl->pool_expect);
 	json_decref(ctl->pool_counts);
 	json_decref(ctl->pool_claimed);
+	json_decref(ctl->pool_gone);
 	json_decref(ctl->reserved);
 	json_decref(ctl->claimed);
 	json_decref(ctl->guard_owner);

@@ -54,6 +54,7 @@ struct controller {
 	json_t			*pool_expect;
 	json_t			*pool_counts;
 	json_t			*pool_claimed;	/* pool uid -> ms of its last claim */
+	json_t			*pool_gone;	/* "ns/name" -> [uid, ms]: deleted */
 	json_t			*reserved;
 	json_t			*claimed;
 
@@ -159,8 +160,12 @@ const char *ctl_holder_pool(json_t *pod);
  * program the claim is for, which most often ends within it.
  */
 void ctl_pool_claimed(struct controller *ctl, const char *pool_uid);
-/* A pool went: what pools.c kept of it, and its gauges. */
-void ctl_pool_forget(struct controller *ctl, const char *pool_uid);
+/*
+ * A pool went (pool borrowed): what pools.c kept of it and its gauges
+ * are dropped, and its uid is kept a while so that its reconcile deletes
+ * its idle holders, those made as it went among them.
+ */
+void ctl_pool_forget(struct controller *ctl, json_t *pool);
 /* A holder of pool_uid appeared in the cache; a claimed one went. */
 void ctl_pool_seen(struct controller *ctl, const char *pool_uid);
 void ctl_holder_gone(struct controller *ctl, const char *pod_uid);

@@ -148,14 +148,70 @@ update_gauges(struct controller *ctl, const char *pool_uid, long long desired,
 	metric_set(ctl->m_pool, "claimed", (double)claimed);
 }
 
+#define GONE_MS	600000	/* a deleted pool's holders are looked for that long */
+
 void
-ctl_pool_forget(struct controller *ctl, const char *pool_uid)
+ctl_pool_forget(struct controller *ctl, json_t *pool)
 {
+	const char *uid = k8s_obj_uid(pool), *k;
+	long long now = clock_mono_ms();
+	char *key = ctl_pool_key(k8s_obj_namespace(pool), k8s_obj_name(pool));
+	json_t *v;
+	void *tmp;
+
 	pthread_mutex_lock(&ctl->lock);
-	json_object_del(ctl->pool_expect, pool_uid);
-	json_object_del(ctl->pool_claimed, pool_uid);
+	json_object_del(ctl->pool_expect, uid);
+	json_object_del(ctl->pool_claimed, uid);
+	json_object_foreach_safe(ctl->pool_gone, tmp, k, v)
+		if (now - json_integer_value(json_array_get(v, 1)) >= GONE_MS)
+			json_object_del(ctl->pool_gone, k);
+	json_object_set_new(ctl->pool_gone, key, json_pack("[s, I]", uid,
+	    (json_int_t)now));
 	pthread_mutex_unlock(&ctl->lock);
-	update_gauges(ctl, pool_uid, -1, 0);
+	free(key);
+	update_gauges(ctl, uid, -1, 0);
+}
+
+/*
+ * The pool of key is gone: delete its idle holders (the garbage collector
+ * would too, in its time; a holder made as the pool went is caught here
+ * when its add comes). A claimed one is its execution's, and finishes.
+ */
+static int
+delete_orphans(struct controller *ctl, const char *ns, const char *name)
+{
+	struct k8s_delete_opts del = { .grace_period_set = 1,
+	    .grace_period_seconds = 0 };
+	struct k8s_error err;
+	char *key = ctl_pool_key(ns, name), *idx = NULL;
+	json_t *pods = NULL, *p, *g;
+	size_t i;
+	int rc = 0;
+
+	pthread_mutex_lock(&ctl->lock);
+	g = json_object_get(ctl->pool_gone, key);
+	if (g)
+		idx = ctl_pool_index(json_string_value(json_array_get(g, 0)));
+	pthread_mutex_unlock(&ctl->lock);
+	free(key);
+	if (idx == NULL)
+		return 0;
+	pods = informer_by_index(ctl->pod_inf, idx);
+	json_array_foreach(pods, i, p) {
+		if (!pool_holder_idle(p))
+			continue;
+		del.precondition_rv = k8s_obj_rv(p);
+		del.precondition_uid = k8s_obj_uid(p);
+		rc = k8s_delete(ctl->client, &k8s_res_pods, ns, k8s_obj_name(p),
+		    &del, NULL, &err);
+		if (rc == K8S_ENOTFOUND || rc == K8S_ECONFLICT)
+			rc = 0;	/* gone, or claimed meanwhile */
+		if (rc != 0)
+			break;
+	}
+	json_decref(pods);
+	free(idx);
+	return rc;
 }
 
 /* A claimed holder went: it no longer counts as claimed. */
@@ -226,7 +282,7 @@ ctl_pool_reconcile(struct controller *ctl, const char *ns, const char *name)
 	int rc = 0, full = 0;
 
 	if (pool == NULL)
-		return 0;	/* the garbage collector takes its idle holders */
+		return delete_orphans(ctl, ns, name);
 	uid = k8s_obj_uid(pool);
 	if (json_object_get(json_object_get(pool, "metadata"),
 	    "deletionTimestamp") || uid == NULL) {

@@ -390,6 +390,10 @@ pod_vanished(struct controller *ctl, json_t *cx, json_t *status,
 	ph = json_string_value(json_object_get(fst, "phase"));
 	if (cx_phase_terminal(ph))
 		goto out;	/* ended; the cache has not seen it yet */
+	if (strcmp(json_string_value(json_object_get(fst, "podName")) ?
+	    json_string_value(json_object_get(fst, "podName")) : "",
+	    podname) != 0)
+		goto out;	/* given back to run cold, or named anew: its event comes */
 	rc = k8s_get(ctl->client, &k8s_res_pods, ns, podname, &pod, &err);
 	if (rc == 0) {
 		/* There after all (the pod cache lags): follow it. */
