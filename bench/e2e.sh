@@ -75,60 +75,22 @@ record_hist() { curl -sf "http://$aaddr/metrics" | grep '^airlock_agent_record_s
 until curl -sf "http://$aaddr/readyz" >/dev/null 2>&1; do sleep 0.2; done
 record_hist "$work/record.before"
 python3 - "$n" "$work" "$ns" "$APISERVER_URL" "$RUNNER_PYTHON_IMAGE" "$RUNSC" \
-	"$cri_floor" "$CONTAINERD_SOCK" "$kubelet" <<'PY'
-import base64, http.client, json, os, signal, ssl, statistics, subprocess, sys, time, urllib.parse
-n, work, ns, url, image, runsc, cri_floor, sock, kubelet = int(sys.argv[1]), *sys.argv[2:10]
+	"$cri_floor" "$CONTAINERD_SOCK" "$kubelet" "$top/bench" <<'PY'
+import json, os, subprocess, sys, time
+n, work, ns, url, image, runsc, cri_floor, sock, kubelet, bench = int(sys.argv[1]), *sys.argv[2:11]
 kubelet = int(kubelet)
-kc = json.load(open(work + "/kc.json"))
-u, cl = kc["users"][0]["user"], kc["clusters"][0]["cluster"]
-for f, key in (("crt", u["client-certificate-data"]), ("key", u["client-key-data"]),
-               ("ca", cl["certificate-authority-data"])):
-    open("%s/%s.pem" % (work, f), "wb").write(base64.b64decode(key))
-ctx = ssl.create_default_context(cafile=work + "/ca.pem")
-ctx.load_cert_chain(work + "/crt.pem", work + "/key.pem")
-host = urllib.parse.urlparse(url)
-
-def conn():
-    return http.client.HTTPSConnection(host.hostname, host.port, context=ctx)
-
-def req(c, method, path, body=None):
-    c.request(method, path, json.dumps(body) if body is not None else None,
-              {"Content-Type": "application/json"})
-    r = c.getresponse()
-    data = r.read()
-    if r.status >= 300:
-        raise SystemExit("%s %s: HTTP %d %s" % (method, path, r.status, data[:300]))
-    return data
-
-def watch_until(path, done):
-    """Stream a watch on one object until done(obj) is true."""
-    c = conn()
-    c.request("GET", path)
-    r = c.getresponse()
-    buf = b""
-    while True:
-        chunk = r.read1(65536)
-        if not chunk:
-            raise SystemExit("watch ended: " + path)
-        buf += chunk
-        while b"\n" in buf:
-            line, buf = buf.split(b"\n", 1)
-            ev = json.loads(line)
-            if done(ev["object"]):
-                c.close()
-                return ev["object"]
-
-api = conn()
+sys.path.insert(0, bench)
+import lib
+A = lib.Api(work, url)
 cxp = "/apis/airlock.dev/v1alpha1/namespaces/%s/codeexecutions" % ns
-jobp = "/apis/batch/v1/namespaces/%s/jobs" % ns
 
 def run_airlock(i, pad=0, prefix="cx"):
     name = "%s-%03d" % (prefix, i)
     src = "print(1)\n" + ("#" * (pad - 1) + "\n" if pad else "")
     t0 = time.monotonic()
-    req(api, "POST", cxp, {"apiVersion": "airlock.dev/v1alpha1", "kind": "CodeExecution",
+    A.req("POST", cxp, {"apiVersion": "airlock.dev/v1alpha1", "kind": "CodeExecution",
         "metadata": {"name": name}, "spec": {"runtime": "python", "source": src}})
-    o = watch_until("%s?watch=1&fieldSelector=metadata.name%%3D%s" % (cxp, name),
+    o = A.watch_until("%s?watch=1&fieldSelector=metadata.name%%3D%s" % (cxp, name),
                     lambda o: o.get("status", {}).get("phase") in
                     ("Succeeded", "Failed", "TimedOut", "Cancelled"))
     t = time.monotonic() - t0
@@ -136,25 +98,7 @@ def run_airlock(i, pad=0, prefix="cx"):
     return t
 
 def run_job(i):
-    name = "job-%03d" % i
-    t0 = time.monotonic()
-    req(api, "POST", jobp, {"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": name},
-        "spec": {"backoffLimit": 0, "template": {"spec": {"restartPolicy": "Never",
-        "runtimeClassName": "gvisor", "automountServiceAccountToken": False,
-        "containers": [{"name": "run", "image": image, "imagePullPolicy": "Never",
-                        "command": ["python3", "-c", "print(1)"],
-                        "resources": {"requests": {"cpu": "500m", "memory": "256Mi"},
-                                      "limits": {"cpu": "500m", "memory": "256Mi"}}}]}}}})
-    watch_until("%s?watch=1&fieldSelector=metadata.name%%3D%s" % (jobp, name),
-                lambda o: o.get("status", {}).get("succeeded", 0) >= 1 or
-                o.get("status", {}).get("failed", 0) >= 1)
-    pods = json.loads(req(api, "GET", "/api/v1/namespaces/%s/pods?labelSelector=job-name%%3D%s" % (ns, name)))
-    pod = pods["items"][0]["metadata"]["name"]
-    out = req(api, "GET", "/api/v1/namespaces/%s/pods/%s/log" % (ns, pod))
-    t = time.monotonic() - t0
-    assert out == b"1\n", out
-    req(api, "DELETE", "%s/%s?propagationPolicy=Background" % (jobp, name))
-    return t
+    return A.run_job(ns, "job-%03d" % i, image)
 
 def run_floor(i):
     t0 = time.monotonic()
@@ -165,20 +109,7 @@ def run_floor(i):
     return t
 
 def cri_floor_run(*opts):
-    """bench/cri_floor.c on the node's containerd, running print(1); its
-    fields, the exit and output checked. The kubelet kills, at its next
-    housekeeping, a running sandbox it has no pod for: paused for the
-    tool's run, and only then."""
-    os.kill(kubelet, signal.SIGSTOP)
-    try:
-        out = subprocess.run([cri_floor, *opts, sock, "runsc", image, work + "/cri-logs",
-                              "python3", "-c", "print(1)"], capture_output=True,
-                             check=True, text=True).stdout.split()
-    finally:
-        os.kill(kubelet, signal.SIGCONT)
-    f = dict(x.split("=", 1) for x in out)
-    assert f["exit"] == "0" and f["stdout"] == '"1\\n"', out
-    return f
+    return lib.cri_floor_run(cri_floor, sock, image, work, kubelet, *opts)
 
 def run_cri(i):
     # The tool times itself (create -> output read); its own start and the
@@ -195,7 +126,7 @@ def quiesce():
     task runs, so one sample's teardown never overlaps the next."""
     t0 = time.monotonic()
     while True:
-        pods = json.loads(req(api, "GET", "/api/v1/namespaces/%s/pods" % ns))["items"]
+        pods = A.get("/api/v1/namespaces/%s/pods" % ns)["items"]
         tasks = subprocess.run(["ctr", "--address", sock, "-n", "k8s.io", "tasks", "ls"],
                                capture_output=True, text=True, check=True).stdout
         running = [l for l in tasks.splitlines()[1:] if "RUNNING" in l.split()]
@@ -226,9 +157,7 @@ for i in range(max(n // 2, 1)):
     sample("annot", run_airlock, i, 190 << 10, "annot")
     sample("cmap", run_airlock, i, 200 << 10, "cmap")
 
-def q(v, p):
-    v = sorted(v)
-    return v[min(len(v) - 1, int(round(p / 100 * (len(v) - 1))))]
+q = lib.q
 out = {k: (q(v, 50), q(v, 90), q(v, 99)) for k, v in res.items()}
 out["quiet"] = (q(quiet, 50), q(quiet, 90), q(quiet, 99))
 json.dump(out, open(work + "/out.json", "w"))

@@ -1,0 +1,102 @@
+"""bench/lib.py - what the Python parts of bench/e2e.sh and bench/warm.sh
+share: the API server over HTTPS with the admin kubeconfig (no client
+library: the request and the watch are timed as they are made), a Job as
+the baseline, bench/cri_floor.c on the node, and the quantiles.
+
+    import sys; sys.path.insert(0, BENCH_DIR); import lib
+    api = lib.Api(work, url)
+"""
+import base64, http.client, json, os, signal, ssl, subprocess, time, urllib.parse
+
+
+class Api:
+    def __init__(self, work, url):
+        kc = json.load(open(work + "/kc.json"))
+        u, cl = kc["users"][0]["user"], kc["clusters"][0]["cluster"]
+        for f, key in (("crt", u["client-certificate-data"]), ("key", u["client-key-data"]),
+                       ("ca", cl["certificate-authority-data"])):
+            open("%s/%s.pem" % (work, f), "wb").write(base64.b64decode(key))
+        self.ctx = ssl.create_default_context(cafile=work + "/ca.pem")
+        self.ctx.load_cert_chain(work + "/crt.pem", work + "/key.pem")
+        self.host = urllib.parse.urlparse(url)
+        self.c = self.conn()
+
+    def conn(self):
+        return http.client.HTTPSConnection(self.host.hostname, self.host.port, context=self.ctx)
+
+    def req(self, method, path, body=None, c=None):
+        c = c or self.c
+        c.request(method, path, json.dumps(body) if body is not None else None,
+                  {"Content-Type": "application/json"})
+        r = c.getresponse()
+        data = r.read()
+        if r.status >= 300:
+            raise SystemExit("%s %s: HTTP %d %s" % (method, path, r.status, data[:300]))
+        return data
+
+    def get(self, path):
+        return json.loads(self.req("GET", path))
+
+    def watch_until(self, path, done):
+        """Stream a watch until done(obj) is true; that object."""
+        c = self.conn()
+        c.request("GET", path)
+        r = c.getresponse()
+        buf = b""
+        while True:
+            chunk = r.read1(65536)
+            if not chunk:
+                raise SystemExit("watch ended: " + path)
+            buf += chunk
+            while b"\n" in buf:
+                line, buf = buf.split(b"\n", 1)
+                ev = json.loads(line)
+                if done(ev["object"]):
+                    c.close()
+                    return ev["object"]
+
+    def run_job(self, ns, name, image):
+        """A plain Job, runtimeClassName gvisor, print(1): create -> complete
+        -> logs read, in seconds; the Job deleted after, untimed."""
+        jobp = "/apis/batch/v1/namespaces/%s/jobs" % ns
+        t0 = time.monotonic()
+        self.req("POST", jobp, {"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": name},
+            "spec": {"backoffLimit": 0, "template": {"spec": {"restartPolicy": "Never",
+            "runtimeClassName": "gvisor", "automountServiceAccountToken": False,
+            "containers": [{"name": "run", "image": image, "imagePullPolicy": "Never",
+                            "command": ["python3", "-c", "print(1)"],
+                            "resources": {"requests": {"cpu": "500m", "memory": "256Mi"},
+                                          "limits": {"cpu": "500m", "memory": "256Mi"}}}]}}}})
+        self.watch_until("%s?watch=1&fieldSelector=metadata.name%%3D%s" % (jobp, name),
+                         lambda o: o.get("status", {}).get("succeeded", 0) >= 1 or
+                         o.get("status", {}).get("failed", 0) >= 1)
+        pods = self.get("/api/v1/namespaces/%s/pods?labelSelector=job-name%%3D%s" % (ns, name))
+        pod = pods["items"][0]["metadata"]["name"]
+        out = self.req("GET", "/api/v1/namespaces/%s/pods/%s/log" % (ns, pod))
+        t = time.monotonic() - t0
+        assert out == b"1\n", out
+        self.req("DELETE", "%s/%s?propagationPolicy=Background" % (jobp, name))
+        return t
+
+
+def cri_floor_run(cri_floor, sock, image, work, kubelet, *opts):
+    """bench/cri_floor.c on the node's containerd, running print(1); its
+    fields, the exit and output checked. The kubelet kills, at its next
+    housekeeping, a running sandbox it has no pod for: paused for the
+    tool's run, and only then."""
+    os.kill(kubelet, signal.SIGSTOP)
+    try:
+        out = subprocess.run([cri_floor, *opts, sock, "runsc", image, work + "/cri-logs",
+                              "python3", "-c", "print(1)"], capture_output=True,
+                             check=True, text=True).stdout.split()
+    finally:
+        os.kill(kubelet, signal.SIGCONT)
+    f = dict(x.split("=", 1) for x in out)
+    assert f["exit"] == "0" and f["stdout"] == '"1\\n"', out
+    return f
+
+
+def q(v, p):
+    """The p-th percentile of v, nearest rank."""
+    v = sorted(v)
+    return v[min(len(v) - 1, int(round(p / 100 * (len(v) - 1))))]
