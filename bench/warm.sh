@@ -56,8 +56,9 @@ bench_config "$RUNNER_PYTHON_IMAGE" "[/airlock/bin/run, python3, main.py]"
 daemons() {
 	local s=$1
 	shift
+	caddr=127.0.0.1:$(port)
 	"$top/bin/airlock-controller" --config "$work/config.yaml" --kubeconfig "$KUBECONFIG_ADMIN" \
-		--namespace "$s" --lease-namespace "$s" --metrics-addr 0 --log-level warn \
+		--namespace "$s" --lease-namespace "$s" --metrics-addr "$caddr" --log-level warn \
 		> "$work/controller-$s.log" 2>&1 &
 	pids+=($!)
 	aaddr=127.0.0.1:$(port)
@@ -70,6 +71,7 @@ daemons() {
 daemons "$cns"
 daemons "$wns" --runsc "$RUNSC" --runsc-root "$RUNSC_ROOT"
 waddr=$aaddr
+wcaddr=$caddr
 k -n "$wns" apply -f - >/dev/null <<YAML
 apiVersion: airlock.dev/v1alpha1
 kind: CodeExecutionPool
@@ -82,7 +84,10 @@ kubelet=$(pgrep -f "kubelet --config=$top/.cluster/node/kubelet.yaml" | head -n1
 [ -n "$kubelet" ] || { echo "bench/warm.sh: no kubelet of this clone running" >&2; exit 1; }
 cri_floor=$top/build/plain/bench/cri_floor
 [ -x "$cri_floor" ] || { echo "bench/warm.sh: $cri_floor is not built (make)" >&2; exit 1; }
-hist() { curl -sf "http://$waddr/metrics" | grep '^airlock_agent_\(warm_delivery\|record\)_seconds_\(sum\|count\)' > "$1"; }
+hist() {
+	{ curl -sf "http://$waddr/metrics"; curl -sf "http://$wcaddr/metrics"; } |
+		grep '^airlock_\(agent_warm_delivery\|agent_record\|warm_claim\)_seconds_\(sum\|count\)' > "$1"
+}
 hist "$work/hist.before"
 
 python3 - "$n" "$work" "$wns" "$cns" "$APISERVER_URL" "$RUNNER_PYTHON_IMAGE" "$RUNSC" \
@@ -106,7 +111,7 @@ def idle_ready(p):
     return ("airlock.dev/pool-uid" in md.get("labels", {}) and
             "airlock.dev/execution-uid" not in md.get("labels", {}) and
             "deletionTimestamp" not in md and st.get("phase") == "Running" and
-            "running" in cs.get("state", {}))
+            "running" in cs.get("state", {}) and cs.get("ready") is True)
 
 quiet = []
 def quiesce():
@@ -251,10 +256,13 @@ for k, label in rows:
     v = o[k]
     print("| %s | %d | %.0f | %.0f | %.0f (%s) | %.2fx |" % (label, v[3], v[0], v[1], v[2], top(k), v[0] / cold))
 print()
-print("The warm namespace's node agent, its own clocks over every warm run above (warm-up"
-      " included): claim seen -> program started %.1f ms mean (airlock_agent_warm_delivery_seconds),"
-      " exit -> result stored %.1f ms mean (airlock_agent_record_seconds)." %
-      (mean("airlock_agent_warm_delivery_seconds"), mean("airlock_agent_record_seconds")))
+print("The daemons' own clocks over every warm run above (warm-up included), means: the"
+      " controller, from the reconcile that found a sandbox to its claim landed, %.1f ms"
+      " (airlock_warm_claim_seconds); the node agent, claim seen -> program started %.1f ms"
+      " (airlock_agent_warm_delivery_seconds) and exit -> result stored %.1f ms"
+      " (airlock_agent_record_seconds)." %
+      (mean("airlock_warm_claim_seconds"), mean("airlock_agent_warm_delivery_seconds"),
+       mean("airlock_agent_record_seconds")))
 print()
 print("Before each sample, untimed, the wait for a quiet node (pool refilled and ready, the"
       " cold namespace empty, no other task): p50 %.0f ms, p90 %.0f ms, max %.0f ms." %

@@ -12,6 +12,7 @@
 #include "controller.h"
 #include "controller_priv.h"
 #include "informer.h"
+#include "jsonsize.h"
 #include "log.h"
 #include "podspec.h"
 #include "pool.h"
@@ -397,7 +398,9 @@ trim_pod(json_t *pod)
 		    "conditions", json_pack("[o]", sched));
 	if (cs)
 		json_object_set_new(json_object_get(out, "status"),
-		    "containerStatuses", json_pack("[{s:O}]", "state", cs));
+		    "containerStatuses", json_pack("[{s:O, s:O*}]", "state", cs,
+		    "ready", json_object_get(json_array_get(json_object_get(ps,
+		    "containerStatuses"), 0), "ready")));
 	return out;
 }
 
@@ -469,8 +472,20 @@ trim_cx(json_t *cx)
 		char sha[65];
 
 		podspec_code_sha256(cx, sha);
-		for (size_t i = 0; i < sizeof(code) / sizeof(code[0]); i++)
-			json_object_del(spec, code[i]);
+		/*
+		 * Except a small one not started yet: a warm start claims from
+		 * the cache (pools.c), with no read on its path. It keeps it
+		 * for the moments until its start is written.
+		 */
+		if (json_object_get(st, "startMode") == NULL &&
+		    json_object_get(st, "phase") == NULL &&
+		    jsonsize_value(spec) <= CTL_CACHED_CODE_MAX)
+			/* With its size as stored: the output budget's. */
+			json_object_set_new(out, CTL_CACHED_CODE, json_integer(
+			    (json_int_t)jsonsize_value(cx)));
+		else
+			for (size_t i = 0; i < sizeof(code) / sizeof(code[0]); i++)
+				json_object_del(spec, code[i]);
 		if (spec)
 			json_object_set_new(out, "spec", spec);
 		json_object_set_new(out, CTL_CACHED_SHA, json_string(sha));

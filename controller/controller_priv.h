@@ -191,6 +191,12 @@ int ctl_warm_fallback(struct controller *ctl, json_t *cached,
 
 /* Where the cache keeps the hash of an execution's program (trim_cx). */
 #define CTL_CACHED_SHA	"airlock.dev/codeSha256"
+/*
+ * Where the cache kept the code too (trim_cx; at most this), the size of
+ * the execution as the API server sent it, managedFields and all.
+ */
+#define CTL_CACHED_CODE	"airlock.dev/codeCached"
+#define CTL_CACHED_CODE_MAX	(16 * 1024)
 
 
 

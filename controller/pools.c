@@ -22,6 +22,7 @@
 #include "clock.h"
 #include "controller_priv.h"
 #include "cx.h"
+#include "jsonsize.h"
 #include "log.h"
 #include "podspec.h"
 #include "pool.h"
@@ -532,12 +533,12 @@ ctl_warm_fallback(struct controller *ctl, json_t *cached, const char *pod,
  * holder went) or K8S_ETOOBIG / K8S_EINVAL from the claim's build.
  */
 static int
-patch_claim(struct controller *ctl, json_t *cx, json_t *pod,
+patch_claim(struct controller *ctl, json_t *cx, json_t *pod, size_t stored,
     struct k8s_error *err)
 {
 	struct k8s_patch_opts po = { .type = K8S_PATCH_MERGE };
 	json_t *patch = pool_claim_patch(ctl->cfg, cx, pod, (long long)time(NULL),
-	    err);
+	    stored, err);
 	int rc;
 
 	if (patch == NULL)
@@ -588,14 +589,26 @@ ctl_warm_start(struct controller *ctl, json_t *cached, long long seen_ms,
 	json_t *pod = pick_holder(ctl, cached), *cx = NULL, *status = NULL, *fst;
 	json_t *probe;
 	struct k8s_error err;
+	size_t stored = 0;
 	int rc, handled = 1;
 
 	if (pod == NULL)
 		return 0;
 	*rcp = 0;
-	rc = k8s_get(ctl->client, &cx_resource, k8s_obj_namespace(cached),
-	    k8s_obj_name(cached), &cx, &err);
-	if (rc != 0) {
+	if (json_integer_value(json_object_get(cached, CTL_CACHED_CODE)) > 0) {
+		/*
+		 * The cache kept the code (trim_cx): no read on the way. Its
+		 * status write is at the cached resourceVersion, refused if the
+		 * cache lagged; the output budget is from its size as stored,
+		 * which the cache kept too.
+		 */
+		cx = json_deep_copy(cached);
+		stored = (size_t)json_integer_value(json_object_get(cx,
+		    CTL_CACHED_CODE));
+		json_object_del(cx, CTL_CACHED_CODE);
+		json_object_del(cx, CTL_CACHED_SHA);
+	} else if ((rc = k8s_get(ctl->client, &cx_resource,
+	    k8s_obj_namespace(cached), k8s_obj_name(cached), &cx, &err)) != 0) {
 		*rcp = rc == K8S_ENOTFOUND ? 0 : rc;
 		goto release;
 	}
@@ -605,7 +618,8 @@ ctl_warm_start(struct controller *ctl, json_t *cached, long long seen_ms,
 	    cx_phase_terminal(json_string_value(json_object_get(fst, "phase"))))
 		goto release;	/* the cache lags: its event comes */
 	/* Too large to carry, or refused: cold, which says why. */
-	if ((probe = pool_claim_patch(ctl->cfg, cx, pod, 0, &err)) == NULL) {
+	if ((probe = pool_claim_patch(ctl->cfg, cx, pod, 0, stored, &err)) ==
+	    NULL) {
 		handled = 0;
 		goto release;
 	}
@@ -617,7 +631,7 @@ ctl_warm_start(struct controller *ctl, json_t *cached, long long seen_ms,
 		goto release;
 	}
 	/* Named in the status: from here on the claim lands, or falls back. */
-	rc = patch_claim(ctl, cx, pod, &err);
+	rc = patch_claim(ctl, cx, pod, stored, &err);
 	if (rc == 0) {
 		char msg[400];
 
@@ -698,7 +712,7 @@ ctl_warm_resume(struct controller *ctl, json_t *cached, json_t *cached_pod)
 		json_decref(pod);
 		return 0;
 	}
-	rc = patch_claim(ctl, cx, pod, &err);
+	rc = patch_claim(ctl, cx, pod, 0, &err);
 	if (rc == K8S_ECONFLICT || rc == K8S_ENOTFOUND || rc == K8S_ETOOBIG ||
 	    rc == K8S_EINVAL) {
 		/*

@@ -152,6 +152,15 @@ pool_holder(const struct ctl_config *cfg, json_t *pool, struct k8s_error *err)
 		json_object_set_new(c, "command", cmd);
 	}
 	json_object_set_new(c, "args", json_array());
+	/*
+	 * Ready once the warm-up is over and the holder waits (its PID 1 is
+	 * the sleep run --hold execs): a claim before would share both cores
+	 * with it. A startup probe only, so nothing probes the sandbox after.
+	 */
+	json_object_set_new(c, "startupProbe", json_pack("{s:{s:[s, s, s, s, s]},"
+	    " s:i, s:i, s:i}", "exec", "command", "grep", "-q", "-a", "infinity",
+	    "/proc/1/cmdline", "periodSeconds", 1, "timeoutSeconds", 5,
+	    "failureThreshold", 300));
 	drop_named(json_object_get(c, "volumeMounts"), "code");
 	drop_named(json_object_get(json_object_get(pod, "spec"), "volumes"),
 	    "code");
@@ -185,7 +194,8 @@ pool_holder_ready(json_t *pod)
 	const char *ph = json_string_value(json_object_get(ps, "phase"));
 
 	return pool_holder_idle(pod) && ph && strcmp(ph, "Running") == 0 &&
-	    json_object_get(json_object_get(cs, "state"), "running") != NULL;
+	    json_object_get(json_object_get(cs, "state"), "running") != NULL &&
+	    json_is_true(json_object_get(cs, "ready"));
 }
 
 int
@@ -211,14 +221,14 @@ add_file(json_t *ann, json_t *files, const char *k, const char *path,
 
 json_t *
 pool_claim_patch(const struct ctl_config *cfg, json_t *cx, json_t *holder,
-    long long now_s, struct k8s_error *err)
+    long long now_s, size_t stored, struct k8s_error *err)
 {
 	json_t *spec = json_object_get(cx, "spec"), *ann, *files, *argv, *env;
 	json_t *f, *e, *proc, *patch;
 	const char *uid = k8s_obj_uid(cx), *name = k8s_obj_name(cx);
 	const struct ctl_profile *p;
 	long long started, deadline;
-	size_t i, bytes = 0, stored;
+	size_t i, bytes = 0;
 	char v[32], key[32];
 
 	if (uid == NULL || name == NULL || !pool_cx_warmable(cx) ||
@@ -285,7 +295,8 @@ pool_claim_patch(const struct ctl_config *cfg, json_t *cx, json_t *holder,
 	json_object_set_new(ann, CX_ANN_TIMEOUT_MS, json_string(v));
 	snprintf(v, sizeof(v), "%zu", cx_max_bytes(cx));
 	json_object_set_new(ann, CX_ANN_MAX_OUTPUT, json_string(v));
-	stored = jsonsize_value(cx);
+	if (stored == 0)
+		stored = jsonsize_value(cx);
 	snprintf(v, sizeof(v), "%zu", stored + CX_STATUS_RESERVE <
 	    CX_OBJECT_BUDGET ? CX_OBJECT_BUDGET - CX_STATUS_RESERVE - stored : 0);
 	json_object_set_new(ann, CX_ANN_OUTPUT_BUDGET, json_string(v));

@@ -43,10 +43,14 @@ extern const struct k8s_resource pool_resource;
 #define POOL_KEY_LEN		160
 
 /*
- * What the runner does with a warm run's stdin (images/runner/run): the
- * first BYTES of it are the tar of the program and its files.
+ * The runner images' entrypoint, which a profile's command must start
+ * with for a warm start, and their warm unpacker (images/runner/warm.c),
+ * which the warm run execs in its place: `warm BYTES|- PROGRAM...`, the
+ * first BYTES of stdin (all of it: -) the tar of the program and its
+ * files.
  */
 #define POOL_RUNNER		"/airlock/bin/run"
+#define POOL_WARM		"/airlock/bin/warm"
 
 /*
  * The key of what a pool offers, or an execution needs:
@@ -70,7 +74,8 @@ json_t *pool_holder(const struct ctl_config *cfg, json_t *pool,
 
 /*
  * Whether the holder pod (borrowed, possibly trimmed by a cache) is idle,
- * i.e. not claimed, and ready: its container running, not being deleted.
+ * i.e. not claimed and not being deleted, and ready: its container
+ * running and ready (its startup probe passed: the warm-up is over).
  */
 int pool_holder_idle(json_t *pod);
 int pool_holder_ready(json_t *pod);
@@ -85,12 +90,14 @@ int pool_cx_warmable(json_t *cx);
 /*
  * The claim of holder (borrowed: its metadata.resourceVersion and
  * status.startTime are read) for cx (borrowed, read afresh). now_s is
- * the wall clock. A new merge patch, or NULL with err: K8S_ETOOBIG when
+ * the wall clock; stored, the execution's size as the API server stores
+ * it, for the output budget (0: cx's own, when cx was read as stored). A
+ * new merge patch, or NULL with err: K8S_ETOOBIG when
  * the code, args and env do not fit the annotation budget (the
  * execution then runs cold), K8S_EINVAL for what podspec_build refuses.
  */
 json_t *pool_claim_patch(const struct ctl_config *cfg, json_t *cx,
-    json_t *holder, long long now_s, struct k8s_error *err);
+    json_t *holder, long long now_s, size_t stored, struct k8s_error *err);
 
 /*
  * What the node agent runs in a claimed holder, read back from its

@@ -62,7 +62,8 @@ key() {
 	runner-*)
 		profiles_names | grep -qxF "${1#runner-}" ||
 			die "unknown image '$1' (known: ${ALL[*]} ${DAEMONS[*]})"
-		{ cat "$here/build.sh" "$here/runner/run" "$(apt_sources)"; suite; arch
+		{ cat "$here/build.sh" "$here/runner/run" "$here/runner/warm.c" \
+		  "$(apt_sources)"; suite; arch; gcc --version | head -n1
 		  runner_packages "$1"; runner_cmd "$1"; } | hash_of ;;
 	daemon-base)
 		{ cat "$here/build.sh" "$(apt_sources)"; suite; arch; } | hash_of ;;
@@ -122,6 +123,9 @@ build_runner() {
 	local name=$1 out=$2 ref=$3 d pkgs
 	d=$(mktemp -d "$cache/.$name.XXXXXX")
 	pkgs=$(runner_packages "$name")
+	# /airlock/bin/warm: static, so that it needs nothing of the image.
+	gcc -static -O2 -s -o "$d/warm" "$here/runner/warm.c" ||
+		{ rm -rf "$d"; die "cannot build images/runner/warm.c"; }
 	# essential: only the Essential:yes set (libc, bash, dash, coreutils, ...)
 	# plus what we include; no apt, no init. Documentation, manuals and
 	# locales are left out at dpkg level.
@@ -142,6 +146,7 @@ build_runner() {
 		--customize-hook='mkdir -p "$1/airlock/bin" "$1/airlock/code" "$1/airlock/work"' \
 		--customize-hook='chmod 1777 "$1/airlock/work"' \
 		--customize-hook="install -m 0755 '$here/runner/run' \"\$1/airlock/bin/run\"" \
+		--customize-hook="install -m 0755 '$d/warm' \"\$1/airlock/bin/warm\"" \
 		--customize-hook='echo "airlock:x:65532:65532:airlock runner:/airlock/work:/usr/sbin/nologin" >>"$1/etc/passwd"' \
 		--customize-hook='echo "airlock:x:65532:" >>"$1/etc/group"' \
 		--customize-hook='rm -rf "$1"/var/cache/* "$1"/var/log/* "$1"/var/lib/apt/lists/*' \

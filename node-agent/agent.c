@@ -90,6 +90,7 @@ agent_free_run(struct run *r)
 	free(r->cx_uid);
 	free(r->isolation);
 	free(r->cid);
+	json_decref(r->process);
 	free(r);
 }
 

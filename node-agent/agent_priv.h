@@ -71,6 +71,7 @@ struct run {
 	int		 warm_started;		/* Tasks.Start returned */
 	int		 io_done;		/* its output is all read */
 	int64_t		 cpu_before_ns;		/* the holder's, at the start; -1 */
+	json_t		*process;		/* its OCI process, from TaskStart */
 
 	int		 recorded;		/* result written, or someone's */
 	int		 busy;			/* a call is in flight for it */

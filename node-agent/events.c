@@ -13,6 +13,7 @@
 #include "backoff.h"
 #include "clock.h"
 #include "log.h"
+#include "pool.h"
 #include "xmalloc.h"
 
 const char *
@@ -115,6 +116,17 @@ on_task_event(void *arg, const struct ctrd_event *ev)
 		name = json_string_value(json_object_get(labels, "io.kubernetes.container.name"));
 		if (uid && ns && pod && name && strcmp(name, CONTAINER) == 0 &&
 		    strncmp(pod, "airlock-", 8) == 0) {
+			json_t *proc = NULL;
+
+			/*
+			 * A warm holder: its OCI process now, for the exec
+			 * of its claim (warm.c), off that path.
+			 */
+			if (strncmp(pod, POOL_HOLDER_PREFIX,
+			    strlen(POOL_HOLDER_PREFIX)) == 0 &&
+			    ctrd_container_process(a->ctrd, ev->container_id,
+			    &proc, &err) != 0)
+				proc = NULL;
 			pthread_mutex_lock(&a->lock);
 			if ((r = agent_find_run(a, uid)) == NULL)
 				r = agent_new_run(a, uid, ns, pod);
@@ -122,6 +134,9 @@ on_task_event(void *arg, const struct ctrd_event *ev)
 				r->cid = xstrdup(ev->container_id);
 			r->start_ns = ev->ts_ns;
 			r->pid = ev->pid;
+			if (proc && r->process == NULL)
+				r->process = json_incref(proc);
+			json_decref(proc);
 			if (r->isolation == NULL && (bad = agent_sandbox_refused(ev->pid))) {
 				/*
 				 * Stopped now if the pod is known to be an

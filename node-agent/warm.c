@@ -7,11 +7,13 @@
  * program runs:
  *   1. the sandbox is checked (gVisor, no network) as at a cold TaskStart;
  *   2. the program's files as a tar (execution/codetar.h), then spec.stdin,
- *      go into the exec's stdin FIFO; `/airlock/bin/run --warm BYTES`
- *      unpacks them in the fresh working directory and execs the program;
- *   3. the exec is Tasks.Exec'd with the container's own OCI process (its
- *      user, no capabilities, no new privileges, its env) but the args
- *      and the spec's env: what CRI's exec does, with our args;
+ *      go into the exec's stdin; the image's `/airlock/bin/warm BYTES`
+ *      (images/runner/warm.c) unpacks them in the fresh working directory
+ *      and execs the program;
+ *   3. the exec runs with the container's own OCI process (its user, no
+ *      capabilities, no new privileges, its env) but the args and the
+ *      spec's env, as CRI's exec does: started by `runsc exec` itself
+ *      (the agent's --runsc) or by containerd's Tasks.Exec and the shim;
  *   4. its stdout and stderr FIFOs are read into the run's crilog, through
  *      the same caps as a cold run's CRI log (crilog_feed_stream);
  *   5. the deadline counts from the exec's start; the ticker enforces it
@@ -161,8 +163,7 @@ fall_back(struct agent *a, const char *ns, const char *cx, const char *cx_uid,
 
 /*
  * The exec's OCI process: the container's own, with args
- * [run, --warm, BYTES, argv[1..]] and the claim's env over the
- * container's. A new string, or NULL when the claim's argv does not start
+ * [warm, BYTES or -, argv[1..]] and the claim's env over the container's. A new string, or NULL when the claim's argv does not start
  * with the runner.
  */
 static char *
@@ -185,8 +186,7 @@ exec_process(json_t *base, const struct pool_process *pp, size_t tar_len)
 		snprintf(n, sizeof(n), "-");
 	else
 		snprintf(n, sizeof(n), "%zu", tar_len);
-	json_array_append_new(args, json_string(POOL_RUNNER));
-	json_array_append_new(args, json_string("--warm"));
+	json_array_append_new(args, json_string(POOL_WARM));
 	json_array_append_new(args, json_string(n));
 	json_array_foreach(pp->argv, i, v)
 		if (i > 0)
@@ -590,6 +590,7 @@ warm_main(void *arg)
 	if ((r = agent_find_run(a, w->uid)) != NULL) {
 		pid = r->pid;
 		refused = r->isolation ? xstrdup(r->isolation) : NULL;
+		base = json_incref(r->process);
 	}
 	pthread_mutex_unlock(&a->lock);
 	if (pid == 0 && ctrd_task_pid(a->ctrd, w->cid, &pid, &err) != 0) {
@@ -616,7 +617,8 @@ warm_main(void *arg)
 	}
 	buf_free(&in);
 	if ((bad = build_input(&pp, &in, &tar_len)) != NULL ||
-	    ctrd_container_process(a->ctrd, w->cid, &base, &err) != 0 ||
+	    (base == NULL && ctrd_container_process(a->ctrd, w->cid, &base,
+	    &err) != 0) ||
 	    (proc = exec_process(base, &pp, tar_len)) == NULL) {
 		pool_process_free(&pp);
 		end_unstarted(w, NULL, bad ? bad : base ? "its command does not "
