@@ -220,6 +220,39 @@ test_recorded(void **state)
 	assert_int_equal(decide(&f->r, NOW + 1000, WALL, &why), AGENT_DELETE);
 }
 
+/*
+ * A warm run: its output comes from pipes, not a log, so it is recorded
+ * once both reached EOF (io_done), with no quiet-log wait; and before its
+ * exec starts it has no deadline, so it is not killed for one.
+ */
+static void
+test_warm(void **state)
+{
+	struct fixture *f = *state;
+	enum cx_kill why;
+
+	f->r.warm = 1;
+	f->r.start_ns = 0;
+	agent_arm_deadline(&f->r);
+	assert_int_equal(f->r.deadline_ns, 0);
+	assert_int_equal(decide(&f->r, NOW, WALL + 5000 * MS, &why), AGENT_WAIT);
+	assert_int_equal(why, CX_KILL_NONE);
+	f->r.start_ns = WALL - 1000 * MS;
+	agent_arm_deadline(&f->r);
+	assert_int_equal(decide(&f->r, NOW, WALL + 5000 * MS, &why), AGENT_KILL);
+	assert_int_equal(why, CX_KILL_DEADLINE);
+	f->r.why = CX_KILL_NONE;
+	f->r.exited = 1;
+	f->r.exit_seen_ms = NOW;
+	f->r.last_read_ms = NOW;
+	assert_int_equal(decide(&f->r, NOW, WALL, &why), AGENT_WAIT);
+	f->r.io_done = 1;
+	assert_int_equal(decide(&f->r, NOW, WALL, &why), AGENT_RECORD);
+	f->r.retry_ms = NOW + 100;
+	assert_int_equal(decide(&f->r, NOW + 99, WALL, &why), AGENT_WAIT);
+	assert_int_equal(decide(&f->r, NOW + 100, WALL, &why), AGENT_RECORD);
+}
+
 int
 main(void)
 {
@@ -234,6 +267,7 @@ main(void)
 		T(test_exit_after_kill),
 		T(test_oom),
 		T(test_recorded),
+		T(test_warm),
 	};
 #undef T
 
