@@ -167,8 +167,9 @@ path_clash(const char *a, const char *b)
  * or the stdin file. The kubelet would fail the pod's volume setup, and
  * the program would never start.
  */
-static int
-check_paths(json_t *spec, const char *source_file, struct k8s_error *err)
+int
+podspec_check_paths(json_t *spec, const char *source_file,
+    struct k8s_error *err)
 {
 	const char *mine[2] = { source_file, json_object_get(spec, "stdin") ?
 	    STDIN_FILE : NULL };
@@ -235,7 +236,7 @@ podspec_build(const struct ctl_config *cfg, json_t *cx,
 	if (image && !cfg->allow_custom_images)
 		return k8s_error_set(err, K8S_EINVAL, 0, NULL,
 		    "spec.image: custom images are not allowed on this cluster");
-	if (check_paths(spec, p->source_file, err) != 0)
+	if (podspec_check_paths(spec, p->source_file, err) != 0)
 		return K8S_EINVAL;
 	stored = jsonsize_value(cx);
 	if (stored + CX_STATUS_RESERVE > CX_OBJECT_BUDGET)

@@ -52,6 +52,14 @@ int podspec_build(const struct ctl_config *cfg, json_t *cx,
 
 void podspec_result_free(struct podspec_result *r);
 
+/*
+ * What the CRD cannot see: a file of spec (borrowed) at, or under, the
+ * profile's source file or the stdin file. 0, or K8S_EINVAL naming the
+ * file (podspec_build's, and a warm claim's, refusal).
+ */
+int podspec_check_paths(json_t *spec, const char *source_file,
+    struct k8s_error *err) __attribute__((warn_unused_result));
+
 /* The SHA-256 of spec.source in hex ("" source when absent). */
 void podspec_code_sha256(json_t *cx, char out[65]);
 

@@ -238,6 +238,9 @@ pool_claim_patch(const struct ctl_config *cfg, json_t *cx, json_t *holder,
 		    "not an execution that can run warm");
 		return NULL;
 	}
+	/* A cold start refuses it (Rejected); so does a warm one. */
+	if (podspec_check_paths(spec, p->source_file, err) != 0)
+		return NULL;
 	ann = json_object();
 	files = json_array();
 	{

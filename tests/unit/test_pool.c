@@ -855,14 +855,10 @@ test_claim_refused(void **state)
 }
 
 /*
- * BUG (pool.c, pool_claim_patch): pool.h promises K8S_EINVAL "for what
- * podspec_build refuses", and ctl_warm_start relies on it ("refused:
- * cold, which says why"). podspec_build refuses a file at the profile's
- * source file (spec.files[0].path 'main.py' clashes with the program's
- * file); pool_claim_patch never runs that check and makes the claim, with
- * main.py twice in the process's files. The execution the cold path
- * rejects runs warm, and /airlock/bin/warm dies on the second main.py
- * (O_EXCL). Expected to fail until pool_claim_patch checks paths.
+ * A file at the profile's source file: podspec_build refuses it
+ * (Rejected), and the claim must too, or an execution the cold path
+ * rejects would run warm with main.py twice in its archive (and
+ * /airlock/bin/warm would die on the second, O_EXCL). Found by this test.
  */
 static void
 test_claim_file_clash(void **state)
@@ -890,7 +886,7 @@ test_claim_file_clash(void **state)
 	    "clashes with the program's file"));
 	/* So must the claim. */
 	if (p != NULL)
-		fail_msg("BUG: a claim was made for files[0].path 'main.py'; "
+		fail_msg("a claim was made for files[0].path 'main.py'; "
 		    "wanted NULL with K8S_EINVAL");
 	assert_int_equal(cerr.code, K8S_EINVAL);
 }
