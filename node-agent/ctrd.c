@@ -520,18 +520,21 @@ map_entry(const struct pb_field *f, json_t *obj)
 	return rc == 0 && k ? 0 : PB_EBAD;
 }
 
-int
-ctrd_container_labels(struct ctrd *c, const char *id, json_t **labels,
-    struct k8s_error *err)
+/*
+ * Containers.Get: the container's labels (when labels is not NULL) and
+ * the Process of its OCI spec (when process is not NULL), new references.
+ */
+static int
+container_get(struct ctrd *c, const char *id, json_t **labels,
+    json_t **process, struct k8s_error *err)
 {
 	struct call call;
 	struct buf req;
-	struct pb_reader r, cr;
-	struct pb_field f, g;
-	json_t *out = json_object();
+	struct pb_reader r, cr, ar;
+	struct pb_field f, g, h;
+	json_t *out = json_object(), *spec = NULL;
 	int rc;
 
-	*labels = NULL;
 	call_init(&call);
 	buf_init(&req, 4096);
 	if (pb_put_str(&req, 1, id) != 0) {
@@ -540,31 +543,55 @@ ctrd_container_labels(struct ctrd *c, const char *id, json_t **labels,
 	}
 	rc = unary(c, "/containerd.services.containers.v1.Containers/Get",
 	    &req, &call, &r, err);
-	if (rc == 0) {
-		while ((rc = pb_next(&r, &f)) == 1) {
-			if (f.num != 1 || f.wire != PB_LEN)
+	while (rc == 0 && (rc = pb_next(&r, &f)) == 1) {
+		if (f.num != 1 || f.wire != PB_LEN)
+			continue;
+		pb_reader_init(&cr, f.data, f.len);	/* Container */
+		while ((rc = pb_next(&cr, &g)) == 1) {
+			if (g.num == 2 && g.wire == PB_LEN && map_entry(&g, out) != 0) {
+				rc = PB_EBAD;		/* labels */
+				break;
+			}
+			if (g.num != 5 || g.wire != PB_LEN || spec)
 				continue;
-			pb_reader_init(&cr, f.data, f.len);	/* Container */
-			while ((rc = pb_next(&cr, &g)) == 1)
-				if (g.num == 2 && g.wire == PB_LEN &&
-				    map_entry(&g, out) != 0) {
-					rc = PB_EBAD;
-					break;
-				}
-			if (rc != 0)
+			pb_reader_init(&ar, g.data, g.len);	/* spec: an Any */
+			while (spec == NULL && (rc = pb_next(&ar, &h)) == 1)
+				if (h.num == 2 && h.wire == PB_LEN)
+					spec = json_loadb((const char *)h.data,
+					    h.len, 0, NULL);
+			if (rc < 0)
 				break;
 		}
+		if (rc != 0)
+			break;
 	}
+	if (rc == 1)
+		rc = 0;
 	if (rc == PB_EBAD)
 		rc = k8s_error_set(err, K8S_EINVAL, 0, NULL,
 		    "Containers/Get: malformed reply");
-	if (rc == 0)
+	else if (rc == 0 && process &&
+	    !json_is_object(json_object_get(spec, "process")))
+		rc = k8s_error_set(err, K8S_EINVAL, 0, NULL,
+		    "Containers/Get: no OCI process in the container's spec");
+	if (rc == 0 && labels)
 		*labels = json_incref(out);
+	if (rc == 0 && process)
+		*process = json_incref(json_object_get(spec, "process"));
 out:
 	json_decref(out);
+	json_decref(spec);
 	buf_free(&req);
 	call_free(&call);
 	return rc;
+}
+
+int
+ctrd_container_labels(struct ctrd *c, const char *id, json_t **labels,
+    struct k8s_error *err)
+{
+	*labels = NULL;
+	return container_get(c, id, labels, NULL, err);
 }
 
 int
@@ -805,49 +832,6 @@ int
 ctrd_container_process(struct ctrd *c, const char *id, json_t **process,
     struct k8s_error *err)
 {
-	struct call call;
-	struct buf req;
-	struct pb_reader r, cr, ar;
-	struct pb_field f, g, h;
-	json_t *spec = NULL;
-	int rc;
-
 	*process = NULL;
-	call_init(&call);
-	buf_init(&req, 4096);
-	if (pb_put_str(&req, 1, id) != 0) {
-		rc = k8s_error_set(err, K8S_EINVAL, 0, NULL, "container id too long");
-		goto out;
-	}
-	rc = unary(c, "/containerd.services.containers.v1.Containers/Get",
-	    &req, &call, &r, err);
-	while (rc == 0 && spec == NULL && (rc = pb_next(&r, &f)) == 1) {
-		if (f.num != 1 || f.wire != PB_LEN)
-			continue;
-		pb_reader_init(&cr, f.data, f.len);	/* Container */
-		while (spec == NULL && (rc = pb_next(&cr, &g)) == 1) {
-			if (g.num != 5 || g.wire != PB_LEN)
-				continue;
-			pb_reader_init(&ar, g.data, g.len);	/* Any */
-			while (spec == NULL && (rc = pb_next(&ar, &h)) == 1)
-				if (h.num == 2 && h.wire == PB_LEN)
-					spec = json_loadb((const char *)h.data,
-					    h.len, 0, NULL);
-		}
-	}
-	if (rc == 1)
-		rc = 0;
-	if (rc == 0 && !json_is_object(json_object_get(spec, "process")))
-		rc = k8s_error_set(err, K8S_EINVAL, 0, NULL,
-		    "Containers/Get: no OCI process in the container's spec");
-	else if (rc == PB_EBAD)
-		rc = k8s_error_set(err, K8S_EINVAL, 0, NULL,
-		    "Containers/Get: malformed reply");
-	if (rc == 0)
-		*process = json_incref(json_object_get(spec, "process"));
-out:
-	json_decref(spec);
-	buf_free(&req);
-	call_free(&call);
-	return rc;
+	return container_get(c, id, NULL, process, err);
 }

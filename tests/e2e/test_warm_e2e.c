@@ -592,27 +592,17 @@ sandbox_pid(const char *pod)
 	return pid;
 }
 
+static int
+named(json_t *status)
+{
+	return json_object_get(status, "podName") != NULL;
+}
+
 /* The execution's status once it names a pod; a new reference. */
 static json_t *
 wait_named(const char *name)
 {
-	long end = it_mono_ms() + 60000;
-	struct k8s_error err;
-	json_t *o = NULL, *st;
-
-	for (;;) {
-		json_decref(o);
-		o = NULL;
-		if (k8s_get(c, &cx_resource, ns, name, &o, &err) == 0 &&
-		    json_object_get(json_object_get(o, "status"), "podName"))
-			break;
-		if (it_mono_ms() > end)
-			fail_msg("%s names no pod after 60 s", name);
-		it_sleep_ms(20);
-	}
-	st = json_incref(json_object_get(o, "status"));
-	json_decref(o);
-	return st;
+	return it_cx_until(c, ns, name, named, "name a pod", 60000);
 }
 
 /*

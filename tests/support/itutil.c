@@ -529,8 +529,8 @@ it_cx_create(struct k8s_client *c, const char *ns, const char *name,
 }
 
 json_t *
-it_cx_wait(struct k8s_client *c, const char *ns, const char *name,
-    long timeout_ms)
+it_cx_until(struct k8s_client *c, const char *ns, const char *name,
+    int (*done)(json_t *status), const char *what, long timeout_ms)
 {
 	long end = it_mono_ms() + timeout_ms;
 	struct k8s_error err;
@@ -540,16 +540,29 @@ it_cx_wait(struct k8s_client *c, const char *ns, const char *name,
 		json_decref(o);
 		o = NULL;
 		if (k8s_get(c, &cx_resource, ns, name, &o, &err) == 0 &&
-		    cx_phase_terminal(json_string_value(json_object_get(
-		    json_object_get(o, "status"), "phase"))))
+		    done(json_object_get(o, "status")))
 			break;
 		if (it_mono_ms() > end)
-			fail_msg("%s did not finish within %ld ms: %s", name,
+			fail_msg("%s did not %s within %ld ms: %s", name, what,
 			    timeout_ms, o ? json_dumps(json_object_get(o,
 			    "status"), 0) : "(none)");
-		it_sleep_ms(50);
+		it_sleep_ms(20);
 	}
 	st = json_incref(json_object_get(o, "status"));
 	json_decref(o);
 	return st;
+}
+
+static int
+ended(json_t *status)
+{
+	return cx_phase_terminal(json_string_value(json_object_get(status,
+	    "phase")));
+}
+
+json_t *
+it_cx_wait(struct k8s_client *c, const char *ns, const char *name,
+    long timeout_ms)
+{
+	return it_cx_until(c, ns, name, ended, "finish", timeout_ms);
 }

@@ -106,6 +106,9 @@ void it_cx_create(struct k8s_client *c, const char *ns, const char *name,
     const char *spec);
 json_t *it_cx_wait(struct k8s_client *c, const char *ns, const char *name,
     long timeout_ms);
+/* The same until done(status) is true; what says what it waited for. */
+json_t *it_cx_until(struct k8s_client *c, const char *ns, const char *name,
+    int (*done)(json_t *status), const char *what, long timeout_ms);
 
 /* Poll cond(arg) every 10 ms until true or timeout: 1 if it came true. */
 int it_wait_for(int (*cond)(void *arg), void *arg, long timeout_ms);

@@ -8,6 +8,8 @@
 #include <string.h>
 #include <cmocka.h>
 
+#include "jpath.h"
+
 #include "ctl_config.h"
 #include "podspec.h"
 
@@ -47,67 +49,6 @@ cx(const char *spec)
 	return o;
 }
 
-/* The value at a dotted path with [i] indexes, e.g. "spec.containers[0].name". */
-static json_t *
-at(json_t *j, const char *path)
-{
-	char buf[256], *save = NULL, *tok;
-
-	snprintf(buf, sizeof(buf), "%s", path);
-	for (tok = strtok_r(buf, ".", &save); tok && j; tok = strtok_r(NULL, ".", &save)) {
-		char *br = strchr(tok, '[');
-
-		if (br) {
-			*br = '\0';
-			j = json_object_get(j, tok);
-			j = json_array_get(j, (size_t)atoi(br + 1));
-		} else {
-			j = json_object_get(j, tok);
-		}
-	}
-	return j;
-}
-
-static const char *
-str(json_t *j, const char *path)
-{
-	const char *s = json_string_value(at(j, path));
-
-	if (s == NULL)
-		fail_msg("no string at %s", path);
-	return s;
-}
-
-static long long
-num(json_t *j, const char *path)
-{
-	json_t *v = at(j, path);
-
-	if (!json_is_integer(v))
-		fail_msg("no integer at %s", path);
-	return (long long)json_integer_value(v);
-}
-
-static int
-boolean(json_t *j, const char *path)
-{
-	json_t *v = at(j, path);
-
-	if (!json_is_boolean(v))
-		fail_msg("no boolean at %s", path);
-	return json_is_true(v);
-}
-
-/* A key that holds dots (labels, annotations) under the object at path. */
-static const char *
-key(json_t *j, const char *path, const char *k)
-{
-	const char *s = json_string_value(json_object_get(at(j, path), k));
-
-	if (s == NULL)
-		fail_msg("no %s under %s", k, path);
-	return s;
-}
 
 #define UID "0b9c4b1e-1111-2222-3333-444455556666"
 
@@ -130,93 +71,93 @@ test_pod_hardening(void **state)
 	assert_string_equal(r.code_sha256, "d287bb7f9d15abdc5b6e98536263815744b6ef21c8f3c839fc434ca70d8efe99");
 
 	/* identity, labels, ownership */
-	assert_string_equal(str(p, "kind"), "Pod");
-	assert_string_equal(str(p, "metadata.name"), "airlock-" UID);
-	assert_string_equal(str(p, "metadata.namespace"), "team-a");
-	assert_string_equal(key(p, "metadata.labels", "app.kubernetes.io/managed-by"), "airlock-controller");
-	assert_string_equal(key(p, "metadata.labels", "app.kubernetes.io/component"), "execution");
-	assert_string_equal(key(p, "metadata.labels", "airlock.dev/execution-uid"), UID);
-	assert_string_equal(key(p, "metadata.annotations", "airlock.dev/execution"), "hello");
+	assert_string_equal(jp_str(p, "kind"), "Pod");
+	assert_string_equal(jp_str(p, "metadata.name"), "airlock-" UID);
+	assert_string_equal(jp_str(p, "metadata.namespace"), "team-a");
+	assert_string_equal(jp_key(p, "metadata.labels", "app.kubernetes.io/managed-by"), "airlock-controller");
+	assert_string_equal(jp_key(p, "metadata.labels", "app.kubernetes.io/component"), "execution");
+	assert_string_equal(jp_key(p, "metadata.labels", "airlock.dev/execution-uid"), UID);
+	assert_string_equal(jp_key(p, "metadata.annotations", "airlock.dev/execution"), "hello");
 	/* What the node agent enforces: 30 s, and output.maxBytes' default. */
-	assert_string_equal(key(p, "metadata.annotations", "airlock.dev/timeout-ms"), "30000");
-	assert_string_equal(key(p, "metadata.annotations", "airlock.dev/output-max-bytes"), "65536");
-	assert_string_equal(str(p, "metadata.ownerReferences[0].kind"), "CodeExecution");
-	assert_string_equal(str(p, "metadata.ownerReferences[0].apiVersion"), "airlock.dev/v1alpha1");
-	assert_string_equal(str(p, "metadata.ownerReferences[0].name"), "hello");
-	assert_string_equal(str(p, "metadata.ownerReferences[0].uid"), UID);
-	assert_true(boolean(p, "metadata.ownerReferences[0].controller"));
-	assert_true(boolean(p, "metadata.ownerReferences[0].blockOwnerDeletion"));
+	assert_string_equal(jp_key(p, "metadata.annotations", "airlock.dev/timeout-ms"), "30000");
+	assert_string_equal(jp_key(p, "metadata.annotations", "airlock.dev/output-max-bytes"), "65536");
+	assert_string_equal(jp_str(p, "metadata.ownerReferences[0].kind"), "CodeExecution");
+	assert_string_equal(jp_str(p, "metadata.ownerReferences[0].apiVersion"), "airlock.dev/v1alpha1");
+	assert_string_equal(jp_str(p, "metadata.ownerReferences[0].name"), "hello");
+	assert_string_equal(jp_str(p, "metadata.ownerReferences[0].uid"), UID);
+	assert_true(jp_bool(p, "metadata.ownerReferences[0].controller"));
+	assert_true(jp_bool(p, "metadata.ownerReferences[0].blockOwnerDeletion"));
 
 	/* isolation and lifecycle */
-	assert_string_equal(str(p, "spec.serviceAccountName"), "airlock-execution");
-	assert_string_equal(str(p, "spec.runtimeClassName"), "gvisor");
-	assert_string_equal(str(p, "spec.priorityClassName"), "airlock-execution");
-	assert_string_equal(str(p, "spec.restartPolicy"), "Never");
-	assert_int_equal(num(p, "spec.activeDeadlineSeconds"), 60);
-	assert_false(boolean(p, "spec.automountServiceAccountToken"));
-	assert_false(boolean(p, "spec.enableServiceLinks"));
-	assert_false(boolean(p, "spec.hostNetwork"));
-	assert_false(boolean(p, "spec.hostPID"));
-	assert_false(boolean(p, "spec.hostIPC"));
-	assert_string_equal(str(p, "spec.dnsPolicy"), "None");
-	assert_string_equal(str(p, "spec.dnsConfig.nameservers[0]"), "127.0.0.1");
-	assert_true(boolean(p, "spec.securityContext.runAsNonRoot"));
-	assert_int_equal(num(p, "spec.securityContext.runAsUser"), 65532);
-	assert_int_equal(num(p, "spec.securityContext.runAsGroup"), 65532);
-	assert_string_equal(str(p, "spec.securityContext.seccompProfile.type"), "RuntimeDefault");
+	assert_string_equal(jp_str(p, "spec.serviceAccountName"), "airlock-execution");
+	assert_string_equal(jp_str(p, "spec.runtimeClassName"), "gvisor");
+	assert_string_equal(jp_str(p, "spec.priorityClassName"), "airlock-execution");
+	assert_string_equal(jp_str(p, "spec.restartPolicy"), "Never");
+	assert_int_equal(jp_num(p, "spec.activeDeadlineSeconds"), 60);
+	assert_false(jp_bool(p, "spec.automountServiceAccountToken"));
+	assert_false(jp_bool(p, "spec.enableServiceLinks"));
+	assert_false(jp_bool(p, "spec.hostNetwork"));
+	assert_false(jp_bool(p, "spec.hostPID"));
+	assert_false(jp_bool(p, "spec.hostIPC"));
+	assert_string_equal(jp_str(p, "spec.dnsPolicy"), "None");
+	assert_string_equal(jp_str(p, "spec.dnsConfig.nameservers[0]"), "127.0.0.1");
+	assert_true(jp_bool(p, "spec.securityContext.runAsNonRoot"));
+	assert_int_equal(jp_num(p, "spec.securityContext.runAsUser"), 65532);
+	assert_int_equal(jp_num(p, "spec.securityContext.runAsGroup"), 65532);
+	assert_string_equal(jp_str(p, "spec.securityContext.seccompProfile.type"), "RuntimeDefault");
 
 	/* the one container */
-	assert_int_equal(json_array_size(at(p, "spec.containers")), 1);
-	ctr = at(p, "spec.containers[0]");
-	assert_string_equal(str(ctr, "image"), "airlock/runner-python:0.1");
-	assert_string_equal(str(ctr, "command[0]"), "python3");
-	assert_string_equal(str(ctr, "command[1]"), "/airlock/code/main.py");
-	assert_string_equal(str(ctr, "args[0]"), "-x");
-	assert_string_equal(str(ctr, "workingDir"), "/airlock/work");
-	assert_false(boolean(ctr, "securityContext.allowPrivilegeEscalation"));
-	assert_true(boolean(ctr, "securityContext.readOnlyRootFilesystem"));
-	assert_true(boolean(ctr, "securityContext.runAsNonRoot"));
-	assert_string_equal(str(ctr, "securityContext.capabilities.drop[0]"), "ALL");
-	assert_int_equal(json_array_size(at(ctr, "securityContext.capabilities.drop")), 1);
-	assert_null(at(ctr, "securityContext.capabilities.add"));
-	assert_string_equal(str(ctr, "securityContext.seccompProfile.type"), "RuntimeDefault");
+	assert_int_equal(json_array_size(jp_at(p, "spec.containers")), 1);
+	ctr = jp_at(p, "spec.containers[0]");
+	assert_string_equal(jp_str(ctr, "image"), "airlock/runner-python:0.1");
+	assert_string_equal(jp_str(ctr, "command[0]"), "python3");
+	assert_string_equal(jp_str(ctr, "command[1]"), "/airlock/code/main.py");
+	assert_string_equal(jp_str(ctr, "args[0]"), "-x");
+	assert_string_equal(jp_str(ctr, "workingDir"), "/airlock/work");
+	assert_false(jp_bool(ctr, "securityContext.allowPrivilegeEscalation"));
+	assert_true(jp_bool(ctr, "securityContext.readOnlyRootFilesystem"));
+	assert_true(jp_bool(ctr, "securityContext.runAsNonRoot"));
+	assert_string_equal(jp_str(ctr, "securityContext.capabilities.drop[0]"), "ALL");
+	assert_int_equal(json_array_size(jp_at(ctr, "securityContext.capabilities.drop")), 1);
+	assert_null(jp_at(ctr, "securityContext.capabilities.add"));
+	assert_string_equal(jp_str(ctr, "securityContext.seccompProfile.type"), "RuntimeDefault");
 	/* requests = limits, from the config's defaults */
-	assert_string_equal(str(ctr, "resources.requests.cpu"), "500m");
-	assert_string_equal(str(ctr, "resources.limits.cpu"), "500m");
-	assert_string_equal(str(ctr, "resources.requests.memory"), "256Mi");
-	assert_string_equal(str(ctr, "resources.limits.memory"), "256Mi");
-	assert_string_equal(str(ctr, "resources.limits.ephemeral-storage"), "64Mi");
+	assert_string_equal(jp_str(ctr, "resources.requests.cpu"), "500m");
+	assert_string_equal(jp_str(ctr, "resources.limits.cpu"), "500m");
+	assert_string_equal(jp_str(ctr, "resources.requests.memory"), "256Mi");
+	assert_string_equal(jp_str(ctr, "resources.limits.memory"), "256Mi");
+	assert_string_equal(jp_str(ctr, "resources.limits.ephemeral-storage"), "64Mi");
 	/* env: name/value only (valueFrom dropped), plus the code dir */
-	assert_int_equal(json_array_size(at(ctr, "env")), 3);
-	assert_string_equal(str(ctr, "env[0].name"), "A");
-	assert_string_equal(str(ctr, "env[0].value"), "1");
-	assert_string_equal(str(ctr, "env[1].name"), "B");
-	assert_string_equal(str(ctr, "env[1].value"), "");
-	assert_null(at(ctr, "env[1].valueFrom"));
-	assert_string_equal(str(ctr, "env[2].name"), "AIRLOCK_CODE_DIR");
-	assert_string_equal(str(ctr, "env[2].value"), "/airlock/code");
+	assert_int_equal(json_array_size(jp_at(ctr, "env")), 3);
+	assert_string_equal(jp_str(ctr, "env[0].name"), "A");
+	assert_string_equal(jp_str(ctr, "env[0].value"), "1");
+	assert_string_equal(jp_str(ctr, "env[1].name"), "B");
+	assert_string_equal(jp_str(ctr, "env[1].value"), "");
+	assert_null(jp_at(ctr, "env[1].valueFrom"));
+	assert_string_equal(jp_str(ctr, "env[2].name"), "AIRLOCK_CODE_DIR");
+	assert_string_equal(jp_str(ctr, "env[2].value"), "/airlock/code");
 	/* mounts: code read-only, work and tmp size-limited emptyDirs */
-	assert_string_equal(str(ctr, "volumeMounts[0].mountPath"), "/airlock/code");
-	assert_true(boolean(ctr, "volumeMounts[0].readOnly"));
-	assert_string_equal(str(ctr, "volumeMounts[1].mountPath"), "/airlock/work");
-	assert_string_equal(str(ctr, "volumeMounts[2].mountPath"), "/tmp");
-	assert_string_equal(str(p, "spec.volumes[1].emptyDir.sizeLimit"), "64Mi");
-	assert_string_equal(str(p, "spec.volumes[2].emptyDir.sizeLimit"), "64Mi");
+	assert_string_equal(jp_str(ctr, "volumeMounts[0].mountPath"), "/airlock/code");
+	assert_true(jp_bool(ctr, "volumeMounts[0].readOnly"));
+	assert_string_equal(jp_str(ctr, "volumeMounts[1].mountPath"), "/airlock/work");
+	assert_string_equal(jp_str(ctr, "volumeMounts[2].mountPath"), "/tmp");
+	assert_string_equal(jp_str(p, "spec.volumes[1].emptyDir.sizeLimit"), "64Mi");
+	assert_string_equal(jp_str(p, "spec.volumes[2].emptyDir.sizeLimit"), "64Mi");
 	/* tmpfs of that size: a full /tmp is ENOSPC at once, not a full disk */
-	assert_string_equal(str(p, "spec.volumes[1].emptyDir.medium"), "Memory");
-	assert_string_equal(str(p, "spec.volumes[2].emptyDir.medium"), "Memory");
+	assert_string_equal(jp_str(p, "spec.volumes[1].emptyDir.medium"), "Memory");
+	assert_string_equal(jp_str(p, "spec.volumes[2].emptyDir.medium"), "Memory");
 
 	/* code by annotation, projected as files: no extra API call */
-	assert_string_equal(key(p, "metadata.annotations", "airlock.dev/source"), "print(1)");
-	assert_string_equal(key(p, "metadata.annotations", "airlock.dev/file-0"), "X=1");
-	assert_string_equal(key(p, "metadata.annotations", "airlock.dev/stdin"), "in");
-	assert_string_equal(str(p, "spec.volumes[0].name"), "code");
-	assert_string_equal(str(p, "spec.volumes[0].downwardAPI.items[0].path"), "main.py");
-	assert_string_equal(str(p, "spec.volumes[0].downwardAPI.items[0].fieldRef.fieldPath"),
+	assert_string_equal(jp_key(p, "metadata.annotations", "airlock.dev/source"), "print(1)");
+	assert_string_equal(jp_key(p, "metadata.annotations", "airlock.dev/file-0"), "X=1");
+	assert_string_equal(jp_key(p, "metadata.annotations", "airlock.dev/stdin"), "in");
+	assert_string_equal(jp_str(p, "spec.volumes[0].name"), "code");
+	assert_string_equal(jp_str(p, "spec.volumes[0].downwardAPI.items[0].path"), "main.py");
+	assert_string_equal(jp_str(p, "spec.volumes[0].downwardAPI.items[0].fieldRef.fieldPath"),
 	    "metadata.annotations['airlock.dev/source']");
-	assert_string_equal(str(p, "spec.volumes[0].downwardAPI.items[1].path"), "lib/util.py");
-	assert_string_equal(str(p, "spec.volumes[0].downwardAPI.items[2].path"), ".stdin");
-	assert_int_equal(num(p, "spec.volumes[0].downwardAPI.defaultMode"), 0444);
+	assert_string_equal(jp_str(p, "spec.volumes[0].downwardAPI.items[1].path"), "lib/util.py");
+	assert_string_equal(jp_str(p, "spec.volumes[0].downwardAPI.items[2].path"), ".stdin");
+	assert_int_equal(jp_num(p, "spec.volumes[0].downwardAPI.defaultMode"), 0444);
 
 	json_decref(o);
 	podspec_result_free(&r);
@@ -238,15 +179,15 @@ test_big_code_goes_to_configmap(void **state)
 	json_object_set_new(json_object_get(o, "spec"), "source", json_string(big));
 	assert_int_equal(podspec_build(c, o, &r, &err), 0);
 	assert_non_null(r.configmap);
-	assert_string_equal(str(r.configmap, "metadata.name"), "airlock-" UID);
-	assert_string_equal(str(r.configmap, "metadata.ownerReferences[0].uid"), UID);
-	assert_true(boolean(r.configmap, "immutable"));
-	assert_int_equal(strlen(str(r.configmap, "data.source")), PODSPEC_ANNOTATION_BUDGET + 1);
-	assert_string_equal(str(r.pod, "spec.volumes[0].configMap.name"), "airlock-" UID);
-	assert_string_equal(str(r.pod, "spec.volumes[0].configMap.items[0].key"), "source");
-	assert_string_equal(str(r.pod, "spec.volumes[0].configMap.items[0].path"), "main.py");
-	assert_null(json_object_get(at(r.pod, "metadata.annotations"), "airlock.dev/source"));
-	assert_string_equal(key(r.pod, "metadata.annotations", "airlock.dev/timeout-ms"), "30000");
+	assert_string_equal(jp_str(r.configmap, "metadata.name"), "airlock-" UID);
+	assert_string_equal(jp_str(r.configmap, "metadata.ownerReferences[0].uid"), UID);
+	assert_true(jp_bool(r.configmap, "immutable"));
+	assert_int_equal(strlen(jp_str(r.configmap, "data.source")), PODSPEC_ANNOTATION_BUDGET + 1);
+	assert_string_equal(jp_str(r.pod, "spec.volumes[0].configMap.name"), "airlock-" UID);
+	assert_string_equal(jp_str(r.pod, "spec.volumes[0].configMap.items[0].key"), "source");
+	assert_string_equal(jp_str(r.pod, "spec.volumes[0].configMap.items[0].path"), "main.py");
+	assert_null(json_object_get(jp_at(r.pod, "metadata.annotations"), "airlock.dev/source"));
+	assert_string_equal(jp_key(r.pod, "metadata.annotations", "airlock.dev/timeout-ms"), "30000");
 	/* Exactly at the budget still goes by annotation. */
 	podspec_result_free(&r);
 	big[PODSPEC_ANNOTATION_BUDGET] = '\0';
@@ -307,9 +248,9 @@ test_rejections(void **state)
 		json_t *o = cx("{\"runtime\":\"python\",\"resources\":{\"cpu\":\"2\",\"memory\":\"2Gi\",\"ephemeralStorage\":1}}");
 
 		assert_int_equal(podspec_build(c, o, &r, &err), 0);
-		assert_string_equal(str(r.pod, "spec.containers[0].resources.limits.cpu"), "2");
-		assert_string_equal(str(r.pod, "spec.containers[0].resources.requests.memory"), "2Gi");
-		assert_string_equal(str(r.pod, "spec.containers[0].resources.limits.ephemeral-storage"), "1");
+		assert_string_equal(jp_str(r.pod, "spec.containers[0].resources.limits.cpu"), "2");
+		assert_string_equal(jp_str(r.pod, "spec.containers[0].resources.requests.memory"), "2Gi");
+		assert_string_equal(jp_str(r.pod, "spec.containers[0].resources.limits.ephemeral-storage"), "1");
 		podspec_result_free(&r);
 		json_decref(o);
 	}
@@ -337,19 +278,19 @@ test_custom_image_allowed(void **state)
 		fail_msg("config: %s", err.message);
 	o = cx("{\"runtime\":\"python\",\"image\":\"registry.example/tools:1\",\"source\":\"print(1)\"}");
 	assert_int_equal(podspec_build(c, o, &r, &err), 0);
-	assert_string_equal(str(r.pod, "spec.containers[0].image"), "registry.example/tools:1");
-	assert_string_equal(str(r.pod, "spec.containers[0].command[0]"), "python3");
-	assert_string_equal(str(r.pod, "spec.containers[0].command[1]"), "/airlock/code/main.py");
-	assert_string_equal(str(r.pod, "spec.runtimeClassName"), "gvisor");
-	assert_true(json_is_false(at(r.pod, "spec.automountServiceAccountToken")));
-	assert_true(json_is_true(at(r.pod, "spec.securityContext.runAsNonRoot")));
-	assert_int_equal(json_integer_value(at(r.pod, "spec.securityContext.runAsUser")), 65532);
+	assert_string_equal(jp_str(r.pod, "spec.containers[0].image"), "registry.example/tools:1");
+	assert_string_equal(jp_str(r.pod, "spec.containers[0].command[0]"), "python3");
+	assert_string_equal(jp_str(r.pod, "spec.containers[0].command[1]"), "/airlock/code/main.py");
+	assert_string_equal(jp_str(r.pod, "spec.runtimeClassName"), "gvisor");
+	assert_true(json_is_false(jp_at(r.pod, "spec.automountServiceAccountToken")));
+	assert_true(json_is_true(jp_at(r.pod, "spec.securityContext.runAsNonRoot")));
+	assert_int_equal(json_integer_value(jp_at(r.pod, "spec.securityContext.runAsUser")), 65532);
 	podspec_result_free(&r);
 	json_decref(o);
 	/* No image named: the profile's. */
 	o = cx("{\"runtime\":\"python\",\"source\":\"print(1)\"}");
 	assert_int_equal(podspec_build(c, o, &r, &err), 0);
-	assert_string_equal(str(r.pod, "spec.containers[0].image"), "airlock/runner-python:0.1");
+	assert_string_equal(jp_str(r.pod, "spec.containers[0].image"), "airlock/runner-python:0.1");
 	podspec_result_free(&r);
 	json_decref(o);
 	ctl_config_free(c);
@@ -363,32 +304,32 @@ test_guardrails(void **state)
 	char *warn;
 
 	(void)state;
-	assert_string_equal(str(np, "metadata.name"), "airlock-deny-all");
-	assert_string_equal(str(np, "metadata.namespace"), "team-a");
-	assert_string_equal(key(np, "spec.podSelector.matchLabels", "app.kubernetes.io/managed-by"), "airlock-controller");
-	assert_string_equal(key(np, "spec.podSelector.matchLabels", "app.kubernetes.io/component"), "execution");
-	assert_string_equal(str(np, "spec.policyTypes[0]"), "Ingress");
-	assert_string_equal(str(np, "spec.policyTypes[1]"), "Egress");
-	assert_null(at(np, "spec.ingress"));
-	assert_null(at(np, "spec.egress"));
+	assert_string_equal(jp_str(np, "metadata.name"), "airlock-deny-all");
+	assert_string_equal(jp_str(np, "metadata.namespace"), "team-a");
+	assert_string_equal(jp_key(np, "spec.podSelector.matchLabels", "app.kubernetes.io/managed-by"), "airlock-controller");
+	assert_string_equal(jp_key(np, "spec.podSelector.matchLabels", "app.kubernetes.io/component"), "execution");
+	assert_string_equal(jp_str(np, "spec.policyTypes[0]"), "Ingress");
+	assert_string_equal(jp_str(np, "spec.policyTypes[1]"), "Egress");
+	assert_null(jp_at(np, "spec.ingress"));
+	assert_null(jp_at(np, "spec.egress"));
 	json_decref(np);
 
 	sa = podspec_service_account("team-a");
-	assert_string_equal(str(sa, "kind"), "ServiceAccount");
-	assert_string_equal(str(sa, "metadata.name"), "airlock-execution");
-	assert_string_equal(str(sa, "metadata.namespace"), "team-a");
-	assert_false(boolean(sa, "automountServiceAccountToken"));
+	assert_string_equal(jp_str(sa, "kind"), "ServiceAccount");
+	assert_string_equal(jp_str(sa, "metadata.name"), "airlock-execution");
+	assert_string_equal(jp_str(sa, "metadata.namespace"), "team-a");
+	assert_false(jp_bool(sa, "automountServiceAccountToken"));
 	json_decref(sa);
 
 	rq = podspec_resource_quota(c, "team-a", NULL, &warn);
 	assert_null(warn);
-	assert_string_equal(str(rq, "metadata.name"), "airlock-executions");
-	assert_string_equal(str(rq, "spec.hard.pods"), "20");
-	assert_string_equal(key(rq, "spec.hard", "requests.cpu"), "8");
-	assert_string_equal(key(rq, "spec.hard", "limits.memory"), "8Gi");
-	assert_string_equal(str(rq, "spec.scopeSelector.matchExpressions[0].scopeName"), "PriorityClass");
-	assert_string_equal(str(rq, "spec.scopeSelector.matchExpressions[0].operator"), "In");
-	assert_string_equal(str(rq, "spec.scopeSelector.matchExpressions[0].values[0]"), "airlock-execution");
+	assert_string_equal(jp_str(rq, "metadata.name"), "airlock-executions");
+	assert_string_equal(jp_str(rq, "spec.hard.pods"), "20");
+	assert_string_equal(jp_key(rq, "spec.hard", "requests.cpu"), "8");
+	assert_string_equal(jp_key(rq, "spec.hard", "limits.memory"), "8Gi");
+	assert_string_equal(jp_str(rq, "spec.scopeSelector.matchExpressions[0].scopeName"), "PriorityClass");
+	assert_string_equal(jp_str(rq, "spec.scopeSelector.matchExpressions[0].operator"), "In");
+	assert_string_equal(jp_str(rq, "spec.scopeSelector.matchExpressions[0].values[0]"), "airlock-execution");
 	json_decref(rq);
 
 	/* A cluster admin's overrides; a bad one falls back, with a warning. */
@@ -396,9 +337,9 @@ test_guardrails(void **state)
 	    "airlock.dev/quota-executions", "5", "airlock.dev/quota-cpu", "lots",
 	    "airlock.dev/quota-memory", "1Gi");
 	rq = podspec_resource_quota(c, "team-a", nsobj, &warn);
-	assert_string_equal(str(rq, "spec.hard.pods"), "5");
-	assert_string_equal(key(rq, "spec.hard", "limits.cpu"), "8");
-	assert_string_equal(key(rq, "spec.hard", "requests.memory"), "1Gi");
+	assert_string_equal(jp_str(rq, "spec.hard.pods"), "5");
+	assert_string_equal(jp_key(rq, "spec.hard", "limits.cpu"), "8");
+	assert_string_equal(jp_key(rq, "spec.hard", "requests.memory"), "1Gi");
 	assert_string_equal(warn, "namespace annotation airlock.dev/quota-cpu: 'lots' is not a positive quantity; using the default");
 	free(warn);
 	json_decref(rq);
@@ -408,9 +349,9 @@ test_guardrails(void **state)
 	    "airlock.dev/quota-executions", "99999999999", "airlock.dev/quota-cpu", "200000",
 	    "airlock.dev/quota-memory", "2Pi");
 	rq = podspec_resource_quota(c, "team-a", nsobj, &warn);
-	assert_string_equal(str(rq, "spec.hard.pods"), "1000000");
-	assert_string_equal(key(rq, "spec.hard", "limits.cpu"), "100k");
-	assert_string_equal(key(rq, "spec.hard", "requests.memory"), "1Pi");
+	assert_string_equal(jp_str(rq, "spec.hard.pods"), "1000000");
+	assert_string_equal(jp_key(rq, "spec.hard", "limits.cpu"), "100k");
+	assert_string_equal(jp_key(rq, "spec.hard", "requests.memory"), "1Pi");
 	assert_string_equal(warn, "namespace annotation airlock.dev/quota-executions: "
 	    "'99999999999' is above the most a quota may say, 1000000; using 1000000");
 	free(warn);

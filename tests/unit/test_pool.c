@@ -11,6 +11,8 @@
 #include <string.h>
 #include <cmocka.h>
 
+#include "jpath.h"
+
 #include "client.h"
 #include "ctl_config.h"
 #include "cx.h"
@@ -75,68 +77,6 @@ parse(const char *s)
 	return j;
 }
 
-/* The value at a dotted path with [i] indexes, e.g. "spec.containers[0]". */
-static json_t *
-at(json_t *j, const char *path)
-{
-	char buf[256], *save = NULL, *tok;
-
-	snprintf(buf, sizeof(buf), "%s", path);
-	for (tok = strtok_r(buf, ".", &save); tok && j;
-	    tok = strtok_r(NULL, ".", &save)) {
-		char *br = strchr(tok, '[');
-
-		if (br) {
-			*br = '\0';
-			j = json_array_get(json_object_get(j, tok),
-			    (size_t)atoi(br + 1));
-		} else {
-			j = json_object_get(j, tok);
-		}
-	}
-	return j;
-}
-
-static const char *
-str(json_t *j, const char *path)
-{
-	const char *s = json_string_value(at(j, path));
-
-	if (s == NULL)
-		fail_msg("no string at %s", path);
-	return s;
-}
-
-static long long
-num(json_t *j, const char *path)
-{
-	json_t *v = at(j, path);
-
-	if (!json_is_integer(v))
-		fail_msg("no integer at %s", path);
-	return (long long)json_integer_value(v);
-}
-
-static int
-boolean(json_t *j, const char *path)
-{
-	json_t *v = at(j, path);
-
-	if (!json_is_boolean(v))
-		fail_msg("no boolean at %s", path);
-	return json_is_true(v);
-}
-
-/* A key that holds dots (labels, annotations) under the object at path. */
-static const char *
-key(json_t *j, const char *path, const char *k)
-{
-	const char *s = json_string_value(json_object_get(at(j, path), k));
-
-	if (s == NULL)
-		fail_msg("no %s under %s", k, path);
-	return s;
-}
 
 /* got must equal the JSON text want, exactly (object key order aside). */
 static void
@@ -324,24 +264,24 @@ test_holder_metadata(void **state)
 	struct k8s_error err;
 
 	(void)state;
-	assert_string_equal(str(pod, "apiVersion"), "v1");
-	assert_string_equal(str(pod, "kind"), "Pod");
-	assert_string_equal(str(pod, "metadata.generateName"), "airlock-warm-");
-	assert_null(at(pod, "metadata.name"));
-	assert_string_equal(str(pod, "metadata.namespace"), "team-a");
-	assert_json(at(pod, "metadata.labels"), "{"
+	assert_string_equal(jp_str(pod, "apiVersion"), "v1");
+	assert_string_equal(jp_str(pod, "kind"), "Pod");
+	assert_string_equal(jp_str(pod, "metadata.generateName"), "airlock-warm-");
+	assert_null(jp_at(pod, "metadata.name"));
+	assert_string_equal(jp_str(pod, "metadata.namespace"), "team-a");
+	assert_json(jp_at(pod, "metadata.labels"), "{"
 	    "\"app.kubernetes.io/name\":\"airlock\","
 	    "\"" CX_LABEL_MANAGED "\":\"" CX_MANAGER "\","
 	    "\"" CX_LABEL_COMPONENT "\":\"" CX_COMPONENT "\","
 	    "\"airlock.dev/pool-uid\":\"p-uid\"}");
-	assert_null(json_object_get(at(pod, "metadata.labels"),
+	assert_null(json_object_get(jp_at(pod, "metadata.labels"),
 	    "airlock.dev/execution-uid"));
 	/* The key, and nothing of an execution's (code, limits, name). */
-	assert_int_equal(pool_key(cfg, at(pool, "spec"), k, &err), 0);
+	assert_int_equal(pool_key(cfg, jp_at(pool, "spec"), k, &err), 0);
 	assert_string_equal(k, "python/1000/536870912/67108864");
-	assert_json(at(pod, "metadata.annotations"),
+	assert_json(jp_at(pod, "metadata.annotations"),
 	    "{\"airlock.dev/warm-key\":\"python/1000/536870912/67108864\"}");
-	assert_json(at(pod, "metadata.ownerReferences"), "[{"
+	assert_json(jp_at(pod, "metadata.ownerReferences"), "[{"
 	    "\"apiVersion\":\"airlock.dev/v1alpha1\","
 	    "\"kind\":\"CodeExecutionPool\",\"name\":\"py\",\"uid\":\"p-uid\","
 	    "\"controller\":true,\"blockOwnerDeletion\":true}]");
@@ -356,26 +296,26 @@ test_holder_spec(void **state)
 	json_t *pool = a_pool(), *pod = holder_of(pool), *spec, *c;
 
 	(void)state;
-	spec = at(pod, "spec");
-	c = at(pod, "spec.containers[0]");
-	assert_int_equal(json_array_size(at(pod, "spec.containers")), 1);
+	spec = jp_at(pod, "spec");
+	c = jp_at(pod, "spec.containers[0]");
+	assert_int_equal(json_array_size(jp_at(pod, "spec.containers")), 1);
 	assert_null(json_object_get(spec, "activeDeadlineSeconds"));
-	assert_string_equal(str(pod, "spec.runtimeClassName"), "gvisor-test");
-	assert_string_equal(str(pod, "spec.priorityClassName"), "airlock-execution");
-	assert_string_equal(str(pod, "spec.serviceAccountName"), "airlock-execution");
-	assert_string_equal(str(pod, "spec.restartPolicy"), "Never");
-	assert_false(boolean(pod, "spec.automountServiceAccountToken"));
-	assert_false(boolean(pod, "spec.enableServiceLinks"));
-	assert_false(boolean(pod, "spec.hostNetwork"));
-	assert_false(boolean(pod, "spec.hostPID"));
-	assert_false(boolean(pod, "spec.hostIPC"));
-	assert_string_equal(str(pod, "spec.dnsPolicy"), "None");
-	assert_true(boolean(pod, "spec.securityContext.runAsNonRoot"));
-	assert_int_equal(num(pod, "spec.securityContext.runAsUser"), 65532);
-	assert_string_equal(str(pod, "spec.securityContext.seccompProfile.type"),
+	assert_string_equal(jp_str(pod, "spec.runtimeClassName"), "gvisor-test");
+	assert_string_equal(jp_str(pod, "spec.priorityClassName"), "airlock-execution");
+	assert_string_equal(jp_str(pod, "spec.serviceAccountName"), "airlock-execution");
+	assert_string_equal(jp_str(pod, "spec.restartPolicy"), "Never");
+	assert_false(jp_bool(pod, "spec.automountServiceAccountToken"));
+	assert_false(jp_bool(pod, "spec.enableServiceLinks"));
+	assert_false(jp_bool(pod, "spec.hostNetwork"));
+	assert_false(jp_bool(pod, "spec.hostPID"));
+	assert_false(jp_bool(pod, "spec.hostIPC"));
+	assert_string_equal(jp_str(pod, "spec.dnsPolicy"), "None");
+	assert_true(jp_bool(pod, "spec.securityContext.runAsNonRoot"));
+	assert_int_equal(jp_num(pod, "spec.securityContext.runAsUser"), 65532);
+	assert_string_equal(jp_str(pod, "spec.securityContext.seccompProfile.type"),
 	    "RuntimeDefault");
 
-	assert_string_equal(str(c, "image"), "airlock/runner-python:0.1");
+	assert_string_equal(jp_str(c, "image"), "airlock/runner-python:0.1");
 	assert_json(json_object_get(c, "command"), "[\"/airlock/bin/run\","
 	    "\"--hold\",\"main.py\",\"python3\",\"main.py\"]");
 	assert_json(json_object_get(c, "args"), "[]");
@@ -415,15 +355,15 @@ test_holder_other_profile(void **state)
 	json_t *pod = holder_of(pool);
 
 	(void)state;
-	assert_json(at(pod, "spec.containers[0].command"), "[\"/airlock/bin/run\","
+	assert_json(jp_at(pod, "spec.containers[0].command"), "[\"/airlock/bin/run\","
 	    "\"--hold\",\"index.js\",\"node\",\"index.js\"]");
-	assert_string_equal(str(pod, "spec.containers[0].image"),
+	assert_string_equal(jp_str(pod, "spec.containers[0].image"),
 	    "airlock/runner-node:0.1");
-	assert_string_equal(key(pod, "metadata.annotations", POOL_ANN_KEY),
+	assert_string_equal(jp_key(pod, "metadata.annotations", POOL_ANN_KEY),
 	    "node/500/268435456/67108864");
-	assert_string_equal(str(pod, "spec.containers[0].resources.limits.cpu"),
+	assert_string_equal(jp_str(pod, "spec.containers[0].resources.limits.cpu"),
 	    "500m");
-	assert_string_equal(str(pod, "spec.containers[0].resources.limits.memory"),
+	assert_string_equal(jp_str(pod, "spec.containers[0].resources.limits.memory"),
 	    "256Mi");
 	json_decref(pod);
 	json_decref(pool);
@@ -448,33 +388,33 @@ test_holder_refused(void **state)
 	json_t *pool = a_pool();
 
 	(void)state;
-	json_object_del(at(pool, "metadata"), "uid");
+	json_object_del(jp_at(pool, "metadata"), "uid");
 	holder_refused(pool, "the pool lacks metadata.name, namespace or uid");
 	json_decref(pool);
 
 	pool = a_pool();
-	json_object_del(at(pool, "metadata"), "namespace");
+	json_object_del(jp_at(pool, "metadata"), "namespace");
 	holder_refused(pool, "the pool lacks metadata.name, namespace or uid");
 	json_decref(pool);
 
 	pool = a_pool();
-	json_object_set_new(at(pool, "spec"), "runtime", json_string("ruby"));
+	json_object_set_new(jp_at(pool, "spec"), "runtime", json_string("ruby"));
 	holder_refused(pool, "spec.runtime");
 	json_decref(pool);
 
 	pool = a_pool();
-	json_object_set_new(at(pool, "spec"), "runtime", json_string("raw"));
+	json_object_set_new(jp_at(pool, "spec"), "runtime", json_string("raw"));
 	holder_refused(pool, "spec.runtime: profile 'raw'");
 	json_decref(pool);
 
 	pool = a_pool();
-	json_object_set_new(at(pool, "spec.resources"), "memory",
+	json_object_set_new(jp_at(pool, "spec.resources"), "memory",
 	    json_string("4Gi"));
 	holder_refused(pool, "spec.resources.memory");
 	json_decref(pool);
 
 	pool = a_pool();
-	json_object_set_new(at(pool, "spec.resources"), "cpu", json_string("8"));
+	json_object_set_new(jp_at(pool, "spec.resources"), "cpu", json_string("8"));
 	holder_refused(pool, "spec.resources.cpu");
 	json_decref(pool);
 }
@@ -513,14 +453,14 @@ test_idle_ready(void **state)
 
 	/* Pending, its container somehow reported running: still not ready. */
 	p = a_running_holder();
-	json_object_set_new(at(p, "status"), "phase", json_string("Pending"));
+	json_object_set_new(jp_at(p, "status"), "phase", json_string("Pending"));
 	assert_int_equal(pool_holder_idle(p), 1);
 	assert_int_equal(pool_holder_ready(p), 0);
 	json_decref(p);
 
 	/* Running, its container waiting. */
 	p = a_running_holder();
-	json_object_set_new(at(p, "status.containerStatuses[0]"), "state",
+	json_object_set_new(jp_at(p, "status.containerStatuses[0]"), "state",
 	    parse("{\"waiting\":{\"reason\":\"ContainerCreating\"}}"));
 	assert_int_equal(pool_holder_idle(p), 1);
 	assert_int_equal(pool_holder_ready(p), 0);
@@ -528,7 +468,7 @@ test_idle_ready(void **state)
 
 	/* Its warm-up not over: running, the startup probe not passed. */
 	p = a_running_holder();
-	json_object_set_new(at(p, "status.containerStatuses[0]"), "ready",
+	json_object_set_new(jp_at(p, "status.containerStatuses[0]"), "ready",
 	    json_false());
 	assert_int_equal(pool_holder_idle(p), 1);
 	assert_int_equal(pool_holder_ready(p), 0);
@@ -536,7 +476,7 @@ test_idle_ready(void **state)
 
 	/* Being deleted: neither. */
 	p = a_running_holder();
-	json_object_set_new(at(p, "metadata"), "deletionTimestamp",
+	json_object_set_new(jp_at(p, "metadata"), "deletionTimestamp",
 	    json_string("2026-11-25T00:00:00Z"));
 	assert_int_equal(pool_holder_idle(p), 0);
 	assert_int_equal(pool_holder_ready(p), 0);
@@ -544,13 +484,13 @@ test_idle_ready(void **state)
 
 	/* Claimed, by its label or its name annotation: neither. */
 	p = a_running_holder();
-	json_object_set_new(at(p, "metadata.labels"), CX_LABEL_UID,
+	json_object_set_new(jp_at(p, "metadata.labels"), CX_LABEL_UID,
 	    json_string("x-uid"));
 	assert_int_equal(pool_holder_idle(p), 0);
 	assert_int_equal(pool_holder_ready(p), 0);
 	json_decref(p);
 	p = a_running_holder();
-	json_object_set_new(at(p, "metadata"), "annotations",
+	json_object_set_new(jp_at(p, "metadata"), "annotations",
 	    parse("{\"" CX_ANN_NAME "\":\"hello\"}"));
 	assert_int_equal(pool_holder_idle(p), 0);
 	assert_int_equal(pool_holder_ready(p), 0);
@@ -558,7 +498,7 @@ test_idle_ready(void **state)
 
 	/* Not a pool's: neither. */
 	p = a_running_holder();
-	json_object_del(at(p, "metadata.labels"), POOL_LABEL_UID);
+	json_object_del(jp_at(p, "metadata.labels"), POOL_LABEL_UID);
 	assert_int_equal(pool_holder_idle(p), 0);
 	assert_int_equal(pool_holder_ready(p), 0);
 	json_decref(p);
@@ -576,7 +516,7 @@ test_cx_warmable(void **state)
 
 	(void)state;
 	assert_int_equal(pool_cx_warmable(cx), 1);
-	json_object_set_new(at(cx, "spec"), "image", json_string("my/image:1"));
+	json_object_set_new(jp_at(cx, "spec"), "image", json_string("my/image:1"));
 	assert_int_equal(pool_cx_warmable(cx), 0);
 	json_decref(cx);
 }
@@ -642,35 +582,35 @@ static void
 test_claim_identity(void **state)
 {
 	json_t *cx = an_execution(), *h = a_holder(), *p = claim(cx, h, NOW_S, 0);
-	json_t *ann = at(p, "metadata.annotations");
+	json_t *ann = jp_at(p, "metadata.annotations");
 	char want[32];
 
 	(void)state;
 	/* Nothing else of the pod is touched. */
 	assert_int_equal(json_object_size(p), 2);
-	assert_int_equal(json_object_size(at(p, "metadata")), 4);
-	assert_string_equal(str(p, "metadata.resourceVersion"), "42");
-	assert_json(at(p, "metadata.labels"),
+	assert_int_equal(json_object_size(jp_at(p, "metadata")), 4);
+	assert_string_equal(jp_str(p, "metadata.resourceVersion"), "42");
+	assert_json(jp_at(p, "metadata.labels"),
 	    "{\"airlock.dev/execution-uid\":\"x-uid\"}");
 	assert_int_equal(json_object_size(ann), 8);
-	assert_string_equal(key(p, "metadata.annotations", "airlock.dev/execution"),
+	assert_string_equal(jp_key(p, "metadata.annotations", "airlock.dev/execution"),
 	    "hello");
-	assert_string_equal(key(p, "metadata.annotations", "airlock.dev/timeout-ms"),
+	assert_string_equal(jp_key(p, "metadata.annotations", "airlock.dev/timeout-ms"),
 	    "7000");
-	assert_string_equal(key(p, "metadata.annotations",
+	assert_string_equal(jp_key(p, "metadata.annotations",
 	    "airlock.dev/output-max-bytes"), "100");
 	/* The object's budget less the status reserve less the execution. */
 	snprintf(want, sizeof(want), "%zu", (size_t)BUDGET - jsonsize_value(cx));
-	assert_string_equal(key(p, "metadata.annotations",
+	assert_string_equal(jp_key(p, "metadata.annotations",
 	    "airlock.dev/output-budget-bytes"), want);
 	assert_true(strspn(want, "0123456789") == strlen(want));
 	assert_true(BUDGET - jsonsize_value(cx) > 1000000);
-	assert_json(at(p, "metadata.ownerReferences"), "[{"
+	assert_json(jp_at(p, "metadata.ownerReferences"), "[{"
 	    "\"apiVersion\":\"airlock.dev/v1alpha1\",\"kind\":\"CodeExecution\","
 	    "\"name\":\"hello\",\"uid\":\"x-uid\",\"controller\":true,"
 	    "\"blockOwnerDeletion\":true}]");
 	/* Its age (10 s), its timeout (7 s) and the backstop's 30 s. */
-	assert_json(at(p, "spec"), "{\"activeDeadlineSeconds\":47}");
+	assert_json(jp_at(p, "spec"), "{\"activeDeadlineSeconds\":47}");
 	json_decref(p);
 	json_decref(h);
 	json_decref(cx);
@@ -684,20 +624,20 @@ test_claim_output_budget(void **state)
 
 	(void)state;
 	p = claim(cx, h, NOW_S, 1000);
-	assert_string_equal(key(p, "metadata.annotations",
+	assert_string_equal(jp_key(p, "metadata.annotations",
 	    "airlock.dev/output-budget-bytes"), "1031192");
 	json_decref(p);
 	p = claim(cx, h, NOW_S, BUDGET - 1);
-	assert_string_equal(key(p, "metadata.annotations",
+	assert_string_equal(jp_key(p, "metadata.annotations",
 	    "airlock.dev/output-budget-bytes"), "1");
 	json_decref(p);
 	/* At or past the budget: none left, never a wrapped size_t. */
 	p = claim(cx, h, NOW_S, BUDGET);
-	assert_string_equal(key(p, "metadata.annotations",
+	assert_string_equal(jp_key(p, "metadata.annotations",
 	    "airlock.dev/output-budget-bytes"), "0");
 	json_decref(p);
 	p = claim(cx, h, NOW_S, CX_OBJECT_BUDGET * 2);
-	assert_string_equal(key(p, "metadata.annotations",
+	assert_string_equal(jp_key(p, "metadata.annotations",
 	    "airlock.dev/output-budget-bytes"), "0");
 	json_decref(p);
 	json_decref(h);
@@ -712,13 +652,13 @@ test_claim_code(void **state)
 	json_t *proc;
 
 	(void)state;
-	assert_string_equal(key(p, "metadata.annotations", "airlock.dev/source"),
+	assert_string_equal(jp_key(p, "metadata.annotations", "airlock.dev/source"),
 	    "print(1)\n");
-	assert_string_equal(key(p, "metadata.annotations", "airlock.dev/file-0"),
+	assert_string_equal(jp_key(p, "metadata.annotations", "airlock.dev/file-0"),
 	    "A\xc3\xa9");
-	assert_string_equal(key(p, "metadata.annotations", "airlock.dev/stdin"),
+	assert_string_equal(jp_key(p, "metadata.annotations", "airlock.dev/stdin"),
 	    "in\n");
-	proc = parse(key(p, "metadata.annotations", "airlock.dev/warm-process"));
+	proc = parse(jp_key(p, "metadata.annotations", "airlock.dev/warm-process"));
 	assert_json(proc, "{"
 	    "\"argv\":[\"/airlock/bin/run\",\"python3\",\"main.py\",\"one\","
 	    "\"two words\"],"
@@ -744,17 +684,17 @@ test_claim_no_source(void **state)
 	json_t *h = a_holder(), *p = claim(cx, h, NOW_S, 0), *proc;
 
 	(void)state;
-	assert_string_equal(key(p, "metadata.annotations", "airlock.dev/source"), "");
-	assert_string_equal(key(p, "metadata.annotations", "airlock.dev/file-0"), "x");
-	assert_string_equal(key(p, "metadata.annotations", "airlock.dev/file-1"), "");
-	assert_null(json_object_get(at(p, "metadata.annotations"),
+	assert_string_equal(jp_key(p, "metadata.annotations", "airlock.dev/source"), "");
+	assert_string_equal(jp_key(p, "metadata.annotations", "airlock.dev/file-0"), "x");
+	assert_string_equal(jp_key(p, "metadata.annotations", "airlock.dev/file-1"), "");
+	assert_null(json_object_get(jp_at(p, "metadata.annotations"),
 	    "airlock.dev/stdin"));
 	/* The defaults: 30 s, 64 KiB. */
-	assert_string_equal(key(p, "metadata.annotations", "airlock.dev/timeout-ms"),
+	assert_string_equal(jp_key(p, "metadata.annotations", "airlock.dev/timeout-ms"),
 	    "30000");
-	assert_string_equal(key(p, "metadata.annotations",
+	assert_string_equal(jp_key(p, "metadata.annotations",
 	    "airlock.dev/output-max-bytes"), "65536");
-	proc = parse(key(p, "metadata.annotations", "airlock.dev/warm-process"));
+	proc = parse(jp_key(p, "metadata.annotations", "airlock.dev/warm-process"));
 	assert_json(proc, "{"
 	    "\"argv\":[\"/airlock/bin/run\",\"python3\",\"main.py\"],"
 	    "\"env\":[{\"name\":\"AIRLOCK_CODE_DIR\",\"value\":\"/airlock/work\"}],"
@@ -762,7 +702,7 @@ test_claim_no_source(void **state)
 	    "{\"path\":\"a.py\",\"key\":\"airlock.dev/file-0\"},"
 	    "{\"path\":\"b/c.py\",\"key\":\"airlock.dev/file-1\"}],"
 	    "\"stdin\":false}");
-	assert_json(at(p, "spec"), "{\"activeDeadlineSeconds\":70}");
+	assert_json(jp_at(p, "spec"), "{\"activeDeadlineSeconds\":70}");
 	json_decref(proc);
 	json_decref(p);
 	json_decref(h);
@@ -777,26 +717,26 @@ test_claim_deadline(void **state)
 
 	(void)state;
 	p = claim(cx, h, NOW_S + 90, 0);
-	assert_int_equal(num(p, "spec.activeDeadlineSeconds"), 100 + 7 + 30);
+	assert_int_equal(jp_num(p, "spec.activeDeadlineSeconds"), 100 + 7 + 30);
 	json_decref(p);
 	/* A clock behind the start: no age, never less. */
 	p = claim(cx, h, NOW_S - 20, 0);
-	assert_int_equal(num(p, "spec.activeDeadlineSeconds"), 7 + 30);
+	assert_int_equal(jp_num(p, "spec.activeDeadlineSeconds"), 7 + 30);
 	json_decref(p);
 	/* No start time (yet), or none that parses: no age. */
-	json_object_set_new(at(h, "status"), "startTime", json_string("soon"));
+	json_object_set_new(jp_at(h, "status"), "startTime", json_string("soon"));
 	p = claim(cx, h, NOW_S, 0);
-	assert_int_equal(num(p, "spec.activeDeadlineSeconds"), 7 + 30);
+	assert_int_equal(jp_num(p, "spec.activeDeadlineSeconds"), 7 + 30);
 	json_decref(p);
 	json_object_del(h, "status");
 	p = claim(cx, h, NOW_S, 0);
-	assert_int_equal(num(p, "spec.activeDeadlineSeconds"), 7 + 30);
+	assert_int_equal(jp_num(p, "spec.activeDeadlineSeconds"), 7 + 30);
 	/* No resourceVersion read: the patch carries none, not null. */
 	json_decref(p);
-	json_object_del(at(h, "metadata"), "resourceVersion");
+	json_object_del(jp_at(h, "metadata"), "resourceVersion");
 	p = claim(cx, h, NOW_S, 0);
-	assert_null(at(p, "metadata.resourceVersion"));
-	assert_int_equal(json_object_size(at(p, "metadata")), 3);
+	assert_null(jp_at(p, "metadata.resourceVersion"));
+	assert_int_equal(json_object_size(jp_at(p, "metadata")), 3);
 	json_decref(p);
 	json_decref(h);
 	json_decref(cx);
@@ -810,13 +750,13 @@ test_claim_refused(void **state)
 
 	(void)state;
 	/* A custom image: never warm. */
-	json_object_set_new(at(cx, "spec"), "image", json_string("my/image:1"));
+	json_object_set_new(jp_at(cx, "spec"), "image", json_string("my/image:1"));
 	claim_refused(cx, h, K8S_EINVAL);
-	json_object_del(at(cx, "spec"), "image");
-	json_object_set_new(at(cx, "spec"), "runtime", json_string("ruby"));
+	json_object_del(jp_at(cx, "spec"), "image");
+	json_object_set_new(jp_at(cx, "spec"), "runtime", json_string("ruby"));
 	claim_refused(cx, h, K8S_EINVAL);
-	json_object_set_new(at(cx, "spec"), "runtime", json_string("python"));
-	json_object_del(at(cx, "metadata"), "uid");
+	json_object_set_new(jp_at(cx, "spec"), "runtime", json_string("python"));
+	json_object_del(jp_at(cx, "metadata"), "uid");
 	claim_refused(cx, h, K8S_EINVAL);
 	json_decref(cx);
 
@@ -826,14 +766,14 @@ test_claim_refused(void **state)
 	assert_non_null(big);
 	memset(big, 'x', PODSPEC_ANNOTATION_BUDGET + 1);
 	big[PODSPEC_ANNOTATION_BUDGET + 1] = '\0';
-	json_object_set_new(at(cx, "spec"), "source", json_string(big));
+	json_object_set_new(jp_at(cx, "spec"), "source", json_string(big));
 	claim_refused(cx, h, K8S_ETOOBIG);
 	json_decref(cx);
 	/* Half in the source, half in stdin: the sum counts. */
 	cx = an_execution();
 	big[PODSPEC_ANNOTATION_BUDGET / 2 + 1] = '\0';
-	json_object_set_new(at(cx, "spec"), "source", json_string(big));
-	json_object_set_new(at(cx, "spec"), "stdin", json_string(big));
+	json_object_set_new(jp_at(cx, "spec"), "source", json_string(big));
+	json_object_set_new(jp_at(cx, "spec"), "stdin", json_string(big));
 	claim_refused(cx, h, K8S_ETOOBIG);
 	json_decref(cx);
 	free(big);
@@ -847,7 +787,7 @@ test_claim_refused(void **state)
 		arg[4096] = '\0';
 		for (int i = 0; i < 64; i++)
 			json_array_append_new(args, json_string(arg));
-		json_object_set_new(at(cx, "spec"), "args", args);
+		json_object_set_new(jp_at(cx, "spec"), "args", args);
 	}
 	claim_refused(cx, h, K8S_ETOOBIG);
 	json_decref(cx);
@@ -869,7 +809,7 @@ test_claim_file_clash(void **state)
 	int cold;
 
 	(void)state;
-	json_object_set_new(at(cx, "spec"), "files",
+	json_object_set_new(jp_at(cx, "spec"), "files",
 	    parse("[{\"path\":\"main.py\",\"content\":\"x\"}]"));
 	memset(&err, 0, sizeof(err));
 	memset(&cerr, 0, sizeof(cerr));
@@ -898,7 +838,7 @@ static json_t *
 claimed_pod(json_t *patch)
 {
 	return json_pack("{s:{s:s, s:O}}", "metadata", "name",
-	    "airlock-warm-abcde", "annotations", at(patch,
+	    "airlock-warm-abcde", "annotations", jp_at(patch,
 	    "metadata.annotations"));
 }
 
@@ -946,8 +886,8 @@ test_process_no_stdin(void **state)
 	struct pool_process pp;
 
 	(void)state;
-	json_object_del(at(cx, "spec"), "stdin");
-	json_object_del(at(cx, "spec"), "source");
+	json_object_del(jp_at(cx, "spec"), "stdin");
+	json_object_del(jp_at(cx, "spec"), "source");
 	p = claim(cx, h, NOW_S, 0);
 	pod = claimed_pod(p);
 	assert_int_equal(pool_process_read(pod, &pp), 0);
@@ -1117,7 +1057,7 @@ test_process_max_files(void **state)
 		json_array_append_new(files, json_pack("{s:s, s:s}", "path", path,
 		    "content", content));
 	}
-	json_object_set_new(at(cx, "spec"), "files", files);
+	json_object_set_new(jp_at(cx, "spec"), "files", files);
 	p = claim(cx, h, NOW_S, 0);
 	pod = claimed_pod(p);
 	assert_int_equal(pool_process_read(pod, &pp), 0);
