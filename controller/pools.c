@@ -128,22 +128,37 @@ static void
 update_gauges(struct controller *ctl, const char *pool_uid, long long desired,
     long long ready)
 {
+	json_t *live = json_object(), *pools = informer_list(ctl->pool_inf), *v;
 	long long d = 0, r = 0, claimed;
 	const char *k;
-	json_t *v;
+	size_t i;
+	void *tmp;
 
+	/*
+	 * Only pools the cache still holds: a reconcile that read a pool
+	 * just before its delete must not bring its figures back after.
+	 */
+	json_array_foreach(pools, i, v)
+		if (k8s_obj_uid(v))
+			json_object_set_new(live, k8s_obj_uid(v), json_true());
+	json_decref(pools);
 	pthread_mutex_lock(&ctl->lock);
 	if (desired < 0)
 		json_object_del(ctl->pool_counts, pool_uid);
 	else
 		json_object_set_new(ctl->pool_counts, pool_uid, json_pack("[I, I]",
 		    (json_int_t)desired, (json_int_t)ready));
-	json_object_foreach(ctl->pool_counts, k, v) {
+	json_object_foreach_safe(ctl->pool_counts, tmp, k, v) {
+		if (json_object_get(live, k) == NULL) {
+			json_object_del(ctl->pool_counts, k);
+			continue;
+		}
 		d += json_integer_value(json_array_get(v, 0));
 		r += json_integer_value(json_array_get(v, 1));
 	}
 	claimed = (long long)json_object_size(ctl->claimed);
 	pthread_mutex_unlock(&ctl->lock);
+	json_decref(live);
 	metric_set(ctl->m_pool, "desired", (double)d);
 	metric_set(ctl->m_pool, "ready", (double)r);
 	metric_set(ctl->m_pool, "claimed", (double)claimed);
