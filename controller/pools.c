@@ -678,6 +678,7 @@ release:
 	pthread_mutex_lock(&ctl->lock);
 	json_object_del(ctl->reserved, k8s_obj_uid(pod));
 	pthread_mutex_unlock(&ctl->lock);
+	json_decref(status);
 	json_decref(cx);
 	json_decref(pod);
 	return handled;
