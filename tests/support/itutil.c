@@ -247,20 +247,22 @@ it_wait_for(int (*cond)(void *arg), void *arg, long timeout_ms)
 	}
 }
 
-static const char *crd_name = "codeexecutions";	/* it_install_crd's */
+/* What crd_established waits for. */
+struct crd_wait {
+	struct k8s_client	*c;
+	const char		*name;	/* "codeexecutions.airlock.dev" */
+};
 
 static int
 crd_established(void *arg)
 {
-	struct k8s_client *c = arg;
+	struct crd_wait *w = arg;
 	struct k8s_error err;
 	json_t *crd, *conds, *cd;
-	char name[64];
 	size_t i;
 	int ok = 0;
 
-	snprintf(name, sizeof(name), "%s.airlock.dev", crd_name);
-	if (k8s_get(c, &res_crds, NULL, name, &crd, &err) != 0)
+	if (k8s_get(w->c, &res_crds, NULL, w->name, &crd, &err) != 0)
 		return 0;
 	conds = json_object_get(json_object_get(crd, "status"), "conditions");
 	json_array_foreach(conds, i, cd)
@@ -274,25 +276,25 @@ crd_established(void *arg)
 void
 it_install_crd(struct k8s_client *c)
 {
-	static const char *const names[] = { "codeexecutions",
+	static const char *const plurals[] = { "codeexecutions",
 	    "codeexecutionpools" };
 	struct k8s_patch_opts apply = { K8S_PATCH_APPLY, "airlock-tests", 1, NULL };
 	struct k8s_error err;
 	char path[1024], name[64];
+	struct crd_wait w = { c, name };
 	json_t *crd;
 
-	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+	for (size_t i = 0; i < sizeof(plurals) / sizeof(plurals[0]); i++) {
 		snprintf(path, sizeof(path), "%s/crds/airlock.dev_%s.yaml",
-		    getenv("AIRLOCK_TOP") ? getenv("AIRLOCK_TOP") : ".", names[i]);
-		snprintf(name, sizeof(name), "%s.airlock.dev", names[i]);
+		    getenv("AIRLOCK_TOP") ? getenv("AIRLOCK_TOP") : ".", plurals[i]);
+		snprintf(name, sizeof(name), "%s.airlock.dev", plurals[i]);
 		if (yamljson_load_file(path, "crd", 0, &crd, &err) != 0)
 			fail_msg("%s", err.message);
 		if (k8s_patch(c, &res_crds, NULL, name, &apply, crd, NULL, &err) != 0)
-			fail_msg("apply crd %s: %s", name, err.message);
+			fail_msg("apply crd '%s': %s", name, err.message);
 		json_decref(crd);
-		crd_name = names[i];
-		if (!it_wait_for(crd_established, c, 20000))
-			fail_msg("crd %s not established in 20 s", name);
+		if (!it_wait_for(crd_established, &w, 20000))
+			fail_msg("crd '%s' not established in 20 s", name);
 	}
 }
 

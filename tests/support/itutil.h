@@ -37,7 +37,12 @@ char *it_configmap(struct k8s_client *c, const char *ns, const char *name,
 /* The CodeExecution resource. */
 
 
-/* Install crds/ (both CRDs) by server-side apply; wait until Established. */
+/*
+ * Install both CRDs of crds/ (CodeExecution, CodeExecutionPool) from their
+ * files by server-side apply, and wait until each is Established; every
+ * integration and e2e test that needs the API calls this. Fails the test
+ * (cmocka) on any error.
+ */
 void it_install_crd(struct k8s_client *c);
 
 /*
