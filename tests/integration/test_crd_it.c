@@ -1,8 +1,10 @@
 /*
- * Integration: the CodeExecution CRD (crds/) on the real kube-apiserver.
- * Installed by server-side apply from the YAML file itself; then valid
- * objects are admitted with their defaults, and invalid ones refused with
- * the field named, including updates to the immutable spec.
+ * Integration: the CodeExecution and CodeExecutionPool CRDs (crds/) on the
+ * real kube-apiserver. Installed by server-side apply from the YAML files
+ * themselves; then valid objects are admitted with their defaults, and
+ * invalid ones refused with the field named, including updates to the
+ * immutable spec; the status and scale subresources, and what kubectl
+ * shows.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -478,13 +480,14 @@ test_status_subresource(void **state)
 	f = popen(cmd, "r");
 	rc = 0;
 	while (fgets(line, sizeof(line), f)) {
-		assert_int_equal(strncmp(line, "codeexecution.airlock.dev/", 26), 0);
+		if (strncmp(line, "codeexecution.airlock.dev/", 26) != 0 &&
+		    strncmp(line, "codeexecutionpool.airlock.dev/", 30) != 0)
+			fail_msg("get airlock: not an Airlock object: %s", line);
 		rc += strcmp(line, "codeexecution.airlock.dev/st\n") == 0;
 	}
 	assert_int_equal(rc, 1);
 	assert_int_equal(pclose(f), 0);
 }
-
 
 /* A CodeExecutionPool named name with spec (JSON text): 0, or the error. */
 static int
@@ -500,96 +503,458 @@ pool_create(const char *name, const char *spec, json_t **out,
 	return rc;
 }
 
+/* A pool with spec is refused (422 Invalid), the message holding want. */
 static void
 pool_refused(const char *spec, const char *want)
 {
 	struct k8s_error err;
+	int rc = pool_create("bad", spec, NULL, &err);
 
-	assert_int_equal(pool_create("bad", spec, NULL, &err), K8S_EHTTP);
+	if (rc == 0)
+		fail_msg("pool %s: admitted, expected '%s'", spec, want);
+	assert_int_equal(rc, K8S_EHTTP);
 	assert_int_equal(err.http_status, 422);
+	assert_string_equal(err.reason, "Invalid");
 	if (strstr(err.message, want) == NULL)
 		fail_msg("pool %s: wanted '%s', got '%s'", spec, want, err.message);
 }
 
+/* The pool's spec as created from spec, compared whole to want (JSON text). */
+static void
+pool_admitted(const char *name, const char *spec, const char *want)
+{
+	struct k8s_error err;
+	json_t *out, *w = spec_json(want);
+
+	if (pool_create(name, spec, &out, &err) != 0)
+		fail_msg("pool %s refused: %s", spec, err.message);
+	if (!json_equal(json_object_get(out, "spec"), w))
+		fail_msg("pool %s: spec %s, wanted %s", spec, json_dumps(json_object_get(out,
+		    "spec"), JSON_SORT_KEYS), want);
+	json_decref(w);
+	json_decref(out);
+}
+
 /*
- * The pool's API: its default, its ranges and immutable fields named in
- * the refusal, the scale subresource (kubectl scale), and the status only
- * through /status. And status.startMode on an execution: Warm or Cold.
+ * A merge patch (JSON text) to pool or execution name, on the object or
+ * (sub non-NULL) its subresource, is refused with want in the message.
  */
 static void
-test_pool_api(void **state)
+patch_refused(const struct k8s_resource *res, const char *name,
+    const char *sub, const char *patch, const char *want)
 {
-	struct k8s_patch_opts merge = { .type = K8S_PATCH_MERGE };
-	struct k8s_patch_opts st = { .type = K8S_PATCH_MERGE, .subresource = "status" };
-	struct k8s_patch_opts sc = { .type = K8S_PATCH_MERGE, .subresource = "scale" };
+	struct k8s_patch_opts o = { .type = K8S_PATCH_MERGE, .subresource = sub };
 	struct k8s_error err;
-	json_t *out = NULL, *p;
-	char path[512];
+	json_t *p = spec_json(patch);
+	int rc = k8s_patch(c, res, ns, name, &o, p, NULL, &err);
+
+	json_decref(p);
+	if (rc == 0)
+		fail_msg("%s %s: admitted, expected '%s'", name, patch, want);
+	assert_int_equal(rc, K8S_EHTTP);
+	assert_int_equal(err.http_status, 422);
+	if (strstr(err.message, want) == NULL)
+		fail_msg("%s %s: wanted '%s', got '%s'", name, patch, want, err.message);
+}
+
+/* The same patch admitted: the object as stored (new reference). */
+static json_t *
+patched(const struct k8s_resource *res, const char *name, const char *sub,
+    const char *patch)
+{
+	struct k8s_patch_opts o = { .type = K8S_PATCH_MERGE, .subresource = sub };
+	struct k8s_error err;
+	json_t *p = spec_json(patch), *out;
+
+	if (k8s_patch(c, res, ns, name, &o, p, &out, &err) != 0)
+		fail_msg("%s %s: refused: %s", name, patch, err.message);
+	json_decref(p);
+	return out;
+}
+
+/* An integer at obj.a.b (-1 when absent). */
+static json_int_t
+int_at(json_t *obj, const char *a, const char *b)
+{
+	json_t *v = json_object_get(json_object_get(obj, a), b);
+
+	return json_is_integer(v) ? json_integer_value(v) : -1;
+}
+
+/* The pool's stored spec.replicas. */
+static json_int_t
+pool_replicas(const char *name)
+{
+	struct k8s_error err;
+	json_int_t n;
+	json_t *o;
+
+	if (k8s_get(c, &pool_resource, ns, name, &o, &err) != 0)
+		fail_msg("get pool %s: %s", name, err.message);
+	n = int_at(o, "spec", "replicas");
+	json_decref(o);
+	return n;
+}
+
+/* kubectl as the admin in the test's namespace: its stdout (caller frees). */
+static char *
+kubectl(const char *args)
+{
+	char cmd[2048], *out, *errs;
+	int st;
+
+	snprintf(cmd, sizeof(cmd), "'%s' --kubeconfig '%s' -n %s %s",
+	    it_env("KUBECTL"), it_env("KUBECONFIG_ADMIN"), ns, args);
+	st = it_sh(cmd, &out, &errs);
+	if (st != 0)
+		fail_msg("%s: exit %d: %s", cmd, st, errs);
+	free(errs);
+	return out;
+}
+
+/* The array at obj.key holds exactly the one string want. */
+static void
+only_string(json_t *obj, const char *key, const char *want)
+{
+	json_t *a = json_object_get(obj, key);
+
+	assert_int_equal(json_array_size(a), 1);
+	assert_string_equal(json_string_value(json_array_get(a, 0)), want);
+}
+
+/*
+ * The pool CRD as installed: its names, scope, one version, the status
+ * and scale subresources, the printer columns; and discovery, which
+ * kubectl resolves "cxpool" and "airlock" from. And the execution's
+ * Start column, after Duration, shown only by -o wide.
+ */
+static void
+test_pool_identity(void **state)
+{
+	static const char *const cols[][4] = {	/* name, type, jsonPath, priority */
+		{ "Runtime", "string", ".spec.runtime", NULL },
+		{ "Desired", "integer", ".spec.replicas", NULL },
+		{ "Ready", "integer", ".status.readyReplicas", NULL },
+		{ "Age", "date", ".metadata.creationTimestamp", NULL },
+	};
+	struct k8s_error err;
+	json_t *crd, *sp, *names, *v, *sub, *col, *r, *disc;
+	char path[256];
+	size_t i;
+	int seen = 0;
 
 	(void)state;
-	assert_int_equal(pool_create("py", "{\"runtime\":\"python\"}", &out, &err), 0);
-	assert_int_equal(json_integer_value(json_object_get(json_object_get(out,
-	    "spec"), "replicas")), 1);
-	json_decref(out);
+	assert_int_equal(k8s_get(c, &crds, NULL, "codeexecutionpools.airlock.dev", &crd, &err), 0);
+	sp = json_object_get(crd, "spec");
+	names = json_object_get(sp, "names");
+	assert_string_equal(json_string_value(json_object_get(sp, "group")), "airlock.dev");
+	assert_string_equal(json_string_value(json_object_get(sp, "scope")), "Namespaced");
+	assert_string_equal(json_string_value(json_object_get(names, "kind")), "CodeExecutionPool");
+	assert_string_equal(json_string_value(json_object_get(names, "listKind")), "CodeExecutionPoolList");
+	assert_string_equal(json_string_value(json_object_get(names, "plural")), "codeexecutionpools");
+	assert_string_equal(json_string_value(json_object_get(names, "singular")), "codeexecutionpool");
+	only_string(names, "shortNames", "cxpool");
+	only_string(names, "categories", "airlock");
+	assert_int_equal(json_array_size(json_object_get(sp, "versions")), 1);
+	v = json_array_get(json_object_get(sp, "versions"), 0);
+	assert_string_equal(json_string_value(json_object_get(v, "name")), "v1alpha1");
+	assert_true(json_is_true(json_object_get(v, "served")));
+	assert_true(json_is_true(json_object_get(v, "storage")));
+	sub = json_object_get(v, "subresources");
+	assert_true(json_is_object(json_object_get(sub, "status")));
+	assert_int_equal(json_object_size(json_object_get(sub, "status")), 0);
+	assert_string_equal(json_string_value(json_object_get(json_object_get(sub, "scale"),
+	    "specReplicasPath")), ".spec.replicas");
+	assert_string_equal(json_string_value(json_object_get(json_object_get(sub, "scale"),
+	    "statusReplicasPath")), ".status.replicas");
+	assert_null(json_object_get(json_object_get(sub, "scale"), "labelSelectorPath"));
+	assert_int_equal(json_array_size(json_object_get(v, "additionalPrinterColumns")), 4);
+	json_array_foreach(json_object_get(v, "additionalPrinterColumns"), i, col) {
+		assert_string_equal(json_string_value(json_object_get(col, "name")), cols[i][0]);
+		assert_string_equal(json_string_value(json_object_get(col, "type")), cols[i][1]);
+		assert_string_equal(json_string_value(json_object_get(col, "jsonPath")), cols[i][2]);
+		assert_null(json_object_get(col, "priority"));
+	}
+	json_decref(crd);
+
+	/* The execution's Start column: after Duration, -o wide only. */
+	assert_int_equal(k8s_get(c, &crds, NULL, "codeexecutions.airlock.dev", &crd, &err), 0);
+	v = json_array_get(json_object_get(json_object_get(crd, "spec"), "versions"), 0);
+	col = json_object_get(v, "additionalPrinterColumns");
+	assert_int_equal(json_array_size(col), 6);
+	assert_string_equal(json_string_value(json_object_get(json_array_get(col, 3), "name")), "Duration");
+	col = json_array_get(col, 4);
+	assert_string_equal(json_string_value(json_object_get(col, "name")), "Start");
+	assert_string_equal(json_string_value(json_object_get(col, "type")), "string");
+	assert_string_equal(json_string_value(json_object_get(col, "jsonPath")), ".status.startMode");
+	assert_int_equal(json_integer_value(json_object_get(col, "priority")), 1);
+	json_decref(crd);
+
+	/* Discovery: what kubectl reads to resolve cxpool, airlock and scale. */
+	snprintf(path, sizeof(path), "/apis/airlock.dev/v1alpha1");
+	assert_int_equal(k8s_request(c, "GET", path, NULL, NULL, 0, NULL, &disc, &err), 0);
+	json_array_foreach(json_object_get(disc, "resources"), i, r) {
+		const char *n = json_string_value(json_object_get(r, "name"));
+
+		if (strcmp(n, "codeexecutionpools") == 0) {
+			seen |= 1;
+			assert_string_equal(json_string_value(json_object_get(r, "kind")), "CodeExecutionPool");
+			assert_string_equal(json_string_value(json_object_get(r, "singularName")), "codeexecutionpool");
+			assert_true(json_is_true(json_object_get(r, "namespaced")));
+			only_string(r, "shortNames", "cxpool");
+			only_string(r, "categories", "airlock");
+		} else if (strcmp(n, "codeexecutionpools/scale") == 0) {
+			seen |= 2;
+			assert_string_equal(json_string_value(json_object_get(r, "group")), "autoscaling");
+			assert_string_equal(json_string_value(json_object_get(r, "version")), "v1");
+			assert_string_equal(json_string_value(json_object_get(r, "kind")), "Scale");
+		} else if (strcmp(n, "codeexecutionpools/status") == 0) {
+			seen |= 4;
+		}
+	}
+	assert_int_equal(seen, 7);
+	json_decref(disc);
+}
+
+/*
+ * A pool's spec: replicas defaults to 1 and runs 0 to 64; runtime as an
+ * execution's; resources cpu and memory only, positive quantities. Each
+ * refusal names its field.
+ */
+static void
+test_pool_spec(void **state)
+{
+	char long_rt[128];
+
+	(void)state;
+	pool_admitted("py", "{\"runtime\":\"python\"}", "{\"runtime\":\"python\",\"replicas\":1}");
+	pool_admitted("none", "{\"runtime\":\"node\",\"replicas\":0}", "{\"runtime\":\"node\",\"replicas\":0}");
+	pool_admitted("most", "{\"runtime\":\"bash\",\"replicas\":64}", "{\"runtime\":\"bash\",\"replicas\":64}");
+	pool_admitted("sized", "{\"runtime\":\"python\",\"resources\":{\"cpu\":\"500m\",\"memory\":268435456}}",
+	    "{\"runtime\":\"python\",\"replicas\":1,\"resources\":{\"cpu\":\"500m\",\"memory\":268435456}}");
+	/* cpu and memory only: a pool's sandboxes have no other resource. */
+	pool_admitted("pruned", "{\"runtime\":\"python\",\"resources\":{\"cpu\":1,\"ephemeralStorage\":\"1Gi\"},\"image\":\"x\"}",
+	    "{\"runtime\":\"python\",\"replicas\":1,\"resources\":{\"cpu\":1}}");
+
 	pool_refused("{\"replicas\":1}", "spec.runtime: Required value");
-	pool_refused("{\"runtime\":\"Py!\"}", "spec.runtime: Invalid value: \"Py!\"");
+	pool_refused("{\"runtime\":\"\"}",
+	    "spec.runtime: Invalid value: \"\": spec.runtime in body should be at least 1 chars long");
+	pool_refused("{\"runtime\":\"Py!\"}",
+	    "spec.runtime: Invalid value: \"Py!\": spec.runtime in body should match '^[a-z0-9]([-a-z0-9]*[a-z0-9])?$'");
+	pool_refused("{\"runtime\":\"-py\"}", "spec.runtime: Invalid value: \"-py\": spec.runtime in body should match");
+	memset(long_rt, 'a', 64);
+	long_rt[64] = '\0';
+	{
+		char spec[256];
+
+		snprintf(spec, sizeof(spec), "{\"runtime\":\"%s\"}", long_rt);
+		pool_refused(spec, "spec.runtime: Too long: may not be more than 63 bytes");
+	}
 	pool_refused("{\"runtime\":\"python\",\"replicas\":-1}",
 	    "spec.replicas: Invalid value: -1: spec.replicas in body should be greater than or equal to 0");
 	pool_refused("{\"runtime\":\"python\",\"replicas\":65}",
 	    "spec.replicas: Invalid value: 65: spec.replicas in body should be less than or equal to 64");
+	pool_refused("{\"runtime\":\"python\",\"replicas\":\"2\"}",
+	    "spec.replicas: Invalid value: \"string\": spec.replicas in body must be of type integer");
 	pool_refused("{\"runtime\":\"python\",\"resources\":{\"cpu\":\"0\"}}",
 	    "spec.resources.cpu: Invalid value: \"0\": must be a positive quantity such as 500m or 1");
+	pool_refused("{\"runtime\":\"python\",\"resources\":{\"cpu\":\"-1\"}}",
+	    "spec.resources.cpu: Invalid value: \"-1\": must be a positive quantity such as 500m or 1");
 	pool_refused("{\"runtime\":\"python\",\"resources\":{\"memory\":\"lots\"}}",
 	    "spec.resources.memory: Invalid value: \"lots\": must be a positive quantity such as 256Mi");
-	/* runtime and resources are fixed; replicas is not. */
-	p = spec_json("{\"spec\":{\"runtime\":\"bash\"}}");
-	assert_int_equal(k8s_patch(c, &pool_resource, ns, "py", &merge, p, NULL, &err), K8S_EHTTP);
-	assert_non_null(strstr(err.message, "spec.runtime: Invalid value: \"bash\": is immutable"));
-	json_decref(p);
-	p = spec_json("{\"spec\":{\"resources\":{\"cpu\":\"1\"}}}");
-	assert_int_equal(k8s_patch(c, &pool_resource, ns, "py", &merge, p, NULL, &err), K8S_EHTTP);
-	assert_non_null(strstr(err.message,
-	    "spec.resources cannot be added or removed after creation"));
-	json_decref(p);
-	p = spec_json("{\"spec\":{\"replicas\":3}}");
-	assert_int_equal(k8s_patch(c, &pool_resource, ns, "py", &merge, p, &out, &err), 0);
-	assert_int_equal(json_integer_value(json_object_get(json_object_get(out,
-	    "spec"), "replicas")), 3);
+	pool_refused("{\"runtime\":\"python\",\"resources\":{\"memory\":0}}",
+	    "spec.resources.memory: Invalid value: 0: must be a positive quantity such as 256Mi");
+}
+
+/*
+ * runtime and resources are fixed once made (a pool's sandboxes are
+ * built from them); replicas is not. A refused change leaves the pool as
+ * it was.
+ */
+static void
+test_pool_immutable(void **state)
+{
+	struct k8s_error err;
+	json_t *out;
+
+	(void)state;
+	pool_admitted("fixed", "{\"runtime\":\"python\",\"resources\":{\"cpu\":\"1\",\"memory\":\"512Mi\"}}",
+	    "{\"runtime\":\"python\",\"replicas\":1,\"resources\":{\"cpu\":\"1\",\"memory\":\"512Mi\"}}");
+	patch_refused(&pool_resource, "fixed", NULL, "{\"spec\":{\"runtime\":\"bash\"}}",
+	    "spec.runtime: Invalid value: \"bash\": is immutable");
+	patch_refused(&pool_resource, "fixed", NULL, "{\"spec\":{\"resources\":{\"cpu\":\"2\"}}}",
+	    "spec.resources: Invalid value: is immutable");
+	patch_refused(&pool_resource, "fixed", NULL, "{\"spec\":{\"resources\":{\"memory\":null}}}",
+	    "spec.resources: Invalid value: is immutable");
+	patch_refused(&pool_resource, "fixed", NULL, "{\"spec\":{\"resources\":null}}",
+	    "spec: Invalid value: spec.resources cannot be added or removed after creation");
+	pool_admitted("bare", "{\"runtime\":\"python\"}", "{\"runtime\":\"python\",\"replicas\":1}");
+	patch_refused(&pool_resource, "bare", NULL, "{\"spec\":{\"resources\":{\"cpu\":\"1\"}}}",
+	    "spec: Invalid value: spec.resources cannot be added or removed after creation");
+	/* replicas changes, and only it. */
+	out = patched(&pool_resource, "fixed", NULL, "{\"spec\":{\"replicas\":3}}");
 	json_decref(out);
-	json_decref(p);
-	/* Scale: reads spec.replicas, writes it. */
-	snprintf(path, sizeof(path), "/apis/airlock.dev/v1alpha1/namespaces/%s/"
-	    "codeexecutionpools/py/scale", ns);
-	p = spec_json("{\"spec\":{\"replicas\":5}}");
-	assert_int_equal(k8s_patch(c, &pool_resource, ns, "py", &sc, p, &out, &err), 0);
-	assert_string_equal(json_string_value(json_object_get(out, "kind")), "Scale");
-	assert_int_equal(json_integer_value(json_object_get(json_object_get(out,
-	    "spec"), "replicas")), 5);
+	assert_int_equal(k8s_get(c, &pool_resource, ns, "fixed", &out, &err), 0);
+	{
+		json_t *want = spec_json("{\"runtime\":\"python\",\"replicas\":3,"
+		    "\"resources\":{\"cpu\":\"1\",\"memory\":\"512Mi\"}}");
+
+		if (!json_equal(json_object_get(out, "spec"), want))
+			fail_msg("fixed: spec %s", json_dumps(json_object_get(out, "spec"),
+			    JSON_SORT_KEYS));
+		json_decref(want);
+	}
+	assert_int_equal(int_at(out, "metadata", "generation"), 2);
 	json_decref(out);
-	json_decref(p);
-	assert_int_equal(k8s_get(c, &pool_resource, ns, "py", &out, &err), 0);
-	assert_int_equal(json_integer_value(json_object_get(json_object_get(out,
-	    "spec"), "replicas")), 5);
+	pool_admitted("gone", "{\"runtime\":\"python\"}", "{\"runtime\":\"python\",\"replicas\":1}");
+	out = patched(&pool_resource, "gone", NULL, "{\"spec\":{\"replicas\":0}}");
+	assert_int_equal(int_at(out, "spec", "replicas"), 0);
 	json_decref(out);
-	/* Status: ignored through the main resource, checked through /status. */
-	p = spec_json("{\"status\":{\"readyReplicas\":2}}");
-	assert_int_equal(k8s_patch(c, &pool_resource, ns, "py", &merge, p, &out, &err), 0);
+}
+
+/*
+ * The status only through /status (the controller's), validated there;
+ * the scale subresource reads and writes spec.replicas and reports
+ * status.replicas: kubectl scale works, and is held to 0-64.
+ */
+static void
+test_pool_status_and_scale(void **state)
+{
+	struct k8s_error err;
+	json_t *out, *scale;
+	char path[512], *text, *reason;
+	char a[6][16];
+	int n;
+
+	(void)state;
+	pool_admitted("sc", "{\"runtime\":\"python\"}", "{\"runtime\":\"python\",\"replicas\":1}");
+	/* Status through the main resource is ignored... */
+	out = patched(&pool_resource, "sc", NULL, "{\"status\":{\"replicas\":2,\"readyReplicas\":2}}");
 	assert_null(json_object_get(out, "status"));
 	json_decref(out);
-	json_decref(p);
-	p = spec_json("{\"status\":{\"readyReplicas\":-2}}");
-	assert_int_equal(k8s_patch(c, &pool_resource, ns, "py", &st, p, NULL, &err), K8S_EHTTP);
-	assert_non_null(strstr(err.message, "status.readyReplicas: Invalid value: -2"));
-	json_decref(p);
-	/* An execution's startMode: Warm or Cold, nothing else. */
+	/* ...and taken, checked, through /status. */
+	out = patched(&pool_resource, "sc", "status", "{\"status\":{\"observedGeneration\":1,"
+	    "\"replicas\":2,\"readyReplicas\":1,\"conditions\":[{\"type\":\"Ready\",\"status\":\"False\","
+	    "\"reason\":\"Filling\",\"message\":\"1 of 2 ready\",\"observedGeneration\":1,"
+	    "\"lastTransitionTime\":\"2026-11-23T01:00:00Z\"}]}}");
+	assert_int_equal(int_at(out, "status", "replicas"), 2);
+	assert_int_equal(int_at(out, "status", "readyReplicas"), 1);
+	assert_int_equal(int_at(out, "spec", "replicas"), 1);
+	json_decref(out);
+	patch_refused(&pool_resource, "sc", "status", "{\"status\":{\"readyReplicas\":-2}}",
+	    "status.readyReplicas: Invalid value: -2: readyReplicas in body should be greater than or equal to 0");
+	patch_refused(&pool_resource, "sc", "status", "{\"status\":{\"replicas\":-1}}",
+	    "status.replicas: Invalid value: -1: replicas in body should be greater than or equal to 0");
+	patch_refused(&pool_resource, "sc", "status", "{\"status\":{\"conditions\":[{\"type\":\"Other\","
+	    "\"status\":\"True\",\"lastTransitionTime\":\"2026-11-23T01:00:00Z\"}]}}",
+	    "status.conditions[0].type: Unsupported value: \"Other\": supported values: \"Ready\"");
+	patch_refused(&pool_resource, "sc", "status", "{\"status\":{\"conditions\":[{\"type\":\"Ready\","
+	    "\"status\":\"Maybe\",\"lastTransitionTime\":\"2026-11-23T01:00:00Z\"}]}}",
+	    "status.conditions[0].status: Unsupported value: \"Maybe\": supported values: \"True\", \"False\", \"Unknown\"");
+	patch_refused(&pool_resource, "sc", "status", "{\"status\":{\"conditions\":[{\"type\":\"Ready\","
+	    "\"status\":\"True\"}]}}", "status.conditions[0].lastTransitionTime: Required value");
+	patch_refused(&pool_resource, "sc", "status", "{\"status\":{\"conditions\":["
+	    "{\"type\":\"Ready\",\"status\":\"True\",\"lastTransitionTime\":\"2026-11-23T01:00:00Z\"},"
+	    "{\"type\":\"Ready\",\"status\":\"False\",\"lastTransitionTime\":\"2026-11-23T01:00:00Z\"}]}}",
+	    "status.conditions[1]: Duplicate value: {\"type\":\"Ready\"}");
+	reason = malloc(1200);
+	n = snprintf(reason, 1200, "{\"status\":{\"conditions\":[{\"type\":\"Ready\",\"status\":\"True\","
+	    "\"lastTransitionTime\":\"2026-11-23T01:00:00Z\",\"reason\":\"");
+	memset(reason + n, 'r', 1025);
+	snprintf(reason + n + 1025, 1200 - (size_t)n - 1025, "\"}]}}");
+	patch_refused(&pool_resource, "sc", "status", reason,
+	    "status.conditions[0].reason: Too long: may not be more than 1024 bytes");
+	free(reason);
+
+	/* GET .../scale: spec.replicas, and status.replicas from the status. */
+	snprintf(path, sizeof(path), "/apis/airlock.dev/v1alpha1/namespaces/%s/"
+	    "codeexecutionpools/sc/scale", ns);
+	assert_int_equal(k8s_request(c, "GET", path, NULL, NULL, 0, NULL, &scale, &err), 0);
+	assert_string_equal(json_string_value(json_object_get(scale, "kind")), "Scale");
+	assert_string_equal(json_string_value(json_object_get(scale, "apiVersion")), "autoscaling/v1");
+	assert_int_equal(int_at(scale, "spec", "replicas"), 1);
+	assert_int_equal(int_at(scale, "status", "replicas"), 2);
+	/* PUT .../scale sets spec.replicas... */
+	json_object_set_new(json_object_get(scale, "spec"), "replicas", json_integer(4));
+	assert_int_equal(k8s_update(c, &pool_resource, ns, "sc", "scale", scale, &out, &err), 0);
+	assert_int_equal(int_at(out, "spec", "replicas"), 4);
+	json_decref(out);
+	json_decref(scale);
+	assert_int_equal(pool_replicas("sc"), 4);
+	/* ...as does a PATCH, held to the same bounds. */
+	out = patched(&pool_resource, "sc", "scale", "{\"spec\":{\"replicas\":5}}");
+	assert_string_equal(json_string_value(json_object_get(out, "kind")), "Scale");
+	assert_int_equal(int_at(out, "spec", "replicas"), 5);
+	json_decref(out);
+	assert_int_equal(pool_replicas("sc"), 5);
+	patch_refused(&pool_resource, "sc", "scale", "{\"spec\":{\"replicas\":65}}",
+	    "spec.replicas: Invalid value: 65: spec.replicas in body should be less than or equal to 64");
+	assert_int_equal(pool_replicas("sc"), 5);
+
+	/* What kubectl users do and see. */
+	text = kubectl("scale cxpool sc --replicas=2");
+	assert_string_equal(text, "codeexecutionpool.airlock.dev/sc scaled\n");
+	free(text);
+	assert_int_equal(pool_replicas("sc"), 2);
+	text = kubectl("get cxpool sc");
+	assert_int_equal(sscanf(text, "%15s %15s %15s %15s %15s", a[0], a[1], a[2], a[3], a[4]), 5);
+	assert_string_equal(a[0], "NAME");
+	assert_string_equal(a[1], "RUNTIME");
+	assert_string_equal(a[2], "DESIRED");
+	assert_string_equal(a[3], "READY");
+	assert_string_equal(a[4], "AGE");
+	assert_non_null(strchr(text, '\n'));
+	assert_int_equal(sscanf(strchr(text, '\n') + 1, "%15s %15s %15s %15s", a[0], a[1], a[2], a[3]), 4);
+	assert_string_equal(a[0], "sc");
+	assert_string_equal(a[1], "python");
+	assert_string_equal(a[2], "2");
+	assert_string_equal(a[3], "1");
+	free(text);
+	text = kubectl("get airlock -o name");
+	assert_non_null(strstr(text, "codeexecutionpool.airlock.dev/sc\n"));
+	free(text);
+}
+
+/* An execution's status.startMode: Warm or Cold, through /status only. */
+static void
+test_start_mode(void **state)
+{
+	json_t *out;
+	char *text, a[7][16];
+
+	(void)state;
 	json_decref(admit("mode", spec_json("{\"runtime\":\"python\"}")));
-	p = spec_json("{\"status\":{\"startMode\":\"Hot\"}}");
-	assert_int_equal(k8s_patch(c, &cx, ns, "mode", &st, p, NULL, &err), K8S_EHTTP);
-	assert_non_null(strstr(err.message, "status.startMode: Unsupported value: \"Hot\""));
-	json_decref(p);
-	p = spec_json("{\"status\":{\"startMode\":\"Warm\"}}");
-	assert_int_equal(k8s_patch(c, &cx, ns, "mode", &st, p, NULL, &err), 0);
-	json_decref(p);
+	patch_refused(&cx, "mode", "status", "{\"status\":{\"startMode\":\"Hot\"}}",
+	    "status.startMode: Unsupported value: \"Hot\": supported values: \"Warm\", \"Cold\"");
+	patch_refused(&cx, "mode", "status", "{\"status\":{\"startMode\":\"warm\"}}",
+	    "status.startMode: Unsupported value: \"warm\"");
+	out = patched(&cx, "mode", NULL, "{\"status\":{\"startMode\":\"Warm\"}}");
+	assert_null(json_object_get(out, "status"));
+	json_decref(out);
+	out = patched(&cx, "mode", "status", "{\"status\":{\"startMode\":\"Warm\"}}");
+	assert_string_equal(json_string_value(json_object_get(json_object_get(out, "status"),
+	    "startMode")), "Warm");
+	json_decref(out);
+	out = patched(&cx, "mode", "status", "{\"status\":{\"phase\":\"Succeeded\",\"exitCode\":0,"
+	    "\"durationMillis\":12,\"startMode\":\"Cold\"}}");
+	assert_string_equal(json_string_value(json_object_get(json_object_get(out, "status"),
+	    "startMode")), "Cold");
+	json_decref(out);
+	/* kubectl get cx -o wide shows it after Duration. */
+	text = kubectl("get cx mode -o wide");
+	assert_int_equal(sscanf(text, "%15s %15s %15s %15s %15s %15s %15s", a[0], a[1], a[2],
+	    a[3], a[4], a[5], a[6]), 7);
+	assert_string_equal(a[4], "DURATION");
+	assert_string_equal(a[5], "START");
+	assert_string_equal(a[6], "AGE");
+	assert_non_null(strchr(text, '\n'));
+	assert_int_equal(sscanf(strchr(text, '\n') + 1, "%15s %15s %15s %15s %15s %15s",
+	    a[0], a[1], a[2], a[3], a[4], a[5]), 6);
+	assert_string_equal(a[0], "mode");
+	assert_string_equal(a[2], "Succeeded");
+	assert_string_equal(a[4], "12");
+	assert_string_equal(a[5], "Cold");
+	free(text);
 }
 
 int
@@ -601,7 +966,11 @@ main(void)
 		cmocka_unit_test(test_invalid_refused),
 		cmocka_unit_test(test_spec_immutable_cancel_one_way),
 		cmocka_unit_test(test_status_subresource),
-		cmocka_unit_test(test_pool_api),
+		cmocka_unit_test(test_pool_identity),
+		cmocka_unit_test(test_pool_spec),
+		cmocka_unit_test(test_pool_immutable),
+		cmocka_unit_test(test_pool_status_and_scale),
+		cmocka_unit_test(test_start_mode),
 	};
 
 	return cmocka_run_group_tests(tests, group_setup, group_teardown);
