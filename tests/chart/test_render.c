@@ -204,6 +204,44 @@ has(json_t *v, const char *path, const char *s)
 	return 0;
 }
 
+/*
+ * The verbs role grants on resource of API group, across all its rules in
+ * their order, joined by ","; "" when none. A rule naming resourceNames
+ * counts too. Caller frees.
+ */
+static char *
+verbs(json_t *role, const char *group, const char *resource)
+{
+	char *out = xstrdup("");
+	json_t *rule, *v;
+	size_t i, j;
+
+	json_array_foreach(at(role, "rules"), i, rule) {
+		if (!has(rule, "apiGroups", group) || !has(rule, "resources", resource))
+			continue;
+		json_array_foreach(at(rule, "verbs"), j, v) {
+			char *next = xasprintf("%s%s%s", out, *out ? "," : "",
+			    json_string_value(v));
+
+			free(out);
+			out = next;
+		}
+	}
+	return out;
+}
+
+/* role grants exactly want (verbs() order) on group's resource. */
+static void
+verbs_are(json_t *role, const char *group, const char *resource, const char *want)
+{
+	char *got = verbs(role, group, resource);
+
+	if (strcmp(got, want) != 0)
+		fail_msg("%s on %s: verbs '%s', wanted '%s'", str(role, "metadata.name"),
+		    resource, got, want);
+	free(got);
+}
+
 static void
 test_lint(void **state)
 {
@@ -328,21 +366,23 @@ test_defaults(void **state)
 	assert_string_equal(str(role, "rules[1].resources[0]"), "codeexecutions/status");
 	assert_int_equal(json_array_size(at(role, "rules[1].verbs")), 1);
 	assert_string_equal(str(role, "rules[1].verbs[0]"), "patch");
+	verbs_are(role, "airlock.dev", "codeexecutionpools", "");
 	assert_non_null(find(all, "ValidatingAdmissionPolicy", "rel-airlock-node-agent-delete-guard"));
 	/* The controller deletes executions past their TTL, nothing else of theirs. */
 	assert_non_null(role = find(all, "ClusterRole", "rel-airlock-controller"));
 	assert_string_equal(str(role, "rules[0].resources[0]"), "codeexecutions");
 	assert_true(has(role, "rules[0].verbs", "delete"));
 	assert_false(has(role, "rules[0].verbs", "update"));
-	/* It claims warm sandboxes (a pod PATCH); reads pools, writes their status. */
-	assert_string_equal(str(role, "rules[2].resources[0]"), "pods");
-	assert_true(has(role, "rules[2].verbs", "patch"));
-	assert_string_equal(str(role, "rules[3].resources[0]"), "codeexecutionpools");
-	assert_int_equal(json_array_size(at(role, "rules[3].verbs")), 3);
-	assert_false(has(role, "rules[3].verbs", "create"));
-	assert_false(has(role, "rules[3].verbs", "delete"));
-	assert_string_equal(str(role, "rules[4].resources[0]"), "codeexecutionpools/status");
-	assert_true(has(role, "rules[4].verbs", "patch"));
+	/*
+	 * It claims warm sandboxes (a pod PATCH at the pod's resourceVersion);
+	 * reads pools and writes their status, never the pools themselves
+	 * nor their scale.
+	 */
+	verbs_are(role, "", "pods", "get,list,watch,create,delete,patch");
+	verbs_are(role, "airlock.dev", "codeexecutionpools", "get,list,watch");
+	verbs_are(role, "airlock.dev", "codeexecutionpools/status", "get,patch,update");
+	verbs_are(role, "airlock.dev", "codeexecutionpools/scale", "");
+	verbs_are(role, "", "events", "create");
 	/* The agent's warm runs: the exec directory; runsc only when asked. */
 	assert_true(has(c, "args", "--exec-dir=/run/airlock/exec"));
 	json_array_foreach(at(c, "args"), i, x)
@@ -365,21 +405,22 @@ test_defaults(void **state)
 	assert_non_null(role = find(all, "ClusterRole", "airlock-editor"));
 	assert_string_equal(str(role, "metadata.labels.rbac\\.authorization\\.k8s\\.io/aggregate-to-edit"), "true");
 	assert_true(has(role, "rules[0].verbs", "create"));
-	/* Editors make pools and scale them; they never write a pool's status. */
-	assert_string_equal(str(role, "rules[2].resources[0]"), "codeexecutionpools");
-	assert_true(has(role, "rules[2].verbs", "create"));
-	assert_true(has(role, "rules[2].verbs", "delete"));
-	assert_string_equal(str(role, "rules[3].resources[0]"), "codeexecutionpools/status");
-	assert_int_equal(json_array_size(at(role, "rules[3].verbs")), 1);
-	assert_string_equal(str(role, "rules[3].verbs[0]"), "get");
-	assert_string_equal(str(role, "rules[4].resources[0]"), "codeexecutionpools/scale");
-	assert_true(has(role, "rules[4].verbs", "patch"));
+	/* Editors make, change and scale pools; never write a pool's status. */
+	verbs_are(role, "airlock.dev", "codeexecutionpools",
+	    "get,list,watch,create,update,patch,delete,deletecollection");
+	verbs_are(role, "airlock.dev", "codeexecutionpools/status", "get");
+	verbs_are(role, "airlock.dev", "codeexecutionpools/scale", "get,update,patch");
 	assert_non_null(role = find(all, "ClusterRole", "airlock-viewer"));
 	assert_string_equal(str(role, "metadata.labels.rbac\\.authorization\\.k8s\\.io/aggregate-to-view"), "true");
 	assert_false(has(role, "rules[0].verbs", "create"));
-	assert_string_equal(str(role, "rules[1].resources[0]"), "codeexecutionpools");
-	assert_int_equal(json_array_size(at(role, "rules[1].verbs")), 3);
-	assert_false(has(role, "rules[1].verbs", "create"));
+	/* Viewers read pools, their status and scale; nothing more. */
+	verbs_are(role, "airlock.dev", "codeexecutionpools", "get,list,watch");
+	verbs_are(role, "airlock.dev", "codeexecutionpools/status", "get,list,watch");
+	verbs_are(role, "airlock.dev", "codeexecutionpools/scale", "get,list,watch");
+	json_array_foreach(at(role, "rules"), i, x)
+		if (!has(x, "verbs", "get") || json_array_size(at(x, "verbs")) != 3 ||
+		    !has(x, "verbs", "list") || !has(x, "verbs", "watch"))
+			fail_msg("airlock-viewer rule %zu grants more than get, list, watch", i);
 
 	/* Classes, metrics. */
 	assert_non_null(x = find(all, "RuntimeClass", "gvisor"));
