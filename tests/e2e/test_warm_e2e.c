@@ -95,6 +95,33 @@ start_controller(int elect, char *metrics, size_t msize)
 
 static char ctl_metrics[32];
 
+/*
+ * Daemons a test starts beyond the group's two: stopped by the test, and
+ * by the group's teardown if the test failed first (a daemon left running
+ * would act on the next test's objects).
+ */
+static pid_t extras[8];
+
+static pid_t
+extra(pid_t pid)
+{
+	for (size_t i = 0; i < sizeof(extras) / sizeof(extras[0]); i++)
+		if (extras[i] == 0)
+			return extras[i] = pid;
+	fail_msg("more than %zu extra daemons", sizeof(extras) / sizeof(extras[0]));
+	return pid;
+}
+
+/* Stop an extra daemon: its wait status. */
+static int
+extra_stop(pid_t pid, int sig)
+{
+	for (size_t i = 0; i < sizeof(extras) / sizeof(extras[0]); i++)
+		if (extras[i] == pid)
+			extras[i] = 0;
+	return it_stop(pid, sig);
+}
+
 static int
 group_setup(void **state)
 {
@@ -121,6 +148,9 @@ static int
 group_teardown(void **state)
 {
 	(void)state;
+	for (size_t i = 0; i < sizeof(extras) / sizeof(extras[0]); i++)
+		if (extras[i])
+			(void)extra_stop(extras[i], SIGKILL);
 	kill(agent_pid, SIGCONT);
 	if (it_stop(agent_pid, SIGTERM) != 0)
 		fail_msg("the node agent did not exit cleanly on SIGTERM");
@@ -462,9 +492,9 @@ test_warm_tenant_scope(void **state)
 
 	(void)state;
 	wait_ready(1);
-	ctl2 = start_controller_in(ns2, 0, NULL, 0);
-	agent2 = it_spawn("airlock-node-agent", "build/logs/e2e-warm-scope-agent.log",
-	    aargs);
+	ctl2 = extra(start_controller_in(ns2, 0, NULL, 0));
+	agent2 = extra(it_spawn("airlock-node-agent",
+	    "build/logs/e2e-warm-scope-agent.log", aargs));
 	it_cx_create(c, ns2, "elsewhere", "{\"runtime\":\"python\",\"source\":"
 	    "\"print('cold')\\n\"}");
 	st = it_cx_wait(c, ns2, "elsewhere", 120000);
@@ -474,8 +504,8 @@ test_warm_tenant_scope(void **state)
 	assert_string_not_equal(it_str(st, "podName"), "");
 	assert_int_equal(strncmp(it_str(st, "podName"), "airlock-warm-", 13) != 0, 1);
 	json_decref(st);
-	it_stop(ctl2, SIGTERM);
-	it_stop(agent2, SIGTERM);
+	extra_stop(ctl2, SIGTERM);
+	extra_stop(agent2, SIGTERM);
 	it_namespace_delete(c, ns2);
 	free(ns2);
 	/* This namespace's quota counts its one idle sandbox. */
@@ -529,7 +559,7 @@ test_warm_claim_race(void **state)
 	scale_pool("py", 3);
 	wait_ready(3);
 	for (int i = 0; i < 2; i++)
-		more[i] = start_controller(0, NULL, 0);
+		more[i] = extra(start_controller(0, NULL, 0));
 	it_sleep_ms(1000);	/* their caches filled */
 	for (int i = 0; i < 8; i++) {
 		snprintf(name, sizeof(name), "race-%d", i);
@@ -558,7 +588,7 @@ test_warm_claim_race(void **state)
 	print_message("# claim race: %d of 8 warm\n", warm);
 	assert_true(warm >= 1);
 	for (int i = 0; i < 2; i++)
-		if (it_stop(more[i], SIGTERM) != 0)
+		if (extra_stop(more[i], SIGTERM) != 0)
 			fail_msg("controller %d did not exit cleanly", i);
 	for (int i = 0; i < 8; i++) {
 		snprintf(name, sizeof(name), "race-%d", i);
@@ -793,7 +823,7 @@ test_warm_observable(void **state)
 		    &err) != 0)
 			fail_msg("annotate namespace: %s", err.message);
 		json_decref(p);
-		ctl3 = start_controller_in(ns3, 0, NULL, 0);
+		ctl3 = extra(start_controller_in(ns3, 0, NULL, 0));
 		ns = ns3;		/* make_pool's */
 		make_pool("py", 5);
 		ns = saved;
@@ -825,7 +855,7 @@ test_warm_observable(void **state)
 		}
 		assert_string_equal(out, "5 2\nQuotaExceeded");
 		free(out);
-		it_stop(ctl3, SIGTERM);
+		extra_stop(ctl3, SIGTERM);
 		it_namespace_delete(c, ns3);
 		free(ns3);
 	}
