@@ -81,9 +81,15 @@ ctl_pool_claimed(struct controller *ctl, const char *pool_uid)
 {
 	if (pool_uid == NULL)
 		return;
+	/*
+	 * The first claim of a burst starts the wait; later ones do not
+	 * restart it, or claims more often than the delay would stop the
+	 * refill until the pool ran dry.
+	 */
 	pthread_mutex_lock(&ctl->lock);
-	json_object_set_new(ctl->pool_claimed, pool_uid,
-	    json_integer(clock_mono_ms()));
+	if (json_object_get(ctl->pool_claimed, pool_uid) == NULL)
+		json_object_set_new(ctl->pool_claimed, pool_uid,
+		    json_integer(clock_mono_ms()));
 	pthread_mutex_unlock(&ctl->lock);
 }
 
@@ -319,11 +325,23 @@ ctl_pool_reconcile(struct controller *ctl, const char *ns, const char *name)
 		status = json_object();
 	idx = ctl_pool_index(uid);
 	pods = informer_by_index(ctl->pod_inf, idx);
-	json_array_foreach(pods, i, p)
+	json_array_foreach(pods, i, p) {
 		if (pool_holder_idle(p)) {
 			idle++;
 			ready += pool_holder_ready(p);
+		} else if (pool_holder_dead(p) && !json_object_get(json_object_get(
+		    json_object_get(p, "metadata"), "labels"), CX_LABEL_UID)) {
+			/* Ended unclaimed (evicted, its sandbox died): replaced. */
+			del.precondition_uid = k8s_obj_uid(p);
+			del.precondition_rv = NULL;
+			if (k8s_delete(ctl->client, &k8s_res_pods, ns,
+			    k8s_obj_name(p), &del, NULL, &err) != 0)
+				log_debug("cannot delete an ended holder",
+				    "pod=%s/%s error=\"%s\"", ns, k8s_obj_name(p),
+				    err.message);
 		}
+	}
+	del.precondition_uid = del.precondition_rv = NULL;
 	want = (long long)replicas - idle - expected(ctl, uid, 0);
 	if (want > 0 && (wait = refill_wait(ctl, uid)) > 0) {
 		key = ctl_pool_key(ns, name);
@@ -575,8 +593,10 @@ patch_claim(struct controller *ctl, json_t *cx, json_t *pod, size_t stored,
  * After a claim patch that did not land (409, 404): whether the pod, read
  * afresh, carries this execution's claim anyway, made by another
  * controller that resumed it (two replicas, or a leader and a deposed
- * one): 1 it does (nothing to fall back from), 0 it does not, or the
- * read's error.
+ * one): 1 it does (nothing to fall back from); 0 it does not, and it was
+ * deleted at the version read, so that no claim lands after the
+ * fallback; K8S_ECONFLICT it changed meanwhile (look again); or the
+ * error.
  */
 static int
 claimed_anyway(struct controller *ctl, const char *ns, const char *pod,
@@ -593,6 +613,23 @@ claimed_anyway(struct controller *ctl, const char *ns, const char *pod,
 		return rc;
 	podspec_pod_execution(o, &uid);
 	rc = uid != NULL && strcmp(uid, cx_uid) == 0;
+	if (uid == NULL) {
+		/*
+		 * Unclaimed as read: deleted at that version before the
+		 * fallback, or another controller that read it too could
+		 * still land this execution's claim after it, and the
+		 * program run both warm and cold. Changed since: look again
+		 * later.
+		 */
+		struct k8s_delete_opts del = { .grace_period_set = 1,
+		    .grace_period_seconds = 0, .precondition_uid = k8s_obj_uid(o),
+		    .precondition_rv = k8s_obj_rv(o) };
+
+		rc = k8s_delete(ctl->client, &k8s_res_pods, ns, pod, &del, NULL,
+		    &err);
+		rc = rc == 0 || rc == K8S_ENOTFOUND ? 0 : rc == K8S_ECONFLICT ?
+		    K8S_ECONFLICT : rc;
+	}
 	json_decref(o);
 	return rc;
 }

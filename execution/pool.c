@@ -177,13 +177,24 @@ claimed(json_t *pod)
 	    CX_ANN_NAME) != NULL;
 }
 
+/* Its phase says the holder ended (evicted, its sandbox died). */
+int
+pool_holder_dead(json_t *pod)
+{
+	const char *ph = json_string_value(json_object_get(json_object_get(pod,
+	    "status"), "phase"));
+
+	return ph && (strcmp(ph, "Failed") == 0 || strcmp(ph, "Succeeded") == 0);
+}
+
 int
 pool_holder_idle(json_t *pod)
 {
 	json_t *md = json_object_get(pod, "metadata");
 
 	return json_object_get(json_object_get(md, "labels"), POOL_LABEL_UID) &&
-	    !claimed(pod) && json_object_get(md, "deletionTimestamp") == NULL;
+	    !claimed(pod) && json_object_get(md, "deletionTimestamp") == NULL &&
+	    !pool_holder_dead(pod);
 }
 
 int
@@ -238,9 +249,17 @@ pool_claim_patch(const struct ctl_config *cfg, json_t *cx, json_t *holder,
 		    "not an execution that can run warm");
 		return NULL;
 	}
-	/* A cold start refuses it (Rejected); so does a warm one. */
+	/* A cold start refuses these (Rejected); so does a warm one. */
 	if (podspec_check_paths(spec, p->source_file, err) != 0)
 		return NULL;
+	if (stored == 0)
+		stored = jsonsize_value(cx);
+	if (stored + CX_STATUS_RESERVE > CX_OBJECT_BUDGET) {
+		k8s_error_set(err, K8S_EINVAL, 0, NULL, "spec: the execution "
+		    "takes %zu bytes as stored; at most %d leave room for its "
+		    "result", stored, CX_OBJECT_BUDGET - CX_STATUS_RESERVE);
+		return NULL;
+	}
 	ann = json_object();
 	files = json_array();
 	{
@@ -298,8 +317,6 @@ pool_claim_patch(const struct ctl_config *cfg, json_t *cx, json_t *holder,
 	json_object_set_new(ann, CX_ANN_TIMEOUT_MS, json_string(v));
 	snprintf(v, sizeof(v), "%zu", cx_max_bytes(cx));
 	json_object_set_new(ann, CX_ANN_MAX_OUTPUT, json_string(v));
-	if (stored == 0)
-		stored = jsonsize_value(cx);
 	snprintf(v, sizeof(v), "%zu", stored + CX_STATUS_RESERVE <
 	    CX_OBJECT_BUDGET ? CX_OBJECT_BUDGET - CX_STATUS_RESERVE - stored : 0);
 	json_object_set_new(ann, CX_ANN_OUTPUT_BUDGET, json_string(v));

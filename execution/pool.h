@@ -78,6 +78,8 @@ json_t *pool_holder(const struct ctl_config *cfg, json_t *pool,
  * running and ready (its startup probe passed: the warm-up is over).
  */
 int pool_holder_idle(json_t *pod);
+/* An unclaimed holder whose pod ended (Failed, Succeeded): replaced. */
+int pool_holder_dead(json_t *pod);
 int pool_holder_ready(json_t *pod);
 
 /*

@@ -192,7 +192,9 @@ warm_seen(struct agent *a, json_t *pod, const char *cid, json_t *state)
 		 */
 		r->warm = 1;
 		r->start_ns = 0;
+		r->deadline_ns = 0;
 		r->exited = 0;
+		r->kill_sent = 0;
 		r->why = CX_KILL_NONE;
 		agent_learn_pod(r, pod);
 	}

@@ -289,15 +289,19 @@ tick(struct agent *a)
 			int holder = 0;
 
 			if (pod && strcmp(k8s_obj_uid(pod), r->uid) == 0) {
-				agent_learn_pod(r, pod);
 				/*
-				 * A holder no execution claimed yet: its
-				 * run keeps the sandbox's pid and isolation
-				 * check for the claim (warm.c).
+				 * A holder: its run keeps the sandbox's pid
+				 * and isolation check for the claim, and is
+				 * learnt by warm_seen alone (agent.c), which
+				 * knows its start is not the program's: a
+				 * deadline from the holder's start would kill
+				 * it as soon as it is claimed.
 				 */
 				holder = json_object_get(json_object_get(
 				    json_object_get(pod, "metadata"), "labels"),
 				    POOL_LABEL_UID) != NULL;
+				if (!holder)
+					agent_learn_pod(r, pod);
 			}
 			json_decref(pod);
 			if (!r->verified) {

@@ -631,15 +631,20 @@ test_claim_output_budget(void **state)
 	assert_string_equal(jp_key(p, "metadata.annotations",
 	    "airlock.dev/output-budget-bytes"), "1");
 	json_decref(p);
-	/* At or past the budget: none left, never a wrapped size_t. */
+	/* At the budget: none left, never a wrapped size_t. */
 	p = claim(cx, h, NOW_S, BUDGET);
 	assert_string_equal(jp_key(p, "metadata.annotations",
 	    "airlock.dev/output-budget-bytes"), "0");
 	json_decref(p);
-	p = claim(cx, h, NOW_S, CX_OBJECT_BUDGET * 2);
-	assert_string_equal(jp_key(p, "metadata.annotations",
-	    "airlock.dev/output-budget-bytes"), "0");
-	json_decref(p);
+	/* Past it, refused as the cold path refuses it (Rejected). */
+	{
+		struct k8s_error err;
+
+		assert_null(pool_claim_patch(cfg, cx, h, NOW_S,
+		    CX_OBJECT_BUDGET * 2, &err));
+		assert_int_equal(err.code, K8S_EINVAL);
+		assert_non_null(strstr(err.message, "leave room for its result"));
+	}
 	json_decref(h);
 	json_decref(cx);
 }
