@@ -4,7 +4,9 @@
 
 #include <openssl/evp.h>
 
+#include "buf.h"
 #include "client.h"
+#include "codetar.h"
 #include "podspec.h"
 #include "jsonsize.h"
 #include "quantity.h"
@@ -13,6 +15,10 @@
 #define CODE_DIR	"/airlock/code"
 #define WORK_DIR	"/airlock/work"
 #define STDIN_FILE	".stdin"
+/* The direct path's working directory: gVisor's own tmpfs (see below). */
+#define TMP_DIR		"/tmp"
+#define RUNNER		"/airlock/bin/run"
+#define UNPACKER	"/airlock/bin/warm"
 /* Past the run's own deadline, the kubelet's backstop. */
 #define DEADLINE_SLACK	30
 
@@ -190,22 +196,81 @@ podspec_check_paths(json_t *spec, const char *source_file,
 }
 
 static json_t *
-env(json_t *spec)
+env(json_t *spec, int direct)
 {
 	json_t *out = json_array(), *e;
+	int home = 0;
 	size_t i;
 
 	json_array_foreach(json_object_get(spec, "env"), i, e) {
 		json_t *v = json_object_get(e, "value");
+		const char *n = json_string_value(json_object_get(e, "name"));
 
+		home |= n && strcmp(n, "HOME") == 0;
 		/* name/value only: never valueFrom, whatever was sent */
 		json_array_append_new(out, json_pack("{s:O, s:o}", "name",
 		    json_object_get(e, "name"), "value",
 		    v ? json_incref(v) : json_string("")));
 	}
+	/* The image's home (/airlock/work) is not writable in a direct pod. */
+	if (direct && !home)
+		json_array_insert_new(out, 0, json_pack("{s:s, s:s}", "name",
+		    "HOME", "value", TMP_DIR));
 	json_array_append_new(out, json_pack("{s:s, s:s}", "name",
-	    "AIRLOCK_CODE_DIR", "value", CODE_DIR));
+	    "AIRLOCK_CODE_DIR", "value", direct ? TMP_DIR : CODE_DIR));
 	return out;
+}
+
+/*
+ * A direct pod's code: the tar of the program, spec.files and .stdin
+ * (execution/codetar.h), base64 in env vars PODSPEC_TAR_ENV0, 1, ...,
+ * of at most PODSPEC_TAR_CHUNK bytes each (a Linux execve refuses a
+ * string over 128 KiB; this stays under it for any runtime). Appended
+ * to env. 0, or K8S_EINVAL when a path cannot be stored.
+ */
+static int
+tar_env(json_t *env, json_t *data, json_t *items, size_t *chunks,
+    struct k8s_error *err)
+{
+	struct codetar_entry e[PODSPEC_MAX_FILES + 2];
+	size_t n = 0, i, bad, off, b64len;
+	struct buf tar;
+	unsigned char *b64;
+	json_t *it;
+
+	json_array_foreach(items, i, it) {
+		json_t *v = json_object_get(data, json_string_value(
+		    json_object_get(it, "key")));
+
+		if (n == sizeof(e) / sizeof(e[0]))
+			return k8s_error_set(err, K8S_EINVAL, 0, NULL,
+			    "spec.files: too many files");
+		e[n++] = (struct codetar_entry){ json_string_value(
+		    json_object_get(it, "path")), json_string_value(v),
+		    json_string_length(v) };
+	}
+	buf_init(&tar, codetar_size(e, n));
+	if (codetar_build(e, n, &tar, &bad) != 0) {
+		buf_free(&tar);
+		return k8s_error_set(err, K8S_EINVAL, 0, NULL,
+		    "spec.files: the path '%.80s' cannot be stored", e[bad].path);
+	}
+	b64 = xmalloc(4 * ((tar.len + 2) / 3) + 1);
+	b64len = (size_t)EVP_EncodeBlock(b64, (unsigned char *)tar.data,
+	    (int)tar.len);
+	buf_free(&tar);
+	for (off = 0, i = 0; off < b64len; off += PODSPEC_TAR_CHUNK, i++) {
+		char name[32];
+		size_t len = b64len - off < PODSPEC_TAR_CHUNK ? b64len - off :
+		    PODSPEC_TAR_CHUNK;
+
+		snprintf(name, sizeof(name), "%s%zu", PODSPEC_TAR_ENV, i);
+		json_array_append_new(env, json_pack("{s:s, s:s%}", "name",
+		    name, "value", (char *)b64 + off, len));
+	}
+	free(b64);
+	*chunks = i;
+	return 0;
 }
 
 int
@@ -213,7 +278,7 @@ podspec_build(const struct ctl_config *cfg, json_t *cx,
     struct podspec_result *out, struct k8s_error *err)
 {
 	json_t *spec = json_object_get(cx, "spec"), *md, *f, *res, *cmd, *vol;
-	json_t *args;
+	json_t *args, *ev;
 	const char *runtime = json_string_value(json_object_get(spec, "runtime"));
 	const char *image = json_string_value(json_object_get(spec, "image"));
 	const char *uid, *ns, *src;
@@ -222,6 +287,7 @@ podspec_build(const struct ctl_config *cfg, json_t *cx,
 	json_int_t timeout;
 	size_t i, stored;
 	char *podname, key[32];
+	int direct;
 
 	memset(out, 0, sizeof(*out));
 	md = json_object_get(cx, "metadata");
@@ -238,6 +304,14 @@ podspec_build(const struct ctl_config *cfg, json_t *cx,
 		    "spec.image: custom images are not allowed on this cluster");
 	if (podspec_check_paths(spec, p->source_file, err) != 0)
 		return K8S_EINVAL;
+	json_array_foreach(json_object_get(spec, "env"), i, f) {
+		const char *n = json_string_value(json_object_get(f, "name"));
+
+		if (n && strncmp(n, PODSPEC_TAR_ENV, strlen(PODSPEC_TAR_ENV)) == 0)
+			return k8s_error_set(err, K8S_EINVAL, 0, NULL,
+			    "spec.env[%zu].name: '%.128s': names starting with "
+			    PODSPEC_TAR_ENV " are Airlock's", i, n);
+	}
 	stored = jsonsize_value(cx);
 	if (stored + CX_STATUS_RESERVE > CX_OBJECT_BUDGET)
 		return k8s_error_set(err, K8S_EINVAL, 0, NULL,
@@ -272,7 +346,16 @@ podspec_build(const struct ctl_config *cfg, json_t *cx,
 		    "stdin"));
 
 	podname = podspec_pod_name(uid);
-	if (code.bytes <= PODSPEC_ANNOTATION_BUDGET) {
+	direct = image == NULL && p->command[0] != NULL &&
+	    strcmp(p->command[0], RUNNER) == 0 &&
+	    code.bytes <= PODSPEC_ANNOTATION_BUDGET;
+	if (direct) {
+		/* The code goes in env (tar_env, below): no volume at all. */
+		vol = json_object();
+		md = json_pack("{s:s, s:s, s:o, s:{s:s}}", "name", podname,
+		    "namespace", ns, "labels", labels(uid), "annotations",
+		    CX_ANN_NAME, k8s_obj_name(cx));
+	} else if (code.bytes <= PODSPEC_ANNOTATION_BUDGET) {
 		json_t *ann = json_object(), *items = json_array(), *it;
 		const char *k;
 		json_t *v;
@@ -333,7 +416,29 @@ podspec_build(const struct ctl_config *cfg, json_t *cx,
 		    "ownerReferences", json_object_get(md, "ownerReferences"));
 
 	cmd = json_array();
-	for (char **a = p->command; *a; a++)
+	ev = env(spec, direct);
+	if (direct) {
+		size_t chunks;
+		char nb[32];
+
+		if (tar_env(ev, code.data, code.items, &chunks, err) != 0) {
+			json_decref(ev);
+			json_decref(cmd);
+			json_decref(res);
+			json_decref(md);
+			json_decref(vol);
+			free(podname);
+			json_decref(code.data);
+			json_decref(code.items);
+			return K8S_EINVAL;
+		}
+		snprintf(nb, sizeof(nb), "%zu", chunks);
+		json_array_append_new(cmd, json_string(UNPACKER));
+		json_array_append_new(cmd, json_string("--env"));
+		json_array_append_new(cmd, json_string(nb));
+	} else
+		json_array_append_new(cmd, json_string(p->command[0]));
+	for (char **a = p->command + 1; *a; a++)
 		json_array_append_new(cmd, json_string(*a));
 	args = json_object_get(spec, "args") ?
 	    json_incref(json_object_get(spec, "args")) : json_array();
@@ -368,7 +473,7 @@ podspec_build(const struct ctl_config *cfg, json_t *cx,
 	    "command", cmd,
 	    "args", args,
 	    "workingDir", WORK_DIR,
-	    "env", env(spec),
+	    "env", ev,
 	    "resources", res,
 	    "securityContext",
 	    "allowPrivilegeEscalation", 0, "readOnlyRootFilesystem", 1,
@@ -384,6 +489,22 @@ podspec_build(const struct ctl_config *cfg, json_t *cx,
 	    cfg->tmp_size_limit,
 	    "name", "tmp", "emptyDir", "medium", "Memory", "sizeLimit",
 	    cfg->tmp_size_limit);
+	if (direct && out->pod) {
+		json_t *ps = json_object_get(out->pod, "spec");
+		json_t *c = json_array_get(json_object_get(ps, "containers"), 0);
+
+		/*
+		 * No volume, so the kubelet starts the pod at once: it waits on
+		 * volumes in 300 ms steps (WaitForAttachAndMount), about 280 ms
+		 * a pod on the test node. The working directory is gVisor's
+		 * tmpfs at /tmp (runsc mounts one on an image's empty /tmp),
+		 * charged to the pod's memory limit like the emptyDirs it
+		 * replaces, fresh with the sandbox; the root stays read-only.
+		 */
+		json_object_del(ps, "volumes");
+		json_object_del(c, "volumeMounts");
+		json_object_set_new(c, "workingDir", json_string(TMP_DIR));
+	}
 	free(podname);
 	json_decref(code.data);
 	json_decref(code.items);

@@ -5,14 +5,24 @@
  * them (Pod Security "restricted" included).
  *
  * The pod contract (the runner images implement it; see
- * controller/docs/pod.md):
+ * controller/docs/pod.md). A profile whose command starts with
+ * /airlock/bin/run, with no custom image and code within
+ * PODSPEC_ANNOTATION_BUDGET, gets a direct pod, with no volume:
+ *   env            the tar of the program, spec.files and .stdin
+ *                  (codetar.h), base64, in PODSPEC_TAR_ENV0, 1, ...
+ *   command        /airlock/bin/warm --env CHUNKS, then the profile's
+ *                  command past /airlock/bin/run, then spec.args; warm
+ *                  unpacks into the working directory, drops the env
+ *                  vars and becomes the program, .stdin as its stdin
+ *   /tmp           gVisor's own tmpfs, the working directory and HOME
+ * Any other gets the volumes:
  *   /airlock/code  read-only: the program (profile's sourceFile), spec.files
  *                  at their paths, and .stdin when spec.stdin is set
  *   /airlock/work  writable emptyDir, the working directory
  *   /tmp           writable emptyDir
- * The container's command is the profile's, then spec.args.
+ * and the profile's command, then spec.args.
  *
- * Code reaches the pod without an extra API call when it fits in
+ * Code reaches a volume pod without an extra API call when it fits in
  * annotations (a downward-API volume projects them as files); past
  * PODSPEC_ANNOTATION_BUDGET bytes it goes in a ConfigMap owned by the
  * CodeExecution, which costs one more request.
@@ -30,6 +40,10 @@
 
 /* Annotations are capped at 256 KiB per object; leave room for others. */
 #define PODSPEC_ANNOTATION_BUDGET	(192 * 1024)
+/* A direct pod's code: env var names, and the most bytes in each. */
+#define PODSPEC_TAR_ENV			"AIRLOCK_TAR_"
+#define PODSPEC_TAR_CHUNK		(64 * 1024)
+#define PODSPEC_MAX_FILES		64	/* the CRD's spec.files maxItems */
 
 struct podspec_result {
 	json_t	*pod;		/* always, on success */

@@ -18,7 +18,7 @@ const struct k8s_resource pool_resource = { "airlock.dev", "v1alpha1",
     "codeexecutionpools", 1 };
 
 #define HOLD_DEADLINE_SLACK	30	/* as podspec's, past the run's timeout */
-#define WORK_DIR		"/airlock/work"
+#define WORK_DIR		"/tmp"		/* a direct pod's (podspec.h) */
 
 /*
  * The pod podspec_build makes for an execution with this runtime and these
@@ -161,6 +161,19 @@ pool_holder(const struct ctl_config *cfg, json_t *pool, struct k8s_error *err)
 	    " s:i, s:i, s:i}", "exec", "command", "grep", "-q", "-a", "infinity",
 	    "/proc/1/cmdline", "periodSeconds", 1, "timeoutSeconds", 5,
 	    "failureThreshold", 300));
+	{
+		/* A direct pod's code (podspec.h): a holder has none. */
+		json_t *env = json_object_get(c, "env"), *e;
+		size_t i;
+
+		for (i = 0; (e = json_array_get(env, i)) != NULL;)
+			if (strncmp(json_string_value(json_object_get(e,
+			    "name")), PODSPEC_TAR_ENV,
+			    strlen(PODSPEC_TAR_ENV)) == 0)
+				json_array_remove(env, i);
+			else
+				i++;
+	}
 	drop_named(json_object_get(c, "volumeMounts"), "code");
 	drop_named(json_object_get(json_object_get(pod, "spec"), "volumes"),
 	    "code");

@@ -10,6 +10,12 @@
  *                                 the rest is the program's stdin
  *   warm - PROGRAM [ARG...]       stdin is the tar alone; the program
  *                                 reads /dev/null
+ *   warm --env N PROGRAM [ARG...] a direct pod's (execution/podspec.h):
+ *                                 the tar is base64 in env vars
+ *                                 AIRLOCK_TAR_0 .. AIRLOCK_TAR_<N-1>,
+ *                                 removed before the program runs; a
+ *                                 .stdin it holds is the program's stdin
+ *                                 (unlinked first), else /dev/null
  *
  * The archive is execution/codetar.h's: ustar, regular files only, paths
  * relative. Anything else (another entry type, an absolute path, a ".."
@@ -37,12 +43,23 @@ die(const char *fmt, const char *arg)
 	exit(125);
 }
 
-/* Read exactly n bytes (or to EOF when eof_ok): the count read. */
+/* The archive in memory (warm --env): read_full's fd -1. */
+static const unsigned char *mem;
+static size_t mem_len, mem_off;
+
+/* Read exactly n bytes (fewer at EOF): the count read. */
 static size_t
 read_full(int fd, void *buf, size_t n)
 {
 	size_t got = 0;
 	ssize_t r;
+
+	if (fd < 0) {
+		got = mem_len - mem_off < n ? mem_len - mem_off : n;
+		memcpy(buf, mem + mem_off, got);
+		mem_off += got;
+		return got;
+	}
 
 	while (got < n) {
 		r = read(fd, (char *)buf + got, n - got);
@@ -186,14 +203,99 @@ unpack(int fd, long limit)
 	}
 }
 
+static int
+b64val(int c)
+{
+	if (c >= 'A' && c <= 'Z')
+		return c - 'A';
+	if (c >= 'a' && c <= 'z')
+		return c - 'a' + 26;
+	if (c >= '0' && c <= '9')
+		return c - '0' + 52;
+	return c == '+' ? 62 : c == '/' ? 63 : -1;
+}
+
+/*
+ * warm --env N: decode AIRLOCK_TAR_0 .. N-1 (one base64 text, cut in
+ * pieces anywhere) into mem, and unset them.
+ */
+static void
+from_env(const char *count)
+{
+	unsigned char *out;
+	size_t cap = 0, len = 0;
+	unsigned long acc = 0;
+	int bits = 0, pad = 0;
+	char *end, name[32];
+	long n;
+
+	errno = 0;
+	n = strtol(count, &end, 10);
+	if (errno || *end || end == count || n < 1 || n > 1024)
+		die("'%s' is not a count of env vars", count);
+	for (long i = 0; i < n; i++) {
+		snprintf(name, sizeof(name), "AIRLOCK_TAR_%ld", i);
+		const char *v = getenv(name);
+
+		if (v == NULL)
+			die("%s is not set", name);
+		cap += strlen(v);
+	}
+	if (cap / 4 * 3 > MAX_TOTAL || (out = malloc(cap / 4 * 3 + 3)) == NULL)
+		die("%s", "the archive is too big");
+	for (long i = 0; i < n; i++) {
+		snprintf(name, sizeof(name), "AIRLOCK_TAR_%ld", i);
+		for (const char *v = getenv(name); *v; v++) {
+			int d;
+
+			if (*v == '=') {
+				pad++;
+				continue;
+			}
+			if (pad || (d = b64val((unsigned char)*v)) < 0)
+				die("%s is not base64", name);
+			acc = acc << 6 | (unsigned long)d;
+			if ((bits += 6) >= 8) {
+				bits -= 8;
+				out[len++] = (unsigned char)(acc >> bits);
+			}
+		}
+		unsetenv(name);
+	}
+	if (pad > 2)
+		die("%s", "the archive is not base64");
+	mem = out;
+	mem_len = len;
+}
+
 int
 main(int argc, char **argv)
 {
 	long limit = -1;
 	char *end;
 
+	if (argc >= 4 && strcmp(argv[1], "--env") == 0) {
+		int fd;
+
+		from_env(argv[2]);
+		unpack(-1, (long)mem_len);
+		fd = open(".stdin", O_RDONLY | O_NOFOLLOW);
+		if (fd >= 0) {
+			if (unlink(".stdin") != 0)
+				die("%s", "cannot remove .stdin");
+		} else if (errno != ENOENT ||
+		    (fd = open("/dev/null", O_RDONLY)) < 0)
+			die("%s", "cannot open .stdin or /dev/null");
+		if (dup2(fd, 0) < 0)
+			die("%s", "cannot set stdin");
+		if (fd > 0)
+			close(fd);
+		execvp(argv[3], argv + 3);
+		fprintf(stderr, "warm: cannot run %s: %s\n", argv[3], strerror(errno));
+		return 127;
+	}
 	if (argc < 3)
-		die("%s", "usage: warm BYTES|- PROGRAM [ARG...]");
+		die("%s", "usage: warm BYTES|- PROGRAM [ARG...], or warm --env N PROGRAM [ARG...]");
 	if (strcmp(argv[1], "-") != 0) {
 		errno = 0;
 		limit = strtol(argv[1], &end, 10);

@@ -72,3 +72,20 @@ jp_key(json_t *j, const char *path, const char *k)
 		fail_msg("no %s under %s", k, path);
 	return s;
 }
+
+void
+assert_json(json_t *got, const char *want)
+{
+	json_error_t e;
+	json_t *w = json_loads(want, 0, &e);
+	char *g;
+
+	if (w == NULL)
+		fail_msg("not JSON (%s): %s", e.text, want);
+	if (!json_equal(got, w)) {
+		g = got ? json_dumps(got, JSON_COMPACT | JSON_SORT_KEYS) : NULL;
+		json_decref(w);
+		fail_msg("got %s, wanted %s", g ? g : "NULL", want);
+	}
+	json_decref(w);
+}

@@ -15,5 +15,7 @@ long long jp_num(json_t *j, const char *path);
 int jp_bool(json_t *j, const char *path);
 /* A key that holds dots (labels, annotations) under the object at path. */
 const char *jp_key(json_t *j, const char *path, const char *k);
+/* Fail unless got equals the JSON text want (key order aside). */
+void assert_json(json_t *got, const char *want);
 
 #endif

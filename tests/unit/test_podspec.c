@@ -10,6 +10,10 @@
 
 #include "jpath.h"
 
+#include <openssl/evp.h>
+
+#include "buf.h"
+#include "codetar.h"
 #include "ctl_config.h"
 #include "podspec.h"
 
@@ -361,6 +365,220 @@ test_guardrails(void **state)
 }
 
 /* Which execution a pod runs, from what podspec_build wrote on it. */
+/* The runner images' profile: its command starts with /airlock/bin/run. */
+static const char conf_run[] =
+    "runtimeClassName: gvisor\n"
+    "runAsUser: 65532\n"
+    "allowCustomImages: true\n"
+    "profiles:\n"
+    "  python:\n"
+    "    image: airlock/runner-python:0.1\n"
+    "    command: [/airlock/bin/run, python3, main.py]\n"
+    "    sourceFile: main.py\n"
+    "defaults: {cpu: 500m, memory: 256Mi, ephemeralStorage: 64Mi}\n"
+    "caps: {cpu: \"2\", memory: 2Gi, ephemeralStorage: 1Gi}\n"
+    "quota: {executions: 20, cpu: \"8\", memory: 8Gi}\n";
+
+static struct ctl_config *
+config_run(void)
+{
+	struct ctl_config *c;
+	struct k8s_error err;
+
+	if (ctl_config_parse(conf_run, sizeof(conf_run) - 1, "test", &c, &err) != 0)
+		fail_msg("config: %s", err.message);
+	return c;
+}
+
+/* The AIRLOCK_TAR_ env vars of a direct pod, decoded: their count in *n. */
+static struct buf
+tar_of(json_t *pod, size_t *n)
+{
+	json_t *env = jp_at(pod, "spec.containers[0].env"), *e;
+	struct buf b64, out;
+	size_t i;
+	int len;
+
+	buf_init(&b64, 1 << 22);
+	*n = 0;
+	json_array_foreach(env, i, e) {
+		char want[32];
+		const char *name = json_string_value(json_object_get(e, "name"));
+
+		if (strncmp(name, "AIRLOCK_TAR_", 12) != 0)
+			continue;
+		snprintf(want, sizeof(want), "AIRLOCK_TAR_%zu", *n);
+		assert_string_equal(name, want);	/* in order, none missing */
+		assert_true(json_string_length(json_object_get(e, "value")) <=
+		    PODSPEC_TAR_CHUNK);
+		assert_int_equal(buf_append_str(&b64, json_string_value(
+		    json_object_get(e, "value"))), 0);
+		(*n)++;
+	}
+	buf_init(&out, 1 << 22);
+	out.data = malloc(b64.len / 4 * 3 + 1);
+	out.alloc = b64.len / 4 * 3 + 1;
+	len = EVP_DecodeBlock((unsigned char *)out.data, (unsigned char *)b64.data,
+	    (int)b64.len);
+	assert_true(len >= 0);
+	/* EVP_DecodeBlock counts the padding's bytes as data. */
+	out.len = (size_t)len - (b64.len && b64.data[b64.len - 1] == '=') -
+	    (b64.len > 1 && b64.data[b64.len - 2] == '=');
+	buf_free(&b64);
+	return out;
+}
+
+static void
+assert_tar(struct buf *got, const struct codetar_entry *e, size_t n)
+{
+	struct buf want;
+	size_t bad;
+
+	buf_init(&want, 1 << 22);
+	assert_int_equal(codetar_build(e, n, &want, &bad), 0);
+	assert_int_equal(got->len, want.len);
+	assert_memory_equal(got->data, want.data, want.len);
+	buf_free(&want);
+}
+
+/*
+ * The runner images' profile, small code: a direct pod. No volume (the
+ * kubelet would wait on it), the code as a tar in env for
+ * /airlock/bin/warm --env, /tmp as the working directory and HOME.
+ */
+static void
+test_direct_pod(void **state)
+{
+	struct ctl_config *c = config_run();
+	json_t *o = cx("{\"runtime\":\"python\",\"source\":\"print(input())\","
+	    "\"timeoutSeconds\":30,\"args\":[\"-x\"],\"stdin\":\"hi\","
+	    "\"files\":[{\"path\":\"lib/a.txt\",\"content\":\"A\"}],"
+	    "\"env\":[{\"name\":\"A\",\"value\":\"1\"}]}");
+	const struct codetar_entry e[] = { { "main.py", "print(input())", 14 },
+	    { "lib/a.txt", "A", 1 }, { ".stdin", "hi", 2 } };
+	struct podspec_result r;
+	struct k8s_error err;
+	struct buf tar;
+	json_t *ctr, *env;
+	size_t n;
+
+	(void)state;
+	assert_int_equal(podspec_build(c, o, &r, &err), 0);
+	assert_null(r.configmap);
+	ctr = jp_at(r.pod, "spec.containers[0]");
+	assert_null(json_object_get(json_object_get(r.pod, "spec"), "volumes"));
+	assert_null(json_object_get(ctr, "volumeMounts"));
+	assert_string_equal(jp_str(ctr, "workingDir"), "/tmp");
+	assert_json(json_object_get(ctr, "command"), "[\"/airlock/bin/warm\","
+	    "\"--env\",\"1\",\"python3\",\"main.py\"]");
+	assert_json(json_object_get(ctr, "args"), "[\"-x\"]");
+	/* The hardening is the volume pod's: the root stays read-only. */
+	assert_true(jp_bool(ctr, "securityContext.readOnlyRootFilesystem"));
+	assert_false(jp_bool(ctr, "securityContext.allowPrivilegeEscalation"));
+	env = json_object_get(ctr, "env");
+	assert_int_equal(json_array_size(env), 4);
+	assert_string_equal(jp_str(ctr, "env[0].name"), "HOME");
+	assert_string_equal(jp_str(ctr, "env[0].value"), "/tmp");
+	assert_string_equal(jp_str(ctr, "env[1].name"), "A");
+	assert_string_equal(jp_str(ctr, "env[2].name"), "AIRLOCK_CODE_DIR");
+	assert_string_equal(jp_str(ctr, "env[2].value"), "/tmp");
+	tar = tar_of(r.pod, &n);
+	assert_int_equal(n, 1);
+	assert_tar(&tar, e, 3);
+	buf_free(&tar);
+	/* Nothing of the code in annotations: the name and the limits. */
+	assert_null(json_object_get(jp_at(r.pod, "metadata.annotations"),
+	    "airlock.dev/source"));
+	assert_string_equal(jp_key(r.pod, "metadata.annotations",
+	    "airlock.dev/execution"), "hello");
+	assert_string_equal(jp_key(r.pod, "metadata.annotations",
+	    "airlock.dev/timeout-ms"), "30000");
+	assert_string_equal(jp_str(r.pod, "metadata.ownerReferences[0].uid"), UID);
+	podspec_result_free(&r);
+	json_decref(o);
+
+	/* The tenant's own HOME is kept, not doubled. */
+	o = cx("{\"runtime\":\"python\",\"env\":[{\"name\":\"HOME\",\"value\":\"/h\"}]}");
+	assert_int_equal(podspec_build(c, o, &r, &err), 0);
+	assert_json(jp_at(r.pod, "spec.containers[0].env[0]"),
+	    "{\"name\":\"HOME\",\"value\":\"/h\"}");
+	assert_string_equal(jp_str(r.pod, "spec.containers[0].env[1].name"),
+	    "AIRLOCK_CODE_DIR");
+	/* No source: the program's file, empty. */
+	tar = tar_of(r.pod, &n);
+	assert_tar(&tar, (const struct codetar_entry[]){ { "main.py", "", 0 } }, 1);
+	buf_free(&tar);
+	podspec_result_free(&r);
+	json_decref(o);
+	ctl_config_free(c);
+}
+
+/* Code at the budget: cut into PODSPEC_TAR_CHUNK pieces, in order. */
+static void
+test_direct_pod_chunks(void **state)
+{
+	struct ctl_config *c = config_run();
+	json_t *o = cx("{\"runtime\":\"python\"}");
+	char *big = malloc(PODSPEC_ANNOTATION_BUDGET + 2);
+	struct podspec_result r;
+	struct k8s_error err;
+	struct buf tar;
+	size_t n;
+
+	(void)state;
+	for (size_t i = 0; i <= PODSPEC_ANNOTATION_BUDGET; i++)
+		big[i] = (char)('a' + i % 26);
+	big[PODSPEC_ANNOTATION_BUDGET] = '\0';
+	json_object_set_new(json_object_get(o, "spec"), "source", json_string(big));
+	assert_int_equal(podspec_build(c, o, &r, &err), 0);
+	assert_null(json_object_get(jp_at(r.pod, "spec"), "volumes"));
+	tar = tar_of(r.pod, &n);
+	/* 192 KiB + 1536 of tar: 264192 of base64, five chunks. */
+	assert_int_equal(n, 5);
+	assert_string_equal(jp_str(r.pod, "spec.containers[0].command[2]"), "5");
+	assert_tar(&tar, (const struct codetar_entry[]){ { "main.py", big,
+	    PODSPEC_ANNOTATION_BUDGET } }, 1);
+	buf_free(&tar);
+	podspec_result_free(&r);
+
+	/* One byte past the budget: the ConfigMap and its volumes, as before. */
+	big[PODSPEC_ANNOTATION_BUDGET] = 'x';
+	big[PODSPEC_ANNOTATION_BUDGET + 1] = '\0';
+	json_object_set_new(json_object_get(o, "spec"), "source", json_string(big));
+	assert_int_equal(podspec_build(c, o, &r, &err), 0);
+	assert_non_null(r.configmap);
+	assert_string_equal(jp_str(r.pod, "spec.containers[0].command[0]"),
+	    "/airlock/bin/run");
+	assert_string_equal(jp_str(r.pod, "spec.containers[0].workingDir"),
+	    "/airlock/work");
+	assert_string_equal(jp_str(r.pod, "spec.volumes[0].configMap.name"),
+	    "airlock-" UID);
+	assert_string_equal(jp_str(r.pod, "spec.containers[0].env[0].value"),
+	    "/airlock/code");
+	podspec_result_free(&r);
+	free(big);
+	json_decref(o);
+
+	/* A custom image may lack /airlock/bin/warm: the volumes. */
+	o = cx("{\"runtime\":\"python\",\"image\":\"registry.example/t:1\","
+	    "\"source\":\"print(1)\"}");
+	assert_int_equal(podspec_build(c, o, &r, &err), 0);
+	assert_string_equal(jp_str(r.pod, "spec.containers[0].command[0]"),
+	    "/airlock/bin/run");
+	assert_string_equal(jp_str(r.pod, "spec.volumes[0].name"), "code");
+	podspec_result_free(&r);
+	json_decref(o);
+
+	/* The code's env names are Airlock's alone. */
+	o = cx("{\"runtime\":\"python\",\"env\":[{\"name\":\"A\",\"value\":\"1\"},"
+	    "{\"name\":\"AIRLOCK_TAR_0\",\"value\":\"x\"}]}");
+	assert_int_equal(podspec_build(c, o, &r, &err), K8S_EINVAL);
+	assert_string_equal(err.message, "spec.env[1].name: 'AIRLOCK_TAR_0': "
+	    "names starting with AIRLOCK_TAR_ are Airlock's");
+	json_decref(o);
+	ctl_config_free(c);
+}
+
 static void
 test_pod_execution(void **state)
 {
@@ -387,6 +605,8 @@ main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_pod_execution),
 		cmocka_unit_test(test_pod_hardening),
+		cmocka_unit_test(test_direct_pod),
+		cmocka_unit_test(test_direct_pod_chunks),
 		cmocka_unit_test(test_big_code_goes_to_configmap),
 		cmocka_unit_test(test_rejections),
 		cmocka_unit_test(test_custom_image_allowed),

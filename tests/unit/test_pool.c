@@ -78,21 +78,6 @@ parse(const char *s)
 }
 
 
-/* got must equal the JSON text want, exactly (object key order aside). */
-static void
-assert_json(json_t *got, const char *want)
-{
-	json_t *w = parse(want);
-	char *g;
-
-	if (!json_equal(got, w)) {
-		g = got ? json_dumps(got, JSON_COMPACT | JSON_SORT_KEYS) : NULL;
-		json_decref(w);
-		fail_msg("got %s, wanted %s", g ? g : "NULL", want);
-	}
-	json_decref(w);
-}
-
 /* --- pool_key -------------------------------------------------------------- */
 
 /* pool_key of spec: its return code, the key in out, the message in err. */
@@ -330,15 +315,17 @@ test_holder_spec(void **state)
 	    "\"ephemeral-storage\":\"64Mi\"},"
 	    "\"limits\":{\"cpu\":\"1\",\"memory\":\"512Mi\","
 	    "\"ephemeral-storage\":\"64Mi\"}}");
-	/* No code volume: the claim brings the code. */
-	assert_json(json_object_get(c, "volumeMounts"), "["
-	    "{\"name\":\"work\",\"mountPath\":\"/airlock/work\"},"
-	    "{\"name\":\"tmp\",\"mountPath\":\"/tmp\"}]");
-	assert_json(json_object_get(spec, "volumes"), "["
-	    "{\"name\":\"work\",\"emptyDir\":{\"medium\":\"Memory\","
-	    "\"sizeLimit\":\"64Mi\"}},"
-	    "{\"name\":\"tmp\",\"emptyDir\":{\"medium\":\"Memory\","
-	    "\"sizeLimit\":\"64Mi\"}}]");
+	/*
+	 * No volume at all (podspec.h's direct pod, its code env dropped):
+	 * the claim brings the code; /tmp, gVisor's tmpfs, is the working
+	 * directory and HOME.
+	 */
+	assert_null(json_object_get(c, "volumeMounts"));
+	assert_null(json_object_get(spec, "volumes"));
+	assert_string_equal(jp_str(c, "workingDir"), "/tmp");
+	assert_json(json_object_get(c, "env"), "["
+	    "{\"name\":\"HOME\",\"value\":\"/tmp\"},"
+	    "{\"name\":\"AIRLOCK_CODE_DIR\",\"value\":\"/tmp\"}]");
 	assert_json(json_object_get(c, "startupProbe"), "{\"exec\":{\"command\":"
 	    "[\"grep\",\"-q\",\"-a\",\"infinity\",\"/proc/1/cmdline\"]},"
 	    "\"periodSeconds\":1,\"timeoutSeconds\":5,\"failureThreshold\":300}");
@@ -668,7 +655,7 @@ test_claim_code(void **state)
 	    "\"argv\":[\"/airlock/bin/run\",\"python3\",\"main.py\",\"one\","
 	    "\"two words\"],"
 	    "\"env\":[{\"name\":\"K\",\"value\":\"V\"},{\"name\":\"E\",\"value\":\"\"},"
-	    "{\"name\":\"AIRLOCK_CODE_DIR\",\"value\":\"/airlock/work\"}],"
+	    "{\"name\":\"AIRLOCK_CODE_DIR\",\"value\":\"/tmp\"}],"
 	    "\"files\":[{\"path\":\"main.py\",\"key\":\"airlock.dev/source\"},"
 	    "{\"path\":\"d/a.txt\",\"key\":\"airlock.dev/file-0\"}],"
 	    "\"stdin\":true}");
@@ -702,7 +689,7 @@ test_claim_no_source(void **state)
 	proc = parse(jp_key(p, "metadata.annotations", "airlock.dev/warm-process"));
 	assert_json(proc, "{"
 	    "\"argv\":[\"/airlock/bin/run\",\"python3\",\"main.py\"],"
-	    "\"env\":[{\"name\":\"AIRLOCK_CODE_DIR\",\"value\":\"/airlock/work\"}],"
+	    "\"env\":[{\"name\":\"AIRLOCK_CODE_DIR\",\"value\":\"/tmp\"}],"
 	    "\"files\":[{\"path\":\"main.py\",\"key\":\"airlock.dev/source\"},"
 	    "{\"path\":\"a.py\",\"key\":\"airlock.dev/file-0\"},"
 	    "{\"path\":\"b/c.py\",\"key\":\"airlock.dev/file-1\"}],"
@@ -862,7 +849,7 @@ test_process_round_trip(void **state)
 	    "\"one\",\"two words\"]");
 	assert_json(pp.env, "[{\"name\":\"K\",\"value\":\"V\"},"
 	    "{\"name\":\"E\",\"value\":\"\"},"
-	    "{\"name\":\"AIRLOCK_CODE_DIR\",\"value\":\"/airlock/work\"}]");
+	    "{\"name\":\"AIRLOCK_CODE_DIR\",\"value\":\"/tmp\"}]");
 	assert_int_equal(pp.nfiles, 2);
 	assert_string_equal(pp.files[0].path, "main.py");
 	assert_int_equal(pp.files[0].len, 9);
