@@ -429,9 +429,10 @@ expect_warm(json_t *st, const char *name)
 }
 
 /*
- * One use: an execution leaves a file in /tmp and in its working
- * directory and a process running; the next one, in the same pool, sees
- * none of them, runs in another sandbox, and the first one's is gone.
+ * One use: an execution leaves files in /tmp (its working directory, a
+ * direct pod's) and below it and a process running; the next one, in
+ * the same pool, sees none of them, runs in another sandbox, and the
+ * first one's is gone.
  */
 static void
 test_warm_freshness(void **state)
@@ -444,13 +445,13 @@ test_warm_freshness(void **state)
 	it_cx_create(c, ns, "dirty", "{\"runtime\":\"python\",\"source\":"
 	    "\"import os, subprocess\\n"
 	    "open('/tmp/left', 'w').write('x')\\n"
-	    "open('left', 'w').write('x')\\n"
+	    "os.mkdir('d'); open('d/mine', 'w').write('x')\\n"
 	    "subprocess.Popen(['sleep', '1000'], start_new_session=True)\\n"
-	    "print(sorted(os.listdir('.')), os.listdir('/tmp'))\\n\"}");
+	    "print(os.getcwd(), sorted(os.listdir('.')), os.listdir('d'))\\n\"}");
 	a = it_cx_wait(c, ns, "dirty", 60000);
 	expect_warm(a, "dirty");
 	assert_string_equal(it_str(a, "phase"), "Succeeded");
-	assert_string_equal(it_str(a, "stdout"), "['left', 'main.py'] ['left']\n");
+	assert_string_equal(it_str(a, "stdout"), "/tmp ['d', 'left', 'main.py'] ['mine']\n");
 	if (!it_wait_for(pod_gone, (void *)it_str(a, "podName"), 30000))
 		fail_msg("warm sandbox %s was not deleted after its one use",
 		    it_str(a, "podName"));
@@ -459,12 +460,12 @@ test_warm_freshness(void **state)
 	    "\"import os\\n"
 	    "procs = [open('/proc/%s/cmdline' % p, 'rb').read()"
 	    " for p in os.listdir('/proc') if p.isdigit()]\\n"
-	    "print(sorted(os.listdir('.')), os.listdir('/tmp'),"
+	    "print(os.getcwd(), sorted(os.listdir('/tmp')),"
 	    " b'sleep\\\\x001000\\\\x00' in procs)\\n\"}");
 	b = it_cx_wait(c, ns, "clean", 60000);
 	expect_warm(b, "clean");
 	assert_string_equal(it_str(b, "phase"), "Succeeded");
-	assert_string_equal(it_str(b, "stdout"), "['main.py'] [] False\n");
+	assert_string_equal(it_str(b, "stdout"), "/tmp ['main.py'] False\n");
 	assert_string_not_equal(it_str(a, "podName"), it_str(b, "podName"));
 	json_decref(a);
 	json_decref(b);

@@ -32,6 +32,10 @@ static const char conf[] =
     "  python:\n"
     "    image: airlock/runner-python:0.1\n"
     "    command: [python3, /airlock/code/main.py]\n"
+    "    sourceFile: main.py\n"
+    "  direct:\n"
+    "    image: airlock/runner-python:0.1\n"
+    "    command: [/airlock/bin/run, python3, main.py]\n"
     "    sourceFile: main.py\n";
 
 static struct k8s_client *c;
@@ -170,6 +174,48 @@ test_configmap_path_admitted(void **state)
 	free(ns);
 }
 
+/*
+ * A direct pod (podspec.h) with code at the budget, so five env vars of
+ * base64: Pod Security "restricted" admits it, and the server keeps the
+ * code whole and the pod without a volume.
+ */
+static void
+test_direct_pod_admitted(void **state)
+{
+	char *ns = restricted_ns();
+	char *big = malloc(PODSPEC_ANNOTATION_BUDGET + 1);
+	json_t *cx, *out, *env, *sent;
+	struct podspec_result r;
+	struct k8s_error err;
+	size_t n = 0, i;
+
+	(void)state;
+	memset(big, '#', PODSPEC_ANNOTATION_BUDGET);
+	big[PODSPEC_ANNOTATION_BUDGET] = '\0';
+	cx = execution(ns, "direct", json_pack("{s:s, s:s}", "runtime", "direct",
+	    "source", big));
+	free(big);
+	assert_int_equal(podspec_build(cfg, cx, &r, &err), 0);
+	assert_null(r.configmap);
+	if (k8s_create(c, &k8s_res_pods, ns, r.pod, &out, &err) != 0)
+		fail_msg("pod refused: %s", err.message);
+	assert_null(json_object_get(json_object_get(out, "spec"), "volumes"));
+	env = json_object_get(json_array_get(json_object_get(json_object_get(out,
+	    "spec"), "containers"), 0), "env");
+	sent = json_object_get(json_array_get(json_object_get(json_object_get(r.pod,
+	    "spec"), "containers"), 0), "env");
+	assert_true(json_equal(env, sent));
+	for (i = 0; i < json_array_size(env); i++)
+		n += strncmp(json_string_value(json_object_get(json_array_get(env, i),
+		    "name")), PODSPEC_TAR_ENV, strlen(PODSPEC_TAR_ENV)) == 0;
+	assert_int_equal(n, 5);
+	json_decref(out);
+	podspec_result_free(&r);
+	json_decref(cx);
+	it_namespace_delete(c, ns);
+	free(ns);
+}
+
 static void
 test_guardrails_admitted(void **state)
 {
@@ -204,6 +250,7 @@ main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_pod_admitted_under_restricted),
 		cmocka_unit_test(test_configmap_path_admitted),
+		cmocka_unit_test(test_direct_pod_admitted),
 		cmocka_unit_test(test_guardrails_admitted),
 	};
 
