@@ -553,6 +553,9 @@ controller_new(struct k8s_client *c, const struct ctl_config *cfg,
 	ctl->pool_counts = json_object();
 	ctl->pool_claimed = json_object();
 	ctl->pool_gone = json_object();
+	ctl->pool_keys = json_object();
+	ctl->quota_slot = json_object();
+	ctl->quota_gate = json_object();
 	ctl->reserved = json_object();
 	ctl->claimed = json_object();
 	pthread_mutex_init(&ctl->lock, NULL);
@@ -569,6 +572,9 @@ controller_new(struct k8s_client *c, const struct ctl_config *cfg,
 	ctl->m_pool = metrics_gauge(m, "airlock_pool_sandboxes",
 	    "Warm sandboxes of every pool: desired (spec.replicas), ready "
 	    "(idle, running), claimed (running an execution).", "state");
+	ctl->m_quota_refused = metrics_counter(m, "airlock_quota_refused_total",
+	    "Creates the namespace's quota refused, by what waits: an "
+	    "execution's pod, or a pool's sandbox.", "kind");
 	ctl->m_claims = metrics_counter(m, "airlock_warm_claims_total",
 	    "Warm claims: claimed, or fallback (the execution ran cold).",
 	    "result");
@@ -676,6 +682,9 @@ controller_free(struct controller *ctl)
 	json_decref(ctl->pool_counts);
 	json_decref(ctl->pool_claimed);
 	json_decref(ctl->pool_gone);
+	json_decref(ctl->pool_keys);
+	json_decref(ctl->quota_slot);
+	json_decref(ctl->quota_gate);
 	json_decref(ctl->reserved);
 	json_decref(ctl->claimed);
 	json_decref(ctl->guard_owner);

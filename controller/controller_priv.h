@@ -55,10 +55,18 @@ struct controller {
 	json_t			*pool_counts;
 	json_t			*pool_claimed;	/* pool uid -> ms of its last claim */
 	json_t			*pool_gone;	/* "ns/name" -> [uid, ms]: deleted */
+	json_t			*pool_keys;	/* pool uid -> its pool_key */
+	/*
+	 * Namespace -> clock_mono_ms() of its next free quota retry slot
+	 * (ctl_quota_retry_in), lock held.
+	 */
+	json_t			*quota_slot;
+	json_t			*quota_gate;	/* ns -> ms of its next try */
 	json_t			*reserved;
 	json_t			*claimed;
 
 	struct metric		*m_pool, *m_claims, *m_claim_latency;
+	struct metric		*m_quota_refused;
 	struct metric		*m_phase;
 	struct metric		*m_latency;
 	struct metric		*m_depth;
@@ -160,6 +168,25 @@ const char *ctl_holder_pool(json_t *pod);
  * program the claim is for, which most often ends within it.
  */
 void ctl_pool_claimed(struct controller *ctl, const char *pool_uid);
+
+/*
+ * A create the namespace ns's quota refused (kind "execution" or "pool"):
+ * counted, and the ms to wait before the next try, at least min_ms. Retries
+ * in one namespace are spread CTL_QUOTA_SLOT_MS apart, however many wait:
+ * a tenant that queues ten thousand executions over its quota costs the
+ * API server a few refused creates a second, not thousands.
+ */
+#define CTL_QUOTA_SLOT_MS	500
+long long ctl_quota_retry_in(struct controller *ctl, const char *ns,
+    const char *kind, long long min_ms);
+
+/*
+ * Whether a create for something already waiting on ns's quota may be
+ * tried now: 0, or the ms until it may (another in the namespace was
+ * tried less than CTL_QUOTA_SLOT_MS ago). However a waiting key comes
+ * back (its timer, an event, a resync), at most one such create per slot.
+ */
+long long ctl_quota_gate(struct controller *ctl, const char *ns);
 /*
  * A pool went (pool borrowed): what pools.c kept of it and its gauges
  * are dropped, and its uid is kept a while so that its reconcile deletes

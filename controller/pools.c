@@ -184,6 +184,7 @@ ctl_pool_forget(struct controller *ctl, json_t *pool)
 	pthread_mutex_lock(&ctl->lock);
 	json_object_del(ctl->pool_expect, uid);
 	json_object_del(ctl->pool_claimed, uid);
+	json_object_del(ctl->pool_keys, uid);
 	json_object_foreach_safe(ctl->pool_gone, tmp, k, v)
 		if (now - json_integer_value(json_array_get(v, 1)) >= GONE_MS)
 			json_object_del(ctl->pool_gone, k);
@@ -349,6 +350,18 @@ ctl_pool_reconcile(struct controller *ctl, const char *ns, const char *name)
 		free(key);
 		want = 0;
 	}
+	if (want > 0 && strcmp(ctl_condition_field(status, "Ready", "reason"),
+	    "QuotaExceeded") == 0 && (wait = ctl_quota_gate(ctl, ns)) > 0) {
+		/* Waiting on the quota: its turn in the namespace. */
+		key = ctl_pool_key(ns, name);
+		workqueue_add_after(ctl->queue, key, (uint64_t)wait);
+		free(key);
+		json_decref(status);
+		json_decref(pods);
+		json_decref(pool);
+		free(idx);
+		return 0;
+	}
 	if (want > 0 && (holder = pool_holder(ctl->cfg, pool, &err)) == NULL) {
 		why = "Rejected";
 		snprintf(msg, sizeof(msg), "%.1100s", err.message);
@@ -414,7 +427,8 @@ ctl_pool_reconcile(struct controller *ctl, const char *ns, const char *name)
 	update_gauges(ctl, uid, replicas, ready);
 	if (full) {
 		key = ctl_pool_key(ns, name);
-		workqueue_add_after(ctl->queue, key, POOL_RETRY_MS);
+		workqueue_add_after(ctl->queue, key, (uint64_t)ctl_quota_retry_in(
+		    ctl, ns, "pool", POOL_RETRY_MS));
 		free(key);
 	}
 	json_decref(holder);
@@ -426,6 +440,35 @@ ctl_pool_reconcile(struct controller *ctl, const char *ns, const char *name)
 }
 
 /* --- the claim ------------------------------------------------------------ */
+
+/*
+ * The pool's match key, from ctl->pool_keys: a pool's runtime and
+ * resources are immutable, so it is made once per pool (podspec_build),
+ * not once per pool per claim. 0, or -1 for a pool no key fits.
+ */
+static int
+cached_key(struct controller *ctl, json_t *pool, char key[POOL_KEY_LEN])
+{
+	struct k8s_error err;
+	const char *uid = k8s_obj_uid(pool);
+	json_t *k;
+
+	if (uid == NULL)
+		return -1;
+	pthread_mutex_lock(&ctl->lock);
+	k = json_object_get(ctl->pool_keys, uid);
+	if (k)
+		snprintf(key, POOL_KEY_LEN, "%s", json_string_value(k));
+	pthread_mutex_unlock(&ctl->lock);
+	if (k)
+		return json_string_length(k) ? 0 : -1;
+	if (pool_key(ctl->cfg, json_object_get(pool, "spec"), key, &err) != 0)
+		key[0] = '\0';
+	pthread_mutex_lock(&ctl->lock);
+	json_object_set_new(ctl->pool_keys, uid, json_string(key));
+	pthread_mutex_unlock(&ctl->lock);
+	return key[0] ? 0 : -1;
+}
 
 /*
  * A ready holder of a pool in cx's namespace that matches it, reserved for
@@ -448,8 +491,7 @@ pick_holder(struct controller *ctl, json_t *cx)
 		char *idx;
 
 		if (found || json_object_get(json_object_get(pool, "metadata"),
-		    "deletionTimestamp") || pool_key(ctl->cfg,
-		    json_object_get(pool, "spec"), have, &err) != 0 ||
+		    "deletionTimestamp") || cached_key(ctl, pool, have) != 0 ||
 		    strcmp(want, have) != 0)
 			continue;
 		idx = ctl_pool_index(k8s_obj_uid(pool));

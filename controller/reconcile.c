@@ -40,6 +40,43 @@ ctl_quota_full(const struct k8s_error *err)
 	    "status unknown for quota") != NULL);
 }
 
+long long
+ctl_quota_retry_in(struct controller *ctl, const char *ns, const char *kind,
+    long long min_ms)
+{
+	long long now = clock_mono_ms(), at;
+	json_t *t;
+
+	metric_inc(ctl->m_quota_refused, kind);
+	pthread_mutex_lock(&ctl->lock);
+	t = json_object_get(ctl->quota_slot, ns);
+	at = t ? json_integer_value(t) : 0;
+	if (at < now + min_ms)
+		at = now + min_ms;
+	json_object_set_new(ctl->quota_slot, ns, json_integer(at +
+	    CTL_QUOTA_SLOT_MS));
+	pthread_mutex_unlock(&ctl->lock);
+	return at - now;
+}
+
+long long
+ctl_quota_gate(struct controller *ctl, const char *ns)
+{
+	long long now = clock_mono_ms(), at, wait = 0;
+	json_t *t;
+
+	pthread_mutex_lock(&ctl->lock);
+	t = json_object_get(ctl->quota_gate, ns);
+	at = t ? json_integer_value(t) : 0;
+	if (at > now)
+		wait = at - now;
+	else
+		json_object_set_new(ctl->quota_gate, ns, json_integer(now +
+		    CTL_QUOTA_SLOT_MS));
+	pthread_mutex_unlock(&ctl->lock);
+	return wait;
+}
+
 /*
  * Did this process end the execution of uid (see ctl->ended)? Forgets it
  * once the cache has caught up (cached says terminal) or after ten
@@ -209,7 +246,8 @@ init_pending(json_t *cx, json_t *status, struct notes *notes)
  * The namespace's quota has no room for the pod now (the executions that
  * run use it all, or the quota controller has not counted it yet): the
  * execution waits, Pending with Scheduled False/QuotaExceeded and one
- * Warning Event, and the pod is tried again every QUOTA_RETRY_MS, until
+ * Warning Event, and the pod is tried again after QUOTA_RETRY_MS, or later
+ * when the namespace has many waiting (ctl_quota_retry_in), until
  * capacity frees or the execution has waited its own timeoutSeconds since
  * it was created: it then ends TimedOut/DeadlineExceeded, never having run.
  */
@@ -224,6 +262,7 @@ quota_wait(struct controller *ctl, json_t *cx, json_t *status,
 	long long created = clock_parse_rfc3339(json_string_value(json_object_get(
 	    json_object_get(cx, "metadata"), "creationTimestamp")));
 	long long now = (long long)time(NULL), limit = cx_timeout_ms(cx) / 1000;
+	long long retry;
 	struct notes notes = { 0 };
 	char msg[1200], key[600];
 	int rc;
@@ -252,9 +291,12 @@ quota_wait(struct controller *ctl, json_t *cx, json_t *status,
 	rc = ctl_write_status(ctl, cx, status, &notes);
 	snprintf(key, sizeof(key), "%s/%s", k8s_obj_namespace(cx),
 	    k8s_obj_name(cx));
-	workqueue_add_after(ctl->queue, key, created > 0 && (created + limit -
-	    now) * 1000 < QUOTA_RETRY_MS ? (uint64_t)(created + limit - now) *
-	    1000 : QUOTA_RETRY_MS);
+	/* Its turn among the namespace's retries, or its deadline if sooner. */
+	retry = ctl_quota_retry_in(ctl, k8s_obj_namespace(cx), "execution",
+	    QUOTA_RETRY_MS);
+	if (created > 0 && (created + limit - now) * 1000 < retry)
+		retry = (created + limit - now) * 1000;
+	workqueue_add_after(ctl->queue, key, (uint64_t)retry);
 	return rc;
 }
 
@@ -611,8 +653,19 @@ create_pod(struct controller *ctl, json_t *cached)
 	const char *ns = k8s_obj_namespace(cached), *uid = k8s_obj_uid(cached);
 	json_t *cx = NULL, *status, *fst;
 	char msg[1200];
+	long long wait;
 	int rc;
 
+	/* Waiting on the quota: its turn in the namespace, before any request. */
+	if (strcmp(ctl_condition_field(json_object_get(cached, "status"),
+	    "Scheduled", "reason"), "QuotaExceeded") == 0 &&
+	    (wait = ctl_quota_gate(ctl, ns)) > 0) {
+		char *key = xasprintf("%s/%s", ns, k8s_obj_name(cached));
+
+		workqueue_add_after(ctl->queue, key, (uint64_t)wait);
+		free(key);
+		return 0;
+	}
 	rc = k8s_get(ctl->client, &cx_resource, ns, k8s_obj_name(cached), &cx,
 	    &err);
 	if (rc == K8S_ENOTFOUND)
@@ -689,7 +742,7 @@ controller_reconcile(struct controller *ctl, const char *key)
 	const char *name, *phase;
 	json_t *cx, *status, *pod;
 	long long t0 = clock_mono_ms();
-	int rc, warm, claimed_here = 0;
+	int rc, warm, claimed_here = 0, mine = 0;
 
 	if (slash == NULL)
 		return 0;
@@ -723,11 +776,18 @@ controller_reconcile(struct controller *ctl, const char *key)
 	warm = strcmp(json_string_value(json_object_get(status, "startMode")) ?
 	    json_string_value(json_object_get(status, "startMode")) : "",
 	    "Warm") == 0;
-	if (pod && warm) {
+	if (pod) {
 		const char *puid;
 
+		/*
+		 * Its own pod: a cold one always is (the forgery guard), a
+		 * holder once this execution's claim on it landed. Another's
+		 * (a holder whose claim another execution won) is never
+		 * deleted from here.
+		 */
 		podspec_pod_execution(pod, &puid);
-		claimed_here = puid && strcmp(puid, k8s_obj_uid(cx)) == 0;
+		mine = puid && strcmp(puid, k8s_obj_uid(cx)) == 0;
+		claimed_here = warm && mine;
 	}
 
 	if (json_object_get(json_object_get(cx, "metadata"), "deletionTimestamp"))
@@ -740,12 +800,14 @@ controller_reconcile(struct controller *ctl, const char *key)
 		 * its own once the result is in, and this catches one whose
 		 * delete failed when the controller ended it (or the agent's).
 		 */
-		rc = pod ? delete_children(ctl, ns, k8s_obj_uid(cx), podname) : 0;
+		rc = pod && mine ? delete_children(ctl, ns, k8s_obj_uid(cx),
+		    podname) : 0;
 		if (rc == 0)
 			rc = ttl(ctl, cx, key);
 	}
 	else if (json_is_true(json_object_get(json_object_get(cx, "spec"), "cancel"))) {
-		rc = delete_children(ctl, ns, k8s_obj_uid(cx), named_pod(cx));
+		rc = delete_children(ctl, ns, k8s_obj_uid(cx), mine ?
+		    named_pod(cx) : NULL);
 		if (rc == 0)
 			rc = ctl_finish(ctl, cx, status, "Cancelled", "Cancelled",
 			    "cancelled by spec.cancel");

@@ -1053,6 +1053,54 @@ test_quota_wait(void **state)
 }
 
 /*
+ * Many executions waiting on a full quota do not multiply the refused
+ * creates: their retries in the namespace are spread CTL_QUOTA_SLOT_MS
+ * (500 ms) apart. Twenty waiting, each on its own 2 s retry, made 50
+ * refused creates in 5 s; spread, at most 10 (one more at the window's
+ * edge).
+ */
+static void
+test_quota_retries_spread(void **state)
+{
+	struct fx *fx = *state;
+	struct k8s_patch_opts merge = { .type = K8S_PATCH_MERGE };
+	struct wait_cond w = { fx, "qa", "Scheduled", "QuotaExceeded" };
+	const char *series = "airlock_quota_refused_total{kind=\"execution\"}";
+	struct k8s_error err;
+	char name[16];
+	double before, after;
+	json_t *p;
+
+	p = json_pack("{s:{s:{s:s}}}", "metadata", "annotations",
+	    "airlock.dev/quota-executions", "1");
+	assert_int_equal(k8s_patch(c, &k8s_res_namespaces, NULL, fx->ns, &merge, p, NULL, &err), 0);
+	json_decref(p);
+	create_cx(fx, "qa", "{\"runtime\":\"python\",\"source\":\"print(1)\"}");
+	if (!it_wait_for(has_pod_name, &w, 10000))
+		fail_msg("qa got no pod");
+	quota_used(fx, 1);
+	for (int i = 0; i < 20; i++) {
+		snprintf(name, sizeof(name), "w%d", i);
+		create_cx(fx, name, "{\"runtime\":\"python\",\"source\":\"print(2)\","
+		    "\"timeoutSeconds\":120}");
+	}
+	for (int i = 0; i < 20; i++) {
+		snprintf(name, sizeof(name), "w%d", i);
+		w.name = name;
+		if (!it_wait_for(has_cond_reason, &w, 15000))
+			fail_msg("%s never waited for the quota", name);
+	}
+	before = metric_value(fx, series);
+	it_sleep_ms(5000);
+	after = metric_value(fx, series);
+	print_message("# 20 waiting: %.0f refused creates in 5 s\n", after - before);
+	assert_true(before >= 20);
+	if (after - before > 11)
+		fail_msg("%.0f refused creates in 5 s, more than one per 500 ms",
+		    after - before);
+}
+
+/*
  * Without leader election (one replica, or a benchmark) the controller
  * still stops on SIGTERM, cleanly and at once (it used to wait in pause()
  * with every signal blocked, forever).
@@ -1211,6 +1259,61 @@ test_restart_no_duplicates(void **state)
 		assert_int_equal(count_pods(fx, k8s_obj_uid(cx)), 1);
 		json_decref(cx);
 	}
+}
+
+/*
+ * spec.cancel deletes the execution's own pod only. status.podName names
+ * a warm holder before the claim on it lands; when another execution's
+ * claim won it, cancelling this one must not kill that one's run.
+ */
+static void
+test_cancel_spares_others_pod(void **state)
+{
+	struct fx *fx = *state;
+	struct k8s_patch_opts sp = { .type = K8S_PATCH_MERGE, .subresource = "status" };
+	struct k8s_error err;
+	json_t *pod, *p, *cx;
+	int st;
+
+	st = it_stop(fx->pid[0], SIGKILL);
+	assert_true(WIFSIGNALED(st));
+	fx->pid[0] = 0;
+	/* No controller-manager here: the pod's service account, by hand. */
+	{
+		static const struct k8s_resource sas = { "", "v1", "serviceaccounts", 1 };
+		json_t *sa = json_pack("{s:s, s:s, s:{s:s}}", "apiVersion", "v1", "kind",
+		    "ServiceAccount", "metadata", "name", "default");
+
+		if (k8s_create(c, &sas, fx->ns, sa, NULL, &err) != 0 && err.code != K8S_EEXIST)
+			fail_msg("service account: %s", err.message);
+		json_decref(sa);
+	}
+	/* A holder claimed by another execution (uid "other"), as Pod Security allows. */
+	pod = json_pack("{s:s, s:s, s:{s:s, s:{s:s, s:s, s:s}},"
+	    " s:{s:{s:b, s:{s:s}}, s:[{s:s, s:s, s:{s:b, s:{s:[s]}}}]}}",
+	    "apiVersion", "v1", "kind", "Pod", "metadata", "name", "airlock-warm-vict1",
+	    "labels", "app.kubernetes.io/managed-by", "airlock-controller",
+	    "app.kubernetes.io/component", "execution", "airlock.dev/execution-uid", "other",
+	    "spec", "securityContext", "runAsNonRoot", 1, "seccompProfile", "type",
+	    "RuntimeDefault", "containers", "name", "run", "image", "airlock/runner-python:0.1",
+	    "securityContext", "allowPrivilegeEscalation", 0, "capabilities", "drop", "ALL");
+	if (k8s_create(c, &k8s_res_pods, fx->ns, pod, NULL, &err) != 0)
+		fail_msg("victim pod: %s", err.message);
+	json_decref(pod);
+	create_cx(fx, "canc", "{\"runtime\":\"python\",\"source\":\"print(1)\",\"cancel\":true}");
+	p = json_pack("{s:{s:s, s:s, s:s}}", "status", "phase", "Running", "startMode", "Warm",
+	    "podName", "airlock-warm-vict1");
+	if (k8s_patch(c, &cx_resource, fx->ns, "canc", &sp, p, NULL, &err) != 0)
+		fail_msg("status: %s", err.message);
+	json_decref(p);
+	start_controller(fx, 0, "ctl-0d");
+	cx = wait_phase(fx, "canc", "Cancelled");
+	json_decref(cx);
+	/* The claim the other execution holds is left alone. */
+	pod = NULL;
+	assert_int_equal(k8s_get(c, &k8s_res_pods, fx->ns, "airlock-warm-vict1", &pod, &err), 0);
+	assert_null(json_object_get(json_object_get(pod, "metadata"), "deletionTimestamp"));
+	json_decref(pod);
 }
 
 /*
@@ -1390,6 +1493,8 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_no_leader_elect_stops, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_too_large_to_end, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_restart_no_duplicates, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_cancel_spares_others_pod, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_quota_retries_spread, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_same_name_swept, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_terminating_namespace, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_two_replicas_one_leader, setup, teardown),
