@@ -435,6 +435,107 @@ test_forgery_guard(void **state)
 	k8s_config_free(tcfg);
 }
 
+/* A CONNECT to pods/NAME/SUB as tc: the API server's refusal, or "". */
+static char *
+connect_refusal(struct k8s_client *tc, const char *name, const char *sub)
+{
+	struct k8s_error err;
+	char path[512];
+	long status = 0;
+	int rc;
+
+	snprintf(path, sizeof(path), "/api/v1/namespaces/%s/pods/%s/%s%s", tenant_ns,
+	    name, sub, strcmp(sub, "portforward") == 0 ? "?ports=80" :
+	    "?command=true&stdout=true");
+	rc = k8s_request(tc, "POST", path, NULL, NULL, 0, &status, NULL, &err);
+	return xstrdup(rc == 0 ? "" : status == 403 ? err.message : "");
+}
+
+/*
+ * With "edit" a tenant may exec, attach and port-forward into its pods,
+ * and add ephemeral containers to them: never into an Airlock sandbox
+ * (an idle warm holder would keep what it left for the next execution).
+ * Its own pods, whatever their name, are not the guard's.
+ */
+static void
+test_sandbox_guard(void **state)
+{
+	static const char *const subs[] = { "exec", "attach", "portforward" };
+	const char *names[] = { "airlock-warm-x7k2p",
+	    "airlock-0b9c4b1e-1111-2222-3333-444455556666", NULL };
+	struct k8s_patch_opts sp = { .type = K8S_PATCH_STRATEGIC,
+	    .subresource = "ephemeralcontainers" };
+	struct k8s_config *tcfg;
+	struct k8s_client *tc;
+	struct k8s_error err;
+	const char *pod = NULL;
+	json_t *p, *o = NULL;
+	char *m, *out;
+	long long end;
+	int rc;
+
+	(void)state;
+	/* "edit" cannot add ephemeral containers: a role that can, on top. */
+	out = sh(&rc, "%s --kubeconfig %s -n %s create role debug --verb=patch,update "
+	    "--resource=pods/ephemeralcontainers && %s --kubeconfig %s -n %s create "
+	    "rolebinding debug --role=debug --serviceaccount=%s:tenant",
+	    it_env_need("KUBECTL"), it_env_need("KUBECONFIG_ADMIN"), tenant_ns,
+	    it_env_need("KUBECTL"), it_env_need("KUBECONFIG_ADMIN"), tenant_ns, tenant_ns);
+	if (rc != 0)
+		fail_msg("debug role: %s", out);
+	free(out);
+	tc = sa_client(tenant_ns, "tenant", &tcfg);
+	/* A running execution's pod, the third name. */
+	o = json_pack("{s:s, s:s, s:{s:s}, s:{s:s, s:s}}", "apiVersion",
+	    "airlock.dev/v1alpha1", "kind", "CodeExecution", "metadata", "name",
+	    "sleeper", "spec", "runtime", "python", "source",
+	    "import time\nprint('up', flush=True)\ntime.sleep(60)\n");
+	if (k8s_create(tc, &cx_resource, tenant_ns, o, NULL, &err) != 0)
+		fail_msg("create: %s", err.message);
+	json_decref(o);
+	for (end = it_mono_ms() + 60000; pod == NULL && it_mono_ms() < end; it_sleep_ms(200)) {
+		json_decref(o);
+		o = NULL;
+		if (k8s_get(c, &cx_resource, tenant_ns, "sleeper", &o, &err) == 0 &&
+		    json_string_value(json_object_get(json_object_get(o, "status"), "phase")) &&
+		    strcmp(json_string_value(json_object_get(json_object_get(o, "status"),
+		    "phase")), "Running") == 0)
+			pod = json_string_value(json_object_get(json_object_get(o, "status"),
+			    "podName"));
+	}
+	if (pod == NULL)
+		fail_msg("the execution was not running within 60 s");
+	names[2] = pod;
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+		for (size_t j = 0; j < sizeof(subs) / sizeof(subs[0]); j++) {
+			m = connect_refusal(tc, names[i], subs[j]);
+			if (strstr(m, "nobody may exec, attach or port-forward into an "
+			    "Airlock sandbox") == NULL)
+				fail_msg("%s into %s: not refused by the guard: '%s'", subs[j],
+				    names[i], m);
+			free(m);
+		}
+	/* Not Airlock's names: past the guard (to "not found", or the upgrade). */
+	m = connect_refusal(tc, "airlock-warm", "exec");
+	assert_string_equal(m, "");
+	free(m);
+	m = connect_refusal(tc, "airlock-mine", "exec");
+	assert_string_equal(m, "");
+	free(m);
+	p = json_pack("{s:{s:[{s:s, s:s}]}}", "spec", "ephemeralContainers", "name", "dbg",
+	    "image", it_env_need("PAUSE_IMAGE"));
+	rc = k8s_patch(tc, &k8s_res_pods, tenant_ns, pod, &sp, p, NULL, &err);
+	json_decref(p);
+	assert_int_equal(rc, K8S_EFORBIDDEN);
+	if (strstr(err.message, "nobody may add a container to an Airlock sandbox") == NULL)
+		fail_msg("refused, but not by the guard: %s", err.message);
+	json_decref(o);
+	if (k8s_delete(c, &cx_resource, tenant_ns, "sleeper", NULL, NULL, &err) != 0)
+		fail_msg("delete sleeper: %s", err.message);
+	k8s_client_free(tc);
+	k8s_config_free(tcfg);
+}
+
 /*
  * The agent may patch the status of executions on its own node only, by
  * the node name in its token: one bound to another node, or to none, is
@@ -861,6 +962,7 @@ main(void)
 		cmocka_unit_test(test_install),
 		cmocka_unit_test(test_tenant_runs_code),
 		cmocka_unit_test(test_forgery_guard),
+		cmocka_unit_test(test_sandbox_guard),
 		cmocka_unit_test(test_agent_status_guard),
 		cmocka_unit_test(test_agent_delete_guard),
 		cmocka_unit_test(test_ttl),

@@ -333,6 +333,17 @@ test_defaults(void **state)
 	assert_non_null(strstr(str(x, "spec.matchConditions[1].expression"),
 	    "system:serviceaccount:airlock-system:rel-airlock-controller"));
 	assert_non_null(find(all, "ValidatingAdmissionPolicyBinding", "rel-airlock-controller-forgery-guard"));
+	/* Nobody but the program gets into a sandbox (test_install: the real server). */
+	assert_non_null(x = find(all, "ValidatingAdmissionPolicy", "rel-airlock-controller-sandbox-guard"));
+	assert_string_equal(str(x, "spec.failurePolicy"), "Fail");
+	assert_true(has(x, "spec.matchConstraints.resourceRules[0].resources", "pods/exec"));
+	assert_true(has(x, "spec.matchConstraints.resourceRules[0].resources", "pods/attach"));
+	assert_true(has(x, "spec.matchConstraints.resourceRules[0].resources", "pods/portforward"));
+	assert_string_equal(str(x, "spec.matchConstraints.resourceRules[0].operations[0]"), "CONNECT");
+	assert_string_equal(str(x, "spec.matchConstraints.resourceRules[1].resources[0]"),
+	    "pods/ephemeralcontainers");
+	assert_non_null(x = find(all, "ValidatingAdmissionPolicyBinding", "rel-airlock-controller-sandbox-guard"));
+	assert_string_equal(str(x, "spec.validationActions[0]"), "Deny");
 	assert_non_null(x = find(all, "ValidatingAdmissionPolicy", "rel-airlock-node-agent-status-guard"));
 	assert_string_equal(str(x, "spec.matchConstraints.resourceRules[0].resources[0]"),
 	    "codeexecutions/status");
