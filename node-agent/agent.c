@@ -16,6 +16,7 @@
 #include <limits.h>
 #include <pthread.h>
 #include <stdio.h>
+#include <sys/inotify.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -415,6 +416,7 @@ agent_new(struct k8s_client *c, struct metrics *m,
 	a->field_selector = xasprintf("spec.nodeName=%s", a->o.node_name);
 	pthread_mutex_init(&a->lock, NULL);
 	a->q = workqueue_new(NULL);
+	a->ino_fd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
 	io.field_selector = a->field_selector;
 	io.ns = a->o.namespace;
 	h = (struct informer_handlers){ pod_add, pod_update, pod_delete, a };
@@ -490,6 +492,8 @@ agent_free(struct agent *a)
 	}
 	workqueue_shutdown(a->q);
 	workqueue_free(a->q);
+	if (a->ino_fd >= 0)
+		close(a->ino_fd);
 	ctrd_free(a->ctrd);
 	free(a->field_selector);
 	pthread_mutex_destroy(&a->lock);

@@ -50,8 +50,17 @@ struct run {
 	struct crilog	*log;
 	struct agent_logf lf;			/* its CRI log, followed */
 	long long	 last_read_ms;		/* last time the log grew */
+	/*
+	 * Its writer closed the log (inotify IN_CLOSE_WRITE on the file
+	 * followed, log_wd): both streams ended, nothing more comes.
+	 */
+	int		 log_wd;		/* 0: no watch */
+	int		 log_closed;
+	ino_t		 log_ino;
+	dev_t		 log_dev;
 
 	int		 exited;
+	int		 exit_exact;		/* from containerd's TaskExit */
 	uint32_t	 status;
 	int64_t		 exited_ns;
 	long long	 exit_seen_ms;
@@ -100,6 +109,12 @@ struct agent {
 	 * run's pod uid) and "sweep".
 	 */
 	struct workqueue	*q;
+	/*
+	 * inotify, IN_CLOSE_WRITE on the CRI logs of cold runs: the ticker
+	 * wakes on it and records at once, where a quiet log otherwise waits
+	 * two polls. -1 when inotify is not there: the quiet wait alone.
+	 */
+	int			 ino_fd;
 
 	atomic_int		 warm_threads;	/* warm.c's, running */
 

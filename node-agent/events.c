@@ -164,18 +164,22 @@ on_task_event(void *arg, const struct ctrd_event *ev)
 			continue;
 		if (ev->kind == CTRD_EV_TASK_OOM) {
 			r->oom = 1;
-		} else if (ev->kind == CTRD_EV_TASK_EXIT && !r->exited &&
+		} else if (ev->kind == CTRD_EV_TASK_EXIT && !r->exit_exact &&
+		    !r->busy && !r->recorded &&
 		    (r->warm ? r->warm_started && (agent_exit_is_init(ev) ||
 		    strcmp(ev->exec_id, WARM_EXEC_ID) == 0) :
 		    agent_exit_is_init(ev))) {
 			/*
 			 * A warm run: its exec's exit, or its sandbox's (the
-			 * deadline's kill takes the whole sandbox).
+			 * deadline's kill takes the whole sandbox). Over an
+			 * exit the pod's status gave first (whole seconds).
 			 */
+			if (!r->exited)
+				r->exit_seen_ms = clock_mono_ms();
 			r->exited = 1;
+			r->exit_exact = 1;
 			r->status = ev->exit_status;
 			r->exited_ns = ev->exited_ns ? ev->exited_ns : ev->ts_ns;
-			r->exit_seen_ms = clock_mono_ms();
 			/*
 			 * Killed with its sandbox: the program stopped when
 			 * the signal landed, not when the shim noticed.

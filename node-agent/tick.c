@@ -5,10 +5,12 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/inotify.h>
 #include <sys/pidfd.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -74,6 +76,38 @@ agent_follow_log(struct agent_logf *lf, const char *path, struct crilog *log)
 	return n;
 }
 
+/*
+ * Watch the file the run's log is read from for its close (lock held).
+ * Only while the watch is on that very file: after a rotation, the one
+ * now read; if the name already holds another, none (the quiet wait).
+ */
+static void
+watch_log(struct agent *a, struct run *r, const char *path)
+{
+	struct stat st;
+
+	if (a->ino_fd < 0 || r->lf.fd < 0 || r->log_wd < 0)
+		return;
+	if (r->log_wd > 0) {
+		if (r->lf.ino == r->log_ino && r->lf.dev == r->log_dev)
+			return;
+		(void)inotify_rm_watch(a->ino_fd, r->log_wd);
+		r->log_wd = 0;
+		r->log_closed = 0;
+	}
+	r->log_wd = inotify_add_watch(a->ino_fd, path, IN_CLOSE_WRITE);
+	if (r->log_wd < 0)
+		return;
+	if (stat(path, &st) != 0 || st.st_ino != r->lf.ino ||
+	    st.st_dev != r->lf.dev) {
+		(void)inotify_rm_watch(a->ino_fd, r->log_wd);
+		r->log_wd = -1;
+		return;
+	}
+	r->log_ino = st.st_ino;
+	r->log_dev = st.st_dev;
+}
+
 /* Read what the run's log gained (lock held: reads a local file only). */
 static void
 tail(struct agent *a, struct run *r)
@@ -83,7 +117,31 @@ tail(struct agent *a, struct run *r)
 
 	if (agent_follow_log(&r->lf, path, r->log) > 0)
 		r->last_read_ms = clock_mono_ms();
+	watch_log(a, r, path);
 	free(path);
+}
+
+/* The runs whose log's writer closed it, from inotify's events. */
+static void
+log_closes(struct agent *a)
+{
+	char buf[4096] __attribute__((aligned(__alignof__(struct inotify_event))));
+	const struct inotify_event *ev;
+	struct run *r;
+	ssize_t n;
+
+	while ((n = read(a->ino_fd, buf, sizeof(buf))) > 0) {
+		pthread_mutex_lock(&a->lock);
+		for (char *p = buf; p < buf + n; p += sizeof(*ev) + ev->len) {
+			ev = (const struct inotify_event *)p;
+			if (!(ev->mask & IN_CLOSE_WRITE))
+				continue;
+			for (r = a->runs; r; r = r->next)
+				if (r->log_wd == ev->wd)
+					r->log_closed = 1;
+		}
+		pthread_mutex_unlock(&a->lock);
+	}
 }
 
 /*
@@ -244,8 +302,13 @@ agent_decide(const struct run *r, long long hard_cap, long poll_ms,
 		return r->io_done && now >= r->retry_ms ? AGENT_RECORD :
 		    AGENT_WAIT;
 	if (r->exited) {
-		if (now >= r->retry_ms && now - r->exit_seen_ms >= 2 * poll_ms &&
-		    now - r->last_read_ms >= 2 * poll_ms)
+		/*
+		 * Its log closed (read to its end this tick) and containerd's
+		 * exit in hand (an OOM comes before it), or quiet.
+		 */
+		if (now >= r->retry_ms && ((r->log_closed && r->exit_exact) ||
+		    (now - r->exit_seen_ms >= 2 * poll_ms &&
+		    now - r->last_read_ms >= 2 * poll_ms)))
 			return AGENT_RECORD;
 		return AGENT_WAIT;
 	}
@@ -339,7 +402,11 @@ tick(struct agent *a)
 			}
 			break;
 		case AGENT_RECORD:
-			/* The log is complete: the exit is seen and it is quiet. */
+			/* The log is complete: closed, or the exit seen and quiet. */
+			if (r->log_wd > 0) {
+				(void)inotify_rm_watch(a->ino_fd, r->log_wd);
+				r->log_wd = -1;
+			}
 			crilog_finish(r->log);
 			r->busy = 1;
 			snprintf(key, sizeof(key), "record/%s", r->uid);
@@ -400,8 +467,15 @@ agent_tick_main(void *arg)
 			    r->deadline_ns - now < wait)
 				wait = r->deadline_ns - now;
 		pthread_mutex_unlock(&a->lock);
-		if (wait > 0)
+		if (wait > 0 && a->ino_fd >= 0) {
+			/* A log closed wakes it: that run is recorded now. */
+			struct pollfd pfd = { a->ino_fd, POLLIN, 0 };
+
+			if (poll(&pfd, 1, (int)((wait + 999999) / 1000000)) > 0)
+				log_closes(a);
+		} else if (wait > 0) {
 			usleep((useconds_t)(wait / 1000));
+		}
 	}
 	return NULL;
 }

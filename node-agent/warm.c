@@ -279,6 +279,7 @@ reap(struct warm *w, struct child *c)
 	pthread_mutex_lock(&a->lock);
 	if ((r = agent_find_run(a, w->uid)) != NULL && !r->exited) {
 		r->exited = 1;
+		r->exit_exact = 1;	/* the client's own: no event refines it */
 		r->status = WIFEXITED(st) ? (uint32_t)WEXITSTATUS(st) :
 		    128 + (uint32_t)WTERMSIG(st);
 		r->exited_ns = agent_now_ns();

@@ -172,6 +172,37 @@ test_exit_races_deadline(void **state)
 	assert_int_equal(decide(&f->r, NOW + 500, WALL, &why), AGENT_RECORD);
 }
 
+/*
+ * Its log's writer closed the file (inotify): recorded at containerd's
+ * exit, with no quiet wait; before the exit, a close changes nothing.
+ */
+static void
+test_log_closed(void **state)
+{
+	struct fixture *f = *state;
+	enum cx_kill why;
+
+	f->r.log_closed = 1;
+	f->r.last_read_ms = NOW;
+	assert_int_equal(decide(&f->r, NOW, WALL, &why), AGENT_WAIT);
+	/* An exit from the pod's status (whole seconds): the quiet wait. */
+	f->r.exited = 1;
+	f->r.exit_seen_ms = NOW;
+	assert_int_equal(decide(&f->r, NOW, WALL, &why), AGENT_WAIT);
+	/* containerd's own: at once. */
+	f->r.exit_exact = 1;
+	assert_int_equal(decide(&f->r, NOW, WALL, &why), AGENT_RECORD);
+	assert_int_equal(why, CX_KILL_NONE);
+	/* Not closed: the quiet wait, as before. */
+	f->r.log_closed = 0;
+	assert_int_equal(decide(&f->r, NOW, WALL, &why), AGENT_WAIT);
+	/* A failed record still waits for its retry time. */
+	f->r.log_closed = 1;
+	f->r.retry_ms = NOW + 500;
+	assert_int_equal(decide(&f->r, NOW + 499, WALL, &why), AGENT_WAIT);
+	assert_int_equal(decide(&f->r, NOW + 500, WALL, &why), AGENT_RECORD);
+}
+
 /* Killed, then its exit: recorded with the kill's reason. */
 static void
 test_exit_after_kill(void **state)
@@ -264,6 +295,7 @@ main(void)
 		T(test_isolation),
 		T(test_kill_retry),
 		T(test_exit_races_deadline),
+		T(test_log_closed),
 		T(test_exit_after_kill),
 		T(test_oom),
 		T(test_recorded),
