@@ -21,6 +21,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
+#include <glob.h>
 #include <limits.h>
 #include <poll.h>
 #include <signal.h>
@@ -318,7 +319,7 @@ execute(const struct local_opts *o, const char *ws, const char *id,
 		close_all(fds, 6);
 		return k8s_error_set(err, K8S_EIO, 0, NULL, "%s create failed "
 		    "(exit %d): %s", o->runsc, code, code == 127 ? "not found "
-		    "(--local_runsc, AIRLOCK_RUNSC)" : code == 126 ? "cannot join the "
+		    "(--runsc, AIRLOCK_RUNSC)" : code == 126 ? "cannot join the "
 		    "run's cgroup" : msg);
 	}
 	{
@@ -478,6 +479,63 @@ rejected(const char *why)
 	    "observedGeneration", 1);
 }
 
+/*
+ * Airlock's cache directory, as images/local.sh and tests/cluster/build.sh
+ * name it: $AIRLOCK_CACHE, else $XDG_CACHE_HOME/airlock, else
+ * ~/.cache/airlock.
+ */
+static void
+cache_dir(char *buf, size_t len)
+{
+	const char *home = getenv("HOME") ? getenv("HOME") : "/root";
+
+	if (getenv("AIRLOCK_CACHE"))
+		snprintf(buf, len, "%s", getenv("AIRLOCK_CACHE"));
+	else if (getenv("XDG_CACHE_HOME"))
+		snprintf(buf, len, "%s/airlock", getenv("XDG_CACHE_HOME"));
+	else
+		snprintf(buf, len, "%s/.cache/airlock", home);
+}
+
+/*
+ * runsc when neither --runsc nor AIRLOCK_RUNSC names one: runsc on PATH,
+ * else the newest that tests/cluster/build.sh built in the cache
+ * (CACHE/gvisor-VERSION-HASH/runsc: ./demo.sh and make test build it).
+ * buf, or NULL when there is none.
+ */
+static const char *
+find_runsc(const char *cache, char *buf, size_t len)
+{
+	const char *path = getenv("PATH") ? getenv("PATH") : "/usr/bin:/bin";
+	struct stat st;
+	time_t best = 0;
+	glob_t g;
+	char pat[PATH_MAX + 32];
+
+	for (const char *d = path; *d;) {
+		size_t n = strcspn(d, ":");
+
+		if (n > 0) {
+			snprintf(buf, len, "%.*s/runsc", (int)n, d);
+			if (access(buf, X_OK) == 0)
+				return buf;
+		}
+		d += n + (d[n] == ':');
+	}
+	buf[0] = '\0';
+	snprintf(pat, sizeof(pat), "%s/gvisor-*/runsc", cache);
+	if (glob(pat, 0, NULL, &g) == 0) {
+		for (size_t i = 0; i < g.gl_pathc; i++)
+			if (access(g.gl_pathv[i], X_OK) == 0 &&
+			    stat(g.gl_pathv[i], &st) == 0 && st.st_mtime >= best) {
+				best = st.st_mtime;
+				snprintf(buf, len, "%s", g.gl_pathv[i]);
+			}
+		globfree(&g);
+	}
+	return buf[0] ? buf : NULL;
+}
+
 int
 local_run(const struct ctl_config *cfg, json_t *cx0, const struct local_opts *o,
     json_t **outp, struct k8s_error *err)
@@ -491,7 +549,7 @@ local_run(const struct ctl_config *cfg, json_t *cx0, const struct local_opts *o,
 	json_t *md, *c, *lim, *bundle_cfg = NULL;
 	const struct ctl_profile *p;
 	char ws[] = "/tmp/airlock-local-XXXXXX", path[PATH_MAX], rootfs[PATH_MAX + 128];
-	char id[40], uid[40], code[PATH_MAX];
+	char id[40], uid[40], code[PATH_MAX], cache[PATH_MAX - 16], runsc[PATH_MAX];
 	unsigned char rnd[16];
 	int64_t mem = 0, cpu = 0, tmp = 0;
 	int rc = -1;
@@ -503,8 +561,19 @@ local_run(const struct ctl_config *cfg, json_t *cx0, const struct local_opts *o,
 
 	*outp = NULL;
 	sigprocmask(SIG_SETMASK, NULL, &local_child_mask);
+	cache_dir(cache, sizeof(cache));
 	if (opts.runsc == NULL)
-		opts.runsc = getenv("AIRLOCK_RUNSC") ? getenv("AIRLOCK_RUNSC") : "runsc";
+		opts.runsc = getenv("AIRLOCK_RUNSC");
+	if (opts.runsc == NULL &&
+	    (opts.runsc = find_runsc(cache, runsc, sizeof(runsc))) == NULL) {
+		k8s_error_set(err, K8S_EINVAL, 0, NULL, "gVisor's runsc was not "
+		    "found: none on PATH, and none in %s/gvisor-*/ "
+		    "(tests/cluster/build.sh runsc builds one there, as ./demo.sh "
+		    "and make test do); or name one with --runsc or AIRLOCK_RUNSC",
+		    cache);
+		json_decref(cx);
+		return -1;
+	}
 	if (opts.cgroup_mount == NULL)
 		opts.cgroup_mount = "/sys/fs/cgroup";
 	if (opts.hard_cap <= 0)
@@ -571,15 +640,7 @@ local_run(const struct ctl_config *cfg, json_t *cx0, const struct local_opts *o,
 	if (opts.root == NULL)
 		opts.root = getenv("AIRLOCK_LOCAL_ROOT");
 	if (opts.root == NULL) {
-		const char *home = getenv("HOME") ? getenv("HOME") : "/root";
-
-		if (getenv("AIRLOCK_CACHE"))
-			snprintf(path, sizeof(path), "%s/local", getenv("AIRLOCK_CACHE"));
-		else if (getenv("XDG_CACHE_HOME"))
-			snprintf(path, sizeof(path), "%s/airlock/local",
-			    getenv("XDG_CACHE_HOME"));
-		else
-			snprintf(path, sizeof(path), "%s/.cache/airlock/local", home);
+		snprintf(path, sizeof(path), "%s/local", cache);
 		opts.root = path;
 	}
 	snprintf(rootfs, sizeof(rootfs), "%s/%s/rootfs", opts.root, p->name);

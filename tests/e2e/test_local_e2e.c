@@ -5,6 +5,7 @@
  * .cluster/env only says where runsc is.
  */
 #include <dirent.h>
+#include <limits.h>
 #include <signal.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -47,6 +48,52 @@ status_of(struct cli_result *r)
 	st = json_incref(json_object_get(o, "status"));
 	json_decref(o);
 	return st;
+}
+
+/*
+ * The README's first local command as a new user types it, after
+ * ./demo.sh: no --runsc, no AIRLOCK_RUNSC, none on PATH. The CLI takes
+ * the runsc the test tooling built in the cache; with none there, it
+ * says what to run.
+ */
+static void
+test_runsc_found(void **state)
+{
+	char cache[PATH_MAX], root[PATH_MAX + 8], want[3 * PATH_MAX];
+	struct cli_result r;
+	char *slash, *path = strdup(getenv("PATH") ? getenv("PATH") : "/usr/bin:/bin");
+
+	(void)state;
+	/* RUNSC is CACHE/gvisor-VERSION-HASH/runsc. */
+	snprintf(cache, sizeof(cache), "%s", it_env_need("RUNSC"));
+	for (int i = 0; i < 2; i++)
+		if ((slash = strrchr(cache, '/')) != NULL)
+			*slash = '\0';
+	snprintf(root, sizeof(root), "%s/local", cache);
+	unsetenv("AIRLOCK_RUNSC");
+	setenv("AIRLOCK_CACHE", cache, 1);
+	setenv("PATH", "/usr/local/bin:/usr/bin:/bin", 1);
+	RUN(&r, "-c", "print(6 * 7)");
+	cli_expect_status(&r, 0);
+	assert_string_equal(r.out, "42\n");
+	cli_result_free(&r);
+
+	setenv("AIRLOCK_CACHE", "/nonexistent/airlock-cache", 1);
+	setenv("AIRLOCK_LOCAL_ROOT", root, 1);
+	RUN(&r, "-c", "print(6 * 7)");
+	cli_expect_status(&r, 1);
+	snprintf(want, sizeof(want), "airlock: gVisor's runsc was not found: none on "
+	    "PATH, and none in /nonexistent/airlock-cache/gvisor-*/ "
+	    "(tests/cluster/build.sh runsc builds one there, as ./demo.sh and make "
+	    "test do); or name one with --runsc or AIRLOCK_RUNSC\n");
+	assert_string_equal(r.err, want);
+	assert_string_equal(r.out, "");
+	cli_result_free(&r);
+	unsetenv("AIRLOCK_CACHE");
+	unsetenv("AIRLOCK_LOCAL_ROOT");
+	setenv("AIRLOCK_RUNSC", it_env_need("RUNSC"), 1);
+	setenv("PATH", path, 1);
+	free(path);
 }
 
 /* stdout and stderr apart and in order, byte for byte; the exit code. */
@@ -661,6 +708,7 @@ main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_streams_and_exit),
+		cmocka_unit_test(test_runsc_found),
 		cmocka_unit_test(test_status_object),
 		cmocka_unit_test(test_timeout),
 		cmocka_unit_test(test_oom),
