@@ -10,8 +10,7 @@
 
 #include "jpath.h"
 
-#include <openssl/evp.h>
-
+#include "base64.h"
 #include "buf.h"
 #include "codetar.h"
 #include "ctl_config.h"
@@ -31,14 +30,20 @@ static const char conf[] =
     "quota: {executions: 20, cpu: \"8\", memory: 8Gi}\n";
 
 static struct ctl_config *
-config(void)
+config_of(const char *text)
 {
 	struct ctl_config *c;
 	struct k8s_error err;
 
-	if (ctl_config_parse(conf, sizeof(conf) - 1, "test", &c, &err) != 0)
+	if (ctl_config_parse(text, strlen(text), "test", &c, &err) != 0)
 		fail_msg("config: %s", err.message);
 	return c;
+}
+
+static struct ctl_config *
+config(void)
+{
+	return config_of(conf);
 }
 
 static json_t *
@@ -382,12 +387,7 @@ static const char conf_run[] =
 static struct ctl_config *
 config_run(void)
 {
-	struct ctl_config *c;
-	struct k8s_error err;
-
-	if (ctl_config_parse(conf_run, sizeof(conf_run) - 1, "test", &c, &err) != 0)
-		fail_msg("config: %s", err.message);
-	return c;
+	return config_of(conf_run);
 }
 
 /* The AIRLOCK_TAR_ env vars of a direct pod, decoded: their count in *n. */
@@ -397,7 +397,6 @@ tar_of(json_t *pod, size_t *n)
 	json_t *env = jp_at(pod, "spec.containers[0].env"), *e;
 	struct buf b64, out;
 	size_t i;
-	int len;
 
 	buf_init(&b64, 1 << 22);
 	*n = 0;
@@ -415,15 +414,11 @@ tar_of(json_t *pod, size_t *n)
 		    json_object_get(e, "value"))), 0);
 		(*n)++;
 	}
+	/* Decoded here by the project's own base64, not the encoder's. */
 	buf_init(&out, 1 << 22);
-	out.data = malloc(b64.len / 4 * 3 + 1);
-	out.alloc = b64.len / 4 * 3 + 1;
-	len = EVP_DecodeBlock((unsigned char *)out.data, (unsigned char *)b64.data,
-	    (int)b64.len);
-	assert_true(len >= 0);
-	/* EVP_DecodeBlock counts the padding's bytes as data. */
-	out.len = (size_t)len - (b64.len && b64.data[b64.len - 1] == '=') -
-	    (b64.len > 1 && b64.data[b64.len - 2] == '=');
+	if (base64_decode(b64.data, b64.len, &out.data, &out.len) != 0)
+		fail_msg("the code's env vars are not base64");
+	out.alloc = out.len + 1;
 	buf_free(&b64);
 	return out;
 }
