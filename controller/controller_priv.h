@@ -170,8 +170,9 @@ const char *ctl_holder_pool(json_t *pod);
 void ctl_pool_claimed(struct controller *ctl, const char *pool_uid);
 
 /*
- * A create the namespace ns's quota refused (kind "execution" or "pool"):
- * counted, and the ms to wait before the next try, at least min_ms. Retries
+ * A create the namespace ns's quota refused (kind "execution" or "pool";
+ * NULL: a try the gate held back, not counted): counted, and the ms to
+ * wait before the next try, at least min_ms. Retries
  * in one namespace are spread CTL_QUOTA_SLOT_MS apart, however many wait:
  * a tenant that queues ten thousand executions over its quota costs the
  * API server a few refused creates a second, not thousands.

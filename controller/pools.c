@@ -352,9 +352,10 @@ ctl_pool_reconcile(struct controller *ctl, const char *ns, const char *name)
 	}
 	if (want > 0 && strcmp(ctl_condition_field(status, "Ready", "reason"),
 	    "QuotaExceeded") == 0 && (wait = ctl_quota_gate(ctl, ns)) > 0) {
-		/* Waiting on the quota: its turn in the namespace. */
+		/* Waiting on the quota: a turn of its own in the namespace. */
 		key = ctl_pool_key(ns, name);
-		workqueue_add_after(ctl->queue, key, (uint64_t)wait);
+		workqueue_add_after(ctl->queue, key, (uint64_t)ctl_quota_retry_in(
+		    ctl, ns, NULL, wait));
 		free(key);
 		json_decref(status);
 		json_decref(pods);

@@ -47,7 +47,8 @@ ctl_quota_retry_in(struct controller *ctl, const char *ns, const char *kind,
 	long long now = clock_mono_ms(), at;
 	json_t *t;
 
-	metric_inc(ctl->m_quota_refused, kind);
+	if (kind)
+		metric_inc(ctl->m_quota_refused, kind);
 	pthread_mutex_lock(&ctl->lock);
 	t = json_object_get(ctl->quota_slot, ns);
 	at = t ? json_integer_value(t) : 0;
@@ -653,16 +654,24 @@ create_pod(struct controller *ctl, json_t *cached)
 	const char *ns = k8s_obj_namespace(cached), *uid = k8s_obj_uid(cached);
 	json_t *cx = NULL, *status, *fst;
 	char msg[1200];
-	long long wait;
-	int rc;
+	long long created = clock_parse_rfc3339(json_string_value(json_object_get(
+	    json_object_get(cached, "metadata"), "creationTimestamp")));
+	long long wait, left = created > 0 ? cx_timeout_ms(cached) -
+	    ((long long)time(NULL) - created) * 1000 : QUOTA_RETRY_MS;
+	int rc, waiting = strcmp(ctl_condition_field(json_object_get(cached,
+	    "status"), "Scheduled", "reason"), "QuotaExceeded") == 0;
 
-	/* Waiting on the quota: its turn in the namespace, before any request. */
-	if (strcmp(ctl_condition_field(json_object_get(cached, "status"),
-	    "Scheduled", "reason"), "QuotaExceeded") == 0 &&
-	    (wait = ctl_quota_gate(ctl, ns)) > 0) {
+	/*
+	 * Waiting on the quota: its turn in the namespace, before any
+	 * request; a turn of its own when another had this one, and never
+	 * later than its own deadline, when it ends (below) untried.
+	 */
+	if (waiting && left > 0 && (wait = ctl_quota_gate(ctl, ns)) > 0) {
 		char *key = xasprintf("%s/%s", ns, k8s_obj_name(cached));
 
-		workqueue_add_after(ctl->queue, key, (uint64_t)wait);
+		wait = ctl_quota_retry_in(ctl, ns, NULL, wait);
+		workqueue_add_after(ctl->queue, key, (uint64_t)(wait < left ?
+		    wait : left));
 		free(key);
 		return 0;
 	}
@@ -681,6 +690,14 @@ create_pod(struct controller *ctl, json_t *cached)
 		return 0;
 	}
 	status = fst ? json_deep_copy(fst) : json_object();
+	if (waiting && left <= 0) {
+		/* Its timeout came while it waited: it ends, never tried again. */
+		const char *why = ctl_condition_field(status, "Scheduled",
+		    "message"), *e = strstr(why, " timeout): ");
+
+		rc = quota_wait(ctl, cx, status, e ? e + 11 : why);
+		goto out;
+	}
 	if ((rc = podspec_build(ctl->cfg, cx, &r, &err)) != 0) {
 		rc = ctl_finish(ctl, cx, status, "Failed", "Rejected", err.message);
 		if (rc != 0 && rc != K8S_ECONFLICT &&

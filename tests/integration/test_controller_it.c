@@ -1098,6 +1098,32 @@ test_quota_retries_spread(void **state)
 	if (after - before > 11)
 		fail_msg("%.0f refused creates in 5 s, more than one per 500 ms",
 		    after - before);
+	/*
+	 * Behind them in the namespace's turns, a waiting execution still
+	 * ends at its own timeout, not when its turn comes.
+	 */
+	{
+		long t0 = it_mono_ms();
+		json_t *cx;
+
+		for (int i = 0; i < 5; i++) {
+			snprintf(name, sizeof(name), "t%d", i);
+			create_cx(fx, name, "{\"runtime\":\"python\",\"source\":\"print(3)\","
+			    "\"timeoutSeconds\":2}");
+		}
+		for (int i = 0; i < 5; i++) {
+			snprintf(name, sizeof(name), "t%d", i);
+			cx = wait_phase(fx, name, "TimedOut");
+			assert_string_equal(st_str(cx, "reason"), "DeadlineExceeded");
+			assert_int_equal(count_pods(fx, k8s_obj_uid(cx)), 0);
+			json_decref(cx);
+		}
+		print_message("# 5 with a 2 s timeout behind 20 waiting: all TimedOut "
+		    "after %ld ms\n", it_mono_ms() - t0);
+		if (it_mono_ms() - t0 > 5000)
+			fail_msg("ended %ld ms after their create, past their 2 s timeout "
+			    "and its grace", it_mono_ms() - t0);
+	}
 }
 
 /*
