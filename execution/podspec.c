@@ -177,10 +177,19 @@ int
 podspec_check_paths(json_t *spec, const char *source_file,
     struct k8s_error *err)
 {
-	const char *mine[2] = { source_file, json_object_get(spec, "stdin") ?
-	    STDIN_FILE : NULL };
+	/* .stdin is the runner's, stdin set or not (warm.c opens it). */
+	const char *mine[2] = { source_file, STDIN_FILE };
 	json_t *f;
 	size_t i;
+
+	json_array_foreach(json_object_get(spec, "env"), i, f) {
+		const char *n = json_string_value(json_object_get(f, "name"));
+
+		if (n && strncmp(n, PODSPEC_TAR_ENV, strlen(PODSPEC_TAR_ENV)) == 0)
+			return k8s_error_set(err, K8S_EINVAL, 0, NULL,
+			    "spec.env[%zu].name: '%.128s': names starting with "
+			    PODSPEC_TAR_ENV " are Airlock's", i, n);
+	}
 
 	json_array_foreach(json_object_get(spec, "files"), i, f) {
 		const char *p = json_string_value(json_object_get(f, "path"));
@@ -233,7 +242,8 @@ tar_env(json_t *env, json_t *data, json_t *items, size_t *chunks,
     struct k8s_error *err)
 {
 	struct codetar_entry e[PODSPEC_MAX_FILES + 2];
-	size_t n = 0, i, bad, off, b64len;
+	size_t n = 0, i, bad = 0, off, b64len;
+	int rc;
 	struct buf tar;
 	unsigned char *b64;
 	json_t *it;
@@ -250,10 +260,12 @@ tar_env(json_t *env, json_t *data, json_t *items, size_t *chunks,
 		    json_string_length(v) };
 	}
 	buf_init(&tar, codetar_size(e, n));
-	if (codetar_build(e, n, &tar, &bad) != 0) {
+	if ((rc = codetar_build(e, n, &tar, &bad)) != 0) {
 		buf_free(&tar);
-		return k8s_error_set(err, K8S_EINVAL, 0, NULL,
-		    "spec.files: the path '%.80s' cannot be stored", e[bad].path);
+		return k8s_error_set(err, K8S_EINVAL, 0, NULL, rc == -1 ?
+		    "spec.files: the path '%.80s' cannot be stored" :
+		    "spec.files: the archive of '%.80s' does not fit", rc == -1 ?
+		    e[bad].path : e[0].path);
 	}
 	b64 = xmalloc(4 * ((tar.len + 2) / 3) + 1);
 	b64len = (size_t)EVP_EncodeBlock(b64, (unsigned char *)tar.data,
@@ -304,14 +316,6 @@ podspec_build(const struct ctl_config *cfg, json_t *cx,
 		    "spec.image: custom images are not allowed on this cluster");
 	if (podspec_check_paths(spec, p->source_file, err) != 0)
 		return K8S_EINVAL;
-	json_array_foreach(json_object_get(spec, "env"), i, f) {
-		const char *n = json_string_value(json_object_get(f, "name"));
-
-		if (n && strncmp(n, PODSPEC_TAR_ENV, strlen(PODSPEC_TAR_ENV)) == 0)
-			return k8s_error_set(err, K8S_EINVAL, 0, NULL,
-			    "spec.env[%zu].name: '%.128s': names starting with "
-			    PODSPEC_TAR_ENV " are Airlock's", i, n);
-	}
 	stored = jsonsize_value(cx);
 	if (stored + CX_STATUS_RESERVE > CX_OBJECT_BUDGET)
 		return k8s_error_set(err, K8S_EINVAL, 0, NULL,

@@ -68,8 +68,9 @@ void podspec_result_free(struct podspec_result *r);
 
 /*
  * What the CRD cannot see: a file of spec (borrowed) at, or under, the
- * profile's source file or the stdin file. 0, or K8S_EINVAL naming the
- * file (podspec_build's, and a warm claim's, refusal).
+ * profile's source file or the stdin file (.stdin, set or not), or an
+ * env name with the prefix PODSPEC_TAR_ENV. 0, or K8S_EINVAL naming the
+ * field (podspec_build's, and a warm claim's, refusal).
  */
 int podspec_check_paths(json_t *spec, const char *source_file,
     struct k8s_error *err) __attribute__((warn_unused_result));

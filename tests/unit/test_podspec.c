@@ -228,6 +228,11 @@ test_rejections(void **state)
 		  "spec.files[1].path: 'main.py' clashes with the program's file 'main.py'" },
 		{ "{\"runtime\":\"python\",\"stdin\":\"x\",\"files\":[{\"path\":\".stdin/a\",\"content\":\"\"}]}",
 		  "spec.files[0].path: '.stdin/a' clashes with the stdin file '.stdin'" },
+		/* .stdin is the runner's, spec.stdin set or not. */
+		{ "{\"runtime\":\"python\",\"files\":[{\"path\":\".stdin/a\",\"content\":\"\"}]}",
+		  "spec.files[0].path: '.stdin/a' clashes with the stdin file '.stdin'" },
+		{ "{\"runtime\":\"python\",\"files\":[{\"path\":\".stdin\",\"content\":\"\"}]}",
+		  "spec.files[0].path: '.stdin' clashes with the stdin file '.stdin'" },
 		{ "{\"runtime\":\"python\",\"resources\":{\"memory\":\"3Gi\"}}",
 		  "spec.resources.memory: 3Gi is above this cluster's cap of 2Gi" },
 		{ "{\"runtime\":\"python\",\"resources\":{\"ephemeralStorage\":\"2Gi\"}}",

@@ -748,6 +748,11 @@ test_claim_refused(void **state)
 	json_object_set_new(jp_at(cx, "spec"), "runtime", json_string("ruby"));
 	claim_refused(cx, h, K8S_EINVAL);
 	json_object_set_new(jp_at(cx, "spec"), "runtime", json_string("python"));
+	/* The code's env names are Airlock's, warm as cold (podspec.h). */
+	json_object_set_new(jp_at(cx, "spec"), "env", json_pack("[{s:s, s:s}]",
+	    "name", "AIRLOCK_TAR_0", "value", "x"));
+	claim_refused(cx, h, K8S_EINVAL);
+	json_object_del(jp_at(cx, "spec"), "env");
 	json_object_del(jp_at(cx, "metadata"), "uid");
 	claim_refused(cx, h, K8S_EINVAL);
 	json_decref(cx);
