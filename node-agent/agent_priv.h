@@ -56,6 +56,7 @@ struct run {
 	 */
 	int		 log_wd;		/* 0: no watch */
 	int		 log_closed;
+	off_t		 closed_size;		/* the log's, at the close */
 	ino_t		 log_ino;
 	dev_t		 log_dev;
 

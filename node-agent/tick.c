@@ -117,6 +117,9 @@ tail(struct agent *a, struct run *r)
 
 	if (agent_follow_log(&r->lf, path, r->log) > 0)
 		r->last_read_ms = clock_mono_ms();
+	if (r->log_closed && r->lf.fd >= 0 &&
+	    lseek(r->lf.fd, 0, SEEK_CUR) > r->closed_size)
+		r->log_closed = 0;
 	watch_log(a, r, path);
 	free(path);
 }
@@ -137,8 +140,19 @@ log_closes(struct agent *a)
 			if (!(ev->mask & IN_CLOSE_WRITE))
 				continue;
 			for (r = a->runs; r; r = r->next)
-				if (r->log_wd == ev->wd)
+				if (r->log_wd == ev->wd) {
+					struct stat st;
+
+					/*
+					 * Its size now: a writer that opens
+					 * it again (containerd restarted)
+					 * and adds to it undoes the close.
+					 */
 					r->log_closed = 1;
+					r->closed_size = r->lf.fd >= 0 &&
+					    fstat(r->lf.fd, &st) == 0 ?
+					    st.st_size : 0;
+				}
 		}
 		pthread_mutex_unlock(&a->lock);
 	}
