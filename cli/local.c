@@ -158,17 +158,26 @@ oci_config(json_t *pod, const char *rootfs, const char *code, int64_t tmp_bytes)
 	json_int_t uid = json_integer_value(json_object_get(json_object_get(c,
 	    "securityContext"), "runAsUser"));
 	json_t *args = json_array(), *env = json_array(), *x;
+	const char *cwd = json_string_value(json_object_get(c, "workingDir"));
 	char tmpopt[64];
+	int home = 0;
 	size_t i;
 
 	json_array_foreach(json_object_get(c, "command"), i, x)
 		json_array_append(args, x);
 	json_array_foreach(json_object_get(c, "args"), i, x)
 		json_array_append(args, x);
-	/* The runner image's environment, then the pod's. */
+	/*
+	 * The runner image's environment, then the pod's; the pod's HOME
+	 * (a direct pod's /tmp) over the image's, never both.
+	 */
+	json_array_foreach(json_object_get(c, "env"), i, x)
+		home |= strcmp(json_string_value(json_object_get(x, "name")),
+		    "HOME") == 0;
 	json_array_append_new(env, json_string("PATH=/usr/local/bin:/usr/bin:/bin"));
 	json_array_append_new(env, json_string("LANG=C.UTF-8"));
-	json_array_append_new(env, json_string("HOME=/airlock/work"));
+	if (!home)
+		json_array_append_new(env, json_string("HOME=/airlock/work"));
 	json_array_foreach(json_object_get(c, "env"), i, x) {
 		char *kv = xasprintf("%s=%s", json_string_value(json_object_get(x, "name")),
 		    json_string_value(json_object_get(x, "value")));
@@ -187,7 +196,7 @@ oci_config(json_t *pod, const char *rootfs, const char *code, int64_t tmp_bytes)
 	    " s:{s:[{s:s}, {s:s}, {s:s}, {s:s}], s:[s, s, s], s:[s, s, s]}}",
 	    "ociVersion", "1.0.2",
 	    "process", "terminal", 0, "user", "uid", uid, "gid", uid,
-	    "args", args, "env", env, "cwd", "/airlock/work",
+	    "args", args, "env", env, "cwd", cwd ? cwd : "/airlock/work",
 	    "noNewPrivileges", 1,
 	    "capabilities", "bounding", "effective", "inheritable", "permitted",
 	    "ambient",

@@ -404,6 +404,42 @@ test_stdin_files_interleaving(void **state)
 	json_decref(st);
 }
 
+/*
+ * A program of 150 KiB: cold, its code comes in three env vars of 64 KiB
+ * of base64 (podspec.h), joined and unpacked by /airlock/bin/warm byte
+ * for byte; warm, through the exec's stdin.
+ */
+static void
+test_big_program(void **state)
+{
+	size_t n = 150 * 1024;
+	char *src = malloc(n + 64), *spec;
+	json_t *st;
+
+	(void)state;
+	for (size_t i = 0; i < n; i++)
+		src[i] = (i + 1) % 64 == 0 ? '\n' : (char)('a' + i % 26);
+	src[0] = '#';
+	for (size_t i = 63; i + 1 < n; i += 64)
+		src[i + 1] = '#';
+	snprintf(src + n, 64, "\nprint(len(open('main.py').read()))\n");
+	spec = json_dumps(json_pack("{s:s, s:s}", "runtime", "python", "source", src),
+	    JSON_COMPACT);
+	create_cx("py-big", spec);
+	st = wait_done("py-big", 120000);
+	assert_string_equal(it_str(st, "phase"), "Succeeded");
+	{
+		char want[32];
+
+		snprintf(want, sizeof(want), "%zu\n", strlen(src));
+		assert_string_equal(it_str(st, "stdout"), want);
+	}
+	assert_string_equal(it_str(st, "stderr"), "");
+	json_decref(st);
+	free(spec);
+	free(src);
+}
+
 /* output.maxBytes keeps a prefix and counts the rest. */
 static void
 test_output_cap(void **state)
@@ -1598,6 +1634,7 @@ main(void)
 		cmocka_unit_test(test_timeout),
 		cmocka_unit_test(test_node_hello),
 		cmocka_unit_test(test_stdin_files_interleaving),
+		cmocka_unit_test(test_big_program),
 		cmocka_unit_test(test_output_cap),
 		cmocka_unit_test(test_binary_output),
 		cmocka_unit_test(test_isolation),

@@ -77,6 +77,12 @@ test_runsc_found(void **state)
 	cli_expect_status(&r, 0);
 	assert_string_equal(r.out, "42\n");
 	cli_result_free(&r);
+	/* The cluster's direct pod, run here: /tmp its directory and HOME. */
+	RUN(&r, "-c", "import os\nd = os.environ['AIRLOCK_CODE_DIR']\n"
+	    "print(os.getcwd(), os.environ['HOME'], d, sorted(os.listdir(d)))");
+	cli_expect_status(&r, 0);
+	assert_string_equal(r.out, "/tmp /tmp /tmp ['main.py']\n");
+	cli_result_free(&r);
 
 	setenv("AIRLOCK_CACHE", "/nonexistent/airlock-cache", 1);
 	setenv("AIRLOCK_LOCAL_ROOT", root, 1);
