@@ -154,6 +154,14 @@ $(B)/tests/chart/%: $(B)/tests/chart/%.o $(SUP_OBJ) $(ALL_LIBS)
 $(B)/bench/%: $(B)/bench/%.o $(ALL_LIBS)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
+# /airlock/bin/warm, built for the host too (this flavour's flags), so that
+# test_warm_bin runs what the runner images carry on tenant-shaped input.
+$(B)/images/warm: images/runner/warm.c
+	@mkdir -p $(@D)
+	$(CC) -D_GNU_SOURCE $(CFLAGS) $(LDFLAGS) -o $@ $<
+
+$(B)/tests/unit/test_warm_bin: | $(B)/images/warm
+
 # This flavour's dependency files only.
 -include $(shell find $(B) -name '*.d' 2>/dev/null)
 

@@ -25,6 +25,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -34,11 +35,18 @@
 #define BLOCK		512
 #define MAX_TOTAL	(64L << 20)	/* more than any execution may carry */
 
+static void die(const char *fmt, ...)
+    __attribute__((format(printf, 1, 2), noreturn));
+
 static void
-die(const char *fmt, const char *arg)
+die(const char *fmt, ...)
 {
+	va_list ap;
+
 	fprintf(stderr, "warm: ");
-	fprintf(stderr, fmt, arg);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
 	fputc('\n', stderr);
 	exit(125);
 }
@@ -226,7 +234,7 @@ from_env(const char *count)
 	size_t cap = 0, len = 0;
 	unsigned long acc = 0;
 	int bits = 0, pad = 0;
-	char *end, name[32];
+	char *end, name[48];
 	long n;
 
 	errno = 0;

@@ -1,0 +1,223 @@
+/*
+ * Unit tests: /airlock/bin/warm (images/runner/warm.c), built for the host
+ * as $(B)/images/warm, on what a direct pod hands it: the tar of the
+ * program, its files and .stdin, base64 in AIRLOCK_TAR_0 .. N-1, cut
+ * anywhere. In the sandbox it parses tenant data; here every path of it
+ * runs, under ASan in the asan tier.
+ */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <cmocka.h>
+
+#include <openssl/evp.h>
+
+#include "buf.h"
+#include "codetar.h"
+#include "itutil.h"
+
+static char warm[4096 + 16];
+
+static int
+group_setup(void **state)
+{
+	char self[4096];
+	ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+	char *d;
+
+	(void)state;
+	if (n <= 0)
+		return -1;
+	self[n] = '\0';
+	/* $(B)/tests/unit/test_warm_bin -> $(B)/images/warm */
+	for (int i = 0; i < 3; i++)
+		if ((d = strrchr(self, '/')) != NULL)
+			*d = '\0';
+	snprintf(warm, sizeof(warm), "%s/images/warm", self);
+	return access(warm, X_OK) == 0 ? 0 : -1;
+}
+
+/* The base64 of the tar of e[0..n). A new string. */
+static char *
+b64_tar(const struct codetar_entry *e, size_t n)
+{
+	struct buf tar;
+	size_t bad;
+	char *out;
+
+	buf_init(&tar, 1 << 22);
+	assert_int_equal(codetar_build(e, n, &tar, &bad), 0);
+	out = malloc(4 * ((tar.len + 2) / 3) + 1);
+	EVP_EncodeBlock((unsigned char *)out, (unsigned char *)tar.data, (int)tar.len);
+	buf_free(&tar);
+	return out;
+}
+
+/*
+ * Run warm --env COUNT sh -c SCRIPT in a fresh directory, with the
+ * base64 text b64 cut into pieces of piece bytes (the last shorter), as
+ * AIRLOCK_TAR_0.. (count_arg NULL: their number). Its exit status; its
+ * stdout and stderr, together, in out.
+ */
+static int
+run(const char *b64, size_t piece, const char *count_arg, const char *script,
+    char **out)
+{
+	char dir[] = "/tmp/airlock-warm-test-XXXXXX", cmd[16384], count[32];
+	size_t len = strlen(b64), n = 0;
+	int st;
+
+	assert_non_null(mkdtemp(dir));
+	for (size_t off = 0; off < len; off += piece, n++) {
+		char name[48], *v = strndup(b64 + off, piece);
+
+		snprintf(name, sizeof(name), "AIRLOCK_TAR_%zu", n);
+		setenv(name, v, 1);
+		free(v);
+	}
+	snprintf(count, sizeof(count), "%zu", n);
+	snprintf(cmd, sizeof(cmd), "cd %s && %s --env %s sh -c '%s' 2>&1; echo \"exit $?\"",
+	    dir, warm, count_arg ? count_arg : count, script);
+	st = it_sh(cmd, out, NULL);
+	for (size_t i = 0; i < n + 2; i++) {
+		char name[48];
+
+		snprintf(name, sizeof(name), "AIRLOCK_TAR_%zu", i);
+		unsetenv(name);
+	}
+	{
+		char *o = NULL;
+
+		snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+		if (it_sh(cmd, &o, NULL) != 0)
+			fail_msg("cannot remove %s", dir);
+		free(o);
+	}
+	return st;
+}
+
+/*
+ * The files, byte for byte, in the working directory; .stdin the
+ * program's standard input and gone from the directory; the vars gone
+ * from its environment. Whatever the pieces' size: a piece's end falls
+ * inside a base64 quantum, or on it.
+ */
+static void
+test_unpack_any_pieces(void **state)
+{
+	static const size_t pieces[] = { 7, 11, 64, 1 << 20 };
+	const struct codetar_entry e[] = { { "main.py", "print(1)\n", 9 },
+	    { "lib/data.bin", "a\0b\n", 4 }, { ".stdin", "in-put", 6 } };
+	char *b64 = b64_tar(e, 3), *out;
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(pieces) / sizeof(pieces[0]); i++) {
+		assert_int_equal(run(b64, pieces[i], NULL, "cat; echo; ls -A; "
+		    "od -An -c lib/data.bin; cat main.py; env | grep -c AIRLOCK_TAR_",
+		    &out), 0);
+		assert_string_equal(out, "in-put\nlib\nmain.py\n   a  \\0   b  \\n\n"
+		    "print(1)\n0\nexit 1\n");
+		free(out);
+	}
+	free(b64);
+}
+
+/* No .stdin: the program reads /dev/null, never a terminal or a pipe. */
+static void
+test_no_stdin(void **state)
+{
+	const struct codetar_entry e[] = { { "main.sh", "x", 1 } };
+	char *b64 = b64_tar(e, 1), *out;
+
+	(void)state;
+	assert_int_equal(run(b64, 7, NULL, "wc -c; ls -A", &out), 0);
+	assert_string_equal(out, "0\nmain.sh\nexit 0\n");
+	free(out);
+	free(b64);
+}
+
+/* What it refuses: exit 125 and why, the program never run. */
+static void
+test_refused(void **state)
+{
+	const struct codetar_entry ok[] = { { "main.py", "x", 1 } };
+	char *b64 = b64_tar(ok, 1), *bad, *out;
+	struct buf tar;
+
+	(void)state;
+	/* A count that is not one, or names a var that is not set. */
+	assert_int_equal(run(b64, 8, "x", "echo ran", &out), 0);
+	assert_string_equal(out, "warm: 'x' is not a count of env vars\nexit 125\n");
+	free(out);
+	assert_int_equal(run(b64, 8, "0", "echo ran", &out), 0);
+	assert_string_equal(out, "warm: '0' is not a count of env vars\nexit 125\n");
+	free(out);
+	assert_int_equal(run(b64, 1 << 20, "2", "echo ran", &out), 0);
+	assert_string_equal(out, "warm: AIRLOCK_TAR_1 is not set\nexit 125\n");
+	free(out);
+	/* Not base64, or padding inside. */
+	bad = strdup(b64);
+	bad[10] = '*';
+	assert_int_equal(run(bad, 1 << 20, NULL, "echo ran", &out), 0);
+	assert_string_equal(out, "warm: AIRLOCK_TAR_0 is not base64\nexit 125\n");
+	free(out);
+	free(bad);
+	bad = malloc(strlen(b64) + 8);
+	sprintf(bad, "QQ==%s", b64);
+	assert_int_equal(run(bad, 1 << 20, NULL, "echo ran", &out), 0);
+	assert_string_equal(out, "warm: AIRLOCK_TAR_0 is not base64\nexit 125\n");
+	free(out);
+	free(bad);
+	free(b64);
+	/* A path out of the directory, made by hand (codetar refuses it). */
+	buf_init(&tar, 1 << 16);
+	{
+		char h[512] = { 0 }, sum[8];
+		unsigned s = 0;
+
+		snprintf(h, 100, "../escape");
+		memcpy(h + 100, "0000644", 7);
+		memcpy(h + 124, "00000000001", 11);
+		h[156] = '0';
+		memcpy(h + 257, "ustar", 6);
+		memset(h + 148, ' ', 8);
+		for (int i = 0; i < 512; i++)
+			s += (unsigned char)h[i];
+		snprintf(sum, sizeof(sum), "%06o", s);
+		memcpy(h + 148, sum, 7);
+		assert_int_equal(buf_append(&tar, h, 512), 0);
+		memset(h, 0, 512);
+		h[0] = 'x';
+		assert_int_equal(buf_append(&tar, h, 512), 0);
+		memset(h, 0, 512);
+		assert_int_equal(buf_append(&tar, h, 512), 0);
+		assert_int_equal(buf_append(&tar, h, 512), 0);
+	}
+	bad = malloc(4 * ((tar.len + 2) / 3) + 1);
+	EVP_EncodeBlock((unsigned char *)bad, (unsigned char *)tar.data, (int)tar.len);
+	buf_free(&tar);
+	assert_int_equal(run(bad, 100, NULL, "echo ran", &out), 0);
+	assert_string_equal(out, "warm: refused path '../escape'\nexit 125\n");
+	free(out);
+	free(bad);
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_unpack_any_pieces),
+		cmocka_unit_test(test_no_stdin),
+		cmocka_unit_test(test_refused),
+	};
+
+	return cmocka_run_group_tests(tests, group_setup, NULL);
+}
