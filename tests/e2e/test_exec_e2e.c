@@ -414,7 +414,7 @@ test_big_program(void **state)
 {
 	size_t n = 150 * 1024;
 	char *src = malloc(n + 64), *spec;
-	json_t *st;
+	json_t *st, *o;
 
 	(void)state;
 	for (size_t i = 0; i < n; i++)
@@ -423,8 +423,9 @@ test_big_program(void **state)
 	for (size_t i = 63; i + 1 < n; i += 64)
 		src[i + 1] = '#';
 	snprintf(src + n, 64, "\nprint(len(open('main.py').read()))\n");
-	spec = json_dumps(json_pack("{s:s, s:s}", "runtime", "python", "source", src),
-	    JSON_COMPACT);
+	o = json_pack("{s:s, s:s}", "runtime", "python", "source", src);
+	spec = json_dumps(o, JSON_COMPACT);
+	json_decref(o);
 	create_cx("py-big", spec);
 	st = wait_done("py-big", 120000);
 	assert_string_equal(it_str(st, "phase"), "Succeeded");
