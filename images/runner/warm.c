@@ -276,15 +276,32 @@ from_env(const char *count)
 	mem_len = len;
 }
 
+/*
+ * Become the program argv[0..]: with fd (when not -1) as its standard
+ * input. Returns only when it cannot be run: 127, as a shell does.
+ */
+static int
+become(int fd, char **argv)
+{
+	if (fd >= 0) {
+		if (dup2(fd, 0) < 0)
+			die("%s", "cannot set stdin");
+		if (fd > 0)
+			close(fd);
+	}
+	execvp(argv[0], argv);
+	fprintf(stderr, "warm: cannot run %s: %s\n", argv[0], strerror(errno));
+	return 127;
+}
+
 int
 main(int argc, char **argv)
 {
 	long limit = -1;
 	char *end;
+	int fd = -1;
 
 	if (argc >= 4 && strcmp(argv[1], "--env") == 0) {
-		int fd;
-
 		from_env(argv[2]);
 		unpack(-1, (long)mem_len);
 		fd = open(".stdin", O_RDONLY | O_NOFOLLOW);
@@ -294,13 +311,7 @@ main(int argc, char **argv)
 		} else if (errno != ENOENT ||
 		    (fd = open("/dev/null", O_RDONLY)) < 0)
 			die("%s", "cannot open .stdin or /dev/null");
-		if (dup2(fd, 0) < 0)
-			die("%s", "cannot set stdin");
-		if (fd > 0)
-			close(fd);
-		execvp(argv[3], argv + 3);
-		fprintf(stderr, "warm: cannot run %s: %s\n", argv[3], strerror(errno));
-		return 127;
+		return become(fd, argv + 3);
 	}
 	if (argc < 3)
 		die("%s", "usage: warm BYTES|- PROGRAM [ARG...], or warm --env N PROGRAM [ARG...]");
@@ -311,15 +322,7 @@ main(int argc, char **argv)
 			die("'%s' is not a byte count", argv[1]);
 	}
 	unpack(0, limit);
-	if (limit < 0) {
-		int fd = open("/dev/null", O_RDONLY);
-
-		if (fd < 0 || dup2(fd, 0) < 0)
-			die("%s", "cannot open /dev/null");
-		if (fd > 0)
-			close(fd);
-	}
-	execvp(argv[2], argv + 2);
-	fprintf(stderr, "warm: cannot run %s: %s\n", argv[2], strerror(errno));
-	return 127;
+	if (limit < 0 && (fd = open("/dev/null", O_RDONLY)) < 0)
+		die("%s", "cannot open /dev/null");
+	return become(fd, argv + 2);
 }
