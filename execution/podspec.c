@@ -170,11 +170,12 @@ path_clash(const char *a, const char *b)
 
 /*
  * What the CRD cannot see: a file at, or under, the profile's source file
- * or the stdin file. The kubelet would fail the pod's volume setup, and
- * the program would never start.
+ * or the stdin file (the kubelet would fail a volume pod's setup; warm.c
+ * would refuse a direct pod's archive, and the program would never
+ * start), or an env name that would be taken for the code's.
  */
 int
-podspec_check_paths(json_t *spec, const char *source_file,
+podspec_check_reserved(json_t *spec, const char *source_file,
     struct k8s_error *err)
 {
 	/* .stdin is the runner's, stdin set or not (warm.c opens it). */
@@ -314,7 +315,7 @@ podspec_build(const struct ctl_config *cfg, json_t *cx,
 	if (image && !cfg->allow_custom_images)
 		return k8s_error_set(err, K8S_EINVAL, 0, NULL,
 		    "spec.image: custom images are not allowed on this cluster");
-	if (podspec_check_paths(spec, p->source_file, err) != 0)
+	if (podspec_check_reserved(spec, p->source_file, err) != 0)
 		return K8S_EINVAL;
 	stored = jsonsize_value(cx);
 	if (stored + CX_STATUS_RESERVE > CX_OBJECT_BUDGET)

@@ -72,7 +72,7 @@ void podspec_result_free(struct podspec_result *r);
  * env name with the prefix PODSPEC_TAR_ENV. 0, or K8S_EINVAL naming the
  * field (podspec_build's, and a warm claim's, refusal).
  */
-int podspec_check_paths(json_t *spec, const char *source_file,
+int podspec_check_reserved(json_t *spec, const char *source_file,
     struct k8s_error *err) __attribute__((warn_unused_result));
 
 /* The SHA-256 of spec.source in hex ("" source when absent). */
