@@ -34,6 +34,12 @@ if [ "${1:-}" = summary ]; then
 			f=$((f + 1))
 		fi
 	done
+	# Each failure again, last, with its log's tail: a CI that shows only
+	# the end of the output still says what failed and why.
+	for r in "$results"/failures/*; do
+		[ -f "$r" ] || continue
+		cat "$r"
+	done
 	echo "$p passed, $f failed, $s skipped"
 	[ "$f" -eq 0 ]
 	exit
@@ -79,8 +85,13 @@ for bin in "$@"; do
 		echo "  $tier/$name: FAIL exited with status $rc"
 	fi
 	if [ "$rc" -ne 0 ] || [ "$f" -ne 0 ]; then
-		echo "  --- $log (last 40 lines) ---"
-		tail -n 40 "$log" | sed 's/^/  | /'
+		mkdir -p "$results/failures"
+		{
+			grep -E '^not ok ' "$log" | sed "s|^|  $tier/$name: |"
+			[ "$rc" -eq 0 ] || echo "  $tier/$name: exited with status $rc"
+			echo "  --- $log (last 40 lines) ---"
+			tail -n 40 "$log" | sed 's/^/  | /'
+		} | tee -a "$results/failures/$tier"
 	fi
 	pass=$((pass + p)) fail=$((fail + f)) skip=$((skip + s))
 done
