@@ -5,6 +5,7 @@
  * .cluster/env only says where runsc is.
  */
 #include <dirent.h>
+#include <errno.h>
 #include <limits.h>
 #include <signal.h>
 #include <setjmp.h>
@@ -62,6 +63,7 @@ test_runsc_found(void **state)
 	char cache[PATH_MAX], root[PATH_MAX + 8], want[3 * PATH_MAX];
 	struct cli_result r;
 	char *slash, *path = strdup(getenv("PATH") ? getenv("PATH") : "/usr/bin:/bin");
+	char empty[] = "/tmp/airlock-nopath-XXXXXX";
 
 	(void)state;
 	/* RUNSC is CACHE/gvisor-VERSION-HASH/runsc. */
@@ -70,9 +72,15 @@ test_runsc_found(void **state)
 		if ((slash = strrchr(cache, '/')) != NULL)
 			*slash = '\0';
 	snprintf(root, sizeof(root), "%s/local", cache);
+	/*
+	 * A PATH with no runsc on it, whatever this machine has installed
+	 * (a node whose gVisor build failed gets Debian's in /usr/bin).
+	 */
+	if (mkdtemp(empty) == NULL)
+		fail_msg("mkdtemp: %s", strerror(errno));
 	unsetenv("AIRLOCK_RUNSC");
 	setenv("AIRLOCK_CACHE", cache, 1);
-	setenv("PATH", "/usr/local/bin:/usr/bin:/bin", 1);
+	setenv("PATH", empty, 1);
 	RUN(&r, "-c", "print(6 * 7)");
 	cli_expect_status(&r, 0);
 	assert_string_equal(r.out, "42\n");
@@ -100,6 +108,7 @@ test_runsc_found(void **state)
 	setenv("AIRLOCK_RUNSC", it_env_need("RUNSC"), 1);
 	setenv("PATH", path, 1);
 	free(path);
+	rmdir(empty);
 }
 
 /* stdout and stderr apart and in order, byte for byte; the exit code. */
