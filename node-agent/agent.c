@@ -16,6 +16,7 @@
 #include <limits.h>
 #include <pthread.h>
 #include <stdio.h>
+#include <sys/eventfd.h>
 #include <sys/inotify.h>
 #include <stdlib.h>
 #include <string.h>
@@ -266,6 +267,14 @@ pod_seen(struct agent *a, json_t *pod)
 			agent_arm_deadline(r);
 		}
 	}
+	/*
+	 * The kubelet saw the container end: containerd is done with it, as
+	 * at its TaskExit (lost if the event stream was down).
+	 */
+	if (r->exit_early && term) {
+		r->exit_early = 0;
+		r->exit_seen_ms = clock_mono_ms();
+	}
 	if (!r->exited && term && json_integer_value(json_object_get(term,
 	    "exitCode")) >= 0 && json_object_get(term, "exitCode")) {
 		const char *why = json_string_value(json_object_get(term,
@@ -417,6 +426,7 @@ agent_new(struct k8s_client *c, struct metrics *m,
 	pthread_mutex_init(&a->lock, NULL);
 	a->q = workqueue_new(NULL);
 	a->ino_fd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
+	a->wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
 	io.field_selector = a->field_selector;
 	io.ns = a->o.namespace;
 	h = (struct informer_handlers){ pod_add, pod_update, pod_delete, a };
@@ -431,6 +441,10 @@ agent_new(struct k8s_client *c, struct metrics *m,
 	a->m_deliver = metrics_histogram(m, "airlock_agent_warm_delivery_seconds",
 	    "From a claim seen to its program started in the warm sandbox.",
 	    record_bounds, sizeof(record_bounds) / sizeof(record_bounds[0]));
+	a->m_waits = metrics_counter(m, "airlock_agent_exit_waits_total",
+	    "Cold runs' exits asked of their sandbox (runsc wait), by result: "
+	    "exit (taken), late (something came first), failed, skipped.",
+	    "result");
 	a->m_swept = metrics_counter(m, "airlock_agent_swept_total",
 	    "Orphan pods and stale pod log directories removed.", "kind");
 	return a;
@@ -466,8 +480,9 @@ agent_stop(struct agent *a)
 	atomic_store(&a->stop, 1);
 	pthread_join(a->ev_th, NULL);
 	pthread_join(a->tick_th, NULL);
-	/* Warm runs' threads see stop within a poll. */
-	while (atomic_load(&a->warm_threads) > 0)
+	/* Warm runs' and exit waits' threads see stop within a poll. */
+	while (atomic_load(&a->warm_threads) > 0 ||
+	    atomic_load(&a->exit_waiters) > 0)
 		usleep(10000);
 	/* The ticker adds no more: the workers finish what is queued. */
 	workqueue_shutdown(a->q);
@@ -492,8 +507,11 @@ agent_free(struct agent *a)
 	}
 	workqueue_shutdown(a->q);
 	workqueue_free(a->q);
+	agent_sbx_free_all(a);
 	if (a->ino_fd >= 0)
 		close(a->ino_fd);
+	if (a->wake_fd >= 0)
+		close(a->wake_fd);
 	ctrd_free(a->ctrd);
 	free(a->field_selector);
 	pthread_mutex_destroy(&a->lock);

@@ -135,6 +135,14 @@ int agent_exit_is_init(const struct ctrd_event *ev);
  */
 const char *agent_sandbox_check(const char *cmdline, size_t len);
 
+/*
+ * `runsc wait ID`'s output (len bytes, {"id":..., "exitStatus":N}): 0 and
+ * N in *status if it names container cid and N is an exit status (0 to
+ * 383: 128 + a signal at most), else -1.
+ */
+int agent_parse_wait(const char *out, size_t len, const char *cid,
+    uint32_t *status);
+
 void agent_fit_output(const char *out, size_t olen, const char *err,
     size_t elen, size_t budget, size_t *okeep, size_t *ekeep);
 

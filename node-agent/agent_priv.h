@@ -62,6 +62,12 @@ struct run {
 
 	int		 exited;
 	int		 exit_exact;		/* from containerd's TaskExit */
+	/*
+	 * The exit came from the sandbox (exitwait.c) before containerd's:
+	 * its output is all in once the log closes, and a quiet log alone
+	 * is not enough until TaskExit (containerd may still be copying).
+	 */
+	int		 exit_early;
 	uint32_t	 status;
 	int64_t		 exited_ns;
 	long long	 exit_seen_ms;
@@ -116,11 +122,21 @@ struct agent {
 	 * two polls. -1 when inotify is not there: the quiet wait alone.
 	 */
 	int			 ino_fd;
+	/* An eventfd the ticker polls too: agent_wake. -1 if none. */
+	int			 wake_fd;
+
+	/*
+	 * The execution pods' gVisor sandboxes by pid, learned at their pause
+	 * container's TaskStart (events.c; the events thread's alone).
+	 */
+	struct agent_sbx	*sbxs;
+	int			 nsbx;
 
 	atomic_int		 warm_threads;	/* warm.c's, running */
+	atomic_int		 exit_waiters;	/* exitwait.c's, running */
 
 	struct metric		*m_results, *m_record, *m_active, *m_swept;
-	struct metric		*m_deliver;
+	struct metric		*m_deliver, *m_waits;
 };
 
 /* agent.c: the table (lock held for each). */
@@ -139,6 +155,7 @@ void agent_arm_deadline(struct run *r);
 
 /* events.c */
 void *agent_events_main(void *arg);
+void agent_sbx_free_all(struct agent *a);
 
 /* tick.c */
 void *agent_tick_main(void *arg);
@@ -162,6 +179,13 @@ void agent_warm_sweep(struct agent *a);
 
 /* events.c: NULL if pid is gVisor with no network, else why not (static). */
 const char *agent_sandbox_refused(uint32_t pid);
+
+/*
+ * exitwait.c: with --runsc, a cold run's exit straight from its sandbox
+ * (`runsc wait`), ~100 ms before containerd's TaskExit; without the lock.
+ */
+void agent_exitwait_spawn(struct agent *a, const char *uid, const char *cid);
+void agent_wake(struct agent *a);
 
 /* sweep.c */
 void agent_sweep_orphans(struct agent *a);

@@ -2,9 +2,11 @@
  * events.c - containerd's task events (agent_priv.h): a run's start, its
  * exit and OOM, and the isolation check made at its start.
  */
+#include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/pidfd.h>
 #include <unistd.h>
@@ -90,6 +92,172 @@ agent_exit_is_init(const struct ctrd_event *ev)
 	    strcmp(ev->exec_id, ev->container_id) == 0;
 }
 
+/*
+ * gVisor runs every container of a pod in one sandbox process, and each
+ * TaskStart names that process's pid. An execution pod's sandbox is
+ * learned at its pause container's start, labels read then; its program's
+ * start, the next TaskStart with that pid, is then known at once. Asking
+ * containerd for the program container's labels took 200 ms on the test
+ * node, as often as not, and every event after it waited: its exit too.
+ */
+#define SBX_MAX	4096
+
+struct agent_sbx {
+	uint32_t	 pid;
+	char		*sid;		/* the pause container's id */
+	char		*uid, *ns, *pod;
+	struct agent_sbx *next;
+};
+
+static void
+sbx_free(struct agent_sbx *s)
+{
+	free(s->sid);
+	free(s->uid);
+	free(s->ns);
+	free(s->pod);
+	free(s);
+}
+
+void
+agent_sbx_free_all(struct agent *a)
+{
+	struct agent_sbx *s;
+
+	while ((s = a->sbxs) != NULL) {
+		a->sbxs = s->next;
+		sbx_free(s);
+	}
+	a->nsbx = 0;
+}
+
+/* Forget the sandboxes matching: its pause container's id, or a gone pid. */
+static void
+sbx_drop(struct agent *a, const char *sid, int gone)
+{
+	for (struct agent_sbx **pp = &a->sbxs, *s; (s = *pp) != NULL;) {
+		if ((sid && strcmp(s->sid, sid) == 0) ||
+		    (gone && kill((pid_t)s->pid, 0) != 0 && errno == ESRCH)) {
+			*pp = s->next;
+			sbx_free(s);
+			a->nsbx--;
+		} else {
+			pp = &s->next;
+		}
+	}
+}
+
+static void
+sbx_add(struct agent *a, uint32_t pid, const char *sid, const char *uid,
+    const char *ns, const char *pod)
+{
+	struct agent_sbx *s;
+
+	for (s = a->sbxs; s; s = s->next)
+		if (s->pid == pid)
+			break;
+	if (s != NULL) {
+		/* The pid came back: a new sandbox, the old one gone. */
+		free(s->sid);
+		free(s->uid);
+		free(s->ns);
+		free(s->pod);
+	} else {
+		if (a->nsbx >= SBX_MAX)
+			sbx_drop(a, NULL, 1);
+		if (a->nsbx >= SBX_MAX)
+			return;		/* the labels, then */
+		s = xcalloc(1, sizeof(*s));
+		s->pid = pid;
+		s->next = a->sbxs;
+		a->sbxs = s;
+		a->nsbx++;
+	}
+	s->sid = xstrdup(sid);
+	s->uid = xstrdup(uid);
+	s->ns = xstrdup(ns);
+	s->pod = xstrdup(pod);
+}
+
+/*
+ * The program container of a known execution pod: a TaskStart in its
+ * sandbox that is not the pause container, before any other (a container
+ * added later, an ephemeral one, goes by its labels, and only "run" is
+ * taken).
+ */
+static const struct agent_sbx *
+sbx_program(struct agent *a, const struct ctrd_event *ev)
+{
+	const struct agent_sbx *s;
+	struct run *r;
+	int first;
+
+	for (s = a->sbxs; s; s = s->next)
+		if (s->pid == ev->pid)
+			break;
+	if (s == NULL || strcmp(s->sid, ev->container_id) == 0)
+		return NULL;
+	pthread_mutex_lock(&a->lock);
+	first = (r = agent_find_run(a, s->uid)) == NULL || r->cid == NULL;
+	pthread_mutex_unlock(&a->lock);
+	return first ? s : NULL;
+}
+
+/* The program container of execution pod uid started. */
+static void
+on_start(struct agent *a, const struct ctrd_event *ev, const char *uid,
+    const char *ns, const char *pod)
+{
+	struct k8s_error err;
+	json_t *proc = NULL;
+	const char *bad = NULL;
+	struct run *r;
+	int holder, wait_exit, stop_now = 0;
+
+	/*
+	 * A warm holder: its OCI process now, for the exec of its claim
+	 * (warm.c), off that path.
+	 */
+	holder = strncmp(pod, POOL_HOLDER_PREFIX,
+	    strlen(POOL_HOLDER_PREFIX)) == 0;
+	if (holder && ctrd_container_process(a->ctrd, ev->container_id,
+	    &proc, &err) != 0)
+		proc = NULL;
+	pthread_mutex_lock(&a->lock);
+	if ((r = agent_find_run(a, uid)) == NULL)
+		r = agent_new_run(a, uid, ns, pod);
+	if (r->cid == NULL)
+		r->cid = xstrdup(ev->container_id);
+	r->start_ns = ev->ts_ns;
+	r->pid = ev->pid;
+	if (proc && r->process == NULL)
+		r->process = json_incref(proc);
+	json_decref(proc);
+	if (r->isolation == NULL && (bad = agent_sandbox_refused(ev->pid))) {
+		/*
+		 * Stopped now if the pod is known to be an execution's
+		 * (every ms runs code); else by the ticker once it is, and
+		 * never if it is not.
+		 */
+		r->isolation = xstrdup(bad);
+		r->why = CX_KILL_ISOLATION;
+		stop_now = r->verified;
+	}
+	agent_arm_deadline(r);
+	wait_exit = !holder && r->isolation == NULL &&
+	    strcmp(r->cid, ev->container_id) == 0 &&
+	    (a->o.namespace == NULL || strcmp(ns, a->o.namespace) == 0);
+	pthread_mutex_unlock(&a->lock);
+	if (stop_now) {
+		log_warn("sandbox refused", "pod=%s/%s problem=\"%s\"", ns,
+		    pod, bad);
+		kill_pid(ev->pid);
+	}
+	/* A cold run's exit, from its sandbox (exitwait.c). */
+	if (wait_exit)
+		agent_exitwait_spawn(a, uid, ev->container_id);
+}
+
 static int
 on_task_event(void *arg, const struct ctrd_event *ev)
 {
@@ -101,9 +269,13 @@ on_task_event(void *arg, const struct ctrd_event *ev)
 	if (ev->container_id == NULL)
 		return 0;
 	if (ev->kind == CTRD_EV_TASK_START) {
-		const char *uid, *ns, *pod, *name, *bad;
-		int stop_now = 0;
+		const struct agent_sbx *s;
+		const char *uid, *ns, *pod, *name, *kind;
 
+		if ((s = sbx_program(a, ev)) != NULL) {
+			on_start(a, ev, s->uid, s->ns, s->pod);
+			return 0;
+		}
 		if (ctrd_container_labels(a->ctrd, ev->container_id, &labels,
 		    &err) != 0) {
 			log_warn("cannot read container labels", "container=%s "
@@ -114,56 +286,33 @@ on_task_event(void *arg, const struct ctrd_event *ev)
 		ns = json_string_value(json_object_get(labels, "io.kubernetes.pod.namespace"));
 		pod = json_string_value(json_object_get(labels, "io.kubernetes.pod.name"));
 		name = json_string_value(json_object_get(labels, "io.kubernetes.container.name"));
-		if (uid && ns && pod && name && strcmp(name, CONTAINER) == 0 &&
-		    strncmp(pod, "airlock-", 8) == 0) {
-			json_t *proc = NULL;
-
-			/*
-			 * A warm holder: its OCI process now, for the exec
-			 * of its claim (warm.c), off that path.
-			 */
-			if (strncmp(pod, POOL_HOLDER_PREFIX,
-			    strlen(POOL_HOLDER_PREFIX)) == 0 &&
-			    ctrd_container_process(a->ctrd, ev->container_id,
-			    &proc, &err) != 0)
-				proc = NULL;
-			pthread_mutex_lock(&a->lock);
-			if ((r = agent_find_run(a, uid)) == NULL)
-				r = agent_new_run(a, uid, ns, pod);
-			if (r->cid == NULL)
-				r->cid = xstrdup(ev->container_id);
-			r->start_ns = ev->ts_ns;
-			r->pid = ev->pid;
-			if (proc && r->process == NULL)
-				r->process = json_incref(proc);
-			json_decref(proc);
-			if (r->isolation == NULL && (bad = agent_sandbox_refused(ev->pid))) {
-				/*
-				 * Stopped now if the pod is known to be an
-				 * execution's (every ms runs code); else by the
-				 * ticker once it is, and never if it is not.
-				 */
-				r->isolation = xstrdup(bad);
-				r->why = CX_KILL_ISOLATION;
-				stop_now = r->verified;
-			}
-			agent_arm_deadline(r);
-			pthread_mutex_unlock(&a->lock);
-			if (stop_now) {
-				log_warn("sandbox refused", "pod=%s/%s problem=\"%s\"",
-				    ns, pod, bad);
-				kill_pid(ev->pid);
-			}
+		kind = json_string_value(json_object_get(labels, "io.cri-containerd.kind"));
+		if (uid && ns && pod && strncmp(pod, "airlock-", 8) == 0) {
+			if (name && strcmp(name, CONTAINER) == 0)
+				on_start(a, ev, uid, ns, pod);
+			else if (kind && strcmp(kind, "sandbox") == 0 &&
+			    strncmp(pod, POOL_HOLDER_PREFIX,
+			    strlen(POOL_HOLDER_PREFIX)) != 0)
+				sbx_add(a, ev->pid, ev->container_id, uid, ns,
+				    pod);
 		}
 		json_decref(labels);
 		return 0;
 	}
+	/* A pod's sandbox ended: its pid may come back as another's. */
+	if (ev->kind == CTRD_EV_TASK_EXIT && agent_exit_is_init(ev))
+		sbx_drop(a, ev->container_id, 0);
 	pthread_mutex_lock(&a->lock);
 	for (r = a->runs; r; r = r->next) {
 		if (r->cid == NULL || strcmp(r->cid, ev->container_id) != 0)
 			continue;
 		if (ev->kind == CTRD_EV_TASK_OOM) {
 			r->oom = 1;
+		} else if (ev->kind == CTRD_EV_TASK_EXIT && r->exit_early &&
+		    agent_exit_is_init(ev)) {
+			/* The sandbox told first: the quiet wait counts now. */
+			r->exit_early = 0;
+			r->exit_seen_ms = clock_mono_ms();
 		} else if (ev->kind == CTRD_EV_TASK_EXIT && !r->exit_exact &&
 		    !r->busy && !r->recorded &&
 		    (r->warm ? r->warm_started && (agent_exit_is_init(ev) ||

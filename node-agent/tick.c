@@ -321,7 +321,7 @@ agent_decide(const struct run *r, long long hard_cap, long poll_ms,
 		 * exit in hand (an OOM comes before it), or quiet.
 		 */
 		if (now >= r->retry_ms && ((r->log_closed && r->exit_exact) ||
-		    (now - r->exit_seen_ms >= 2 * poll_ms &&
+		    (!r->exit_early && now - r->exit_seen_ms >= 2 * poll_ms &&
 		    now - r->last_read_ms >= 2 * poll_ms)))
 			return AGENT_RECORD;
 		return AGENT_WAIT;
@@ -481,14 +481,22 @@ agent_tick_main(void *arg)
 			    r->deadline_ns - now < wait)
 				wait = r->deadline_ns - now;
 		pthread_mutex_unlock(&a->lock);
-		if (wait > 0 && a->ino_fd >= 0) {
-			/* A log closed wakes it: that run is recorded now. */
-			struct pollfd pfd = { a->ino_fd, POLLIN, 0 };
+		if (wait > 0) {
+			/*
+			 * A log closed or an exit from a sandbox (agent_wake)
+			 * wakes it: that run is recorded now. A missing fd
+			 * (-1) is ignored by poll.
+			 */
+			struct pollfd pfd[2] = { { a->ino_fd, POLLIN, 0 },
+			    { a->wake_fd, POLLIN, 0 } };
+			uint64_t n;
 
-			if (poll(&pfd, 1, (int)((wait + 999999) / 1000000)) > 0)
-				log_closes(a);
-		} else if (wait > 0) {
-			usleep((useconds_t)(wait / 1000));
+			if (poll(pfd, 2, (int)((wait + 999999) / 1000000)) > 0) {
+				if (pfd[0].revents)
+					log_closes(a);
+				if (pfd[1].revents)
+					(void)!read(a->wake_fd, &n, sizeof(n));
+			}
 		}
 	}
 	return NULL;

@@ -41,6 +41,7 @@ static struct k8s_config *kcfg;
 static char confpath[] = "/tmp/airlock-e2e-XXXXXX";
 static char *ns;
 static pid_t ctl_pid, agent_pid;
+static char agent_metrics[32];	/* the agent's metrics address */
 #if E2E_WARM
 static void make_pool(const char *name, const char *runtime,
     const char *memory);
@@ -74,11 +75,15 @@ start_daemons(void)
 		    it_env_need("CONTAINERD_SOCK"), "--metrics-addr", addr[1],
 		    "--hard-output-cap", "4194304", "--cgroup-root",
 		    it_env_need("CGROUP_ROOT"), "--sweep-ms", "2000",
-		    /* Warm runs started by runsc itself (node-agent/warm.c). */
-		    E2E_WARM ? "--runsc" : NULL, it_env_need("RUNSC"),
+		    /*
+		     * Warm runs started by runsc itself (node-agent/warm.c),
+		     * cold runs' exits from their sandbox (exitwait.c).
+		     */
+		    "--runsc", it_env_need("RUNSC"),
 		    "--runsc-root", it_env_need("RUNSC_ROOT"), NULL };
 
 		agent_pid = it_spawn("airlock-node-agent", log[1], args);
+		snprintf(agent_metrics, sizeof(agent_metrics), "%s", addr[1]);
 	}
 }
 
@@ -305,9 +310,28 @@ test_python_hello(void **state)
 }
 
 /* stdout and stderr apart, in order within each; the exit code. */
+/* The agent's counter of cold exits taken from the sandbox (exitwait.c). */
+static long
+exits_from_sandbox(void)
+{
+	char cmd[256], *out = NULL;
+	long n = 0;
+
+	snprintf(cmd, sizeof(cmd), "curl -sf http://%s/metrics | sed -n "
+	    "'s/^airlock_agent_exit_waits_total{result=\"exit\"} //p'",
+	    agent_metrics);
+	if (it_sh(cmd, &out, NULL) != 0)
+		fail_msg("the agent's metrics at %s: %s", agent_metrics, out ? out : "");
+	if (out && *out)
+		n = strtol(out, NULL, 10);
+	free(out);
+	return n;
+}
+
 static void
 test_bash_streams_and_exit(void **state)
 {
+	long before = exits_from_sandbox();
 	json_t *st;
 
 	(void)state;
@@ -322,6 +346,11 @@ test_bash_streams_and_exit(void **state)
 	assert_int_equal(it_int(st, "stdoutBytes"), 16);
 	assert_int_equal(it_int(st, "stderrBytes"), 10);
 	assert_string_equal(it_str(st, "message"), "exit code 3");
+	/*
+	 * Cold, the 3 came from `runsc wait` in the sandbox, not containerd's
+	 * TaskExit ~100 ms later; warm, from the runsc exec client.
+	 */
+	assert_int_equal(exits_from_sandbox() - before, E2E_WARM ? 0 : 1);
 	check_collected(st);
 	json_decref(st);
 }

@@ -281,6 +281,41 @@ test_sandbox_check(void **state)
 	assert_null(agent_sandbox_check(ARGS("runsc-sandbox\0--network=none")));
 }
 
+/* `runsc wait`'s line: the status only for the container asked about. */
+static void
+test_parse_wait(void **state)
+{
+	uint32_t st = 999;
+
+	(void)state;
+	assert_int_equal(agent_parse_wait(ARGS("{\"id\":\"c1\",\"exitStatus\":3}\n"),
+	    "c1", &st), 0);
+	assert_int_equal(st, 3);
+	assert_int_equal(agent_parse_wait(ARGS("{\"id\":\"c1\",\"exitStatus\":137}\n"),
+	    "c1", &st), 0);
+	assert_int_equal(st, 137);
+	assert_int_equal(agent_parse_wait(ARGS("{\"exitStatus\":0,\"id\":\"c1\"}"),
+	    "c1", &st), 0);
+	assert_int_equal(st, 0);
+	st = 999;
+	/* Another container's, or not an exit status: nothing taken. */
+	assert_int_equal(agent_parse_wait(ARGS("{\"id\":\"c2\",\"exitStatus\":0}\n"),
+	    "c1", &st), -1);
+	assert_int_equal(agent_parse_wait(ARGS("{\"id\":\"c1\",\"exitStatus\":-1}\n"),
+	    "c1", &st), -1);
+	assert_int_equal(agent_parse_wait(ARGS("{\"id\":\"c1\",\"exitStatus\":384}\n"),
+	    "c1", &st), -1);
+	assert_int_equal(agent_parse_wait(ARGS("{\"id\":\"c1\",\"exitStatus\":\"0\"}\n"),
+	    "c1", &st), -1);
+	assert_int_equal(agent_parse_wait(ARGS("{\"id\":\"c1\",\"exitStatus\":1.5}\n"),
+	    "c1", &st), -1);
+	assert_int_equal(agent_parse_wait(ARGS("{\"id\":\"c1\"}\n"), "c1", &st), -1);
+	assert_int_equal(agent_parse_wait(ARGS("{\"id\":\"c1\",\"exitSt"), "c1", &st), -1);
+	assert_int_equal(agent_parse_wait(ARGS("waiting on container: EOF\n"), "c1", &st), -1);
+	assert_int_equal(agent_parse_wait("", 0, "c1", &st), -1);
+	assert_int_equal(st, 999);
+}
+
 int
 main(void)
 {
@@ -292,6 +327,7 @@ main(void)
 		cmocka_unit_test(test_exit_is_init),
 		cmocka_unit_test(test_follow_log_rotation),
 		cmocka_unit_test(test_log_dir_name_refused),
+		cmocka_unit_test(test_parse_wait),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

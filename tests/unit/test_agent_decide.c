@@ -203,6 +203,40 @@ test_log_closed(void **state)
 	assert_int_equal(decide(&f->r, NOW + 500, WALL, &why), AGENT_RECORD);
 }
 
+/*
+ * The exit from the sandbox (runsc wait), before containerd's: recorded
+ * when the log closes; a quiet log is not enough until TaskExit came
+ * (containerd may still be copying the program's last output).
+ */
+static void
+test_exit_early(void **state)
+{
+	struct fixture *f = *state;
+	enum cx_kill why;
+
+	f->r.exited = 1;
+	f->r.exit_exact = 1;
+	f->r.exit_early = 1;
+	f->r.exit_seen_ms = NOW;
+	f->r.last_read_ms = NOW;
+	assert_int_equal(decide(&f->r, NOW + 1000, WALL, &why), AGENT_WAIT);
+	f->r.log_closed = 1;
+	assert_int_equal(decide(&f->r, NOW + 1, WALL, &why), AGENT_RECORD);
+	assert_int_equal(why, CX_KILL_NONE);
+	/* TaskExit came (exit_early cleared), the log still open: quiet. */
+	f->r.log_closed = 0;
+	f->r.exit_early = 0;
+	f->r.exit_seen_ms = NOW + 1000;
+	assert_int_equal(decide(&f->r, NOW + 1000 + 2 * POLL - 1, WALL, &why),
+	    AGENT_WAIT);
+	assert_int_equal(decide(&f->r, NOW + 1000 + 2 * POLL, WALL, &why),
+	    AGENT_RECORD);
+	/* An exit is never killed, early or not, whatever the deadline. */
+	f->r.exit_early = 1;
+	f->r.deadline_ns = 1;
+	assert_int_equal(decide(&f->r, NOW, WALL, &why), AGENT_WAIT);
+}
+
 /* Killed, then its exit: recorded with the kill's reason. */
 static void
 test_exit_after_kill(void **state)
@@ -296,6 +330,7 @@ main(void)
 		T(test_kill_retry),
 		T(test_exit_races_deadline),
 		T(test_log_closed),
+	T(test_exit_early),
 		T(test_exit_after_kill),
 		T(test_oom),
 		T(test_recorded),
