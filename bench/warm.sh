@@ -9,6 +9,9 @@
 #   warm-cli  the same through `bin/airlock run -c 'print(1)'`, the whole
 #             process timed (its start, kubeconfig, TLS, create, watch)
 #   cold-api  a CodeExecution in a namespace with no pool: a pod of its own
+#             (its agent with --runsc: the exit straight from the sandbox)
+#   cold-ctrd the same, its agent without --runsc: the exit from
+#             containerd's TaskExit, as before node-agent/exitwait.c
 #   job       the baseline: a plain Job (gvisor), create -> complete ->
 #             logs read
 #   cri       a pod through CRI on the node's containerd, no Kubernetes
@@ -25,7 +28,7 @@
 # Before each sample, untimed: the cold namespace holds no pod, the pool's
 # two holders are ready and idle, nothing is terminating, and no other
 # containerd task runs. The controllers and agents are this clone's bin/
-# (the warm namespace's agent with --runsc). Not a test: it prints
+# (all with --runsc but cold-ctrd's). Not a test: it prints
 # p50/p90/p99 (with N >= 300; below that the highest, labelled max) and
 # appends them to bench/RESULTS.md. Needs `make cluster-up NODE=1` and
 # `make`.
@@ -37,16 +40,17 @@ n=${1:-50}
 bench_need_node warm.sh
 wns=bench-warm-$$
 cns=bench-cold-$$
+ons=bench-coldc-$$
 pids=()
 cleanup() {
 	for p in "${pids[@]}"; do kill "$p" 2>/dev/null; wait "$p" 2>/dev/null; done
-	k delete ns "$wns" "$cns" --wait=false >/dev/null 2>&1
+	k delete ns "$wns" "$cns" "$ons" --wait=false >/dev/null 2>&1
 	rm -rf "$work"
 }
 trap cleanup EXIT
 
 bench_install
-for s in "$wns" "$cns"; do
+for s in "$wns" "$cns" "$ons"; do
 	k create ns "$s" >/dev/null
 	until k -n "$s" get serviceaccount default >/dev/null 2>&1; do sleep 0.2; done
 done
@@ -68,7 +72,8 @@ daemons() {
 	pids+=($!)
 	until curl -sf "http://$aaddr/readyz" >/dev/null 2>&1; do sleep 0.2; done
 }
-daemons "$cns"
+daemons "$ons"
+daemons "$cns" --runsc "$RUNSC" --runsc-root "$RUNSC_ROOT"
 daemons "$wns" --runsc "$RUNSC" --runsc-root "$RUNSC_ROOT"
 waddr=$aaddr
 wcaddr=$caddr
@@ -91,10 +96,10 @@ hist() {
 hist "$work/hist.before"
 
 python3 - "$n" "$work" "$wns" "$cns" "$APISERVER_URL" "$RUNNER_PYTHON_IMAGE" "$RUNSC" \
-	"$RUNSC_ROOT" "$cri_floor" "$CONTAINERD_SOCK" "$kubelet" "$top" "$KUBECONFIG_ADMIN" <<'PY'
+	"$RUNSC_ROOT" "$cri_floor" "$CONTAINERD_SOCK" "$kubelet" "$top" "$KUBECONFIG_ADMIN" "$ons" <<'PY'
 import json, os, subprocess, sys, time
 (n, work, wns, cns, url, image, runsc, runsc_root, cri_floor, sock, kubelet, top,
- kubeconfig) = int(sys.argv[1]), *sys.argv[2:14]
+ kubeconfig, ons) = int(sys.argv[1]), *sys.argv[2:15]
 kubelet = int(kubelet)
 sys.path.insert(0, top + "/bench")
 import lib
@@ -119,7 +124,7 @@ def quiesce():
     idle, nothing terminating, and no containerd task but the holders'."""
     t0 = time.monotonic()
     while True:
-        w, c = pods(wns), pods(cns)
+        w, c = pods(wns), pods(cns) + pods(ons)
         ready = [p for p in w if idle_ready(p)]
         tasks = subprocess.run(["ctr", "--address", sock, "-n", "k8s.io", "tasks", "ls"],
                                capture_output=True, text=True, check=True).stdout
@@ -153,6 +158,11 @@ def run_warm_api(i):
 
 def run_cold_api(i):
     t, st = create_and_wait(cns, "cold-%03d" % i)
+    assert st.get("startMode") == "Cold", st
+    return t
+
+def run_cold_ctrd(i):
+    t, st = create_and_wait(ons, "cold-%03d" % i)
     assert st.get("startMode") == "Cold", st
     return t
 
@@ -196,8 +206,10 @@ def sample(kind, f, *a):
     quiesce()
     res[kind].append(f(*a))
 
-res = {k: [] for k in ("warm-api", "warm-cli", "cold-api", "job", "cri", "exec", "runsc")}
-for f in (run_warm_api, run_warm_cli, run_cold_api, run_job, run_cri, run_runsc):  # warm-up
+res = {k: [] for k in ("warm-api", "warm-cli", "cold-api", "cold-ctrd", "job", "cri", "exec",
+                       "runsc")}
+for f in (run_warm_api, run_warm_cli, run_cold_api, run_cold_ctrd, run_job, run_cri,
+          run_runsc):  # warm-up
     quiesce()
     f(999)
 quiesce()
@@ -206,6 +218,7 @@ for i in range(n):
     sample("warm-api", run_warm_api, i)
     sample("warm-cli", run_warm_cli, i)
     sample("cold-api", run_cold_api, i)
+    sample("cold-ctrd", run_cold_ctrd, i)
     sample("job", run_job, i)
     sample("cri", run_cri, i)
     sample("runsc", run_runsc, i)
@@ -239,6 +252,7 @@ rows = [
     ("warm-api", "**warm**: CodeExecution create -> Succeeded, output in status (pool in the namespace)"),
     ("warm-cli", "**warm, CLI**: `bin/airlock run -c 'print(1)'`, the whole process"),
     ("cold-api", "cold: CodeExecution create -> Succeeded (no pool: a pod of its own)"),
+    ("cold-ctrd", "cold, agent without --runsc: the exit from containerd's TaskExit"),
     ("job", "baseline: Job (gvisor) create -> complete -> logs read"),
     ("cri", "CRI floor: a pod through containerd and runsc, no Kubernetes"),
     ("exec", "exec floor: exec into a running sandbox, containerd Tasks API, 5 per sandbox"),
@@ -255,6 +269,9 @@ print("|---|---|---|---|---|---|")
 for k, label in rows:
     v = o[k]
     print("| %s | %d | %.0f | %.0f | %.0f (%s) | %.2fx |" % (label, v[3], v[0], v[1], v[2], top(k), v[0] / cold))
+print()
+print("Cold p50 over the CRI floor's p50: %.2fx; the agent without --runsc: %.2fx." %
+      (cold / o["cri"][0], o["cold-ctrd"][0] / o["cri"][0]))
 print()
 print("The daemons' own clocks over every warm run above (warm-up included), means: the"
       " controller, from the reconcile that found a sandbox to its claim landed, %.1f ms"
