@@ -93,7 +93,7 @@ BENCH_BIN = $(BENCH_SRC:bench/%.c=$(B)/bench/%)
 BIN_DIR	?= bin
 BINS	 = $(BIN_DIR)/airlock-controller $(BIN_DIR)/airlock-node-agent $(BIN_DIR)/airlock
 
-.PHONY: all test deps unit integration e2e e2e-asan chart chart-crds local-images memory asan \
+.PHONY: all test deps unit integration e2e e2e-asan chart sdk chart-crds local-images memory asan \
 	run-asan valgrind cluster-up cluster-down clean
 .SUFFIXES:
 .DELETE_ON_ERROR:
@@ -182,8 +182,9 @@ test: deps
 	-$(MAKE) e2e
 	-$(MAKE) e2e-asan
 	-$(MAKE) chart
+	-$(MAKE) sdk
 	@tests/cluster/down.sh
-	@tests/run.sh summary unit integration asan valgrind e2e e2e-asan chart
+	@tests/run.sh summary unit integration asan valgrind e2e e2e-asan chart sdk
 
 deps:
 	@tests/deps.sh
@@ -256,6 +257,15 @@ chart: all
 	@NODE=1 tests/cluster/up.sh
 	@HELM=$$(tests/cluster/build.sh helm | sed -n 's/^HELM_BIN_DIR=//p')/helm \
 		tests/run.sh chart $(B) $(CHART_BIN)
+
+# The Python SDK (sdk/python): pip-installed into a cached venv of
+# tests/sdk/requirements.txt, then pytest on the real node, with this
+# clone's controller and agent (tests/sdk/test_sdk_tier).
+sdk: all
+	@tests/cluster/node-deps.sh
+	@NODE=1 tests/cluster/up.sh
+	@images/local.sh
+	@tests/run.sh sdk $(B) tests/sdk/test_sdk_tier
 
 # The chart's CRDs are crds/'s; test_render fails when they drift.
 chart-crds:

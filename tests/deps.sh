@@ -25,3 +25,14 @@ if ! command -v go >/dev/null; then
 	echo "deps.sh: go >= 1.26 is needed to build the test control plane; not found in PATH" >&2
 	exit 1
 fi
+# The SDK tier (tests/sdk) makes a venv with pip: Python >= 3.9 with venv
+# and ensurepip (Debian splits them out into python3-venv).
+if ! python3 -c 'import sys, venv, ensurepip; sys.exit(sys.version_info < (3, 9))' 2>/dev/null; then
+	if [ "$(id -u)" -eq 0 ] && command -v apt-get >/dev/null; then
+		echo "deps.sh: installing python3-venv" >&2
+		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3 python3-venv >/dev/null
+	else
+		echo "deps.sh: python3 >= 3.9 with venv is needed for the SDK tier (python3-venv)" >&2
+		exit 1
+	fi
+fi

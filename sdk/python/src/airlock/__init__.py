@@ -1,0 +1,17 @@
+"""Airlock's Python SDK: run untrusted code in gVisor sandboxes on
+Kubernetes, as CodeExecutions (airlock.dev/v1alpha1).
+
+    import airlock
+    c = airlock.Client()
+    r = c.run("print(6*7)")
+    print(r.stdout, r.exit_code)
+"""
+
+from . import tools
+from ._async import AsyncClient
+from ._client import Client, Result, build_spec
+from .errors import AirlockError, RejectedError
+
+__all__ = ["Client", "AsyncClient", "Result", "AirlockError", "RejectedError", "tools",
+           "build_spec"]
+__version__ = "0.1.0"

@@ -1,0 +1,319 @@
+"""The synchronous client: a CodeExecution made with the official
+``kubernetes`` client, its end awaited on a watch of that one object."""
+
+import math
+import os
+import re
+import threading
+from dataclasses import dataclass, field
+from typing import Callable, Dict, List, Mapping, Optional, Sequence, Union
+
+import kubernetes
+from kubernetes.client.rest import ApiException
+
+from .errors import AirlockError, RejectedError
+
+GROUP = "airlock.dev"
+VERSION = "v1alpha1"
+PLURAL = "codeexecutions"
+TERMINAL = ("Succeeded", "Failed", "TimedOut", "Cancelled")
+SA_NAMESPACE = "/var/run/secrets/kubernetes.io/serviceaccount/namespace"
+# A controller's refusal names the field first: "spec.runtime: ...".
+FIELD_RE = re.compile(r"^(spec(?:\.[A-Za-z0-9_-]+|\[[^\]]*\])+):")
+
+Callback = Optional[Callable[[str], None]]
+
+
+@dataclass
+class Result:
+    """How one execution ended, as its status says."""
+
+    name: str
+    phase: str
+    reason: Optional[str]
+    message: Optional[str]
+    exit_code: Optional[int]
+    stdout: str
+    stderr: str
+    stdout_truncated: bool
+    stderr_truncated: bool
+    start_mode: Optional[str]
+    duration_ms: Optional[int]
+    status: dict = field(repr=False)
+
+    @property
+    def ok(self) -> bool:
+        return self.phase == "Succeeded"
+
+    @classmethod
+    def from_object(cls, obj: dict) -> "Result":
+        st = obj.get("status") or {}
+        return cls(
+            name=obj["metadata"]["name"],
+            phase=st.get("phase", ""),
+            reason=st.get("reason"),
+            message=st.get("message"),
+            exit_code=st.get("exitCode"),
+            stdout=st.get("stdout", ""),
+            stderr=st.get("stderr", ""),
+            stdout_truncated=bool(st.get("stdoutTruncated", False)),
+            stderr_truncated=bool(st.get("stderrTruncated", False)),
+            start_mode=st.get("startMode"),
+            duration_ms=st.get("durationMillis"),
+            status=st,
+        )
+
+
+def _text(value, where: str) -> str:
+    if isinstance(value, str):
+        return value
+    if isinstance(value, (bytes, bytearray)):
+        try:
+            return bytes(value).decode("utf-8")
+        except UnicodeDecodeError as e:
+            raise RejectedError(
+                "%s: must be UTF-8 text (the API carries strings): %s" % (where, e),
+                where) from None
+    raise RejectedError("%s: must be str or bytes, not %s" % (where, type(value).__name__),
+                        where)
+
+
+def build_spec(code, runtime="python", stdin=None, files=None, env=None, args=None,
+               timeout=None, memory=None, cpu=None) -> dict:
+    """The CodeExecution spec for these arguments. Types are checked here,
+    naming the field; ranges and sizes are the API server's to refuse."""
+    spec = {"runtime": runtime, "source": _text(code, "spec.source")}
+    if not isinstance(runtime, str):
+        raise RejectedError("spec.runtime: must be a string", "spec.runtime")
+    if stdin is not None:
+        spec["stdin"] = _text(stdin, "spec.stdin")
+    if files:
+        if not isinstance(files, Mapping):
+            raise RejectedError("spec.files: must be a mapping of path to content",
+                                "spec.files")
+        spec["files"] = [{"path": p, "content": _text(c, "spec.files[%s].content" % p)}
+                         for p, c in files.items()]
+    if env:
+        if not isinstance(env, Mapping):
+            raise RejectedError("spec.env: must be a mapping of name to value", "spec.env")
+        spec["env"] = [{"name": k, "value": _text(v, "spec.env[%s].value" % k)}
+                       for k, v in env.items()]
+    if args is not None:
+        if isinstance(args, (str, bytes)) or not isinstance(args, Sequence):
+            raise RejectedError("spec.args: must be a list of strings", "spec.args")
+        spec["args"] = [_text(a, "spec.args[%d]" % i) for i, a in enumerate(args)]
+    if timeout is not None:
+        if isinstance(timeout, bool) or not isinstance(timeout, (int, float)):
+            raise RejectedError("spec.timeoutSeconds: must be a number of seconds",
+                                "spec.timeoutSeconds")
+        spec["timeoutSeconds"] = int(math.ceil(timeout))
+    res = {}
+    if memory is not None:
+        res["memory"] = memory
+    if cpu is not None:
+        res["cpu"] = cpu
+    if res:
+        spec["resources"] = res
+    return spec
+
+
+def _api_error(what: str, e: ApiException) -> AirlockError:
+    """An API refusal as the SDK's error: 400/422 name the field."""
+    import json
+
+    msg, fld = e.reason or str(e.status), None
+    try:
+        body = json.loads(e.body or "{}")
+        msg = body.get("message") or msg
+        causes = (body.get("details") or {}).get("causes") or []
+        fld = next((c.get("field") for c in causes if c.get("field")), None)
+    except ValueError:
+        pass
+    if e.status in (400, 422):
+        return RejectedError("%s: %s" % (what, msg), fld)
+    if e.status == 404 and "could not find the requested resource" in msg:
+        msg += " (is Airlock's CodeExecution CRD installed?)"
+    return AirlockError("%s: %s (HTTP %s)" % (what, msg, e.status))
+
+
+class _Emitter:
+    """Hands each stream's bytes to its callback once, in order, as the
+    status shows more of them."""
+
+    def __init__(self, on_stdout: Callback, on_stderr: Callback):
+        self.cbs = (("stdout", on_stdout), ("stderr", on_stderr))
+        self.sent = {"stdout": 0, "stderr": 0}
+
+    def feed(self, status: dict):
+        for key, cb in self.cbs:
+            text = status.get(key) or ""
+            if cb is not None and len(text) > self.sent[key]:
+                chunk, self.sent[key] = text[self.sent[key]:], len(text)
+                cb(chunk)
+
+
+class Client:
+    """Runs code as CodeExecutions in one namespace.
+
+    ``namespace``, ``kubeconfig`` and ``context`` default as kubectl's do:
+    ``$KUBECONFIG`` or ``~/.kube/config`` and its current context and that
+    context's namespace, else the pod's own service account in a cluster,
+    else ``default``. ``api_client`` takes a ready ``kubernetes`` ApiClient.
+    """
+
+    def __init__(self, namespace: Optional[str] = None, kubeconfig: Optional[str] = None,
+                 context: Optional[str] = None, *, api_client=None):
+        ns = None
+        if api_client is None:
+            cfg = kubernetes.client.Configuration()
+            # $KUBECONFIG now (the kubernetes package reads it once, at
+            # import), a list of files as kubectl takes it.
+            if kubeconfig is None and os.environ.get("KUBECONFIG"):
+                kubeconfig = os.environ["KUBECONFIG"]
+            try:
+                kubernetes.config.load_kube_config(config_file=kubeconfig, context=context,
+                                                   client_configuration=cfg)
+                _, active = kubernetes.config.list_kube_config_contexts(config_file=kubeconfig)
+                if context is not None:
+                    active = next(c for c in kubernetes.config.list_kube_config_contexts(
+                        config_file=kubeconfig)[0] if c["name"] == context)
+                ns = (active.get("context") or {}).get("namespace")
+            except kubernetes.config.ConfigException as e:
+                if kubeconfig is not None or context is not None:
+                    raise AirlockError("kubeconfig: %s" % e) from None
+                try:
+                    kubernetes.config.load_incluster_config(client_configuration=cfg)
+                    with open(SA_NAMESPACE) as f:
+                        ns = f.read().strip()
+                except (kubernetes.config.ConfigException, OSError) as e2:
+                    raise AirlockError("no kubeconfig (%s) and not in a cluster (%s)"
+                                       % (e, e2)) from None
+            api_client = kubernetes.client.ApiClient(cfg)
+        self.namespace = namespace or ns or "default"
+        self.api_client = api_client
+        self._api = kubernetes.client.CustomObjectsApi(api_client)
+
+    # --- the object ------------------------------------------------------
+
+    def create(self, code: Union[str, bytes], runtime: str = "python", *,
+               stdin: Union[str, bytes, None] = None,
+               files: Optional[Mapping[str, Union[str, bytes]]] = None,
+               env: Optional[Mapping[str, str]] = None, args: Optional[List[str]] = None,
+               timeout: Optional[float] = None, memory: Union[str, int, None] = None,
+               cpu: Union[str, int, None] = None, name: Optional[str] = None) -> str:
+        """Make the CodeExecution; its name."""
+        body = {"apiVersion": "%s/%s" % (GROUP, VERSION), "kind": "CodeExecution",
+                "metadata": {"name": name} if name else {"generateName": "run-"},
+                "spec": build_spec(code, runtime, stdin, files, env, args, timeout,
+                                   memory, cpu)}
+        try:
+            o = self._api.create_namespaced_custom_object(GROUP, VERSION, self.namespace,
+                                                          PLURAL, body)
+        except ApiException as e:
+            raise _api_error("create", e) from None
+        return o["metadata"]["name"]
+
+    def get(self, name: str) -> Result:
+        return Result.from_object(self._get(name))
+
+    def _get(self, name: str) -> dict:
+        try:
+            return self._api.get_namespaced_custom_object(GROUP, VERSION, self.namespace,
+                                                          PLURAL, name)
+        except ApiException as e:
+            raise _api_error("get %s" % name, e) from None
+
+    def cancel(self, name: str) -> None:
+        """Ask the controller to stop it (``spec.cancel``); it ends Cancelled."""
+        try:
+            self._api.patch_namespaced_custom_object(GROUP, VERSION, self.namespace, PLURAL,
+                                                     name, {"spec": {"cancel": True}})
+        except ApiException as e:
+            raise _api_error("cancel %s" % name, e) from None
+
+    def delete(self, name: str) -> None:
+        try:
+            self._api.delete_namespaced_custom_object(GROUP, VERSION, self.namespace, PLURAL,
+                                                      name)
+        except ApiException as e:
+            if e.status != 404:
+                raise _api_error("delete %s" % name, e) from None
+
+    # --- waiting ----------------------------------------------------------
+
+    def wait(self, name: str, timeout: Optional[float] = None, on_stdout: Callback = None,
+             on_stderr: Callback = None, stop: Optional[threading.Event] = None) -> Result:
+        """Wait for the execution's end on a watch of it alone. Raises
+        RejectedError if it was refused before running (``Rejected``)."""
+        import time
+
+        emit = _Emitter(on_stdout, on_stderr)
+        end = None if timeout is None else time.monotonic() + timeout
+        obj = self._get(name)
+        while True:
+            phase = (obj.get("status") or {}).get("phase")
+            emit.feed(obj.get("status") or {})
+            if phase in TERMINAL:
+                return self._ended(obj)
+            left = None if end is None else end - time.monotonic()
+            if left is not None and left <= 0:
+                raise AirlockError("%s did not end within %g s" % (name, timeout))
+            obj = self._watch_once(name, obj["metadata"]["resourceVersion"], left, stop)
+
+    def _watch_once(self, name, rv, left, stop) -> dict:
+        """The object's next version from a watch from rv (a fresh get when
+        the watch ends or is too old: 410)."""
+        w = kubernetes.watch.Watch()
+        seg = 60 if left is None else max(1, min(60, int(math.ceil(left))))
+        try:
+            for ev in w.stream(self._api.list_namespaced_custom_object, GROUP, VERSION,
+                               self.namespace, PLURAL, field_selector="metadata.name=" + name,
+                               resource_version=rv, timeout_seconds=seg,
+                               allow_watch_bookmarks=False):
+                if ev["type"] == "DELETED":
+                    raise AirlockError("%s was deleted before it ended" % name)
+                if ev["type"] in ("ADDED", "MODIFIED"):
+                    w.stop()
+                    return ev["object"]
+                if stop is not None and stop.is_set():
+                    break
+        except ApiException as e:
+            if e.status != 410:
+                raise _api_error("watch %s" % name, e) from None
+        finally:
+            w.stop()
+        return self._get(name)
+
+    def _ended(self, obj: dict) -> Result:
+        r = Result.from_object(obj)
+        if r.reason == "Rejected":
+            m = FIELD_RE.match(r.message or "")
+            err = RejectedError("%s was rejected: %s" % (r.name, r.message),
+                                m.group(1) if m else None)
+            err.result = r
+            raise err
+        return r
+
+    # --- both -------------------------------------------------------------
+
+    def run(self, code: Union[str, bytes], runtime: str = "python", *,
+            stdin: Union[str, bytes, None] = None,
+            files: Optional[Mapping[str, Union[str, bytes]]] = None,
+            env: Optional[Mapping[str, str]] = None, args: Optional[List[str]] = None,
+            timeout: Optional[float] = None, memory: Union[str, int, None] = None,
+            cpu: Union[str, int, None] = None, name: Optional[str] = None,
+            on_stdout: Callback = None, on_stderr: Callback = None) -> Result:
+        """Run code and return how it ended. A non-zero exit is a result
+        (``r.exit_code``); a KeyboardInterrupt cancels the execution, waits
+        briefly for its Cancelled, and is raised again."""
+        n = self.create(code, runtime, stdin=stdin, files=files, env=env, args=args,
+                        timeout=timeout, memory=memory, cpu=cpu, name=name)
+        try:
+            return self.wait(n, on_stdout=on_stdout, on_stderr=on_stderr)
+        except KeyboardInterrupt:
+            self.cancel(n)
+            try:
+                self.wait(n, timeout=10)
+            except (AirlockError, KeyboardInterrupt):
+                pass
+            raise

@@ -1,0 +1,139 @@
+"""The SDK's tests run against the real test cluster (tests/cluster, with
+the gVisor node): a namespace of their own, with this clone's controller
+and node agent watching it, as the e2e tests do."""
+import os
+import secrets
+import signal
+import socket
+import subprocess
+import time
+import urllib.request
+
+import pytest
+
+TOP = os.environ.get("AIRLOCK_TOP") or os.path.abspath(
+    os.path.join(os.path.dirname(__file__), "..", ".."))
+BIN = os.environ.get("AIRLOCK_BIN") or os.path.join(TOP, "bin")
+
+
+def cluster_env():
+    path = os.environ.get("AIRLOCK_CLUSTER_ENV") or os.path.join(TOP, ".cluster", "env")
+    env = {}
+    with open(path) as f:
+        for line in f:
+            line = line.strip()
+            if line and not line.startswith("#") and "=" in line:
+                k, v = line.split("=", 1)
+                env[k] = v.strip('"')
+    if "NODE_NAME" not in env:
+        raise RuntimeError("the SDK's tests need the gVisor node: NODE=1 tests/cluster/up.sh")
+    return env
+
+
+def free_port():
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    return port
+
+
+def kubectl(env, *args, stdin=None):
+    return subprocess.run([env["KUBECTL"], "--kubeconfig", env["KUBECONFIG_ADMIN"], *args],
+                          input=stdin, capture_output=True, text=True, check=True).stdout
+
+
+INSTALL = """apiVersion: node.k8s.io/v1
+kind: RuntimeClass
+metadata: {name: gvisor}
+handler: runsc
+---
+apiVersion: scheduling.k8s.io/v1
+kind: PriorityClass
+metadata: {name: airlock-execution}
+value: 0
+preemptionPolicy: Never
+"""
+
+# A tenant: the restricted user may run code in the test's namespace only.
+TENANT = """apiVersion: rbac.authorization.k8s.io/v1
+kind: Role
+metadata: {name: sdk-tenant, namespace: %(ns)s}
+rules:
+- apiGroups: [airlock.dev]
+  resources: [codeexecutions]
+  verbs: [create, get, list, watch, patch, delete]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: RoleBinding
+metadata: {name: sdk-tenant, namespace: %(ns)s}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: Role, name: sdk-tenant}
+subjects:
+- {apiGroup: rbac.authorization.k8s.io, kind: User, name: airlock-restricted}
+"""
+
+
+@pytest.fixture(scope="session")
+def cluster():
+    return cluster_env()
+
+
+@pytest.fixture(scope="session")
+def namespace(cluster, tmp_path_factory):
+    """A namespace with a controller and a node agent of its own."""
+    env = cluster
+    ns = "sdk-" + secrets.token_hex(4)
+    work = tmp_path_factory.mktemp("daemons")
+    kubectl(env, "apply", "--server-side", "-f",
+            os.path.join(TOP, "crds", "airlock.dev_codeexecutions.yaml"))
+    kubectl(env, "wait", "--for=condition=Established", "crd/codeexecutions.airlock.dev")
+    kubectl(env, "apply", "--server-side", "-f", "-", stdin=INSTALL)
+    kubectl(env, "create", "namespace", ns)
+    kubectl(env, "apply", "-f", "-", stdin=TENANT % {"ns": ns})
+    conf = work / "config.yaml"
+    conf.write_text(
+        "profiles:\n"
+        "  python:\n    image: %s\n    command: [/airlock/bin/run, python3, main.py]\n"
+        "    sourceFile: main.py\n"
+        "  bash:\n    image: %s\n    command: [/airlock/bin/run, bash, main.sh]\n"
+        "    sourceFile: main.sh\n" % (env["RUNNER_PYTHON_IMAGE"], env["RUNNER_BASH_IMAGE"]))
+    logs = os.path.join(TOP, "build", "logs")
+    os.makedirs(logs, exist_ok=True)
+    aaddr = "127.0.0.1:%d" % free_port()
+    procs = []
+    with open(os.path.join(logs, "sdk-controller-%s.log" % ns), "w") as log:
+        procs.append(subprocess.Popen(
+            [os.path.join(BIN, "airlock-controller"), "--config", str(conf), "--kubeconfig",
+             env["KUBECONFIG_ADMIN"], "--namespace", ns, "--lease-namespace", ns,
+             "--metrics-addr", "127.0.0.1:%d" % free_port()], stdout=log, stderr=log))
+    with open(os.path.join(logs, "sdk-agent-%s.log" % ns), "w") as log:
+        procs.append(subprocess.Popen(
+            [os.path.join(BIN, "airlock-node-agent"), "--kubeconfig", env["KUBECONFIG_ADMIN"],
+             "--node-name", env["NODE_NAME"], "--namespace", ns, "--pod-logs-dir",
+             env["POD_LOGS_DIR"], "--containerd-socket", env["CONTAINERD_SOCK"],
+             "--cgroup-root", env["CGROUP_ROOT"], "--metrics-addr", aaddr,
+             "--runsc", env["RUNSC"], "--runsc-root", env["RUNSC_ROOT"]],
+            stdout=log, stderr=log))
+    end = time.monotonic() + 60
+    while True:
+        try:
+            urllib.request.urlopen("http://%s/readyz" % aaddr, timeout=1)
+            break
+        except OSError:
+            if time.monotonic() > end:
+                raise RuntimeError("the node agent was not ready in 60 s")
+            time.sleep(0.2)
+    yield ns
+    codes = []
+    for p in procs:
+        p.send_signal(signal.SIGTERM)
+        codes.append(p.wait(timeout=30))
+    kubectl(env, "delete", "namespace", ns, "--wait=false")
+    assert codes == [0, 0], "the daemons did not exit cleanly on SIGTERM: %s" % codes
+
+
+@pytest.fixture
+def client(cluster, namespace):
+    import airlock
+
+    return airlock.Client(namespace=namespace, kubeconfig=cluster["KUBECONFIG_ADMIN"])
