@@ -6,6 +6,7 @@
 #ifndef AIRLOCK_CLI_H
 #define AIRLOCK_CLI_H
 
+#include <stdatomic.h>
 #include <stdio.h>
 #include <jansson.h>
 
@@ -84,6 +85,17 @@ int cluster_logs(const struct cli_cluster *o, const char *name);
 int cluster_delete(const struct cli_cluster *o, char *const *names, int n);
 int cluster_wait(const struct cli_cluster *o, const char *name);
 
+/*
+ * For the MCP server: make cx and wait for its end without printing. 0
+ * and *done (new reference); -2 when the API server refused it (bad
+ * input, its words in msg); -1 with msg otherwise. While it waits, *cancel
+ * becoming non-zero cancels the execution (spec.cancel), and the wait goes
+ * on to its Cancelled. Each call connects on its own: calls may run in
+ * threads side by side.
+ */
+int cluster_exec(const struct cli_cluster *o, json_t *cx, atomic_int *cancel,
+    json_t **done, char *msg, size_t msz);
+
 /* --- local mode (cli/local.c) --------------------------------------------- */
 
 struct local_opts {
@@ -112,5 +124,16 @@ struct ctl_config *local_config(struct k8s_error *err);
 int local_run(const struct ctl_config *cfg, json_t *cx,
     const struct local_opts *o, json_t **out, struct k8s_error *err)
     __attribute__((warn_unused_result));
+
+/* --- the MCP server (cli/mcp.c) ------------------------------------------ */
+
+/*
+ * bin/airlock mcp (cli/mcp.c): a Model Context Protocol server on stdin
+ * and stdout, its one tool run_code running each call as a CodeExecution
+ * (or locally, with local set). Returns when stdin ends; 0, or 1 when it
+ * could not start.
+ */
+int mcp_serve(const struct cli_cluster *o, const struct local_opts *lo,
+    int local, FILE *in, FILE *out);
 
 #endif

@@ -19,6 +19,7 @@
 #include "client.h"
 #include "clock.h"
 #include "config.h"
+#include "log.h"
 #include "watch.h"
 #include "xmalloc.h"
 
@@ -69,6 +70,8 @@ struct waiter {
 	char		*selector;
 	long long	 end;		/* monotonic ms; 0 never */
 	char		 failed[1100];	/* a refusal retrying cannot fix */
+	atomic_int	*cancel;	/* set: cancel the execution, once */
+	int		 cancel_sent;
 };
 
 static void
@@ -78,6 +81,19 @@ on_tick(void *arg)
 
 	if (wt->end && clock_mono_ms() >= wt->end)
 		watch_stop(wt->w);
+	if (wt->cancel && !wt->cancel_sent && atomic_load(wt->cancel)) {
+		struct k8s_patch_opts mp = { .type = K8S_PATCH_MERGE };
+		struct k8s_error err;
+		json_t *p = json_pack("{s:{s:b}}", "spec", "cancel", 1);
+
+		/* Sent once; the wait goes on to the controller's Cancelled. */
+		wt->cancel_sent = 1;
+		if (k8s_patch(wt->k->c, &cx_resource, wt->k->ns, wt->name, &mp, p,
+		    NULL, &err) != 0)
+			log_warn("cannot cancel", "execution=%s/%s error=\"%s\"",
+			    wt->k->ns, wt->name, err.message);
+		json_decref(p);
+	}
 }
 
 static atomic_int interrupts;
@@ -173,15 +189,18 @@ signals(void *arg)
 
 /*
  * Wait for name to end: its object (new reference), or NULL with a message
- * printed. timeout_s 0: no limit.
+ * printed (in msg instead, when given). timeout_s 0: no limit. cancel,
+ * when given and once set, cancels the execution.
  */
 static json_t *
-wait_for(struct conn *k, const char *name, long timeout_s, int cancel_on_int)
+wait_for_msg(struct conn *k, const char *name, long timeout_s,
+    int cancel_on_int, atomic_int *cancel, char *msg, size_t msz)
 {
-	struct waiter wt = { .k = k, .name = name,
+	struct waiter wt = { .k = k, .name = name, .cancel = cancel,
 	    .end = timeout_s > 0 ? clock_mono_ms() + timeout_s * 1000 : 0 };
 	struct watch_opts wo = { .res = &cx_resource, .ns = k->ns,
-	    .tick_ms = timeout_s > 0 ? 100 : 0 };
+	    .tick_ms = timeout_s > 0 || cancel ? 50 : 0 };
+	char buf[1400];
 	struct watch_handlers h = { relist, on_event, on_tick, &wt };
 	struct sigctx sc = { .k = k, .name = name };
 	pthread_t th;
@@ -205,15 +224,61 @@ wait_for(struct conn *k, const char *name, long timeout_s, int cancel_on_int)
 	}
 	watch_free(wt.w);
 	free(wt.selector);
+	buf[0] = '\0';
 	if (wt.failed[0])
-		fprintf(stderr, "airlock: cannot watch %s/%s: %s\n", k->ns, name,
+		snprintf(buf, sizeof(buf), "cannot watch %s/%s: %s", k->ns, name,
 		    wt.failed);
 	else if (wt.deleted && wt.obj == NULL)
-		fprintf(stderr, "airlock: %s/%s was deleted before it ended\n", k->ns, name);
+		snprintf(buf, sizeof(buf), "%s/%s was deleted before it ended",
+		    k->ns, name);
 	else if (wt.obj == NULL)
-		fprintf(stderr, "airlock: %s/%s did not end within %ld s\n", k->ns,
+		snprintf(buf, sizeof(buf), "%s/%s did not end within %ld s", k->ns,
 		    name, timeout_s);
+	if (buf[0] && msg)
+		snprintf(msg, msz, "%s", buf);
+	else if (buf[0])
+		fprintf(stderr, "airlock: %s\n", buf);
 	return wt.obj;
+}
+
+static json_t *
+wait_for(struct conn *k, const char *name, long timeout_s, int cancel_on_int)
+{
+	return wait_for_msg(k, name, timeout_s, cancel_on_int, NULL, NULL, 0);
+}
+
+int
+cluster_exec(const struct cli_cluster *o, json_t *cx, atomic_int *cancel,
+    json_t **done, char *msg, size_t msz)
+{
+	struct conn k;
+	struct k8s_error err;
+	json_t *created = NULL;
+	char *name;
+
+	*done = NULL;
+	if (k8s_config_load_default(o->kubeconfig, o->context, &k.cfg, &err) != 0) {
+		snprintf(msg, msz, "%s", err.message);
+		return -1;
+	}
+	if (k8s_client_new(k.cfg, NULL, &k.c, &err) != 0) {
+		snprintf(msg, msz, "%s", err.message);
+		k8s_config_free(k.cfg);
+		return -1;
+	}
+	k.ns = o->ns ? o->ns : k.cfg->namespace ? k.cfg->namespace : "default";
+	if (k8s_create(k.c, &cx_resource, k.ns, cx, &created, &err) != 0) {
+		snprintf(msg, msz, "create: %s", err.message);
+		disconnect(&k);
+		return err.http_status == 422 || err.http_status == 400 ? -2 : -1;
+	}
+	name = xstrdup(json_string_value(json_object_get(json_object_get(created,
+	    "metadata"), "name")));
+	json_decref(created);
+	*done = wait_for_msg(&k, name, 0, 0, cancel, msg, msz);
+	free(name);
+	disconnect(&k);
+	return *done ? 0 : -1;
 }
 
 int

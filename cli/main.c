@@ -33,6 +33,7 @@ usage(void)
 	    "       airlock logs NAME\n"
 	    "       airlock wait NAME [--timeout S] [-o json|yaml]\n"
 	    "       airlock delete NAME...\n"
+	    "       airlock mcp [--local [--runsc PATH] [--local-root DIR]]\n"
 	    "cluster commands also take [-n NAMESPACE] [--kubeconfig FILE] [--context NAME]\n"
 	    "exit: the program's code; 124 timeout, 125 out of memory, 123 output\n"
 	    "      limit, 121 not run, 130 cancelled, 2 bad input, 1 airlock failed\n");
@@ -218,6 +219,12 @@ main(int argc, char **argv)
 			return cluster_logs(&co, argv[0]);
 		co.wait_s = timeout;
 		return cluster_wait(&co, argv[0]);
+	}
+	if (strcmp(cmd, "mcp") == 0) {
+		/* An MCP server on stdio: stdout is the protocol's alone. */
+		if (argc != 0)
+			usage();
+		return mcp_serve(&co, &lo, local, stdin, stdout);
 	}
 	if (strcmp(cmd, "list") == 0) {
 		if (argc != 0)

@@ -95,16 +95,19 @@ def format_result(r, max_chars=MAX_CHARS) -> str:
         head = "%s: %s" % (r.reason or r.phase, r.message or "")
         if r.exit_code is not None:
             head += " (exit code %s)" % r.exit_code
-    out = [head]
+    out = head + "\n"
     for key, text, cut in (("stdout", r.stdout, r.stdout_truncated),
                            ("stderr", r.stderr, r.stderr_truncated)):
         if not text and not cut:
             continue
         body = _cap(text, max_chars)
         if cut:
-            body += "\n[%s was cut by the sandbox's output limit]" % key
-        out.append("--- %s ---\n%s" % (key, body))
-    return "\n".join(out)
+            body += "%s[%s was cut by the sandbox's output limit]" % (
+                "" if body.endswith("\n") or not body else "\n", key)
+        out += "--- %s ---\n%s" % (key, body)
+        if not out.endswith("\n"):
+            out += "\n"
+    return out.rstrip("\n") if out == head + "\n" else out
 
 
 def handle(client, arguments, max_chars=MAX_CHARS) -> str:

@@ -1,0 +1,551 @@
+/*
+ * mcp.c - bin/airlock mcp: a Model Context Protocol server on stdio.
+ *
+ * JSON-RPC 2.0, one message per line (MCP's stdio transport), the
+ * initialize handshake's revisions 2024-11-05 to 2025-11-25. One tool,
+ * run_code: each call is a CodeExecution made and awaited in a thread of
+ * its own (cluster_exec), or a local run under gVisor (local_run), so that
+ * ping, other calls and notifications/cancelled are answered meanwhile. A
+ * cancelled call cancels its execution and, as the protocol asks, gets no
+ * response. Only protocol messages go to stdout; logs go to stderr.
+ *
+ * Every size from the client is capped: a line at MCP_LINE_MAX (past it,
+ * the line is read to its end and dropped, with a parse error), calls in
+ * flight at MCP_CALLS_MAX; the code, stdin and files by cli_check_spec,
+ * as the API server would.
+ */
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "cx.h"
+#include "log.h"
+#include "xmalloc.h"
+
+#define MCP_LINE_MAX	(4 << 20)	/* code + stdin + files fit twice */
+#define MCP_CALLS_MAX	8
+#define TOOL		"run_code"
+
+/* JSON-RPC's error codes. */
+#define E_PARSE		-32700
+#define E_REQUEST	-32600
+#define E_METHOD	-32601
+#define E_PARAMS	-32602
+
+/* Newest first: the one answered when the client's is not among them. */
+static const char *const versions[] = {
+	"2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05",
+};
+
+struct call;
+
+static pthread_mutex_t local_lock = PTHREAD_MUTEX_INITIALIZER;
+
+struct mcp {
+	FILE			*out;
+	pthread_mutex_t		 out_lock;
+	const struct cli_cluster *co;
+	const struct local_opts	*lo;
+	struct ctl_config	*cfg;		/* local mode's */
+	int			 local;
+
+	pthread_mutex_t		 lock;		/* calls, ncalls */
+	pthread_cond_t		 idle;
+	struct call		*calls;
+	int			 ncalls;
+};
+
+struct call {
+	struct mcp	*m;
+	json_t		*id;
+	json_t		*args;
+	atomic_int	 cancel;
+	struct call	*next;
+};
+
+/* --- output ------------------------------------------------------------ */
+
+static void
+send_msg(struct mcp *m, json_t *msg)
+{
+	char *s = json_dumps(msg, JSON_COMPACT);
+
+	pthread_mutex_lock(&m->out_lock);
+	if (s) {
+		/* jansson escapes control characters: one line. */
+		fputs(s, m->out);
+		fputc('\n', m->out);
+		fflush(m->out);
+	}
+	pthread_mutex_unlock(&m->out_lock);
+	free(s);
+	json_decref(msg);
+}
+
+static void
+respond(struct mcp *m, json_t *id, json_t *result)
+{
+	send_msg(m, json_pack("{s:s, s:O, s:o}", "jsonrpc", "2.0", "id", id,
+	    "result", result));
+}
+
+static void
+respond_error(struct mcp *m, json_t *id, int code, const char *message)
+{
+	send_msg(m, json_pack("{s:s, s:O, s:{s:i, s:s}}", "jsonrpc", "2.0",
+	    "id", id ? id : json_null(), "error", "code", code, "message",
+	    message));
+}
+
+/* --- the tool ------------------------------------------------------------ */
+
+static json_t *
+tool_schema(void)
+{
+	return json_pack("{s:s, s:s, s:{s:s, s:{s:{s:s, s:s}, s:{s:s, s:s},"
+	    " s:{s:s, s:s}, s:{s:s, s:s, s:{s:s}}, s:{s:s, s:i, s:i, s:s}},"
+	    " s:[s], s:b}}",
+	    "name", TOOL,
+	    "description", "Run a program in a fresh, isolated sandbox (gVisor, "
+	    "no network) and return its stdout, stderr and exit code. Nothing "
+	    "persists between calls: pass every file the program needs.",
+	    "inputSchema", "type", "object", "properties",
+	    "code", "type", "string", "description", "The program's source.",
+	    "runtime", "type", "string", "description",
+	    "Language runtime (the cluster's profiles: python, node and bash by "
+	    "default); python if not given.",
+	    "stdin", "type", "string", "description",
+	    "Text given on standard input.",
+	    "files", "type", "object", "description",
+	    "Extra files in the working directory: relative path to content.",
+	    "additionalProperties", "type", "string",
+	    "timeout_seconds", "type", "integer", "minimum", 1, "maximum", 3600,
+	    "description", "Wall-clock limit from the program's start.",
+	    "required", "code", "additionalProperties", 0);
+}
+
+static json_t *
+tool_result(const char *text, int is_error)
+{
+	return json_pack("{s:[{s:s, s:s}], s:b}", "content", "type", "text",
+	    "text", text, "isError", is_error);
+}
+
+/*
+ * The CodeExecution for a call's arguments, or NULL with why (naming the
+ * argument) in msg.
+ */
+static json_t *
+build_cx(json_t *args, char *msg, size_t msz)
+{
+	static const char *const known[] = { "code", "runtime", "stdin",
+	    "files", "timeout_seconds" };
+	json_t *spec, *v, *files;
+	const char *key;
+	struct k8s_error err;
+
+	if (!json_is_object(args)) {
+		snprintf(msg, msz, "arguments: must be an object");
+		return NULL;
+	}
+	json_object_foreach(args, key, v) {
+		size_t i;
+
+		for (i = 0; i < sizeof(known) / sizeof(known[0]); i++)
+			if (strcmp(key, known[i]) == 0)
+				break;
+		if (i == sizeof(known) / sizeof(known[0])) {
+			snprintf(msg, msz, "arguments: unknown argument \"%.64s\"", key);
+			return NULL;
+		}
+	}
+	v = json_object_get(args, "code");
+	if (!json_is_string(v) || json_string_length(v) == 0) {
+		snprintf(msg, msz, "code: required, a non-empty string");
+		return NULL;
+	}
+	spec = json_pack("{s:O}", "source", v);
+	if ((v = json_object_get(args, "runtime")) != NULL &&
+	    !json_is_null(v)) {
+		if (!json_is_string(v)) {
+			snprintf(msg, msz, "runtime: must be a string");
+			goto bad;
+		}
+		json_object_set(spec, "runtime", v);
+	} else {
+		json_object_set_new(spec, "runtime", json_string("python"));
+	}
+	if ((v = json_object_get(args, "stdin")) != NULL && !json_is_null(v)) {
+		if (!json_is_string(v)) {
+			snprintf(msg, msz, "stdin: must be a string");
+			goto bad;
+		}
+		json_object_set(spec, "stdin", v);
+	}
+	if ((v = json_object_get(args, "files")) != NULL && !json_is_null(v)) {
+		json_t *c;
+
+		if (!json_is_object(v)) {
+			snprintf(msg, msz, "files: must be an object of path to content");
+			goto bad;
+		}
+		files = json_array();
+		json_object_foreach(v, key, c) {
+			if (!json_is_string(c)) {
+				json_decref(files);
+				snprintf(msg, msz, "files[\"%.255s\"]: must be a string", key);
+				goto bad;
+			}
+			json_array_append_new(files, json_pack("{s:s, s:O}", "path",
+			    key, "content", c));
+		}
+		json_object_set_new(spec, "files", files);
+	}
+	if ((v = json_object_get(args, "timeout_seconds")) != NULL &&
+	    !json_is_null(v)) {
+		if (!json_is_integer(v) || json_integer_value(v) < 1 ||
+		    json_integer_value(v) > 3600) {
+			snprintf(msg, msz, "timeout_seconds: must be an integer from 1 to 3600");
+			goto bad;
+		}
+		json_object_set(spec, "timeoutSeconds", v);
+	}
+	/* The API server's rules, here: a refusal names the spec's field. */
+	if (cli_check_spec(spec, &err) != 0) {
+		snprintf(msg, msz, "%s", err.message);
+		goto bad;
+	}
+	return json_pack("{s:s, s:s, s:{s:s}, s:o}", "apiVersion",
+	    "airlock.dev/v1alpha1", "kind", "CodeExecution", "metadata",
+	    "generateName", "mcp-", "spec", spec);
+bad:
+	json_decref(spec);
+	return NULL;
+}
+
+/* How it ended, as a model should read it (airlock.tools.format_result's). */
+static char *
+describe(json_t *obj, int *is_error)
+{
+	json_t *st = json_object_get(obj, "status");
+	const char *ph = json_string_value(json_object_get(st, "phase"));
+	const char *reason = json_string_value(json_object_get(st, "reason"));
+	const char *message = json_string_value(json_object_get(st, "message"));
+	json_t *code = json_object_get(st, "exitCode");
+	static const char *const streams[] = { "stdout", "stderr" };
+	char *text, *t;
+
+	ph = ph ? ph : "";
+	*is_error = strcmp(ph, "Succeeded") != 0;
+	if (strcmp(ph, "Succeeded") == 0 || (strcmp(ph, "Failed") == 0 &&
+	    reason && strcmp(reason, "Error") == 0))
+		text = xasprintf("exit code: %lld", (long long)json_integer_value(code));
+	else if (json_is_integer(code))
+		text = xasprintf("%s: %s (exit code %lld)", reason ? reason : ph,
+		    message ? message : "", (long long)json_integer_value(code));
+	else
+		text = xasprintf("%s: %s", reason ? reason : ph, message ? message : "");
+	for (int i = 0; i < 2; i++) {
+		const char *s = json_string_value(json_object_get(st, streams[i]));
+		char key[32];
+		int cut;
+
+		snprintf(key, sizeof(key), "%sTruncated", streams[i]);
+		cut = json_is_true(json_object_get(st, key));
+		if ((s == NULL || *s == '\0') && !cut)
+			continue;
+		s = s ? s : "";
+		/* Each section ends with a newline, the program's or ours. */
+		t = xasprintf("%s\n--- %s ---\n%s%s%s%s", text, streams[i], s,
+		    cut && *s && s[strlen(s) - 1] != '\n' ? "\n" : "",
+		    cut ? "[" : "", cut ? streams[i] : "");
+		free(text);
+		text = t;
+		if (cut) {
+			t = xasprintf("%s was cut by the sandbox's output limit]", text);
+			free(text);
+			text = t;
+		}
+		if (text[strlen(text) - 1] == '\n')
+			text[strlen(text) - 1] = '\0';
+	}
+	if (strchr(text, '\n') != NULL) {
+		t = xasprintf("%s\n", text);
+		free(text);
+		text = t;
+	}
+	return text;
+}
+
+static json_t *
+run_tool(struct mcp *m, json_t *args, atomic_int *cancel)
+{
+	char msg[2048];
+	json_t *cx, *done = NULL, *res;
+	struct k8s_error err;
+	char *text;
+	int is_error, rc;
+
+	msg[0] = '\0';
+	if ((cx = build_cx(args, msg, sizeof(msg))) == NULL) {
+		text = xasprintf("error: the call was refused: %s", msg);
+		res = tool_result(text, 1);
+		free(text);
+		return res;
+	}
+	if (m->local) {
+		/*
+		 * local_run keeps process-wide state (the signal mask its
+		 * children start with): one at a time. A cancel does not reach
+		 * it; its timeout does.
+		 */
+		pthread_mutex_lock(&local_lock);
+		rc = local_run(m->cfg, cx, m->lo, &done, &err);
+		pthread_mutex_unlock(&local_lock);
+		if (rc != 0)
+			snprintf(msg, sizeof(msg), "%s", err.message);
+		rc = rc ? -1 : 0;
+	} else {
+		rc = cluster_exec(m->co, cx, cancel, &done, msg, sizeof(msg));
+	}
+	json_decref(cx);
+	if (rc != 0) {
+		text = xasprintf(rc == -2 ? "error: the call was refused: %s" :
+		    "error: the sandbox could not run it: %s", msg);
+		res = tool_result(text, 1);
+	} else {
+		text = describe(done, &is_error);
+		res = tool_result(text, is_error);
+	}
+	free(text);
+	json_decref(done);
+	return res;
+}
+
+static void *
+call_main(void *arg)
+{
+	struct call *c = arg;
+	struct mcp *m = c->m;
+	json_t *res = run_tool(m, c->args, &c->cancel);
+
+	pthread_mutex_lock(&m->lock);
+	for (struct call **pp = &m->calls; *pp; pp = &(*pp)->next)
+		if (*pp == c) {
+			*pp = c->next;
+			break;
+		}
+	m->ncalls--;
+	pthread_cond_broadcast(&m->idle);
+	pthread_mutex_unlock(&m->lock);
+	/* A cancelled request gets no response (the protocol's rule). */
+	if (atomic_load(&c->cancel))
+		json_decref(res);
+	else
+		respond(m, c->id, res);
+	json_decref(c->id);
+	json_decref(c->args);
+	free(c);
+	return NULL;
+}
+
+/* --- requests ------------------------------------------------------------ */
+
+static void
+on_initialize(struct mcp *m, json_t *id, json_t *params)
+{
+	const char *want = json_string_value(json_object_get(params,
+	    "protocolVersion"));
+	const char *v = versions[0];
+
+	for (size_t i = 0; want && i < sizeof(versions) / sizeof(versions[0]); i++)
+		if (strcmp(want, versions[i]) == 0)
+			v = versions[i];
+	respond(m, id, json_pack("{s:s, s:{s:{s:b}}, s:{s:s, s:s}, s:s}",
+	    "protocolVersion", v, "capabilities", "tools", "listChanged", 0,
+	    "serverInfo", "name", "airlock", "version", "0.1.0",
+	    "instructions", m->local ?
+	    "run_code runs each program in a fresh gVisor sandbox on this machine." :
+	    "run_code runs each program as a CodeExecution: a fresh gVisor "
+	    "sandbox on the cluster, with no network."));
+}
+
+static void
+on_call(struct mcp *m, json_t *id, json_t *params)
+{
+	const char *name = json_string_value(json_object_get(params, "name"));
+	json_t *args = json_object_get(params, "arguments");
+	struct call *c;
+	pthread_attr_t at;
+	pthread_t th;
+
+	if (name == NULL || strcmp(name, TOOL) != 0) {
+		respond_error(m, id, E_PARAMS, "unknown tool: tools/list has run_code");
+		return;
+	}
+	pthread_mutex_lock(&m->lock);
+	if (m->ncalls >= MCP_CALLS_MAX) {
+		pthread_mutex_unlock(&m->lock);
+		respond(m, id, tool_result("error: too many calls at once "
+		    "(8 run at a time); try again when one has ended", 1));
+		return;
+	}
+	c = xcalloc(1, sizeof(*c));
+	c->m = m;
+	c->id = json_incref(id);
+	c->args = args ? json_incref(args) : json_object();
+	c->next = m->calls;
+	m->calls = c;
+	m->ncalls++;
+	pthread_attr_init(&at);
+	pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
+	if (pthread_create(&th, &at, call_main, c) != 0) {
+		m->calls = c->next;
+		m->ncalls--;
+		pthread_mutex_unlock(&m->lock);
+		respond(m, id, tool_result("error: cannot start the call", 1));
+		json_decref(c->id);
+		json_decref(c->args);
+		free(c);
+	} else {
+		pthread_mutex_unlock(&m->lock);
+	}
+	pthread_attr_destroy(&at);
+}
+
+static void
+on_cancelled(struct mcp *m, json_t *params)
+{
+	json_t *rid = json_object_get(params, "requestId");
+
+	pthread_mutex_lock(&m->lock);
+	for (struct call *c = m->calls; rid && c; c = c->next)
+		if (json_equal(c->id, rid))
+			atomic_store(&c->cancel, 1);
+	pthread_mutex_unlock(&m->lock);
+}
+
+static void
+dispatch(struct mcp *m, json_t *msg)
+{
+	json_t *id = json_object_get(msg, "id");
+	json_t *params = json_object_get(msg, "params");
+	const char *method = json_string_value(json_object_get(msg, "method"));
+	const char *jv = json_string_value(json_object_get(msg, "jsonrpc"));
+
+	if (!json_is_object(msg) || jv == NULL || strcmp(jv, "2.0") != 0 ||
+	    (id && !json_is_string(id) && !json_is_integer(id))) {
+		respond_error(m, NULL, E_REQUEST, "not a JSON-RPC 2.0 message "
+		    "(batches are not taken)");
+		return;
+	}
+	if (method == NULL)
+		return;		/* a response: this server asks nothing */
+	if (params && !json_is_object(params)) {
+		if (id)
+			respond_error(m, id, E_PARAMS, "params: must be an object");
+		return;
+	}
+	if (id == NULL) {	/* notifications */
+		if (strcmp(method, "notifications/cancelled") == 0)
+			on_cancelled(m, params);
+		return;
+	}
+	if (strcmp(method, "initialize") == 0)
+		on_initialize(m, id, params);
+	else if (strcmp(method, "ping") == 0)
+		respond(m, id, json_object());
+	else if (strcmp(method, "tools/list") == 0)
+		respond(m, id, json_pack("{s:[o]}", "tools", tool_schema()));
+	else if (strcmp(method, "tools/call") == 0)
+		on_call(m, id, params);
+	else
+		respond_error(m, id, E_METHOD, "method not found");
+}
+
+/*
+ * The next line of in, without its newline, in *buf (grown to at most
+ * MCP_LINE_MAX); *over set when it was longer (then read to its end and
+ * dropped). -1 at the end of input.
+ */
+static ssize_t
+read_line(FILE *in, char **buf, size_t *cap, int *over)
+{
+	size_t len = 0;
+	int ch;
+
+	*over = 0;
+	while ((ch = getc(in)) != EOF && ch != '\n') {
+		if (len >= MCP_LINE_MAX) {
+			*over = 1;
+			continue;
+		}
+		if (len + 1 >= *cap) {
+			*cap = *cap ? *cap * 2 : 4096;
+			*buf = xrealloc(*buf, *cap);
+		}
+		(*buf)[len++] = (char)ch;
+	}
+	if (ch == EOF && len == 0 && !*over)
+		return -1;
+	if (*buf == NULL)
+		*buf = xmalloc(*cap = 1);
+	(*buf)[len] = '\0';
+	return (ssize_t)len;
+}
+
+int
+mcp_serve(const struct cli_cluster *o, const struct local_opts *lo, int local,
+    FILE *in, FILE *out)
+{
+	struct mcp m = { .out = out, .co = o, .lo = lo, .local = local };
+	struct k8s_error err;
+	char *line = NULL;
+	size_t cap = 0;
+	ssize_t n;
+	int over;
+
+	if (local && (m.cfg = local_config(&err)) == NULL) {
+		fprintf(stderr, "airlock: %s\n", err.message);
+		return CLI_EXIT_ERROR;
+	}
+	pthread_mutex_init(&m.out_lock, NULL);
+	pthread_mutex_init(&m.lock, NULL);
+	pthread_cond_init(&m.idle, NULL);
+	log_info("mcp server ready", "mode=%s", local ? "local" : "cluster");
+	while ((n = read_line(in, &line, &cap, &over)) >= 0) {
+		json_error_t je;
+		json_t *msg;
+
+		if (over) {
+			respond_error(&m, NULL, E_PARSE, "message longer than 4 MiB");
+			continue;
+		}
+		if (n == 0)
+			continue;
+		if ((msg = json_loadb(line, (size_t)n, JSON_REJECT_DUPLICATES,
+		    &je)) == NULL) {
+			respond_error(&m, NULL, E_PARSE, "not JSON");
+			continue;
+		}
+		dispatch(&m, msg);
+		json_decref(msg);
+	}
+	free(line);
+	/* The client is gone: its calls' executions are cancelled, then ended. */
+	pthread_mutex_lock(&m.lock);
+	for (struct call *c = m.calls; c; c = c->next)
+		atomic_store(&c->cancel, 1);
+	while (m.ncalls > 0)
+		pthread_cond_wait(&m.idle, &m.lock);
+	pthread_mutex_unlock(&m.lock);
+	pthread_cond_destroy(&m.idle);
+	pthread_mutex_destroy(&m.lock);
+	pthread_mutex_destroy(&m.out_lock);
+	ctl_config_free(m.cfg);
+	return 0;
+}

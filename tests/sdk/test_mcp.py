@@ -1,0 +1,164 @@
+"""bin/airlock mcp, driven by the official `mcp` package's client over
+stdio, against the real cluster (and once in --local mode); then the raw
+protocol's edges, line by line."""
+import json
+import os
+import subprocess
+import time
+
+import anyio
+import pytest
+from mcp import ClientSession, StdioServerParameters
+from mcp.client.stdio import stdio_client
+
+import airlock
+from conftest import BIN
+
+
+def server(cluster, namespace, *extra):
+    return StdioServerParameters(
+        command=os.path.join(BIN, "airlock"),
+        args=["mcp", "-n", namespace, "--kubeconfig", cluster["KUBECONFIG_ADMIN"], *extra])
+
+
+def text(result):
+    assert len(result.content) == 1 and result.content[0].type == "text"
+    return result.content[0].text
+
+
+def session_run(params, body):
+    async def main():
+        async with stdio_client(params) as (read, write):
+            async with ClientSession(read, write) as s:
+                return await body(s)
+
+    return anyio.run(main)
+
+
+def test_session(cluster, namespace):
+    async def body(s):
+        init = await s.initialize()
+        assert init.protocol_version == "2025-11-25"
+        assert init.server_info.name == "airlock"
+        assert init.capabilities.tools is not None
+        await s.send_ping()
+        tools = (await s.list_tools()).tools
+        assert [t.name for t in tools] == ["run_code"]
+        assert tools[0].input_schema["required"] == ["code"]
+        assert set(tools[0].input_schema["properties"]) == \
+            {"code", "runtime", "stdin", "files", "timeout_seconds"}
+
+        r = await s.call_tool("run_code", {"code": "print(6*7)"})
+        assert (text(r), r.is_error) == ("exit code: 0\n--- stdout ---\n42\n", False)
+        r = await s.call_tool("run_code", {
+            "code": "cat data.txt; read x; echo \"got $x\"; echo bad >&2; exit 3",
+            "runtime": "bash", "stdin": "line\n", "files": {"data.txt": "file\n"},
+            "timeout_seconds": 30})
+        assert (text(r), r.is_error) == \
+            ("exit code: 3\n--- stdout ---\nfile\ngot line\n--- stderr ---\nbad\n", True)
+        r = await s.call_tool("run_code", {"code": "while True: pass", "timeout_seconds": 1})
+        assert (text(r), r.is_error) == \
+            ("DeadlineExceeded: killed at its 1000 ms deadline (exit code 137)", True)
+        # Bad arguments: a tool error naming the argument, never a crash.
+        r = await s.call_tool("run_code", {"code": "x", "timeout_seconds": 0})
+        assert (text(r), r.is_error) == ("error: the call was refused: timeout_seconds: "
+                                         "must be an integer from 1 to 3600", True)
+        r = await s.call_tool("run_code", {"code": "x", "files": {"../up": "x"}})
+        assert r.is_error and text(r).startswith("error: the call was refused: spec.files")
+        r = await s.call_tool("run_code", {"code": "x", "runtime": "cobol"})
+        assert r.is_error and text(r).startswith("Rejected: ")
+        assert "cobol" in text(r)
+        r = await s.call_tool("run_code", {})
+        assert (text(r), r.is_error) == \
+            ("error: the call was refused: code: required, a non-empty string", True)
+        # The server still answers.
+        await s.send_ping()
+
+    session_run(server(cluster, namespace), body)
+
+
+def test_cancel(cluster, namespace):
+    """The client gives up on a call: notifications/cancelled, and the
+    execution ends Cancelled."""
+    marker = "cancel-me-%s" % os.urandom(3).hex()
+
+    async def body(s):
+        await s.initialize()
+        with pytest.raises(Exception):
+            await s.call_tool("run_code", {
+                "code": "import time\n# %s\nwhile True: time.sleep(0.1)\n" % marker,
+                "timeout_seconds": 120}, read_timeout_seconds=8)
+        await s.send_ping()
+
+    session_run(server(cluster, namespace), body)
+    c = airlock.Client(namespace=namespace, kubeconfig=cluster["KUBECONFIG_ADMIN"])
+    items = c._api.list_namespaced_custom_object("airlock.dev", "v1alpha1", namespace,
+                                                 "codeexecutions")["items"]
+    mine = [o["metadata"]["name"] for o in items if marker in o["spec"]["source"]]
+    assert len(mine) == 1 and mine[0].startswith("mcp-")
+    end = time.monotonic() + 60
+    while c.get(mine[0]).phase != "Cancelled":
+        assert time.monotonic() < end, c.get(mine[0])
+        time.sleep(0.2)
+    assert c.get(mine[0]).reason == "Cancelled"
+
+
+def test_local(cluster):
+    params = StdioServerParameters(command=os.path.join(BIN, "airlock"),
+                                   args=["mcp", "--local", "--runsc", cluster["RUNSC"]])
+
+    async def body(s):
+        init = await s.initialize()
+        assert "this machine" in init.instructions
+        r = await s.call_tool("run_code", {"code": "import sys\nprint('here')\nsys.exit(1)"})
+        return text(r), r.is_error
+
+    assert session_run(params, body) == ("exit code: 1\n--- stdout ---\nhere\n", True)
+
+
+def raw(lines, *args, wait=0.5):
+    """Lines in, the server's lines out (stdout), and its stderr."""
+    p = subprocess.Popen([os.path.join(BIN, "airlock"), "mcp", *args], stdin=subprocess.PIPE,
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    for l in lines:
+        p.stdin.write(l if isinstance(l, bytes) else l.encode() + b"\n")
+    p.stdin.flush()
+    time.sleep(wait)
+    out, err = p.communicate(timeout=30)
+    assert p.returncode == 0, err
+    return [json.loads(l) for l in out.decode().splitlines()], err
+
+
+def test_raw_protocol():
+    out, _ = raw([
+        '{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"1999-01-01"}}',
+        '{"jsonrpc":"2.0","id":"two","method":"initialize","params":{"protocolVersion":"2024-11-05"}}',
+        'not json',
+        '[{"jsonrpc":"2.0","id":3,"method":"ping"}]',
+        '{"jsonrpc":"1.0","id":4,"method":"ping"}',
+        '{"jsonrpc":"2.0","id":{"x":1},"method":"ping"}',
+        '{"jsonrpc":"2.0","id":5,"method":"resources/list"}',
+        '{"jsonrpc":"2.0","id":6,"method":"tools/call","params":{"name":"rm"}}',
+        '{"jsonrpc":"2.0","id":7,"method":"tools/call","params":[1]}',
+        '{"jsonrpc":"2.0","method":"notifications/whatever"}',
+        '',
+        '{"jsonrpc":"2.0","id":8,"method":"ping"}',
+    ])
+    assert out[0]["id"] == 1 and out[0]["result"]["protocolVersion"] == "2025-11-25"
+    assert out[1]["id"] == "two" and out[1]["result"]["protocolVersion"] == "2024-11-05"
+    assert [(o["id"], o["error"]["code"]) for o in out[2:8]] == [
+        (None, -32700), (None, -32600), (None, -32600), (None, -32600), (5, -32601),
+        (6, -32602)]
+    assert (out[8]["id"], out[8]["error"]["code"]) == (7, -32602)
+    assert out[9] == {"jsonrpc": "2.0", "id": 8, "result": {}}
+    assert len(out) == 10
+
+
+def test_raw_line_cap():
+    """A line over 4 MiB is read to its end and refused; the next one is
+    answered."""
+    big = b'{"jsonrpc":"2.0","id":1,"method":"ping","params":{"x":"' + b"a" * (5 << 20) + b'"}}\n'
+    out, _ = raw([big, '{"jsonrpc":"2.0","id":2,"method":"ping"}'])
+    assert out == [{"jsonrpc": "2.0", "id": None,
+                    "error": {"code": -32700, "message": "message longer than 4 MiB"}},
+                   {"jsonrpc": "2.0", "id": 2, "result": {}}]
