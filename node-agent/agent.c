@@ -321,6 +321,11 @@ pod_delete(void *arg, json_t *pod, int unknown)
 	 */
 	if ((r = agent_find_run(a, k8s_obj_uid(pod))) != NULL && !r->exited)
 		r->recorded = 1;
+	/* Its TaskExit may be lost with it: the quiet wait counts now. */
+	if (r != NULL && r->exit_early) {
+		r->exit_early = 0;
+		r->exit_seen_ms = clock_mono_ms();
+	}
 	pthread_mutex_unlock(&a->lock);
 }
 
@@ -443,7 +448,8 @@ agent_new(struct k8s_client *c, struct metrics *m,
 	    record_bounds, sizeof(record_bounds) / sizeof(record_bounds[0]));
 	a->m_waits = metrics_counter(m, "airlock_agent_exit_waits_total",
 	    "Cold runs' exits asked of their sandbox (runsc wait), by result: "
-	    "exit (taken), late (something came first), failed, skipped.",
+	    "exit (taken), late (something came first), signal (left to TaskExit), "
+	    "failed, skipped.",
 	    "result");
 	a->m_swept = metrics_counter(m, "airlock_agent_swept_total",
 	    "Orphan pods and stale pod log directories removed.", "kind");

@@ -156,6 +156,11 @@ void agent_arm_deadline(struct run *r);
 /* events.c */
 void *agent_events_main(void *arg);
 void agent_sbx_free_all(struct agent *a);
+/*
+ * When pid started (/proc/PID/stat's 22nd field, in clock ticks since
+ * boot): with the pid, a process's identity. 0 when it cannot be read.
+ */
+unsigned long long agent_pid_start(uint32_t pid);
 
 /* tick.c */
 void *agent_tick_main(void *arg);
@@ -185,6 +190,13 @@ const char *agent_sandbox_refused(uint32_t pid);
  * (`runsc wait`), ~100 ms before containerd's TaskExit; without the lock.
  */
 void agent_exitwait_spawn(struct agent *a, const char *uid, const char *cid);
+/*
+ * Whether run r takes status from `runsc wait` on container cid (lock
+ * held; unit-tested): its own container, cold, nothing came first (an
+ * exit, a kill, a record), and not a death by signal (over 128: a TaskOOM
+ * may follow).
+ */
+int agent_wait_takes(const struct run *r, const char *cid, uint32_t status);
 void agent_wake(struct agent *a);
 
 /* sweep.c */

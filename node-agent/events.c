@@ -104,6 +104,7 @@ agent_exit_is_init(const struct ctrd_event *ev)
 
 struct agent_sbx {
 	uint32_t	 pid;
+	unsigned long long start;	/* the pid's start time: not reused */
 	char		*sid;		/* the pause container's id */
 	char		*uid, *ns, *pod;
 	struct agent_sbx *next;
@@ -129,6 +130,32 @@ agent_sbx_free_all(struct agent *a)
 		sbx_free(s);
 	}
 	a->nsbx = 0;
+}
+
+unsigned long long
+agent_pid_start(uint32_t pid)
+{
+	char path[64], buf[1024], *p;
+	unsigned long long start = 0;
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/%u/stat", pid);
+	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
+		return 0;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return 0;
+	buf[n] = '\0';
+	/* After the command's ")" (which may hold spaces): field 3 on. */
+	if ((p = strrchr(buf, ')')) == NULL)
+		return 0;
+	for (int field = 2; field < 22 && p; field++)
+		p = strchr(p + 1, ' ');
+	if (p == NULL || sscanf(p + 1, "%llu", &start) != 1)
+		return 0;
+	return start;
 }
 
 /* Forget the sandboxes matching: its pause container's id, or a gone pid. */
@@ -173,6 +200,7 @@ sbx_add(struct agent *a, uint32_t pid, const char *sid, const char *uid,
 		a->sbxs = s;
 		a->nsbx++;
 	}
+	s->start = agent_pid_start(pid);
 	s->sid = xstrdup(sid);
 	s->uid = xstrdup(uid);
 	s->ns = xstrdup(ns);
@@ -196,6 +224,9 @@ sbx_program(struct agent *a, const struct ctrd_event *ev)
 		if (s->pid == ev->pid)
 			break;
 	if (s == NULL || strcmp(s->sid, ev->container_id) == 0)
+		return NULL;
+	/* The same process, not its pid reused by another's sandbox. */
+	if (s->start == 0 || agent_pid_start(ev->pid) != s->start)
 		return NULL;
 	pthread_mutex_lock(&a->lock);
 	first = (r = agent_find_run(a, s->uid)) == NULL || r->cid == NULL;
@@ -226,6 +257,14 @@ on_start(struct agent *a, const struct ctrd_event *ev, const char *uid,
 	pthread_mutex_lock(&a->lock);
 	if ((r = agent_find_run(a, uid)) == NULL)
 		r = agent_new_run(a, uid, ns, pod);
+	if (!r->verified && !holder) {
+		/* An execution's pod, by the cache (else the ticker decides). */
+		json_t *p = informer_get(a->pods, ns, pod);
+
+		if (p && strcmp(k8s_obj_uid(p), uid) == 0)
+			agent_learn_pod(r, p);
+		json_decref(p);
+	}
 	if (r->cid == NULL)
 		r->cid = xstrdup(ev->container_id);
 	r->start_ns = ev->ts_ns;
@@ -244,9 +283,12 @@ on_start(struct agent *a, const struct ctrd_event *ev, const char *uid,
 		stop_now = r->verified;
 	}
 	agent_arm_deadline(r);
-	wait_exit = !holder && r->isolation == NULL &&
-	    strcmp(r->cid, ev->container_id) == 0 &&
-	    (a->o.namespace == NULL || strcmp(ns, a->o.namespace) == 0);
+	/*
+	 * Only for a verified execution's pod: a tenant's own pods named
+	 * airlock-* must not take the waits' slots.
+	 */
+	wait_exit = !holder && r->verified && r->isolation == NULL &&
+	    strcmp(r->cid, ev->container_id) == 0;
 	pthread_mutex_unlock(&a->lock);
 	if (stop_now) {
 		log_warn("sandbox refused", "pod=%s/%s problem=\"%s\"", ns,
@@ -368,6 +410,8 @@ agent_events_main(void *arg)
 			free(v);
 			atomic_store(&a->ctrd_ok, 1);
 			backoff_reset(&backoff);
+			/* Exits missed while the stream was down: start over. */
+			agent_sbx_free_all(a);
 			if (ctrd_subscribe(a->ctrd, filters, on_task_event, a,
 			    &a->stop, &err) == K8S_ECANCELED)
 				break;

@@ -13,9 +13,11 @@
  *
  * The status is the sandbox's, as trusted as the shim's: the program
  * chooses its exit code and nothing else. When the wait fails (the
- * sandbox was killed: the deadline, the output cap, the memory limit) or
- * more than EXITWAIT_MAX are running, the run goes on as before, on
- * TaskExit, which also brings the OOM flag first.
+ * sandbox was killed: the deadline, the output cap, the memory limit),
+ * ends by a signal (128 + N: TaskOOM may follow), runs past
+ * EXITWAIT_MAX_MS, or more than EXITWAIT_MAX are running, the run goes on
+ * as before, on TaskExit, which also brings the OOM flag first. Only a
+ * verified execution's pod gets a wait.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -37,10 +39,14 @@
 #include "xmalloc.h"
 
 /*
- * runsc clients at once: each is a Go process of about 20 MB, in the
- * agent's cgroup (256 MiB by default). Past it, TaskExit alone.
+ * runsc clients at once: each is a Go process in the agent's cgroup (256
+ * MiB by default), 3 MB of its own (22 MB resident, the rest the binary's
+ * pages, shared). Past it, TaskExit alone; and a wait longer than
+ * EXITWAIT_MAX_MS is given up (a long run gains little from it), so
+ * long runs cannot hold every slot.
  */
 #define EXITWAIT_MAX	16
+#define EXITWAIT_MAX_MS	30000
 #define WAIT_OUT_MAX	512	/* {"id":<64 hex>,"exitStatus":N} and room */
 
 struct exitwait {
@@ -71,6 +77,14 @@ agent_parse_wait(const char *out, size_t len, const char *cid,
 	return rc;
 }
 
+int
+agent_wait_takes(const struct run *r, const char *cid, uint32_t status)
+{
+	return r->cid && strcmp(r->cid, cid) == 0 && !r->warm &&
+	    !r->exit_exact && !r->exited && !r->recorded && !r->kill_sent &&
+	    status <= 128;
+}
+
 /* The ticker's poll, woken: a run it should look at now. */
 void
 agent_wake(struct agent *a)
@@ -90,9 +104,13 @@ take(struct exitwait *e, uint32_t status, int64_t at_ns)
 	int taken = 0;
 
 	pthread_mutex_lock(&a->lock);
-	if ((r = agent_find_run(a, e->uid)) != NULL && r->cid &&
-	    strcmp(r->cid, e->cid) == 0 && !r->warm && !r->exit_exact &&
-	    !r->recorded && !r->kill_sent) {
+	/*
+	 * Not over anything that came first (the kubelet's terminated, a
+	 * kill), and not a death by signal: an OOM kill's TaskOOM comes
+	 * with containerd's exit, so that one waits for it.
+	 */
+	if ((r = agent_find_run(a, e->uid)) != NULL &&
+	    agent_wait_takes(r, e->cid, status)) {
 		if (!r->exited)
 			r->exit_seen_ms = clock_mono_ms();
 		r->exited = 1;
@@ -103,7 +121,7 @@ take(struct exitwait *e, uint32_t status, int64_t at_ns)
 		taken = 1;
 	}
 	pthread_mutex_unlock(&a->lock);
-	metric_inc(a->m_waits, taken ? "exit" : "late");
+	metric_inc(a->m_waits, taken ? "exit" : status > 128 ? "signal" : "late");
 	if (taken)
 		agent_wake(a);
 }
@@ -125,6 +143,8 @@ wait_sandbox(struct exitwait *e, uint32_t *status, int64_t *at_ns)
 	int p[2], rc, st = 0, got = -1;
 	pid_t pid;
 
+	long long t0 = clock_mono_ms();
+
 	if (pipe2(p, O_CLOEXEC) != 0)
 		return -1;
 	posix_spawn_file_actions_init(&fa);
@@ -143,7 +163,9 @@ wait_sandbox(struct exitwait *e, uint32_t *status, int64_t *at_ns)
 		struct pollfd pfd = { p[0], POLLIN, 0 };
 		ssize_t n;
 
-		if (atomic_load(&a->stop)) {
+		/* Past EXITWAIT_MAX_MS, a long run: TaskExit will do. */
+		if (atomic_load(&a->stop) ||
+		    clock_mono_ms() - t0 > EXITWAIT_MAX_MS) {
 			kill(pid, SIGKILL);
 			break;
 		}

@@ -7,6 +7,8 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/prctl.h>
+#include <unistd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -237,6 +239,53 @@ test_exit_early(void **state)
 	assert_int_equal(decide(&f->r, NOW, WALL, &why), AGENT_WAIT);
 }
 
+/* runsc wait's status is taken only when nothing came first. */
+static void
+test_wait_takes(void **state)
+{
+	struct fixture *f = *state;
+
+	f->r.cid = "c1";
+	assert_true(agent_wait_takes(&f->r, "c1", 0));
+	assert_true(agent_wait_takes(&f->r, "c1", 128));
+	/* A death by signal: TaskOOM may follow; TaskExit decides. */
+	assert_false(agent_wait_takes(&f->r, "c1", 137));
+	assert_false(agent_wait_takes(&f->r, "c2", 0));
+	f->r.exited = 1;		/* the kubelet's terminated came first */
+	assert_false(agent_wait_takes(&f->r, "c1", 0));
+	f->r.exited = 0;
+	f->r.kill_sent = 1;
+	assert_false(agent_wait_takes(&f->r, "c1", 0));
+	f->r.kill_sent = 0;
+	f->r.warm = 1;
+	assert_false(agent_wait_takes(&f->r, "c1", 0));
+	f->r.warm = 0;
+	f->r.exit_exact = 1;
+	assert_false(agent_wait_takes(&f->r, "c1", 0));
+	f->r.exit_exact = 0;
+	f->r.recorded = 1;
+	assert_false(agent_wait_takes(&f->r, "c1", 0));
+	f->r.recorded = 0;
+	f->r.cid = NULL;
+	assert_false(agent_wait_takes(&f->r, "c1", 0));
+}
+
+/* A process's start time: stable, and read past a ")" in its name. */
+static void
+test_pid_start(void **state)
+{
+	unsigned long long t = agent_pid_start((uint32_t)getpid());
+	char name[16];
+
+	(void)state;
+	assert_true(t > 0);
+	prctl(PR_GET_NAME, name);
+	prctl(PR_SET_NAME, "x) 1 2 3 4 5");
+	assert_true(agent_pid_start((uint32_t)getpid()) == t);
+	prctl(PR_SET_NAME, name);
+	assert_true(agent_pid_start(0x7ffffff0u) == 0);
+}
+
 /* Killed, then its exit: recorded with the kill's reason. */
 static void
 test_exit_after_kill(void **state)
@@ -331,6 +380,8 @@ main(void)
 		T(test_exit_races_deadline),
 		T(test_log_closed),
 	T(test_exit_early),
+	T(test_wait_takes),
+	T(test_pid_start),
 		T(test_exit_after_kill),
 		T(test_oom),
 		T(test_recorded),
