@@ -198,3 +198,36 @@ def test_async_cancel(cluster, namespace):
     ac = asyncio.run(main())
     r = wait_phase(ac.sync, name, ("Cancelled",))
     assert r.reason == "Cancelled"
+
+
+def test_async_cancel_in_create(cluster, namespace):
+    """Cancelled before its create returned: the create finishes, and
+    what it made is cancelled, not left running."""
+    name = "sdk-acc-" + os.urandom(3).hex()
+
+    async def main():
+        ac = airlock.AsyncClient(namespace=namespace, kubeconfig=cluster["KUBECONFIG_ADMIN"])
+        task = asyncio.ensure_future(
+            ac.run("import time\nwhile True: time.sleep(0.1)\n", timeout=60, name=name))
+        await asyncio.sleep(0)      # the create is on its way
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        return ac
+
+    ac = asyncio.run(main())
+    r = wait_phase(ac.sync, name, ("Cancelled",))
+    assert r.reason == "Cancelled"
+
+
+def test_bad_timeouts(client):
+    for t in (float("nan"), float("inf"), True):
+        with pytest.raises(airlock.RejectedError) as e:
+            client.run("print(1)", timeout=t)
+        assert e.value.field == "spec.timeoutSeconds"
+
+
+def test_generated_names(client):
+    r = client.run("print(1)")
+    assert len(r.name) == 9 and r.name.startswith("run-")
+    assert set(r.name[4:]) <= set("bcdfghjklmnpqrstvwxz2456789")

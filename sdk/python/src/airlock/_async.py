@@ -5,7 +5,8 @@ the event loop, and a cancelled task cancelling its execution."""
 import asyncio
 import functools
 
-from ._client import Client, Result
+from ._client import Client, Result, new_name
+from .errors import AirlockError
 
 
 class AsyncClient:
@@ -37,7 +38,13 @@ class AsyncClient:
         def on_loop(cb):
             if cb is None:
                 return None
-            return lambda chunk: loop.call_soon_threadsafe(cb, chunk)
+
+            def call(chunk):
+                try:
+                    loop.call_soon_threadsafe(cb, chunk)
+                except RuntimeError:
+                    pass            # the loop is closed: nobody is listening
+            return call
 
         return await self._call(self.sync.wait, name, timeout, on_loop(on_stdout),
                                 on_loop(on_stderr))
@@ -46,9 +53,17 @@ class AsyncClient:
                   **kwargs) -> Result:
         """Run code; a cancelled task cancels the execution (its Cancelled
         is not awaited) and raises CancelledError."""
-        name = await self.create(code, runtime, **kwargs)
+        name = kwargs.pop("name", None) or new_name()
+        create = asyncio.ensure_future(self.create(code, runtime, name=name, **kwargs))
         try:
+            # Shielded: a cancel during the create lets it finish, then
+            # cancels what it made.
+            await asyncio.shield(create)
             return await self.wait(name, on_stdout=on_stdout, on_stderr=on_stderr)
         except asyncio.CancelledError:
-            await asyncio.shield(self.cancel(name))
+            try:
+                await create
+                await asyncio.shield(self.cancel(name))
+            except (AirlockError, asyncio.CancelledError):
+                pass                # never made; or gone already
             raise

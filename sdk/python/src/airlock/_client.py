@@ -4,11 +4,11 @@
 import math
 import os
 import re
-import threading
 from dataclasses import dataclass, field
 from typing import Callable, Dict, List, Mapping, Optional, Sequence, Union
 
 import kubernetes
+import urllib3
 from kubernetes.client.rest import ApiException
 
 from .errors import AirlockError, RejectedError
@@ -22,6 +22,17 @@ SA_NAMESPACE = "/var/run/secrets/kubernetes.io/serviceaccount/namespace"
 FIELD_RE = re.compile(r"^(spec(?:\.[A-Za-z0-9_-]+|\[[^\]]*\])+):")
 
 Callback = Optional[Callable[[str], None]]
+# A request's (connect, read) limits in seconds; a watch's read limit is
+# its segment's length plus WATCH_SLACK.
+REQUEST_TIMEOUT = (10, 60)
+WATCH_SLACK = 15
+NAME_CHARS = "bcdfghjklmnpqrstvwxz2456789"   # generateName's alphabet
+
+
+def new_name(prefix="run-"):
+    import secrets
+
+    return prefix + "".join(secrets.choice(NAME_CHARS) for _ in range(5))
 
 
 @dataclass
@@ -103,7 +114,8 @@ def build_spec(code, runtime="python", stdin=None, files=None, env=None, args=No
             raise RejectedError("spec.args: must be a list of strings", "spec.args")
         spec["args"] = [_text(a, "spec.args[%d]" % i) for i, a in enumerate(args)]
     if timeout is not None:
-        if isinstance(timeout, bool) or not isinstance(timeout, (int, float)):
+        if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or \
+                not math.isfinite(timeout):
             raise RejectedError("spec.timeoutSeconds: must be a number of seconds",
                                 "spec.timeoutSeconds")
         spec["timeoutSeconds"] = int(math.ceil(timeout))
@@ -201,17 +213,24 @@ class Client:
                env: Optional[Mapping[str, str]] = None, args: Optional[List[str]] = None,
                timeout: Optional[float] = None, memory: Union[str, int, None] = None,
                cpu: Union[str, int, None] = None, name: Optional[str] = None) -> str:
-        """Make the CodeExecution; its name."""
-        body = {"apiVersion": "%s/%s" % (GROUP, VERSION), "kind": "CodeExecution",
-                "metadata": {"name": name} if name else {"generateName": "run-"},
-                "spec": build_spec(code, runtime, stdin, files, env, args, timeout,
-                                   memory, cpu)}
-        try:
-            o = self._api.create_namespaced_custom_object(GROUP, VERSION, self.namespace,
-                                                          PLURAL, body)
-        except ApiException as e:
-            raise _api_error("create", e) from None
-        return o["metadata"]["name"]
+        """Make the CodeExecution; its name (``run-`` and five random
+        characters when not given, as ``generateName`` would, but chosen
+        here so that an interrupted create can still be cancelled)."""
+        spec = build_spec(code, runtime, stdin, files, env, args, timeout, memory, cpu)
+        for attempt in range(3):
+            n = name or new_name()
+            body = {"apiVersion": "%s/%s" % (GROUP, VERSION), "kind": "CodeExecution",
+                    "metadata": {"name": n}, "spec": spec}
+            try:
+                self._api.create_namespaced_custom_object(GROUP, VERSION, self.namespace,
+                                                          PLURAL, body,
+                                                          _request_timeout=REQUEST_TIMEOUT)
+                return n
+            except ApiException as e:
+                if e.status == 409 and name is None and attempt < 2:
+                    continue        # that random name was taken: another
+                raise _api_error("create", e) from None
+        raise AssertionError("unreachable")
 
     def get(self, name: str) -> Result:
         return Result.from_object(self._get(name))
@@ -219,7 +238,8 @@ class Client:
     def _get(self, name: str) -> dict:
         try:
             return self._api.get_namespaced_custom_object(GROUP, VERSION, self.namespace,
-                                                          PLURAL, name)
+                                                          PLURAL, name,
+                                                          _request_timeout=REQUEST_TIMEOUT)
         except ApiException as e:
             raise _api_error("get %s" % name, e) from None
 
@@ -227,14 +247,15 @@ class Client:
         """Ask the controller to stop it (``spec.cancel``); it ends Cancelled."""
         try:
             self._api.patch_namespaced_custom_object(GROUP, VERSION, self.namespace, PLURAL,
-                                                     name, {"spec": {"cancel": True}})
+                                                     name, {"spec": {"cancel": True}},
+                                                     _request_timeout=REQUEST_TIMEOUT)
         except ApiException as e:
             raise _api_error("cancel %s" % name, e) from None
 
     def delete(self, name: str) -> None:
         try:
             self._api.delete_namespaced_custom_object(GROUP, VERSION, self.namespace, PLURAL,
-                                                      name)
+                                                      name, _request_timeout=REQUEST_TIMEOUT)
         except ApiException as e:
             if e.status != 404:
                 raise _api_error("delete %s" % name, e) from None
@@ -242,7 +263,7 @@ class Client:
     # --- waiting ----------------------------------------------------------
 
     def wait(self, name: str, timeout: Optional[float] = None, on_stdout: Callback = None,
-             on_stderr: Callback = None, stop: Optional[threading.Event] = None) -> Result:
+             on_stderr: Callback = None) -> Result:
         """Wait for the execution's end on a watch of it alone. Raises
         RejectedError if it was refused before running (``Rejected``)."""
         import time
@@ -258,9 +279,9 @@ class Client:
             left = None if end is None else end - time.monotonic()
             if left is not None and left <= 0:
                 raise AirlockError("%s did not end within %g s" % (name, timeout))
-            obj = self._watch_once(name, obj["metadata"]["resourceVersion"], left, stop)
+            obj = self._watch_once(name, obj["metadata"]["resourceVersion"], left)
 
-    def _watch_once(self, name, rv, left, stop) -> dict:
+    def _watch_once(self, name, rv, left) -> dict:
         """The object's next version from a watch from rv (a fresh get when
         the watch ends or is too old: 410)."""
         w = kubernetes.watch.Watch()
@@ -269,17 +290,18 @@ class Client:
             for ev in w.stream(self._api.list_namespaced_custom_object, GROUP, VERSION,
                                self.namespace, PLURAL, field_selector="metadata.name=" + name,
                                resource_version=rv, timeout_seconds=seg,
-                               allow_watch_bookmarks=False):
+                               allow_watch_bookmarks=False,
+                               _request_timeout=(REQUEST_TIMEOUT[0], seg + WATCH_SLACK)):
                 if ev["type"] == "DELETED":
                     raise AirlockError("%s was deleted before it ended" % name)
                 if ev["type"] in ("ADDED", "MODIFIED"):
                     w.stop()
                     return ev["object"]
-                if stop is not None and stop.is_set():
-                    break
         except ApiException as e:
             if e.status != 410:
                 raise _api_error("watch %s" % name, e) from None
+        except urllib3.exceptions.ReadTimeoutError:
+            pass                    # a silent connection: a fresh get, a new watch
         finally:
             w.stop()
         return self._get(name)
@@ -306,14 +328,29 @@ class Client:
         """Run code and return how it ended. A non-zero exit is a result
         (``r.exit_code``); a KeyboardInterrupt cancels the execution, waits
         briefly for its Cancelled, and is raised again."""
-        n = self.create(code, runtime, stdin=stdin, files=files, env=env, args=args,
-                        timeout=timeout, memory=memory, cpu=cpu, name=name)
+        n = name or new_name()
         try:
+            self.create(code, runtime, stdin=stdin, files=files, env=env, args=args,
+                        timeout=timeout, memory=memory, cpu=cpu, name=n)
             return self.wait(n, on_stdout=on_stdout, on_stderr=on_stderr)
         except KeyboardInterrupt:
-            self.cancel(n)
-            try:
-                self.wait(n, timeout=10)
-            except (AirlockError, KeyboardInterrupt):
-                pass
+            self._cancel_after_interrupt(n)
             raise
+
+    def _cancel_after_interrupt(self, name):
+        """Cancel name, which an interrupted create may still be making,
+        and wait briefly for its end; nothing here replaces the interrupt."""
+        import time
+
+        try:
+            for attempt in range(4):
+                try:
+                    self.cancel(name)
+                    break
+                except AirlockError as e:
+                    if "HTTP 404" not in str(e) or attempt == 3:
+                        return      # never made (or cannot be): nothing to end
+                    time.sleep(0.5)
+            self.wait(name, timeout=10)
+        except (AirlockError, KeyboardInterrupt):
+            pass
