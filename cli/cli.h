@@ -39,6 +39,8 @@ int cli_yaml(FILE *f, json_t *v);
  * cut at output.maxBytes.
  */
 void cli_print_streams(json_t *status);
+/* The same, from byte ofrom of stdout and efrom of stderr (shown live). */
+void cli_print_streams_from(json_t *status, size_t ofrom, size_t efrom);
 
 /*
  * Untrusted text to f: byte for byte unless tty. To a terminal, the
@@ -55,6 +57,9 @@ void cli_write_text(FILE *f, const char *s, size_t n, int tty);
  * end other than its own exit, a line on stderr saying why. The exit code.
  */
 int cli_report(json_t *obj, const char *output);
+/* The same, the streams' first ofrom and efrom bytes already printed. */
+int cli_report_from(json_t *obj, const char *output, size_t ofrom,
+    size_t efrom);
 
 /*
  * Check a CodeExecution spec as the API server's schema would (field

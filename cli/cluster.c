@@ -98,14 +98,43 @@ on_tick(void *arg)
 
 static atomic_int interrupts;
 
+/*
+ * Live output (spec.output.stream, set by run): what of each stream the
+ * status showed so far has been printed. The status holds a prefix of the
+ * final text while the program runs, so the rest is printed at the end.
+ */
+static int live;
+static size_t live_sent[2];
+
+static void
+print_new(json_t *st)
+{
+	static const char *const keys[] = { "stdout", "stderr" };
+
+	for (int i = 0; i < 2; i++) {
+		json_t *v = json_object_get(st, keys[i]);
+		FILE *f = i ? stderr : stdout;
+
+		if (!json_is_string(v) || json_string_length(v) <= live_sent[i])
+			continue;
+		cli_write_text(f, json_string_value(v) + live_sent[i],
+		    json_string_length(v) - live_sent[i], isatty(fileno(f)));
+		fflush(f);
+		live_sent[i] = json_string_length(v);
+	}
+}
+
 static int
 take(struct waiter *wt, json_t *o)
 {
 	const char *ph = json_string_value(json_object_get(json_object_get(o,
 	    "status"), "phase"));
 
-	if (!cx_phase_terminal(ph))
+	if (!cx_phase_terminal(ph)) {
+		if (live && ph && strcmp(ph, "Running") == 0)
+			print_new(json_object_get(o, "status"));
 		return 0;
+	}
 	json_decref(wt->obj);
 	wt->obj = json_incref(o);
 	return 1;
@@ -292,6 +321,7 @@ cluster_run(const struct cli_cluster *o, json_t *cx)
 
 	if (connect_(o, &k) != 0)
 		return CLI_EXIT_ERROR;
+	live = o->output == NULL && cx_stream(cx);
 	if (k8s_create(k.c, &cx_resource, k.ns, cx, &created, &err) != 0) {
 		code = api_error("create", &err);
 		disconnect(&k);
@@ -303,7 +333,7 @@ cluster_run(const struct cli_cluster *o, json_t *cx)
 	if ((done = wait_for(&k, name, 0, 1)) == NULL) {
 		code = atomic_load(&interrupts) ? CX_EXIT_CANCELLED : CLI_EXIT_ERROR;
 	} else {
-		code = cli_report(done, o->output);
+		code = cli_report_from(done, o->output, live_sent[0], live_sent[1]);
 		json_decref(done);
 	}
 	if (o->rm && k8s_delete(k.c, &cx_resource, k.ns, name, NULL, NULL, &err) != 0 &&

@@ -164,16 +164,22 @@ cli_print(FILE *f, json_t *v, const char *format)
 void
 cli_print_streams(json_t *st)
 {
+	cli_print_streams_from(st, 0, 0);
+}
+
+void
+cli_print_streams_from(json_t *st, size_t ofrom, size_t efrom)
+{
 	json_t *o = json_object_get(st, "stdout"), *e = json_object_get(st, "stderr");
 
 	fflush(stdout);
-	if (json_is_string(o))
-		cli_write_text(stdout, json_string_value(o), json_string_length(o),
-		    isatty(STDOUT_FILENO));
+	if (json_is_string(o) && json_string_length(o) > ofrom)
+		cli_write_text(stdout, json_string_value(o) + ofrom,
+		    json_string_length(o) - ofrom, isatty(STDOUT_FILENO));
 	fflush(stdout);
-	if (json_is_string(e))
-		cli_write_text(stderr, json_string_value(e), json_string_length(e),
-		    isatty(STDERR_FILENO));
+	if (json_is_string(e) && json_string_length(e) > efrom)
+		cli_write_text(stderr, json_string_value(e) + efrom,
+		    json_string_length(e) - efrom, isatty(STDERR_FILENO));
 	if (json_is_true(json_object_get(st, "stdoutTruncated")))
 		fprintf(stderr, "\nairlock: stdout cut at %zu of %lld bytes "
 		    "(spec.output.maxBytes)\n", json_string_length(o),
@@ -220,13 +226,19 @@ cli_write_text(FILE *f, const char *s, size_t n, int tty)
 int
 cli_report(json_t *obj, const char *output)
 {
+	return cli_report_from(obj, output, 0, 0);
+}
+
+int
+cli_report_from(json_t *obj, const char *output, size_t ofrom, size_t efrom)
+{
 	json_t *st = json_object_get(obj, "status");
 	const char *why = json_string_value(json_object_get(st, "reason"));
 
 	if (output)
 		return cli_print(stdout, obj, output) == 0 ? cx_exit_code(st) :
 		    CLI_EXIT_ERROR;
-	cli_print_streams(st);
+	cli_print_streams_from(st, ofrom, efrom);
 	/* An end other than the program's own exit says why. */
 	if (why && strcmp(why, "Completed") != 0 && strcmp(why, "Error") != 0) {
 		const char *m = json_string_value(json_object_get(st, "message"));
@@ -471,8 +483,11 @@ cli_check_spec(json_t *spec, struct k8s_error *err)
 	if (!json_is_object(v))
 		return bad(err, "output", "must be an object");
 	json_object_foreach(v, k, x)
-		if (strcmp(k, "maxBytes") != 0)
+		if (strcmp(k, "maxBytes") != 0 && strcmp(k, "stream") != 0)
 			return bad(err, "output", "unknown field %s", k);
+	if (json_object_get(v, "stream") &&
+	    !json_is_boolean(json_object_get(v, "stream")))
+		return bad(err, "output.stream", "must be true or false");
 	if (check_int(v, "maxBytes", 1, CX_MAX_MAX_BYTES, CX_DEFAULT_MAX_BYTES,
 	    err))
 		return bad(err, "output.maxBytes", "must be an integer from 1 to "

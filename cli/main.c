@@ -25,7 +25,8 @@ usage(void)
 {
 	fprintf(stderr,
 	    "usage: airlock run [-r RUNTIME] (-c CODE | FILE | -) [--stdin FILE] [--timeout S]\n"
-	    "                   [--memory Q] [--cpu Q] [--name NAME] [--rm] [-o json|yaml]\n"
+	    "                   [--memory Q] [--cpu Q] [--name NAME] [--rm] [--no-stream]\n"
+	    "                   [-o json|yaml]\n"
 	    "                   [--local [--runsc PATH] [--local-root DIR]]\n"
 	    "       airlock apply -f FILE [--local ...] [-o json|yaml]\n"
 	    "       airlock get NAME [-o json|yaml]\n"
@@ -131,7 +132,7 @@ run_local(json_t *cx, const struct local_opts *lo, const char *output)
 
 enum {
 	OPT_STDIN = 256, OPT_TIMEOUT, OPT_MEMORY, OPT_CPU, OPT_NAME, OPT_RM,
-	OPT_LOCAL, OPT_RUNSC, OPT_ROOT, OPT_KUBECONFIG, OPT_CONTEXT,
+	OPT_LOCAL, OPT_RUNSC, OPT_ROOT, OPT_KUBECONFIG, OPT_CONTEXT, OPT_NO_STREAM,
 };
 
 int
@@ -150,6 +151,7 @@ main(int argc, char **argv)
 		{ "cpu", required_argument, NULL, OPT_CPU },
 		{ "name", required_argument, NULL, OPT_NAME },
 		{ "rm", no_argument, NULL, OPT_RM },
+		{ "no-stream", no_argument, NULL, OPT_NO_STREAM },
 		{ "local", no_argument, NULL, OPT_LOCAL },
 		{ "runsc", required_argument, NULL, OPT_RUNSC },
 		{ "local-root", required_argument, NULL, OPT_ROOT },
@@ -163,7 +165,7 @@ main(int argc, char **argv)
 	const char *cmd, *runtime = NULL, *code = NULL, *file = NULL;
 	const char *stdin_file = NULL, *memory = NULL, *cpu = NULL, *name = NULL;
 	long long timeout = 0;
-	int local = 0, ch, rc;
+	int local = 0, no_stream = 0, ch, rc;
 	struct k8s_error err;
 	json_t *cx, *spec;
 
@@ -198,6 +200,7 @@ main(int argc, char **argv)
 		case OPT_CPU: cpu = optarg; break;
 		case OPT_NAME: name = optarg; break;
 		case OPT_RM: co.rm = 1; break;
+		case OPT_NO_STREAM: no_stream = 1; break;
 		case OPT_LOCAL: local = 1; break;
 		case OPT_RUNSC: lo.runsc = optarg; break;
 		case OPT_ROOT: lo.root = optarg; break;
@@ -297,6 +300,10 @@ main(int argc, char **argv)
 				json_object_set_new(r, "cpu", json_string(cpu));
 			json_object_set_new(spec, "resources", r);
 		}
+		/* Its output printed as the program writes it (cluster_run). */
+		if (!local && co.output == NULL && !no_stream)
+			json_object_set_new(spec, "output", json_pack("{s:b}",
+			    "stream", 1));
 		cx = json_pack("{s:s, s:s, s:{}, s:o}", "apiVersion",
 		    "airlock.dev/v1alpha1", "kind", "CodeExecution", "metadata",
 		    "spec", spec);

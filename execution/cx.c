@@ -50,6 +50,13 @@ cx_max_bytes(json_t *cx)
 	return n > 0 ? (size_t)n : CX_DEFAULT_MAX_BYTES;
 }
 
+int
+cx_stream(json_t *cx)
+{
+	return json_is_true(json_object_get(json_object_get(json_object_get(cx,
+	    "spec"), "output"), "stream"));
+}
+
 const char *
 cx_phase_name(enum cx_phase p)
 {

@@ -44,6 +44,8 @@ long long cx_timeout_ms(json_t *cx);
 
 /* spec.output.maxBytes, the default when absent. */
 size_t cx_max_bytes(json_t *cx);
+/* spec.output.stream: its output shown in the status while it runs. */
+int cx_stream(json_t *cx);
 
 /* --- what an execution owns -------------------------------------------------- */
 
@@ -68,6 +70,11 @@ size_t cx_max_bytes(json_t *cx);
  * object then stays well under etcd's 1.5 MiB request limit.
  */
 #define CX_ANN_OUTPUT_BUDGET	"airlock.dev/output-budget-bytes"
+/*
+ * "true" when spec.output.stream is: the node agent then copies the output
+ * so far into the status while the program runs (node-agent/docs/agent.md).
+ */
+#define CX_ANN_STREAM		"airlock.dev/stream"
 #define CX_OBJECT_BUDGET	(1024 * 1024)
 #define CX_STATUS_RESERVE	(16 * 1024)
 

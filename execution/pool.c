@@ -333,6 +333,8 @@ pool_claim_patch(const struct ctl_config *cfg, json_t *cx, json_t *holder,
 	snprintf(v, sizeof(v), "%zu", stored + CX_STATUS_RESERVE <
 	    CX_OBJECT_BUDGET ? CX_OBJECT_BUDGET - CX_STATUS_RESERVE - stored : 0);
 	json_object_set_new(ann, CX_ANN_OUTPUT_BUDGET, json_string(v));
+	if (cx_stream(cx))
+		json_object_set_new(ann, CX_ANN_STREAM, json_string("true"));
 
 	/* activeDeadlineSeconds counts from the pod's start. */
 	started = clock_parse_rfc3339(json_string_value(json_object_get(

@@ -133,6 +133,9 @@ agent_pod_limits(json_t *pod, struct agent_limits *out)
 	    CX_MAX_MAX_BYTES, CX_DEFAULT_MAX_BYTES);
 	out->budget = (size_t)ann_number(ann, CX_ANN_OUTPUT_BUDGET, 0,
 	    CX_OBJECT_BUDGET, 2 * CX_DEFAULT_MAX_BYTES);
+	out->stream = json_is_string(json_object_get(ann, CX_ANN_STREAM)) &&
+	    strcmp(json_string_value(json_object_get(ann, CX_ANN_STREAM)),
+	    "true") == 0;
 	return 0;
 }
 
@@ -156,6 +159,7 @@ agent_learn_pod(struct run *r, json_t *pod)
 		r->timeout_ms = lim.timeout_ms;
 		r->max_out = lim.max_out;
 		r->budget = lim.budget;
+		r->stream = lim.stream;
 		r->log = crilog_new(r->max_out, MAX_RECORD);
 		agent_arm_deadline(r);
 	}
@@ -339,7 +343,7 @@ trim_pod(json_t *pod)
 {
 	static const char *const keep[] = { CX_ANN_NAME,
 	    CX_ANN_TIMEOUT_MS, CX_ANN_MAX_OUTPUT,
-	    CX_ANN_OUTPUT_BUDGET };
+	    CX_ANN_OUTPUT_BUDGET, CX_ANN_STREAM };
 	json_t *md = json_object_get(pod, "metadata");
 	json_t *ann = json_object_get(md, "annotations");
 	json_t *euid = json_object_get(json_object_get(md, "labels"),
@@ -451,6 +455,10 @@ agent_new(struct k8s_client *c, struct metrics *m,
 	    "exit (taken), late (something came first), signal (left to TaskExit), "
 	    "failed, skipped.",
 	    "result");
+	a->m_flush = metrics_counter(m, "airlock_agent_output_flushes_total",
+	    "Live output copied into a running execution's status "
+	    "(spec.output.stream), by result: written, refused (the phase "
+	    "was not Running), failed.", "result");
 	a->m_swept = metrics_counter(m, "airlock_agent_swept_total",
 	    "Orphan pods and stale pod log directories removed.", "kind");
 	return a;

@@ -92,6 +92,7 @@ struct agent_limits {
 	long long	 timeout_ms;
 	size_t		 max_out;
 	size_t		 budget;
+	int		 stream;	/* airlock.dev/stream: "true" */
 	const char	*cx, *cx_uid;
 };
 int agent_pod_limits(json_t *pod, struct agent_limits *out);
@@ -142,6 +143,22 @@ const char *agent_sandbox_check(const char *cmdline, size_t len);
  */
 int agent_parse_wait(const char *out, size_t len, const char *cid,
     uint32_t *status);
+
+/*
+ * Live output (spec.output.stream): the ms after a run's n-th copy of its
+ * output into the status before the next may go: 100 for the first 20,
+ * then twice as long every 10 more, up to 5000. A long, chatty program
+ * costs about one status write per 5 s.
+ */
+long long agent_flush_interval(int n);
+/*
+ * The node's allowance for those writes, shared by every run: a bucket of
+ * AGENT_FLUSH_RATE tokens a second, holding as many. 1 and one token
+ * taken, or 0 (the run tries again next tick). *tokens and *last_ms are
+ * the bucket's state (start at 0 and 0: full at the first call).
+ */
+#define AGENT_FLUSH_RATE	20
+int agent_flush_take(double *tokens, long long *last_ms, long long now_ms);
 
 void agent_fit_output(const char *out, size_t olen, const char *err,
     size_t elen, size_t budget, size_t *okeep, size_t *ekeep);

@@ -89,6 +89,14 @@ struct run {
 	int64_t		 cpu_before_ns;		/* the holder's, at the start; -1 */
 	json_t		*process;		/* its OCI process, from TaskStart */
 
+	/* Live output (spec.output.stream): copies into the status so far. */
+	int		 stream;
+	int		 flushing;		/* a copy in flight: not freed */
+	int		 nflush;
+	long long	 next_flush_ms;
+	uint64_t	 flushed_total;		/* bytes seen at the last copy */
+	size_t		 flushed_out, flushed_err;	/* what it held */
+
 	int		 recorded;		/* result written, or someone's */
 	int		 busy;			/* a call is in flight for it */
 	long long	 retry_ms;
@@ -136,7 +144,9 @@ struct agent {
 	atomic_int		 exit_waiters;	/* exitwait.c's, running */
 
 	struct metric		*m_results, *m_record, *m_active, *m_swept;
-	struct metric		*m_deliver, *m_waits;
+	struct metric		*m_deliver, *m_waits, *m_flush;
+	double			 flush_tokens;	/* agent_flush_take's bucket */
+	long long		 flush_last_ms;
 };
 
 /* agent.c: the table (lock held for each). */
@@ -172,6 +182,8 @@ int agent_probe(struct agent *a, const char *ns, const char *cx,
 int agent_record(struct agent *a, struct run *r);
 int agent_delete_pod(struct agent *a, const char *ns, const char *name,
     const char *uid);
+/* r's output so far into its running execution's status (r busy). */
+void agent_flush(struct agent *a, struct run *r);
 
 /* warm.c (lock held for both) */
 #define WARM_EXEC_ID	"airlock-run"	/* a holder's one exec */

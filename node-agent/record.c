@@ -269,3 +269,92 @@ agent_delete_pod(struct agent *a, const char *ns, const char *name, const char *
 	}
 	return 1;
 }
+
+long long
+agent_flush_interval(int n)
+{
+	long long ms = 100;
+
+	for (int k = 20; k <= n && ms < 5000; k += 10)
+		ms *= 2;
+	return ms < 5000 ? ms : 5000;
+}
+
+int
+agent_flush_take(double *tokens, long long *last_ms, long long now_ms)
+{
+	if (*last_ms == 0)
+		*tokens = AGENT_FLUSH_RATE;
+	else if (now_ms > *last_ms)
+		*tokens += (double)(now_ms - *last_ms) * AGENT_FLUSH_RATE / 1000.0;
+	if (*tokens > AGENT_FLUSH_RATE)
+		*tokens = AGENT_FLUSH_RATE;
+	*last_ms = now_ms;
+	if (*tokens < 1.0)
+		return 0;
+	*tokens -= 1.0;
+	return 1;
+}
+
+/*
+ * Each stream's text so far, cut to half the run's storage budget (as
+ * encoded): the final result keeps at least that much of each (it gives
+ * a stream that needs less than half all of it, and the other the rest),
+ * so what a client was shown is always a prefix of the final text. Tested
+ * to land only while the execution is the one the pod was made for and
+ * still Running: never over a result.
+ */
+void
+agent_flush(struct agent *a, struct run *r)
+{
+	struct k8s_patch_opts po = { .type = K8S_PATCH_JSON,
+	    .subresource = "status" };
+	struct k8s_error err;
+	const char *otext, *etext;
+	size_t olen, elen, okeep, ekeep;
+	json_t *patch;
+	int rc;
+
+	pthread_mutex_lock(&a->lock);
+	if (r->exited || r->recorded || r->log == NULL || r->cx == NULL) {
+		pthread_mutex_unlock(&a->lock);
+		return;
+	}
+	otext = crilog_text(crilog_stdout(r->log), &olen);
+	etext = crilog_text(crilog_stderr(r->log), &elen);
+	okeep = jsonsize_prefix(otext, olen, r->budget / 2);
+	ekeep = jsonsize_prefix(etext, elen, r->budget / 2);
+	if (okeep == r->flushed_out && ekeep == r->flushed_err) {
+		pthread_mutex_unlock(&a->lock);
+		return;
+	}
+	patch = json_pack("[{s:s, s:s, s:s}, {s:s, s:s, s:s}, {s:s, s:s, s:o},"
+	    " {s:s, s:s, s:o}]",
+	    "op", "test", "path", "/metadata/uid", "value", r->cx_uid,
+	    "op", "test", "path", "/status/phase", "value", "Running",
+	    "op", "add", "path", "/status/stdout", "value",
+	    json_stringn(otext, okeep),
+	    "op", "add", "path", "/status/stderr", "value",
+	    json_stringn(etext, ekeep));
+	pthread_mutex_unlock(&a->lock);
+	if (patch == NULL)		/* not UTF-8: cannot be, crilog's text is */
+		return;
+	rc = k8s_patch(a->client, &cx_resource, r->ns, r->cx, &po, patch, NULL,
+	    &err);
+	json_decref(patch);
+	pthread_mutex_lock(&a->lock);
+	if (rc == 0) {
+		r->flushed_out = okeep;
+		r->flushed_err = ekeep;
+	} else {
+		/*
+		 * Not shown (the controller has not written Running yet, or
+		 * the server failed): again at the run's next turn, even if
+		 * the program writes nothing more.
+		 */
+		r->flushed_total = 0;
+	}
+	pthread_mutex_unlock(&a->lock);
+	metric_inc(a->m_flush, rc == 0 ? "written" : err.http_status == 422 ?
+	    "refused" : "failed");
+}

@@ -276,7 +276,7 @@ act(struct agent *a, const char *key)
 	pthread_mutex_unlock(&a->lock);
 	if (r == NULL)
 		return;
-	/* r is busy: nobody else frees it. */
+	/* r is busy (or flushing): nobody else frees it. */
 	if (strncmp(key, "record/", 7) == 0) {
 		ok = agent_record(a, r);
 		pthread_mutex_lock(&a->lock);
@@ -285,6 +285,11 @@ act(struct agent *a, const char *key)
 			r->recorded = 1;
 		else
 			r->retry_ms = clock_mono_ms() + backoff_next(&r->retry);
+		pthread_mutex_unlock(&a->lock);
+	} else if (strncmp(key, "flush/", 6) == 0) {
+		agent_flush(a, r);
+		pthread_mutex_lock(&a->lock);
+		r->flushing = 0;
 		pthread_mutex_unlock(&a->lock);
 	} else if (strncmp(key, "delete/", 7) == 0) {
 		ok = agent_delete_pod(a, r->ns, r->pod, r->uid);
@@ -427,11 +432,35 @@ tick(struct agent *a)
 			workqueue_add(a->q, key);
 			break;
 		case AGENT_DELETE:
+			if (r->flushing)
+				break;		/* it holds r: next tick */
 			r->busy = 1;
 			snprintf(key, sizeof(key), "delete/%s", r->uid);
 			workqueue_add(a->q, key);
 			break;
 		case AGENT_WAIT:
+			/* Live output: its growth into the status, paced. */
+			if (r->stream && r->verified && !r->exited &&
+			    !r->flushing && r->log != NULL &&
+			    now >= r->next_flush_ms) {
+				uint64_t t = crilog_stdout(r->log)->total +
+				    crilog_stderr(r->log)->total;
+
+				if (t != r->flushed_total && agent_flush_take(
+				    &a->flush_tokens, &a->flush_last_ms, now)) {
+					r->flushed_total = t;
+					r->next_flush_ms = now +
+					    agent_flush_interval(++r->nflush);
+					/*
+					 * Not busy: a kill or the record is
+					 * never held up by a copy in flight.
+					 */
+					r->flushing = 1;
+					snprintf(key, sizeof(key), "flush/%s",
+					    r->uid);
+					workqueue_add(a->q, key);
+				}
+			}
 			break;
 		}
 		pp = &r->next;

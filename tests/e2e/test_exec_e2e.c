@@ -13,6 +13,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <setjmp.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -1590,6 +1591,94 @@ test_cli_ctrl_c(void **state)
 	cli_result_free(&r);
 }
 
+/* Live output: the status holds the output so far while it runs. */
+static int
+shows_first(json_t *st)
+{
+	const char *ph = json_string_value(json_object_get(st, "phase"));
+	const char *out = json_string_value(json_object_get(st, "stdout"));
+
+	return ph && strcmp(ph, "Running") == 0 && out &&
+	    strcmp(out, "first\n") == 0;
+}
+
+/*
+ * spec.output.stream: the output so far in the status while the program
+ * runs (cold, and warm in test_warm_hostile_e2e), a prefix of the final.
+ */
+static void
+test_stream_status(void **state)
+{
+	json_t *st;
+	long t0;
+
+	(void)state;
+	create_cx("py-live", "{\"runtime\":\"python\",\"output\":{\"stream\":true},"
+	    "\"source\":\"import sys, time\\nprint('first', flush=True)\\n"
+	    "print('e', file=sys.stderr, flush=True)\\ntime.sleep(4)\\nprint('second')\\n\"}");
+	st = it_cx_until(c, ns, "py-live", shows_first, "Running with stdout 'first'",
+	    120000);
+	json_decref(st);
+	t0 = it_mono_ms();
+	st = wait_done("py-live", 120000);
+	print_message("# live output: 'first' in the status %ld ms before the end\n",
+	    it_mono_ms() - t0);
+	assert_string_equal(it_str(st, "phase"), "Succeeded");
+	assert_string_equal(it_str(st, "stdout"), "first\nsecond\n");
+	assert_string_equal(it_str(st, "stderr"), "e\n");
+	json_decref(st);
+}
+
+#if !E2E_WARM
+/* airlock run prints the program's output as it comes, byte for byte. */
+static void
+test_cli_live(void **state)
+{
+	const char *args[] = { "run", "--name", "cli-live", "-c",
+	    "import sys, time\nprint('first', flush=True)\n"
+	    "print('err1', file=sys.stderr, flush=True)\ntime.sleep(4)\nprint('second')\n",
+	    "--kubeconfig", it_env_need("KUBECONFIG_ADMIN"), "-n", ns, NULL };
+	struct cli_result r;
+	struct k8s_error err;
+	json_t *o = NULL;
+	char buf[16];
+	size_t got = 0;
+	int out, errfd, st;
+	pid_t pid;
+	long t0;
+
+	(void)state;
+	pid = cli_start(args, &out, &errfd);
+	t0 = it_mono_ms();
+	while (got < 6) {
+		struct pollfd pf = { out, POLLIN, 0 };
+		ssize_t n;
+
+		if (poll(&pf, 1, 120000) != 1)
+			fail_msg("no output from airlock run in 120 s");
+		if ((n = read(out, buf + got, 6 - got)) <= 0)
+			fail_msg("airlock run's stdout ended before 'first'");
+		got += (size_t)n;
+	}
+	assert_memory_equal(buf, "first\n", 6);
+	/* The program sleeps 4 s after it: airlock is still waiting. */
+	assert_int_equal(waitpid(pid, &st, WNOHANG), 0);
+	print_message("# 'first' printed %ld ms after airlock run started\n",
+	    it_mono_ms() - t0);
+	cli_finish(&r, pid, out, errfd, 120000);
+	cli_expect_status(&r, 0);
+	assert_string_equal(r.out, "second\n");	/* the rest, once */
+	assert_string_equal(r.err, "err1\n");
+	assert_int_equal(k8s_get(c, &cx_resource, ns, "cli-live", &o, &err), 0);
+	assert_true(json_is_true(json_object_get(json_object_get(json_object_get(o,
+	    "spec"), "output"), "stream")));
+	assert_string_equal(json_string_value(json_object_get(json_object_get(o,
+	    "status"), "stdout")), "first\nsecond\n");
+	json_decref(o);
+	cli_result_free(&r);
+}
+#endif
+
 /*
  * Tenant code and output never reach the daemons' logs at info level (the
  * level they run at here): a marker in every field a tenant writes and in
@@ -1685,6 +1774,8 @@ main(void)
 		COLD(cmocka_unit_test(test_cli_run))
 		COLD(cmocka_unit_test(test_cli_commands))
 		COLD(cmocka_unit_test(test_cli_ctrl_c))
+		COLD(cmocka_unit_test(test_cli_live))
+		cmocka_unit_test(test_stream_status),
 		COLD(cmocka_unit_test(test_no_tenant_data_in_logs))
 	};
 #undef COLD

@@ -231,3 +231,19 @@ def test_generated_names(client):
     r = client.run("print(1)")
     assert len(r.name) == 9 and r.name.startswith("run-")
     assert set(r.name[4:]) <= set("bcdfghjklmnpqrstvwxz2456789")
+
+
+def test_live_callbacks(client):
+    """With a callback, the output while the program runs (the status
+    shows it: spec.output.stream), each stream once and in order."""
+    got = []
+    r = client.run("import sys, time\nprint('a', flush=True)\n"
+                   "print('x', file=sys.stderr, flush=True)\ntime.sleep(4)\nprint('b')\n",
+                   on_stdout=lambda s: got.append((time.monotonic(), s)))
+    end = time.monotonic()
+    assert [s for _, s in got][0] == "a\n"
+    assert "".join(s for _, s in got) == "a\nb\n" == r.stdout
+    assert end - got[0][0] >= 2.5, "'a' came %.2f s before the end" % (end - got[0][0])
+    assert client._get(r.name)["spec"]["output"] == {"stream": True, "maxBytes": 65536}
+    r = client.run("print(1)")
+    assert "stream" not in client._get(r.name)["spec"]["output"]

@@ -286,6 +286,36 @@ test_pid_start(void **state)
 	assert_true(agent_pid_start(0x7ffffff0u) == 0);
 }
 
+/* Live output's pace: per run, then per node. */
+static void
+test_flush_pace(void **state)
+{
+	static const struct { int n; long long ms; } t[] = {
+		{ 0, 100 }, { 1, 100 }, { 19, 100 }, { 20, 200 }, { 29, 200 },
+		{ 30, 400 }, { 40, 800 }, { 50, 1600 }, { 60, 3200 }, { 69, 3200 },
+		{ 70, 5000 }, { 1000, 5000 }, { 1 << 30, 5000 },
+	};
+	double tokens = 0;
+	long long last = 0;
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++)
+		if (agent_flush_interval(t[i].n) != t[i].ms)
+			fail_msg("after %d: %lld ms, not %lld", t[i].n,
+			    agent_flush_interval(t[i].n), t[i].ms);
+	/* A full bucket: AGENT_FLUSH_RATE at once, then one per 1/RATE s. */
+	for (int i = 0; i < AGENT_FLUSH_RATE; i++)
+		assert_int_equal(agent_flush_take(&tokens, &last, 1000), 1);
+	assert_int_equal(agent_flush_take(&tokens, &last, 1000), 0);
+	assert_int_equal(agent_flush_take(&tokens, &last, 1049), 0);
+	assert_int_equal(agent_flush_take(&tokens, &last, 1050), 1);
+	assert_int_equal(agent_flush_take(&tokens, &last, 1050), 0);
+	/* Idle for long: never more than a full bucket. */
+	for (int i = 0; i < AGENT_FLUSH_RATE; i++)
+		assert_int_equal(agent_flush_take(&tokens, &last, 100000), 1);
+	assert_int_equal(agent_flush_take(&tokens, &last, 100000), 0);
+}
+
 /* Killed, then its exit: recorded with the kill's reason. */
 static void
 test_exit_after_kill(void **state)
@@ -382,6 +412,7 @@ main(void)
 	T(test_exit_early),
 	T(test_wait_takes),
 	T(test_pid_start),
+	T(test_flush_pace),
 		T(test_exit_after_kill),
 		T(test_oom),
 		T(test_recorded),

@@ -182,6 +182,8 @@ test_spec_refused(void **state)
 		{ "{\"runtime\":\"python\",\"resources\":{\"gpu\":\"1\"}}", "spec.resources.gpu: unknown field" },
 		{ "{\"runtime\":\"python\",\"output\":{\"maxBytes\":0}}", "spec.output.maxBytes:" },
 		{ "{\"runtime\":\"python\",\"output\":{\"maxBytes\":1048577}}", "spec.output.maxBytes:" },
+		{ "{\"runtime\":\"python\",\"output\":{\"stream\":\"yes\"}}", "spec.output.stream: must be true or false" },
+		{ "{\"runtime\":\"python\",\"output\":{\"live\":true}}", "spec.output: unknown field live" },
 		{ "{\"runtime\":\"python\",\"cancel\":\"yes\"}", "spec.cancel:" },
 		{ "[]", "spec: must be an object" },
 	};

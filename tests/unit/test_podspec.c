@@ -599,6 +599,33 @@ test_pod_execution(void **state)
 	assert_null(uid);
 }
 
+/* spec.output.stream reaches the agent as airlock.dev/stream: "true". */
+static void
+test_stream_annotation(void **state)
+{
+	struct ctl_config *c = config();
+	json_t *on = cx("{\"runtime\":\"python\",\"source\":\"print(1)\","
+	    "\"output\":{\"stream\":true}}");
+	json_t *off = cx("{\"runtime\":\"python\",\"source\":\"print(1)\","
+	    "\"output\":{\"stream\":false}}");
+	struct podspec_result r;
+	struct k8s_error err;
+
+	(void)state;
+	assert_int_equal(podspec_build(c, on, &r, &err), 0);
+	assert_string_equal(json_string_value(json_object_get(json_object_get(
+	    json_object_get(r.pod, "metadata"), "annotations"),
+	    "airlock.dev/stream")), "true");
+	podspec_result_free(&r);
+	assert_int_equal(podspec_build(c, off, &r, &err), 0);
+	assert_null(json_object_get(json_object_get(json_object_get(r.pod,
+	    "metadata"), "annotations"), "airlock.dev/stream"));
+	podspec_result_free(&r);
+	json_decref(on);
+	json_decref(off);
+	ctl_config_free(c);
+}
+
 int
 main(void)
 {
@@ -611,6 +638,7 @@ main(void)
 		cmocka_unit_test(test_rejections),
 		cmocka_unit_test(test_custom_image_allowed),
 		cmocka_unit_test(test_guardrails),
+		cmocka_unit_test(test_stream_annotation),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -636,6 +636,27 @@ test_claim_output_budget(void **state)
 	json_decref(cx);
 }
 
+/* A claimed holder streams as a cold pod would (airlock.dev/stream). */
+static void
+test_claim_stream(void **state)
+{
+	json_t *cx = an_execution(), *h = a_holder(), *p;
+
+	(void)state;
+	p = claim(cx, h, NOW_S, 0);
+	assert_null(json_object_get(jp_at(p, "metadata.annotations"),
+	    "airlock.dev/stream"));
+	json_decref(p);
+	json_object_set_new(json_object_get(cx, "spec"), "output",
+	    json_pack("{s:b}", "stream", 1));
+	p = claim(cx, h, NOW_S, 0);
+	assert_string_equal(jp_key(p, "metadata.annotations", "airlock.dev/stream"),
+	    "true");
+	json_decref(p);
+	json_decref(h);
+	json_decref(cx);
+}
+
 /* The code in the cold path's annotations, the process to run as JSON. */
 static void
 test_claim_code(void **state)
@@ -1099,6 +1120,7 @@ main(void)
 		cmocka_unit_test(test_process_malformed),
 		cmocka_unit_test(test_process_too_many_files),
 		cmocka_unit_test(test_process_max_files),
+		cmocka_unit_test(test_claim_stream),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);

@@ -54,6 +54,7 @@ class AsyncClient:
         """Run code; a cancelled task cancels the execution (its Cancelled
         is not awaited) and raises CancelledError."""
         name = kwargs.pop("name", None) or new_name()
+        kwargs.setdefault("stream", on_stdout is not None or on_stderr is not None)
         create = asyncio.ensure_future(self.create(code, runtime, name=name, **kwargs))
         try:
             # Shielded: a cancel during the create lets it finish, then

@@ -90,7 +90,7 @@ def _text(value, where: str) -> str:
 
 
 def build_spec(code, runtime="python", stdin=None, files=None, env=None, args=None,
-               timeout=None, memory=None, cpu=None) -> dict:
+               timeout=None, memory=None, cpu=None, stream=False) -> dict:
     """The CodeExecution spec for these arguments. Types are checked here,
     naming the field; ranges and sizes are the API server's to refuse."""
     spec = {"runtime": runtime, "source": _text(code, "spec.source")}
@@ -126,6 +126,8 @@ def build_spec(code, runtime="python", stdin=None, files=None, env=None, args=No
         res["cpu"] = cpu
     if res:
         spec["resources"] = res
+    if stream:
+        spec["output"] = {"stream": True}
     return spec
 
 
@@ -212,11 +214,13 @@ class Client:
                files: Optional[Mapping[str, Union[str, bytes]]] = None,
                env: Optional[Mapping[str, str]] = None, args: Optional[List[str]] = None,
                timeout: Optional[float] = None, memory: Union[str, int, None] = None,
-               cpu: Union[str, int, None] = None, name: Optional[str] = None) -> str:
+               cpu: Union[str, int, None] = None, name: Optional[str] = None,
+               stream: bool = False) -> str:
         """Make the CodeExecution; its name (``run-`` and five random
         characters when not given, as ``generateName`` would, but chosen
         here so that an interrupted create can still be cancelled)."""
-        spec = build_spec(code, runtime, stdin, files, env, args, timeout, memory, cpu)
+        spec = build_spec(code, runtime, stdin, files, env, args, timeout, memory, cpu,
+                          stream)
         for attempt in range(3):
             n = name or new_name()
             body = {"apiVersion": "%s/%s" % (GROUP, VERSION), "kind": "CodeExecution",
@@ -264,7 +268,8 @@ class Client:
 
     def wait(self, name: str, timeout: Optional[float] = None, on_stdout: Callback = None,
              on_stderr: Callback = None) -> Result:
-        """Wait for the execution's end on a watch of it alone. Raises
+        """Wait for the execution's end on a watch of it alone, handing the
+        callbacks each stream's new text as the status shows it. Raises
         RejectedError if it was refused before running (``Rejected``)."""
         import time
 
@@ -272,39 +277,38 @@ class Client:
         end = None if timeout is None else time.monotonic() + timeout
         obj = self._get(name)
         while True:
-            phase = (obj.get("status") or {}).get("phase")
             emit.feed(obj.get("status") or {})
-            if phase in TERMINAL:
+            if (obj.get("status") or {}).get("phase") in TERMINAL:
                 return self._ended(obj)
             left = None if end is None else end - time.monotonic()
             if left is not None and left <= 0:
                 raise AirlockError("%s did not end within %g s" % (name, timeout))
-            obj = self._watch_once(name, obj["metadata"]["resourceVersion"], left)
-
-    def _watch_once(self, name, rv, left) -> dict:
-        """The object's next version from a watch from rv (a fresh get when
-        the watch ends or is too old: 410)."""
-        w = kubernetes.watch.Watch()
-        seg = 60 if left is None else max(1, min(60, int(math.ceil(left))))
-        try:
-            for ev in w.stream(self._api.list_namespaced_custom_object, GROUP, VERSION,
-                               self.namespace, PLURAL, field_selector="metadata.name=" + name,
-                               resource_version=rv, timeout_seconds=seg,
-                               allow_watch_bookmarks=False,
-                               _request_timeout=(REQUEST_TIMEOUT[0], seg + WATCH_SLACK)):
-                if ev["type"] == "DELETED":
-                    raise AirlockError("%s was deleted before it ended" % name)
-                if ev["type"] in ("ADDED", "MODIFIED"):
-                    w.stop()
-                    return ev["object"]
-        except ApiException as e:
-            if e.status != 410:
-                raise _api_error("watch %s" % name, e) from None
-        except urllib3.exceptions.ReadTimeoutError:
-            pass                    # a silent connection: a fresh get, a new watch
-        finally:
-            w.stop()
-        return self._get(name)
+            seg = 60 if left is None else max(1, min(60, int(math.ceil(left))))
+            w = kubernetes.watch.Watch()
+            try:
+                for ev in w.stream(self._api.list_namespaced_custom_object, GROUP, VERSION,
+                                   self.namespace, PLURAL,
+                                   field_selector="metadata.name=" + name,
+                                   resource_version=obj["metadata"]["resourceVersion"],
+                                   timeout_seconds=seg, allow_watch_bookmarks=False,
+                                   _request_timeout=(REQUEST_TIMEOUT[0], seg + WATCH_SLACK)):
+                    if ev["type"] == "DELETED":
+                        raise AirlockError("%s was deleted before it ended" % name)
+                    if ev["type"] not in ("ADDED", "MODIFIED"):
+                        continue
+                    obj = ev["object"]
+                    emit.feed(obj.get("status") or {})
+                    if (obj.get("status") or {}).get("phase") in TERMINAL:
+                        return self._ended(obj)
+                continue            # the segment ended: a new watch from obj
+            except ApiException as e:
+                if e.status != 410:
+                    raise _api_error("watch %s" % name, e) from None
+            except urllib3.exceptions.ReadTimeoutError:
+                pass                # a silent connection: a fresh get, a new watch
+            finally:
+                w.stop()
+            obj = self._get(name)
 
     def _ended(self, obj: dict) -> Result:
         r = Result.from_object(obj)
@@ -330,8 +334,11 @@ class Client:
         briefly for its Cancelled, and is raised again."""
         n = name or new_name()
         try:
+            # With a callback, the output is copied into the status as it
+            # comes (spec.output.stream), and handed on as it grows.
             self.create(code, runtime, stdin=stdin, files=files, env=env, args=args,
-                        timeout=timeout, memory=memory, cpu=cpu, name=n)
+                        timeout=timeout, memory=memory, cpu=cpu, name=n,
+                        stream=on_stdout is not None or on_stderr is not None)
             return self.wait(n, on_stdout=on_stdout, on_stderr=on_stderr)
         except KeyboardInterrupt:
             self._cancel_after_interrupt(n)
