@@ -10,8 +10,9 @@
 #             process timed (its start, kubeconfig, TLS, create, watch)
 #   cold-api  a CodeExecution in a namespace with no pool: a pod of its own
 #             (its agent with --runsc: the exit straight from the sandbox)
-#   cold-ctrd the same, its agent without --runsc: the exit from
-#             containerd's TaskExit, as before node-agent/exitwait.c
+#   cold-ctrd with COLD_CTRD=1: the same, its agent without --runsc (the
+#             exit from containerd's TaskExit, as before
+#             node-agent/exitwait.c); a third controller and agent run then
 #   job       the baseline: a plain Job (gvisor), create -> complete ->
 #             logs read
 #   cri       a pod through CRI on the node's containerd, no Kubernetes
@@ -72,7 +73,7 @@ daemons() {
 	pids+=($!)
 	until curl -sf "http://$aaddr/readyz" >/dev/null 2>&1; do sleep 0.2; done
 }
-daemons "$ons"
+[ "${COLD_CTRD:-0}" = 1 ] && daemons "$ons"
 daemons "$cns" --runsc "$RUNSC" --runsc-root "$RUNSC_ROOT"
 daemons "$wns" --runsc "$RUNSC" --runsc-root "$RUNSC_ROOT"
 waddr=$aaddr
@@ -96,10 +97,11 @@ hist() {
 hist "$work/hist.before"
 
 python3 - "$n" "$work" "$wns" "$cns" "$APISERVER_URL" "$RUNNER_PYTHON_IMAGE" "$RUNSC" \
-	"$RUNSC_ROOT" "$cri_floor" "$CONTAINERD_SOCK" "$kubelet" "$top" "$KUBECONFIG_ADMIN" "$ons" <<'PY'
+	"$RUNSC_ROOT" "$cri_floor" "$CONTAINERD_SOCK" "$kubelet" "$top" "$KUBECONFIG_ADMIN" "$ons" "${COLD_CTRD:-0}" <<'PY'
 import json, os, subprocess, sys, time
 (n, work, wns, cns, url, image, runsc, runsc_root, cri_floor, sock, kubelet, top,
- kubeconfig, ons) = int(sys.argv[1]), *sys.argv[2:15]
+ kubeconfig, ons, cold_ctrd) = int(sys.argv[1]), *sys.argv[2:16]
+cold_ctrd = cold_ctrd == "1"
 kubelet = int(kubelet)
 sys.path.insert(0, top + "/bench")
 import lib
@@ -208,8 +210,8 @@ def sample(kind, f, *a):
 
 res = {k: [] for k in ("warm-api", "warm-cli", "cold-api", "cold-ctrd", "job", "cri", "exec",
                        "runsc")}
-for f in (run_warm_api, run_warm_cli, run_cold_api, run_cold_ctrd, run_job, run_cri,
-          run_runsc):  # warm-up
+for f in (run_warm_api, run_warm_cli, run_cold_api) + ((run_cold_ctrd,) if cold_ctrd else ()) + \
+        (run_job, run_cri, run_runsc):  # warm-up
     quiesce()
     f(999)
 quiesce()
@@ -218,7 +220,8 @@ for i in range(n):
     sample("warm-api", run_warm_api, i)
     sample("warm-cli", run_warm_cli, i)
     sample("cold-api", run_cold_api, i)
-    sample("cold-ctrd", run_cold_ctrd, i)
+    if cold_ctrd:
+        sample("cold-ctrd", run_cold_ctrd, i)
     sample("job", run_job, i)
     sample("cri", run_cri, i)
     sample("runsc", run_runsc, i)
@@ -227,7 +230,8 @@ for i in range(n):
         res["exec"].extend(run_exec(i))
 
 q = lib.q
-out = {k: [q(v, p) * 1000 for p in (50, 90, 99)] + [len(v)] for k, v in res.items()}
+out = {k: [q(v, p) * 1000 for p in (50, 90, 99)] + [len(v)] if v else [0, 0, 0, 0]
+       for k, v in res.items()}
 out["quiet"] = [q(quiet, p) * 1000 for p in (50, 90, 99)] + [len(quiet)]
 json.dump(out, open(work + "/out.json", "w"))
 PY
@@ -268,10 +272,13 @@ print("| path | N | p50 ms | p90 ms | p99/max ms | p50 vs cold |")
 print("|---|---|---|---|---|---|")
 for k, label in rows:
     v = o[k]
+    if v[3] == 0:
+        continue
     print("| %s | %d | %.0f | %.0f | %.0f (%s) | %.2fx |" % (label, v[3], v[0], v[1], v[2], top(k), v[0] / cold))
 print()
-print("Cold p50 over the CRI floor's p50: %.2fx; the agent without --runsc: %.2fx." %
-      (cold / o["cri"][0], o["cold-ctrd"][0] / o["cri"][0]))
+print("Cold p50 over the CRI floor's p50: %.2fx%s." % (cold / o["cri"][0],
+      "; the agent without --runsc: %.2fx" % (o["cold-ctrd"][0] / o["cri"][0])
+      if o["cold-ctrd"][3] else ""))
 print()
 print("The daemons' own clocks over every warm run above (warm-up included), means: the"
       " controller, from the reconcile that found a sandbox to its claim landed, %.1f ms"
