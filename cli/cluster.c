@@ -86,10 +86,14 @@ on_tick(void *arg)
 		struct k8s_error err;
 		json_t *p = json_pack("{s:{s:b}}", "spec", "cancel", 1);
 
-		/* Sent once; the wait goes on to the controller's Cancelled. */
-		wt->cancel_sent = 1;
+		/*
+		 * Until it lands (a tick later on a failure); the wait goes on
+		 * to the controller's Cancelled.
+		 */
 		if (k8s_patch(wt->k->c, &cx_resource, wt->k->ns, wt->name, &mp, p,
-		    NULL, &err) != 0)
+		    NULL, &err) == 0)
+			wt->cancel_sent = 1;
+		else
 			log_warn("cannot cancel", "execution=%s/%s error=\"%s\"",
 			    wt->k->ns, wt->name, err.message);
 		json_decref(p);

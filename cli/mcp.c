@@ -15,6 +15,7 @@
  * as the API server would.
  */
 #include <pthread.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -86,11 +87,37 @@ send_msg(struct mcp *m, json_t *msg)
 	json_decref(msg);
 }
 
+static void respond_error(struct mcp *m, json_t *id, int code,
+    const char *message);
+
 static void
 respond(struct mcp *m, json_t *id, json_t *result)
 {
+	if (result == NULL) {		/* a result jansson could not build */
+		respond_error(m, id, -32603, "internal error: the result "
+		    "could not be encoded");
+		return;
+	}
 	send_msg(m, json_pack("{s:s, s:O, s:o}", "jsonrpc", "2.0", "id", id,
 	    "result", result));
+}
+
+/* Cut s before a UTF-8 sequence left incomplete at its end (snprintf's). */
+static void
+utf8_trim(char *s)
+{
+	size_t n = strlen(s), i = n, need;
+
+	while (i > 0 && i > n - 4 && ((unsigned char)s[i - 1] & 0xc0) == 0x80)
+		i--;
+	if (i == 0)
+		return;
+	i--;
+	need = ((unsigned char)s[i] & 0xe0) == 0xc0 ? 2 :
+	    ((unsigned char)s[i] & 0xf0) == 0xe0 ? 3 :
+	    ((unsigned char)s[i] & 0xf8) == 0xf0 ? 4 : 1;
+	if (need > 1 && i + need > n)
+		s[i] = '\0';
 }
 
 static void
@@ -129,10 +156,21 @@ tool_schema(void)
 }
 
 static json_t *
-tool_result(const char *text, int is_error)
+tool_result_n(const char *text, size_t len, int is_error)
 {
-	return json_pack("{s:[{s:s, s:s}], s:b}", "content", "type", "text",
-	    "text", text, "isError", is_error);
+	json_t *t = json_stringn(text, len);
+
+	if (t == NULL)
+		t = json_string("error: the result is not valid UTF-8");
+	return json_pack("{s:[{s:s, s:o}], s:b}", "content", "type", "text",
+	    "text", t, "isError", is_error);
+}
+
+static json_t *
+tool_result(char *text, int is_error)
+{
+	utf8_trim(text);
+	return tool_result_n(text, strlen(text), is_error);
 }
 
 /*
@@ -159,7 +197,11 @@ build_cx(json_t *args, char *msg, size_t msz)
 			if (strcmp(key, known[i]) == 0)
 				break;
 		if (i == sizeof(known) / sizeof(known[0])) {
-			snprintf(msg, msz, "arguments: unknown argument \"%.64s\"", key);
+			char k[65];
+
+			snprintf(k, sizeof(k), "%s", key);
+			utf8_trim(k);		/* cut between characters */
+			snprintf(msg, msz, "arguments: unknown argument \"%s\"", k);
 			return NULL;
 		}
 	}
@@ -196,8 +238,12 @@ build_cx(json_t *args, char *msg, size_t msz)
 		files = json_array();
 		json_object_foreach(v, key, c) {
 			if (!json_is_string(c)) {
+				char k[256];
+
 				json_decref(files);
-				snprintf(msg, msz, "files[\"%.255s\"]: must be a string", key);
+				snprintf(k, sizeof(k), "%s", key);
+				utf8_trim(k);
+				snprintf(msg, msz, "files[\"%s\"]: must be a string", k);
 				goto bad;
 			}
 			json_array_append_new(files, json_pack("{s:s, s:O}", "path",
@@ -227,9 +273,13 @@ bad:
 	return NULL;
 }
 
-/* How it ended, as a model should read it (airlock.tools.format_result's). */
+/*
+ * How it ended, as a model should read it (airlock.tools.format_result's
+ * text): the exit or the reason, then each stream, each section ending
+ * with one newline. NUL bytes of the output kept (*len counts them).
+ */
 static char *
-describe(json_t *obj, int *is_error)
+describe(json_t *obj, int *is_error, size_t *len)
 {
 	json_t *st = json_object_get(obj, "status");
 	const char *ph = json_string_value(json_object_get(st, "phase"));
@@ -237,47 +287,45 @@ describe(json_t *obj, int *is_error)
 	const char *message = json_string_value(json_object_get(st, "message"));
 	json_t *code = json_object_get(st, "exitCode");
 	static const char *const streams[] = { "stdout", "stderr" };
-	char *text, *t;
+	char *text = NULL;
+	FILE *f = open_memstream(&text, len);
+	int any = 0;
 
+	if (f == NULL)
+		abort();
 	ph = ph ? ph : "";
 	*is_error = strcmp(ph, "Succeeded") != 0;
 	if (strcmp(ph, "Succeeded") == 0 || (strcmp(ph, "Failed") == 0 &&
 	    reason && strcmp(reason, "Error") == 0))
-		text = xasprintf("exit code: %lld", (long long)json_integer_value(code));
+		fprintf(f, "exit code: %lld", (long long)json_integer_value(code));
 	else if (json_is_integer(code))
-		text = xasprintf("%s: %s (exit code %lld)", reason ? reason : ph,
+		fprintf(f, "%s: %s (exit code %lld)", reason ? reason : ph,
 		    message ? message : "", (long long)json_integer_value(code));
 	else
-		text = xasprintf("%s: %s", reason ? reason : ph, message ? message : "");
+		fprintf(f, "%s: %s", reason ? reason : ph, message ? message : "");
 	for (int i = 0; i < 2; i++) {
-		const char *s = json_string_value(json_object_get(st, streams[i]));
+		json_t *v = json_object_get(st, streams[i]);
+		const char *s = json_is_string(v) ? json_string_value(v) : "";
+		size_t n = json_is_string(v) ? json_string_length(v) : 0;
 		char key[32];
 		int cut;
 
 		snprintf(key, sizeof(key), "%sTruncated", streams[i]);
 		cut = json_is_true(json_object_get(st, key));
-		if ((s == NULL || *s == '\0') && !cut)
+		if (n == 0 && !cut)
 			continue;
-		s = s ? s : "";
-		/* Each section ends with a newline, the program's or ours. */
-		t = xasprintf("%s\n--- %s ---\n%s%s%s%s", text, streams[i], s,
-		    cut && *s && s[strlen(s) - 1] != '\n' ? "\n" : "",
-		    cut ? "[" : "", cut ? streams[i] : "");
-		free(text);
-		text = t;
-		if (cut) {
-			t = xasprintf("%s was cut by the sandbox's output limit]", text);
-			free(text);
-			text = t;
-		}
-		if (text[strlen(text) - 1] == '\n')
-			text[strlen(text) - 1] = '\0';
+		fprintf(f, "\n--- %s ---\n", streams[i]);
+		/* A final newline is the next section's, or the last one. */
+		fwrite(s, 1, !cut && n && s[n - 1] == '\n' ? n - 1 : n, f);
+		if (cut)
+			fprintf(f, "%s[%s was cut by the sandbox's output limit]",
+			    n && s[n - 1] != '\n' ? "\n" : "", streams[i]);
+		any = 1;
 	}
-	if (strchr(text, '\n') != NULL) {
-		t = xasprintf("%s\n", text);
-		free(text);
-		text = t;
-	}
+	if (any)
+		fputc('\n', f);
+	if (fclose(f) != 0)
+		abort();
 	return text;
 }
 
@@ -304,7 +352,12 @@ run_tool(struct mcp *m, json_t *args, atomic_int *cancel)
 		 * it; its timeout does.
 		 */
 		pthread_mutex_lock(&local_lock);
-		rc = local_run(m->cfg, cx, m->lo, &done, &err);
+		if (atomic_load(cancel)) {	/* cancelled while it queued */
+			rc = -1;
+			snprintf(err.message, sizeof(err.message), "cancelled");
+		} else {
+			rc = local_run(m->cfg, cx, m->lo, &done, &err);
+		}
 		pthread_mutex_unlock(&local_lock);
 		if (rc != 0)
 			snprintf(msg, sizeof(msg), "%s", err.message);
@@ -318,8 +371,10 @@ run_tool(struct mcp *m, json_t *args, atomic_int *cancel)
 		    "error: the sandbox could not run it: %s", msg);
 		res = tool_result(text, 1);
 	} else {
-		text = describe(done, &is_error);
-		res = tool_result(text, is_error);
+		size_t len;
+
+		text = describe(done, &is_error, &len);
+		res = tool_result_n(text, len, is_error);
 	}
 	free(text);
 	json_decref(done);
@@ -339,8 +394,6 @@ call_main(void *arg)
 			*pp = c->next;
 			break;
 		}
-	m->ncalls--;
-	pthread_cond_broadcast(&m->idle);
 	pthread_mutex_unlock(&m->lock);
 	/* A cancelled request gets no response (the protocol's rule). */
 	if (atomic_load(&c->cancel))
@@ -350,6 +403,11 @@ call_main(void *arg)
 	json_decref(c->id);
 	json_decref(c->args);
 	free(c);
+	/* Last: mcp_serve returns (and m goes) once every call is here. */
+	pthread_mutex_lock(&m->lock);
+	m->ncalls--;
+	pthread_cond_broadcast(&m->idle);
+	pthread_mutex_unlock(&m->lock);
 	return NULL;
 }
 
@@ -390,8 +448,10 @@ on_call(struct mcp *m, json_t *id, json_t *params)
 	pthread_mutex_lock(&m->lock);
 	if (m->ncalls >= MCP_CALLS_MAX) {
 		pthread_mutex_unlock(&m->lock);
-		respond(m, id, tool_result("error: too many calls at once "
-		    "(8 run at a time); try again when one has ended", 1));
+		char busy[] = "error: too many calls at once (8 run at a "
+		    "time); try again when one has ended";
+
+		respond(m, id, tool_result(busy, 1));
 		return;
 	}
 	c = xcalloc(1, sizeof(*c));
@@ -407,7 +467,9 @@ on_call(struct mcp *m, json_t *id, json_t *params)
 		m->calls = c->next;
 		m->ncalls--;
 		pthread_mutex_unlock(&m->lock);
-		respond(m, id, tool_result("error: cannot start the call", 1));
+		char nostart[] = "error: cannot start the call";
+
+		respond(m, id, tool_result(nostart, 1));
 		json_decref(c->id);
 		json_decref(c->args);
 		free(c);
@@ -443,8 +505,14 @@ dispatch(struct mcp *m, json_t *msg)
 		    "(batches are not taken)");
 		return;
 	}
-	if (method == NULL)
-		return;		/* a response: this server asks nothing */
+	if (method == NULL) {
+		/* A response (this server asks nothing) or no method at all. */
+		if (json_object_get(msg, "method") != NULL ||
+		    (id && !json_object_get(msg, "result") &&
+		    !json_object_get(msg, "error")))
+			respond_error(m, id, E_REQUEST, "method: must be a string");
+		return;
+	}
 	if (params && !json_is_object(params)) {
 		if (id)
 			respond_error(m, id, E_PARAMS, "params: must be an object");
@@ -513,6 +581,8 @@ mcp_serve(const struct cli_cluster *o, const struct local_opts *lo, int local,
 		fprintf(stderr, "airlock: %s\n", err.message);
 		return CLI_EXIT_ERROR;
 	}
+	/* A client gone: writes fail (EPIPE), the read ends; not a kill. */
+	signal(SIGPIPE, SIG_IGN);
 	pthread_mutex_init(&m.out_lock, NULL);
 	pthread_mutex_init(&m.lock, NULL);
 	pthread_cond_init(&m.idle, NULL);

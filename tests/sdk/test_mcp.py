@@ -111,9 +111,13 @@ def test_local(cluster):
         init = await s.initialize()
         assert "this machine" in init.instructions
         r = await s.call_tool("run_code", {"code": "import sys\nprint('here')\nsys.exit(1)"})
-        return text(r), r.is_error
+        first = text(r), r.is_error
+        # A NUL in the output is kept, not an end of the text.
+        r = await s.call_tool("run_code", {"code": "print('a\\0b')"})
+        return first, (text(r), r.is_error)
 
-    assert session_run(params, body) == ("exit code: 1\n--- stdout ---\nhere\n", True)
+    assert session_run(params, body) == (("exit code: 1\n--- stdout ---\nhere\n", True),
+                                         ("exit code: 0\n--- stdout ---\na\0b\n", False))
 
 
 def raw(lines, *args, wait=0.5):
@@ -143,7 +147,10 @@ def test_raw_protocol():
         '{"jsonrpc":"2.0","method":"notifications/whatever"}',
         '',
         '{"jsonrpc":"2.0","id":8,"method":"ping"}',
-    ])
+        '{"jsonrpc":"2.0","id":9,"method":7}',
+        '{"jsonrpc":"2.0","id":10,"method":"tools/call","params":{"name":"run_code",'
+        '"arguments":{"code":"x","%s\u00e9":1}}}' % ("a" * 63),
+    ], wait=1.5)
     assert out[0]["id"] == 1 and out[0]["result"]["protocolVersion"] == "2025-11-25"
     assert out[1]["id"] == "two" and out[1]["result"]["protocolVersion"] == "2024-11-05"
     assert [(o["id"], o["error"]["code"]) for o in out[2:8]] == [
@@ -151,7 +158,12 @@ def test_raw_protocol():
         (6, -32602)]
     assert (out[8]["id"], out[8]["error"]["code"]) == (7, -32602)
     assert out[9] == {"jsonrpc": "2.0", "id": 8, "result": {}}
-    assert len(out) == 10
+    assert (out[10]["id"], out[10]["error"]["code"]) == (9, -32600)
+    # An argument's name cut inside a character: still a response, UTF-8.
+    assert out[11]["id"] == 10 and out[11]["result"]["isError"] is True
+    assert out[11]["result"]["content"][0]["text"] == \
+        'error: the call was refused: arguments: unknown argument "%s"' % ("a" * 63)
+    assert len(out) == 12
 
 
 def test_raw_line_cap():
