@@ -461,6 +461,17 @@ trim_cx(json_t *cx)
 	/* Shallow copies: the rest is shared, not duplicated. */
 	out = json_copy(cx);
 	/*
+	 * Nor live output (spec.output.stream: up to ~1 MiB in a running
+	 * execution's status); nothing here reads it.
+	 */
+	if (json_object_get(st, "stdout") || json_object_get(st, "stderr")) {
+		json_t *s2 = json_copy(st);
+
+		json_object_del(s2, "stdout");
+		json_object_del(s2, "stderr");
+		json_object_set_new(out, "status", s2);
+	}
+	/*
 	 * Not the code (up to ~1 MiB an execution): the pod is made from the
 	 * execution read afresh (create_pod), and nothing else here reads it
 	 * but the program's hash, kept.

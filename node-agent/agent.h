@@ -152,13 +152,21 @@ int agent_parse_wait(const char *out, size_t len, const char *cid,
  */
 long long agent_flush_interval(int n);
 /*
- * The node's allowance for those writes, shared by every run: a bucket of
- * AGENT_FLUSH_RATE tokens a second, holding as many. 1 and one token
- * taken, or 0 (the run tries again next tick). *tokens and *last_ms are
- * the bucket's state (start at 0 and 0: full at the first call).
+ * The node's allowance for those writes, shared by every run, in bytes the
+ * API server stores (each copy rewrites the whole object): a bucket
+ * refilled with AGENT_FLUSH_RATE bytes a second, holding AGENT_FLUSH_BURST
+ * (one copy of the largest execution). 1 and cost taken (cost capped at
+ * the burst), or 0 (the run tries again next tick). *tokens and *last_ms
+ * are the bucket's state (start at 0 and 0: full at the first call).
+ * A run copies at most AGENT_FLUSH_RUN_MAX bytes in all, and one copy is
+ * in flight on a node at a time: results never queue behind many.
  */
-#define AGENT_FLUSH_RATE	20
-int agent_flush_take(double *tokens, long long *last_ms, long long now_ms);
+#define AGENT_FLUSH_RATE	(256 * 1024)
+#define AGENT_FLUSH_BURST	(1024 * 1024)
+#define AGENT_FLUSH_RUN_MAX	(8LL << 20)
+#define AGENT_FLUSH_INFLIGHT	1
+int agent_flush_take(double *tokens, long long *last_ms, long long now_ms,
+    double cost);
 
 void agent_fit_output(const char *out, size_t olen, const char *err,
     size_t elen, size_t budget, size_t *okeep, size_t *ekeep);

@@ -93,6 +93,7 @@ struct run {
 	int		 stream;
 	int		 flushing;		/* a copy in flight: not freed */
 	int		 nflush;
+	long long	 flushed_bytes;		/* charged so far, of RUN_MAX */
 	long long	 next_flush_ms;
 	uint64_t	 flushed_total;		/* bytes seen at the last copy */
 	size_t		 flushed_out, flushed_err;	/* what it held */
@@ -147,6 +148,7 @@ struct agent {
 	struct metric		*m_deliver, *m_waits, *m_flush;
 	double			 flush_tokens;	/* agent_flush_take's bucket */
 	long long		 flush_last_ms;
+	int			 nflushing;	/* copies in flight */
 };
 
 /* agent.c: the table (lock held for each). */

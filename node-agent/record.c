@@ -281,18 +281,21 @@ agent_flush_interval(int n)
 }
 
 int
-agent_flush_take(double *tokens, long long *last_ms, long long now_ms)
+agent_flush_take(double *tokens, long long *last_ms, long long now_ms,
+    double cost)
 {
 	if (*last_ms == 0)
-		*tokens = AGENT_FLUSH_RATE;
+		*tokens = AGENT_FLUSH_BURST;
 	else if (now_ms > *last_ms)
 		*tokens += (double)(now_ms - *last_ms) * AGENT_FLUSH_RATE / 1000.0;
-	if (*tokens > AGENT_FLUSH_RATE)
-		*tokens = AGENT_FLUSH_RATE;
+	if (*tokens > AGENT_FLUSH_BURST)
+		*tokens = AGENT_FLUSH_BURST;
 	*last_ms = now_ms;
-	if (*tokens < 1.0)
+	if (cost > AGENT_FLUSH_BURST)
+		cost = AGENT_FLUSH_BURST;
+	if (*tokens < cost)
 		return 0;
-	*tokens -= 1.0;
+	*tokens -= cost;
 	return 1;
 }
 
@@ -328,10 +331,11 @@ agent_flush(struct agent *a, struct run *r)
 		pthread_mutex_unlock(&a->lock);
 		return;
 	}
-	patch = json_pack("[{s:s, s:s, s:s}, {s:s, s:s, s:s}, {s:s, s:s, s:o},"
-	    " {s:s, s:s, s:o}]",
+	patch = json_pack("[{s:s, s:s, s:s}, {s:s, s:s, s:s}, {s:s, s:s, s:s},"
+	    " {s:s, s:s, s:o}, {s:s, s:s, s:o}]",
 	    "op", "test", "path", "/metadata/uid", "value", r->cx_uid,
 	    "op", "test", "path", "/status/phase", "value", "Running",
+	    "op", "test", "path", "/status/podName", "value", r->pod,
 	    "op", "add", "path", "/status/stdout", "value",
 	    json_stringn(otext, okeep),
 	    "op", "add", "path", "/status/stderr", "value",

@@ -290,6 +290,7 @@ act(struct agent *a, const char *key)
 		agent_flush(a, r);
 		pthread_mutex_lock(&a->lock);
 		r->flushing = 0;
+		a->nflushing--;
 		pthread_mutex_unlock(&a->lock);
 	} else if (strncmp(key, "delete/", 7) == 0) {
 		ok = agent_delete_pod(a, r->ns, r->pod, r->uid);
@@ -442,13 +443,26 @@ tick(struct agent *a)
 			/* Live output: its growth into the status, paced. */
 			if (r->stream && r->verified && !r->exited &&
 			    !r->flushing && r->log != NULL &&
-			    now >= r->next_flush_ms) {
+			    now >= r->next_flush_ms &&
+			    a->nflushing < AGENT_FLUSH_INFLIGHT &&
+			    r->flushed_bytes < AGENT_FLUSH_RUN_MAX) {
 				uint64_t t = crilog_stdout(r->log)->total +
 				    crilog_stderr(r->log)->total;
+				/*
+				 * What the API server stores for a copy: the
+				 * object (the budget is what it leaves) and
+				 * the output so far.
+				 */
+				double cost = (double)(CX_OBJECT_BUDGET -
+				    r->budget) + (double)(t < r->budget ? t :
+				    r->budget);
 
 				if (t != r->flushed_total && agent_flush_take(
-				    &a->flush_tokens, &a->flush_last_ms, now)) {
+				    &a->flush_tokens, &a->flush_last_ms, now,
+				    cost)) {
 					r->flushed_total = t;
+					r->flushed_bytes += (long long)cost;
+					a->nflushing++;
 					r->next_flush_ms = now +
 					    agent_flush_interval(++r->nflush);
 					/*

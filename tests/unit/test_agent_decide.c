@@ -303,17 +303,22 @@ test_flush_pace(void **state)
 		if (agent_flush_interval(t[i].n) != t[i].ms)
 			fail_msg("after %d: %lld ms, not %lld", t[i].n,
 			    agent_flush_interval(t[i].n), t[i].ms);
-	/* A full bucket: AGENT_FLUSH_RATE at once, then one per 1/RATE s. */
-	for (int i = 0; i < AGENT_FLUSH_RATE; i++)
-		assert_int_equal(agent_flush_take(&tokens, &last, 1000), 1);
-	assert_int_equal(agent_flush_take(&tokens, &last, 1000), 0);
-	assert_int_equal(agent_flush_take(&tokens, &last, 1049), 0);
-	assert_int_equal(agent_flush_take(&tokens, &last, 1050), 1);
-	assert_int_equal(agent_flush_take(&tokens, &last, 1050), 0);
+	/*
+	 * Bytes: a full bucket (1 MiB) at first: four 256 KiB copies, not a
+	 * fifth; then 256 KiB a second.
+	 */
+	for (int i = 0; i < 4; i++)
+		assert_int_equal(agent_flush_take(&tokens, &last, 1000, 262144), 1);
+	assert_int_equal(agent_flush_take(&tokens, &last, 1000, 1), 0);
+	assert_int_equal(agent_flush_take(&tokens, &last, 1499, 131072), 0);
+	assert_int_equal(agent_flush_take(&tokens, &last, 1500, 130972), 1);
+	assert_int_equal(agent_flush_take(&tokens, &last, 1500, 1000), 0);
+	/* A copy of the largest object: once a full bucket has refilled. */
+	assert_int_equal(agent_flush_take(&tokens, &last, 5499, 4e6), 0);
+	assert_int_equal(agent_flush_take(&tokens, &last, 5500, 4e6), 1);
 	/* Idle for long: never more than a full bucket. */
-	for (int i = 0; i < AGENT_FLUSH_RATE; i++)
-		assert_int_equal(agent_flush_take(&tokens, &last, 100000), 1);
-	assert_int_equal(agent_flush_take(&tokens, &last, 100000), 0);
+	assert_int_equal(agent_flush_take(&tokens, &last, 100000, 1048576), 1);
+	assert_int_equal(agent_flush_take(&tokens, &last, 100000, 1), 0);
 }
 
 /* Killed, then its exit: recorded with the kill's reason. */
