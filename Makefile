@@ -231,7 +231,7 @@ e2e: all
 	@tests/cluster/node-deps.sh
 	@NODE=1 tests/cluster/up.sh
 	@images/local.sh
-	@tests/run.sh e2e $(B) $(E2E_BIN)
+	@tests/run.sh e2e $(B) $(E2E_BIN) tests/e2e/test_readme.py
 
 # The end-to-end tests again, with the controller, the node agent and the
 # CLI built with ASan+UBSan: a leak or an error fails the run (the daemons
