@@ -41,6 +41,7 @@ aaddr=127.0.0.1:$(port)
 	> "$work/agent.log" 2>&1 &
 pids+=($!)
 until curl -sf "http://$aaddr/readyz" >/dev/null 2>&1; do sleep 0.2; done
+k config view --raw -o json > "$work/kc.json"
 
 python3 - "$n" "$work" "$ns" "$APISERVER_URL" "$top" "$KUBECONFIG_ADMIN" <<'PY'
 import json, os, subprocess, sys, threading, time
@@ -53,13 +54,12 @@ PROG = ("import time\nfor i in range(10):\n    print('%.6f' % time.time(), flush
         "    time.sleep(0.3)\n")
 
 def pool(replicas):
-    body = {"apiVersion": "airlock.dev/v1alpha1", "kind": "CodeExecutionPool",
-            "metadata": {"name": "py"}, "spec": {"runtime": "python", "replicas": replicas}}
-    try:
-        A.req("POST", "/apis/airlock.dev/v1alpha1/namespaces/%s/codeexecutionpools" % ns, body)
-    except Exception:
-        A.req("PATCH", "/apis/airlock.dev/v1alpha1/namespaces/%s/codeexecutionpools/py" % ns,
-              {"spec": {"replicas": replicas}})
+    """Cold: no pool. Warm: a pool of one."""
+    base = "/apis/airlock.dev/v1alpha1/namespaces/%s/codeexecutionpools" % ns
+    if replicas:
+        A.req("POST", base, {"apiVersion": "airlock.dev/v1alpha1",
+                             "kind": "CodeExecutionPool", "metadata": {"name": "py"},
+                             "spec": {"runtime": "python", "replicas": replicas}})
 
 def ready_holders():
     items = A.get("/api/v1/namespaces/%s/pods" % ns)["items"]
