@@ -18,6 +18,9 @@ enum metric_type {
 
 static const char *const type_names[] = { "counter", "gauge", "histogram" };
 
+/* Between the names, and the values, of a metric's several labels. */
+#define LABEL_SEP	'\x1f'
+
 /* One label value's sample; label_value is NULL for an unlabelled metric. */
 struct metric_series {
 	char	*label_value;
@@ -36,7 +39,10 @@ struct metric {
 	enum metric_type	 type;
 	char			*name;
 	char			*help;
+	/* Several labels: their names joined by LABEL_SEP, as are values. */
 	char			*label_name;
+	size_t			 nlabels;
+	size_t			 max_series;
 	struct metric_series	*series;
 	size_t			 nseries;
 	size_t			 aseries;
@@ -134,16 +140,19 @@ metric_matches(const struct metric *mt, enum metric_type type,
 	    nbounds * sizeof(*bounds)) == 0);
 }
 
+/*
+ * label_name: NULL, one name, or several LABEL_SEP apart, each checked by
+ * the caller.
+ */
 static struct metric *
 metrics_register(struct metrics *m, enum metric_type type, const char *name,
     const char *help, const char *label_name, const double *bounds,
-    size_t nbounds)
+    size_t nbounds, size_t max_series)
 {
 	struct metric *mt;
 	size_t i;
 
-	if (m == NULL || !valid_name(name, 1) ||
-	    (label_name != NULL && !valid_name(label_name, 0)))
+	if (m == NULL || !valid_name(name, 1))
 		return NULL;
 	for (i = 0; i < nbounds; i++)
 		if (!isfinite(bounds[i]) || (i > 0 && bounds[i] <= bounds[i - 1]))
@@ -164,6 +173,10 @@ metrics_register(struct metrics *m, enum metric_type type, const char *name,
 	mt->name = xstrdup(name);
 	mt->help = help ? xstrdup(help) : NULL;
 	mt->label_name = label_name ? xstrdup(label_name) : NULL;
+	for (i = 0; label_name && label_name[i]; i++)
+		mt->nlabels += label_name[i] == LABEL_SEP;
+	mt->nlabels += label_name != NULL;
+	mt->max_series = max_series ? max_series : METRICS_MAX_LABEL_VALUES;
 	if (type == METRIC_HISTOGRAM) {
 		if (nbounds > 0) {
 			mt->bounds = xmalloc(nbounds * sizeof(*bounds));
@@ -186,16 +199,20 @@ struct metric *
 metrics_counter(struct metrics *m, const char *name, const char *help,
     const char *label_name)
 {
+	if (label_name != NULL && !valid_name(label_name, 0))
+		return NULL;
 	return metrics_register(m, METRIC_COUNTER, name, help, label_name,
-	    NULL, 0);
+	    NULL, 0, 0);
 }
 
 struct metric *
 metrics_gauge(struct metrics *m, const char *name, const char *help,
     const char *label_name)
 {
+	if (label_name != NULL && !valid_name(label_name, 0))
+		return NULL;
 	return metrics_register(m, METRIC_GAUGE, name, help, label_name,
-	    NULL, 0);
+	    NULL, 0, 0);
 }
 
 struct metric *
@@ -205,7 +222,71 @@ metrics_histogram(struct metrics *m, const char *name, const char *help,
 	if (nbounds > 0 && bounds == NULL)
 		return NULL;
 	return metrics_register(m, METRIC_HISTOGRAM, name, help, NULL,
-	    bounds, nbounds);
+	    bounds, nbounds, 0);
+}
+
+static void metric_update(struct metric *, const char *, double, int);
+
+/* The n strings joined by LABEL_SEP (caller frees); NULL if one is NULL. */
+static char *
+join_labels(const char *const *v, size_t n)
+{
+	size_t len = 0, i;
+	char *out, *p;
+
+	for (i = 0; i < n; i++) {
+		if (v[i] == NULL)
+			return NULL;
+		len += strlen(v[i]) + 1;
+	}
+	p = out = xmalloc(len);
+	for (i = 0; i < n; i++) {
+		size_t l = strlen(v[i]);
+
+		memcpy(p, v[i], l);
+		p += l;
+		*p++ = i + 1 < n ? LABEL_SEP : '\0';
+	}
+	return out;
+}
+
+struct metric *
+metrics_counter_labels(struct metrics *m, const char *name, const char *help,
+    const char *const *label_names, size_t n, size_t max_series)
+{
+	struct metric *mt;
+	char *joined;
+	size_t i;
+
+	if (n < 2 || n > METRICS_MAX_LABELS || label_names == NULL)
+		return NULL;
+	for (i = 0; i < n; i++)
+		if (!valid_name(label_names[i], 0))
+			return NULL;
+	joined = join_labels(label_names, n);
+	mt = metrics_register(m, METRIC_COUNTER, name, help, joined, NULL, 0,
+	    max_series);
+	free(joined);
+	return mt;
+}
+
+void
+metric_inc_labels(struct metric *c, const char *const *values, size_t n)
+{
+	char *joined;
+	const char *p;
+	size_t i;
+
+	if (c == NULL || values == NULL || n < 2 || n != c->nlabels)
+		return;
+	for (i = 0; i < n; i++)
+		for (p = values[i]; p && *p; p++)
+			if ((unsigned char)*p < 0x20)
+				return;
+	if ((joined = join_labels(values, n)) == NULL)
+		return;
+	metric_update(c, joined, 1, 0);
+	free(joined);
 }
 
 /*
@@ -225,12 +306,11 @@ series_get(struct metric *mt, const char *label_value)
 	for (i = 0; i < mt->nseries; i++)
 		if (strcmp(mt->series[i].label_value, label_value) == 0)
 			return &mt->series[i];
-	if (mt->nseries >= METRICS_MAX_LABEL_VALUES) {
+	if (mt->nseries >= mt->max_series) {
 		if (!mt->cap_warned) {
 			mt->cap_warned = 1;
 			log_warn("metric label cardinality cap hit",
-			    "metric=%s max=%d", mt->name,
-			    METRICS_MAX_LABEL_VALUES);
+			    "metric=%s max=%zu", mt->name, mt->max_series);
 		}
 		return NULL;
 	}
@@ -266,18 +346,24 @@ metric_update(struct metric *mt, const char *label_value, double v, int set)
 void
 metric_inc(struct metric *c, const char *label_value)
 {
+	if (c != NULL && c->nlabels > 1)
+		return;	/* metric_inc_labels' */
 	metric_update(c, label_value, 1, 0);
 }
 
 void
 metric_add(struct metric *c, const char *label_value, double v)
 {
+	if (c != NULL && c->nlabels > 1)
+		return;	/* metric_inc_labels' */
 	metric_update(c, label_value, v, 0);
 }
 
 void
 metric_set(struct metric *g, const char *label_value, double v)
 {
+	if (g != NULL && g->nlabels > 1)
+		return;	/* metric_inc_labels' */
 	metric_update(g, label_value, v, 1);
 }
 
@@ -362,11 +448,28 @@ put_sample(struct buf *b, const char *name, const char *suffix,
 	rc |= buf_append_str(b, name);
 	rc |= buf_append_str(b, suffix);
 	if (label != NULL) {
+		const char *ln = label, *lv = value;
+
 		rc |= buf_append_str(b, "{");
-		rc |= buf_append_str(b, label);
-		rc |= buf_append_str(b, "=\"");
-		rc |= put_escaped(b, value, 1);
-		rc |= buf_append_str(b, "\"}");
+		/* One name and value, or several, each LABEL_SEP apart. */
+		for (;;) {
+			const char *ne = strchr(ln, LABEL_SEP);
+			const char *ve = strchr(lv, LABEL_SEP);
+			size_t vl = ve ? (size_t)(ve - lv) : strlen(lv);
+			char *one = xstrndup(lv, vl);
+
+			rc |= buf_append(b, ln, ne ? (size_t)(ne - ln) : strlen(ln));
+			rc |= buf_append_str(b, "=\"");
+			rc |= put_escaped(b, one, 1);
+			rc |= buf_append_str(b, "\"");
+			free(one);
+			if (ne == NULL || ve == NULL)
+				break;
+			rc |= buf_append_str(b, ",");
+			ln = ne + 1;
+			lv = ve + 1;
+		}
+		rc |= buf_append_str(b, "}");
 	}
 	rc |= buf_append_str(b, " ");
 	rc |= buf_append_str(b, metrics_format_number(num, v));

@@ -1,8 +1,8 @@
 /*
  * metrics.h - a Prometheus metric registry (text exposition format 0.0.4).
  *
- * A struct metrics holds counters, gauges and histograms, each with at most
- * one label. metrics_render() writes them out for a /metrics endpoint
+ * A struct metrics holds counters, gauges and histograms. Counters and
+ * gauges have no label, one, or several (metrics_counter_labels). metrics_render() writes them out for a /metrics endpoint
  * (httpd.h serves it):
  *
  *   # HELP airlock_reconciles_total Reconciles by result.
@@ -69,6 +69,22 @@ struct metric *metrics_histogram(struct metrics *m, const char *name,
 void metric_inc(struct metric *c, const char *label_value);
 void metric_add(struct metric *c, const char *label_value, double v);
 void metric_set(struct metric *g, const char *label_value, double v);
+
+/*
+ * A counter with n (2..METRICS_MAX_LABELS) labels, updated by
+ * metric_inc_labels with one value for each, in the names' order:
+ *
+ *   airlock_executions_finished_total{namespace="a",runtime="python",phase="Succeeded"} 3
+ *
+ * Its series are capped at max_series (0: METRICS_MAX_LABEL_VALUES), as
+ * a one-label metric's values are. A value holding a control character
+ * (below 0x20) is not counted.
+ */
+#define METRICS_MAX_LABELS	4
+struct metric *metrics_counter_labels(struct metrics *m, const char *name,
+    const char *help, const char *const *label_names, size_t n,
+    size_t max_series);
+void metric_inc_labels(struct metric *c, const char *const *values, size_t n);
 
 /* Record v in a histogram: it counts in the first bucket with v <= bound. */
 void metric_observe(struct metric *h, double v);

@@ -91,6 +91,55 @@ test_counter_labelled(void **state)
 }
 
 static void
+test_counter_labels(void **state)
+{
+	static const char *const names[] = { "namespace", "runtime", "phase" };
+	static const char *const bad[] = { "namespace", "run-time" };
+	struct metrics *m = metrics_new();
+	struct metric *c;
+	char *logs = NULL;
+	size_t loglen = 0;
+	FILE *f = open_memstream(&logs, &loglen);
+
+	(void)state;
+	assert_null(metrics_counter_labels(m, "x_total", NULL, names, 1, 0));
+	assert_null(metrics_counter_labels(m, "x_total", NULL, bad, 2, 0));
+	assert_null(metrics_counter_labels(m, "x_total", NULL, names, 5, 0));
+	c = metrics_counter_labels(m, "airlock_done_total", "Done.", names, 3, 2);
+	assert_non_null(c);
+	/* Again, the same: the same metric; other labels: refused. */
+	assert_ptr_equal(metrics_counter_labels(m, "airlock_done_total", "Done.",
+	    names, 3, 2), c);
+	assert_null(metrics_counter_labels(m, "airlock_done_total", NULL, names, 2, 0));
+	assert_null(metrics_counter(m, "airlock_done_total", NULL, "namespace"));
+	metric_inc_labels(c, (const char *[]){ "a", "python", "Succeeded" }, 3);
+	metric_inc_labels(c, (const char *[]){ "a", "python", "Succeeded" }, 3);
+	metric_inc_labels(c, (const char *[]){ "b\"q", "bash", "Failed" }, 3);
+	/* Ignored: a count that is not the metric's, a NULL, a control byte,
+	 * one value through the one-label calls. */
+	metric_inc_labels(c, (const char *[]){ "a", "python" }, 2);
+	metric_inc_labels(c, (const char *[]){ "a", NULL, "x" }, 3);
+	metric_inc_labels(c, (const char *[]){ "a\x1f" "b", "c", "d" }, 3);
+	metric_inc(c, "a");
+	metric_add(c, "a", 2);
+	assert_non_null(f);
+	log_set_stream(f);
+	/* Past max_series (2): dropped, and said once. */
+	metric_inc_labels(c, (const char *[]){ "c", "node", "TimedOut" }, 3);
+	log_set_stream(NULL);
+	fclose(f);
+	assert_non_null(strstr(logs, "metric=airlock_done_total max=2"));
+	free(logs);
+	assert_render(m,
+	    "# HELP airlock_done_total Done.\n"
+	    "# TYPE airlock_done_total counter\n"
+	    "airlock_done_total{namespace=\"a\",runtime=\"python\",phase=\"Succeeded\"} 2\n"
+	    "airlock_done_total{namespace=\"b\\\"q\",runtime=\"bash\",phase=\"Failed\"} 1\n");
+	metric_inc_labels(NULL, (const char *[]){ "a", "b" }, 2);
+	metrics_free(m);
+}
+
+static void
 test_gauge(void **state)
 {
 	struct metrics *m = metrics_new();
@@ -397,6 +446,7 @@ main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_counter_unlabelled),
 		cmocka_unit_test(test_counter_labelled),
+		cmocka_unit_test(test_counter_labels),
 		cmocka_unit_test(test_gauge),
 		cmocka_unit_test(test_histogram),
 		cmocka_unit_test(test_escaping),
