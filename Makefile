@@ -251,12 +251,13 @@ local-images:
 
 # The Helm chart: lint and render tests, then install -> run -> upgrade ->
 # test -> uninstall on the real node, with helm pinned and built from its
-# Go module (tests/cluster/versions.sh).
+# Go module (tests/cluster/versions.sh); then the README's "Five minutes to
+# a cluster" as a user types it (tests/chart/test_readme_cluster.py).
 chart: all
 	@tests/cluster/node-deps.sh
 	@NODE=1 tests/cluster/up.sh
 	@HELM=$$(tests/cluster/build.sh helm | sed -n 's/^HELM_BIN_DIR=//p')/helm \
-		tests/run.sh chart $(B) $(CHART_BIN)
+		tests/run.sh chart $(B) $(CHART_BIN) tests/chart/test_readme_cluster.py
 
 # The Python SDK (sdk/python): pip-installed into a cached venv of
 # tests/sdk/requirements.txt, then pytest on the real node, with this
