@@ -53,6 +53,7 @@ static void
 cx_delete(void *arg, json_t *obj, int unknown)
 {
 	(void)unknown;
+	ctl_audit_deleted(arg, obj);
 	enqueue_obj(arg, obj);	/* the reconcile finds it gone and sweeps */
 }
 
@@ -433,6 +434,38 @@ pod_owner_key(json_t *pod)
  * what changed (write_status), and finished executions get none, so
  * nothing is lost on the server by not holding it here.
  */
+/* What the audit record of finished cx needs, into its trimmed out. */
+static void
+trim_keep_audit(json_t *out, json_t *cx)
+{
+	static const char *const st_keys[] = { "reason", "exitCode",
+	    "durationMillis", "peakMemoryBytes", "cpuTimeMillis", "startMode",
+	    "codeSha256" };
+	json_t *st = json_object_get(cx, "status");
+	json_t *ost = json_object_get(out, "status");
+	json_t *spec = json_object_get(cx, "spec");
+	json_t *ospec = json_object_get(out, "spec");
+	const char *by = json_string_value(json_object_get(json_object_get(
+	    json_object_get(cx, "metadata"), "annotations"), CX_ANN_CREATED_BY));
+	char sha[65];
+
+	for (size_t i = 0; i < sizeof(st_keys) / sizeof(st_keys[0]); i++)
+		if (json_object_get(st, st_keys[i]))
+			json_object_set(ost, st_keys[i], json_object_get(st,
+			    st_keys[i]));
+	if (json_object_get(spec, "runtime"))
+		json_object_set(ospec, "runtime", json_object_get(spec, "runtime"));
+	if (json_object_get(spec, "image"))
+		json_object_set(ospec, "image", json_object_get(spec, "image"));
+	if (by)
+		json_object_set_new(json_object_get(out, "metadata"), "annotations",
+		    json_pack("{s:s}", CX_ANN_CREATED_BY, by));
+	if (!json_is_string(json_object_get(st, "codeSha256"))) {
+		podspec_code_sha256(cx, sha);
+		json_object_set_new(out, CTL_CACHED_SHA, json_string(sha));
+	}
+}
+
 static json_t *
 trim_cx(json_t *cx)
 {
@@ -442,7 +475,7 @@ trim_cx(json_t *cx)
 
 	if (cx_phase_terminal(json_string_value(json_object_get(st, "phase")))) {
 		out = json_pack("{s:{s:O*, s:O*, s:O*, s:O*, s:O*, s:O*},"
-		    " s:{s:O*}, s:{s:O*, s:O*, s:O*}}",
+		    " s:{s:O*}, s:{s:O*, s:O*, s:O*, s:O*}}",
 		    "metadata", "name", json_object_get(md, "name"),
 		    "namespace", json_object_get(md, "namespace"),
 		    "uid", json_object_get(md, "uid"),
@@ -454,7 +487,14 @@ trim_cx(json_t *cx)
 		    json_object_get(cx, "spec"), "ttlSecondsAfterFinished"),
 		    "status", "phase", json_object_get(st, "phase"),
 		    "completionTime", json_object_get(st, "completionTime"),
-		    "podName", json_object_get(st, "podName"));
+		    "podName", json_object_get(st, "podName"),
+		    "audited", json_object_get(st, "audited"));
+		/*
+		 * Until its audit record is written (audit.c): what the
+		 * record says, and then no more.
+		 */
+		if (out && !json_is_true(json_object_get(st, "audited")))
+			trim_keep_audit(out, cx);
 		if (out)
 			return out;
 	}
@@ -560,6 +600,7 @@ controller_new(struct k8s_client *c, const struct ctl_config *cfg,
 	ctl->queue = workqueue_new(NULL);
 	ctl->guarded = json_object();
 	ctl->ended = json_object();
+	ctl->audited = json_object();
 	ctl->pool_expect = json_object();
 	ctl->pool_counts = json_object();
 	ctl->pool_claimed = json_object();
@@ -570,9 +611,21 @@ controller_new(struct k8s_client *c, const struct ctl_config *cfg,
 	ctl->reserved = json_object();
 	ctl->claimed = json_object();
 	pthread_mutex_init(&ctl->lock, NULL);
+	pthread_mutex_init(&ctl->audit_lock, NULL);
 	pthread_cond_init(&ctl->cond, NULL);
+	if (ctl->opts.audit_fd <= 0)
+		ctl->opts.audit_fd = 1;
 	ctl->m_phase = metrics_counter(m, "airlock_executions_total",
 	    "Executions that reached a phase, by phase.", "phase");
+	{
+		static const char *const names[] = { "namespace", "runtime", "phase" };
+
+		/* Capped: a series per namespace, runtime and phase. */
+		ctl->m_finished = metrics_counter_labels(m,
+		    "airlock_executions_finished_total", "Executions audited "
+		    "(finished, or deleted before), by namespace, runtime and "
+		    "phase.", names, 3, 5000);
+	}
 	ctl->m_latency = metrics_histogram(m, "airlock_reconcile_seconds",
 	    "Time one reconcile took.", latency_bounds,
 	    sizeof(latency_bounds) / sizeof(latency_bounds[0]));
@@ -689,6 +742,8 @@ controller_free(struct controller *ctl)
 	workqueue_free(ctl->queue);
 	json_decref(ctl->guarded);
 	json_decref(ctl->ended);
+	json_decref(ctl->audited);
+	pthread_mutex_destroy(&ctl->audit_lock);
 	json_decref(ctl->pool_expect);
 	json_decref(ctl->pool_counts);
 	json_decref(ctl->pool_claimed);

@@ -58,6 +58,11 @@ struct controller_opts {
 	 * that replaces it (pools.c); 0: at once.
 	 */
 	long		 refill_delay_ms;
+	/*
+	 * Where audit records go, one JSON line each (controller/docs/
+	 * audit.md): a file descriptor; 0 means standard output (1).
+	 */
+	int		 audit_fd;
 };
 
 struct controller;

@@ -68,6 +68,14 @@ struct controller {
 	struct metric		*m_pool, *m_claims, *m_claim_latency;
 	struct metric		*m_quota_refused;
 	struct metric		*m_phase;
+	struct metric		*m_finished;	/* namespace, runtime, phase */
+	/*
+	 * The audit (audit.c): uid -> clock_mono_ms() of the records this
+	 * process wrote, until the mark is seen (lock held); audit_lock keeps
+	 * records whole.
+	 */
+	json_t			*audited;
+	pthread_mutex_t		 audit_lock;
 	struct metric		*m_latency;
 	struct metric		*m_depth;
 	struct metric		*m_leader;
@@ -216,6 +224,22 @@ int ctl_warm_resume(struct controller *ctl, json_t *cached, json_t *pod);
 /* Run it cold after all: startMode Cold, no podName (if it names pod). */
 int ctl_warm_fallback(struct controller *ctl, json_t *cached,
     const char *pod, const char *why);
+
+/*
+ * The audit record of cx (audit.c; controller/docs/audit.md), made at now
+ * (RFC 3339): deleted when it is recorded because it was deleted. cfg
+ * gives a profile's image where the spec names none. Caller decrefs.
+ */
+json_t *ctl_audit_record(const struct ctl_config *cfg, json_t *cx,
+    const char *now, int deleted);
+/*
+ * A finished execution (the cache's copy): its record, unless this
+ * process wrote it already, then its mark (status.audited). 0, or the
+ * mark's error: the reconcile is retried, and the record not repeated.
+ */
+int ctl_audit_finished(struct controller *ctl, json_t *cx);
+/* Deleted (the cache's last copy): its record if it has no mark. */
+void ctl_audit_deleted(struct controller *ctl, json_t *cx);
 
 /* Where the cache keeps the hash of an execution's program (trim_cx). */
 #define CTL_CACHED_SHA	"airlock.dev/codeSha256"

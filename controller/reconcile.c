@@ -819,6 +819,9 @@ controller_reconcile(struct controller *ctl, const char *key)
 		 */
 		rc = pod && mine ? delete_children(ctl, ns, k8s_obj_uid(cx),
 		    podname) : 0;
+		/* Its audit record, once (audit.c). */
+		if (rc == 0)
+			rc = ctl_audit_finished(ctl, cx);
 		if (rc == 0)
 			rc = ttl(ctl, cx, key);
 	}

@@ -56,6 +56,8 @@ int cx_stream(json_t *cx);
 #define CX_COMPONENT		"execution"
 #define CX_LABEL_UID		"airlock.dev/execution-uid"
 #define CX_ANN_NAME		"airlock.dev/execution"
+/* Who created an execution: its request's user, stamped at admission. */
+#define CX_ANN_CREATED_BY	"airlock.dev/created-by"
 /*
  * What the node agent enforces, in the pod because the agent may read pods
  * but not executions: spec.timeoutSeconds in milliseconds, and
@@ -74,6 +76,8 @@ int cx_stream(json_t *cx);
  * "true" when spec.output.stream is: the node agent then copies the output
  * so far into the status while the program runs (node-agent/docs/agent.md).
  */
+/* "true": the profile has a code policy (ctl_config.h), whose refusal ends it PolicyDenied. */
+#define CX_ANN_POLICY		"airlock.dev/policy"
 #define CX_ANN_STREAM		"airlock.dev/stream"
 #define CX_OBJECT_BUDGET	(1024 * 1024)
 #define CX_STATUS_RESERVE	(16 * 1024)
@@ -86,6 +90,7 @@ int cx_stream(json_t *cx);
  * is 1 to 255, else 1.
  */
 #define CX_EXIT_PROGRAM		(-1)
+#define CX_EXIT_POLICY		120	/* the profile's code policy refused it */
 #define CX_EXIT_NOT_RUN		121	/* the program never ran */
 #define CX_EXIT_OUTPUT_LIMIT	123
 #define CX_EXIT_TIMEOUT		124	/* as timeout(1) */
@@ -119,7 +124,8 @@ int cx_stream(json_t *cx);
 	XX(POD_DELETED,	      "PodDeleted",	     "Failed",	  CX_EXIT_PROGRAM) \
 	XX(RESULT_LOST,	      "ResultLost",	     "Failed",	  CX_EXIT_PROGRAM) \
 	XX(RESULT_TOO_LARGE,  "ResultTooLarge",	     "Failed",	  CX_EXIT_PROGRAM) \
-	XX(ISOLATION_FAILED,  "IsolationFailed",     "Failed",	  CX_EXIT_PROGRAM)
+	XX(ISOLATION_FAILED,  "IsolationFailed",     "Failed",	  CX_EXIT_PROGRAM) \
+	XX(POLICY_DENIED,     "PolicyDenied",	     "Failed",	  CX_EXIT_POLICY)
 
 enum cx_phase {
 #define XX(name, s, term, code) CX_PHASE_##name,

@@ -376,6 +376,121 @@ test_tenant_runs_code(void **state)
 }
 
 /*
+ * Who created an execution is the API server's to say: the chart's
+ * MutatingAdmissionPolicy writes the creator's user name into
+ * airlock.dev/created-by over whatever the tenant wrote, and its
+ * ValidatingAdmissionPolicy refuses any change after, to anyone.
+ */
+static void
+test_creator_stamp(void **state)
+{
+	struct k8s_patch_opts merge = { .type = K8S_PATCH_MERGE };
+	struct k8s_config *tcfg;
+	struct k8s_client *tc;
+	struct k8s_error err;
+	char who[256];
+	json_t *o, *p;
+	int rc;
+
+	(void)state;
+	snprintf(who, sizeof(who), "system:serviceaccount:%s:tenant", tenant_ns);
+	tc = sa_client(tenant_ns, "tenant", &tcfg);
+	o = json_pack("{s:s, s:s, s:{s:s, s:{s:s}}, s:{s:s, s:s, s:b}}", "apiVersion",
+	    "airlock.dev/v1alpha1", "kind", "CodeExecution", "metadata", "name", "forger",
+	    "annotations", "airlock.dev/created-by", "system:admin",
+	    "spec", "runtime", "python", "source", "print(1)", "cancel", 1);
+	assert_int_equal(k8s_create(tc, &cx_resource, tenant_ns, o, NULL, &err), 0);
+	json_decref(o);
+	o = NULL;
+	assert_int_equal(k8s_get(tc, &cx_resource, tenant_ns, "forger", &o, &err), 0);
+	assert_string_equal(json_string_value(json_object_get(json_object_get(json_object_get(o,
+	    "metadata"), "annotations"), "airlock.dev/created-by")), who);
+	json_decref(o);
+	/* Changed, removed: by the tenant, then by a cluster admin. */
+	for (int i = 0; i < 4; i++) {
+		p = json_pack("{s:{s:{s:s?}}}", "metadata", "annotations",
+		    "airlock.dev/created-by", i % 2 ? NULL : "someone-else");
+		rc = k8s_patch(i < 2 ? tc : c, &cx_resource, tenant_ns, "forger", &merge, p,
+		    NULL, &err);
+		json_decref(p);
+		assert_int_equal(rc, K8S_EFORBIDDEN);
+		if (strstr(err.message, "airlock.dev/created-by] cannot be changed") == NULL)
+			fail_msg("refused, but not by the stamp's guard: %s", err.message);
+	}
+	/* Other annotations stay the tenant's. */
+	p = json_pack("{s:{s:{s:s}}}", "metadata", "annotations", "mine", "yes");
+	assert_int_equal(k8s_patch(tc, &cx_resource, tenant_ns, "forger", &merge, p, NULL,
+	    &err), 0);
+	json_decref(p);
+	assert_int_equal(k8s_delete(tc, &cx_resource, tenant_ns, "forger", NULL, NULL, &err), 0);
+	k8s_client_free(tc);
+	k8s_config_free(tcfg);
+}
+
+/* The audit record of test_tenant_runs_code's "hello" is in the controller's output. */
+struct audit_find { const char *uid; json_t *rec; };
+
+static int
+audit_found(void *arg)
+{
+	struct audit_find *a = arg;
+	char *out, *line, *save = NULL;
+	int st;
+
+	out = sh(&st, "%s --kubeconfig %s logs -n %s deploy/%s-controller", it_env_need("KUBECTL"),
+	    it_env_need("KUBECONFIG_ADMIN"), RELNS, RELEASE);
+	for (line = strtok_r(out, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+		json_t *r = line[0] == '{' ? json_loads(line, 0, NULL) : NULL;
+
+		if (r && json_string_value(json_object_get(r, "uid")) &&
+		    strcmp(json_string_value(json_object_get(r, "uid")), a->uid) == 0) {
+			json_decref(a->rec);
+			a->rec = r;
+		} else
+			json_decref(r);
+	}
+	free(out);
+	return a->rec != NULL;
+}
+
+static void
+test_audit_record(void **state)
+{
+	struct audit_find a = { NULL, NULL };
+	struct k8s_error err;
+	char who[256];
+	json_t *cx = NULL, *st;
+
+	(void)state;
+	assert_int_equal(k8s_get(c, &cx_resource, tenant_ns, "hello", &cx, &err), 0);
+	a.uid = k8s_obj_uid(cx);
+	if (!it_wait_for(audit_found, &a, 20000))
+		fail_msg("no audit record of %s/hello in the controller's output", tenant_ns);
+	st = json_object_get(cx, "status");
+	snprintf(who, sizeof(who), "system:serviceaccount:%s:tenant", tenant_ns);
+	assert_string_equal(json_string_value(json_object_get(a.rec, "kind")), "CodeExecutionAudit");
+	assert_string_equal(json_string_value(json_object_get(a.rec, "user")), who);
+	assert_string_equal(json_string_value(json_object_get(a.rec, "namespace")), tenant_ns);
+	assert_string_equal(json_string_value(json_object_get(a.rec, "name")), "hello");
+	/* sha256 of "print('hello from the chart')\n" */
+	assert_string_equal(json_string_value(json_object_get(a.rec, "codeSha256")),
+	    "5aeb1b5de6fc4aa877b1b13bcb09bbdc3433dbee41ddfc91827194090ae79abb");
+	assert_string_equal(json_string_value(json_object_get(a.rec, "runtime")), "python");
+	assert_string_equal(json_string_value(json_object_get(a.rec, "image")),
+	    it_env_need("RUNNER_PYTHON_IMAGE"));
+	assert_string_equal(json_string_value(json_object_get(a.rec, "phase")), "Succeeded");
+	assert_int_equal(json_integer_value(json_object_get(a.rec, "exitCode")), 0);
+	assert_int_equal(json_integer_value(json_object_get(a.rec, "durationMillis")),
+	    json_integer_value(json_object_get(st, "durationMillis")));
+	assert_int_equal(json_integer_value(json_object_get(a.rec, "peakMemoryBytes")),
+	    json_integer_value(json_object_get(st, "peakMemoryBytes")));
+	assert_string_equal(json_string_value(json_object_get(a.rec, "startMode")), "Cold");
+	assert_null(json_object_get(a.rec, "stdout"));
+	json_decref(a.rec);
+	json_decref(cx);
+}
+
+/*
  * A tenant who may create pods and ConfigMaps (the built-in "edit" role
  * may) cannot make one that carries Airlock's labels, nor put them on one
  * it has: the node agent would take it for an execution pod and let it
@@ -961,6 +1076,8 @@ main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_install),
 		cmocka_unit_test(test_tenant_runs_code),
+		cmocka_unit_test(test_creator_stamp),
+		cmocka_unit_test(test_audit_record),
 		cmocka_unit_test(test_forgery_guard),
 		cmocka_unit_test(test_sandbox_guard),
 		cmocka_unit_test(test_agent_status_guard),

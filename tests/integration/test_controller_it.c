@@ -1296,6 +1296,192 @@ test_restart_no_duplicates(void **state)
 	}
 }
 
+/* The node agent's result: the execution ends as the agent would write it. */
+static void
+agent_result(struct fx *fx, const char *name, int exit_code)
+{
+	struct k8s_patch_opts merge = { .type = K8S_PATCH_MERGE, .subresource = "status" };
+	struct k8s_error err;
+	char now[32];
+	time_t t = time(NULL);
+	json_t *p;
+
+	strftime(now, sizeof(now), "%Y-%m-%dT%H:%M:%SZ", gmtime(&t));
+	p = json_pack("{s:{s:s, s:s, s:i, s:s, s:s, s:i, s:i, s:i, s:s, s:s}}", "status",
+	    "phase", exit_code ? "Failed" : "Succeeded", "reason", exit_code ? "Error" :
+	    "Completed", "exitCode", exit_code, "stdout", "secret output\n", "stderr", "",
+	    "durationMillis", 41, "peakMemoryBytes", 3145728, "cpuTimeMillis", 17,
+	    "completionTime", now, "message", "");
+	if (k8s_patch(c, &cx_resource, fx->ns, name, &merge, p, NULL, &err) != 0)
+		fail_msg("result of %s: %s", name, err.message);
+	json_decref(p);
+}
+
+/* The audit lines of uid in replica 0's output (stdout and stderr, one file). */
+static int
+audit_lines(struct fx *fx, const char *uid, json_t **last)
+{
+	FILE *f = fopen(fx->log[0], "r");
+	char line[16384];
+	int n = 0;
+
+	if (last)
+		*last = NULL;
+	while (f && fgets(line, sizeof(line), f)) {
+		json_t *r;
+
+		if (line[0] != '{' || (r = json_loads(line, 0, NULL)) == NULL)
+			continue;
+		if (strcmp(json_string_value(json_object_get(r, "uid")) ?: "", uid) == 0 &&
+		    strcmp(json_string_value(json_object_get(r, "kind")) ?: "",
+		    "CodeExecutionAudit") == 0) {
+			n++;
+			if (last) {
+				json_decref(*last);
+				*last = json_incref(r);
+			}
+		}
+		json_decref(r);
+	}
+	if (f)
+		fclose(f);
+	return n;
+}
+
+struct audited { struct fx *fx; const char *name; };
+
+static int
+is_audited(void *arg)
+{
+	struct audited *a = arg;
+	json_t *cx = get_cx(a->fx, a->name);
+	int yes = json_is_true(json_object_get(json_object_get(cx, "status"), "audited"));
+
+	json_decref(cx);
+	return yes;
+}
+
+struct nlines { struct fx *fx; const char *uid; int want; };
+
+static int
+has_lines(void *arg)
+{
+	struct nlines *l = arg;
+
+	return audit_lines(l->fx, l->uid, NULL) >= l->want;
+}
+
+/*
+ * One audit record per execution, on the controller's standard output:
+ * exact fields, no code and no output; marked (status.audited) so that a
+ * restarted controller does not repeat it; one finished while no
+ * controller ran is recorded when one starts; one deleted before it
+ * ended is recorded as Deleted. (The user field is the chart's admission
+ * policy's: tests/chart/test_install.c.)
+ */
+static void
+test_audit(void **state)
+{
+	struct fx *fx = *state;
+	struct audited a = { fx, "aud-ok" };
+	char uid[64], uid2[64], uid3[64], series[512];
+	json_t *cx, *rec;
+	struct k8s_error err;
+	int st;
+
+	create_cx(fx, "aud-ok", "{\"runtime\":\"python\",\"source\":\"print('audited')\\n\"}");
+	cx = wait_phase(fx, "aud-ok", "Pending");
+	snprintf(uid, sizeof(uid), "%s", k8s_obj_uid(cx));
+	json_decref(cx);
+	agent_result(fx, "aud-ok", 0);
+	if (!it_wait_for(is_audited, &a, 10000))
+		fail_msg("aud-ok was not marked audited");
+	assert_int_equal(audit_lines(fx, uid, &rec), 1);
+	{
+		char *line = json_dumps(rec, JSON_COMPACT);
+
+		print_message("# %s\n", line);
+		free(line);
+	}
+	assert_int_equal(json_object_size(rec), 17);
+	assert_string_equal(json_string_value(json_object_get(rec, "apiVersion")), "airlock.dev/v1alpha1");
+	assert_string_equal(json_string_value(json_object_get(rec, "namespace")), fx->ns);
+	assert_string_equal(json_string_value(json_object_get(rec, "name")), "aud-ok");
+	/* No admission policy here: no user. */
+	assert_true(json_is_null(json_object_get(rec, "user")));
+	/* sha256("print('audited')\n") */
+	assert_string_equal(json_string_value(json_object_get(rec, "codeSha256")),
+	    "ed23cbc5bf6cecb09c0ec948584c32d4fe24b542ae33e6444159577be91b0949");
+	assert_string_equal(json_string_value(json_object_get(rec, "runtime")), "python");
+	assert_string_equal(json_string_value(json_object_get(rec, "image")), "airlock/runner-python:0.1");
+	assert_string_equal(json_string_value(json_object_get(rec, "phase")), "Succeeded");
+	assert_string_equal(json_string_value(json_object_get(rec, "reason")), "Completed");
+	assert_int_equal(json_integer_value(json_object_get(rec, "exitCode")), 0);
+	assert_int_equal(json_integer_value(json_object_get(rec, "durationMillis")), 41);
+	assert_int_equal(json_integer_value(json_object_get(rec, "peakMemoryBytes")), 3145728);
+	assert_int_equal(json_integer_value(json_object_get(rec, "cpuTimeMillis")), 17);
+	assert_string_equal(json_string_value(json_object_get(rec, "startMode")), "Cold");
+	json_decref(rec);
+	/* Neither the code nor the output is anywhere in the controller's output. */
+	{
+		FILE *f = fopen(fx->log[0], "r");
+		char line[16384];
+
+		while (f && fgets(line, sizeof(line), f))
+			if (strstr(line, "secret output") || strstr(line, "print('audited')"))
+				fail_msg("code or output in the controller's output: %s", line);
+		if (f)
+			fclose(f);
+	}
+	snprintf(series, sizeof(series), "airlock_executions_finished_total{namespace=\"%s\","
+	    "runtime=\"python\",phase=\"Succeeded\"}", fx->ns);
+	assert_true(metric_value(fx, series) == 1);
+
+	/* Finished while no controller runs: recorded by the next, once. */
+	create_cx(fx, "aud-late", "{\"runtime\":\"python\",\"source\":\"exit(3)\"}");
+	cx = wait_phase(fx, "aud-late", "Pending");
+	snprintf(uid2, sizeof(uid2), "%s", k8s_obj_uid(cx));
+	json_decref(cx);
+	st = it_stop(fx->pid[0], SIGKILL);
+	assert_true(WIFSIGNALED(st));
+	fx->pid[0] = 0;
+	agent_result(fx, "aud-late", 3);
+	start_controller(fx, 0, "ctl-aud");
+	wait_leading_ready(fx, "ctl-aud");
+	a.name = "aud-late";
+	if (!it_wait_for(is_audited, &a, 10000))
+		fail_msg("aud-late was not marked audited");
+	settle(fx, "aud-ok");
+	assert_int_equal(audit_lines(fx, uid2, &rec), 1);
+	assert_string_equal(json_string_value(json_object_get(rec, "phase")), "Failed");
+	assert_int_equal(json_integer_value(json_object_get(rec, "exitCode")), 3);
+	json_decref(rec);
+	/* The first, marked, is not recorded again by the new controller. */
+	assert_int_equal(audit_lines(fx, uid, NULL), 1);
+
+	/* Deleted before it ended: recorded, Deleted, from its last state. */
+	create_cx(fx, "aud-gone", "{\"runtime\":\"python\",\"source\":\"print(1)\"}");
+	cx = wait_phase(fx, "aud-gone", "Pending");
+	snprintf(uid3, sizeof(uid3), "%s", k8s_obj_uid(cx));
+	json_decref(cx);
+	assert_int_equal(k8s_delete(c, &cx_resource, fx->ns, "aud-gone", NULL, NULL, &err), 0);
+	{
+		struct nlines l = { fx, uid3, 1 };
+
+		if (!it_wait_for(has_lines, &l, 10000))
+			fail_msg("no audit record for the deleted aud-gone");
+	}
+	settle(fx, "aud-ok");
+	assert_int_equal(audit_lines(fx, uid3, &rec), 1);
+	assert_string_equal(json_string_value(json_object_get(rec, "phase")), "Pending");
+	assert_string_equal(json_string_value(json_object_get(rec, "reason")), "Deleted");
+	assert_true(json_is_null(json_object_get(rec, "exitCode")));
+	json_decref(rec);
+	snprintf(series, sizeof(series), "airlock_executions_finished_total{namespace=\"%s\","
+	    "runtime=\"python\",phase=\"Pending\"}", fx->ns);
+	assert_true(metric_value(fx, series) == 1);
+}
+
 /*
  * spec.cancel deletes the execution's own pod only. status.podName names
  * a warm holder before the claim on it lands; when another execution's
@@ -1528,6 +1714,7 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_no_leader_elect_stops, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_too_large_to_end, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_restart_no_duplicates, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_audit, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_cancel_spares_others_pod, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_quota_retries_spread, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_same_name_swept, setup, teardown),
