@@ -106,6 +106,12 @@ int cluster_exec(const struct cli_cluster *o, json_t *cx, atomic_int *cancel,
 struct local_opts {
 	const char	*runsc;		/* default: runsc in PATH */
 	const char	*root;		/* ROOT/RUNTIME/rootfs; default ~/.cache/airlock/local */
+	/*
+	 * An operator's config (the chart's config: block, as the controller
+	 * reads it) whose profiles, policies included, local runs use
+	 * instead of the chart's; NULL: the chart's.
+	 */
+	const char	*config;
 	const char	*cgroup_mount;	/* default /sys/fs/cgroup */
 	const char	*state;		/* runsc --root; default /run/airlock/runsc */
 	long long	 hard_cap;	/* both streams; default 16 MiB */
@@ -114,9 +120,12 @@ struct local_opts {
 
 /*
  * The config local runs use: the chart's default profiles (python, node,
- * bash) and the controller's default limits. New; ctl_config_free().
+ * bash), or those of the config at path (may be NULL), and the
+ * controller's default limits. A profile runs in the root filesystem of
+ * its image's runner (".../runner-NAME:TAG": images/local.sh's NAME).
+ * New; ctl_config_free().
  */
-struct ctl_config *local_config(struct k8s_error *err);
+struct ctl_config *local_config(const char *path, struct k8s_error *err);
 
 /*
  * Run CodeExecution cx (borrowed; its spec already checked) under gVisor

@@ -37,6 +37,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "buf.h"
 #include "cli.h"
 #include "clock.h"
 #include "crilog.h"
@@ -57,31 +58,86 @@
  * run uses each profile's command and source file, with the root
  * filesystem images/local.sh unpacked for it ("local/<name>").
  */
+/* The local root filesystem of a runner image, ".../runner-NAME:TAG": NAME. */
+static int
+runner_of(const char *image, char *out, size_t outsz)
+{
+	const char *base = strrchr(image, '/'), *end;
+
+	base = base ? base + 1 : image;
+	if (strncmp(base, "runner-", 7) != 0)
+		return -1;
+	base += 7;
+	end = base + strcspn(base, ":@");
+	if (end == base || (size_t)(end - base) >= outsz)
+		return -1;
+	memcpy(out, base, (size_t)(end - base));
+	out[end - base] = '\0';
+	return 0;
+}
+
 struct ctl_config *
-local_config(struct k8s_error *err)
+local_config(const char *path, struct k8s_error *err)
 {
 	json_t *values = NULL, *profiles, *p, *mine, *cfg;
 	struct ctl_config *c = NULL;
 	const char *name;
 	char *text;
 
-	if (yamljson_load(airlock_chart_values, strlen(airlock_chart_values),
-	    "chart values", "charts/airlock/values.yaml", 0, &values, err) != 0)
-		return NULL;
-	profiles = json_object_get(json_object_get(values, "config"), "profiles");
+	if (path == NULL) {
+		if (yamljson_load(airlock_chart_values, strlen(airlock_chart_values),
+		    "chart values", "charts/airlock/values.yaml", 0, &values, err) != 0)
+			return NULL;
+		profiles = json_object_get(json_object_get(values, "config"),
+		    "profiles");
+	} else {
+		struct ctl_config *check;
+		struct buf b;
+		int rc;
+
+		/* The controller's own check first: its errors, its words. */
+		if (ctl_config_load(path, &check, err) != 0)
+			return NULL;
+		ctl_config_free(check);
+		buf_init(&b, 1 << 20);
+		if (buf_read_file(&b, path, NULL) != 0) {
+			buf_free(&b);
+			k8s_error_set(err, K8S_EINVAL, 0, NULL, "%s: cannot read it", path);
+			return NULL;
+		}
+		rc = yamljson_load(b.data ? b.data : "", b.len, "config", path, 0,
+		    &values, err);
+		buf_free(&b);
+		if (rc != 0)
+			return NULL;
+		profiles = json_object_get(values, "profiles");
+	}
 	mine = json_object();
 	json_object_foreach(profiles, name, p) {
-		char image[300];
+		char image[300], runner[200];
 
-		snprintf(image, sizeof(image), "local/%s", name);
-		json_object_set_new(mine, name, json_pack("{s:s, s:O, s:O}",
+		if (path == NULL)
+			snprintf(runner, sizeof(runner), "%s", name);
+		else if (runner_of(json_string_value(json_object_get(p, "image")),
+		    runner, sizeof(runner)) != 0) {
+			k8s_error_set(err, K8S_EINVAL, 0, NULL, "%s: profiles.%s.image "
+			    "'%s': local runs use the runner images' root filesystems "
+			    "(an image named .../runner-NAME:TAG; images/local.sh)", path,
+			    name, json_string_value(json_object_get(p, "image")));
+			json_decref(mine);
+			json_decref(values);
+			return NULL;
+		}
+		snprintf(image, sizeof(image), "local/%s", runner);
+		json_object_set_new(mine, name, json_pack("{s:s, s:O, s:O, s:O*}",
 		    "image", image, "command", json_object_get(p, "command"),
-		    "sourceFile", json_object_get(p, "sourceFile")));
+		    "sourceFile", json_object_get(p, "sourceFile"), "policy",
+		    json_object_get(p, "policy")));
 	}
 	cfg = json_pack("{s:o}", "profiles", mine);
 	text = json_dumps(cfg, JSON_COMPACT);
 	json_decref(cfg);
-	if (text == NULL || ctl_config_parse(text, strlen(text),
+	if (text == NULL || ctl_config_parse(text, strlen(text), path ? path :
 	    "the chart's profiles", &c, err) != 0)
 		c = NULL;
 	free(text);
@@ -453,7 +509,10 @@ static json_t *
 result(json_t *cx, const struct podspec_result *pr, struct run *r,
     long long hard_cap)
 {
+	const char *pol = json_string_value(json_object_get(json_object_get(
+	    json_object_get(pr->pod, "metadata"), "annotations"), CX_ANN_POLICY));
 	struct cx_run_end e = { .why = r->why, .oom = r->oom,
+	    .policy = pol && strcmp(pol, "true") == 0,
 	    .exit_status = r->exit_status, .signal = r->signal,
 	    .timeout_ms = cx_timeout_ms(cx), .hard_cap = hard_cap,
 	    .start_ns = r->start_ns, .exited_ns = r->exited_ns,
@@ -652,7 +711,9 @@ local_run(const struct ctl_config *cfg, json_t *cx0, const struct local_opts *o,
 		snprintf(path, sizeof(path), "%s/local", cache);
 		opts.root = path;
 	}
-	snprintf(rootfs, sizeof(rootfs), "%s/%s/rootfs", opts.root, p->name);
+	/* Its image is "local/RUNNER" (local_config). */
+	snprintf(rootfs, sizeof(rootfs), "%s/%s/rootfs", opts.root,
+	    strncmp(p->image, "local/", 6) == 0 ? p->image + 6 : p->name);
 	{
 		/* runsc refuses a root reached through a symlink. */
 		char real[PATH_MAX];

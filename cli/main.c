@@ -27,17 +27,20 @@ usage(void)
 	    "usage: airlock run [-r RUNTIME] (-c CODE | FILE | -) [--stdin FILE] [--timeout S]\n"
 	    "                   [--memory Q] [--cpu Q] [--name NAME] [--rm] [--no-stream]\n"
 	    "                   [-o json|yaml]\n"
-	    "                   [--local [--runsc PATH] [--local-root DIR]]\n"
+	    "                   [--local [--runsc PATH] [--local-root DIR]\n"
+	    "                    [--local-config FILE]]\n"
 	    "       airlock apply -f FILE [--local ...] [-o json|yaml]\n"
 	    "       airlock get NAME [-o json|yaml]\n"
 	    "       airlock list [-A] [-o json|yaml]\n"
 	    "       airlock logs NAME\n"
 	    "       airlock wait NAME [--timeout S] [-o json|yaml]\n"
 	    "       airlock delete NAME...\n"
-	    "       airlock mcp [--local [--runsc PATH] [--local-root DIR]]\n"
+	    "       airlock mcp [--local [--runsc PATH] [--local-root DIR]\n"
+	    "                    [--local-config FILE]]\n"
 	    "cluster commands also take [-n NAMESPACE] [--kubeconfig FILE] [--context NAME]\n"
 	    "exit: the program's code; 124 timeout, 125 out of memory, 123 output\n"
-	    "      limit, 121 not run, 130 cancelled, 2 bad input, 1 airlock failed\n");
+	    "      limit, 120 refused by the code policy, 121 not run, 130 cancelled,\n"
+	    "      2 bad input, 1 airlock failed\n");
 	exit(CLI_EXIT_USAGE);
 }
 
@@ -115,7 +118,7 @@ run_local(json_t *cx, const struct local_opts *lo, const char *output)
 	json_t *out;
 	int code;
 
-	if ((cfg = local_config(&err)) == NULL) {
+	if ((cfg = local_config(lo->config, &err)) == NULL) {
 		fprintf(stderr, "airlock: %s\n", err.message);
 		return CLI_EXIT_ERROR;
 	}
@@ -132,7 +135,7 @@ run_local(json_t *cx, const struct local_opts *lo, const char *output)
 
 enum {
 	OPT_STDIN = 256, OPT_TIMEOUT, OPT_MEMORY, OPT_CPU, OPT_NAME, OPT_RM,
-	OPT_LOCAL, OPT_RUNSC, OPT_ROOT, OPT_KUBECONFIG, OPT_CONTEXT, OPT_NO_STREAM,
+	OPT_LOCAL, OPT_RUNSC, OPT_ROOT, OPT_LOCAL_CONFIG, OPT_KUBECONFIG, OPT_CONTEXT, OPT_NO_STREAM,
 };
 
 int
@@ -155,6 +158,7 @@ main(int argc, char **argv)
 		{ "local", no_argument, NULL, OPT_LOCAL },
 		{ "runsc", required_argument, NULL, OPT_RUNSC },
 		{ "local-root", required_argument, NULL, OPT_ROOT },
+		{ "local-config", required_argument, NULL, OPT_LOCAL_CONFIG },
 		{ "kubeconfig", required_argument, NULL, OPT_KUBECONFIG },
 		{ "context", required_argument, NULL, OPT_CONTEXT },
 		{ "help", no_argument, NULL, 'h' },
@@ -204,6 +208,7 @@ main(int argc, char **argv)
 		case OPT_LOCAL: local = 1; break;
 		case OPT_RUNSC: lo.runsc = optarg; break;
 		case OPT_ROOT: lo.root = optarg; break;
+		case OPT_LOCAL_CONFIG: lo.config = optarg; break;
 		case OPT_KUBECONFIG: co.kubeconfig = optarg; break;
 		case OPT_CONTEXT: co.context = optarg; break;
 		default: usage();

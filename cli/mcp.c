@@ -577,7 +577,7 @@ mcp_serve(const struct cli_cluster *o, const struct local_opts *lo, int local,
 	ssize_t n;
 	int over;
 
-	if (local && (m.cfg = local_config(&err)) == NULL) {
+	if (local && (m.cfg = local_config(lo->config, &err)) == NULL) {
 		fprintf(stderr, "airlock: %s\n", err.message);
 		return CLI_EXIT_ERROR;
 	}

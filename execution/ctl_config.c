@@ -35,12 +35,16 @@
 #define UID_MAX_K8S		INT64_C(2147483647) /* the API's limit */
 #define EXECUTIONS_MAX		INT64_C(1000000)
 #define STORED_MAX		INT64_C(1000000)
+#define POLICY_MAX_ITEMS	256
+#define POLICY_ITEM_MAX		128
 
 static const char *const top_keys[] = { "runtimeClassName",
     "allowCustomImages", "runAsUser", "tmpSizeLimit", "priorityClassName",
     "profiles", "defaults", "caps", "quota", NULL };
 static const char *const profile_keys[] = { "image", "command",
-    "sourceFile", NULL };
+    "sourceFile", "policy", NULL };
+static const char *const policy_keys[] = { "denyImports", "allowCommands",
+    NULL };
 static const char *const resource_keys[] = { "cpu", "memory",
     "ephemeralStorage", NULL };
 static const char *const quota_keys[] = { "executions", "cpu", "memory",
@@ -328,6 +332,176 @@ walk_command(struct yamlwalk *w, yaml_node_t *map, const char *where,
 	return 0;
 }
 
+/* A Python module name: identifiers joined by dots. */
+static int
+module_name(const char *s)
+{
+	int start = 1;
+
+	for (; *s; s++) {
+		if (*s == '.') {
+			if (start)
+				return 0;
+			start = 1;
+			continue;
+		}
+		if (!((*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') ||
+		    *s == '_' || (!start && *s >= '0' && *s <= '9')))
+			return 0;
+		start = 0;
+	}
+	return !start;
+}
+
+/* A command name bash looks up in PATH: no '/', ',', space or control. */
+static int
+command_name(const char *s)
+{
+	if (*s == '\0' || *s == '-' || strcmp(s, ".") == 0 || strcmp(s, "..") == 0)
+		return 0;
+	for (; *s; s++)
+		if (!((*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') ||
+		    (*s >= '0' && *s <= '9') || *s == '_' || *s == '.' ||
+		    *s == '+' || *s == '-'))
+			return 0;
+	return 1;
+}
+
+/* The last component of a path. */
+static const char *
+base_name(const char *s)
+{
+	const char *sl = strrchr(s, '/');
+
+	return sl ? sl + 1 : s;
+}
+
+/* A policy's list (seq), joined by commas, into *list (caller frees). */
+static int
+walk_policy_list(struct yamlwalk *w, yaml_node_t *seq, const char *where,
+    const char *key, int (*valid)(const char *), char **list)
+{
+	yaml_node_item_t *it;
+	yaml_node_t *item;
+	size_t i, n, len = 0;
+	char *out;
+
+	if (seq->type != YAML_SEQUENCE_NODE)
+		return yamlwalk_fail(w, "%s.policy.%s is not a list", where, key);
+	n = (size_t)(seq->data.sequence.items.top - seq->data.sequence.items.start);
+	if (n == 0)
+		return yamlwalk_fail(w, "%s.policy.%s is empty", where, key);
+	if (n > POLICY_MAX_ITEMS)
+		return yamlwalk_fail(w, "%s.policy.%s has more than %d items",
+		    where, key, POLICY_MAX_ITEMS);
+	out = xcalloc(1, n * (POLICY_ITEM_MAX + 1) + 1);
+	for (i = 0, it = seq->data.sequence.items.start; i < n; i++, it++) {
+		char one[POLICY_ITEM_MAX + 1];
+		int rc;
+
+		if ((rc = yamlwalk_step(w)) != 0) {
+			free(out);
+			return rc;
+		}
+		item = yamlwalk_node(w, *it);
+		if (item == NULL || item->type != YAML_SCALAR_NODE ||
+		    yamlwalk_is_null(item) || item->data.scalar.length == 0 ||
+		    item->data.scalar.length > POLICY_ITEM_MAX ||
+		    memchr(item->data.scalar.value, '\0', item->data.scalar.length)) {
+			free(out);
+			return yamlwalk_fail(w, "%s.policy.%s[%zu] is not a name "
+			    "of 1 to %d characters", where, key, i, POLICY_ITEM_MAX);
+		}
+		memcpy(one, item->data.scalar.value, item->data.scalar.length);
+		one[item->data.scalar.length] = '\0';
+		if (!valid(one)) {
+			free(out);
+			return yamlwalk_fail(w, "%s.policy.%s[%zu] '%s' is not a %s",
+			    where, key, i, one, valid == module_name ?
+			    "module name (a.b.c)" : "command name (letters, digits, "
+			    "'.', '_', '+', '-'; no '/')");
+		}
+		if (i > 0)
+			out[len++] = ',';
+		memcpy(out + len, one, strlen(one));
+		len += strlen(one);
+	}
+	*list = out;
+	return 0;
+}
+
+/*
+ * The profile's policy, as its command: the runner image's guard put in
+ * front of the program (images/runner/policy.py, policy.sh), so that the
+ * cold pod, the warm exec and the CLI's local mode all run it alike.
+ *
+ *   denyImports:   [RUNNER, PY, -I, /airlock/bin/policy.py, LIST, SOURCE, ...]
+ *   allowCommands: [RUNNER, BASH, /airlock/bin/policy.sh, LIST, SOURCE, ...]
+ *
+ * from [RUNNER, PY, SOURCE, ...] and [RUNNER, BASH, SOURCE, ...].
+ */
+static int
+walk_policy(struct yamlwalk *w, yaml_node_t *body, const char *where,
+    struct ctl_profile *p)
+{
+	yaml_node_t *map, *deny = NULL, *allow = NULL;
+	char *list = NULL, **cmd;
+	const char *interp;
+	size_t n, i, o;
+	int rc, py;
+
+	if ((rc = yamlwalk_lookup(w, body, where, "policy", &map)) != 0)
+		return rc;
+	if (map == NULL || yamlwalk_is_null(map))
+		return 0;
+	if (map->type != YAML_MAPPING_NODE)
+		return yamlwalk_fail(w, "%s.policy is not a mapping", where);
+	{
+		char pw[DNS_LABEL_MAX + 32];
+
+		snprintf(pw, sizeof(pw), "%s.policy", where);
+		if ((rc = check_keys(w, map, pw, policy_keys)) != 0 ||
+		    (rc = yamlwalk_lookup(w, map, pw, "denyImports", &deny)) != 0 ||
+		    (rc = yamlwalk_lookup(w, map, pw, "allowCommands", &allow)) != 0)
+			return rc;
+	}
+	if ((deny == NULL) == (allow == NULL))
+		return yamlwalk_fail(w, "%s.policy needs one of denyImports "
+		    "(Python) or allowCommands (bash)", where);
+	for (n = 0; p->command[n]; n++)
+		;
+	interp = n >= 3 ? base_name(p->command[1]) : "";
+	py = deny != NULL;
+	if ((rc = walk_policy_list(w, py ? deny : allow, where, py ?
+	    "denyImports" : "allowCommands", py ? module_name : command_name,
+	    &list)) != 0)
+		return rc;
+	if (n < 3 || strcmp(p->command[0], PROFILE_RUNNER) != 0 ||
+	    strcmp(p->command[2], p->source_file) != 0 ||
+	    (py ? strncmp(interp, "python", 6) != 0 : strcmp(interp, "bash") != 0)) {
+		free(list);
+		return yamlwalk_fail(w, "%s.policy.%s needs the command [%s, %s, "
+		    "%s, ...]", where, py ? "denyImports" : "allowCommands",
+		    PROFILE_RUNNER, py ? "python3" : "bash", p->source_file);
+	}
+	cmd = xcalloc(n + 4, sizeof(*cmd));
+	o = 0;
+	cmd[o++] = p->command[0];
+	cmd[o++] = p->command[1];
+	if (py) {
+		cmd[o++] = xstrdup("-I");
+		cmd[o++] = xstrdup(PROFILE_POLICY_PY);
+	} else
+		cmd[o++] = xstrdup(PROFILE_POLICY_SH);
+	cmd[o++] = list;
+	for (i = 2; i < n; i++)
+		cmd[o++] = p->command[i];
+	free(p->command);
+	p->command = cmd;
+	p->policy = py ? CTL_POLICY_DENY_IMPORTS : CTL_POLICY_ALLOW_COMMANDS;
+	return 0;
+}
+
 /* One profile; body is its value node (NULL or null for an empty one). */
 static int
 walk_profile(struct yamlwalk *w, const char *name, yaml_node_t *body,
@@ -364,7 +538,7 @@ walk_profile(struct yamlwalk *w, const char *name, yaml_node_t *body,
 	if ((why = unsafe_path(p->source_file)) != NULL)
 		return yamlwalk_fail(w, "%s.sourceFile '%s' is not a safe "
 		    "relative path: %s", where, p->source_file, why);
-	return 0;
+	return walk_policy(w, body, where, p);
 }
 
 static int

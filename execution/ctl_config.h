@@ -27,11 +27,26 @@
 
 #include "k8s_error.h"
 
+/*
+ * A profile's code policy (README: security model): checked inside the
+ * sandbox by the runner image's guard, which the profile's command runs
+ * in front of the program (ctl_config.c: walk_policy).
+ */
+enum ctl_policy {
+	CTL_POLICY_NONE,
+	CTL_POLICY_DENY_IMPORTS,	/* Python: images/runner/policy.py */
+	CTL_POLICY_ALLOW_COMMANDS,	/* bash: images/runner/policy.sh */
+};
+#define PROFILE_RUNNER		"/airlock/bin/run"
+#define PROFILE_POLICY_PY	"/airlock/bin/policy.py"
+#define PROFILE_POLICY_SH	"/airlock/bin/policy.sh"
+
 struct ctl_profile {
 	char	 *name;		/* the map key: spec.runtime */
 	char	 *image;
-	char	**command;	/* NULL-terminated argv */
+	char	**command;	/* NULL-terminated argv, the policy's guard in */
 	char	 *source_file;	/* relative path, no '..' */
+	enum ctl_policy policy;
 };
 
 struct ctl_resources {

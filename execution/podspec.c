@@ -412,6 +412,8 @@ podspec_build(const struct ctl_config *cfg, json_t *cx,
 		json_object_set_new(ann, CX_ANN_OUTPUT_BUDGET, json_string(v));
 		if (cx_stream(cx))
 			json_object_set_new(ann, CX_ANN_STREAM, json_string("true"));
+		if (p->policy != CTL_POLICY_NONE)
+			json_object_set_new(ann, CX_ANN_POLICY, json_string("true"));
 	}
 	json_object_set_new(md, "ownerReferences", json_pack(
 	    "[{s:s, s:s, s:s, s:s, s:b, s:b}]", "apiVersion",

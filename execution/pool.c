@@ -335,6 +335,8 @@ pool_claim_patch(const struct ctl_config *cfg, json_t *cx, json_t *holder,
 	json_object_set_new(ann, CX_ANN_OUTPUT_BUDGET, json_string(v));
 	if (cx_stream(cx))
 		json_object_set_new(ann, CX_ANN_STREAM, json_string("true"));
+	if (p->policy != CTL_POLICY_NONE)
+		json_object_set_new(ann, CX_ANN_POLICY, json_string("true"));
 
 	/* activeDeadlineSeconds counts from the pod's start. */
 	started = clock_parse_rfc3339(json_string_value(json_object_get(

@@ -7,6 +7,38 @@
 #include "clock.h"
 #include "result.h"
 
+#define POLICY_PREFIX	"airlock: policy: "
+
+/*
+ * The guard's words: its last line on stderr that starts "airlock:
+ * policy: ", as "policy: ..." (at most 1 KiB; bytes outside printable ASCII as '?').
+ */
+static void
+policy_message(const struct crilog_stream *err, char *out, size_t outsz)
+{
+	size_t len = 0, n, i;
+	const char *text = err ? crilog_text(err, &len) : "", *p, *line = NULL;
+
+	for (p = text; p < text + len; p++)
+		if ((p == text || p[-1] == '\n') && (size_t)(text + len - p) >=
+		    sizeof(POLICY_PREFIX) - 1 && memcmp(p, POLICY_PREFIX,
+		    sizeof(POLICY_PREFIX) - 1) == 0)
+			line = p;
+	if (line == NULL) {
+		snprintf(out, outsz, "refused by the profile's code policy");
+		return;
+	}
+	line += sizeof("airlock: ") - 1;
+	for (n = 0; line + n < text + len && line[n] != '\n' && n < 1024; n++)
+		;
+	if (n >= outsz)
+		n = outsz - 1;
+	for (i = 0; i < n; i++)
+		out[i] = (unsigned char)line[i] < 0x20 ||
+		    (unsigned char)line[i] >= 0x7f ? '?' : line[i];
+	out[n] = '\0';
+}
+
 void
 cx_result_outcome(const struct cx_run_end *e, struct cx_outcome *o)
 {
@@ -40,6 +72,10 @@ cx_result_outcome(const struct cx_run_end *e, struct cx_outcome *o)
 		if (e->oom) {
 			o->reason = CX_REASON_OOM_KILLED;
 			snprintf(o->message, sizeof(o->message), "out of memory");
+		} else if (e->policy && (e->exit_status == CX_EXIT_POLICY ||
+		    e->exit_status == 137)) {
+			o->reason = CX_REASON_POLICY_DENIED;
+			policy_message(e->err, o->message, sizeof(o->message));
 		} else if (e->exit_status == 0) {
 			o->reason = CX_REASON_COMPLETED;
 			snprintf(o->message, sizeof(o->message), "exit code 0");

@@ -30,6 +30,12 @@ enum cx_kill {
 struct cx_run_end {
 	enum cx_kill	 why;
 	int		 oom;		/* the runtime or the cgroup said OOM */
+	/*
+	 * The profile has a code policy (CX_ANN_POLICY): its guard's refusal
+	 * (a last "airlock: policy: " line on stderr, exit 120, or 137 from
+	 * bash's guard) ends it PolicyDenied.
+	 */
+	int		 policy;
 	int		 exit_status;	/* the program's; -1 unknown */
 	int		 signal;	/* CX_KILL_CANCEL: the one received */
 	long long	 timeout_ms;	/* CX_KILL_DEADLINE: the deadline */

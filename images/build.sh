@@ -63,6 +63,7 @@ key() {
 		profiles_names | grep -qxF "${1#runner-}" ||
 			die "unknown image '$1' (known: ${ALL[*]} ${DAEMONS[*]})"
 		{ cat "$here/build.sh" "$here/runner/run" "$here/runner/warm.c" \
+		  "$here/runner/policy.py" "$here/runner/policy.sh" "$here/runner/policy.bashrc" \
 		  "$(apt_sources)"; suite; arch; gcc --version | head -n1
 		  runner_packages "$1"; runner_cmd "$1"; } | hash_of ;;
 	daemon-base)
@@ -147,6 +148,7 @@ build_runner() {
 		--customize-hook='chmod 1777 "$1/airlock/work"' \
 		--customize-hook="install -m 0755 '$here/runner/run' \"\$1/airlock/bin/run\"" \
 		--customize-hook="install -m 0755 '$d/warm' \"\$1/airlock/bin/warm\"" \
+		--customize-hook="install -m 0644 '$here/runner/policy.py' '$here/runner/policy.sh' '$here/runner/policy.bashrc' \"\$1/airlock/bin/\"" \
 		--customize-hook='echo "airlock:x:65532:65532:airlock runner:/airlock/work:/usr/sbin/nologin" >>"$1/etc/passwd"' \
 		--customize-hook='echo "airlock:x:65532:" >>"$1/etc/group"' \
 		--customize-hook='rm -rf "$1"/var/cache/* "$1"/var/log/* "$1"/var/lib/apt/lists/*' \

@@ -136,6 +136,9 @@ agent_pod_limits(json_t *pod, struct agent_limits *out)
 	out->stream = json_is_string(json_object_get(ann, CX_ANN_STREAM)) &&
 	    strcmp(json_string_value(json_object_get(ann, CX_ANN_STREAM)),
 	    "true") == 0;
+	out->policy = json_is_string(json_object_get(ann, CX_ANN_POLICY)) &&
+	    strcmp(json_string_value(json_object_get(ann, CX_ANN_POLICY)),
+	    "true") == 0;
 	return 0;
 }
 
@@ -160,6 +163,7 @@ agent_learn_pod(struct run *r, json_t *pod)
 		r->max_out = lim.max_out;
 		r->budget = lim.budget;
 		r->stream = lim.stream;
+		r->policy = lim.policy;
 		r->log = crilog_new(r->max_out, MAX_RECORD);
 		agent_arm_deadline(r);
 	}
@@ -343,7 +347,7 @@ trim_pod(json_t *pod)
 {
 	static const char *const keep[] = { CX_ANN_NAME,
 	    CX_ANN_TIMEOUT_MS, CX_ANN_MAX_OUTPUT,
-	    CX_ANN_OUTPUT_BUDGET, CX_ANN_STREAM };
+	    CX_ANN_OUTPUT_BUDGET, CX_ANN_STREAM, CX_ANN_POLICY };
 	json_t *md = json_object_get(pod, "metadata");
 	json_t *ann = json_object_get(md, "annotations");
 	json_t *euid = json_object_get(json_object_get(md, "labels"),

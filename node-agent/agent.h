@@ -93,6 +93,7 @@ struct agent_limits {
 	size_t		 max_out;
 	size_t		 budget;
 	int		 stream;	/* airlock.dev/stream: "true" */
+	int		 policy;	/* airlock.dev/policy: "true" */
 	const char	*cx, *cx_uid;
 };
 int agent_pod_limits(json_t *pod, struct agent_limits *out);

@@ -91,6 +91,7 @@ struct run {
 
 	/* Live output (spec.output.stream): copies into the status so far. */
 	int		 stream;
+	int		 policy;	/* its profile has a code policy */
 	int		 flushing;		/* a copy in flight: not freed */
 	int		 nflush;
 	long long	 flushed_bytes;		/* charged so far, of RUN_MAX */

@@ -48,7 +48,7 @@ result_patch(struct agent *a, struct run *r, const char *expect,
     const char *refused, const char **reasonp)
 {
 	char sched[300];
-	struct cx_run_end e = { .why = r->why, .oom = r->oom,
+	struct cx_run_end e = { .why = r->why, .oom = r->oom, .policy = r->policy,
 	    .exit_status = (int)(int32_t)r->status, .timeout_ms = r->timeout_ms,
 	    .hard_cap = a->o.hard_cap, .isolation = r->isolation,
 	    .refused = refused, .start_ns = r->start_ns,

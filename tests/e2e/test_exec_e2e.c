@@ -118,8 +118,14 @@ group_setup(void **state)
 	    "  node:\n    image: %s\n    command: [/airlock/bin/run, node, main.js]\n"
 	    "    sourceFile: main.js\n"
 	    "  bash:\n    image: %s\n    command: [/airlock/bin/run, bash, main.sh]\n"
-	    "    sourceFile: main.sh\n",
+	    "    sourceFile: main.sh\n"
+	    /* The code policies (test_policy). */
+	    "  python-guarded:\n    image: %s\n    command: [/airlock/bin/run, python3, main.py]\n"
+	    "    sourceFile: main.py\n    policy: {denyImports: [subprocess, ctypes]}\n"
+	    "  bash-guarded:\n    image: %s\n    command: [/airlock/bin/run, bash, main.sh]\n"
+	    "    sourceFile: main.sh\n    policy: {allowCommands: [ls, cat]}\n",
 	    it_env_need("RUNNER_PYTHON_IMAGE"), it_env_need("RUNNER_NODE_IMAGE"),
+	    it_env_need("RUNNER_BASH_IMAGE"), it_env_need("RUNNER_PYTHON_IMAGE"),
 	    it_env_need("RUNNER_BASH_IMAGE"));
 	fclose(f);
 	start_daemons();
@@ -128,6 +134,8 @@ group_setup(void **state)
 	make_pool("python-128mi", "python", "128Mi");
 	make_pool("bash", "bash", NULL);
 	make_pool("node", "node", NULL);
+	make_pool("python-guarded", "python-guarded", NULL);
+	make_pool("bash-guarded", "bash-guarded", NULL);
 #endif
 	return 0;
 }
@@ -194,7 +202,7 @@ static void
 wait_pool_ready(const char *pool)
 {
 	static const char *const pools[] = { "python", "python-128mi", "bash",
-	    "node" };
+	    "node", "python-guarded", "bash-guarded" };
 	struct k8s_patch_opts merge = { .type = K8S_PATCH_MERGE };
 	struct k8s_error err;
 
@@ -308,6 +316,88 @@ test_python_hello(void **state)
 	assert_in_range(it_int(st, "cpuTimeMillis"), 1, 5000);
 	check_collected(st);
 	json_decref(st);
+}
+
+/*
+ * The operator's code policy (a profile's, execution/ctl_config.h),
+ * enforced in the sandbox by the runner's guard: each way a Python
+ * import is refused, before the program runs and while it runs, and a
+ * bash command outside the allowlist; what is allowed runs as usual.
+ */
+static void
+test_policy(void **state)
+{
+	static const struct {
+		const char *name, *runtime, *source, *phase, *reason, *message, *stdout_;
+	} cases[] = {
+		{ "pol-static", "python-guarded", "print('ran')\nimport json\nimport subprocess\n",
+		    "Failed", "PolicyDenied",
+		    "policy: import of 'subprocess' refused (main.py line 3)", "" },
+		{ "pol-from", "python-guarded", "from ctypes import util\n",
+		    "Failed", "PolicyDenied",
+		    "policy: import of 'ctypes' refused (main.py line 1)", "" },
+		{ "pol-dunder", "python-guarded", "print('ran')\nm = __import__('sub' + 'process')\n",
+		    "Failed", "PolicyDenied",
+		    "policy: import of 'subprocess' refused (at run time, main.py line 2)", "ran\n" },
+		{ "pol-importlib", "python-guarded",
+		    "import importlib\nimportlib.import_module('ctypes')\n", "Failed", "PolicyDenied",
+		    "policy: import of 'ctypes' refused (at run time, main.py line 2)", "" },
+		{ "pol-exec", "python-guarded", "exec('import ' + 'ctypes')\n",
+		    "Failed", "PolicyDenied",
+		    "policy: import of 'ctypes' refused (at run time, main.py line 1)", "" },
+		{ "pol-py-ok", "python-guarded", "import json, sys\nprint(json.dumps(sys.argv))\n",
+		    "Succeeded", "Completed", "exit code 0", "[\"main.py\"]\n" },
+		{ "pol-bash", "bash-guarded", "echo one\nls -d /tmp\ncurl http://x\necho never\n",
+		    "Failed", "PolicyDenied",
+		    "policy: command 'curl' is not allowed (main.sh line 3)", "one\n/tmp\n" },
+		{ "pol-bash-sub", "bash-guarded", "x=$(wget -q -O- http://x)\necho never\n",
+		    "Failed", "PolicyDenied",
+		    "policy: command 'wget' is not allowed (main.sh line 1)", "" },
+		{ "pol-bash-ok", "bash-guarded", "ls -d /tmp\necho hi | cat\n",
+		    "Succeeded", "Completed", "exit code 0", "/tmp\nhi\n" },
+	};
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		json_t *spec = json_pack("{s:s, s:s}", "runtime", cases[i].runtime,
+		    "source", cases[i].source), *st;
+		char *s = json_dumps(spec, JSON_COMPACT);
+
+		create_cx(cases[i].name, s);
+		free(s);
+		json_decref(spec);
+		st = wait_done(cases[i].name, 120000);
+		if (strcmp(it_str(st, "reason"), cases[i].reason) != 0 ||
+		    strcmp(it_str(st, "message"), cases[i].message) != 0)
+			fail_msg("%s: %s %s '%s', stderr '%s'", cases[i].name,
+			    it_str(st, "phase"), it_str(st, "reason"),
+			    it_str(st, "message"), it_str(st, "stderr"));
+		assert_string_equal(it_str(st, "phase"), cases[i].phase);
+		assert_string_equal(it_str(st, "stdout"), cases[i].stdout_);
+		if (strcmp(cases[i].reason, "PolicyDenied") == 0) {
+			/* The guard's line is the last of stderr. */
+			char want[512];
+
+			snprintf(want, sizeof(want), "airlock: %s\n", cases[i].message);
+			assert_string_equal(it_str(st, "stderr"), want);
+			assert_int_equal(it_int(st, "exitCode"),
+			    strcmp(cases[i].runtime, "python-guarded") == 0 ? 120 : 137);
+		} else
+			assert_string_equal(it_str(st, "stderr"), "");
+		json_decref(st);
+	}
+	/* A command named by its path: bash's restricted mode refuses it. */
+	{
+		create_cx("pol-slash", "{\"runtime\":\"bash-guarded\",\"source\":"
+		    "\"/usr/bin/id\\necho $?\\n\"}");
+		json_t *st = wait_done("pol-slash", 120000);
+
+		assert_string_equal(it_str(st, "phase"), "Succeeded");
+		assert_string_equal(it_str(st, "stdout"), "1\n");
+		assert_string_equal(it_str(st, "stderr"),
+		    "main.sh: line 1: /usr/bin/id: restricted: cannot specify `/' in command names\n");
+		json_decref(st);
+	}
 }
 
 /* stdout and stderr apart, in order within each; the exit code. */
@@ -1749,6 +1839,7 @@ main(void)
 #endif
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_python_hello),
+		cmocka_unit_test(test_policy),
 		cmocka_unit_test(test_bash_streams_and_exit),
 		cmocka_unit_test(test_timeout),
 		cmocka_unit_test(test_node_hello),

@@ -156,6 +156,69 @@ test_streams_and_exit(void **state)
 	}
 }
 
+/*
+ * --local-config: an operator's profiles, policies included, run here as
+ * on the cluster (the same guards, in the runner's root filesystem).
+ */
+static void
+test_local_policy(void **state)
+{
+	char conf[] = "/tmp/airlock-local-config-XXXXXX";
+	static const char yaml[] =
+	    "profiles:\n"
+	    "  python-guarded:\n    image: registry.example/airlock/runner-python:1.2\n"
+	    "    command: [/airlock/bin/run, python3, main.py]\n    sourceFile: main.py\n"
+	    "    policy: {denyImports: [subprocess]}\n"
+	    "  bash-guarded:\n    image: registry.example/airlock/runner-bash:1.2\n"
+	    "    command: [/airlock/bin/run, bash, main.sh]\n    sourceFile: main.sh\n"
+	    "    policy: {allowCommands: [ls]}\n";
+	struct cli_result r;
+	json_t *st;
+	int fd;
+
+	(void)state;
+	if ((fd = mkstemp(conf)) < 0 || write(fd, yaml, sizeof(yaml) - 1) !=
+	    (ssize_t)(sizeof(yaml) - 1))
+		fail_msg("mkstemp");
+	close(fd);
+	RUN(&r, "--local-config", conf, "-r", "python-guarded", "-o", "json", "-c",
+	    "print(1)\nimport subprocess\n");
+	cli_expect_status(&r, 120);
+	st = status_of(&r);
+	assert_string_equal(it_str(st, "reason"), "PolicyDenied");
+	assert_string_equal(it_str(st, "message"),
+	    "policy: import of 'subprocess' refused (main.py line 2)");
+	assert_string_equal(it_str(st, "stdout"), "");
+	json_decref(st);
+	cli_result_free(&r);
+	RUN(&r, "--local-config", conf, "-r", "python-guarded", "-c",
+	    "print(1)\n__import__('subprocess')\n");
+	cli_expect_status(&r, 120);
+	assert_string_equal(r.out, "1\n");
+	assert_non_null(strstr(r.err, "airlock: policy: import of 'subprocess' refused "
+	    "(at run time, main.py line 2)\n"));
+	cli_result_free(&r);
+	RUN(&r, "--local-config", conf, "-r", "bash-guarded", "-o", "json", "-c",
+	    "ls -d /tmp\nid\n");
+	cli_expect_status(&r, 120);
+	st = status_of(&r);
+	assert_string_equal(it_str(st, "reason"), "PolicyDenied");
+	assert_string_equal(it_str(st, "message"),
+	    "policy: command 'id' is not allowed (main.sh line 2)");
+	assert_string_equal(it_str(st, "stdout"), "/tmp\n");
+	json_decref(st);
+	cli_result_free(&r);
+	/* Allowed, it runs; a profile the config does not have is refused. */
+	RUN(&r, "--local-config", conf, "-r", "python-guarded", "-c", "import json\nprint(2)\n");
+	cli_expect_status(&r, 0);
+	assert_string_equal(r.out, "2\n");
+	cli_result_free(&r);
+	RUN(&r, "--local-config", conf, "-r", "python", "-c", "print(3)\n");
+	assert_int_not_equal(r.status, 0);
+	cli_result_free(&r);
+	unlink(conf);
+}
+
 static void
 test_status_object(void **state)
 {
@@ -725,6 +788,7 @@ main(void)
 		cmocka_unit_test(test_streams_and_exit),
 		cmocka_unit_test(test_runsc_found),
 		cmocka_unit_test(test_status_object),
+		cmocka_unit_test(test_local_policy),
 		cmocka_unit_test(test_timeout),
 		cmocka_unit_test(test_oom),
 		cmocka_unit_test(test_network_denied),

@@ -23,7 +23,7 @@ test_local_profiles(void **state)
 		{ "bash", "local/bash", { "/airlock/bin/run", "bash", "main.sh" }, "main.sh" },
 	};
 	struct k8s_error err;
-	struct ctl_config *c = local_config(&err);
+	struct ctl_config *c = local_config(NULL, &err);
 
 	(void)state;
 	if (c == NULL)

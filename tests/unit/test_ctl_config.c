@@ -269,6 +269,83 @@ test_profile_lookup(void **state)
 	ctl_config_free(NULL);
 }
 
+/* A profile's code policy: its guard in front of the program, or a clear error. */
+static void
+test_policy(void **state)
+{
+	static const char ok[] =
+	    "profiles:\n"
+	    "  py: {image: i, command: [/airlock/bin/run, python3, main.py], sourceFile: main.py,\n"
+	    "       policy: {denyImports: [subprocess, ctypes, os.path]}}\n"
+	    "  sh: {image: i, command: [/airlock/bin/run, /bin/bash, main.sh, -x], sourceFile: main.sh,\n"
+	    "       policy: {allowCommands: [ls, python3.11, g++, x-y_z]}}\n"
+	    "  plain: {image: i, command: [/airlock/bin/run, python3, main.py], sourceFile: main.py}\n";
+	static const struct { const char *yaml, *msg; } bad[] = {
+		{ "policy: {}", "profiles.p.policy needs one of denyImports (Python) "
+		    "or allowCommands (bash)" },
+		{ "policy: {denyImports: [a], allowCommands: [b]}", "needs one of" },
+		{ "policy: {denyimports: [a]}", "profiles.p.policy.denyimports is not "
+		    "a known key" },
+		{ "policy: [a]", "profiles.p.policy is not a mapping" },
+		{ "policy: {denyImports: []}", "profiles.p.policy.denyImports is empty" },
+		{ "policy: {denyImports: subprocess}", "policy.denyImports is not a list" },
+		{ "policy: {denyImports: [os..path]}", "policy.denyImports[0] 'os..path' "
+		    "is not a module name" },
+		{ "policy: {denyImports: [json, 1abc]}", "denyImports[1] '1abc'" },
+		{ "policy: {denyImports: ['a,b']}", "'a,b' is not a module name" },
+		{ "policy: {allowCommands: [/usr/bin/curl]}", "policy.allowCommands[0] "
+		    "'/usr/bin/curl' is not a command name" },
+		{ "policy: {allowCommands: [..]}", "'..' is not a command name" },
+		{ "policy: {allowCommands: [-x]}", "'-x' is not a command name" },
+		{ "policy: {allowCommands: [[ls]]}", "allowCommands[0] is not a name" },
+		{ "policy: {allowCommands: [ls]}", "profiles.p.policy.allowCommands needs "
+		    "the command [/airlock/bin/run, bash, main.py, ...]" },
+	};
+	struct ctl_config *c = NULL;
+	struct k8s_error e;
+
+	(void)state;
+	k8s_error_clear(&e);
+	assert_int_equal(ctl_config_parse(ok, strlen(ok), "mem", &c, &e), 0);
+	assert_int_equal(ctl_config_profile(c, "py")->policy, CTL_POLICY_DENY_IMPORTS);
+	assert_argv(ctl_config_profile(c, "py")->command, (const char *const[]){
+	    "/airlock/bin/run", "python3", "-I", "/airlock/bin/policy.py",
+	    "subprocess,ctypes,os.path", "main.py", NULL });
+	assert_int_equal(ctl_config_profile(c, "sh")->policy, CTL_POLICY_ALLOW_COMMANDS);
+	assert_argv(ctl_config_profile(c, "sh")->command, (const char *const[]){
+	    "/airlock/bin/run", "/bin/bash", "/airlock/bin/policy.sh",
+	    "ls,python3.11,g++,x-y_z", "main.sh", "-x", NULL });
+	assert_int_equal(ctl_config_profile(c, "plain")->policy, CTL_POLICY_NONE);
+	assert_argv(ctl_config_profile(c, "plain")->command, (const char *const[]){
+	    "/airlock/bin/run", "python3", "main.py", NULL });
+	ctl_config_free(c);
+
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		char *y = xasprintf("profiles:\n  p: {image: i, command: "
+		    "[/airlock/bin/run, python3, main.py], sourceFile: main.py, %s}\n",
+		    bad[i].yaml);
+
+		expect_parse(y, strlen(y), K8S_EINVAL, bad[i].msg);
+		free(y);
+	}
+	/* denyImports needs python in front of the source file. */
+	{
+		static const char *const cmds[] = { "[python3, main.py]",
+		    "[/airlock/bin/run, node, main.py]",
+		    "[/airlock/bin/run, python3, -u, main.py]",
+		    "[/airlock/bin/run, python3]" };
+
+		for (size_t i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++) {
+			char *y = xasprintf("profiles:\n  p: {image: i, command: %s, "
+			    "sourceFile: main.py, policy: {denyImports: [a]}}\n", cmds[i]);
+
+			expect_parse(y, strlen(y), K8S_EINVAL, "profiles.p.policy.denyImports "
+			    "needs the command [/airlock/bin/run, python3, main.py, ...]");
+			free(y);
+		}
+	}
+}
+
 static void
 test_malformed(void **state)
 {
@@ -571,6 +648,7 @@ main(void)
 		cmocka_unit_test(test_partial),
 		cmocka_unit_test(test_alias),
 		cmocka_unit_test(test_profile_lookup),
+		cmocka_unit_test(test_policy),
 		cmocka_unit_test(test_malformed),
 		cmocka_unit_test(test_limits),
 		cmocka_unit_test(test_caps),

@@ -164,6 +164,43 @@ test_kills(void **state)
 	json_decref(expect(f, "Cancelled", "Cancelled", "stopped by Interrupt", 137));
 }
 
+/*
+ * A profile with a code policy: its guard's refusal (exit 120 from
+ * Python's, 137 from bash's) ends it PolicyDenied, in the guard's last
+ * words; the same exits without a policy, or OOM, are what they are.
+ */
+static void
+test_policy_denied(void **state)
+{
+	struct fixture *f = *state;
+	struct crilog *log = crilog_new(65536, 65536);
+	static const char err[] = "airlock: policy: not this one\nTraceback\n"
+	    "airlock: policy: import of 'subprocess' refused (main.py line 3)\n";
+
+	f->e.exit_status = 120;
+	json_decref(expect(f, "Failed", "Error", "exit code 120", 120));
+	f->e.policy = 1;
+	/* No guard line (it was past the output cap): said generally. */
+	json_decref(expect(f, "Failed", "PolicyDenied",
+	    "refused by the profile's code policy", 120));
+	crilog_feed_stream(log, 1, err, sizeof(err) - 1);
+	crilog_feed_stream(log, 1, "x airlock: policy: forged mid-line", 34);
+	crilog_finish(log);
+	f->e.err = crilog_stderr(log);
+	json_decref(expect(f, "Failed", "PolicyDenied",
+	    "policy: import of 'subprocess' refused (main.py line 3)", 120));
+	f->e.exit_status = 137;
+	json_decref(expect(f, "Failed", "PolicyDenied",
+	    "policy: import of 'subprocess' refused (main.py line 3)", 137));
+	f->e.exit_status = 3;
+	json_decref(expect(f, "Failed", "Error", "exit code 3", 3));
+	f->e.exit_status = 137;
+	f->e.oom = 1;
+	json_decref(expect(f, "Failed", "OOMKilled", "out of memory", 137));
+	f->e.err = NULL;
+	crilog_free(log);
+}
+
 static void
 test_oom(void **state)
 {
@@ -270,6 +307,7 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_completed, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_error_exit, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_kills, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_policy_denied, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_oom, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_budget_cut, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_refused, setup, teardown),
