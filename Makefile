@@ -158,7 +158,8 @@ $(B)/bench/%: $(B)/bench/%.o $(ALL_LIBS)
 # test_warm_bin runs what the runner images carry on tenant-shaped input.
 $(B)/images/warm: images/runner/warm.c
 	@mkdir -p $(@D)
-	$(CC) -D_GNU_SOURCE $(CFLAGS) $(LDFLAGS) -o $@ $<
+	$(CC) -D_GNU_SOURCE -DOUT_DIR='"/tmp/airlock-test-out"' \
+		-DOUT_REAL='"/tmp/airlock-test-out"' $(CFLAGS) $(LDFLAGS) -o $@ $<
 
 $(B)/tests/unit/test_warm_bin: | $(B)/images/warm
 
@@ -271,7 +272,7 @@ sdk: all
 # The chart's CRDs are crds/'s; test_render fails when they drift.
 chart-crds:
 	cp crds/airlock.dev_codeexecutions.yaml crds/airlock.dev_codeexecutionpools.yaml \
-		charts/airlock/crds/
+		crds/airlock.dev_codeexecutionartifacts.yaml charts/airlock/crds/
 
 cluster-down:
 	@tests/cluster/down.sh

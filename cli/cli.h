@@ -69,6 +69,17 @@ int cli_report_from(json_t *obj, const char *output, size_t ofrom,
 int cli_check_spec(json_t *spec, struct k8s_error *err)
     __attribute__((warn_unused_result));
 
+/*
+ * Files out into dir (made if missing): files is a CodeExecutionArtifacts'
+ * `files` ([{path, sha256, content (base64)}]), each checked against
+ * want, status.artifacts ([{path, sha256}]): a file that is not in it,
+ * or not with that digest, is refused, as is a path that is not
+ * relative or climbs out. Written below dir only, through no symlink.
+ * The count written, or -1 with why in msg.
+ */
+int cli_write_files(const char *dir, json_t *files, json_t *want, char *msg,
+    size_t msz);
+
 /* --- the cluster (cli/cluster.c) ------------------------------------------- */
 
 struct cli_cluster {
@@ -77,6 +88,7 @@ struct cli_cluster {
 	int		 all_ns;			/* list -A */
 	int		 rm;				/* run: delete afterwards */
 	long		 wait_s;			/* wait: give up after; 0 never */
+	const char	*out_dir;			/* run, get: files out here */
 };
 
 /*
@@ -100,6 +112,11 @@ int cluster_wait(const struct cli_cluster *o, const char *name);
  */
 int cluster_exec(const struct cli_cluster *o, json_t *cx, atomic_int *cancel,
     json_t **done, char *msg, size_t msz);
+/*
+ * The files out of done (an ended execution): its CodeExecutionArtifacts'
+ * `files`, if it has any and they are its own; else NULL. New reference.
+ */
+json_t *cluster_files_out(const struct cli_cluster *o, json_t *done);
 
 /* --- local mode (cli/local.c) --------------------------------------------- */
 
@@ -112,6 +129,8 @@ struct local_opts {
 	 * instead of the chart's; NULL: the chart's.
 	 */
 	const char	*config;
+	const char	*out_dir;	/* files out written here; NULL: not */
+	json_t		**files_out;	/* if set: the files out (artifacts' `files`) */
 	const char	*cgroup_mount;	/* default /sys/fs/cgroup */
 	const char	*state;		/* runsc --root; default /run/airlock/runsc */
 	long long	 hard_cap;	/* both streams; default 16 MiB */

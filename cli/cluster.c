@@ -14,6 +14,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "artifacts.h"
 #include "cli.h"
 #include "cx.h"
 #include "client.h"
@@ -314,6 +315,77 @@ cluster_exec(const struct cli_cluster *o, json_t *cx, atomic_int *cancel,
 	return *done ? 0 : -1;
 }
 
+/*
+ * The execution's files out (its CodeExecutionArtifacts, checked against
+ * its status.artifacts) into dir. 0, or CLI_EXIT_ERROR said on stderr.
+ */
+static int
+files_out(struct conn *k, json_t *cx, const char *dir)
+{
+	json_t *want = json_object_get(json_object_get(cx, "status"), "artifacts");
+	json_t *obj = NULL;
+	struct k8s_error err;
+	const char *name = k8s_obj_name(cx), *uid;
+	char msg[512];
+	int n;
+
+	if (json_array_size(want) == 0) {
+		fprintf(stderr, "airlock: %s has no files out\n", name);
+		return 0;
+	}
+	if (k8s_get(k->c, &artifacts_resource, k->ns, name, &obj, &err) != 0) {
+		fprintf(stderr, "airlock: files out of %s: %s\n", name, err.message);
+		return CLI_EXIT_ERROR;
+	}
+	uid = json_string_value(json_object_get(json_object_get(json_object_get(obj,
+	    "metadata"), "labels"), CX_LABEL_UID));
+	if (uid == NULL || strcmp(uid, k8s_obj_uid(cx) ? k8s_obj_uid(cx) : "") != 0) {
+		fprintf(stderr, "airlock: files out of %s: they are another "
+		    "execution's\n", name);
+		json_decref(obj);
+		return CLI_EXIT_ERROR;
+	}
+	n = cli_write_files(dir, json_object_get(obj, "files"), want, msg, sizeof(msg));
+	json_decref(obj);
+	if (n < 0) {
+		fprintf(stderr, "airlock: files out of %s: %s\n", name, msg);
+		return CLI_EXIT_ERROR;
+	}
+	fprintf(stderr, "airlock: %d file%s out written to %s\n", n, n == 1 ? "" : "s",
+	    dir);
+	return 0;
+}
+
+json_t *
+cluster_files_out(const struct cli_cluster *o, json_t *done)
+{
+	struct conn k;
+	struct k8s_error err;
+	json_t *obj = NULL, *files = NULL;
+	const char *uid;
+
+	if (json_array_size(json_object_get(json_object_get(done, "status"),
+	    "artifacts")) == 0)
+		return NULL;
+	if (k8s_config_load_default(o->kubeconfig, o->context, &k.cfg, &err) != 0)
+		return NULL;
+	if (k8s_client_new(k.cfg, NULL, &k.c, &err) != 0) {
+		k8s_config_free(k.cfg);
+		return NULL;
+	}
+	k.ns = k8s_obj_namespace(done) ? k8s_obj_namespace(done) : "default";
+	if (k8s_get(k.c, &artifacts_resource, k.ns, k8s_obj_name(done), &obj,
+	    &err) == 0) {
+		uid = json_string_value(json_object_get(json_object_get(
+		    json_object_get(obj, "metadata"), "labels"), CX_LABEL_UID));
+		if (uid && k8s_obj_uid(done) && strcmp(uid, k8s_obj_uid(done)) == 0)
+			files = json_incref(json_object_get(obj, "files"));
+	}
+	json_decref(obj);
+	disconnect(&k);
+	return files;
+}
+
 int
 cluster_run(const struct cli_cluster *o, json_t *cx)
 {
@@ -338,6 +410,8 @@ cluster_run(const struct cli_cluster *o, json_t *cx)
 		code = atomic_load(&interrupts) ? CX_EXIT_CANCELLED : CLI_EXIT_ERROR;
 	} else {
 		code = cli_report_from(done, o->output, live_sent[0], live_sent[1]);
+		if (o->out_dir && files_out(&k, done, o->out_dir) != 0 && code == 0)
+			code = CLI_EXIT_ERROR;
 		json_decref(done);
 	}
 	if (o->rm && k8s_delete(k.c, &cx_resource, k.ns, name, NULL, NULL, &err) != 0 &&
@@ -429,6 +503,8 @@ cluster_get(const struct cli_cluster *o, const char *name)
 		header(0);
 		row(obj, 0);
 	}
+	if (code == 0 && obj && o->out_dir)
+		code = files_out(&k, obj, o->out_dir);
 	json_decref(obj);
 	disconnect(&k);
 	return code;

@@ -3,16 +3,23 @@
  * need because no API server checks them.
  */
 #include <ctype.h>
+#include <errno.h>
+#include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
+
+#include <openssl/evp.h>
 
 #include <yaml.h>
 
+#include "base64.h"
 #include "cli.h"
 #include "quantity.h"
+#include "xmalloc.h"
 
 /* --- output --------------------------------------------------------------- */
 
@@ -495,4 +502,139 @@ cli_check_spec(json_t *spec, struct k8s_error *err)
 	if ((v = json_object_get(spec, "cancel")) != NULL && !json_is_boolean(v))
 		return bad(err, "cancel", "must be true or false");
 	return 0;
+}
+
+/* A path as files out have it: relative, no "", "." or "..", printable. */
+static int
+out_path_ok(const char *p)
+{
+	const char *s = p, *e;
+
+	if (*p == '\0' || *p == '/' || strlen(p) > 255)
+		return 0;
+	for (e = p; *e; e++)
+		if ((unsigned char)*e < 0x20 || (unsigned char)*e >= 0x7f || *e == '\\')
+			return 0;
+	for (;;) {
+		e = strchr(s, '/');
+		if (e == NULL)
+			e = s + strlen(s);
+		if (e == s || (e - s == 1 && s[0] == '.') ||
+		    (e - s == 2 && s[0] == '.' && s[1] == '.'))
+			return 0;
+		if (*e == '\0')
+			return 1;
+		s = e + 1;
+	}
+}
+
+/*
+ * Open path (checked) for writing under the directory fd top, making its
+ * directories, never through a symlink. The fd, or -1.
+ */
+static int
+open_under(int top, const char *path)
+{
+	char *dup = xstrdup(path), *s = dup, *slash;
+	int dfd = fcntl(top, F_DUPFD_CLOEXEC, 3), fd;
+
+	while (dfd >= 0 && (slash = strchr(s, '/')) != NULL) {
+		int next;
+
+		*slash = '\0';
+		if (mkdirat(dfd, s, 0755) != 0 && errno != EEXIST)
+			next = -1;
+		else
+			next = openat(dfd, s, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
+			    O_CLOEXEC);
+		close(dfd);
+		dfd = next;
+		s = slash + 1;
+	}
+	fd = dfd >= 0 ? openat(dfd, s, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW |
+	    O_CLOEXEC, 0644) : -1;
+	if (dfd >= 0)
+		close(dfd);
+	free(dup);
+	return fd;
+}
+
+int
+cli_write_files(const char *dir, json_t *files, json_t *want, char *msg,
+    size_t msz)
+{
+	json_t *f, *w;
+	size_t i, j;
+	int top, n = 0;
+
+	if (mkdir(dir, 0755) != 0 && errno != EEXIST) {
+		snprintf(msg, msz, "%s: %s", dir, strerror(errno));
+		return -1;
+	}
+	if ((top = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0) {
+		snprintf(msg, msz, "%s: %s", dir, strerror(errno));
+		return -1;
+	}
+	json_array_foreach(files, i, f) {
+		const char *path = json_string_value(json_object_get(f, "path"));
+		const char *sha = json_string_value(json_object_get(f, "sha256"));
+		const char *b64 = json_string_value(json_object_get(f, "content"));
+		unsigned char md[32];
+		char hex[65], *data = NULL;
+		size_t len = 0;
+		unsigned int mdlen = 0;
+		int fd, listed = 0;
+
+		if (path == NULL || !out_path_ok(path) || sha == NULL || b64 == NULL) {
+			snprintf(msg, msz, "a file out with a bad path or no content");
+			goto fail;
+		}
+		json_array_foreach(want, j, w)
+			listed |= strcmp(json_string_value(json_object_get(w, "path")) ?
+			    json_string_value(json_object_get(w, "path")) : "", path) == 0 &&
+			    strcmp(json_string_value(json_object_get(w, "sha256")) ?
+			    json_string_value(json_object_get(w, "sha256")) : "", sha) == 0;
+		if (!listed) {
+			snprintf(msg, msz, "%s: not as the execution's status lists it", path);
+			goto fail;
+		}
+		if (base64_decode(b64, strlen(b64), &data, &len) != 0) {
+			snprintf(msg, msz, "%s: its content is not base64", path);
+			goto fail;
+		}
+		EVP_Digest(data, len, md, &mdlen, EVP_sha256(), NULL);
+		for (unsigned k = 0; k < 32; k++)
+			snprintf(hex + 2 * k, 3, "%02x", md[k]);
+		if (strcmp(hex, sha) != 0) {
+			free(data);
+			snprintf(msg, msz, "%s: its content does not have its sha256", path);
+			goto fail;
+		}
+		if ((fd = open_under(top, path)) < 0) {
+			free(data);
+			snprintf(msg, msz, "%s/%s: %s", dir, path, strerror(errno));
+			goto fail;
+		}
+		for (size_t off = 0; off < len;) {
+			ssize_t wr = write(fd, data + off, len - off);
+
+			if (wr < 0 && errno == EINTR)
+				continue;
+			if (wr <= 0) {
+				snprintf(msg, msz, "%s/%s: %s", dir, path, strerror(errno));
+				close(fd);
+				free(data);
+				goto fail;
+			}
+			off += (size_t)wr;
+		}
+		close(fd);
+		free(data);
+		n++;
+	}
+	close(top);
+	return n;
+fail:
+	close(top);
+	return -1;
 }

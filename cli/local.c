@@ -37,6 +37,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "artifacts.h"
 #include "buf.h"
 #include "cli.h"
 #include "clock.h"
@@ -465,7 +466,8 @@ execute(const struct local_opts *o, const char *ws, const char *id,
 			const struct crilog_stream *so = crilog_stdout(r->log);
 			const struct crilog_stream *se = crilog_stderr(r->log);
 
-			if ((long long)(so->total + se->total) > o->hard_cap)
+			if ((long long)(so->total + se->total +
+			    crilog_frame_bytes(r->log)) > o->hard_cap)
 				r->why = CX_KILL_OUTPUT;
 			else if (now >= deadline)
 				r->why = CX_KILL_DEADLINE;
@@ -507,7 +509,7 @@ execute(const struct local_opts *o, const char *ws, const char *id,
 /* The status the node agent would have written, with the controller's. */
 static json_t *
 result(json_t *cx, const struct podspec_result *pr, struct run *r,
-    long long hard_cap)
+    long long hard_cap, json_t *artifacts, const char *out_note)
 {
 	const char *pol = json_string_value(json_object_get(json_object_get(
 	    json_object_get(pr->pod, "metadata"), "annotations"), CX_ANN_POLICY));
@@ -519,7 +521,8 @@ result(json_t *cx, const struct podspec_result *pr, struct run *r,
 	    .node = "local", .scheduled = "run locally",
 	    .out = crilog_stdout(r->log), .err = crilog_stderr(r->log),
 	    .out_keep = SIZE_MAX, .err_keep = SIZE_MAX,
-	    .peak_memory = r->peak, .cpu_ns = r->cpu_ns };
+	    .peak_memory = r->peak, .cpu_ns = r->cpu_ns,
+	    .artifacts = artifacts, .out_note = out_note };
 	json_t *st = cx_result_status(&e, NULL), *c;
 	size_t i;
 
@@ -769,6 +772,14 @@ local_run(const struct ctl_config *cfg, json_t *cx0, const struct local_opts *o,
 	wd = local_watchdog(&opts, id, json_integer_value(json_object_get(spec,
 	    "timeoutSeconds")) * 1000 + WATCHDOG_SLACK_MS);
 	r.log = crilog_new(cx_max_bytes(cx), 65536);
+	/* Files out (artifacts.h): the frame warm writes, as the agent takes it. */
+	if (cfg->artifacts_files > 0) {
+		char nonce[33];
+
+		artifacts_nonce(k8s_obj_uid(cx), nonce);
+		crilog_out_frame(r.log, nonce, (size_t)((cfg->artifacts_bytes +
+		    cfg->artifacts_files * 1024 + 65536 + 1024 + 2) / 3 * 4));
+	}
 	if (execute(&opts, ws, id, &g, json_integer_value(json_object_get(spec,
 	    "timeoutSeconds")) * 1000, sfd, &r, err) != 0)
 		goto kill;
@@ -784,7 +795,55 @@ local_run(const struct ctl_config *cfg, json_t *cx0, const struct local_opts *o,
 		r.oom = u.oom_kills > 0 || (!g.v2 && r.exit_status == 137 &&
 		    usage_read_count(g.mem, "memory.failcnt") > 0);
 	}
-	json_object_set_new(cx, "status", result(cx, &pr, &r, opts.hard_cap));
+	{
+		struct artifacts arts;
+		json_t *list = NULL;
+		char note[1024];
+		const char *body;
+		size_t blen;
+		int fst;
+
+		note[0] = '\0';
+		body = crilog_frame(r.log, &blen, &fst);
+		memset(&arts, 0, sizeof(arts));
+		if (fst == CRILOG_FRAME_COMPLETE) {
+			artifacts_parse(body, blen, (size_t)cfg->artifacts_bytes,
+			    (size_t)cfg->artifacts_files, &arts);
+			artifacts_message(&arts, note, sizeof(note));
+			if (arts.nfiles > 0)
+				list = artifacts_status(&arts);
+		} else if (fst != CRILOG_FRAME_NONE)
+			snprintf(note, sizeof(note), "; no files out: %s",
+			    fst == CRILOG_FRAME_TOO_LARGE ? "more than the budget arrived" :
+			    fst == CRILOG_FRAME_INCOMPLETE ? "the program's end cut them "
+			    "short" : "they arrived malformed");
+		json_object_set_new(cx, "status", result(cx, &pr, &r, opts.hard_cap,
+		    list, note));
+		if (o->files_out && list) {
+			json_t *obj = artifacts_object(&arts, "local", "local",
+			    k8s_obj_uid(cx), "local");
+
+			*o->files_out = json_incref(json_object_get(obj, "files"));
+			json_decref(obj);
+		}
+		/* Written where asked, checked as the cluster's would be. */
+		if (o->out_dir && list) {
+			json_t *obj = artifacts_object(&arts, "local", "local",
+			    k8s_obj_uid(cx), "local");
+			char wmsg[512];
+			int n = cli_write_files(o->out_dir, json_object_get(obj, "files"),
+			    list, wmsg, sizeof(wmsg));
+
+			if (n < 0)
+				fprintf(stderr, "airlock: files out: %s\n", wmsg);
+			else if (!o->quiet)
+				fprintf(stderr, "airlock: %d file%s out written to %s\n", n,
+				    n == 1 ? "" : "s", o->out_dir);
+			json_decref(obj);
+		}
+		json_decref(list);
+		artifacts_free(&arts);
+	}
 	*outp = json_incref(cx);
 	rc = 0;
 kill:

@@ -26,11 +26,12 @@ usage(void)
 	fprintf(stderr,
 	    "usage: airlock run [-r RUNTIME] (-c CODE | FILE | -) [--stdin FILE] [--timeout S]\n"
 	    "                   [--memory Q] [--cpu Q] [--name NAME] [--rm] [--no-stream]\n"
+	    "                   [--out DIR]\n"
 	    "                   [-o json|yaml]\n"
 	    "                   [--local [--runsc PATH] [--local-root DIR]\n"
 	    "                    [--local-config FILE]]\n"
 	    "       airlock apply -f FILE [--local ...] [-o json|yaml]\n"
-	    "       airlock get NAME [-o json|yaml]\n"
+	    "       airlock get NAME [-o json|yaml] [--out DIR]\n"
 	    "       airlock list [-A] [-o json|yaml]\n"
 	    "       airlock logs NAME\n"
 	    "       airlock wait NAME [--timeout S] [-o json|yaml]\n"
@@ -135,7 +136,7 @@ run_local(json_t *cx, const struct local_opts *lo, const char *output)
 
 enum {
 	OPT_STDIN = 256, OPT_TIMEOUT, OPT_MEMORY, OPT_CPU, OPT_NAME, OPT_RM,
-	OPT_LOCAL, OPT_RUNSC, OPT_ROOT, OPT_LOCAL_CONFIG, OPT_KUBECONFIG, OPT_CONTEXT, OPT_NO_STREAM,
+	OPT_LOCAL, OPT_RUNSC, OPT_ROOT, OPT_LOCAL_CONFIG, OPT_OUT, OPT_KUBECONFIG, OPT_CONTEXT, OPT_NO_STREAM,
 };
 
 int
@@ -159,6 +160,7 @@ main(int argc, char **argv)
 		{ "runsc", required_argument, NULL, OPT_RUNSC },
 		{ "local-root", required_argument, NULL, OPT_ROOT },
 		{ "local-config", required_argument, NULL, OPT_LOCAL_CONFIG },
+		{ "out", required_argument, NULL, OPT_OUT },
 		{ "kubeconfig", required_argument, NULL, OPT_KUBECONFIG },
 		{ "context", required_argument, NULL, OPT_CONTEXT },
 		{ "help", no_argument, NULL, 'h' },
@@ -209,6 +211,7 @@ main(int argc, char **argv)
 		case OPT_RUNSC: lo.runsc = optarg; break;
 		case OPT_ROOT: lo.root = optarg; break;
 		case OPT_LOCAL_CONFIG: lo.config = optarg; break;
+		case OPT_OUT: co.out_dir = lo.out_dir = optarg; break;
 		case OPT_KUBECONFIG: co.kubeconfig = optarg; break;
 		case OPT_CONTEXT: co.context = optarg; break;
 		default: usage();

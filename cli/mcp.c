@@ -324,16 +324,62 @@ describe(json_t *obj, int *is_error, size_t *len)
 	}
 	if (any)
 		fputc('\n', f);
+	{
+		json_t *a;
+		size_t i;
+
+		if (json_array_size(json_object_get(st, "artifacts")) > 0)
+			fprintf(f, "%s--- files out ---\n", any ? "" : "\n");
+		json_array_foreach(json_object_get(st, "artifacts"), i, a)
+			fprintf(f, "%s (%s, %lld bytes)\n",
+			    json_string_value(json_object_get(a, "path")),
+			    json_string_value(json_object_get(a, "contentType")),
+			    (long long)json_integer_value(json_object_get(a, "size")));
+	}
 	if (fclose(f) != 0)
 		abort();
 	return text;
+}
+
+/*
+ * Each PNG of the files out (files: a CodeExecutionArtifacts' `files`,
+ * may be NULL) whose content has the sha256 the status lists, as image
+ * content after res's text.
+ */
+static void
+add_images(json_t *res, json_t *done, json_t *files)
+{
+	json_t *want = json_object_get(json_object_get(done, "status"), "artifacts");
+	json_t *f, *w;
+	size_t i, j;
+
+	json_array_foreach(files, i, f) {
+		const char *path = json_string_value(json_object_get(f, "path"));
+		const char *b64 = json_string_value(json_object_get(f, "content"));
+		const char *sha = json_string_value(json_object_get(f, "sha256"));
+		int ok = 0;
+
+		if (!path || !b64 || !sha || strcmp(json_string_value(json_object_get(f,
+		    "contentType")) ? json_string_value(json_object_get(f,
+		    "contentType")) : "", "image/png") != 0)
+			continue;
+		json_array_foreach(want, j, w)
+			ok |= strcmp(json_string_value(json_object_get(w, "path")) ?
+			    json_string_value(json_object_get(w, "path")) : "", path) == 0 &&
+			    strcmp(json_string_value(json_object_get(w, "sha256")) ?
+			    json_string_value(json_object_get(w, "sha256")) : "", sha) == 0;
+		if (ok)
+			json_array_append_new(json_object_get(res, "content"), json_pack(
+			    "{s:s, s:s, s:s}", "type", "image", "data", b64, "mimeType",
+			    "image/png"));
+	}
 }
 
 static json_t *
 run_tool(struct mcp *m, json_t *args, atomic_int *cancel)
 {
 	char msg[2048];
-	json_t *cx, *done = NULL, *res;
+	json_t *cx, *done = NULL, *res, *files = NULL;
 	struct k8s_error err;
 	char *text;
 	int is_error, rc;
@@ -356,7 +402,10 @@ run_tool(struct mcp *m, json_t *args, atomic_int *cancel)
 			rc = -1;
 			snprintf(err.message, sizeof(err.message), "cancelled");
 		} else {
-			rc = local_run(m->cfg, cx, m->lo, &done, &err);
+			struct local_opts lo = *m->lo;
+
+			lo.files_out = &files;
+			rc = local_run(m->cfg, cx, &lo, &done, &err);
 		}
 		pthread_mutex_unlock(&local_lock);
 		if (rc != 0)
@@ -364,6 +413,8 @@ run_tool(struct mcp *m, json_t *args, atomic_int *cancel)
 		rc = rc ? -1 : 0;
 	} else {
 		rc = cluster_exec(m->co, cx, cancel, &done, msg, sizeof(msg));
+		if (rc == 0)
+			files = cluster_files_out(m->co, done);
 	}
 	json_decref(cx);
 	if (rc != 0) {
@@ -375,9 +426,11 @@ run_tool(struct mcp *m, json_t *args, atomic_int *cancel)
 
 		text = describe(done, &is_error, &len);
 		res = tool_result_n(text, len, is_error);
+		add_images(res, done, files);
 	}
 	free(text);
 	json_decref(done);
+	json_decref(files);
 	return res;
 }
 

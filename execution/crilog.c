@@ -11,6 +11,7 @@
  */
 #include <stdint.h>
 #include <stdlib.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "buf.h"
@@ -39,8 +40,26 @@ struct side {
 	unsigned char	 lo, hi;
 };
 
+/*
+ * Files out (crilog_out_frame): the frame images/runner/warm.c writes on
+ * stdout after the program's own output. state: scanning for the opening
+ * marker (matched: bytes of it matched so far), reading the length, the
+ * body, or the closing marker.
+ */
+enum frame_state { FR_OFF, FR_SCAN, FR_LEN, FR_BODY, FR_END, FR_DONE };
+
+struct frame {
+	enum frame_state state;
+	char		 open[96], close[96];	/* the two markers */
+	size_t		 open_len, close_len, matched;
+	uint64_t	 want, got, bytes;
+	int		 status;		/* CRILOG_FRAME_* */
+	struct buf	 body;			/* max = the caller's */
+};
+
 struct crilog {
 	struct side	 out, err;
+	struct frame	 fr;
 	struct buf	 line;		/* a record split across feeds; max = max_record */
 	size_t		 max_record;
 	uint64_t	 bad;
@@ -238,6 +257,122 @@ parse_ts(const char *p, size_t n, int64_t *ns)
 }
 
 /* One complete record of n bytes, LF excluded. */
+/* Bytes of the program's stream s. */
+static void
+stream_bytes(struct side *s, const unsigned char *p, size_t n)
+{
+	s->pub.total += n;
+	decode(s, p, n);
+}
+
+/*
+ * Stdout's bytes through the frame filter: the program's go to the
+ * stream, the frame's to fr->body. The opening marker starts with 0x1e,
+ * which it holds nowhere else, so a partial match that fails restarts at
+ * the failing byte.
+ */
+static void
+frame_filter(struct crilog *l, const unsigned char *p, size_t n)
+{
+	struct frame *fr = &l->fr;
+	const unsigned char *end = p + n;
+
+	while (p < end) {
+		switch (fr->state) {
+		case FR_OFF:
+		case FR_DONE:
+			stream_bytes(&l->out, p, (size_t)(end - p));
+			return;
+		case FR_SCAN:
+			if (fr->matched == 0) {
+				const unsigned char *m = memchr(p, 0x1e,
+				    (size_t)(end - p));
+
+				if (m == NULL) {
+					stream_bytes(&l->out, p, (size_t)(end - p));
+					return;
+				}
+				stream_bytes(&l->out, p, (size_t)(m - p));
+				p = m;
+			}
+			if (*p == (unsigned char)fr->open[fr->matched]) {
+				p++;
+				if (++fr->matched == fr->open_len) {
+					fr->state = FR_LEN;
+					fr->matched = 0;
+					fr->want = 0;
+				}
+			} else {
+				/* Not the marker: what matched was the program's. */
+				stream_bytes(&l->out, (const unsigned char *)fr->open,
+				    fr->matched);
+				if (fr->matched == 0) {
+					stream_bytes(&l->out, p, 1);
+					p++;
+				}
+				fr->matched = 0;
+			}
+			break;
+		case FR_LEN:
+			fr->bytes++;
+			if (*p >= '0' && *p <= '9' && fr->matched < 12) {
+				fr->want = fr->want * 10 + (uint64_t)(*p - '0');
+				fr->matched++;
+			} else if (*p == '\n' && fr->matched > 0) {
+				fr->state = FR_BODY;
+				fr->matched = 0;
+				fr->got = 0;
+			} else {
+				fr->status = CRILOG_FRAME_MALFORMED;
+				fr->state = FR_DONE;
+			}
+			p++;
+			break;
+		case FR_BODY: {
+			size_t take = (size_t)(end - p);
+
+			if (take > fr->want - fr->got)
+				take = (size_t)(fr->want - fr->got);
+			if (fr->status == 0 && buf_append(&fr->body, p, take) != 0) {
+				fr->status = CRILOG_FRAME_TOO_LARGE;
+				buf_free(&fr->body);
+			}
+			fr->got += take;
+			fr->bytes += take;
+			p += take;
+			if (fr->got == fr->want)
+				fr->state = FR_END;
+			break;
+		}
+		case FR_END:
+			fr->bytes++;
+			if (*p != (unsigned char)fr->close[fr->matched]) {
+				if (fr->status == 0)
+					fr->status = CRILOG_FRAME_MALFORMED;
+				fr->state = FR_DONE;
+				break;	/* this byte is the program's again */
+			}
+			p++;
+			if (++fr->matched == fr->close_len) {
+				if (fr->status == 0)
+					fr->status = CRILOG_FRAME_COMPLETE;
+				fr->state = FR_DONE;
+			}
+			break;
+		}
+	}
+}
+
+/* n raw bytes of a stream: stdout through the frame filter. */
+static void
+raw(struct crilog *l, struct side *s, const void *p, size_t n)
+{
+	if (s == &l->out && l->fr.state != FR_OFF)
+		frame_filter(l, p, n);
+	else
+		stream_bytes(s, p, n);
+}
+
 static void
 record(struct crilog *l, const char *p, size_t n)
 {
@@ -274,10 +409,9 @@ record(struct crilog *l, const char *p, size_t n)
 		s->pub.first_ns = ns;
 	}
 	s->pub.last_ns = ns;
-	s->pub.total += (uint64_t)(end - content) + (uint64_t)full;
-	decode(s, (const unsigned char *)content, (size_t)(end - content));
+	raw(l, s, content, (size_t)(end - content));
 	if (full)
-		decode(s, (const unsigned char *)"\n", 1);
+		raw(l, s, "\n", 1);
 	return;
 bad:
 	l->bad++;
@@ -346,8 +480,44 @@ crilog_feed_stream(struct crilog *l, int stderr_, const void *buf, size_t n)
 
 	if (l->finished || n == 0)
 		return;
-	s->pub.total += n;
-	decode(s, buf, n);
+	raw(l, s, buf, n);
+}
+
+void
+crilog_out_frame(struct crilog *l, const char *nonce, size_t max)
+{
+	struct frame *fr = &l->fr;
+
+	buf_free(&fr->body);
+	memset(fr, 0, sizeof(*fr));
+	fr->open_len = (size_t)snprintf(fr->open, sizeof(fr->open),
+	    "\x1e" "AIRLOCK-OUT %.64s ", nonce);
+	fr->close_len = (size_t)snprintf(fr->close, sizeof(fr->close),
+	    "\x1e" "AIRLOCK-END %.64s\n", nonce);
+	buf_init(&fr->body, max);
+	fr->state = FR_SCAN;
+}
+
+const char *
+crilog_frame(const struct crilog *l, size_t *len, int *status)
+{
+	const struct frame *fr = &l->fr;
+
+	if (fr->status)
+		*status = fr->status;
+	else if (fr->state == FR_OFF || fr->state == FR_SCAN)
+		*status = CRILOG_FRAME_NONE;
+	else
+		*status = CRILOG_FRAME_INCOMPLETE;
+	*len = *status == CRILOG_FRAME_COMPLETE ? fr->body.len : 0;
+	return *status == CRILOG_FRAME_COMPLETE && fr->body.data ?
+	    fr->body.data : "";
+}
+
+uint64_t
+crilog_frame_bytes(const struct crilog *l)
+{
+	return l->fr.bytes + (l->fr.state != FR_OFF ? l->fr.matched : 0);
 }
 
 void
@@ -360,6 +530,12 @@ crilog_finish(struct crilog *l)
 		l->bad++;
 	l->skipping = 0;
 	buf_free(&l->line);
+	/* A marker begun at the very end was the program's output. */
+	if (l->fr.state == FR_SCAN && l->fr.matched > 0) {
+		stream_bytes(&l->out, (const unsigned char *)l->fr.open,
+		    l->fr.matched);
+		l->fr.matched = 0;
+	}
 	decode_end(&l->out);
 	decode_end(&l->err);
 }
@@ -396,7 +572,7 @@ size_t
 crilog_memory(const struct crilog *l)
 {
 	return sizeof(*l) + l->line.alloc + l->out.text.alloc +
-	    l->err.text.alloc;
+	    l->err.text.alloc + l->fr.body.alloc;
 }
 
 void
@@ -407,5 +583,6 @@ crilog_free(struct crilog *l)
 	buf_free(&l->line);
 	buf_free(&l->out.text);
 	buf_free(&l->err.text);
+	buf_free(&l->fr.body);
 	free(l);
 }

@@ -130,6 +130,35 @@ const struct crilog_stream *crilog_stderr(const struct crilog *l);
  */
 const char *crilog_text(const struct crilog_stream *s, size_t *len);
 
+/*
+ * Files out (execution/artifacts.h): from now on, the frame the runner
+ * writes on stdout after the program's output,
+ *
+ *   0x1e "AIRLOCK-OUT " NONCE " " LEN LF  LEN bytes  0x1e "AIRLOCK-END " NONCE LF
+ *
+ * is taken out of stdout wherever it starts (even mid-line): its bytes
+ * are not the stream's, nor counted in its total. Up to max bytes of the
+ * body are kept; a longer one is counted and dropped (TOO_LARGE). Only
+ * the first frame is taken; stdout after it is the program's again. A
+ * marker that starts but does not match is the program's output, kept.
+ */
+void crilog_out_frame(struct crilog *l, const char *nonce, size_t max);
+
+#define CRILOG_FRAME_NONE	0	/* none seen */
+#define CRILOG_FRAME_COMPLETE	1
+#define CRILOG_FRAME_INCOMPLETE	2	/* it started, the stream ended first */
+#define CRILOG_FRAME_MALFORMED	3	/* a bad length or closing marker */
+#define CRILOG_FRAME_TOO_LARGE	4	/* the body was over max */
+
+/*
+ * The frame's body (borrowed; "" unless COMPLETE) and *len; *status one
+ * of CRILOG_FRAME_*.
+ */
+const char *crilog_frame(const struct crilog *l, size_t *len, int *status);
+
+/* Bytes of the frame seen so far, markers and all (for the output cap). */
+uint64_t crilog_frame_bytes(const struct crilog *l);
+
 /* Records skipped so far as malformed or oversized. */
 uint64_t crilog_bad_records(const struct crilog *l);
 

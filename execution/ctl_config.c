@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "buf.h"
+#include "artifacts.h"
 #include "ctl_config.h"
 #include "quantity.h"
 #include "xmalloc.h"
@@ -40,7 +41,8 @@
 
 static const char *const top_keys[] = { "runtimeClassName",
     "allowCustomImages", "runAsUser", "tmpSizeLimit", "priorityClassName",
-    "profiles", "defaults", "caps", "quota", NULL };
+    "profiles", "defaults", "caps", "quota", "artifacts", NULL };
+static const char *const artifacts_keys[] = { "maxBytes", "maxFiles", NULL };
 static const char *const profile_keys[] = { "image", "command",
     "sourceFile", "policy", NULL };
 static const char *const policy_keys[] = { "denyImports", "allowCommands",
@@ -680,8 +682,50 @@ config_defaults(void)
 	    INT64_C(1) << 30);
 	c->quota_executions = 20;
 	c->quota_stored = 1000;
+	c->artifacts_bytes = ARTIFACTS_DEFAULT_BYTES;
+	c->artifacts_files = ARTIFACTS_DEFAULT_FILES;
 	resources_set(&c->quota, "8", 8000, "8Gi", INT64_C(8) << 30, NULL, 0);
 	return c;
+}
+
+/*
+ * artifacts: {maxBytes, maxFiles}: files out's budget per execution
+ * (execution/artifacts.h); maxFiles 0 turns files out off.
+ */
+static int
+walk_artifacts(struct yamlwalk *w, yaml_node_t *root, struct ctl_config *c)
+{
+	yaml_node_t *map;
+	char *text = NULL;
+	int64_t v, bytes = c->artifacts_bytes;
+	int rc, present;
+
+	if ((rc = get_mapping(w, root, "", "artifacts", &map)) != 0 || map == NULL)
+		return rc;
+	if ((rc = check_keys(w, map, "artifacts", artifacts_keys)) != 0 ||
+	    (rc = get_quantity(w, map, "artifacts", "maxBytes", 0, &text,
+	    &bytes)) != 0)
+		goto out;
+	if (bytes > ARTIFACTS_MAX_BYTES) {
+		rc = yamlwalk_fail(w, "artifacts.maxBytes '%s' is above %d (the "
+		    "files, base64 in one object, must stay under etcd's limit)",
+		    text, ARTIFACTS_MAX_BYTES);
+		goto out;
+	}
+	c->artifacts_bytes = bytes;
+	if ((rc = get_int(w, map, "artifacts", "maxFiles", &v, &present)) != 0)
+		goto out;
+	if (present && (v < 0 || v > ARTIFACTS_MAX_FILES)) {
+		rc = yamlwalk_fail(w, "artifacts.maxFiles %lld is refused: it must "
+		    "be from 0 (files out off) to %d", (long long)v,
+		    ARTIFACTS_MAX_FILES);
+		goto out;
+	}
+	if (present)
+		c->artifacts_files = v;
+out:
+	free(text);
+	return rc;
 }
 
 static int
@@ -712,7 +756,8 @@ config_walk(struct yamlwalk *w, yaml_node_t *root, struct ctl_config *c)
 	    (rc = walk_resources(w, root, "caps", &c->caps, NULL, NULL)) != 0 ||
 	    (rc = walk_resources(w, root, "quota", &c->quota,
 	    &c->quota_executions, &c->quota_stored)) != 0 ||
-	    (rc = check_caps(w, c)) != 0)
+	    (rc = check_caps(w, c)) != 0 ||
+	    (rc = walk_artifacts(w, root, c)) != 0)
 		return rc;
 	return walk_profiles(w, root, c);
 }

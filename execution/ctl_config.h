@@ -77,6 +77,9 @@ struct ctl_config {
 	 */
 	int64_t			 quota_stored;
 	struct ctl_resources	 quota;			/* cpu/memory; default 8/8Gi; ephemeral unused */
+	/* Files out's budget per execution (artifacts.h); files 0: off. */
+	int64_t			 artifacts_bytes;	/* default 1 MiB, at most 1 MiB */
+	int64_t			 artifacts_files;	/* default 64, at most 256 */
 };
 
 /*

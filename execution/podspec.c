@@ -7,6 +7,7 @@
 #include "buf.h"
 #include "client.h"
 #include "codetar.h"
+#include "artifacts.h"
 #include "podspec.h"
 #include "jsonsize.h"
 #include "quantity.h"
@@ -190,6 +191,9 @@ podspec_check_reserved(json_t *spec, const char *source_file,
 			return k8s_error_set(err, K8S_EINVAL, 0, NULL,
 			    "spec.env[%zu].name: '%.128s': names starting with "
 			    PODSPEC_TAR_ENV " are Airlock's", i, n);
+		if (n && strcmp(n, ARTIFACTS_ENV) == 0)
+			return k8s_error_set(err, K8S_EINVAL, 0, NULL,
+			    "spec.env[%zu].name: '%s' is Airlock's", i, n);
 	}
 
 	json_array_foreach(json_object_get(spec, "files"), i, f) {
@@ -426,8 +430,23 @@ podspec_build(const struct ctl_config *cfg, json_t *cx,
 
 	cmd = json_array();
 	ev = env(spec, direct);
+	/* Files out, for the runner's warm (not a custom image's command). */
+	if (image == NULL && strcmp(p->command[0], RUNNER) == 0 &&
+	    cfg->artifacts_files > 0) {
+		char nonce[33], v[128];
+
+		artifacts_nonce(uid, nonce);
+		snprintf(v, sizeof(v), "%s %lld %lld", nonce,
+		    (long long)cfg->artifacts_bytes, (long long)cfg->artifacts_files);
+		json_array_append_new(ev, json_pack("{s:s, s:s}", "name",
+		    ARTIFACTS_ENV, "value", v));
+		snprintf(v, sizeof(v), "%lld %lld", (long long)cfg->artifacts_bytes,
+		    (long long)cfg->artifacts_files);
+		json_object_set_new(json_object_get(md, "annotations"),
+		    ARTIFACTS_ANN, json_string(v));
+	}
 	if (direct) {
-		size_t chunks;
+		size_t chunks = 0;
 		char nb[32];
 
 		if (tar_env(ev, code.data, code.items, &chunks, err) != 0) {

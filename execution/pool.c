@@ -10,6 +10,7 @@
 #include "cx.h"
 #include "jsonsize.h"
 #include "podspec.h"
+#include "artifacts.h"
 #include "pool.h"
 #include "quantity.h"
 #include "xmalloc.h"
@@ -162,14 +163,19 @@ pool_holder(const struct ctl_config *cfg, json_t *pool, struct k8s_error *err)
 	    "/proc/1/cmdline", "periodSeconds", 1, "timeoutSeconds", 5,
 	    "failureThreshold", 300));
 	{
-		/* A direct pod's code (podspec.h): a holder has none. */
+		/*
+		 * A direct pod's code (podspec.h): a holder has none; nor files
+		 * out's nonce, the claim's execution's (pool_claim_patch).
+		 */
 		json_t *env = json_object_get(c, "env"), *e;
 		size_t i;
 
 		for (i = 0; (e = json_array_get(env, i)) != NULL;)
 			if (strncmp(json_string_value(json_object_get(e,
 			    "name")), PODSPEC_TAR_ENV,
-			    strlen(PODSPEC_TAR_ENV)) == 0)
+			    strlen(PODSPEC_TAR_ENV)) == 0 ||
+			    strcmp(json_string_value(json_object_get(e, "name")),
+			    ARTIFACTS_ENV) == 0)
 				json_array_remove(env, i);
 			else
 				i++;
@@ -307,6 +313,19 @@ pool_claim_patch(const struct ctl_config *cfg, json_t *cx, json_t *holder,
 	/* The program's files are in the working directory, not a volume. */
 	json_array_append_new(env, json_pack("{s:s, s:s}", "name",
 	    "AIRLOCK_CODE_DIR", "value", WORK_DIR));
+	/* Files out (artifacts.h), as a cold run of the runner has them. */
+	if (cfg->artifacts_files > 0) {
+		char nonce[33], ov[128];
+
+		artifacts_nonce(uid, nonce);
+		snprintf(ov, sizeof(ov), "%s %lld %lld", nonce,
+		    (long long)cfg->artifacts_bytes, (long long)cfg->artifacts_files);
+		json_array_append_new(env, json_pack("{s:s, s:s}", "name",
+		    ARTIFACTS_ENV, "value", ov));
+		snprintf(ov, sizeof(ov), "%lld %lld", (long long)cfg->artifacts_bytes,
+		    (long long)cfg->artifacts_files);
+		json_object_set_new(ann, ARTIFACTS_ANN, json_string(ov));
+	}
 	proc = json_pack("{s:o, s:o, s:o, s:b}", "argv", argv, "env", env,
 	    "files", files, "stdin", json_object_get(spec, "stdin") != NULL);
 	bytes += jsonsize_value(proc);

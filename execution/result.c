@@ -103,6 +103,11 @@ cx_result_outcome(const struct cx_run_end *e, struct cx_outcome *o)
 		    "execution's %zu-byte storage budget", e->out_keep,
 		    e->err_keep, e->budget);
 	}
+	if (e->out_note && *e->out_note) {
+		size_t m = strlen(o->message);
+
+		snprintf(o->message + m, sizeof(o->message) - m, "%s", e->out_note);
+	}
 	o->reason_name = cx_reason_name(o->reason);
 	o->phase = cx_phase_name(cx_reason_phase(o->reason));
 }
@@ -169,5 +174,7 @@ cx_result_status(const struct cx_run_end *e, struct cx_outcome *op)
 	if (st && e->cpu_ns >= 0)
 		json_object_set_new(st, "cpuTimeMillis",
 		    json_integer(e->cpu_ns / 1000000));
+	if (st && json_array_size(e->artifacts) > 0)
+		json_object_set(st, "artifacts", e->artifacts);
 	return st;
 }

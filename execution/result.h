@@ -60,6 +60,13 @@ struct cx_run_end {
 
 	int64_t		 peak_memory;	/* bytes; -1 unknown */
 	int64_t		 cpu_ns;	/* -1 unknown */
+
+	/*
+	 * Files out (execution/artifacts.h): status.artifacts (borrowed; NULL
+	 * or empty: none), and what the message adds about them (NULL: "").
+	 */
+	json_t		*artifacts;
+	const char	*out_note;
 };
 
 struct cx_outcome {
@@ -67,7 +74,7 @@ struct cx_outcome {
 	const char	*phase;		/* static strings */
 	const char	*reason_name;
 	int		 exit_code;	/* status.exitCode: 137 when killed */
-	char		 message[640];
+	char		 message[1600];
 };
 
 /* Phase, reason, message and exit code of a run that ended as e says. */

@@ -36,6 +36,28 @@ die() { echo "images/build.sh: $*" >&2; exit 1; }
 . "$here/profiles.sh"
 runner_packages() { profile_packages "${1#runner-}"; }
 runner_cmd() { profile_cmd "${1#runner-}"; }
+runner_env() { profile_env "${1#runner-}"; }
+# Packages a runner's Depends pull in that its runtime never loads, purged
+# after the install (dpkg --force-depends: the image is never upgraded).
+# python-data: Debian's python3-fonttools depends on scipy, sympy and lxml,
+# scipy on pythran and so on a C++ toolchain with its headers and boost's:
+# 650 MB of a 1.1 GB image. numpy, pandas and matplotlib need none of it.
+runner_purge() {
+	case $1 in
+	runner-python-data)
+		echo "libboost1.74-dev gcc gcc-12 g++ g++-12 cpp cpp-12 libstdc++-12-dev" \
+		     "libgcc-12-dev libc6-dev libc-dev-bin linux-libc-dev libcrypt-dev" \
+		     "libnsl-dev libtirpc-dev rpcsvc-proto binutils binutils-common" \
+		     "binutils-x86-64-linux-gnu libbinutils libctf0 libctf-nobfd0" \
+		     "libgprofng0 libasan8 libtsan2 liblsan0 libubsan1 libitm1 libcc1-0" \
+		     "libisl23 libmpc3 libopenblas-pthread-dev libopenblas-dev" \
+		     "libblas-dev liblapack-dev libpython3.11-dev libpython3-dev" \
+		     "python3.11-dev python3-dev libexpat1-dev zlib1g-dev" \
+		     "python3-pythran python3-gast python3-beniget python3-scipy" \
+		     "python3-sympy python3-mpmath unicode-data python3-lxml libxslt1.1" \
+		     "libxml2 libicu72" ;;
+	esac
+}
 ALL=(pause $(profiles_names | sed 's/^/runner-/'))
 
 # The machine's own apt sources: no mirror's address is written anywhere in
@@ -65,7 +87,8 @@ key() {
 		{ cat "$here/build.sh" "$here/runner/run" "$here/runner/warm.c" \
 		  "$here/runner/policy.py" "$here/runner/policy.sh" "$here/runner/policy.bashrc" \
 		  "$(apt_sources)"; suite; arch; gcc --version | head -n1
-		  runner_packages "$1"; runner_cmd "$1"; } | hash_of ;;
+		  runner_packages "$1"; runner_cmd "$1"; runner_env "$1"
+		  runner_purge "$1"; } | hash_of ;;
 	daemon-base)
 		{ cat "$here/build.sh" "$(apt_sources)"; suite; arch; } | hash_of ;;
 	controller|node-agent)
@@ -124,6 +147,14 @@ build_runner() {
 	local name=$1 out=$2 ref=$3 d pkgs
 	d=$(mktemp -d "$cache/.$name.XXXXXX")
 	pkgs=$(runner_packages "$name")
+	# The purge (runner_purge), a script the hook runs on the new root.
+	{
+		echo '#!/bin/sh'
+		echo "want=\"$(runner_purge "$name")\""
+		echo '[ -n "$want" ] || exit 0'
+		echo 'have=$(chroot "$1" dpkg-query -W -f="\${Package}\n" $want 2>/dev/null)'
+		echo '[ -z "$have" ] || chroot "$1" dpkg --purge --force-depends $have >/dev/null'
+	} >"$d/purge.sh"
 	# /airlock/bin/warm: static, so that it needs nothing of the image.
 	gcc -static -O2 -s -o "$d/warm" "$here/runner/warm.c" ||
 		{ rm -rf "$d"; die "cannot build images/runner/warm.c"; }
@@ -136,8 +167,11 @@ build_runner() {
 	# merged-usr hook: a merged /usr made by mmdebstrap itself, with the
 	# usr-is-merged marker instead of the usrmerge package, which would pull
 	# in the whole of perl (~50 MB per image, imported at every start).
+	# No Recommends, as the Dockerfile's --no-install-recommends: with
+	# them python-data was 1.1 GB (scipy, sympy, gcc and its headers).
 	mmdebstrap --quiet --variant=essential --mode=root \
 		--hook-dir=/usr/share/mmdebstrap/hooks/merged-usr \
+		--aptopt='Apt::Install-Recommends "false"' \
 		${pkgs:+--include="$pkgs"} \
 		--dpkgopt='path-exclude=/usr/share/doc/*' \
 		--dpkgopt='path-include=/usr/share/doc/*/copyright' \
@@ -146,16 +180,19 @@ build_runner() {
 		--dpkgopt='path-exclude=/usr/share/locale/*' \
 		--customize-hook='mkdir -p "$1/airlock/bin" "$1/airlock/code" "$1/airlock/work"' \
 		--customize-hook='chmod 1777 "$1/airlock/work"' \
+		--customize-hook='ln -s /tmp/airlock-out "$1/airlock/out"' \
 		--customize-hook="install -m 0755 '$here/runner/run' \"\$1/airlock/bin/run\"" \
 		--customize-hook="install -m 0755 '$d/warm' \"\$1/airlock/bin/warm\"" \
 		--customize-hook="install -m 0644 '$here/runner/policy.py' '$here/runner/policy.sh' '$here/runner/policy.bashrc' \"\$1/airlock/bin/\"" \
 		--customize-hook='echo "airlock:x:65532:65532:airlock runner:/airlock/work:/usr/sbin/nologin" >>"$1/etc/passwd"' \
 		--customize-hook='echo "airlock:x:65532:" >>"$1/etc/group"' \
+		--customize-hook="sh '$d/purge.sh' \"\$1\"" \
 		--customize-hook='rm -rf "$1"/var/cache/* "$1"/var/log/* "$1"/var/lib/apt/lists/*' \
+		--customize-hook='if [ -f "$1/etc/matplotlibrc" ]; then sed -i "/^[[:space:]]*backend[[:space:]]*:/d" "$1/etc/matplotlibrc"; echo "backend: Agg" >>"$1/etc/matplotlibrc"; fi' \
 		"$(suite)" "$d/layer.tar" "$(apt_sources)" >"$d/mmdebstrap.log" 2>&1 ||
 		{ tail -n 40 "$d/mmdebstrap.log" >&2; rm -rf "$d"; die "mmdebstrap failed for $name"; }
 	oci_archive "$out" "$ref" "$d/layer.tar" \
-		"\"User\":\"65532:65532\",\"Env\":[\"PATH=/usr/local/bin:/usr/bin:/bin\",\"LANG=C.UTF-8\",\"AIRLOCK_CODE_DIR=/airlock/code\"],\"WorkingDir\":\"/airlock/work\",\"Entrypoint\":[\"/airlock/bin/run\"],\"Cmd\":[$(runner_cmd "$name")]"
+		"\"User\":\"65532:65532\",\"Env\":[\"PATH=/usr/local/bin:/usr/bin:/bin\",\"LANG=C.UTF-8\",\"AIRLOCK_CODE_DIR=/airlock/code\"$(e=$(runner_env "$name"); [ -n "$e" ] && echo ",$e")],\"WorkingDir\":\"/airlock/work\",\"Entrypoint\":[\"/airlock/bin/run\"],\"Cmd\":[$(runner_cmd "$name")]"
 	rm -rf "$d"
 }
 

@@ -21,8 +21,8 @@ mkdir -p "$local_dir"
 for rt in "${runtimes[@]}"; do
 	profiles_names | grep -qxF "$rt" || { echo "images/local.sh: unknown runtime '$rt' (not in $profiles_values)" >&2; exit 2; }
 	out=$("$here/build.sh" "runner-$rt")
-	ref=$(sed -n 's/^RUNNER_[A-Z]*_IMAGE=//p' <<<"$out")
-	tar=$(sed -n 's/^RUNNER_[A-Z]*_IMAGE_TAR=//p' <<<"$out")
+	ref=$(sed -n 's/^RUNNER_[A-Z_]*_IMAGE=//p' <<<"$out")
+	tar=$(sed -n 's/^RUNNER_[A-Z_]*_IMAGE_TAR=//p' <<<"$out")
 	dir=$local_dir/$rt-${ref##*:}
 	if [ ! -x "$dir/rootfs/airlock/bin/run" ]; then
 		tmp=$(mktemp -d "$local_dir/.$rt.XXXXXX")

@@ -38,6 +38,17 @@ profile_cmd() {
 	}'
 }
 
+# The environment of runtime NAME's image beyond the base's: its Dockerfile
+# target's `ENV K=V` lines, as JSON strings "K=V","K2=V2" (or nothing).
+profile_env() {
+	awk -v n="$1" '
+	/^FROM / { intarget = ($NF == n); next }
+	intarget && /^ENV [A-Za-z_][A-Za-z0-9_]*=[^ "]*$/ {
+		out = out (out == "" ? "" : ",") "\"" $2 "\""
+	}
+	END { print out }' "$profiles_dockerfile"
+}
+
 # The Debian packages of runtime NAME: its Dockerfile target's apt-get install.
 profile_packages() {
 	awk -v n="$1" '

@@ -24,6 +24,7 @@
 #include <unistd.h>
 
 #include "agent_priv.h"
+#include "artifacts.h"
 #include "clock.h"
 #include "cx.h"
 #include "log.h"
@@ -139,6 +140,18 @@ agent_pod_limits(json_t *pod, struct agent_limits *out)
 	out->policy = json_is_string(json_object_get(ann, CX_ANN_POLICY)) &&
 	    strcmp(json_string_value(json_object_get(ann, CX_ANN_POLICY)),
 	    "true") == 0;
+	{
+		const char *o = json_string_value(json_object_get(ann, ARTIFACTS_ANN));
+		unsigned long long b, f;
+		char extra;
+
+		out->out_bytes = out->out_files = 0;
+		if (o && sscanf(o, "%llu %llu%c", &b, &f, &extra) == 2 &&
+		    b <= ARTIFACTS_MAX_BYTES && f <= ARTIFACTS_MAX_FILES) {
+			out->out_bytes = (size_t)b;
+			out->out_files = (size_t)f;
+		}
+	}
 	return 0;
 }
 
@@ -164,7 +177,20 @@ agent_learn_pod(struct run *r, json_t *pod)
 		r->budget = lim.budget;
 		r->stream = lim.stream;
 		r->policy = lim.policy;
+		r->out_bytes = lim.out_bytes;
+		r->out_files = lim.out_files;
 		r->log = crilog_new(r->max_out, MAX_RECORD);
+		if (r->out_files > 0) {
+			char nonce[33];
+
+			/*
+			 * The frame's base64: the files, a header and padding
+			 * each, the runner's list of what it left out, the end.
+			 */
+			artifacts_nonce(r->cx_uid, nonce);
+			crilog_out_frame(r->log, nonce, (r->out_bytes +
+			    r->out_files * 1024 + 65536 + 1024 + 2) / 3 * 4);
+		}
 		agent_arm_deadline(r);
 	}
 }
@@ -347,7 +373,7 @@ trim_pod(json_t *pod)
 {
 	static const char *const keep[] = { CX_ANN_NAME,
 	    CX_ANN_TIMEOUT_MS, CX_ANN_MAX_OUTPUT,
-	    CX_ANN_OUTPUT_BUDGET, CX_ANN_STREAM, CX_ANN_POLICY };
+	    CX_ANN_OUTPUT_BUDGET, CX_ANN_STREAM, CX_ANN_POLICY, ARTIFACTS_ANN };
 	json_t *md = json_object_get(pod, "metadata");
 	json_t *ann = json_object_get(md, "annotations");
 	json_t *euid = json_object_get(json_object_get(md, "labels"),

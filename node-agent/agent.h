@@ -94,6 +94,8 @@ struct agent_limits {
 	size_t		 budget;
 	int		 stream;	/* airlock.dev/stream: "true" */
 	int		 policy;	/* airlock.dev/policy: "true" */
+	/* Files out (airlock.dev/out, execution/artifacts.h); 0 0: off. */
+	size_t		 out_bytes, out_files;
 	const char	*cx, *cx_uid;
 };
 int agent_pod_limits(json_t *pod, struct agent_limits *out);

@@ -92,6 +92,7 @@ struct run {
 	/* Live output (spec.output.stream): copies into the status so far. */
 	int		 stream;
 	int		 policy;	/* its profile has a code policy */
+	size_t		 out_bytes, out_files;	/* files out's budget; 0 0: off */
 	int		 flushing;		/* a copy in flight: not freed */
 	int		 nflush;
 	long long	 flushed_bytes;		/* charged so far, of RUN_MAX */

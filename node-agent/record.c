@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "agent_priv.h"
+#include "artifacts.h"
 #include "jsonsize.h"
 #include "log.h"
 #include "xmalloc.h"
@@ -43,9 +44,97 @@ agent_fit_output(const char *out, size_t olen, const char *err, size_t elen,
  * output is left out and the execution fails ResultTooLarge, so that it
  * still ends.
  */
+/*
+ * Files out: the runner's frame, checked (artifacts_parse), its files
+ * stored in the execution's CodeExecutionArtifacts; *list gets
+ * status.artifacts (NULL: none) and note what the message adds.
+ */
+static void
+files_out(struct agent *a, struct run *r, json_t **list, char *note,
+    size_t note_size)
+{
+	struct artifacts arts;
+	struct k8s_error err;
+	const char *body;
+	size_t len;
+	int st, rc;
+	json_t *obj, *cur = NULL;
+
+	*list = NULL;
+	note[0] = '\0';
+	if (r->out_files == 0 || r->log == NULL)
+		return;
+	body = crilog_frame(r->log, &len, &st);
+	switch (st) {
+	case CRILOG_FRAME_NONE:
+		return;
+	case CRILOG_FRAME_TOO_LARGE:
+		snprintf(note, note_size, "; no files out: more than the %zu-byte "
+		    "budget arrived", r->out_bytes);
+		return;
+	case CRILOG_FRAME_INCOMPLETE:
+		snprintf(note, note_size, "; no files out: the program's end cut "
+		    "them short");
+		return;
+	case CRILOG_FRAME_MALFORMED:
+		snprintf(note, note_size, "; no files out: they arrived malformed");
+		return;
+	}
+	artifacts_parse(body, len, r->out_bytes, r->out_files, &arts);
+	artifacts_message(&arts, note, note_size);
+	if (arts.nfiles == 0) {
+		artifacts_free(&arts);
+		return;
+	}
+	obj = artifacts_object(&arts, r->ns, r->cx, r->cx_uid, a->o.node_name);
+	rc = k8s_create(a->client, &artifacts_resource, r->ns, obj, NULL, &err);
+	json_decref(obj);
+	if (rc == K8S_EEXIST &&
+	    k8s_get(a->client, &artifacts_resource, r->ns, r->cx, &cur, &err) == 0) {
+		/*
+		 * Ours, from an earlier try of this record: this execution's,
+		 * this node's, these files.
+		 */
+		json_t *md = json_object_get(cur, "metadata"), *want, *have, *f;
+		const char *uid = json_string_value(json_object_get(json_object_get(
+		    md, "labels"), CX_LABEL_UID));
+		const char *node = json_string_value(json_object_get(json_object_get(
+		    md, "annotations"), ARTIFACTS_ANN_NODE));
+		size_t i;
+
+		want = artifacts_status(&arts);
+		have = json_array();
+		json_array_foreach(json_object_get(cur, "files"), i, f)
+			json_array_append_new(have, json_pack("{s:O?, s:O?, s:O?, s:O?}",
+			    "path", json_object_get(f, "path"), "size",
+			    json_object_get(f, "size"), "sha256", json_object_get(f,
+			    "sha256"), "contentType", json_object_get(f, "contentType")));
+		rc = uid && strcmp(uid, r->cx_uid) == 0 && node &&
+		    strcmp(node, a->o.node_name) == 0 && json_equal(want, have) ? 0 :
+		    K8S_EEXIST;
+		if (rc != 0)
+			snprintf(err.message, sizeof(err.message), "another "
+			    "CodeExecutionArtifacts of the name is there");
+		json_decref(want);
+		json_decref(have);
+		json_decref(cur);
+	}
+	if (rc == 0)
+		*list = artifacts_status(&arts);
+	else {
+		size_t n = strlen(note);
+
+		log_warn("cannot store files out", "execution=%s/%s error=\"%s\"",
+		    r->ns, r->cx, err.message);
+		snprintf(note + n, note_size - n, "; %zu files out not stored: %.200s",
+		    arts.nfiles, err.message);
+	}
+	artifacts_free(&arts);
+}
+
 static json_t *
 result_patch(struct agent *a, struct run *r, const char *expect,
-    const char *refused, const char **reasonp)
+    const char *refused, const char **reasonp, json_t *arts, const char *note)
 {
 	char sched[300];
 	struct cx_run_end e = { .why = r->why, .oom = r->oom, .policy = r->policy,
@@ -55,7 +144,8 @@ result_patch(struct agent *a, struct run *r, const char *expect,
 	    .exited_ns = r->exited_ns, .node = a->o.node_name,
 	    .scheduled = sched, .out = crilog_stdout(r->log),
 	    .err = crilog_stderr(r->log), .budget = r->budget,
-	    .peak_memory = r->usage.peak_memory, .cpu_ns = r->usage.cpu_ns };
+	    .peak_memory = r->usage.peak_memory, .cpu_ns = r->usage.cpu_ns,
+	    .artifacts = arts, .out_note = note };
 	struct cx_outcome oc;
 	size_t olen, elen, i;
 	const char *key;
@@ -182,11 +272,12 @@ agent_record(struct agent *a, struct run *r)
 	    .subresource = "status" };
 	struct k8s_error err;
 	const char *reason = NULL;
-	json_t *patch[2];
-	char *ph, refused[256];
+	json_t *patch[2], *arts;
+	char *ph, refused[256], note[1024];
 	int gone, done = -1, rc = K8S_EHTTP, big = 0;
 
 	refused[0] = '\0';
+	files_out(a, r, &arts, note, sizeof(note));
 	for (int attempt = 0; attempt < 2 && done < 0; attempt++) {
 		if (attempt == 1 && !big)
 			break;
@@ -198,7 +289,7 @@ agent_record(struct agent *a, struct run *r)
 		pthread_mutex_lock(&a->lock);
 		for (int i = 0; i < 2; i++)
 			patch[i] = result_patch(a, r, expect[i], attempt ?
-			    refused : NULL, &reason);
+			    refused : NULL, &reason, arts, note);
 		pthread_mutex_unlock(&a->lock);
 		for (int i = 0; i < 2 && done < 0 && !big; i++) {
 			rc = k8s_patch(a->client, &cx_resource, r->ns, r->cx, &po,
@@ -234,6 +325,7 @@ agent_record(struct agent *a, struct run *r)
 		json_decref(patch[0]);
 		json_decref(patch[1]);
 	}
+	json_decref(arts);
 	if (done >= 0)
 		return done;
 	/* The tests failed: see what the execution is now. */

@@ -340,7 +340,9 @@ agent_decide(const struct run *r, long long hard_cap, long poll_ms,
 		const struct crilog_stream *o = crilog_stdout(r->log);
 		const struct crilog_stream *e = crilog_stderr(r->log);
 
-		if ((long long)(o->total + e->total) > hard_cap)
+		/* The files out's frame counts too: a forged one is output. */
+		if ((long long)(o->total + e->total +
+		    crilog_frame_bytes(r->log)) > hard_cap)
 			*why = CX_KILL_OUTPUT;
 		else if (r->deadline_ns && wall_ns >= r->deadline_ns)
 			*why = CX_KILL_DEADLINE;

@@ -72,3 +72,34 @@ out:
 	free(dst);
 	return rc;
 }
+
+char *
+base64_encode(const void *in, size_t len, size_t *outlen)
+{
+	static const char abc[] =
+	    "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+	const unsigned char *p = in;
+	size_t n = (len + 2) / 3 * 4, o = 0, i;
+	char *out = xmalloc(n + 1);
+
+	for (i = 0; i + 2 < len; i += 3) {
+		unsigned v = (unsigned)p[i] << 16 | (unsigned)p[i + 1] << 8 | p[i + 2];
+
+		out[o++] = abc[v >> 18];
+		out[o++] = abc[(v >> 12) & 63];
+		out[o++] = abc[(v >> 6) & 63];
+		out[o++] = abc[v & 63];
+	}
+	if (i < len) {
+		unsigned v = (unsigned)p[i] << 16 | (i + 1 < len ? (unsigned)p[i + 1] << 8 : 0);
+
+		out[o++] = abc[v >> 18];
+		out[o++] = abc[(v >> 12) & 63];
+		out[o++] = i + 1 < len ? abc[(v >> 6) & 63] : '=';
+		out[o++] = '=';
+	}
+	out[o] = '\0';
+	if (outlen)
+		*outlen = o;
+	return out;
+}

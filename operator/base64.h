@@ -20,4 +20,10 @@
 int base64_decode(const char *in, size_t len, char **out, size_t *outlen)
     __attribute__((warn_unused_result));
 
+/*
+ * Encode len bytes of in, without line breaks: a new NUL-terminated
+ * string of *outlen (may be NULL) bytes, which the caller frees.
+ */
+char *base64_encode(const void *in, size_t len, size_t *outlen);
+
 #endif

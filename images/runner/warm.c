@@ -16,6 +16,25 @@
  *                                 removed before the program runs; a
  *                                 .stdin it holds is the program's stdin
  *                                 (unlinked first), else /dev/null
+ *   warm --run PROGRAM [ARG...]   nothing to unpack (run's volume pods):
+ *                                 only the files out below
+ *
+ * Files out (execution/artifacts.h): with AIRLOCK_OUT set ("NONCE
+ * MAXBYTES MAXFILES", removed before the program runs), the program runs
+ * as a child in a process group of its own, with /airlock/out (a symlink
+ * to /tmp/airlock-out in the runner images) made first. When it has
+ * exited, what is left of its group is killed, and the regular files
+ * under /airlock/out, by path, as many as MAXFILES and MAXBYTES allow,
+ * are written to standard output after everything the program wrote,
+ * framed so that the node agent takes them out of the stream:
+ *
+ *   "\x1e" "AIRLOCK-OUT " NONCE " " LEN "\n"  LEN bytes: a ustar, in base64
+ *   "\x1e" "AIRLOCK-END " NONCE "\n"
+ *
+ * The archive's last entry, ".airlock-dropped", lists what was left out,
+ * a line each: "SIZE<TAB>REASON<TAB>PATH". Then warm exits with the
+ * program's status (128 + the signal that killed it). Without
+ * AIRLOCK_OUT it becomes the program, as before.
  *
  * The archive is execution/codetar.h's: ustar, regular files only, paths
  * relative. Anything else (another entry type, an absolute path, a ".."
@@ -23,13 +42,16 @@
  * refused: exit 125 with a message on stderr, and the program never runs.
  * Static (gcc -static), so it needs nothing of the image but a kernel.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #define BLOCK		512
@@ -294,12 +316,411 @@ become(int fd, char **argv)
 	return 127;
 }
 
+/* --- files out ----------------------------------------------------------- */
+
+#define OUT_ENV		"AIRLOCK_OUT"
+#ifndef OUT_DIR		/* the unit tests' build sets its own */
+#define OUT_DIR		"/airlock/out"	/* -> OUT_REAL in the runner images */
+#define OUT_REAL	"/tmp/airlock-out"
+#endif
+#define OUT_DROPPED	".airlock-dropped"
+#define OUT_MAX_WALK	4096	/* entries looked at, files and directories */
+#define OUT_MAX_DEPTH	16
+#define OUT_PATH_MAX	255	/* what a ustar name and prefix hold */
+
+struct outfile {
+	char		*path;		/* relative to OUT_DIR */
+	long long	 size;
+	const char	*why;		/* NULL: sent; else why it was left out */
+};
+
+static struct outfile *outs;
+static size_t nouts, aouts, walked;
+static char out_nonce[65];
+static long long out_max_bytes, out_max_files;
+
+static void
+out_add(const char *path, long long size, const char *why)
+{
+	if (nouts == aouts) {
+		aouts = aouts ? aouts * 2 : 32;
+		if ((outs = realloc(outs, aouts * sizeof(*outs))) == NULL)
+			die("%s", "out of memory");
+	}
+	if ((outs[nouts].path = strdup(path)) == NULL)
+		die("%s", "out of memory");
+	outs[nouts].size = size;
+	outs[nouts++].why = why;
+}
+
+/* A name the archive, a status and a terminal can show: printable ASCII. */
+static int
+out_name_ok(const char *p)
+{
+	for (; *p; p++)
+		if ((unsigned char)*p < 0x20 || (unsigned char)*p >= 0x7f ||
+		    *p == '\\')
+			return 0;
+	return 1;
+}
+
+/* Every entry under OUT_DIR/rel (rel "" at the top), depth first. */
+static void
+out_walk(const char *rel, int depth)
+{
+	char dir[OUT_PATH_MAX + sizeof(OUT_DIR) + 2], path[OUT_PATH_MAX + 1];
+	struct dirent *e;
+	struct stat st;
+	DIR *d;
+
+	snprintf(dir, sizeof(dir), "%s%s%s", OUT_DIR, *rel ? "/" : "", rel);
+	if ((d = opendir(dir)) == NULL)
+		return;
+	while ((e = readdir(d)) != NULL) {
+		int n;
+
+		if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
+			continue;
+		n = snprintf(path, sizeof(path), "%s%s%s", rel, *rel ? "/" : "",
+		    e->d_name);
+		if (++walked > OUT_MAX_WALK) {
+			out_add(n < (int)sizeof(path) ? path : e->d_name, -1,
+			    "past the 4096 entries looked at");
+			break;
+		}
+		if (n >= (int)sizeof(path)) {
+			out_add(e->d_name, -1, "its path is over 255 bytes");
+			continue;
+		}
+		if (fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0)
+			continue;
+		if (S_ISDIR(st.st_mode)) {
+			if (depth >= OUT_MAX_DEPTH)
+				out_add(path, -1, "nested over 16 directories deep");
+			else
+				out_walk(path, depth + 1);
+		} else if (!S_ISREG(st.st_mode))
+			out_add(path, -1, "not a regular file");
+		else if (!out_name_ok(path))
+			out_add("(a name that is not printable ASCII)", st.st_size,
+			    "its name is not printable ASCII");
+		else if (depth == 0 && strcmp(path, OUT_DROPPED) == 0)
+			out_add(path, st.st_size, "the name is the list of left-out files'");
+		else
+			out_add(path, st.st_size, NULL);
+	}
+	closedir(d);
+}
+
+static int
+out_cmp(const void *a, const void *b)
+{
+	return strcmp(((const struct outfile *)a)->path,
+	    ((const struct outfile *)b)->path);
+}
+
+static void
+raw_write(const void *p, size_t n)
+{
+	const char *c = p;
+
+	while (n > 0) {
+		ssize_t w = write(1, c, n);
+
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0)
+			exit(125);	/* stdout gone: nobody to tell */
+		c += w;
+		n -= (size_t)w;
+	}
+}
+
+/*
+ * The archive goes out in base64: the CRI log a cold run's stdout passes
+ * through drops a CR before an LF (containerd's line reader), and a PNG
+ * starts with one.
+ */
+static unsigned char b64_in[3];
+static size_t b64_have;
+static char b64_buf[65536];
+static size_t b64_len;
+
+static void
+b64_flush(void)
+{
+	raw_write(b64_buf, b64_len);
+	b64_len = 0;
+}
+
+static void
+b64_group(const unsigned char *g, size_t n)
+{
+	static const char abc[] =
+	    "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+	unsigned v = (unsigned)g[0] << 16 | (n > 1 ? (unsigned)g[1] << 8 : 0) |
+	    (n > 2 ? g[2] : 0);
+
+	if (b64_len + 4 > sizeof(b64_buf))
+		b64_flush();
+	b64_buf[b64_len++] = abc[v >> 18];
+	b64_buf[b64_len++] = abc[(v >> 12) & 63];
+	b64_buf[b64_len++] = n > 1 ? abc[(v >> 6) & 63] : '=';
+	b64_buf[b64_len++] = n > 2 ? abc[v & 63] : '=';
+}
+
+/* n bytes of the archive, encoded. */
+static void
+out_write(const void *p, size_t n)
+{
+	const unsigned char *c = p;
+
+	while (n > 0) {
+		b64_in[b64_have++] = *c++;
+		n--;
+		if (b64_have == 3) {
+			b64_group(b64_in, 3);
+			b64_have = 0;
+		}
+	}
+}
+
+static void
+out_write_end(void)
+{
+	if (b64_have > 0)
+		b64_group(b64_in, b64_have);
+	b64_have = 0;
+	b64_flush();
+}
+
+/* A ustar header for path of size bytes. */
+static void
+out_header(char h[BLOCK], const char *path, long long size)
+{
+	size_t len = strlen(path), i;
+	unsigned sum = 0;
+	const char *slash;
+
+	memset(h, 0, BLOCK);
+	if (len <= 100)
+		memcpy(h, path, len);
+	else {
+		/* prefix/name: the last '/' that leaves both within bounds. */
+		for (slash = path + len; slash > path; slash--)
+			if (*slash == '/' && (size_t)(slash - path) <= 155 &&
+			    len - (size_t)(slash - path) - 1 <= 100)
+				break;
+		memcpy(h + 345, path, (size_t)(slash - path));
+		memcpy(h, slash + 1, len - (size_t)(slash - path) - 1);
+	}
+	snprintf(h + 100, 8, "%07o", 0644);
+	snprintf(h + 108, 8, "%07o", 65532);
+	snprintf(h + 116, 8, "%07o", 65532);
+	snprintf(h + 124, 12, "%011llo", size);
+	snprintf(h + 136, 12, "%011o", 0);
+	h[156] = '0';
+	memcpy(h + 257, "ustar", 6);
+	memcpy(h + 263, "00", 2);
+	memset(h + 148, ' ', 8);
+	for (i = 0; i < BLOCK; i++)
+		sum += (unsigned char)h[i];
+	snprintf(h + 148, 8, "%06o", sum);
+}
+
+/* Can path go in a ustar header (a name of 100, a prefix of 155)? */
+static int
+out_fits(const char *path)
+{
+	size_t len = strlen(path);
+	const char *s;
+
+	if (len <= 100)
+		return 1;
+	for (s = path + len; s > path; s--)
+		if (*s == '/' && (size_t)(s - path) <= 155 &&
+		    len - (size_t)(s - path) - 1 <= 100)
+			return 1;
+	return 0;
+}
+
+/* The files under OUT_DIR, framed, on stdout. */
+static void
+out_send(void)
+{
+	static const char zero[BLOCK];
+	char h[BLOCK], line[OUT_PATH_MAX + 128], buf[65536];
+	long long total = 0, files = 0, len = 2 * BLOCK, dlen = 0;
+	char *list = NULL;
+	size_t i, lcap = 0, llen = 0;
+
+	out_walk("", 0);
+	if (nouts == 0)
+		return;
+	qsort(outs, nouts, sizeof(*outs), out_cmp);
+	for (i = 0; i < nouts; i++) {
+		struct outfile *f = &outs[i];
+
+		if (f->why == NULL && !out_fits(f->path))
+			f->why = "its path does not fit a ustar header";
+		else if (f->why == NULL && files >= out_max_files)
+			f->why = "past the limit on files";
+		else if (f->why == NULL && total + f->size > out_max_bytes)
+			f->why = "over the byte budget";
+		if (f->why == NULL) {
+			files++;
+			total += f->size;
+			len += BLOCK + (f->size + BLOCK - 1) / BLOCK * BLOCK;
+			continue;
+		}
+		snprintf(line, sizeof(line), "%lld\t%s\t%s\n", f->size, f->why,
+		    f->path);
+		if (llen + strlen(line) + 1 > lcap) {
+			lcap = (llen + strlen(line) + 1) * 2;
+			if ((list = realloc(list, lcap)) == NULL)
+				die("%s", "out of memory");
+		}
+		memcpy(list + llen, line, strlen(line) + 1);
+		llen += strlen(line);
+	}
+	if (llen > 0) {
+		dlen = (long long)llen;
+		len += BLOCK + (dlen + BLOCK - 1) / BLOCK * BLOCK;
+	}
+	/* The length of the base64 text. */
+	snprintf(line, sizeof(line), "\x1e" "AIRLOCK-OUT %s %lld\n", out_nonce,
+	    (len + 2) / 3 * 4);
+	raw_write(line, strlen(line));
+	for (i = 0; i < nouts; i++) {
+		struct outfile *f = &outs[i];
+		long long left = f->size;
+		char path[sizeof(OUT_DIR) + OUT_PATH_MAX + 2];
+		int fd;
+
+		if (f->why != NULL)
+			continue;
+		out_header(h, f->path, f->size);
+		out_write(h, BLOCK);
+		snprintf(path, sizeof(path), "%s/%s", OUT_DIR, f->path);
+		fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+		/* As long as it said: cut if it grew, zeros if it shrank. */
+		while (left > 0) {
+			size_t want = left < (long long)sizeof(buf) ? (size_t)left :
+			    sizeof(buf);
+			ssize_t r = fd >= 0 ? read(fd, buf, want) : 0;
+
+			if (r < 0 && errno == EINTR)
+				continue;
+			if (r <= 0) {
+				memset(buf, 0, want);
+				r = (ssize_t)want;
+			}
+			out_write(buf, (size_t)r);
+			left -= r;
+		}
+		if (fd >= 0)
+			close(fd);
+		if (f->size % BLOCK)
+			out_write(zero, BLOCK - (size_t)(f->size % BLOCK));
+	}
+	if (dlen > 0) {
+		out_header(h, OUT_DROPPED, dlen);
+		out_write(h, BLOCK);
+		out_write(list, (size_t)dlen);
+		if (dlen % BLOCK)
+			out_write(zero, BLOCK - (size_t)(dlen % BLOCK));
+	}
+	out_write(zero, BLOCK);
+	out_write(zero, BLOCK);
+	out_write_end();
+	snprintf(line, sizeof(line), "\x1e" "AIRLOCK-END %s\n", out_nonce);
+	raw_write(line, strlen(line));
+	free(list);
+}
+
+static pid_t child;
+
+static void
+forward(int sig)
+{
+	if (child > 0)
+		kill(-child, sig);
+}
+
+/*
+ * AIRLOCK_OUT, if set, read and removed: 1 (files out wanted), else 0.
+ * Bad values are ignored, files out then off: the agent, which set it,
+ * checks what arrives anyway.
+ */
+static int
+out_wanted(void)
+{
+	const char *v = getenv(OUT_ENV);
+	char nonce[65];
+	long long b, f;
+
+	if (v == NULL)
+		return 0;
+	if (sscanf(v, "%64[0-9a-f] %lld %lld", nonce, &b, &f) != 3 || b < 0 ||
+	    f < 0 || b > MAX_TOTAL) {
+		unsetenv(OUT_ENV);
+		return 0;
+	}
+	snprintf(out_nonce, sizeof(out_nonce), "%s", nonce);
+	out_max_bytes = b;
+	out_max_files = f;
+	unsetenv(OUT_ENV);
+	return 1;
+}
+
+/*
+ * Run the program as a child (become), then send its files out; exit
+ * with its status.
+ */
+static int
+run_then_send(int fd, char **argv)
+{
+	static const int sigs[] = { SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGUSR1,
+	    SIGUSR2 };
+	struct sigaction sa;
+	int st;
+
+	/*
+	 * There for the program, which may mkdir -p it or not. (The root
+	 * filesystem is read-only: /airlock/out is a symlink to /tmp's.)
+	 */
+	(void)mkdir(OUT_REAL, 0755);
+	fflush(NULL);
+	if ((child = fork()) < 0)
+		die("%s", "cannot fork");
+	if (child == 0) {
+		setpgid(0, 0);
+		exit(become(fd, argv));
+	}
+	setpgid(child, child);
+	if (fd > 0)
+		close(fd);
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = forward;
+	for (size_t i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++)
+		sigaction(sigs[i], &sa, NULL);
+	while (waitpid(child, &st, 0) < 0)
+		if (errno != EINTR)
+			die("%s", "cannot wait for the program");
+	/* Whatever it left running would write over the frame. */
+	kill(-child, SIGKILL);
+	out_send();
+	if (WIFEXITED(st))
+		return WEXITSTATUS(st);
+	return 128 + (WIFSIGNALED(st) ? WTERMSIG(st) : 0);
+}
+
 int
 main(int argc, char **argv)
 {
 	long limit = -1;
 	char *end;
-	int fd = -1;
+	int fd = -1, out = out_wanted();
 
 	if (argc >= 4 && strcmp(argv[1], "--env") == 0) {
 		from_env(argv[2]);
@@ -311,10 +732,13 @@ main(int argc, char **argv)
 		} else if (errno != ENOENT ||
 		    (fd = open("/dev/null", O_RDONLY)) < 0)
 			die("%s", "cannot open .stdin or /dev/null");
-		return become(fd, argv + 3);
+		return out ? run_then_send(fd, argv + 3) : become(fd, argv + 3);
 	}
+	if (argc >= 3 && strcmp(argv[1], "--run") == 0)
+		return out ? run_then_send(-1, argv + 2) : become(-1, argv + 2);
 	if (argc < 3)
-		die("%s", "usage: warm BYTES|- PROGRAM [ARG...], or warm --env N PROGRAM [ARG...]");
+		die("%s", "usage: warm BYTES|- PROGRAM [ARG...], warm --env N PROGRAM [ARG...], "
+		    "or warm --run PROGRAM [ARG...]");
 	if (strcmp(argv[1], "-") != 0) {
 		errno = 0;
 		limit = strtol(argv[1], &end, 10);
@@ -324,5 +748,5 @@ main(int argc, char **argv)
 	unpack(0, limit);
 	if (limit < 0 && (fd = open("/dev/null", O_RDONLY)) < 0)
 		die("%s", "cannot open /dev/null");
-	return become(fd, argv + 2);
+	return out ? run_then_send(fd, argv + 2) : become(fd, argv + 2);
 }

@@ -24,6 +24,7 @@
 #include <unistd.h>
 #include <cmocka.h>
 
+#include "artifacts.h"
 #include "client.h"
 #include "config.h"
 #include "itutil.h"
@@ -488,6 +489,62 @@ test_audit_record(void **state)
 	assert_null(json_object_get(a.rec, "stdout"));
 	json_decref(a.rec);
 	json_decref(cx);
+}
+
+/*
+ * Files out through the chart's roles and guard: the agent stores them
+ * (its artifacts guard admits its own node's), the tenant who ran the
+ * code reads them, a viewer of the namespace may not, and no tenant
+ * makes one.
+ */
+static void
+test_files_out(void **state)
+{
+	struct k8s_config *tcfg, *vcfg;
+	struct k8s_client *tc, *vc;
+	struct k8s_error err;
+	json_t *st, *o = NULL;
+	char *out;
+	int rc;
+
+	(void)state;
+	tc = sa_client(tenant_ns, "tenant", &tcfg);
+	st = run_cx(tc, "files", "{\"runtime\":\"python\",\"source\":\"open('/airlock/out/"
+	    "r.txt', 'w').write('result')\\n\"}");
+	assert_string_equal(json_string_value(json_object_get(st, "phase")), "Succeeded");
+	assert_int_equal(json_array_size(json_object_get(st, "artifacts")), 1);
+	json_decref(st);
+	assert_int_equal(k8s_get(tc, &artifacts_resource, tenant_ns, "files", &o, &err), 0);
+	assert_string_equal(json_string_value(json_object_get(json_array_get(
+	    json_object_get(o, "files"), 0), "content")), "cmVzdWx0");
+	assert_string_equal(json_string_value(json_object_get(json_object_get(
+	    json_object_get(o, "metadata"), "annotations"), "airlock.dev/node")),
+	    it_env_need("NODE_NAME"));
+	/* No tenant makes one, not even over a name that is free. */
+	json_object_set_new(json_object_get(o, "metadata"), "name", json_string("forged"));
+	json_object_del(json_object_get(o, "metadata"), "resourceVersion");
+	json_object_del(json_object_get(o, "metadata"), "uid");
+	rc = k8s_create(tc, &artifacts_resource, tenant_ns, o, NULL, &err);
+	assert_int_equal(rc, K8S_EFORBIDDEN);
+	json_decref(o);
+	o = NULL;
+	out = sh(&rc, "%s --kubeconfig %s -n %s create serviceaccount viewer && "
+	    "%s --kubeconfig %s -n %s create rolebinding viewer --clusterrole=airlock-viewer "
+	    "--serviceaccount=%s:viewer", it_env_need("KUBECTL"), it_env_need("KUBECONFIG_ADMIN"),
+	    tenant_ns, it_env_need("KUBECTL"), it_env_need("KUBECONFIG_ADMIN"), tenant_ns, tenant_ns);
+	if (rc != 0)
+		fail_msg("viewer setup: %s", out);
+	free(out);
+	vc = sa_client(tenant_ns, "viewer", &vcfg);
+	assert_int_equal(k8s_get(vc, &cx_resource, tenant_ns, "files", &o, &err), 0);
+	json_decref(o);
+	o = NULL;
+	assert_int_equal(k8s_get(vc, &artifacts_resource, tenant_ns, "files", &o, &err),
+	    K8S_EFORBIDDEN);
+	k8s_client_free(vc);
+	k8s_config_free(vcfg);
+	k8s_client_free(tc);
+	k8s_config_free(tcfg);
 }
 
 /*
@@ -1078,6 +1135,7 @@ main(void)
 		cmocka_unit_test(test_tenant_runs_code),
 		cmocka_unit_test(test_creator_stamp),
 		cmocka_unit_test(test_audit_record),
+		cmocka_unit_test(test_files_out),
 		cmocka_unit_test(test_forgery_guard),
 		cmocka_unit_test(test_sandbox_guard),
 		cmocka_unit_test(test_agent_status_guard),

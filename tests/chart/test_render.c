@@ -263,7 +263,8 @@ static void
 test_crd_in_sync(void **state)
 {
 	static const char *const files[] = { "airlock.dev_codeexecutions.yaml",
-	    "airlock.dev_codeexecutionpools.yaml" };
+	    "airlock.dev_codeexecutionpools.yaml",
+	    "airlock.dev_codeexecutionartifacts.yaml" };
 	char a[4352], b[4352], cmd[9000];
 
 	(void)state;

@@ -26,12 +26,16 @@
 #include <unistd.h>
 #include <cmocka.h>
 
+#include <openssl/evp.h>
+
 #include "client.h"
 #include "cx.h"
 #include "podspec.h"
 #include "pool.h"
 #include "clirun.h"
 #include "itutil.h"
+#include "artifacts.h"
+#include "base64.h"
 
 #ifndef E2E_WARM
 #define E2E_WARM 0
@@ -123,10 +127,12 @@ group_setup(void **state)
 	    "  python-guarded:\n    image: %s\n    command: [/airlock/bin/run, python3, main.py]\n"
 	    "    sourceFile: main.py\n    policy: {denyImports: [subprocess, ctypes]}\n"
 	    "  bash-guarded:\n    image: %s\n    command: [/airlock/bin/run, bash, main.sh]\n"
-	    "    sourceFile: main.sh\n    policy: {allowCommands: [ls, cat]}\n",
+	    "    sourceFile: main.sh\n    policy: {allowCommands: [ls, cat]}\n"
+	    "  python-data:\n    image: %s\n    command: [/airlock/bin/run, python3, main.py]\n"
+	    "    sourceFile: main.py\n",
 	    it_env_need("RUNNER_PYTHON_IMAGE"), it_env_need("RUNNER_NODE_IMAGE"),
 	    it_env_need("RUNNER_BASH_IMAGE"), it_env_need("RUNNER_PYTHON_IMAGE"),
-	    it_env_need("RUNNER_BASH_IMAGE"));
+	    it_env_need("RUNNER_BASH_IMAGE"), it_env_need("RUNNER_PYTHON_DATA_IMAGE"));
 	fclose(f);
 	start_daemons();
 #if E2E_WARM
@@ -136,6 +142,7 @@ group_setup(void **state)
 	make_pool("node", "node", NULL);
 	make_pool("python-guarded", "python-guarded", NULL);
 	make_pool("bash-guarded", "bash-guarded", NULL);
+	make_pool("python-data", "python-data", NULL);
 #endif
 	return 0;
 }
@@ -202,7 +209,7 @@ static void
 wait_pool_ready(const char *pool)
 {
 	static const char *const pools[] = { "python", "python-128mi", "bash",
-	    "node", "python-guarded", "bash-guarded" };
+	    "node", "python-guarded", "bash-guarded", "python-data" };
 	struct k8s_patch_opts merge = { .type = K8S_PATCH_MERGE };
 	struct k8s_error err;
 
@@ -318,6 +325,20 @@ test_python_hello(void **state)
 	json_decref(st);
 }
 
+/* The SHA-256 of p, in hex (a static buffer: one at a time). */
+static const char *
+sha256_of(const void *p, size_t len)
+{
+	static char hex[65];
+	unsigned char md[32];
+	unsigned int n = 0;
+
+	EVP_Digest(p, len, md, &n, EVP_sha256(), NULL);
+	for (unsigned i = 0; i < 32; i++)
+		snprintf(hex + 2 * i, 3, "%02x", md[i]);
+	return hex;
+}
+
 /*
  * The operator's code policy (a profile's, execution/ctl_config.h),
  * enforced in the sandbox by the runner's guard: each way a Python
@@ -400,6 +421,114 @@ test_policy(void **state)
 	}
 }
 
+/* The python-data runtime: examples/plot.py draws with numpy, pandas, matplotlib. */
+static void
+test_python_data(void **state)
+{
+	char path[4096], *src;
+	json_t *spec, *st;
+	FILE *f;
+	long n = 0;
+
+	(void)state;
+	snprintf(path, sizeof(path), "%s/examples/plot.py",
+	    getenv("AIRLOCK_TOP") ? getenv("AIRLOCK_TOP") : ".");
+	if ((f = fopen(path, "rb")) == NULL || fseek(f, 0, SEEK_END) != 0 ||
+	    (n = ftell(f)) < 0 || fseek(f, 0, SEEK_SET) != 0)
+		fail_msg("cannot read %s", path);
+	src = calloc(1, (size_t)n + 1);
+	if (fread(src, 1, (size_t)n, f) != (size_t)n)
+		fail_msg("cannot read %s", path);
+	fclose(f);
+	spec = json_pack("{s:s, s:s, s:i}", "runtime", "python-data", "source", src,
+	    "timeoutSeconds", 60);
+	free(src);
+	src = json_dumps(spec, JSON_COMPACT);
+	json_decref(spec);
+	create_cx("plot", src);
+	free(src);
+	st = wait_done("plot", 120000);
+	if (strcmp(it_str(st, "phase"), "Succeeded") != 0)
+		fail_msg("plot: %s %s: %s", it_str(st, "phase"), it_str(st, "message"),
+		    it_str(st, "stderr"));
+	assert_string_equal(it_str(st, "stdout"), "rows 10 sum 385\npng True True\n");
+	assert_string_equal(it_str(st, "stderr"), "");
+	print_message("# plot.py: %lld ms, peak %lld bytes\n", it_int(st, "durationMillis"),
+	    it_int(st, "peakMemoryBytes"));
+	/* Its files out: the CSV byte for byte, the PNG a PNG; digests match. */
+	{
+		static const char csv[] = "x,square\n1,1\n2,4\n3,9\n4,16\n5,25\n6,36\n"
+		    "7,49\n8,64\n9,81\n10,100\n";
+		json_t *arts = json_object_get(st, "artifacts"), *obj = NULL, *fo;
+		struct k8s_error err;
+		size_t i;
+
+		assert_int_equal(json_array_size(arts), 2);
+		assert_string_equal(json_string_value(json_object_get(json_array_get(arts, 0),
+		    "path")), "squares.csv");
+		assert_string_equal(json_string_value(json_object_get(json_array_get(arts, 0),
+		    "contentType")), "text/csv");
+		assert_string_equal(json_string_value(json_object_get(json_array_get(arts, 0),
+		    "sha256")), sha256_of(csv, sizeof(csv) - 1));
+		assert_string_equal(json_string_value(json_object_get(json_array_get(arts, 1),
+		    "path")), "squares.png");
+		assert_string_equal(json_string_value(json_object_get(json_array_get(arts, 1),
+		    "contentType")), "image/png");
+		assert_int_equal(k8s_get(c, &artifacts_resource, ns, "plot", &obj, &err), 0);
+		json_array_foreach(json_object_get(obj, "files"), i, fo) {
+			char *data = NULL;
+			size_t len = 0;
+			const char *b64 = json_string_value(json_object_get(fo, "content"));
+
+			assert_int_equal(base64_decode(b64, strlen(b64), &data, &len), 0);
+			assert_string_equal(sha256_of(data, len), json_string_value(
+			    json_object_get(json_array_get(arts, i), "sha256")));
+			assert_int_equal(len, json_integer_value(json_object_get(
+			    json_array_get(arts, i), "size")));
+			if (i == 0)
+				assert_memory_equal(data, csv, sizeof(csv) - 1);
+			else
+				assert_memory_equal(data, "\x89PNG\r\n\x1a\n", 8);
+			free(data);
+		}
+		json_decref(obj);
+	}
+	json_decref(st);
+}
+
+/*
+ * Files out past the budget (1 MiB, 64 files): the execution still ends,
+ * with what fits, and the message names what was left out and why.
+ */
+static void
+test_files_out_budget(void **state)
+{
+	json_t *st, *arts;
+
+	(void)state;
+	create_cx("out-big", "{\"runtime\":\"python\",\"source\":"
+	    "\"import os\\nos.makedirs('/airlock/out/many', exist_ok=True)\\n"
+	    "open('/airlock/out/a-small.txt', 'w').write('small\\\\n')\\n"
+	    "open('/airlock/out/b-huge.bin', 'wb').write(b'x' * (2 << 20))\\n"
+	    "[open('/airlock/out/many/%02d' % i, 'w').write('%d' % i) for i in range(70)]\\n"
+	    "print('done')\\n\"}");
+	st = wait_done("out-big", 120000);
+	assert_string_equal(it_str(st, "phase"), "Succeeded");
+	assert_string_equal(it_str(st, "stdout"), "done\n");
+	arts = json_object_get(st, "artifacts");
+	/* a-small.txt, then many/00 .. many/62: 64 files, by path. */
+	assert_int_equal(json_array_size(arts), 64);
+	assert_string_equal(json_string_value(json_object_get(json_array_get(arts, 0),
+	    "path")), "a-small.txt");
+	assert_string_equal(json_string_value(json_object_get(json_array_get(arts, 63),
+	    "path")), "many/62");
+	if (strstr(it_str(st, "message"), "exit code 0; 8 files out left out: "
+	    "b-huge.bin (2097152 bytes: over the byte budget), many/63 (2 bytes: past "
+	    "the limit on files)") == NULL)
+		fail_msg("message: %s", it_str(st, "message"));
+	json_decref(st);
+}
+
 /* stdout and stderr apart, in order within each; the exit code. */
 /* The agent's counter of cold exits taken from the sandbox (exitwait.c). */
 static long
@@ -466,12 +595,14 @@ test_timeout(void **state)
 	if (d < 2000 || d > 2100)
 		fail_msg("killed after %lld ms, not within 100 ms of the 2000 ms deadline", d);
 	/*
-	 * A busy loop under the 500m default: half a CPU for the 2 s (less
-	 * the CFS quota's rounding: 880 ms seen warm), plus, cold, the
-	 * sandbox's start, all under the same quota.
+	 * A busy loop under the 500m default: at most half a CPU for the
+	 * 2 s (880 ms seen warm on an idle node), plus, cold, the sandbox's
+	 * start, all under the same quota. At least a fifth of that: on the
+	 * 2-core node, under a parallel image build, 651 ms was seen; never
+	 * the near 0 of an idle holder or the whole node's.
 	 */
 	print_message("# timeout: cpu %lld ms\n", it_int(st, "cpuTimeMillis"));
-	assert_in_range(it_int(st, "cpuTimeMillis"), 800, 1700);
+	assert_in_range(it_int(st, "cpuTimeMillis"), 200, 1700);
 	check_collected(st);
 	json_decref(st);
 }
@@ -1840,6 +1971,8 @@ main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_python_hello),
 		cmocka_unit_test(test_policy),
+		cmocka_unit_test(test_python_data),
+		cmocka_unit_test(test_files_out_budget),
 		cmocka_unit_test(test_bash_streams_and_exit),
 		cmocka_unit_test(test_timeout),
 		cmocka_unit_test(test_node_hello),

@@ -63,6 +63,9 @@ rules:
 - apiGroups: [airlock.dev]
   resources: [codeexecutions]
   verbs: [create, get, list, watch, patch, delete]
+- apiGroups: [airlock.dev]
+  resources: [codeexecutionartifacts]
+  verbs: [get]
 ---
 apiVersion: rbac.authorization.k8s.io/v1
 kind: RoleBinding
@@ -84,9 +87,10 @@ def namespace(cluster, tmp_path_factory):
     env = cluster
     ns = "sdk-" + secrets.token_hex(4)
     work = tmp_path_factory.mktemp("daemons")
-    kubectl(env, "apply", "--server-side", "-f",
-            os.path.join(TOP, "crds", "airlock.dev_codeexecutions.yaml"))
-    kubectl(env, "wait", "--for=condition=Established", "crd/codeexecutions.airlock.dev")
+    for crd in ("codeexecutions", "codeexecutionartifacts"):
+        kubectl(env, "apply", "--server-side", "-f",
+                os.path.join(TOP, "crds", "airlock.dev_%s.yaml" % crd))
+        kubectl(env, "wait", "--for=condition=Established", "crd/%s.airlock.dev" % crd)
     kubectl(env, "apply", "--server-side", "-f", "-", stdin=INSTALL)
     kubectl(env, "create", "namespace", ns)
     kubectl(env, "apply", "-f", "-", stdin=TENANT % {"ns": ns})

@@ -77,6 +77,35 @@ def test_session(cluster, namespace):
     session_run(server(cluster, namespace), body)
 
 
+# A 1x1 PNG, written by the program as bytes.
+PNG = bytes.fromhex("89504e470d0a1a0a0000000d4948445200000001000000010806000000"
+                    "1f15c4890000000d49444154789c6360f8cfc0f01f0005000201e221bc33"
+                    "0000000049454e44ae426082")
+
+
+def test_image_out(cluster, namespace):
+    """A PNG the program leaves in /airlock/out/ comes back as image
+    content, after the text, which lists every file out."""
+    import base64
+
+    code = ("import os\nos.makedirs('/airlock/out', exist_ok=True)\n"
+            "open('/airlock/out/dot.png', 'wb').write(bytes.fromhex(%r))\n"
+            "open('/airlock/out/n.txt', 'w').write('7')\n" % PNG.hex())
+
+    async def body(s):
+        await s.initialize()
+        r = await s.call_tool("run_code", {"code": code})
+        assert not r.is_error
+        assert [c.type for c in r.content] == ["text", "image"]
+        assert r.content[0].text == ("exit code: 0\n--- files out ---\n"
+                                     "dot.png (image/png, %d bytes)\n"
+                                     "n.txt (text/plain, 1 bytes)\n" % len(PNG))
+        assert r.content[1].mimeType == "image/png"
+        assert base64.b64decode(r.content[1].data) == PNG
+
+    session_run(server(cluster, namespace), body)
+
+
 def test_cancel(cluster, namespace):
     """The client gives up on a call: notifications/cancelled, and the
     execution ends Cancelled."""

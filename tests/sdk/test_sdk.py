@@ -247,3 +247,24 @@ def test_live_callbacks(client):
     assert client._get(r.name)["spec"]["output"] == {"stream": True, "maxBytes": 65536}
     r = client.run("print(1)")
     assert "stream" not in client._get(r.name)["spec"]["output"]
+
+
+def test_artifacts(cluster, namespace):
+    """Files out: r.artifacts lists what the program left in /airlock/out/,
+    and read() gives each file's bytes, checked against its sha256, as the
+    tenant (who may read CodeExecutionArtifacts in its namespace)."""
+    import hashlib
+
+    c = airlock.Client(namespace=namespace, kubeconfig=cluster["KUBECONFIG_RESTRICTED"])
+    r = c.run("import os\nos.makedirs('/airlock/out/d', exist_ok=True)\n"
+              "open('/airlock/out/d/b.bin', 'wb').write(bytes(range(256)))\n"
+              "open('/airlock/out/a.txt', 'w').write('hello\\n')\nprint('ok')\n")
+    assert (r.phase, r.stdout) == ("Succeeded", "ok\n")
+    assert [(a.path, a.size, a.content_type) for a in r.artifacts] == [
+        ("a.txt", 6, "text/plain"), ("d/b.bin", 256, "application/octet-stream")]
+    assert r.artifacts[0].read() == b"hello\n"
+    assert r.artifacts[1].read() == bytes(range(256))
+    assert r.artifacts[1].sha256 == hashlib.sha256(bytes(range(256))).hexdigest()
+    # The same through get(), later; none for a program that wrote none.
+    assert [a.read() for a in c.get(r.name).artifacts] == [b"hello\n", bytes(range(256))]
+    assert c.run("print(1)").artifacts == []

@@ -277,7 +277,7 @@ void
 it_install_crd(struct k8s_client *c)
 {
 	static const char *const plurals[] = { "codeexecutions",
-	    "codeexecutionpools" };
+	    "codeexecutionpools", "codeexecutionartifacts" };
 	struct k8s_patch_opts apply = { K8S_PATCH_APPLY, "airlock-tests", 1, NULL };
 	struct k8s_error err;
 	char path[1024], name[64];

@@ -21,6 +21,8 @@ test_local_profiles(void **state)
 		{ "python", "local/python", { "/airlock/bin/run", "python3", "main.py" }, "main.py" },
 		{ "node", "local/node", { "/airlock/bin/run", "node", "main.js" }, "main.js" },
 		{ "bash", "local/bash", { "/airlock/bin/run", "bash", "main.sh" }, "main.sh" },
+		{ "python-data", "local/python-data", { "/airlock/bin/run", "python3", "main.py" },
+		  "main.py" },
 	};
 	struct k8s_error err;
 	struct ctl_config *c = local_config(NULL, &err);
@@ -28,8 +30,8 @@ test_local_profiles(void **state)
 	(void)state;
 	if (c == NULL)
 		fail_msg("local_config: %s", err.message);
-	assert_int_equal(c->nprofiles, 3);
-	for (size_t i = 0; i < 3; i++) {
+	assert_int_equal(c->nprofiles, 4);
+	for (size_t i = 0; i < 4; i++) {
 		const struct ctl_profile *p = NULL;
 
 		for (size_t j = 0; j < c->nprofiles; j++)

@@ -711,6 +711,128 @@ test_timestamps(void **state)
  * Raw stream bytes (the local mode's pipes): the same text, counts and
  * cap as the CRI path, split at every byte.
  */
+/* What stdout kept, as a C string (test inputs hold no NUL). */
+static const char *
+out_text(struct crilog *l)
+{
+	return crilog_text(crilog_stdout(l), NULL);
+}
+
+/*
+ * Files out: the runner's frame taken out of stdout wherever it starts,
+ * at every split point of the input, through both feeds.
+ */
+static void
+test_out_frame(void **state)
+{
+	static const char frame[] = "\x1e" "AIRLOCK-OUT n0nce 5\nABCDE\x1e" "AIRLOCK-END n0nce\n";
+	static const char in[] = "out1\npartial\x1e" "AIRLOCK-OUT n0nce 5\nABCDE"
+	    "\x1e" "AIRLOCK-END n0nce\nafter\n";
+	size_t n = sizeof(in) - 1, len;
+	int st;
+
+	(void)state;
+	for (size_t cut = 0; cut <= n; cut++) {
+		struct crilog *l = crilog_new(4096, 65536);
+		const char *body;
+
+		crilog_out_frame(l, "n0nce", 64);
+		crilog_feed_stream(l, 0, in, cut);
+		crilog_feed_stream(l, 0, in + cut, n - cut);
+		crilog_finish(l);
+		assert_string_equal(out_text(l), "out1\npartialafter\n");
+		assert_int_equal(crilog_stdout(l)->total, 18);
+		body = crilog_frame(l, &len, &st);
+		assert_int_equal(st, CRILOG_FRAME_COMPLETE);
+		assert_int_equal(len, 5);
+		assert_memory_equal(body, "ABCDE", 5);
+		assert_int_equal(crilog_frame_bytes(l), sizeof(frame) - 1);
+		crilog_free(l);
+	}
+	/* The same as CRI records: the frame's newlines are F records' ends. */
+	{
+		struct crilog *l = crilog_new(4096, 65536);
+		static const char cri[] =
+		    "2026-11-25T10:00:00Z stdout F out1\n"
+		    "2026-11-25T10:00:00Z stdout P partial\n"
+		    "2026-11-25T10:00:00Z stdout F \x1e" "AIRLOCK-OUT n0nce 5\n"
+		    "2026-11-25T10:00:00Z stdout P ABC\n"
+		    "2026-11-25T10:00:00Z stdout P DE\x1e" "AIRLOCK-END n0\n"
+		    "2026-11-25T10:00:00Z stdout F nce\n"
+		    "2026-11-25T10:00:00Z stderr F err\n"
+		    "2026-11-25T10:00:00Z stdout F after\n";
+
+		crilog_out_frame(l, "n0nce", 64);
+		for (size_t i = 0; i < sizeof(cri) - 1; i += 7)
+			crilog_feed(l, cri + i, sizeof(cri) - 1 - i < 7 ? sizeof(cri) - 1 - i : 7);
+		crilog_finish(l);
+		assert_string_equal(out_text(l), "out1\npartialafter\n");
+		assert_string_equal(crilog_text(crilog_stderr(l), NULL), "err\n");
+		crilog_frame(l, &len, &st);
+		assert_int_equal(st, CRILOG_FRAME_COMPLETE);
+		crilog_free(l);
+	}
+	/* Near misses are the program's output, byte for byte. */
+	{
+		static const char *const miss[] = {
+			"a\x1e" "AIRLOCK-OUT other 5\nxyz",
+			"\x1e\x1e" "AIRLOCK-OUT n0nc",
+			"\x1e" "AIRLOCK-OUTn0nce 5\n",
+			"tail\x1e" "AIRL",
+		};
+
+		for (size_t i = 0; i < sizeof(miss) / sizeof(miss[0]); i++) {
+			struct crilog *l = crilog_new(4096, 65536);
+
+			crilog_out_frame(l, "n0nce", 64);
+			crilog_feed_stream(l, 0, miss[i], strlen(miss[i]));
+			crilog_finish(l);
+			assert_string_equal(out_text(l), miss[i]);
+			assert_int_equal(crilog_stdout(l)->total, strlen(miss[i]));
+			crilog_frame(l, &len, &st);
+			assert_int_equal(st, CRILOG_FRAME_NONE);
+			crilog_free(l);
+		}
+	}
+	/* Too large, malformed, cut short: said so, and out of stdout. */
+	{
+		static const struct { const char *in, *out; int st; size_t max; } bad[] = {
+			{ "x\x1e" "AIRLOCK-OUT n0nce 5\nABCDE\x1e" "AIRLOCK-END n0nce\ny", "xy",
+			  CRILOG_FRAME_TOO_LARGE, 4 },
+			{ "x\x1e" "AIRLOCK-OUT n0nce 5x", "x", CRILOG_FRAME_MALFORMED, 64 },
+			{ "x\x1e" "AIRLOCK-OUT n0nce \n", "x", CRILOG_FRAME_MALFORMED, 64 },
+			{ "x\x1e" "AIRLOCK-OUT n0nce 2\nABzz", "xzz", CRILOG_FRAME_MALFORMED, 64 },
+			{ "x\x1e" "AIRLOCK-OUT n0nce 9\nABC", "x", CRILOG_FRAME_INCOMPLETE, 64 },
+			{ "x\x1e" "AIRLOCK-OUT n0nce 1234567890123\n", "x\n", CRILOG_FRAME_MALFORMED, 64 },
+		};
+
+		for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+			struct crilog *l = crilog_new(4096, 65536);
+
+			crilog_out_frame(l, "n0nce", bad[i].max);
+			crilog_feed_stream(l, 0, bad[i].in, strlen(bad[i].in));
+			crilog_finish(l);
+			if (strcmp(out_text(l), bad[i].out) != 0)
+				fail_msg("case %zu: stdout '%s'", i, out_text(l));
+			crilog_frame(l, &len, &st);
+			assert_int_equal(st, bad[i].st);
+			assert_int_equal(len, 0);
+			crilog_free(l);
+		}
+	}
+	/* Off (no crilog_out_frame): a frame is stdout like anything else. */
+	{
+		struct crilog *l = crilog_new(4096, 65536);
+
+		crilog_feed_stream(l, 0, in, n);
+		crilog_finish(l);
+		assert_int_equal(crilog_stdout(l)->total, n);
+		crilog_frame(l, &len, &st);
+		assert_int_equal(st, CRILOG_FRAME_NONE);
+		crilog_free(l);
+	}
+}
+
 static void
 test_feed_stream(void **state)
 {
@@ -763,6 +885,7 @@ main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_feed_stream),
+		cmocka_unit_test(test_out_frame),
 		cmocka_unit_test(test_full_lines),
 		cmocka_unit_test(test_partial_join),
 		cmocka_unit_test(test_empty_content),

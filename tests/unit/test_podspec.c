@@ -14,6 +14,7 @@
 #include "buf.h"
 #include "codetar.h"
 #include "ctl_config.h"
+#include "artifacts.h"
 #include "podspec.h"
 
 static const char conf[] =
@@ -476,12 +477,23 @@ test_direct_pod(void **state)
 	assert_true(jp_bool(ctr, "securityContext.readOnlyRootFilesystem"));
 	assert_false(jp_bool(ctr, "securityContext.allowPrivilegeEscalation"));
 	env = json_object_get(ctr, "env");
-	assert_int_equal(json_array_size(env), 4);
+	assert_int_equal(json_array_size(env), 5);
 	assert_string_equal(jp_str(ctr, "env[0].name"), "HOME");
 	assert_string_equal(jp_str(ctr, "env[0].value"), "/tmp");
 	assert_string_equal(jp_str(ctr, "env[1].name"), "A");
 	assert_string_equal(jp_str(ctr, "env[2].name"), "AIRLOCK_CODE_DIR");
 	assert_string_equal(jp_str(ctr, "env[2].value"), "/tmp");
+	/* Files out, for warm: the nonce of this execution, the budget. */
+	{
+		char nonce[33], want[80];
+
+		artifacts_nonce(UID, nonce);
+		snprintf(want, sizeof(want), "%s 1048576 64", nonce);
+		assert_string_equal(jp_str(ctr, "env[3].name"), "AIRLOCK_OUT");
+		assert_string_equal(jp_str(ctr, "env[3].value"), want);
+		assert_string_equal(jp_key(r.pod, "metadata.annotations", "airlock.dev/out"),
+		    "1048576 64");
+	}
 	tar = tar_of(r.pod, &n);
 	assert_int_equal(n, 1);
 	assert_tar(&tar, e, 3);

@@ -579,7 +579,10 @@ test_claim_identity(void **state)
 	assert_string_equal(jp_str(p, "metadata.resourceVersion"), "42");
 	assert_json(jp_at(p, "metadata.labels"),
 	    "{\"airlock.dev/execution-uid\":\"x-uid\"}");
-	assert_int_equal(json_object_size(ann), 8);
+	assert_int_equal(json_object_size(ann), 9);
+	/* Files out's budget, for the agent (artifacts.h). */
+	assert_string_equal(jp_key(p, "metadata.annotations", "airlock.dev/out"),
+	    "1048576 64");
 	assert_string_equal(jp_key(p, "metadata.annotations", "airlock.dev/execution"),
 	    "hello");
 	assert_string_equal(jp_key(p, "metadata.annotations", "airlock.dev/timeout-ms"),
@@ -676,7 +679,8 @@ test_claim_code(void **state)
 	    "\"argv\":[\"/airlock/bin/run\",\"python3\",\"main.py\",\"one\","
 	    "\"two words\"],"
 	    "\"env\":[{\"name\":\"K\",\"value\":\"V\"},{\"name\":\"E\",\"value\":\"\"},"
-	    "{\"name\":\"AIRLOCK_CODE_DIR\",\"value\":\"/tmp\"}],"
+	    "{\"name\":\"AIRLOCK_CODE_DIR\",\"value\":\"/tmp\"},"
+	    "{\"name\":\"AIRLOCK_OUT\",\"value\":\"6329566d1fd7efbc93a3ca5d4a2a0e0e 1048576 64\"}],"
 	    "\"files\":[{\"path\":\"main.py\",\"key\":\"airlock.dev/source\"},"
 	    "{\"path\":\"d/a.txt\",\"key\":\"airlock.dev/file-0\"}],"
 	    "\"stdin\":true}");
@@ -710,7 +714,8 @@ test_claim_no_source(void **state)
 	proc = parse(jp_key(p, "metadata.annotations", "airlock.dev/warm-process"));
 	assert_json(proc, "{"
 	    "\"argv\":[\"/airlock/bin/run\",\"python3\",\"main.py\"],"
-	    "\"env\":[{\"name\":\"AIRLOCK_CODE_DIR\",\"value\":\"/tmp\"}],"
+	    "\"env\":[{\"name\":\"AIRLOCK_CODE_DIR\",\"value\":\"/tmp\"},"
+	    "{\"name\":\"AIRLOCK_OUT\",\"value\":\"5250ab097318445716815d6b79a08260 1048576 64\"}],"
 	    "\"files\":[{\"path\":\"main.py\",\"key\":\"airlock.dev/source\"},"
 	    "{\"path\":\"a.py\",\"key\":\"airlock.dev/file-0\"},"
 	    "{\"path\":\"b/c.py\",\"key\":\"airlock.dev/file-1\"}],"
@@ -875,7 +880,8 @@ test_process_round_trip(void **state)
 	    "\"one\",\"two words\"]");
 	assert_json(pp.env, "[{\"name\":\"K\",\"value\":\"V\"},"
 	    "{\"name\":\"E\",\"value\":\"\"},"
-	    "{\"name\":\"AIRLOCK_CODE_DIR\",\"value\":\"/tmp\"}]");
+	    "{\"name\":\"AIRLOCK_CODE_DIR\",\"value\":\"/tmp\"},"
+	    "{\"name\":\"AIRLOCK_OUT\",\"value\":\"6329566d1fd7efbc93a3ca5d4a2a0e0e 1048576 64\"}]");
 	assert_int_equal(pp.nfiles, 2);
 	assert_string_equal(pp.files[0].path, "main.py");
 	assert_int_equal(pp.files[0].len, 9);

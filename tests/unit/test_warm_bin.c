@@ -21,7 +21,9 @@
 #include <openssl/evp.h>
 
 #include "buf.h"
+#include "artifacts.h"
 #include "codetar.h"
+#include "crilog.h"
 #include "itutil.h"
 
 static char warm[4096 + 16];
@@ -210,6 +212,96 @@ test_refused(void **state)
 	free(bad);
 }
 
+/*
+ * Files out: with AIRLOCK_OUT, the program runs as warm's child and its
+ * /airlock/out (here OUT_DIR, /tmp/airlock-test-out: the Makefile's) goes
+ * out after its output, framed; the node agent's side (crilog's filter,
+ * artifacts_parse) reads back the files, byte for byte, and what was
+ * left out, with why. Its exit status is the program's.
+ */
+static void
+test_files_out(void **state)
+{
+	char cmd[16384], *out = NULL, nonce[33];
+	struct crilog *l;
+	struct artifacts a;
+	const char *body;
+	size_t len;
+	int st;
+
+	(void)state;
+	artifacts_nonce("0b8f8f4e-63a4-4f54-9c1c-2a7c1d1e6f00", nonce);
+	{
+		static const char script[] =
+		    "printf 'out, no newline'\n"
+		    "[ -z \"$AIRLOCK_OUT\" ] || echo leaked\n"
+		    "mkdir -p /tmp/airlock-test-out/sub && cd /tmp/airlock-test-out || exit 9\n"
+		    "printf '\\211PNG\\r\\n\\032\\nrest' > p.png\n"
+		    "printf 'a,b\\n1,2\\n' > sub/t.csv\n"
+		    "head -c 3500 /dev/zero > big.bin\n"
+		    "echo x > c.txt\necho y > d.txt\nln -s /etc/passwd link\n"
+		    "sleep 60 &\nexit 7\n";
+		FILE *f = fopen("/tmp/airlock-test-script.sh", "w");
+
+		assert_non_null(f);
+		fputs(script, f);
+		fclose(f);
+	}
+	snprintf(cmd, sizeof(cmd), "rm -rf /tmp/airlock-test-out && cd /tmp && "
+	    "AIRLOCK_OUT='%s 3000 3' %s --run sh /tmp/airlock-test-script.sh "
+	    "2>/dev/null; echo \" exit $?\"", nonce, warm);
+	assert_int_equal(it_sh(cmd, &out, NULL), 0);
+	l = crilog_new(65536, 65536);
+	crilog_out_frame(l, nonce, 1 << 20);
+	crilog_feed_stream(l, 0, out, strlen(out));
+	crilog_finish(l);
+	/* Its output, its status; the frame is not in it. */
+	assert_string_equal(crilog_text(crilog_stdout(l), NULL), "out, no newline exit 7\n");
+	body = crilog_frame(l, &len, &st);
+	assert_int_equal(st, CRILOG_FRAME_COMPLETE);
+	artifacts_parse(body, len, 3000, 3, &a);
+	assert_string_equal(a.error, "");
+	/* By path: big.bin, c.txt, d.txt, p.png, sub/t.csv; 3 files, 3000 bytes. */
+	assert_int_equal(a.nfiles, 3);
+	assert_string_equal(a.files[0].path, "c.txt");
+	assert_string_equal(a.files[0].content_type, "text/plain");
+	assert_string_equal(a.files[1].path, "d.txt");
+	assert_string_equal(a.files[2].path, "p.png");
+	assert_int_equal(a.files[2].size, 12);
+	assert_memory_equal(a.files[2].data, "\x89PNG\r\n\x1a\nrest", 12);
+	assert_string_equal(a.files[2].content_type, "image/png");
+	{
+		/* What the runner left out, and why, in its words. */
+		char msg[1024];
+
+		artifacts_message(&a, msg, sizeof(msg));
+		assert_string_equal(msg, "; 3 files out left out: big.bin (3500 bytes: "
+		    "over the byte budget), link (not a regular file), sub/t.csv "
+		    "(8 bytes: past the limit on files)");
+	}
+	artifacts_free(&a);
+	crilog_free(l);
+	free(out);
+	/* Nothing in it: no frame at all. Without AIRLOCK_OUT: as before. */
+	snprintf(cmd, sizeof(cmd), "rm -rf /tmp/airlock-test-out && cd /tmp && "
+	    "AIRLOCK_OUT='%s 3000 3' %s --run sh -c 'echo hi' && "
+	    "%s --run sh -c 'echo \"$$\"; exit 3'; echo \"exit $?\"", nonce, warm, warm);
+	out = NULL;
+	assert_int_equal(it_sh(cmd, &out, NULL), 0);
+	assert_null(strchr(out, 0x1e));
+	assert_non_null(strstr(out, "hi\n"));
+	assert_non_null(strstr(out, "exit 3\n"));
+	free(out);
+	/* Killed by a signal: 128 + it, as a shell says. */
+	snprintf(cmd, sizeof(cmd), "cd /tmp && AIRLOCK_OUT='%s 3000 3' %s --run sh -c "
+	    "'kill -TERM $$'; echo \"exit $?\"", nonce, warm);
+	out = NULL;
+	assert_int_equal(it_sh(cmd, &out, NULL), 0);
+	assert_non_null(strstr(out, "exit 143\n"));
+	free(out);
+	assert_int_equal(system("rm -rf /tmp/airlock-test-out /tmp/airlock-test-script.sh"), 0);
+}
+
 int
 main(void)
 {
@@ -217,6 +309,7 @@ main(void)
 		cmocka_unit_test(test_unpack_any_pieces),
 		cmocka_unit_test(test_no_stdin),
 		cmocka_unit_test(test_refused),
+		cmocka_unit_test(test_files_out),
 	};
 
 	return cmocka_run_group_tests(tests, group_setup, NULL);

@@ -57,10 +57,14 @@ profiles:
     image: {{ $p.image | quote }}
     command: {{ toJson $p.command }}
     sourceFile: {{ $p.sourceFile | quote }}
+    {{- with $p.policy }}
+    policy: {{ toJson . }}
+    {{- end }}
 {{- end }}
 defaults: {{ toJson .Values.config.defaults }}
 caps: {{ toJson .Values.config.caps }}
 quota: {{ toJson .Values.config.quota }}
+artifacts: {{ toJson .Values.config.artifacts }}
 {{- end -}}
 
 {{/* Checks the schema cannot express. */}}

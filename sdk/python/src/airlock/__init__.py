@@ -9,9 +9,9 @@ Kubernetes, as CodeExecutions (airlock.dev/v1alpha1).
 
 from . import tools
 from ._async import AsyncClient
-from ._client import Client, Result, build_spec
+from ._client import Artifact, Client, Result, build_spec
 from .errors import AirlockError, RejectedError
 
-__all__ = ["Client", "AsyncClient", "Result", "AirlockError", "RejectedError", "tools",
+__all__ = ["Client", "AsyncClient", "Result", "Artifact", "AirlockError", "RejectedError", "tools",
            "build_spec"]
 __version__ = "0.1.0"

@@ -35,6 +35,37 @@ def new_name(prefix="run-"):
     return prefix + "".join(secrets.choice(NAME_CHARS) for _ in range(5))
 
 
+ARTIFACTS_PLURAL = "codeexecutionartifacts"
+
+
+@dataclass
+class Artifact:
+    """A file the program left in /airlock/out/: its status entry; read()
+    fetches the content (its CodeExecutionArtifacts, once per result) and
+    checks it against the sha256 the status lists."""
+
+    path: str
+    size: int
+    sha256: str
+    content_type: str
+    _load: Optional[Callable[[], dict]] = field(default=None, repr=False, compare=False)
+
+    def read(self) -> bytes:
+        import base64
+        import hashlib
+
+        if self._load is None:
+            raise AirlockError("%s: no client to read it with" % self.path)
+        for f in self._load().get("files") or []:
+            if f.get("path") == self.path:
+                data = base64.b64decode(f.get("content", ""))
+                if hashlib.sha256(data).hexdigest() != self.sha256:
+                    raise AirlockError("%s: its content does not have the sha256 "
+                                       "the execution lists" % self.path)
+                return data
+        raise AirlockError("%s: not in the execution's files out" % self.path)
+
+
 @dataclass
 class Result:
     """How one execution ended, as its status says."""
@@ -51,14 +82,18 @@ class Result:
     start_mode: Optional[str]
     duration_ms: Optional[int]
     status: dict = field(repr=False)
+    artifacts: List[Artifact] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
         return self.phase == "Succeeded"
 
     @classmethod
-    def from_object(cls, obj: dict) -> "Result":
+    def from_object(cls, obj: dict, load: Optional[Callable[[], dict]] = None) -> "Result":
         st = obj.get("status") or {}
+        arts = [Artifact(a.get("path", ""), a.get("size", 0), a.get("sha256", ""),
+                         a.get("contentType", ""), load)
+                for a in st.get("artifacts") or []]
         return cls(
             name=obj["metadata"]["name"],
             phase=st.get("phase", ""),
@@ -72,6 +107,7 @@ class Result:
             start_mode=st.get("startMode"),
             duration_ms=st.get("durationMillis"),
             status=st,
+            artifacts=arts,
         )
 
 
@@ -237,7 +273,29 @@ class Client:
         raise AssertionError("unreachable")
 
     def get(self, name: str) -> Result:
-        return Result.from_object(self._get(name))
+        obj = self._get(name)
+        return Result.from_object(obj, self._files_out(obj))
+
+    def _files_out(self, obj: dict) -> Callable[[], dict]:
+        """A loader of obj's CodeExecutionArtifacts, fetched once, refused
+        if it is another execution's of the same name."""
+        name, uid, cache = obj["metadata"]["name"], obj["metadata"].get("uid"), []
+
+        def load() -> dict:
+            if not cache:
+                try:
+                    o = self._api.get_namespaced_custom_object(
+                        GROUP, VERSION, self.namespace, ARTIFACTS_PLURAL, name,
+                        _request_timeout=REQUEST_TIMEOUT)
+                except ApiException as e:
+                    raise _api_error("get files out of %s" % name, e) from None
+                labels = (o.get("metadata") or {}).get("labels") or {}
+                if labels.get("airlock.dev/execution-uid") != uid:
+                    raise AirlockError("the files out named %s are another execution's"
+                                       % name)
+                cache.append(o)
+            return cache[0]
+        return load
 
     def _get(self, name: str) -> dict:
         try:
@@ -311,7 +369,7 @@ class Client:
             obj = self._get(name)
 
     def _ended(self, obj: dict) -> Result:
-        r = Result.from_object(obj)
+        r = Result.from_object(obj, self._files_out(obj))
         if r.reason == "Rejected":
             m = FIELD_RE.match(r.message or "")
             err = RejectedError("%s was rejected: %s" % (r.name, r.message),
