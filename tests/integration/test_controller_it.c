@@ -541,12 +541,21 @@ test_pod_created_and_status_follows(void **state)
 	{
 		char *text;
 
-		assert_int_equal(http_get(fx->addr[0], "/metrics", &text), 200);
-		if (strstr(text, "airlock_executions_total{phase=\"Pending\"} 1\n") == NULL ||
-		    strstr(text, "airlock_leader 1\n") == NULL ||
-		    strstr(text, "# TYPE airlock_reconcile_seconds histogram\n") == NULL ||
-		    strstr(text, "airlock_workqueue_depth ") == NULL)
-			fail_msg("metrics lack a series:\n%s", text);
+		/*
+		 * The counter follows the status write (and its Event) that the
+		 * test saw land: a moment after, at most.
+		 */
+		for (long t0 = it_mono_ms();; it_sleep_ms(20)) {
+			assert_int_equal(http_get(fx->addr[0], "/metrics", &text), 200);
+			if (strstr(text, "airlock_executions_total{phase=\"Pending\"} 1\n") &&
+			    strstr(text, "airlock_leader 1\n") &&
+			    strstr(text, "# TYPE airlock_reconcile_seconds histogram\n") &&
+			    strstr(text, "airlock_workqueue_depth "))
+				break;
+			if (it_mono_ms() - t0 > 5000)
+				fail_msg("metrics lack a series:\n%s", text);
+			free(text);
+		}
 		free(text);
 		/* Ready once it has looked at everything (the poll is 100 ms). */
 		for (long t0 = it_mono_ms(); http_get(fx->addr[0], "/readyz", &text) != 200;
