@@ -74,7 +74,8 @@ int cli_check_spec(json_t *spec, struct k8s_error *err)
  * `files` ([{path, sha256, content (base64)}]), each checked against
  * want, status.artifacts ([{path, sha256}]): a file that is not in it,
  * or not with that digest, is refused, as is a path that is not
- * relative or climbs out. Written below dir only, through no symlink.
+ * relative, climbs out or has a component starting with '.'. Written
+ * below dir only, through no symlink, never over a file already there.
  * The count written, or -1 with why in msg.
  */
 int cli_write_files(const char *dir, json_t *files, json_t *want, char *msg,

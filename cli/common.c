@@ -504,13 +504,18 @@ cli_check_spec(json_t *spec, struct k8s_error *err)
 	return 0;
 }
 
-/* A path as files out have it: relative, no "", "." or "..", printable. */
+/*
+ * A path files out may be written to: relative, printable, and no
+ * component starting with '.' (not "..", and not .git/config, .envrc,
+ * .vscode/...: a program must not plant what a tool run in DIR obeys).
+ */
 static int
 out_path_ok(const char *p)
 {
 	const char *s = p, *e;
 
-	if (*p == '\0' || *p == '/' || strlen(p) > 255)
+	if (*p == '\0' || *p == '/' || *p == '.' || strlen(p) > 255 ||
+	    strstr(p, "/.") != NULL)
 		return 0;
 	for (e = p; *e; e++)
 		if ((unsigned char)*e < 0x20 || (unsigned char)*e >= 0x7f || *e == '\\')
@@ -551,7 +556,8 @@ open_under(int top, const char *path)
 		dfd = next;
 		s = slash + 1;
 	}
-	fd = dfd >= 0 ? openat(dfd, s, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW |
+	/* Never over a file there: O_EXCL. */
+	fd = dfd >= 0 ? openat(dfd, s, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW |
 	    O_CLOEXEC, 0644) : -1;
 	if (dfd >= 0)
 		close(dfd);

@@ -125,9 +125,13 @@ record_once(struct controller *ctl, json_t *cx, int deleted)
 	pthread_mutex_lock(&ctl->lock);
 	fresh = json_object_get(ctl->audited, uid) == NULL;
 	if (fresh) {
-		json_object_foreach_safe(ctl->audited, tmp, k, v)
-			if (t - json_integer_value(v) > AUDIT_REMEMBER_MS)
-				json_object_del(ctl->audited, k);
+		/* Forgotten in a sweep a minute at most, not on each record. */
+		if (t - ctl->audited_swept > 60000) {
+			json_object_foreach_safe(ctl->audited, tmp, k, v)
+				if (t - json_integer_value(v) > AUDIT_REMEMBER_MS)
+					json_object_del(ctl->audited, k);
+			ctl->audited_swept = t;
+		}
 		json_object_set_new(ctl->audited, uid, json_integer(t));
 	}
 	pthread_mutex_unlock(&ctl->lock);
@@ -151,8 +155,10 @@ record_once(struct controller *ctl, json_t *cx, int deleted)
 			json_string_value(json_object_get(rec, "phase")),
 		};
 
-		if (labels[1] == NULL)
-			labels[1] = "";
+		/* The tenant names its runtime: a profile's name, or "unknown". */
+		if (labels[1] == NULL || ctl->cfg == NULL ||
+		    ctl_config_profile(ctl->cfg, labels[1]) == NULL)
+			labels[1] = "unknown";
 		metric_inc_labels(ctl->m_finished, labels, 3);
 	}
 	json_decref(rec);

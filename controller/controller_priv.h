@@ -75,6 +75,7 @@ struct controller {
 	 * records whole.
 	 */
 	json_t			*audited;
+	long long		 audited_swept;	/* when it was last swept */
 	pthread_mutex_t		 audit_lock;
 	struct metric		*m_latency;
 	struct metric		*m_depth;

@@ -175,10 +175,32 @@ path_clash(const char *a, const char *b)
  * would refuse a direct pod's archive, and the program would never
  * start), or an env name that would be taken for the code's.
  */
+/*
+ * Variables that change how bash or Python start, or what the dynamic
+ * linker loads: under a code policy they would run the tenant's code
+ * before the guard, or switch it off (BASH_ENV, POSIXLY_CORRECT).
+ */
+static int
+policy_env(const char *n)
+{
+	static const char *const names[] = { "BASH_ENV", "ENV", "BASHOPTS",
+	    "SHELLOPTS", "POSIXLY_CORRECT", "PS4", "CDPATH", "GLOBIGNORE",
+	    "BASH_XTRACEFD" };
+
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+		if (strcmp(n, names[i]) == 0)
+			return 1;
+	return strncmp(n, "LD_", 3) == 0 || strncmp(n, "PYTHON", 6) == 0 ||
+	    strncmp(n, "BASH_FUNC", 9) == 0;
+}
+
 int
-podspec_check_reserved(json_t *spec, const char *source_file,
+podspec_check_reserved(json_t *spec, const struct ctl_profile *p,
     struct k8s_error *err)
 {
+	const char *source_file = p->source_file;
+	int policy = p->policy != CTL_POLICY_NONE;
+
 	/* .stdin is the runner's, stdin set or not (warm.c opens it). */
 	const char *mine[2] = { source_file, STDIN_FILE };
 	json_t *f;
@@ -194,16 +216,21 @@ podspec_check_reserved(json_t *spec, const char *source_file,
 		if (n && strcmp(n, ARTIFACTS_ENV) == 0)
 			return k8s_error_set(err, K8S_EINVAL, 0, NULL,
 			    "spec.env[%zu].name: '%s' is Airlock's", i, n);
+		if (n && policy && policy_env(n))
+			return k8s_error_set(err, K8S_EINVAL, 0, NULL,
+			    "spec.env[%zu].name: '%.128s' is refused where the "
+			    "runtime has a code policy (it would change how the "
+			    "guard's interpreter starts)", i, n);
 	}
 
 	json_array_foreach(json_object_get(spec, "files"), i, f) {
-		const char *p = json_string_value(json_object_get(f, "path"));
+		const char *fp = json_string_value(json_object_get(f, "path"));
 
-		for (int k = 0; k < 2 && p; k++)
-			if (mine[k] && path_clash(p, mine[k]))
+		for (int k = 0; k < 2 && fp; k++)
+			if (mine[k] && path_clash(fp, mine[k]))
 				return k8s_error_set(err, K8S_EINVAL, 0, NULL,
 				    "spec.files[%zu].path: '%s' clashes with the "
-				    "%s file '%s'", i, p, k ? "stdin" :
+				    "%s file '%s'", i, fp, k ? "stdin" :
 				    "program's", mine[k]);
 	}
 	return 0;
@@ -319,8 +346,13 @@ podspec_build(const struct ctl_config *cfg, json_t *cx,
 	if (image && !cfg->allow_custom_images)
 		return k8s_error_set(err, K8S_EINVAL, 0, NULL,
 		    "spec.image: custom images are not allowed on this cluster");
-	if (podspec_check_reserved(spec, p->source_file, err) != 0)
+	if (podspec_check_reserved(spec, p, err) != 0)
 		return K8S_EINVAL;
+	/* The guard is the runner image's: a tenant's image would bring its own. */
+	if (image && p->policy != CTL_POLICY_NONE)
+		return k8s_error_set(err, K8S_EINVAL, 0, NULL,
+		    "spec.image: runtime '%s' has a code policy, which runs in its "
+		    "own image only", runtime);
 	stored = jsonsize_value(cx);
 	if (stored + CX_STATUS_RESERVE > CX_OBJECT_BUDGET)
 		return k8s_error_set(err, K8S_EINVAL, 0, NULL,
@@ -665,9 +697,15 @@ podspec_object_quota(const struct ctl_config *cfg, const char *ns,
 		    PODSPEC_ANN_QUOTA_STORED, v);
 	else if (v)
 		snprintf(n, sizeof(n), "%s", v);
-	return json_pack("{s:s, s:s, s:{s:s, s:s, s:{s:s}}, s:{s:{s:s}}}",
+	/*
+	 * Files out's objects too, as many: one an execution, but one whose
+	 * execution was deleted with --cascade=orphan outlives it, and would
+	 * otherwise grow etcd without bound (its tenant may delete them).
+	 */
+	return json_pack("{s:s, s:s, s:{s:s, s:s, s:{s:s}}, s:{s:{s:s, s:s}}}",
 	    "apiVersion", "v1", "kind", "ResourceQuota",
 	    "metadata", "name", PODSPEC_QUOTA_STORED, "namespace", ns,
 	    "labels", CX_LABEL_MANAGED, CX_MANAGER,
-	    "spec", "hard", "count/codeexecutions.airlock.dev", n);
+	    "spec", "hard", "count/codeexecutions.airlock.dev", n,
+	    "count/codeexecutionartifacts.airlock.dev", n);
 }

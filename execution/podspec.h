@@ -68,11 +68,13 @@ void podspec_result_free(struct podspec_result *r);
 
 /*
  * What the CRD cannot see: a file of spec (borrowed) at, or under, the
- * profile's source file or the stdin file (.stdin, set or not), or an
- * env name with the prefix PODSPEC_TAR_ENV. 0, or K8S_EINVAL naming the
+ * profile's source file or the stdin file (.stdin, set or not), an env
+ * name with the prefix PODSPEC_TAR_ENV or AIRLOCK_OUT, and where the
+ * profile p has a code policy, the variables that change how its guard's
+ * interpreter starts (BASH_ENV, POSIXLY_CORRECT, LD_*, PYTHON*, ...). 0, or K8S_EINVAL naming the
  * field (podspec_build's, and a warm claim's, refusal).
  */
-int podspec_check_reserved(json_t *spec, const char *source_file,
+int podspec_check_reserved(json_t *spec, const struct ctl_profile *p,
     struct k8s_error *err) __attribute__((warn_unused_result));
 
 /* The SHA-256 of spec.source in hex ("" source when absent). */

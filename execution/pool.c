@@ -269,7 +269,7 @@ pool_claim_patch(const struct ctl_config *cfg, json_t *cx, json_t *holder,
 		return NULL;
 	}
 	/* A cold start refuses these (Rejected); so does a warm one. */
-	if (podspec_check_reserved(spec, p->source_file, err) != 0)
+	if (podspec_check_reserved(spec, p, err) != 0)
 		return NULL;
 	if (stored == 0)
 		stored = jsonsize_value(cx);

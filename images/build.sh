@@ -180,7 +180,7 @@ build_runner() {
 		--dpkgopt='path-exclude=/usr/share/locale/*' \
 		--customize-hook='mkdir -p "$1/airlock/bin" "$1/airlock/code" "$1/airlock/work"' \
 		--customize-hook='chmod 1777 "$1/airlock/work"' \
-		--customize-hook='ln -s /tmp/airlock-out "$1/airlock/out"' \
+		--customize-hook='ln -s /dev/shm/airlock-out "$1/airlock/out"' \
 		--customize-hook="install -m 0755 '$here/runner/run' \"\$1/airlock/bin/run\"" \
 		--customize-hook="install -m 0755 '$d/warm' \"\$1/airlock/bin/warm\"" \
 		--customize-hook="install -m 0644 '$here/runner/policy.py' '$here/runner/policy.sh' '$here/runner/policy.bashrc' \"\$1/airlock/bin/\"" \

@@ -36,12 +36,13 @@ for n in "${names[@]}"; do
 		paths+=("${BASH_CMDS[$n]}")
 	fi
 done
-dir=/tmp/.airlock-commands
-mkdir -m 0755 "$dir" || exit 125
+# A directory of its own (a warm holder's warm-up ran this once already).
+dir=$(mktemp -d /tmp/.airlock-commands.XXXXXX) || exit 125
+chmod 0755 "$dir" || exit 125
 if [ ${#paths[@]} -gt 0 ]; then
 	ln -s -t "$dir" -- "${paths[@]}" || exit 125
 fi
 # The restricted shell ignores SHELLOPTS and function definitions from
 # the environment; BASH_ENV is ours, read before the restrictions apply.
-unset CDPATH GLOBIGNORE ENV
+unset CDPATH GLOBIGNORE ENV POSIXLY_CORRECT BASH_XTRACEFD PS4
 PATH=$dir BASH_ENV=${BASH_SOURCE%/*}/policy.bashrc exec "$BASH" -r -- "$prog" "$@"

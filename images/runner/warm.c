@@ -22,7 +22,8 @@
  * Files out (execution/artifacts.h): with AIRLOCK_OUT set ("NONCE
  * MAXBYTES MAXFILES", removed before the program runs), the program runs
  * as a child in a process group of its own, with /airlock/out (a symlink
- * to /tmp/airlock-out in the runner images) made first. When it has
+ * to /dev/shm/airlock-out in the runner images: a tmpfs, and not the
+ * working directory, which is /tmp in a direct pod) made first. When it has
  * exited, what is left of its group is killed, and the regular files
  * under /airlock/out, by path, as many as MAXFILES and MAXBYTES allow,
  * are written to standard output after everything the program wrote,
@@ -321,12 +322,13 @@ become(int fd, char **argv)
 #define OUT_ENV		"AIRLOCK_OUT"
 #ifndef OUT_DIR		/* the unit tests' build sets its own */
 #define OUT_DIR		"/airlock/out"	/* -> OUT_REAL in the runner images */
-#define OUT_REAL	"/tmp/airlock-out"
+#define OUT_REAL	"/dev/shm/airlock-out"
 #endif
 #define OUT_DROPPED	".airlock-dropped"
 #define OUT_MAX_WALK	4096	/* entries looked at, files and directories */
 #define OUT_MAX_DEPTH	16
 #define OUT_PATH_MAX	255	/* what a ustar name and prefix hold */
+#define OUT_MAX_LISTED	180	/* lines of the left-out list */
 
 struct outfile {
 	char		*path;		/* relative to OUT_DIR */
@@ -550,7 +552,7 @@ out_send(void)
 {
 	static const char zero[BLOCK];
 	char h[BLOCK], line[OUT_PATH_MAX + 128], buf[65536];
-	long long total = 0, files = 0, len = 2 * BLOCK, dlen = 0;
+	long long total = 0, files = 0, len = 2 * BLOCK, dlen = 0, ndropped = 0;
 	char *list = NULL;
 	size_t i, lcap = 0, llen = 0;
 
@@ -565,7 +567,8 @@ out_send(void)
 			f->why = "its path does not fit a ustar header";
 		else if (f->why == NULL && files >= out_max_files)
 			f->why = "past the limit on files";
-		else if (f->why == NULL && total + f->size > out_max_bytes)
+		else if (f->why == NULL && (f->size > out_max_bytes ||
+		    f->size > out_max_bytes - total))
 			f->why = "over the byte budget";
 		if (f->why == NULL) {
 			files++;
@@ -573,8 +576,15 @@ out_send(void)
 			len += BLOCK + (f->size + BLOCK - 1) / BLOCK * BLOCK;
 			continue;
 		}
-		snprintf(line, sizeof(line), "%lld\t%s\t%s\n", f->size, f->why,
-		    f->path);
+		/* The list is held to ~50 KiB: the agent allows the frame 64. */
+		if (++ndropped > OUT_MAX_LISTED) {
+			if (ndropped == OUT_MAX_LISTED + 1)
+				snprintf(line, sizeof(line), "-1\tand more, not listed\t...\n");
+			else
+				continue;
+		} else
+			snprintf(line, sizeof(line), "%lld\t%s\t%s\n", f->size, f->why,
+			    f->path);
 		if (llen + strlen(line) + 1 > lcap) {
 			lcap = (llen + strlen(line) + 1) * 2;
 			if ((list = realloc(list, lcap)) == NULL)
@@ -687,7 +697,7 @@ run_then_send(int fd, char **argv)
 
 	/*
 	 * There for the program, which may mkdir -p it or not. (The root
-	 * filesystem is read-only: /airlock/out is a symlink to /tmp's.)
+	 * filesystem is read-only: /airlock/out is a symlink to /dev/shm.)
 	 */
 	(void)mkdir(OUT_REAL, 0755);
 	fflush(NULL);

@@ -6,8 +6,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include <cmocka.h>
 
+#include <openssl/evp.h>
+
+#include "base64.h"
 #include "cli.h"
 #include "yamljson.h"
 
@@ -250,11 +255,118 @@ test_write_text(void **state)
 	free(buf);
 }
 
+static const char *
+sha256_text(const char *t)
+{
+	static char hex[4][65];
+	static int n;
+	unsigned char md[32];
+	unsigned int len = 0;
+	char *out = hex[n++ % 4];
+
+	EVP_Digest(t, strlen(t), md, &len, EVP_sha256(), NULL);
+	for (unsigned i = 0; i < 32; i++)
+		snprintf(out + 2 * i, 3, "%02x", md[i]);
+	return out;
+}
+
+/* A files-out entry: path, and content given as text; its sha256. */
+static json_t *
+fo(const char *path, const char *text, json_t *want)
+{
+	char *b = base64_encode(text, strlen(text), NULL);
+	json_t *f = json_pack("{s:s, s:s, s:s}", "path", path, "sha256",
+	    sha256_text(text), "content", b);
+
+	free(b);
+	json_array_append_new(want, json_pack("{s:s, s:s}", "path", path, "sha256",
+	    sha256_text(text)));
+	return f;
+}
+
+/*
+ * --out DIR: each file checked against the status's list and digest,
+ * written under DIR only, never over a file, never through a symlink,
+ * and no dot-named component (.git/config, .envrc).
+ */
+static void
+test_write_files(void **state)
+{
+	char dir[] = "/tmp/airlock-out-test-XXXXXX", path[256], msg[512], buf[64];
+	json_t *files, *want;
+	FILE *f;
+
+	(void)state;
+	assert_non_null(mkdtemp(dir));
+	files = json_array();
+	want = json_array();
+	json_array_append_new(files, fo("a.txt", "A\n", want));
+	json_array_append_new(files, fo("sub/dir/b.csv", "1,2\n", want));
+	snprintf(path, sizeof(path), "%s/new", dir);
+	assert_int_equal(cli_write_files(path, files, want, msg, sizeof(msg)), 2);
+	snprintf(path, sizeof(path), "%s/new/sub/dir/b.csv", dir);
+	assert_non_null(f = fopen(path, "r"));
+	assert_non_null(fgets(buf, sizeof(buf), f));
+	fclose(f);
+	assert_string_equal(buf, "1,2\n");
+	/* Again into the same DIR: never over a file there. */
+	snprintf(path, sizeof(path), "%s/new", dir);
+	assert_int_equal(cli_write_files(path, files, want, msg, sizeof(msg)), -1);
+	assert_non_null(strstr(msg, "a.txt: File exists"));
+	json_decref(files);
+	json_decref(want);
+
+	{
+		static const char *const bad[] = { ".git/config", "a/.envrc", "../up",
+		    "/etc/x", "a/../b", "x\\y", "" };
+
+		for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+			files = json_array();
+			want = json_array();
+			json_array_append_new(files, fo(bad[i], "x", want));
+			snprintf(path, sizeof(path), "%s/bad%zu", dir, i);
+			assert_int_equal(cli_write_files(path, files, want, msg, sizeof(msg)), -1);
+			assert_string_equal(msg, "a file out with a bad path or no content");
+			json_decref(files);
+			json_decref(want);
+		}
+	}
+	/* Not listed, or not with its digest: refused. */
+	files = json_array();
+	want = json_array();
+	json_array_append_new(files, fo("c.txt", "C", want));
+	json_object_set_new(json_array_get(want, 0), "sha256", json_string(sha256_text("D")));
+	snprintf(path, sizeof(path), "%s/d", dir);
+	assert_int_equal(cli_write_files(path, files, want, msg, sizeof(msg)), -1);
+	assert_string_equal(msg, "c.txt: not as the execution's status lists it");
+	json_object_set_new(json_array_get(files, 0), "sha256", json_string(sha256_text("D")));
+	assert_int_equal(cli_write_files(path, files, want, msg, sizeof(msg)), -1);
+	assert_string_equal(msg, "c.txt: its content does not have its sha256");
+	json_decref(files);
+	json_decref(want);
+	/* Through a symlink a directory of DIR points out of it: refused. */
+	snprintf(path, sizeof(path), "%s/s", dir);
+	assert_int_equal(mkdir(path, 0755), 0);
+	snprintf(path, sizeof(path), "%s/s/link", dir);
+	assert_int_equal(symlink("/tmp", path), 0);
+	files = json_array();
+	want = json_array();
+	json_array_append_new(files, fo("link/planted", "x", want));
+	snprintf(path, sizeof(path), "%s/s", dir);
+	assert_int_equal(cli_write_files(path, files, want, msg, sizeof(msg)), -1);
+	assert_int_equal(access("/tmp/planted", F_OK), -1);
+	json_decref(files);
+	json_decref(want);
+	snprintf(path, sizeof(path), "rm -rf %s", dir);
+	assert_int_equal(system(path), 0);
+}
+
 int
 main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_local_profiles),
+		cmocka_unit_test(test_write_files),
 		cmocka_unit_test(test_write_text),
 		cmocka_unit_test(test_yaml_exact),
 		cmocka_unit_test(test_yaml_round_trip),

@@ -638,6 +638,71 @@ test_stream_annotation(void **state)
 	ctl_config_free(c);
 }
 
+/*
+ * A profile with a code policy: the pod carries the policy's mark, and
+ * what would change how its guard's interpreter starts is refused, as is
+ * a custom image (the guard is the runner image's).
+ */
+static void
+test_policy_profile(void **state)
+{
+	struct ctl_config *c = config_of(
+	    "allowCustomImages: true\n"
+	    "profiles:\n"
+	    "  py:\n    image: i\n    command: [/airlock/bin/run, python3, main.py]\n"
+	    "    sourceFile: main.py\n    policy: {denyImports: [subprocess]}\n"
+	    "  plain:\n    image: i\n    command: [/airlock/bin/run, python3, main.py]\n"
+	    "    sourceFile: main.py\n");
+	static const char *const refused[] = { "BASH_ENV", "ENV", "POSIXLY_CORRECT",
+	    "LD_PRELOAD", "LD_LIBRARY_PATH", "PYTHONPATH", "PYTHONSTARTUP", "SHELLOPTS",
+	    "BASHOPTS", "PS4" };
+	struct podspec_result r;
+	struct k8s_error err;
+	json_t *o;
+
+	(void)state;
+	o = cx("{\"runtime\":\"py\",\"source\":\"print(1)\",\"env\":[{\"name\":\"HOME\","
+	    "\"value\":\"/h\"}]}");
+	assert_int_equal(podspec_build(c, o, &r, &err), 0);
+	assert_string_equal(jp_key(r.pod, "metadata.annotations", "airlock.dev/policy"),
+	    "true");
+	podspec_result_free(&r);
+	json_decref(o);
+	for (size_t i = 0; i < sizeof(refused) / sizeof(refused[0]); i++) {
+		char spec[256], want[256];
+
+		snprintf(spec, sizeof(spec), "{\"runtime\":\"py\",\"source\":\"x\",\"env\":"
+		    "[{\"name\":\"A\",\"value\":\"1\"},{\"name\":\"%s\",\"value\":\"x\"}]}",
+		    refused[i]);
+		o = cx(spec);
+		assert_int_equal(podspec_build(c, o, &r, &err), K8S_EINVAL);
+		snprintf(want, sizeof(want), "spec.env[1].name: '%s' is refused where "
+		    "the runtime has a code policy", refused[i]);
+		if (strncmp(err.message, want, strlen(want)) != 0)
+			fail_msg("%s: %s", refused[i], err.message);
+		json_decref(o);
+		/* Without a policy, the tenant's own business. */
+		snprintf(spec, sizeof(spec), "{\"runtime\":\"plain\",\"source\":\"x\",\"env\":"
+		    "[{\"name\":\"%s\",\"value\":\"x\"}]}", refused[i]);
+		o = cx(spec);
+		assert_int_equal(podspec_build(c, o, &r, &err), 0);
+		podspec_result_free(&r);
+		json_decref(o);
+	}
+	o = cx("{\"runtime\":\"py\",\"source\":\"x\",\"image\":\"mine:1\"}");
+	assert_int_equal(podspec_build(c, o, &r, &err), K8S_EINVAL);
+	assert_string_equal(err.message, "spec.image: runtime 'py' has a code policy, "
+	    "which runs in its own image only");
+	json_decref(o);
+	/* AIRLOCK_OUT is Airlock's, policy or not. */
+	o = cx("{\"runtime\":\"plain\",\"source\":\"x\",\"env\":[{\"name\":\"AIRLOCK_OUT\","
+	    "\"value\":\"x 1 1\"}]}");
+	assert_int_equal(podspec_build(c, o, &r, &err), K8S_EINVAL);
+	assert_string_equal(err.message, "spec.env[0].name: 'AIRLOCK_OUT' is Airlock's");
+	json_decref(o);
+	ctl_config_free(c);
+}
+
 int
 main(void)
 {
@@ -651,6 +716,7 @@ main(void)
 		cmocka_unit_test(test_custom_image_allowed),
 		cmocka_unit_test(test_guardrails),
 		cmocka_unit_test(test_stream_annotation),
+		cmocka_unit_test(test_policy_profile),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
