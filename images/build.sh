@@ -220,7 +220,7 @@ daemon_base() {
 			{ tail -n 40 "$d/mmdebstrap.log" >&2; rm -rf "$d"; die "mmdebstrap failed for the daemons' base"; }
 		mv "$d/layer.tar" "$out.tmp.$$" && mv "$out.tmp.$$" "$out"
 		rm -rf "$d"
-		ls -t "$cache"/daemon-base-*.tar | tail -n +3 | xargs -r rm -f
+		ls -t "$cache"/daemon-base-????????????.tar | tail -n +3 | xargs -r rm -f
 	fi
 	echo "$out"
 }
@@ -263,8 +263,9 @@ for name in "${images[@]}"; do
 		esac
 		echo "images/build.sh: built $name in $((SECONDS - start)) s" >&2
 		# Keep this and the one before (another clone may use it); older
-		# keys only fill the disk.
-		ls -t "$cache/$name"-*.tar | tail -n +3 | xargs -r rm -f
+		# keys only fill the disk. (A key is 12 characters, so that
+		# runner-python's are not runner-python-data's.)
+		ls -t "$cache/$name"-????????????.tar | tail -n +3 | xargs -r rm -f
 	fi
 	var=$(echo "$name" | tr a-z- A-Z_)
 	echo "${var}_IMAGE=$ref"

@@ -44,6 +44,7 @@ print(json.load(open(d + "/blobs/sha256/" + m))["layers"][0]["digest"].split(":"
 	mv -T "$local_dir/.$rt.link" "$local_dir/$rt"
 	# Keep this key and the one before (a run may still be using it);
 	# older ones only fill the disk.
-	ls -dt "$local_dir/$rt"-* 2>/dev/null | tail -n +3 | xargs -r rm -rf
+	# (A key is 12 characters: python-???????????? is not python-data's.)
+	ls -dt "$local_dir/$rt"-???????????? 2>/dev/null | tail -n +3 | xargs -r rm -rf
 	echo "images/local.sh: $rt -> $dir/rootfs" >&2
 done
