@@ -312,15 +312,31 @@ test_defaults(void **state)
 	conf = str(x, "data.config\\.yaml");
 	if (ctl_config_parse(conf, strlen(conf), "chart config", &cfg, &err) != 0)
 		fail_msg("the controller refuses the chart's config: %s\n%s", err.message, conf);
-	assert_int_equal(cfg->nprofiles, 3);
+	assert_int_equal(cfg->nprofiles, 4);
 	assert_string_equal(ctl_config_profile(cfg, "python")->image,
 	    "airlock.dev/runner-python:0.1.0");
+	assert_string_equal(ctl_config_profile(cfg, "python-data")->image,
+	    "airlock.dev/runner-python-data:0.1.0");
+	assert_int_equal(ctl_config_profile(cfg, "python")->policy, CTL_POLICY_NONE);
+	assert_int_equal(cfg->artifacts_bytes, 1 << 20);
+	assert_int_equal(cfg->artifacts_files, 64);
 	assert_string_equal(ctl_config_profile(cfg, "node")->source_file, "main.js");
 	assert_string_equal(cfg->runtime_class, "gvisor");
 	assert_string_equal(cfg->priority_class, "airlock-execution");
 	assert_int_equal(cfg->defaults.memory_bytes, 256 << 20);
 	assert_int_equal(cfg->quota_executions, 20);
 	ctl_config_free(cfg);
+
+	/* Who created an execution, stamped and kept; files out guarded. */
+	assert_non_null(x = find(all, "MutatingAdmissionPolicy", "rel-airlock-controller-created-by"));
+	assert_string_equal(str(x, "spec.matchConstraints.resourceRules[0].operations[0]"),
+	    "CREATE");
+	assert_non_null(strstr(str(x, "spec.mutations[0].applyConfiguration.expression"),
+	    "\"airlock.dev/created-by\": request.userInfo.username"));
+	assert_non_null(find(all, "MutatingAdmissionPolicyBinding",
+	    "rel-airlock-controller-created-by"));
+	assert_non_null(find(all, "ValidatingAdmissionPolicy", "rel-airlock-controller-created-by"));
+	assert_non_null(find(all, "ValidatingAdmissionPolicy", "rel-airlock-node-agent-artifacts-guard"));
 
 	/* The daemons' NetworkPolicy: nothing in but from their node. */
 	assert_non_null(x = find(all, "NetworkPolicy", "rel-airlock-daemons"));
@@ -367,9 +383,13 @@ test_defaults(void **state)
 			assert_true(json_is_true(at(x, "readOnly")));
 	assert_string_equal(str(ds, "spec.template.spec.volumes[0].hostPath.path"), "/var/log/pods");
 
-	/* RBAC: the agent reads pods, deletes them, patches status. No more. */
+	/*
+	 * RBAC: the agent reads pods, deletes them, patches status, makes
+	 * files out (and reads them back, for a retry). No more.
+	 */
 	assert_non_null(role = find(all, "ClusterRole", "rel-airlock-node-agent"));
-	assert_int_equal(json_array_size(at(role, "rules")), 2);
+	assert_int_equal(json_array_size(at(role, "rules")), 3);
+	verbs_are(role, "airlock.dev", "codeexecutionartifacts", "create,get");
 	assert_string_equal(str(role, "rules[0].resources[0]"), "pods");
 	assert_int_equal(json_array_size(at(role, "rules[0].verbs")), 4);
 	assert_true(has(role, "rules[0].verbs", "delete"));
@@ -422,6 +442,9 @@ test_defaults(void **state)
 	    "get,list,watch,create,update,patch,delete,deletecollection");
 	verbs_are(role, "airlock.dev", "codeexecutionpools/status", "get");
 	verbs_are(role, "airlock.dev", "codeexecutionpools/scale", "get,update,patch");
+	/* Files out: read and deleted by those who run code, made by none. */
+	verbs_are(role, "airlock.dev", "codeexecutionartifacts",
+	    "get,list,watch,delete,deletecollection");
 	assert_non_null(role = find(all, "ClusterRole", "airlock-viewer"));
 	assert_string_equal(str(role, "metadata.labels.rbac\\.authorization\\.k8s\\.io/aggregate-to-view"), "true");
 	assert_false(has(role, "rules[0].verbs", "create"));
@@ -429,6 +452,8 @@ test_defaults(void **state)
 	verbs_are(role, "airlock.dev", "codeexecutionpools", "get,list,watch");
 	verbs_are(role, "airlock.dev", "codeexecutionpools/status", "get,list,watch");
 	verbs_are(role, "airlock.dev", "codeexecutionpools/scale", "get,list,watch");
+	/* Not what a program wrote: that is for those who run code. */
+	verbs_are(role, "airlock.dev", "codeexecutionartifacts", "");
 	json_array_foreach(at(role, "rules"), i, x)
 		if (!has(x, "verbs", "get") || json_array_size(at(x, "verbs")) != 3 ||
 		    !has(x, "verbs", "list") || !has(x, "verbs", "watch"))
@@ -457,7 +482,7 @@ test_values_change_output(void **state)
 	    "--set metrics.serviceMonitor.enabled=true --set runtimeClass.create=false "
 	    "--set priorityClass.create=false --set tenantRoles.create=false "
 	    "--set agentDeleteGuard.enabled=false --set forgeryGuard.enabled=false "
-	    "--set agentStatusGuard.enabled=false "
+	    "--set agentStatusGuard.enabled=false --set creatorStamp.enabled=false "
 	    "--set networkPolicy.enabled=false --set image.controller.tag=9.9 "
 	    "--set config.defaults.memory=192Mi");
 	assert_int_equal(json_integer_value(at(find(all, "Deployment", NULL), "spec.replicas")), 1);
@@ -466,6 +491,7 @@ test_values_change_output(void **state)
 	assert_null(find(all, "PriorityClass", NULL));
 	assert_null(find(all, "ClusterRole", "airlock-editor"));
 	assert_null(find(all, "ValidatingAdmissionPolicy", NULL));
+	assert_null(find(all, "MutatingAdmissionPolicy", NULL));
 	assert_null(find(all, "NetworkPolicy", NULL));
 	assert_int_equal(count(all, "ServiceMonitor"), 2);
 	c = at(find(all, "Deployment", NULL), "spec.template.spec.containers[0]");
