@@ -100,7 +100,7 @@ def test_image_out(cluster, namespace):
         assert r.content[0].text == ("exit code: 0\n--- files out ---\n"
                                      "dot.png (image/png, %d bytes)\n"
                                      "n.txt (text/plain, 1 bytes)\n" % len(PNG))
-        assert r.content[1].mimeType == "image/png"
+        assert r.content[1].mime_type == "image/png"   # "mimeType" on the wire
         assert base64.b64decode(r.content[1].data) == PNG
 
     session_run(server(cluster, namespace), body)
