@@ -1712,6 +1712,45 @@ test_cli_run(void **state)
 	cli_expect_status(&r, 2);
 	assert_non_null(strstr(r.err, "spec.runtime"));
 	cli_result_free(&r);
+
+	/* Files out: run --out DIR writes them, get NAME --out DIR later. */
+	{
+		char dir[] = "/tmp/airlock-cli-out-XXXXXX", path[256], got[64];
+		FILE *f;
+
+		assert_non_null(mkdtemp(dir));
+		snprintf(path, sizeof(path), "%s/run", dir);
+		CLI(&r, "run", "--name", "cli-out", "--out", path, "-c",
+		    "import os\nos.makedirs('/airlock/out/d', exist_ok=True)\n"
+		    "open('/airlock/out/d/r.txt', 'w').write('result\\n')\nprint('ok')\n");
+		cli_expect_status(&r, 0);
+		assert_string_equal(r.out, "ok\n");
+		assert_non_null(strstr(r.err, "airlock: 1 file out written to "));
+		cli_result_free(&r);
+		for (int i = 0; i < 2; i++) {
+			snprintf(path, sizeof(path), "%s/%s/d/r.txt", dir, i ? "get" : "run");
+			if (i) {
+				char out[256];
+
+				snprintf(out, sizeof(out), "%s/get", dir);
+				CLI(&r, "get", "cli-out", "--out", out);
+				cli_expect_status(&r, 0);
+				cli_result_free(&r);
+			}
+			assert_non_null(f = fopen(path, "r"));
+			assert_non_null(fgets(got, sizeof(got), f));
+			fclose(f);
+			assert_string_equal(got, "result\n");
+		}
+		/* Not over what is there. */
+		snprintf(path, sizeof(path), "%s/get", dir);
+		CLI(&r, "get", "cli-out", "--out", path);
+		cli_expect_status(&r, 1);
+		assert_non_null(strstr(r.err, "d/r.txt: File exists"));
+		cli_result_free(&r);
+		snprintf(path, sizeof(path), "rm -rf %s", dir);
+		assert_int_equal(system(path), 0);
+	}
 }
 
 /* get, list, logs, wait, delete on what test_cli_run left. */

@@ -208,6 +208,24 @@ test_local_policy(void **state)
 	assert_string_equal(it_str(st, "stdout"), "/tmp\n");
 	json_decref(st);
 	cli_result_free(&r);
+	/* Files out, here too: --out DIR, checked as the cluster's are. */
+	{
+		char dir[] = "/tmp/airlock-local-out-XXXXXX", path[256], got[64];
+		FILE *f;
+
+		assert_non_null(mkdtemp(dir));
+		RUN(&r, "--out", dir, "-c", "open('/airlock/out/x.csv', 'w').write('a,b\\n')\n");
+		cli_expect_status(&r, 0);
+		assert_non_null(strstr(r.err, "airlock: 1 file out written to "));
+		cli_result_free(&r);
+		snprintf(path, sizeof(path), "%s/x.csv", dir);
+		assert_non_null(f = fopen(path, "r"));
+		assert_non_null(fgets(got, sizeof(got), f));
+		fclose(f);
+		assert_string_equal(got, "a,b\n");
+		snprintf(path, sizeof(path), "rm -rf %s", dir);
+		assert_int_equal(system(path), 0);
+	}
 	/* Allowed, it runs; a profile the config does not have is refused. */
 	RUN(&r, "--local-config", conf, "-r", "python-guarded", "-c", "import json\nprint(2)\n");
 	cli_expect_status(&r, 0);
