@@ -732,6 +732,38 @@ test_warm_pool_resize_delete(void **state)
 	    "\"import time\\ntime.sleep(3)\\nprint('finished')\\n\"}");
 	st = wait_named("outlives");
 	expect_warm(st, "outlives");
+	/*
+	 * Claimed: the holder is the execution's now (its uid label), no
+	 * longer the pool's. Between the execution's status and that patch
+	 * the holder is still the pool's, and the pool's delete takes it: the
+	 * run then goes cold (test_warm_killed_mid_claim's case), as seen
+	 * once under ASan's pace.
+	 */
+	{
+		const char *pod = it_str(st, "podName");
+		char *uid = NULL;
+		json_t *cxo = NULL, *p = NULL;
+
+		if (k8s_get(c, &cx_resource, ns, "outlives", &cxo, &err) != 0)
+			fail_msg("get outlives: %s", err.message);
+		uid = strdup(k8s_obj_uid(cxo));
+		json_decref(cxo);
+		for (end = it_mono_ms() + 30000;; it_sleep_ms(50)) {
+			const char *l;
+
+			json_decref(p);
+			p = NULL;
+			if (k8s_get(c, &k8s_res_pods, ns, pod, &p, &err) == 0 &&
+			    (l = json_string_value(json_object_get(json_object_get(
+			    json_object_get(p, "metadata"), "labels"), CX_LABEL_UID))) &&
+			    strcmp(l, uid) == 0)
+				break;
+			if (it_mono_ms() > end)
+				fail_msg("holder %s not claimed by outlives in 30 s", pod);
+		}
+		json_decref(p);
+		free(uid);
+	}
 	json_decref(st);
 	if (k8s_delete(c, &pool_resource, ns, "py", &bg, NULL, &err) != 0)
 		fail_msg("delete pool: %s", err.message);
