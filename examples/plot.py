@@ -17,6 +17,7 @@ fig, ax = plt.subplots(figsize=(4, 3), dpi=100)
 ax.plot(df["x"], df["square"], marker="o")
 ax.set_xlabel("x")
 ax.set_ylabel("x squared")
+fig.tight_layout()
 fig.savefig("/airlock/out/squares.png")
 with open("/airlock/out/squares.png", "rb") as f:
     png = f.read()
