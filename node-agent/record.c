@@ -45,11 +45,29 @@ agent_fit_output(const char *out, size_t olen, const char *err, size_t elen,
  * still ends.
  */
 /*
+ * A refusal to store files out that a moment cures: the namespace's
+ * quota not yet counting them (a quota the controller just made), the
+ * API server busy or unreachable.
+ */
+static int
+transient(int rc, const struct k8s_error *err)
+{
+	return rc == K8S_EIO || rc == K8S_ETIMEDOUT || err->http_status == 429 ||
+	    err->http_status >= 500 || (rc == K8S_EFORBIDDEN &&
+	    strstr(err->message, "status unknown for quota") != NULL);
+}
+
+/* How long after the exit files out may be retried before the result goes without them. */
+#define FILES_OUT_RETRY_MS	20000
+
+/*
  * Files out: the runner's frame, checked (artifacts_parse), its files
  * stored in the execution's CodeExecutionArtifacts; *list gets
- * status.artifacts (NULL: none) and note what the message adds.
+ * status.artifacts (NULL: none) and note what the message adds. 1 when
+ * the store failed for now (transient()) and the result should wait for
+ * a retry; 0 otherwise.
  */
-static void
+static int
 files_out(struct agent *a, struct run *r, json_t **list, char *note,
     size_t note_size)
 {
@@ -63,28 +81,28 @@ files_out(struct agent *a, struct run *r, json_t **list, char *note,
 	*list = NULL;
 	note[0] = '\0';
 	if (r->out_files == 0 || r->log == NULL)
-		return;
+		return 0;
 	body = crilog_frame(r->log, &len, &st);
 	switch (st) {
 	case CRILOG_FRAME_NONE:
-		return;
+		return 0;
 	case CRILOG_FRAME_TOO_LARGE:
 		snprintf(note, note_size, "; no files out: more than the %zu-byte "
 		    "budget arrived", r->out_bytes);
-		return;
+		return 0;
 	case CRILOG_FRAME_INCOMPLETE:
 		snprintf(note, note_size, "; no files out: the program's end cut "
 		    "them short");
-		return;
+		return 0;
 	case CRILOG_FRAME_MALFORMED:
 		snprintf(note, note_size, "; no files out: they arrived malformed");
-		return;
+		return 0;
 	}
 	artifacts_parse(body, len, r->out_bytes, r->out_files, &arts);
 	artifacts_message(&arts, note, note_size);
 	if (arts.nfiles == 0) {
 		artifacts_free(&arts);
-		return;
+		return 0;
 	}
 	obj = artifacts_object(&arts, r->ns, r->cx, r->cx_uid, a->o.node_name);
 	rc = k8s_create(a->client, &artifacts_resource, r->ns, obj, NULL, &err);
@@ -121,7 +139,13 @@ files_out(struct agent *a, struct run *r, json_t **list, char *note,
 	}
 	if (rc == 0)
 		*list = artifacts_status(&arts);
-	else {
+	else if (transient(rc, &err) && (agent_now_ns() - r->exited_ns) / 1000000 <
+	    FILES_OUT_RETRY_MS) {
+		log_debug("files out not stored yet", "execution=%s/%s error=\"%s\"",
+		    r->ns, r->cx, err.message);
+		artifacts_free(&arts);
+		return 1;
+	} else {
 		size_t n = strlen(note);
 
 		log_warn("cannot store files out", "execution=%s/%s error=\"%s\"",
@@ -130,6 +154,7 @@ files_out(struct agent *a, struct run *r, json_t **list, char *note,
 		    arts.nfiles, err.message);
 	}
 	artifacts_free(&arts);
+	return 0;
 }
 
 static json_t *
@@ -277,7 +302,9 @@ agent_record(struct agent *a, struct run *r)
 	int gone, done = -1, rc = K8S_EHTTP, big = 0;
 
 	refused[0] = '\0';
-	files_out(a, r, &arts, note, sizeof(note));
+	/* Files out first: a moment's refusal to store them holds the result. */
+	if (files_out(a, r, &arts, note, sizeof(note)) != 0)
+		return 0;
 	for (int attempt = 0; attempt < 2 && done < 0; attempt++) {
 		if (attempt == 1 && !big)
 			break;
