@@ -74,49 +74,63 @@ guard_owner(struct controller *ctl)
  * So a quota with no status yet gets one: the limit, and the executions
  * this controller sees in the namespace; one counted under another limit
  * gets the new limit. Admission keeps the count from there, and the quota
- * controller corrects it at its next sync.
+ * controller corrects it at its next sync. Files out's objects (key
+ * count/codeexecutionartifacts) are seeded with the same count, at most
+ * one per execution: over, if anything, until that sync (their orphans
+ * aside, which the sync counts).
  */
 static void
 seed_quota_status(struct controller *ctl, const char *ns, json_t *quota)
 {
-	static const char *const key = "count/codeexecutions.airlock.dev";
+	static const char *const keys[] = { "count/codeexecutions.airlock.dev",
+	    "count/codeexecutionartifacts.airlock.dev" };
 	struct k8s_patch_opts po = { .type = K8S_PATCH_MERGE,
 	    .subresource = "status" };
 	json_t *st = json_object_get(quota, "status"), *all, *o, *p;
-	const char *hard = json_string_value(json_object_get(json_object_get(
-	    json_object_get(quota, "spec"), "hard"), key));
+	json_t *hard_out = json_object(), *used_out = json_object();
 	struct k8s_error err;
 	size_t i, n = 0;
+	int counted_n = 0;
 	char used[32];
 
-	const char *known = json_string_value(json_object_get(json_object_get(st,
-	    "hard"), key));
-	int counted = json_object_get(json_object_get(st, "used"), key) != NULL;
+	for (size_t k = 0; k < sizeof(keys) / sizeof(keys[0]); k++) {
+		const char *key = keys[k];
+		const char *hard = json_string_value(json_object_get(json_object_get(
+		    json_object_get(quota, "spec"), "hard"), key));
+		const char *known = json_string_value(json_object_get(json_object_get(st,
+		    "hard"), key));
+		int counted = json_object_get(json_object_get(st, "used"), key) != NULL;
 
-	/*
-	 * Admission refuses while status.used lacks the resource, whatever
-	 * status.hard says (the quota controller copies hard from the spec
-	 * before it can count a resource it has not discovered).
-	 */
-	if (hard == NULL || (counted && known && strcmp(known, hard) == 0))
-		return;
-	if (counted) {
-		/* Counted already, under an older limit: the limit only. */
-		p = json_pack("{s:{s:s?}, s:{s:{s:s}}}", "metadata",
-		    "resourceVersion", k8s_obj_rv(quota), "status", "hard", key,
-		    hard);
-		goto send;
+		/*
+		 * Admission refuses while status.used lacks the resource,
+		 * whatever status.hard says (the quota controller copies hard
+		 * from the spec before it can count a resource it has not
+		 * discovered).
+		 */
+		if (hard == NULL || (counted && known && strcmp(known, hard) == 0))
+			continue;
+		json_object_set_new(hard_out, key, json_string(hard));
+		if (counted)
+			continue;	/* counted, under an older limit: the limit only */
+		if (!counted_n) {
+			all = informer_list(ctl->cx_inf);
+			json_array_foreach(all, i, o)
+				if (k8s_obj_namespace(o) && strcmp(k8s_obj_namespace(o),
+				    ns) == 0)
+					n++;
+			json_decref(all);
+			counted_n = 1;
+		}
+		snprintf(used, sizeof(used), "%zu", n);
+		json_object_set_new(used_out, key, json_string(used));
 	}
-	all = informer_list(ctl->cx_inf);
-	json_array_foreach(all, i, o)
-		if (k8s_obj_namespace(o) && strcmp(k8s_obj_namespace(o), ns) == 0)
-			n++;
-	json_decref(all);
-	snprintf(used, sizeof(used), "%zu", n);
-	p = json_pack("{s:{s:s?}, s:{s:{s:s}, s:{s:s}}}", "metadata",
-	    "resourceVersion", k8s_obj_rv(quota), "status", "hard", key, hard,
-	    "used", key, used);
-send:
+	if (json_object_size(hard_out) == 0) {
+		json_decref(hard_out);
+		json_decref(used_out);
+		return;
+	}
+	p = json_pack("{s:{s:s?}, s:{s:o, s:o}}", "metadata", "resourceVersion",
+	    k8s_obj_rv(quota), "status", "hard", hard_out, "used", used_out);
 	if (k8s_patch(ctl->client, ctl_guard_res[2], ns, k8s_obj_name(quota),
 	    &po, p, NULL, &err) != 0 && err.http_status != 409)
 		log_warn("cannot seed the quota's status", "namespace=%s "
