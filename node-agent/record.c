@@ -36,15 +36,6 @@ agent_fit_output(const char *out, size_t olen, const char *err, size_t elen,
 }
 
 /*
- * The JSON patch that records a run's result, if the execution is still
- * the one the pod was made for (its uid), the phase is still expect and
- * the conditions sit where the controller put them. The output is cut to
- * the run's budget as the API server will store it; with refused set (the
- * server refused the result as too large anyway: refused holds why) the
- * output is left out and the execution fails ResultTooLarge, so that it
- * still ends.
- */
-/*
  * A refusal to store files out that a moment cures: the namespace's
  * quota not yet counting them (a quota the controller just made), the
  * API server busy or unreachable.
@@ -157,6 +148,15 @@ files_out(struct agent *a, struct run *r, json_t **list, char *note,
 	return 0;
 }
 
+/*
+ * The JSON patch that records a run's result, if the execution is still
+ * the one the pod was made for (its uid), the phase is still expect and
+ * the conditions sit where the controller put them. The output is cut to
+ * the run's budget as the API server will store it; with refused set (the
+ * server refused the result as too large anyway: refused holds why) the
+ * output is left out and the execution fails ResultTooLarge, so that it
+ * still ends.
+ */
 static json_t *
 result_patch(struct agent *a, struct run *r, const char *expect,
     const char *refused, const char **reasonp, json_t *arts, const char *note)
