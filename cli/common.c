@@ -16,6 +16,7 @@
 
 #include <yaml.h>
 
+#include "artifacts.h"
 #include "base64.h"
 #include "cli.h"
 #include "quantity.h"
@@ -505,32 +506,14 @@ cli_check_spec(json_t *spec, struct k8s_error *err)
 }
 
 /*
- * A path files out may be written to: relative, printable, and no
- * component starting with '.' (not "..", and not .git/config, .envrc,
+ * A path files out may be written to: a file out's (artifacts_path_ok),
+ * and no component starting with '.' (not .git/config, .envrc,
  * .vscode/...: a program must not plant what a tool run in DIR obeys).
  */
 static int
 out_path_ok(const char *p)
 {
-	const char *s = p, *e;
-
-	if (*p == '\0' || *p == '/' || *p == '.' || strlen(p) > 255 ||
-	    strstr(p, "/.") != NULL)
-		return 0;
-	for (e = p; *e; e++)
-		if ((unsigned char)*e < 0x20 || (unsigned char)*e >= 0x7f || *e == '\\')
-			return 0;
-	for (;;) {
-		e = strchr(s, '/');
-		if (e == NULL)
-			e = s + strlen(s);
-		if (e == s || (e - s == 1 && s[0] == '.') ||
-		    (e - s == 2 && s[0] == '.' && s[1] == '.'))
-			return 0;
-		if (*e == '\0')
-			return 1;
-		s = e + 1;
-	}
+	return artifacts_path_ok(p) && *p != '.' && strstr(p, "/.") == NULL;
 }
 
 /*

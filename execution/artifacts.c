@@ -40,9 +40,8 @@ artifacts_nonce(const char *uid, char out[33])
 	out[32] = '\0';
 }
 
-/* A path as a file out may have: relative, printable ASCII, no "", ".", "..". */
-static int
-path_ok(const char *p)
+int
+artifacts_path_ok(const char *p)
 {
 	const char *s = p, *e;
 
@@ -192,7 +191,7 @@ artifacts_parse(const char *b64, size_t len, size_t max_bytes,
 		if (off > alen)
 			off = alen;
 		if (h[156] != '0' && h[156] != '\0') {
-			drop(a, path_ok(name) ? name : "(a bad name)", -1,
+			drop(a, artifacts_path_ok(name) ? name : "(a bad name)", -1,
 			    "not a regular file");
 			continue;
 		}
@@ -200,7 +199,7 @@ artifacts_parse(const char *b64, size_t len, size_t max_bytes,
 			read_dropped(a, data, (size_t)size);
 			continue;
 		}
-		if (!path_ok(name)) {
+		if (!artifacts_path_ok(name)) {
 			drop(a, "(a bad name)", size, "its name is not a relative path "
 			    "of printable ASCII");
 			continue;

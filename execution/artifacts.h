@@ -90,6 +90,12 @@ void artifacts_parse(const char *b64, size_t len, size_t max_bytes,
     size_t max_files, struct artifacts *a);
 void artifacts_free(struct artifacts *a);
 
+/*
+ * A path a file out may have: relative, printable ASCII without '\\',
+ * at most ARTIFACTS_PATH_MAX, no "", "." or ".." component.
+ */
+int artifacts_path_ok(const char *p);
+
 /* A file's content type, from its first bytes and its name. */
 const char *artifacts_content_type(const char *path, const char *data,
     size_t len);
