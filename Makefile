@@ -9,7 +9,7 @@
 #   make e2e-asan     the same with every binary built with ASan+UBSan
 #   make chart        the Helm chart: render tests, then install/upgrade/test/uninstall
 #   make chart-crds   copy crds/ into the chart
-#   make cluster-up [NODE=1] | cluster-down   the real cluster in .cluster/
+#   make cluster-up [NODE=1 | NODES=2] | cluster-down   the real cluster in .cluster/
 
 ifeq ($(origin CC),default)
 CC	 = gcc
@@ -225,7 +225,7 @@ valgrind: all
 	@tests/run.sh summary valgrind
 
 cluster-up:
-	@NODE=$(NODE) tests/cluster/up.sh
+	@NODE=$(NODE) NODES=$(NODES) tests/cluster/up.sh
 
 # End to end, on the real node: gVisor, containerd, a kubelet.
 e2e: all

@@ -9,6 +9,23 @@
 # bridge and its veths, cgroups, the kubelet's symlinks in /var/log/containers.
 
 node=$cluster/node
+PSUF=
+
+# node_each FN: FN once per node the cluster had (.cluster/node is node 1,
+# .cluster/node-I node I; node.sh's node_select), with node, PSUF and the
+# node's ids set.
+node_each() {
+	local d
+	for d in "$cluster/node" "$cluster"/node-[0-9]*; do
+		[ -d "$d" ] || continue
+		node=$d PSUF=
+		[ "$d" = "$cluster/node" ] || PSUF=-${d##*/node-}
+		BRIDGE= CNI_NETWORK= CGROUP_ROOT=
+		node_load_ids
+		"$1"
+	done
+	node=$cluster/node PSUF=
+}
 
 node_load_ids() {
 	# shellcheck disable=SC1091
@@ -40,16 +57,17 @@ node_kill_pods() {
 	return 0
 }
 
-# node_kill_strays: shims and runsc sandboxes and gofers outlive containerd
-# by design. Each names .cluster on its command line (the containerd socket,
-# runsc's --root), so they are ours: TERM, then KILL.
+# node_kill_strays [DIR] [SIGNALS]: shims and runsc sandboxes and gofers
+# outlive containerd by design. Each names .cluster on its command line (the
+# containerd socket, runsc's --root), so they are ours: TERM, then KILL.
+# With DIR, only those naming DIR/ (one node's).
 node_kill_strays() {
-	local p pids=() sig
-	for sig in TERM KILL; do
+	local p pids=() sig where=${1:-$cluster}
+	for sig in ${2:-TERM KILL}; do
 		pids=()
 		for p in /proc/[0-9]*; do
 			[ "${p#/proc/}" = $$ ] && continue
-			tr '\0' ' ' 2>/dev/null <"$p/cmdline" | grep -qF "$cluster/" || continue
+			tr '\0' ' ' 2>/dev/null <"$p/cmdline" | grep -qF "$where/" || continue
 			tr '\0' ' ' 2>/dev/null <"$p/cmdline" | grep -qE 'containerd-shim|runsc' || continue
 			pids+=("${p#/proc/}")
 		done
@@ -89,16 +107,20 @@ node_bundle_netns() {
 		grep -o '"/var/run/netns/[^"]*"\|"/run/netns/[^"]*"' | tr -d '"' >>"$node/netns" || true
 }
 
-# node_stop: everything of the node's that runs. Before the apiserver stops.
+# node_stop: everything of the nodes' that runs. Before the apiserver stops.
+# The kubelets first, all of them, or one restarts what we stop.
 node_stop() {
-	node_load_ids
-	node_bundle_netns
-	stop "$cluster/kubelet.pid" "$cluster/kube-scheduler.pid" "$cluster/kube-controller-manager.pid" \
-		"$cluster/kube-router.pid"
-	node_kill_pods
-	stop "$cluster/containerd.pid"
+	node_each node_bundle_netns
+	stop "$cluster"/kubelet.pid "$cluster"/kubelet-[0-9]*.pid "$cluster/kube-scheduler.pid" \
+		"$cluster/kube-controller-manager.pid" "$cluster/kube-router.pid"
+	node_each node_stop_one
 	node_kill_strays
-	node_runsc_cleanup
+	node_each node_runsc_cleanup
+}
+
+node_stop_one() {
+	node_kill_pods
+	stop "$cluster/containerd$PSUF.pid"
 }
 
 node_rm_netns() {
@@ -154,12 +176,6 @@ node_rm_host_files() {
 			[ -n "$d" ] && rm -f /var/lib/cni/results/*-"$d"-*
 		done <"$node/container-ids"
 	fi
-	# Host directories we created, when nothing else has put files there.
-	if [ -f "$node/created-dirs" ]; then
-		while read -r d; do
-			[ -d "$d" ] && find "$d" -depth -type d -empty -delete 2>/dev/null
-		done <"$node/created-dirs"
-	fi
 	return 0
 }
 
@@ -189,8 +205,19 @@ node_rm_netpol() {
 
 # node_clean: after every process is gone, before .cluster is removed.
 node_clean() {
-	node_load_ids
+	local d
 	node_rm_netpol
+	node_each node_clean_one
+	# Host directories we created, when nothing else has put files there.
+	if [ -f "$cluster/node/created-dirs" ]; then
+		while read -r d; do
+			[ -d "$d" ] && find "$d" -depth -type d -empty -delete 2>/dev/null
+		done <"$cluster/node/created-dirs"
+	fi
+	return 0
+}
+
+node_clean_one() {
 	node_rm_netns
 	node_rm_links
 	node_rm_cgroups

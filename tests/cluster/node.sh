@@ -8,25 +8,40 @@
 # state, runsc root, kubelet root-dir, CNI config and IPAM, pod logs), except
 # what the components hard-code elsewhere; node-down.sh removes that too.
 
-NODE_NAME=airlock-node
 RUNTIME_CLASS=gvisor
 RUNSC_HANDLER=runsc
 
-node=$cluster/node
-
-# node_ids: names derived from the clone's path, so two clones' nodes
-# never share a bridge, a cgroup or a subnet. Written to node/ids before
-# anything is created: node-down.sh reads it to know what to remove, even
-# after a start that failed half-way.
-node_ids() {
+# node_select I: make node I (1..NODE_COUNT) the one the functions below
+# act on. Node 1 keeps the names it had before there could be two
+# (airlock-node, .cluster/node, containerd.pid, kubelet.pid), so a NODE=1
+# cluster is what it always was; node I > 1 is airlock-node-I in
+# .cluster/node-I, with containerd-I.pid and kubelet-I.pid. Every name is
+# derived, never stored, so down.sh and restart.sh derive the same ones.
+# The ids come from the clone's path, so two clones' nodes never share a
+# bridge, a cgroup or a subnet; node I's subnet is 10.(243+I).<n>.0/24.
+node_select() {
 	local h
+	NODE_INDEX=$1
 	h=$(printf %s "$cluster" | sha256sum | cut -c1-6)
-	NODE_ID=$h
-	BRIDGE=alk$h                       # <= 15 characters, a Linux limit
-	CNI_NETWORK=airlock-$h
-	CGROUP_ROOT=/airlock-$h
-	POD_SUBNET=10.244.$((16#${h:0:2})).0/24
-	mkdir -p "$node"
+	if [ "$1" = 1 ]; then
+		NODE_NAME=airlock-node node=$cluster/node PSUF= NODE_ID=$h
+	else
+		NODE_NAME=airlock-node-$1 node=$cluster/node-$1 PSUF=-$1 NODE_ID=${h}n$1
+	fi
+	BRIDGE=alk$NODE_ID                 # <= 15 characters, a Linux limit
+	CNI_NETWORK=airlock-$NODE_ID
+	CGROUP_ROOT=/airlock-$NODE_ID
+	POD_SUBNET=10.$((243 + $1)).$((16#${h:0:2})).0/24
+	CONTAINERD_SOCK=$node/containerd/containerd.sock
+	POD_LOGS_DIR=$node/pod-logs
+	kubelet_healthz_port=${node_healthz[$1]-}
+}
+declare -A node_healthz=()
+
+# node_ids: written to node/ids before anything is created: node-down.sh
+# reads it to know what to remove, even after a start that failed half-way.
+node_ids() {
+	mkdir -p "$node" "$cluster/node"
 	cat >"$node/ids" <<EOF
 NODE_ID=$NODE_ID
 BRIDGE=$BRIDGE
@@ -38,7 +53,7 @@ EOF
 	# never remove; node-down.sh removes them again if we made them.
 	local d
 	for d in /var/log/containers /var/run/netns /var/lib/cni /run/containerd; do
-		[ -e "$d" ] || echo "$d" >>"$node/created-dirs"
+		[ -e "$d" ] || echo "$d" >>"$cluster/node/created-dirs"
 	done
 	return 0
 }
@@ -112,18 +127,22 @@ node_cgroups() {
 
 node_pki() {
 	local client="keyUsage=critical,digitalSignature
-extendedKeyUsage=clientAuth"
+extendedKeyUsage=clientAuth" i
 	sign kube-scheduler "/CN=system:kube-scheduler" "$client"
 	sign kube-controller-manager "/CN=system:kube-controller-manager" "$client"
-	# The Node authorizer knows a kubelet by this exact name and group.
-	sign kubelet-client "/O=system:nodes/CN=system:node:$NODE_NAME" "$client"
 	# The apiserver's identity towards the kubelet (logs, exec): a member of
 	# system:masters passes the kubelet's webhook authorization.
 	sign apiserver-kubelet-client "/O=system:masters/CN=kube-apiserver-kubelet-client" "$client"
 	sign kube-router "/CN=system:airlock-test:kube-router" "$client"
-	sign kubelet-serving "/CN=$NODE_NAME" "keyUsage=critical,digitalSignature
+	for i in $(seq "$NODE_COUNT"); do
+		node_select "$i"
+		# The Node authorizer knows a kubelet by this exact name and group.
+		sign "kubelet-client$PSUF" "/O=system:nodes/CN=system:node:$NODE_NAME" "$client"
+		sign "kubelet-serving$PSUF" "/CN=$NODE_NAME" "keyUsage=critical,digitalSignature
 extendedKeyUsage=serverAuth
 subjectAltName=DNS:$NODE_NAME,IP:$NODE_IP"
+	done
+	node_select 1
 }
 
 # Extra kube-apiserver flags with a node: it talks to the kubelet (kubectl
@@ -226,7 +245,6 @@ EOF
 write_containerd_config() {
 	local cd=$node/containerd
 	mkdir -p "$cd" "$node/cni/net.d" "$node/cni/ipam"
-	CONTAINERD_SOCK=$cd/containerd.sock
 	# For node-down.sh: which runsc to ask for leftover sandboxes.
 	echo "$RUNSC" >"$node/runsc-binary"
 	# network=none: Airlock pods get no network at all, only loopback
@@ -319,17 +337,20 @@ start_containerd() {
 	if [ "$GVISOR_SHIM" = gvisor ]; then write_shim_wrapper; else write_runsc_oci; fi
 	write_containerd_config
 	# PATH: containerd finds shims by name; ours (the wrapper) first.
-	spawn containerd env PATH="$node/bin:/usr/sbin:/usr/bin:/sbin:/bin" \
+	spawn "containerd$PSUF" env PATH="$node/bin:/usr/sbin:/usr/bin:/sbin:/bin" \
 		containerd --config "$node/containerd/config.toml" --log-level warn
-	wait_for containerd 30 containerd_ready
+	wait_for "containerd$PSUF" 30 containerd_ready
 }
 
-# import_images: in the background while the control plane starts; up.sh
-# waits for it before declaring the node ready. A failure leaves a mark
+# import_images: in the background while the control plane starts, one
+# node after the other (two at once only compete for the two cores); up.sh
+# waits for it before declaring the nodes ready. A failure leaves a mark
 # that wait_images reports.
 import_images() {
 	(
 		set +e
+		for i in $(seq "$NODE_COUNT"); do
+		node_select "$i"
 		for tar in "$PAUSE_IMAGE_TAR" "$RUNNER_PYTHON_IMAGE_TAR" \
 			"$RUNNER_NODE_IMAGE_TAR" "$RUNNER_BASH_IMAGE_TAR" \
 			"$RUNNER_PYTHON_DATA_IMAGE_TAR" \
@@ -340,14 +361,19 @@ import_images() {
 				{ echo "$tar" >"$node/import-failed"; exit 1; }
 		done
 		touch "$node/imported"
+		done
 	) </dev/null 9<&- &
 	import_pid=$!
 }
 
 wait_images() {
+	local i
 	wait "$import_pid" || true
-	[ -e "$node/imported" ] ||
-		die "image import failed ($(cat "$node/import-failed" 2>/dev/null)); log: $logs/image-import.log"
+	for i in $(seq "$NODE_COUNT"); do
+		node_select "$i"
+		[ -e "$node/imported" ] ||
+			die "image import failed on $NODE_NAME ($(cat "$node/import-failed" 2>/dev/null)); log: $logs/image-import.log"
+	done
 }
 
 b64kc() { base64 -w0 <"$1"; }
@@ -482,9 +508,10 @@ EOF
 }
 
 start_kubelet() {
-	node_kubeconfig kubelet kubelet-client
+	node_kubeconfig kubelet "kubelet-client$PSUF"
 	write_kubelet_config
-	spawn kubelet "$KUBE_BIN_DIR/kubelet" \
+	node_healthz[$NODE_INDEX]=$kubelet_healthz_port
+	spawn "kubelet$PSUF" "$KUBE_BIN_DIR/kubelet" \
 		--config="$node/kubelet.yaml" \
 		--kubeconfig="$node/kubelet.kubeconfig" \
 		--root-dir="$node/kubelet" \
@@ -576,30 +603,56 @@ EOF
 # node_prepare: before etcd, so containerd and the image import run while
 # the control plane starts.
 node_prepare() {
-	node_ids
+	local i
 	node_ip
-	node_cgroups
-	start_containerd
+	for i in $(seq "$NODE_COUNT"); do
+		node_select "$i"
+		node_ids
+		node_cgroups
+		start_containerd
+	done
 	import_images
+	node_select 1
 }
 
-# node_start: after the apiserver is ready.
+# node_start: after the apiserver is ready. The scheduler, the
+# controller-manager and kube-router are the cluster's, one each, with
+# their kubeconfigs in node 1's directory.
 node_start() {
+	local i
+	node_select 1
 	start_scheduler
 	start_controller_manager
-	start_kubelet
+	for i in $(seq "$NODE_COUNT"); do
+		node_select "$i"
+		start_kubelet
+	done
 	apply_runtimeclass
 	wait_for kube-scheduler 60 scheduler_ready
 	wait_for kube-controller-manager 60 kcm_ready
-	wait_for kubelet 60 kubelet_ready
+	for i in $(seq "$NODE_COUNT"); do
+		node_select "$i"
+		wait_for "kubelet$PSUF" 60 kubelet_ready
+	done
 	wait_images
-	wait_for kubelet "$READY_TIMEOUT" node_ready
+	for i in $(seq "$NODE_COUNT"); do
+		node_select "$i"
+		wait_for "kubelet$PSUF" "$READY_TIMEOUT" node_ready
+	done
+	node_select 1
 	start_netpol
 	wait_for kube-controller-manager 60 default_sa
 	wait_for kube-router 60 netpol_ready
 }
 
+# node_env: node 1's variables under their plain names (NODE_NAME, ...),
+# as with one node; then NODE_COUNT, NODE_NAMES (space-separated)
+# and each node I's as NODE_I_NAME, NODE_I_CONTAINERD_SOCK, NODE_I_CTR,
+# NODE_I_POD_LOGS_DIR, NODE_I_KUBELET_ROOT_DIR, NODE_I_RUNSC_ROOT,
+# NODE_I_CGROUP_ROOT, NODE_I_BRIDGE, for tests that walk the nodes.
 node_env() {
+	local i names=
+	node_select 1
 	cat <<EOF
 NODE_NAME=$NODE_NAME
 NODE_IP=$NODE_IP
@@ -619,5 +672,22 @@ RUNNER_BASH_IMAGE=$RUNNER_BASH_IMAGE
 RUNNER_PYTHON_DATA_IMAGE=$RUNNER_PYTHON_DATA_IMAGE
 CONTROLLER_IMAGE=$CONTROLLER_IMAGE
 NODE_AGENT_IMAGE=$NODE_AGENT_IMAGE
+NODE_COUNT=$NODE_COUNT
 EOF
+	for i in $(seq "$NODE_COUNT"); do
+		node_select "$i"
+		names+=${names:+ }$NODE_NAME
+		cat <<EOF
+NODE_${i}_NAME=$NODE_NAME
+NODE_${i}_CONTAINERD_SOCK=$CONTAINERD_SOCK
+NODE_${i}_CTR="ctr --address $CONTAINERD_SOCK -n k8s.io"
+NODE_${i}_POD_LOGS_DIR=$POD_LOGS_DIR
+NODE_${i}_KUBELET_ROOT_DIR=$node/kubelet
+NODE_${i}_RUNSC_ROOT=$node/runsc/k8s.io
+NODE_${i}_CGROUP_ROOT=$CGROUP_ROOT
+NODE_${i}_BRIDGE=$BRIDGE
+EOF
+	done
+	echo "NODE_NAMES=\"$names\""
+	node_select 1
 }

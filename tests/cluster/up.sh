@@ -7,6 +7,8 @@
 # usage: up.sh            (make cluster-up)
 #        NODE=1 up.sh     also a node: containerd + gVisor, scheduler,
 #                         controller-manager, kubelet (node.sh)
+#        NODES=2 up.sh    two nodes, each with its own kubelet, containerd
+#                         and gVisor (NODES=1 is NODE=1)
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
@@ -18,16 +20,22 @@ t0=$EPOCHREALTIME
 SERVICE_CIDR=10.96.0.0/16
 SERVICE_IP=10.96.0.1
 READY_TIMEOUT=${AIRLOCK_READY_TIMEOUT:-60}
+die() { echo "up.sh: $*" >&2; exit 1; }
 with_node=false
+NODE_COUNT=0
 case ${NODE:-0} in
-1) with_node=true ;;
+1) with_node=true NODE_COUNT=1 ;;
 0) ;;
 # Anything else is someone else's variable: plain cluster-up must not change.
 *) echo "up.sh: warning: NODE='$NODE' is not 1; starting no node" >&2 ;;
 esac
+case ${NODES-} in
+"") ;;
+1 | 2) with_node=true NODE_COUNT=$NODES ;;
+*) die "NODES='$NODES': 1 or 2 nodes fit on this machine" ;;
+esac
 APISERVER_NODE_FLAGS=()
 
-die() { echo "up.sh: $*" >&2; exit 1; }
 elapsed() { awk -v a="$t0" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.1f", b - a }'; }
 
 # One cluster-up or cluster-down at a time per clone. The lock is on this
@@ -50,15 +58,28 @@ readyz() {
 		--key "$pki/admin.key" "$APISERVER_URL/readyz" 2>/dev/null | grep -qx ok
 }
 
+# running_nodes: how many nodes the cluster in .cluster was started with.
+running_nodes() {
+	local n
+	n=$(sed -n 's/^NODE_COUNT=//p' "$cluster/env" 2>/dev/null)
+	[ -n "$n" ] || { grep -q '^NODE_NAME=' "$cluster/env" 2>/dev/null && n=1 || n=0; }
+	echo "$n"
+}
+
 already_up() {
+	local n i
 	[ -f "$cluster/env" ] || return 1
 	is_ours "$cluster/etcd.pid" && is_ours "$cluster/kube-apiserver.pid" || return 1
-	# A cluster with a node satisfies a plain cluster-up too; one without
-	# does not satisfy NODE=1.
-	if $with_node || grep -q '^NODE_NAME=' "$cluster/env"; then
-		grep -q '^NODE_NAME=' "$cluster/env" || return 1
-		is_ours "$cluster/containerd.pid" && is_ours "$cluster/kubelet.pid" || return 1
-	fi
+	# A cluster with nodes satisfies a plain cluster-up too; NODE=1 and
+	# NODES=2 want exactly that many (the one-node tests run one agent,
+	# for the one node their pods can land on).
+	n=$(running_nodes)
+	if $with_node && [ "$n" != "$NODE_COUNT" ]; then return 1; fi
+	for i in $(seq "$n"); do
+		local suf=
+		[ "$i" = 1 ] || suf=-$i
+		is_ours "$cluster/containerd$suf.pid" && is_ours "$cluster/kubelet$suf.pid" || return 1
+	done
 	# shellcheck disable=SC1091
 	. "$cluster/env"
 	readyz
@@ -86,6 +107,8 @@ free_port() {
 spawn() {
 	local name=$1; shift
 	rm -f "$cluster/$name.pid"
+	# The command line, for restart.sh to start it again as it was.
+	printf '%s\0' "$@" >"$cluster/$name.cmd"
 	# 9<&-: the daemon must not inherit the lock, or the next up.sh blocks.
 	setsid sh -c 'echo $$ >"$0"; exec "$@"' "$cluster/$name.pid" "$@" \
 		</dev/null >"$logs/$name.log" 2>&1 9<&- &
@@ -337,8 +360,8 @@ main() {
 		exit 0
 	fi
 	if [ -e "$cluster" ]; then
-		if $with_node && [ -f "$cluster/env" ] && ! grep -q '^NODE_NAME=' "$cluster/env"; then
-			echo "up.sh: $cluster holds a cluster without a node; replacing it (NODE=1)" >&2
+		if $with_node && [ -f "$cluster/env" ] && [ "$(running_nodes)" != "$NODE_COUNT" ]; then
+			echo "up.sh: $cluster holds a cluster with $(running_nodes) nodes; replacing it ($NODE_COUNT wanted)" >&2
 		else
 			echo "up.sh: $cluster holds a dead or half-started cluster; tearing it down" >&2
 		fi
@@ -374,6 +397,7 @@ main() {
 	trap - EXIT
 	local what=cluster
 	if $with_node; then what="cluster with node $NODE_NAME"; fi
+	if [ "$NODE_COUNT" -gt 1 ]; then what="cluster with nodes $(sed -n 's/^NODE_NAMES=//p' "$cluster/env" | tr -d '"')"; fi
 	echo "up.sh: $what up in $(elapsed) s: $APISERVER_URL (etcd $ETCD_URL); source $cluster/env"
 }
 
