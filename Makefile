@@ -80,6 +80,8 @@ INTEG_SRC = $(wildcard tests/integration/test_*.c)
 INTEG_BIN = $(INTEG_SRC:tests/integration/%.c=$(B)/tests/integration/%)
 E2E_SRC   = $(wildcard tests/e2e/test_*.c)
 E2E_BIN   = $(E2E_SRC:tests/e2e/%.c=$(B)/tests/e2e/%)
+NODES_SRC = $(wildcard tests/nodes/test_*.c)
+NODES_BIN = $(NODES_SRC:tests/nodes/%.c=$(B)/tests/nodes/%)
 # Helper programs the integration tests start (not tests themselves).
 TOOL_SRC  = $(wildcard tests/integration/tool_*.c)
 TOOL_BIN  = $(TOOL_SRC:tests/integration/%.c=$(B)/tests/integration/%)
@@ -93,12 +95,12 @@ BENCH_BIN = $(BENCH_SRC:bench/%.c=$(B)/bench/%)
 BIN_DIR	?= bin
 BINS	 = $(BIN_DIR)/airlock-controller $(BIN_DIR)/airlock-node-agent $(BIN_DIR)/airlock
 
-.PHONY: all test deps unit integration e2e e2e-asan chart sdk chart-crds local-images memory asan \
+.PHONY: all test deps unit integration e2e e2e-asan nodes chart sdk chart-crds local-images memory asan \
 	run-asan valgrind cluster-up cluster-down clean
 .SUFFIXES:
 .DELETE_ON_ERROR:
 
-all: $(BINS) $(UNIT_BIN) $(INTEG_BIN) $(TOOL_BIN) $(E2E_BIN) $(CHART_BIN) $(BENCH_BIN)
+all: $(BINS) $(UNIT_BIN) $(INTEG_BIN) $(TOOL_BIN) $(E2E_BIN) $(NODES_BIN) $(CHART_BIN) $(BENCH_BIN)
 
 $(B)/%.o: %.c
 	@mkdir -p $(@D)
@@ -148,6 +150,9 @@ $(B)/tests/integration/%: $(B)/tests/integration/%.o $(SUP_OBJ) $(ALL_LIBS)
 $(B)/tests/e2e/%: $(B)/tests/e2e/%.o $(SUP_OBJ) $(ALL_LIBS)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS) $(TESTLIBS)
 
+$(B)/tests/nodes/%: $(B)/tests/nodes/%.o $(SUP_OBJ) $(ALL_LIBS)
+	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS) $(TESTLIBS)
+
 $(B)/tests/chart/%: $(B)/tests/chart/%.o $(SUP_OBJ) $(ALL_LIBS)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS) $(TESTLIBS)
 
@@ -185,7 +190,9 @@ test: deps
 	-$(MAKE) chart
 	-$(MAKE) sdk
 	@tests/cluster/down.sh
-	@tests/run.sh summary unit integration asan valgrind e2e e2e-asan chart sdk
+	-$(MAKE) nodes
+	@tests/cluster/down.sh
+	@tests/run.sh summary unit integration asan valgrind e2e e2e-asan chart sdk nodes
 
 deps:
 	@tests/deps.sh
@@ -268,6 +275,13 @@ sdk: all
 	@NODE=1 tests/cluster/up.sh
 	@images/local.sh
 	@tests/run.sh sdk $(B) tests/sdk/test_sdk_tier
+
+# Two nodes, and faults: the API server, etcd, containerd restarted, a node
+# lost and brought back (tests/nodes, tests/cluster/restart.sh).
+nodes: all
+	@tests/cluster/node-deps.sh
+	@NODES=2 tests/cluster/up.sh
+	@tests/run.sh nodes $(B) $(NODES_BIN)
 
 # The chart's CRDs are crds/'s; test_render fails when they drift.
 chart-crds:

@@ -597,6 +597,7 @@ controller_new(struct k8s_client *c, const struct ctl_config *cfg,
 		go.res = ctl_guard_res[i];
 		ctl->guard_inf[i] = informer_new(c, &go, &gh);
 	}
+	ctl->lease_inf = ctl_nodes_informer(ctl);
 	ctl->queue = workqueue_new(NULL);
 	ctl->guarded = json_object();
 	ctl->ended = json_object();
@@ -626,6 +627,8 @@ controller_new(struct k8s_client *c, const struct ctl_config *cfg,
 		    "(finished, or deleted before), by namespace, runtime and "
 		    "phase.", names, 3, 5000);
 	}
+	ctl->m_nodes_lost = metrics_counter(m, "airlock_nodes_lost_total",
+	    "Nodes found lost: their lease was not renewed in time.", NULL);
 	ctl->m_latency = metrics_histogram(m, "airlock_reconcile_seconds",
 	    "Time one reconcile took.", latency_bounds,
 	    sizeof(latency_bounds) / sizeof(latency_bounds[0]));
@@ -653,7 +656,8 @@ controller_start(struct controller *ctl)
 {
 	if (informer_start(ctl->cx_inf) != 0 ||
 	    informer_start(ctl->pod_inf) != 0 ||
-	    informer_start(ctl->pool_inf) != 0)
+	    informer_start(ctl->pool_inf) != 0 ||
+	    informer_start(ctl->lease_inf) != 0)
 		return K8S_EINVAL;
 	for (int i = 0; i < 3; i++)
 		if (informer_start(ctl->guard_inf[i]) != 0)
@@ -685,6 +689,8 @@ controller_set_leading(struct controller *ctl, int leading)
 		free(pk);
 	}
 	json_decref(keys);
+	if (leading)
+		workqueue_add(ctl->queue, CTL_NODES_KEY);
 	pthread_mutex_lock(&ctl->lock);
 	atomic_store(&ctl->first_pass_done, 0);
 	atomic_store(&ctl->leading, leading);
@@ -725,6 +731,7 @@ controller_stop(struct controller *ctl)
 	informer_stop(ctl->cx_inf);
 	informer_stop(ctl->pod_inf);
 	informer_stop(ctl->pool_inf);
+	informer_stop(ctl->lease_inf);
 	for (int i = 0; i < 3; i++)
 		informer_stop(ctl->guard_inf[i]);
 }
@@ -737,6 +744,8 @@ controller_free(struct controller *ctl)
 	informer_free(ctl->cx_inf);
 	informer_free(ctl->pod_inf);
 	informer_free(ctl->pool_inf);
+	informer_free(ctl->lease_inf);
+	json_decref(ctl->nodes);
 	for (int i = 0; i < 3; i++)
 		informer_free(ctl->guard_inf[i]);
 	workqueue_free(ctl->queue);

@@ -21,6 +21,7 @@ struct controller {
 	struct informer		*pod_inf;
 	struct informer		*pool_inf;	/* indexed by namespace */
 	struct informer		*guard_inf[3];	/* see ctl_guard_res */
+	struct informer		*lease_inf;	/* kube-node-lease (nodes.c) */
 	struct workqueue	*queue;
 	pthread_t		*threads;
 
@@ -77,6 +78,13 @@ struct controller {
 	json_t			*audited;
 	long long		 audited_swept;	/* when it was last swept */
 	pthread_mutex_t		 audit_lock;
+	/*
+	 * nodes.c, lock held: node -> [renewTime, ms seen, lease ms, lost];
+	 * the lease watch's connects + relists at the last check.
+	 */
+	json_t			*nodes;
+	unsigned long		 nodes_conns;
+	struct metric		*m_nodes_lost;
 	struct metric		*m_latency;
 	struct metric		*m_depth;
 	struct metric		*m_leader;
@@ -104,6 +112,21 @@ int ctl_create_refused(const struct k8s_error *err);
 int ctl_quota_full(const struct k8s_error *err);
 
 #define CTL_FIELD_MANAGER	"airlock-controller"
+
+/* nodes.c: lost nodes. The work queue's key of the periodic check. */
+#define CTL_NODES_KEY		"nodes:"
+struct informer *ctl_nodes_informer(struct controller *ctl);
+int ctl_nodes_check(struct controller *ctl);
+/*
+ * Whether node is lost (its lease went unrenewed); if so, and msg is not
+ * NULL, what an execution it held is told.
+ */
+int ctl_node_lost(struct controller *ctl, const char *node, char *msg,
+    size_t msglen);
+/* The same, ctl->lock held, and no message. */
+int ctl_node_lost_locked(struct controller *ctl, const char *node);
+/* Keep a pod about to be made off every lost node (a nodeAffinity). */
+void ctl_avoid_lost_nodes(struct controller *ctl, json_t *pod);
 
 /* status.c: what a reconcile writes. */
 /*

@@ -368,6 +368,8 @@ ctl_pool_reconcile(struct controller *ctl, const char *ns, const char *name)
 		snprintf(msg, sizeof(msg), "%.1100s", err.message);
 		want = 0;
 	}
+	if (want > 0)
+		ctl_avoid_lost_nodes(ctl, holder);
 	for (; want > 0; want--) {
 		/* Expected before the create: its event may come before it returns. */
 		(void)expected(ctl, uid, 1);
@@ -503,7 +505,9 @@ pick_holder(struct controller *ctl, json_t *cx)
 			json_t *r = json_object_get(ctl->reserved, k8s_obj_uid(p));
 
 			if (!pool_holder_ready(p) || (r && now -
-			    json_integer_value(r) < RESERVE_MS))
+			    json_integer_value(r) < RESERVE_MS) ||
+			    ctl_node_lost_locked(ctl, json_string_value(
+			    json_object_get(json_object_get(p, "spec"), "nodeName"))))
 				continue;
 			json_object_set_new(ctl->reserved, k8s_obj_uid(p),
 			    json_integer(now));

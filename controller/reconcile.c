@@ -721,6 +721,7 @@ create_pod(struct controller *ctl, json_t *cached)
 	if (r.configmap && (rc = create_owned(ctl, &k8s_res_configmaps, ns,
 	    r.configmap, uid, &err)) != 0)
 		goto fail;
+	ctl_avoid_lost_nodes(ctl, r.pod);
 	if ((rc = create_owned(ctl, &k8s_res_pods, ns, r.pod, uid, &err)) != 0)
 		goto fail;
 	json_object_set_new(status, "podName", json_string(k8s_obj_name(r.pod)));
@@ -760,7 +761,10 @@ controller_reconcile(struct controller *ctl, const char *key)
 	json_t *cx, *status, *pod;
 	long long t0 = clock_mono_ms();
 	int rc, warm, claimed_here = 0, mine = 0;
+	char msg[400];
 
+	if (strcmp(key, CTL_NODES_KEY) == 0)
+		return ctl_nodes_check(ctl);
 	if (slash == NULL)
 		return 0;
 	if (strncmp(key, "pool:", 5) == 0) {
@@ -836,6 +840,16 @@ controller_reconcile(struct controller *ctl, const char *key)
 	} else if ((rc = ctl_ensure_guardrails(ctl, ns)) != 0) {
 		if (rc == K8S_ECANCELED)
 			rc = 0;	/* a terminating namespace: leave it be */
+	} else if (pod && mine && ctl_node_lost(ctl, json_string_value(
+	    json_object_get(json_object_get(pod, "spec"), "nodeName")), msg,
+	    sizeof(msg))) {
+		/*
+		 * Its node is lost (nodes.c): said first, so that the pod's
+		 * deletion finds it ended and nothing runs it again.
+		 */
+		rc = ctl_finish(ctl, cx, status, "Failed", "NodeLost", msg);
+		if (rc == 0)
+			(void)delete_children(ctl, ns, k8s_obj_uid(cx), podname);
 	} else if (pod && warm && !claimed_here) {
 		rc = ctl_warm_resume(ctl, cx, pod);
 	} else if (pod == NULL && (json_object_get(status, "podName") ||

@@ -424,6 +424,17 @@ test_defaults(void **state)
 	assert_non_null(role = find(all, "Role", "rel-airlock-controller-leader-election"));
 	assert_string_equal(str(role, "rules[0].resourceNames[0]"), "rel-airlock-controller");
 	assert_false(has(role, "rules[0].verbs", "create"));
+	/* The kubelets' Leases, for lost nodes: read, and only there. */
+	assert_non_null(role = find(all, "Role", "rel-airlock-controller-node-leases"));
+	assert_string_equal(str(role, "metadata.namespace"), "kube-node-lease");
+	assert_int_equal(json_array_size(at(role, "rules")), 1);
+	assert_string_equal(str(role, "rules[0].resources[0]"), "leases");
+	assert_int_equal(json_array_size(at(role, "rules[0].verbs")), 3);
+	assert_true(has(role, "rules[0].verbs", "watch"));
+	assert_false(has(role, "rules[0].verbs", "update"));
+	assert_non_null(x = find(all, "RoleBinding", "rel-airlock-controller-node-leases"));
+	assert_string_equal(str(x, "metadata.namespace"), "kube-node-lease");
+	assert_string_equal(str(x, "subjects[0].name"), "rel-airlock-controller");
 	/* Nothing may read secrets. */
 	json_array_foreach(all, i, x) {
 		json_t *rule;

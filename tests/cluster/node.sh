@@ -502,6 +502,10 @@ makeIPTablesUtilChains: false
 resolvConf: ""
 serializeImagePulls: false
 registerNode: true
+# The node's Lease lasts 15 s (renewed every 3.75 s), not 40: the
+# controller finds a lost node within one to two lease durations
+# (controller/docs/nodes.md), and the tests wait for it.
+nodeLeaseDurationSeconds: 15
 rotateCertificates: false
 serverTLSBootstrap: false
 EOF

@@ -28,7 +28,7 @@
 static const struct k8s_resource res_crds = { "apiextensions.k8s.io", "v1",
     "customresourcedefinitions", 0 };
 
-#define MAXVARS 32
+#define MAXVARS 128
 
 static char *keys[MAXVARS], *vals[MAXVARS];
 static int nvars = -1;
@@ -67,6 +67,8 @@ load_env(void)
 		keys[nvars] = xstrdup(line);
 		vals[nvars++] = xstrdup(v);
 	}
+	if (!feof(f))
+		fail_msg("'%s' has more than %d variables", path, MAXVARS);
 	fclose(f);
 }
 
