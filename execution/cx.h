@@ -125,7 +125,8 @@ int cx_stream(json_t *cx);
 	XX(RESULT_LOST,	      "ResultLost",	     "Failed",	  CX_EXIT_PROGRAM) \
 	XX(RESULT_TOO_LARGE,  "ResultTooLarge",	     "Failed",	  CX_EXIT_PROGRAM) \
 	XX(ISOLATION_FAILED,  "IsolationFailed",     "Failed",	  CX_EXIT_PROGRAM) \
-	XX(POLICY_DENIED,     "PolicyDenied",	     "Failed",	  CX_EXIT_POLICY)
+	XX(POLICY_DENIED,     "PolicyDenied",	     "Failed",	  CX_EXIT_POLICY) \
+	XX(NODE_LOST,	      "NodeLost",	     "Failed",	  CX_EXIT_PROGRAM)
 
 enum cx_phase {
 #define XX(name, s, term, code) CX_PHASE_##name,

@@ -31,6 +31,7 @@
 #define READ_CHUNK	(256 * 1024)
 #define VERIFY_MS	5000		/* a started container no pod claims: not ours */
 #define LOG_STALE_S	600		/* a pod log dir untouched that long, no pod */
+#define CTRD_DOWN_MARGIN_NS	1000000000LL	/* exits this long before the stream ended count too */
 #define KILL_RETRY_MS	1000		/* a kill with no exit after it: again */
 
 /* One execution pod on this node, keyed by the pod's uid. */
@@ -117,6 +118,13 @@ struct agent {
 	struct run		*runs;
 	atomic_int		 stop;
 	atomic_int		 ctrd_ok;
+	/*
+	 * When containerd's event stream last ended (agent_now_ns(); 0:
+	 * never): a containerd restarted then closed every log it wrote,
+	 * and a program that exited before the new one reattached lost what
+	 * it wrote in between (record.c says so in the result).
+	 */
+	atomic_llong		 ctrd_down_ns;
 	int			 started;
 	pthread_t		 ev_th, tick_th;
 	pthread_t		 workers[AGENT_WORKERS];

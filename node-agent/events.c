@@ -401,7 +401,8 @@ agent_events_main(void *arg)
 
 	while (!atomic_load(&a->stop)) {
 		if (ctrd_version(a->ctrd, &v, &err) != 0) {
-			atomic_store(&a->ctrd_ok, 0);
+			if (atomic_exchange(&a->ctrd_ok, 0))
+				atomic_store(&a->ctrd_down_ns, (long long)agent_now_ns());
 			log_warn("containerd does not answer", "error=\"%s\"",
 			    err.message);
 		} else {
@@ -415,6 +416,7 @@ agent_events_main(void *arg)
 			if (ctrd_subscribe(a->ctrd, filters, on_task_event, a,
 			    &a->stop, &err) == K8S_ECANCELED)
 				break;
+			atomic_store(&a->ctrd_down_ns, (long long)agent_now_ns());
 			log_warn("containerd event stream ended", "error=\"%s\"",
 			    err.message);
 		}

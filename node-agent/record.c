@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "agent_priv.h"
+#include "clock.h"
 #include "artifacts.h"
 #include "jsonsize.h"
 #include "log.h"
@@ -284,6 +285,30 @@ too_large(const struct k8s_error *err)
 }
 
 /*
+ * A cold run in flight when containerd's event stream ended (containerd
+ * restarted or died), and ending after: the old containerd closed its log
+ * as it went, and what the program wrote until the new one reattached (or
+ * all it wrote last, when it exited before that) sat in a pipe no one
+ * read. The exit is known; the output may lack its end: said in the
+ * message, rather than passed off as whole.
+ */
+static void
+ctrd_restarted_note(struct agent *a, const struct run *r, char *note,
+    size_t note_size)
+{
+	long long down = atomic_load(&a->ctrd_down_ns);
+	char when[CLOCK_RFC3339_LEN];
+	size_t n = strlen(note);
+
+	if (r->warm || down <= 0 || r->start_ns >= down ||
+	    r->exited_ns < down - CTRD_DOWN_MARGIN_NS)
+		return;
+	clock_format_rfc3339(down, 1, when);
+	snprintf(note + n, note_size - n, "; containerd restarted while it ran "
+	    "(%s): output written after then may be missing", when);
+}
+
+/*
  * Record r's result (r is busy: the ticker leaves it alone). 1 when the
  * execution has its final result, whoever wrote it; 0 to try again later.
  * A result refused as too large is not retried as it is: it is recorded
@@ -305,6 +330,7 @@ agent_record(struct agent *a, struct run *r)
 	/* Files out first: a moment's refusal to store them holds the result. */
 	if (files_out(a, r, &arts, note, sizeof(note)) != 0)
 		return 0;
+	ctrd_restarted_note(a, r, note, sizeof(note));
 	for (int attempt = 0; attempt < 2 && done < 0; attempt++) {
 		if (attempt == 1 && !big)
 			break;

@@ -45,6 +45,7 @@ static pid_t ctl_pid, agent_pid[NODES + 1];
 static char agent_log[NODES + 1][512];
 static char node_name[NODES + 1][64];
 static int gen;
+static int node_down;	/* stopped by test_node_lost, not yet back */
 
 /* NODE_<i>_<what> from .cluster/env. */
 static const char *
@@ -94,7 +95,7 @@ group_setup(void **state)
 		struct k8s_patch_opts merge = { .type = K8S_PATCH_MERGE };
 		struct k8s_error err;
 		json_t *p = json_pack("{s:{s:{s:s}}}", "metadata", "annotations",
-		    "airlock.dev/quota-executions", "40");
+		    "airlock.dev/quota-executions", "100");
 
 		if (k8s_patch(c, &k8s_res_namespaces, NULL, ns, &merge, p, NULL, &err) != 0)
 			fail_msg("annotate namespace: %s", err.message);
@@ -129,6 +130,16 @@ static int
 group_teardown(void **state)
 {
 	(void)state;
+	if (node_down) {
+		/* A failed test_node_lost: the node back for what runs next. */
+		char cmd[512];
+
+		snprintf(cmd, sizeof(cmd), "%s/tests/cluster/restart.sh start-node %s",
+		    getenv("AIRLOCK_TOP") ? getenv("AIRLOCK_TOP") : ".",
+		    node_name[node_down]);
+		if (it_sh(cmd, NULL, NULL) != 0)
+			fail_msg("cannot bring %s back", node_name[node_down]);
+	}
 	for (int i = 1; i <= NODES; i++)
 		if (agent_pid[i] && it_stop(agent_pid[i], SIGTERM) != 0)
 			fail_msg("the node agent of %s did not exit cleanly", node_name[i]);
@@ -307,6 +318,20 @@ phase_of(const char *name)
 	return ph;
 }
 
+/* An execution's status now (a new reference). */
+static json_t *
+status_of(const char *name)
+{
+	struct k8s_error err;
+	json_t *o = NULL, *st;
+
+	if (k8s_get(c, &cx_resource, ns, name, &o, &err) != 0)
+		fail_msg("get %s: %s", name, err.message);
+	st = json_incref(json_object_get(o, "status"));
+	json_decref(o);
+	return st ? st : json_object();
+}
+
 struct batch {
 	const char	*prefix;
 	int		 n;
@@ -371,7 +396,7 @@ static void
 test_containerd_restart(void **state)
 {
 	struct batch b = { "ctrd", 6 };
-	char name[32], what[128];
+	char name[32], what[256];
 	json_t *st;
 	int node;
 
@@ -382,20 +407,209 @@ test_containerd_restart(void **state)
 	}
 	if (!it_wait_for(all_running, &b, 120000))
 		fail_msg("the ctrd executions were not all Running after 120 s");
-	st = it_cx_wait(c, ns, "ctrd-0", 1);	/* fails: not ended; see below */
+	st = status_of("ctrd-0");
+	node = node_index(it_str(st, "nodeName"));
 	json_decref(st);
-	(void)node;
-	(void)what;
+	assert_int_not_equal(node, 0);
+	snprintf(what, sizeof(what), "containerd %s", node_name[node]);
+	restart(what);
+	for (int i = 0; i < b.n; i++) {
+		char want[64];
+
+		snprintf(name, sizeof(name), "ctrd-%d", i);
+		snprintf(want, sizeof(want), "%s\n", name);
+		st = it_cx_wait(c, ns, name, 60000);
+		/*
+		 * Its true exit, and its whole output, or a message that
+		 * says the output may lack its end: a program that exited
+		 * while containerd was down wrote into a pipe no one read.
+		 */
+		if (strcmp(it_str(st, "stdout"), want) != 0 &&
+		    node_index(it_str(st, "nodeName")) == node &&
+		    strstr(it_str(st, "message"), "containerd restarted while it ran")) {
+			print_message("%s: %s\n", name, it_str(st, "message"));
+			assert_string_equal(it_str(st, "phase"), "Succeeded");
+			assert_int_equal(it_int(st, "exitCode"), 0);
+		} else {
+			(void)check_succeeded_once(name, st);
+		}
+		json_decref(st);
+	}
+	check_one_pod_each();
+}
+
+struct lost {
+	int	 node;		/* the lost one */
+	int	 n;
+};
+
+static int
+lost_ones_ended(void *arg)
+{
+	struct lost *l = arg;
+	struct k8s_error err;
+	json_t *o = NULL;
+	char name[32];
+	int ok = 1;
+
+	for (int i = 0; i < l->n && ok; i++) {
+		json_t *st;
+
+		snprintf(name, sizeof(name), "lost-%d", i);
+		if (k8s_get(c, &cx_resource, ns, name, &o, &err) != 0)
+			fail_msg("get %s: %s", name, err.message);
+		st = json_object_get(o, "status");
+		if (node_index(it_str(st, "nodeName")) == l->node)
+			ok = strcmp(it_str(st, "phase"), "Failed") == 0;
+		json_decref(o);
+		o = NULL;
+	}
+	return ok;
+}
+
+/* Pods of the namespace bound to node: how many. */
+static int
+pods_on(const char *node)
+{
+	struct k8s_error err;
+	struct k8s_list_opts lo = { 0 };
+	json_t *list = NULL, *p;
+	size_t i;
+	int n = 0;
+
+	if (k8s_list(c, &k8s_res_pods, ns, &lo, &list, &err) != 0)
+		fail_msg("list pods: %s", err.message);
+	json_array_foreach(json_object_get(list, "items"), i, p)
+		n += strcmp(it_str(json_object_get(p, "spec"), "nodeName"), node) == 0;
+	json_decref(list);
+	return n;
+}
+
+static char left_over[4096];
+
+static int
+node_swept(void *arg)
+{
+	int i = *(int *)arg;
+	char cmd[1024], *out = NULL;
+	int clean;
+
+	/*
+	 * Nothing of the namespace's left on the node: no pod log directory,
+	 * no runsc sandbox, no pod cgroup.
+	 */
+	snprintf(cmd, sizeof(cmd), "ls -d '%s'/%s_* 2>/dev/null; '%s' --root '%s' "
+	    "list -quiet 2>/dev/null; find /sys/fs/cgroup/memory%s -mindepth 2 "
+	    "-type d -name 'pod*' 2>/dev/null", node_env(i, "POD_LOGS_DIR"), ns,
+	    it_env_need("RUNSC"), node_env(i, "RUNSC_ROOT"),
+	    node_env(i, "CGROUP_ROOT"));
+	(void)it_sh(cmd, &out, NULL);
+	clean = out == NULL || out[0] == '\0';
+	snprintf(left_over, sizeof(left_over), "%s", out ? out : "");
+	free(out);
+	return clean;
+}
+
+/*
+ * A node lost mid-run (its kubelet, containerd, shims and sandboxes
+ * SIGKILLed, and its agent with them): its executions end Failed/NodeLost
+ * within two lease durations, the others finish Succeeded, nothing runs
+ * twice, and a new execution runs on the surviving node. Brought back, the
+ * node's leftovers are swept.
+ */
+static void
+test_node_lost(void **state)
+{
+	struct lost l = { 0, 8 };
+	struct batch b = { "lost", 8 };
+	int on[NODES + 1] = { 0 };
+	char name[32], what[256];
+	long t0, took;
+	json_t *st;
+
+	(void)state;
+	for (int i = 0; i < l.n; i++) {
+		snprintf(name, sizeof(name), "lost-%d", i);
+		create_sleeper(name, 20000, 120);
+	}
+	if (!it_wait_for(all_running, &b, 120000))
+		fail_msg("the lost executions were not all Running after 120 s");
+	for (int i = 0; i < l.n; i++) {
+		snprintf(name, sizeof(name), "lost-%d", i);
+		st = status_of(name);
+		on[node_index(it_str(st, "nodeName"))]++;
+		json_decref(st);
+	}
+	if (on[1] == 0 || on[2] == 0)
+		fail_msg("the 8 ran %d on %s and %d on %s: both are needed", on[1],
+		    node_name[1], on[2], node_name[2]);
+	l.node = 2;
+	/* The machine goes: its agent with it. */
+	(void)it_stop(agent_pid[2], SIGKILL);
+	agent_pid[2] = 0;
+	snprintf(what, sizeof(what), "stop-node %s", node_name[2]);
+	t0 = it_mono_ms();
+	node_down = 2;
+	restart(what);
+	if (!it_wait_for(lost_ones_ended, &l, 2 * LEASE_S * 1000 + 10000))
+		fail_msg("executions on the lost node did not end in %d s",
+		    2 * LEASE_S + 10);
+	took = it_mono_ms() - t0;
+	print_message("lost node's executions ended %ld ms after the loss\n", took);
+	/* While it is lost, a new execution runs on the other node. */
+	create_sleeper("lost-after", 0, 60);
+	st = it_cx_wait(c, ns, "lost-after", 60000);
+	assert_int_equal(check_succeeded_once("lost-after", st), 1);
+	json_decref(st);
+	for (int i = 0; i < l.n; i++) {
+		snprintf(name, sizeof(name), "lost-%d", i);
+		st = it_cx_wait(c, ns, name, 60000);
+		if (node_index(it_str(st, "nodeName")) == 2) {
+			assert_string_equal(it_str(st, "phase"), "Failed");
+			assert_string_equal(it_str(st, "reason"), "NodeLost");
+			if (strstr(it_str(st, "message"), node_name[2]) == NULL)
+				fail_msg("%s: the message does not name the node: %s",
+				    name, it_str(st, "message"));
+		} else {
+			(void)check_succeeded_once(name, st);
+		}
+		json_decref(st);
+	}
+	/* Not re-run anywhere: no pod left bound to either node. */
+	assert_int_equal(pods_on(node_name[2]), 0);
+	assert_int_equal(pods_on(node_name[1]), 0);
+	check_one_pod_each();
+	/* Back: its kubelet, containerd and agent; its leftovers swept. */
+	snprintf(what, sizeof(what), "start-node %s", node_name[2]);
+	restart(what);
+	node_down = 0;
+	agent_pid[2] = start_agent(2);
+	{
+		int two = 2;
+
+		long back = it_mono_ms();
+
+		/*
+		 * The kubelet removes a deleted pod's containers and logs in
+		 * its container GC, once a minute.
+		 */
+		if (!it_wait_for(node_swept, &two, 150000))
+			fail_msg("%s kept leftovers of %s 150 s after it came back:\n%s",
+			    node_name[2], ns, left_over);
+		print_message("%s swept %ld ms after it came back\n", node_name[2],
+		    it_mono_ms() - back);
+	}
 }
 
 static const struct CMUnitTest tests[] = {
 	cmocka_unit_test(test_spread),
 	cmocka_unit_test(test_control_plane_restart),
+	cmocka_unit_test(test_containerd_restart),
+	cmocka_unit_test(test_node_lost),
 };
 
 int
 main(void)
 {
-	(void)test_containerd_restart;
 	return cmocka_run_group_tests(tests, group_setup, group_teardown);
 }
