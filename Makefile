@@ -95,7 +95,7 @@ BENCH_BIN = $(BENCH_SRC:bench/%.c=$(B)/bench/%)
 BIN_DIR	?= bin
 BINS	 = $(BIN_DIR)/airlock-controller $(BIN_DIR)/airlock-node-agent $(BIN_DIR)/airlock
 
-.PHONY: all test deps unit integration e2e e2e-asan nodes chart sdk chart-crds local-images memory asan \
+.PHONY: all test deps unit integration e2e e2e-asan nodes soak chart sdk chart-crds local-images memory asan \
 	run-asan valgrind cluster-up cluster-down clean
 .SUFFIXES:
 .DELETE_ON_ERROR:
@@ -281,7 +281,16 @@ sdk: all
 nodes: all
 	@tests/cluster/node-deps.sh
 	@NODES=2 tests/cluster/up.sh
-	@tests/run.sh nodes $(B) $(NODES_BIN)
+	@HELM=$$(tests/cluster/build.sh helm | sed -n 's/^HELM_BIN_DIR=//p')/helm \
+		tests/run.sh nodes $(B) $(NODES_BIN)
+
+# The soak (bench/soak.sh): 200 executions of five kinds on two nodes with
+# every fault of restart.sh during the load; several minutes, so not part
+# of make test. Appends its report to bench/RESULTS.md.
+soak: all
+	@tests/cluster/node-deps.sh
+	@NODES=2 tests/cluster/up.sh
+	@bench/soak.sh $(SOAK_N)
 
 # The chart's CRDs are crds/'s; test_render fails when they drift.
 chart-crds:

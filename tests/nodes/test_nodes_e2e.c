@@ -601,8 +601,130 @@ test_node_lost(void **state)
 	}
 }
 
+/* A pause pod in ns on node, an execution's (by its labels) or not. */
+static void
+pause_pod(const char *in, const char *name, const char *node, int execution,
+    const char *sa)
+{
+	struct k8s_error err;
+	json_t *pod;
+
+	pod = json_pack("{s:s, s:s, s:{s:s}, s:{s:s, s:b, s:{s:b, s:i, s:{s:s}},"
+	    " s:[{s:s, s:s, s:s, s:{s:b, s:{s:[s]}}}]}}",
+	    "apiVersion", "v1", "kind", "Pod", "metadata", "name", name,
+	    "spec", "nodeName", node, "automountServiceAccountToken", 0,
+	    "securityContext", "runAsNonRoot", 1, "runAsUser", 65535,
+	    "seccompProfile", "type", "RuntimeDefault",
+	    "containers", "name", "c", "image", it_env_need("PAUSE_IMAGE"),
+	    "imagePullPolicy", "Never", "securityContext",
+	    "allowPrivilegeEscalation", 0, "capabilities", "drop", "ALL");
+	if (execution)
+		json_object_set_new(json_object_get(pod, "metadata"), "labels",
+		    json_pack("{s:s, s:s}", "app.kubernetes.io/managed-by",
+		    "airlock-controller", "app.kubernetes.io/component", "execution"));
+	if (sa)
+		json_object_set_new(json_object_get(pod, "spec"),
+		    "serviceAccountName", json_string(sa));
+	if (k8s_create(c, &k8s_res_pods, in, pod, NULL, &err) != 0)
+		fail_msg("create pod %s: %s", name, err.message);
+	json_decref(pod);
+}
+
+#define GUARD_NS	"airlock-guard-test"
+#define GUARD_REL	"guard"
+
+static void
+guard_objects(const char *verb)
+{
+	const char *top = getenv("AIRLOCK_TOP") ? getenv("AIRLOCK_TOP") : ".";
+	const char *helm = getenv("HELM");
+	char cmd[2048], *out = NULL, *err = NULL;
+
+	if (helm == NULL || *helm == '\0')
+		fail_msg("HELM is not set (make nodes sets it)");
+	snprintf(cmd, sizeof(cmd), "'%s' template " GUARD_REL " '%s/charts/airlock' "
+	    "-n " GUARD_NS " --show-only templates/serviceaccounts.yaml "
+	    "--show-only templates/rbac.yaml | '%s' --kubeconfig '%s' %s -f -",
+	    helm, top, it_env_need("KUBECTL"), it_env_need("KUBECONFIG_ADMIN"),
+	    verb);
+	if (it_sh(cmd, &out, &err) != 0 && strcmp(verb, "apply") == 0)
+		fail_msg("the chart's agent objects: %s%s", out ? out : "", err ? err : "");
+	free(out);
+	free(err);
+}
+
+/*
+ * The chart's delete guard on real nodes: the node agent's identity, with
+ * the token the kubelet would mount (bound to its pod, so naming the
+ * pod's node), may delete an execution pod on its own node and not one
+ * on the other node; each pod real, each node with its kubelet.
+ */
+static void
+test_agent_delete_guard(void **state)
+{
+	struct k8s_config *acfg;
+	struct k8s_client *ac;
+	struct k8s_error err;
+	json_t *nsobj;
+	char cmd[1024], *tok = NULL, path[] = "/tmp/airlock-guard-kc-XXXXXX", *nl;
+	FILE *f;
+	int fd, rc;
+
+	(void)state;
+	nsobj = json_pack("{s:s, s:s, s:{s:s}}", "apiVersion", "v1", "kind",
+	    "Namespace", "metadata", "name", GUARD_NS);
+	if (k8s_create(c, &k8s_res_namespaces, NULL, nsobj, NULL, &err) != 0 &&
+	    err.http_status != 409)
+		fail_msg("create namespace: %s", err.message);
+	json_decref(nsobj);
+	guard_objects("apply");
+	/* The agent's pod on node 1 (a pause container for it). */
+	pause_pod(GUARD_NS, "agent", node_name[1], 0, GUARD_REL "-airlock-node-agent");
+	pause_pod(ns, "exec-on-1", node_name[1], 1, NULL);
+	pause_pod(ns, "exec-on-2", node_name[2], 1, NULL);
+	snprintf(cmd, sizeof(cmd), "'%s' --kubeconfig '%s' create token "
+	    GUARD_REL "-airlock-node-agent -n " GUARD_NS " --duration 10m "
+	    "--bound-object-kind Pod --bound-object-name agent",
+	    it_env_need("KUBECTL"), it_env_need("KUBECONFIG_ADMIN"));
+	if (it_sh(cmd, &tok, NULL) != 0)
+		fail_msg("create token: %s", tok ? tok : "");
+	if ((nl = strchr(tok, '\n')) != NULL)
+		*nl = '\0';
+	if ((fd = mkstemp(path)) < 0 || (f = fdopen(fd, "w")) == NULL)
+		fail_msg("mkstemp");
+	fprintf(f, "apiVersion: v1\nkind: Config\ncurrent-context: t\n"
+	    "clusters:\n- name: c\n  cluster: {server: %s, certificate-authority: %s/.cluster/pki/ca.crt}\n"
+	    "users:\n- name: u\n  user: {token: %s}\n"
+	    "contexts:\n- name: t\n  context: {cluster: c, user: u}\n",
+	    it_env_need("APISERVER_URL"), getenv("AIRLOCK_TOP") ?
+	    getenv("AIRLOCK_TOP") : ".", tok);
+	fclose(f);
+	free(tok);
+	if (k8s_config_load_kubeconfig(path, NULL, &acfg, &err) != 0 ||
+	    k8s_client_new(acfg, NULL, &ac, &err) != 0)
+		fail_msg("agent client: %s", err.message);
+	unlink(path);
+	/* The other node's execution pod: refused, by the node rule. */
+	rc = k8s_delete(ac, &k8s_res_pods, ns, "exec-on-2", NULL, NULL, &err);
+	assert_int_equal(rc, K8S_EFORBIDDEN);
+	if (strstr(err.message, "the node agent may delete pods on its own node only") == NULL)
+		fail_msg("refused, but not by the node rule: %s", err.message);
+	/* Its own node's: allowed. */
+	rc = k8s_delete(ac, &k8s_res_pods, ns, "exec-on-1", NULL, NULL, &err);
+	if (rc != 0)
+		fail_msg("the agent could not delete a pod on its own node: %s",
+		    err.message);
+	k8s_client_free(ac);
+	k8s_config_free(acfg);
+	assert_int_equal(k8s_delete(c, &k8s_res_pods, ns, "exec-on-2", NULL, NULL, &err), 0);
+	guard_objects("delete --ignore-not-found");
+	if (k8s_delete(c, &k8s_res_namespaces, NULL, GUARD_NS, NULL, NULL, &err) != 0)
+		fail_msg("delete namespace %s: %s", GUARD_NS, err.message);
+}
+
 static const struct CMUnitTest tests[] = {
 	cmocka_unit_test(test_spread),
+	cmocka_unit_test(test_agent_delete_guard),
 	cmocka_unit_test(test_control_plane_restart),
 	cmocka_unit_test(test_containerd_restart),
 	cmocka_unit_test(test_node_lost),
