@@ -642,7 +642,7 @@ guard_objects(const char *verb)
 
 	if (helm == NULL || *helm == '\0')
 		fail_msg("HELM is not set (make nodes sets it)");
-	snprintf(cmd, sizeof(cmd), "'%s' template " GUARD_REL " '%s/charts/airlock' "
+	snprintf(cmd, sizeof(cmd), "'%s' template " GUARD_REL " '%s/charts/airlock' --kube-version 1.37.2 "
 	    "-n " GUARD_NS " --show-only templates/serviceaccounts.yaml "
 	    "--show-only templates/rbac.yaml | '%s' --kubeconfig '%s' %s -f -",
 	    helm, top, it_env_need("KUBECTL"), it_env_need("KUBECONFIG_ADMIN"),
