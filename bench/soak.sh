@@ -10,7 +10,7 @@
 # kinds:
 #   normal   print its name                    -> Succeeded, that output
 #   slow     sleep 3 s, print its name          -> Succeeded, that output
-#   timeout  spin past timeoutSeconds 2         -> TimedOut/DeadlineExceeded
+#   timeout  spin past timeoutSeconds 4         -> TimedOut/DeadlineExceeded
 #   oom      allocate 400 MB under 128Mi        -> Failed/OOMKilled
 #   big      print 300 KiB                      -> Succeeded, 307200 bytes
 #                                                  counted, kept truncated
@@ -19,10 +19,14 @@
 # then node 2 lost (kubelet, containerd, sandboxes and its agent
 # SIGKILLed) while the last wave is made, and brought back 20 s later.
 #
-# What is right: on a node that survived, each kind's result above (a run
+# Each asks for 100m of CPU (so that 40 fit on the two 2-core nodes at
+# once) and has 300 s to finish, waiting for room included; the quota is
+# raised to the load. What is right: on a node that survived, each kind's result above (a run
 # in flight through containerd's restart may instead say that its output
 # may lack its end: counted apart); on the lost node, that result if it
-# ended before the loss, else Failed/NodeLost. Left behind, 90 s after the
+# ended before the loss, else Failed/NodeLost; an execution that never got
+# room (Unschedulable, or its timeout passed waiting for the quota) is
+# counted apart, as is right under overload. Left behind, 90 s after the
 # drain (the kubelet's container GC runs once a minute): pods of the
 # namespace, pod log directories, runsc sandboxes, pod cgroups, on either
 # node. Run twice: a pod name with two Scheduled Events of different uids.
@@ -38,6 +42,7 @@ cleanup() {
 	for p in "${pids[@]}" ${agent2-}; do kill "$p" 2>/dev/null; wait "$p" 2>/dev/null; done
 	k delete ns "$ns" --wait=false >/dev/null 2>&1
 	rm -rf "$work"
+	return 0
 }
 trap cleanup EXIT
 restart() { "$top/tests/cluster/restart.sh" "$@"; }
@@ -46,9 +51,9 @@ log() { printf '%s soak: %s\n' "$(date -u +%T)" "$*" >&2; }
 
 bench_install
 k create ns "$ns" >/dev/null
-k annotate ns "$ns" airlock.dev/quota-executions=$((n + 60)) >/dev/null
 until k -n "$ns" get serviceaccount default >/dev/null 2>&1; do sleep 0.2; done
-bench_config "$RUNNER_PYTHON_IMAGE" "[/airlock/bin/run, python3, main.py]"
+bench_config "$RUNNER_PYTHON_IMAGE" "[/airlock/bin/run, python3, main.py]" \
+	"quota: {executions: $((n + 60)), storedExecutions: $((n + 60)), cpu: \"1000\", memory: 1000Gi}"
 caddr=127.0.0.1:$(port)
 "$top/bin/airlock-controller" --config "$work/config.yaml" --kubeconfig "$KUBECONFIG_ADMIN" \
 	--namespace "$ns" --lease-namespace "$ns" --metrics-addr "$caddr" --log-level info \
@@ -64,20 +69,22 @@ start_agent() {
 		--namespace "$ns" --pod-logs-dir "$POD_LOGS_DIR" --containerd-socket "$CONTAINERD_SOCK" \
 		--cgroup-root "$CGROUP_ROOT" --runsc "$RUNSC" --runsc-root "$RUNSC_ROOT" \
 		--metrics-addr 0 --sweep-ms 5000 --log-level info >> "$work/agent-$i.log" 2>&1 &
-	echo $!
+	last_pid=$!
 }
-agent1=$(start_agent 1)
+start_agent 1
+agent1=$last_pid
 pids+=("$agent1")
-agent2=$(start_agent 2)
+start_agent 2
+agent2=$last_pid
 
 # make_cx NAME KIND: the execution's manifest.
 make_cx() {
-	local src timeout=60 res=
+	local src timeout=300 res=', "resources": {"cpu": "100m"}'
 	case $2 in
 	normal) src="print('$1')" ;;
 	slow) src="import time\ntime.sleep(3)\nprint('$1')" ;;
-	timeout) src="while True:\n    pass"; timeout=2 ;;
-	oom) src="b = bytearray(400 * 1024 * 1024)\nprint(len(b))"; res=', "resources": {"memory": "128Mi"}' ;;
+	timeout) src="while True:\n    pass"; timeout=4 ;;
+	oom) src="b = bytearray(400 * 1024 * 1024)\nprint(len(b))"; res=', "resources": {"cpu": "100m", "memory": "128Mi"}' ;;
 	big) src="import sys\nsys.stdout.write('x' * 307200)" ;;
 	esac
 	printf '{"apiVersion":"airlock.dev/v1alpha1","kind":"CodeExecution","metadata":{"name":"%s","namespace":"%s","labels":{"soak-kind":"%s"}},"spec":{"runtime":"python","timeoutSeconds":%d,"source":"%s\\n"%s}}\n' \
@@ -129,7 +136,8 @@ wave $((3 * q)) "$n"
 t_made=$(now)
 sleep 20
 restart start-node "$NODE_2_NAME" >&2
-agent2=$(start_agent 2)
+start_agent 2
+agent2=$last_pid
 
 # Drain: every execution terminal.
 terminal() {
@@ -173,7 +181,7 @@ ev = json.load(open(work + "/events.json"))["items"]
 left = [l for l in open(work + "/left.txt").read().split("\n") if l]
 ok = collections.Counter()
 bad = []
-flagged = nodelost = 0
+flagged = nodelost = capacity = 0
 for cx in items:
     name = cx["metadata"]["name"]
     kind = cx["metadata"]["labels"]["soak-kind"]
@@ -186,6 +194,8 @@ for cx in items:
         if st.get("nodeName") == lost_node:
             nodelost += 1; continue
         bad.append((name, "NodeLost on a node that was not lost", st.get("nodeName"))); continue
+    if rs == "Unschedulable" or (ph == "TimedOut" and "never ran" in msg):
+        capacity += 1; continue
     want = {"normal": ("Succeeded", name + "\n"), "slow": ("Succeeded", name + "\n"),
             "timeout": ("TimedOut", None), "oom": ("Failed", None),
             "big": ("Succeeded", None)}[kind]
@@ -211,7 +221,7 @@ print(f"### Soak, {n} executions on two nodes ({cores} cores, kernel {kernel})\n
 print(f"- Faults injected during the load: {faults.rstrip('; ')}.")
 print(f"- Executions: {len(items)} of {n} made; right on surviving nodes or before the loss: "
       f"{sum(ok.values())} ({', '.join(f'{k} {v}' for k, v in sorted(ok.items()))}); "
-      f"NodeLost on {lost_node}: {nodelost}; output flagged as possibly cut by containerd's restart: {flagged}; "
+      f"NodeLost on {lost_node}: {nodelost}; ended waiting for capacity, never run (Unschedulable, or the quota past its timeout): {capacity}; output flagged as possibly cut by containerd's restart: {flagged}; "
       f"wrong: {len([b for b in bad if b[1] != 'not ended'])}; lost (never ended): {lost}; "
       f"run twice: {len(twice)}.")
 print(f"- Left behind 90 s after the drain (pods, pod log dirs, runsc sandboxes, pod cgroups): {len(left)}.")

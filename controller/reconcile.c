@@ -845,8 +845,11 @@ controller_reconcile(struct controller *ctl, const char *key)
 	    sizeof(msg))) {
 		/*
 		 * Its node is lost (nodes.c): said first, so that the pod's
-		 * deletion finds it ended and nothing runs it again.
+		 * deletion finds it ended and nothing runs it again. Bound
+		 * there before its status said so, it says so now.
 		 */
+		json_object_set(status, "nodeName", json_object_get(
+		    json_object_get(pod, "spec"), "nodeName"));
 		rc = ctl_finish(ctl, cx, status, "Failed", "NodeLost", msg);
 		if (rc == 0)
 			(void)delete_children(ctl, ns, k8s_obj_uid(cx), podname);

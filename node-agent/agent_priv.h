@@ -31,6 +31,8 @@
 #define READ_CHUNK	(256 * 1024)
 #define VERIFY_MS	5000		/* a started container no pod claims: not ours */
 #define LOG_STALE_S	600		/* a pod log dir untouched that long, no pod */
+#define RUNSC_SWEEP_MS	60000		/* runsc's own leftovers looked for this often */
+#define RUNSC_LIST_MAX	(8 << 20)	/* bytes of `runsc list` read at most */
 #define CTRD_DOWN_MARGIN_NS	1000000000LL	/* exits this long before the stream ended count too */
 #define KILL_RETRY_MS	1000		/* a kill with no exit after it: again */
 
@@ -129,6 +131,7 @@ struct agent {
 	pthread_t		 ev_th, tick_th;
 	pthread_t		 workers[AGENT_WORKERS];
 	long long		 next_sweep_ms;
+	long long		 next_runsc_sweep_ms;	/* sweep.c, sweeping held */
 	int			 sweeping;
 	/*
 	 * What the workers do, as keys: "record/UID", "delete/UID" (a
@@ -226,6 +229,7 @@ void agent_wake(struct agent *a);
 /* sweep.c */
 void agent_sweep_orphans(struct agent *a);
 void agent_sweep_logs(struct agent *a);
+void agent_sweep_runsc(struct agent *a);
 
 /*
  * What the ticker does about a run now, decided from the run and the

@@ -5,6 +5,11 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdlib.h>
+#include <sys/wait.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -12,8 +17,10 @@
 #include <unistd.h>
 
 #include "agent_priv.h"
+#include "clock.h"
 #include "log.h"
 #include "podspec.h"
+#include "xmalloc.h"
 
 /*
  * Whether pod's execution is gone: 1 gone (or replaced by a new one of
@@ -187,4 +194,126 @@ agent_sweep_logs(struct agent *a)
 		}
 	}
 	closedir(d);
+}
+
+/*
+ * Run runsc with args (NULL-terminated, after --root); its standard
+ * output, up to RUNSC_LIST_MAX bytes, as a new string in *outp when it
+ * exits 0. 0, or -1.
+ */
+static int
+runsc_run(struct agent *a, const char *const *args, char **outp)
+{
+	char *argv[8] = { (char *)a->o.runsc, "--root", (char *)a->o.runsc_root };
+	char *envp[] = { "PATH=/usr/sbin:/usr/bin:/sbin:/bin", NULL };
+	posix_spawn_file_actions_t fa;
+	size_t len = 0, cap = 0, i;
+	char *out = NULL;
+	int p[2], rc, st = 0;
+	pid_t pid;
+
+	for (i = 0; args[i] && i + 3 < sizeof(argv) / sizeof(argv[0]) - 1; i++)
+		argv[i + 3] = (char *)args[i];
+	argv[i + 3] = NULL;
+	if (pipe2(p, O_CLOEXEC) != 0)
+		return -1;
+	posix_spawn_file_actions_init(&fa);
+	posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+	posix_spawn_file_actions_adddup2(&fa, p[1], 1);
+	posix_spawn_file_actions_addopen(&fa, 2, "/dev/null", O_WRONLY, 0);
+	rc = posix_spawn(&pid, a->o.runsc, &fa, NULL, argv, envp);
+	posix_spawn_file_actions_destroy(&fa);
+	close(p[1]);
+	if (rc != 0) {
+		close(p[0]);
+		return -1;
+	}
+	for (;;) {
+		ssize_t n;
+
+		if (len + 4096 + 1 > cap) {
+			if (cap >= RUNSC_LIST_MAX) {
+				kill(pid, SIGKILL);
+				break;
+			}
+			cap = cap ? cap * 2 : 65536;
+			out = xrealloc(out, cap);
+		}
+		n = read(p[0], out + len, cap - len - 1);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			break;
+		len += (size_t)n;
+	}
+	close(p[0]);
+	while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
+		;
+	if (out)
+		out[len] = '\0';
+	if (!WIFEXITED(st) || WEXITSTATUS(st) != 0 || len + 4096 + 1 > RUNSC_LIST_MAX) {
+		free(out);
+		return -1;
+	}
+	if (outp)
+		*outp = out ? out : xstrdup("");
+	else
+		free(out);
+	return 0;
+}
+
+/*
+ * runsc's state for containers containerd no longer knows, left stopped
+ * in the node's runsc root: a sandbox SIGKILLed with its node (or its
+ * shim) leaves it there when containerd's cleanup of the dead shim
+ * cannot `runsc delete` it. Once a minute, each such container that is
+ * stopped and that containerd answers NotFound for is deleted with
+ * `runsc delete --force`. Never one containerd knows, nor a running one.
+ */
+void
+agent_sweep_runsc(struct agent *a)
+{
+	static const char *const list[] = { "list", "-format=json", NULL };
+	long long now = clock_mono_ms();
+	json_t *all, *c;
+	char *out = NULL;
+	size_t i;
+
+	if (a->o.runsc == NULL || a->o.runsc_root == NULL ||
+	    !atomic_load(&a->ctrd_ok) || now < a->next_runsc_sweep_ms)
+		return;
+	a->next_runsc_sweep_ms = now + RUNSC_SWEEP_MS;
+	if (runsc_run(a, list, &out) != 0) {
+		log_debug("runsc list failed", "root=%s", a->o.runsc_root);
+		return;
+	}
+	all = json_loads(out, 0, NULL);
+	free(out);
+	json_array_foreach(all, i, c) {
+		const char *id = json_string_value(json_object_get(c, "id"));
+		const char *st = json_string_value(json_object_get(c, "status"));
+		struct k8s_error err;
+		json_t *labels = NULL;
+		int rc;
+
+		if (id == NULL || st == NULL || strcmp(st, "stopped") != 0)
+			continue;
+		rc = ctrd_container_labels(a->ctrd, id, &labels, &err);
+		json_decref(labels);
+		if (rc != K8S_ENOTFOUND)
+			continue;
+		{
+			const char *del[] = { "delete", "--force", id, NULL };
+
+			if (runsc_run(a, del, NULL) == 0) {
+				log_info("removed a stopped sandbox containerd no "
+				    "longer knows", "container=%.12s", id);
+				metric_inc(a->m_swept, "sandboxes");
+			} else {
+				log_warn("cannot remove a stopped sandbox",
+				    "container=%.12s", id);
+			}
+		}
+	}
+	json_decref(all);
 }

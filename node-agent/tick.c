@@ -266,6 +266,7 @@ act(struct agent *a, const char *key)
 		if (!a->o.keep_stale_logs)
 			agent_sweep_logs(a);
 		agent_warm_sweep(a);
+		agent_sweep_runsc(a);
 		pthread_mutex_lock(&a->lock);
 		a->sweeping = 0;
 		pthread_mutex_unlock(&a->lock);
