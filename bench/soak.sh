@@ -41,7 +41,7 @@ pids=()
 cleanup() {
 	for p in "${pids[@]}" ${agent2-}; do kill "$p" 2>/dev/null; wait "$p" 2>/dev/null; done
 	k delete ns "$ns" --wait=false >/dev/null 2>&1
-	rm -rf "$work"
+	if [ "${rc:-1}" = 0 ]; then rm -rf "$work"; else echo "bench/soak.sh: logs kept in $work" >&2; fi
 	return 0
 }
 trap cleanup EXIT
@@ -206,7 +206,8 @@ for cx in items:
     if not right and ph == want[0] and "containerd restarted while it ran" in msg:
         flagged += 1; continue
     if right: ok[kind] += 1
-    else: bad.append((name, kind, ph, rs, out[:40], msg[:160]))
+    else: bad.append((name, kind, ph, rs, out[:40], msg[:160], st.get("nodeName"),
+                      st.get("startTime"), st.get("completionTime")))
 uids = collections.defaultdict(set)
 for e in ev:
     io = e.get("involvedObject", {})

@@ -40,11 +40,21 @@ shift
 exec 9<"$here"
 flock 9
 
+# our_pid PIDFILE: the pid, if it is alive and still the process up.sh
+# started: its command line is the end of the one saved beside the pid
+# file (NAME.cmd; `env VAR=... cmd` execs cmd). Under load a pid is
+# recycled within seconds, and a shim or a gofer of this cluster would
+# match a mere mention of .cluster/.
 our_pid() {
-	local pid
+	local pid have want
 	pid=$(cat "$1" 2>/dev/null) || return 1
 	[[ $pid =~ ^[0-9]+$ ]] || return 1
-	tr '\0' ' ' 2>/dev/null <"/proc/$pid/cmdline" | grep -qF "$cluster/" || return 1
+	have=$(tr '\0' ' ' 2>/dev/null <"/proc/$pid/cmdline") || return 1
+	[[ $have == *"$cluster/"* ]] || return 1
+	if [ -f "${1%.pid}.cmd" ]; then
+		want=$(tr '\0' ' ' <"${1%.pid}.cmd")
+		[[ $want == *"$have" ]] || return 1
+	fi
 	echo "$pid"
 }
 alive() { kill -0 "$1" 2>/dev/null; }
