@@ -278,9 +278,12 @@ sdk: all
 
 # Two nodes, and faults: the API server, etcd, containerd restarted, a node
 # lost and brought back (tests/nodes, tests/cluster/restart.sh).
+# up.sh is tried twice: twice in this stop's runs a first NODES=2 start,
+# right after a teardown, failed with the apiserver gone in its first 2 s
+# (not understood yet; the second start worked each time).
 nodes: all
 	@tests/cluster/node-deps.sh
-	@NODES=2 tests/cluster/up.sh
+	@NODES=2 tests/cluster/up.sh || NODES=2 tests/cluster/up.sh
 	@HELM=$$(tests/cluster/build.sh helm | sed -n 's/^HELM_BIN_DIR=//p')/helm \
 		tests/run.sh nodes $(B) $(NODES_BIN)
 
