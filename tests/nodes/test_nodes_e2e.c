@@ -137,8 +137,12 @@ group_teardown(void **state)
 		snprintf(cmd, sizeof(cmd), "%s/tests/cluster/restart.sh start-node %s",
 		    getenv("AIRLOCK_TOP") ? getenv("AIRLOCK_TOP") : ".",
 		    node_name[node_down]);
-		if (it_sh(cmd, NULL, NULL) != 0)
-			fail_msg("cannot bring %s back", node_name[node_down]);
+		char *out = NULL;
+
+		if (it_sh(cmd, &out, NULL) != 0)
+			fail_msg("cannot bring %s back: %s", node_name[node_down],
+			    out ? out : "");
+		free(out);
 	}
 	for (int i = 1; i <= NODES; i++)
 		if (agent_pid[i] && it_stop(agent_pid[i], SIGTERM) != 0)
@@ -680,8 +684,12 @@ test_agent_delete_guard(void **state)
 	guard_objects("apply");
 	/* The agent's pod on node 1 (a pause container for it). */
 	pause_pod(GUARD_NS, "agent", node_name[1], 0, GUARD_REL "-airlock-node-agent");
-	pause_pod(ns, "exec-on-1", node_name[1], 1, NULL);
-	pause_pod(ns, "exec-on-2", node_name[2], 1, NULL);
+	/*
+	 * Not in the agents' namespace: their sweep would delete these
+	 * execution-labelled pods with no execution first.
+	 */
+	pause_pod(GUARD_NS, "exec-on-1", node_name[1], 1, NULL);
+	pause_pod(GUARD_NS, "exec-on-2", node_name[2], 1, NULL);
 	snprintf(cmd, sizeof(cmd), "'%s' --kubeconfig '%s' create token "
 	    GUARD_REL "-airlock-node-agent -n " GUARD_NS " --duration 10m "
 	    "--bound-object-kind Pod --bound-object-name agent",
@@ -705,18 +713,18 @@ test_agent_delete_guard(void **state)
 		fail_msg("agent client: %s", err.message);
 	unlink(path);
 	/* The other node's execution pod: refused, by the node rule. */
-	rc = k8s_delete(ac, &k8s_res_pods, ns, "exec-on-2", NULL, NULL, &err);
+	rc = k8s_delete(ac, &k8s_res_pods, GUARD_NS, "exec-on-2", NULL, NULL, &err);
 	assert_int_equal(rc, K8S_EFORBIDDEN);
 	if (strstr(err.message, "the node agent may delete pods on its own node only") == NULL)
 		fail_msg("refused, but not by the node rule: %s", err.message);
 	/* Its own node's: allowed. */
-	rc = k8s_delete(ac, &k8s_res_pods, ns, "exec-on-1", NULL, NULL, &err);
+	rc = k8s_delete(ac, &k8s_res_pods, GUARD_NS, "exec-on-1", NULL, NULL, &err);
 	if (rc != 0)
 		fail_msg("the agent could not delete a pod on its own node: %s",
 		    err.message);
 	k8s_client_free(ac);
 	k8s_config_free(acfg);
-	assert_int_equal(k8s_delete(c, &k8s_res_pods, ns, "exec-on-2", NULL, NULL, &err), 0);
+	assert_int_equal(k8s_delete(c, &k8s_res_pods, GUARD_NS, "exec-on-2", NULL, NULL, &err), 0);
 	guard_objects("delete --ignore-not-found");
 	if (k8s_delete(c, &k8s_res_namespaces, NULL, GUARD_NS, NULL, NULL, &err) != 0)
 		fail_msg("delete namespace %s: %s", GUARD_NS, err.message);
