@@ -131,15 +131,14 @@ int
 ctl_node_lost(struct controller *ctl, const char *node, char *msg,
     size_t msglen)
 {
-	json_t *e;
-	int lost = 0;
+	int lost;
 
 	if (node == NULL || ctl->nodes == NULL)
 		return 0;
 	pthread_mutex_lock(&ctl->lock);
-	e = json_object_get(ctl->nodes, node);
-	if (e && json_integer_value(json_array_get(e, 3))) {
-		lost = 1;
+	if ((lost = ctl_node_lost_locked(ctl, node)) != 0) {
+		json_t *e = json_object_get(ctl->nodes, node);
+
 		if (msg)
 			snprintf(msg, msglen, "node %s was lost: its lease (%lld s) "
 			    "was not renewed; whether the program ran, and what it "
