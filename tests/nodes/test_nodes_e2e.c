@@ -317,7 +317,10 @@ phase_of(const char *name)
 
 	if (k8s_get(c, &cx_resource, ns, name, &o, &err) != 0)
 		fail_msg("get %s: %s", name, err.message);
-	ph = strdup(it_str(json_object_get(o, "status"), "phase"));
+	/* None yet, before the controller's first write. */
+	ph = strdup(json_string_value(json_object_get(json_object_get(o,
+	    "status"), "phase")) ? json_string_value(json_object_get(
+	    json_object_get(o, "status"), "phase")) : "");
 	json_decref(o);
 	return ph;
 }
@@ -463,8 +466,10 @@ lost_ones_ended(void *arg)
 		if (k8s_get(c, &cx_resource, ns, name, &o, &err) != 0)
 			fail_msg("get %s: %s", name, err.message);
 		st = json_object_get(o, "status");
-		if (node_index(it_str(st, "nodeName")) == l->node)
-			ok = strcmp(it_str(st, "phase"), "Failed") == 0;
+		if (node_index(json_string_value(json_object_get(st, "nodeName"))) == l->node)
+			ok = json_string_value(json_object_get(st, "phase")) &&
+			    strcmp(json_string_value(json_object_get(st, "phase")),
+			    "Failed") == 0;
 		json_decref(o);
 		o = NULL;
 	}
@@ -484,7 +489,9 @@ pods_on(const char *node)
 	if (k8s_list(c, &k8s_res_pods, ns, &lo, &list, &err) != 0)
 		fail_msg("list pods: %s", err.message);
 	json_array_foreach(json_object_get(list, "items"), i, p)
-		n += strcmp(it_str(json_object_get(p, "spec"), "nodeName"), node) == 0;
+		n += json_string_value(json_object_get(json_object_get(p, "spec"),
+		    "nodeName")) && strcmp(json_string_value(json_object_get(
+		    json_object_get(p, "spec"), "nodeName")), node) == 0;
 	json_decref(list);
 	return n;
 }
@@ -711,6 +718,29 @@ test_agent_delete_guard(void **state)
 	if (k8s_config_load_kubeconfig(path, NULL, &acfg, &err) != 0 ||
 	    k8s_client_new(acfg, NULL, &ac, &err) != 0)
 		fail_msg("agent client: %s", err.message);
+	/*
+	 * A policy just made is enforced a moment later: wait until a
+	 * server-side dry run of the refused delete is refused.
+	 */
+	{
+		char probe[1024], *pout = NULL;
+		long end = it_mono_ms() + 60000;
+		int in_force = 0;
+
+		snprintf(probe, sizeof(probe), "'%s' --kubeconfig '%s' -n " GUARD_NS
+		    " delete pod exec-on-2 --dry-run=server", it_env_need("KUBECTL"),
+		    path);
+		while (!in_force && it_mono_ms() < end) {
+			in_force = it_sh(probe, &pout, NULL) != 0 && pout &&
+			    strstr(pout, "the node agent may delete pods on its own node only");
+			free(pout);
+			pout = NULL;
+			if (!in_force)
+				it_sleep_ms(200);
+		}
+		if (!in_force)
+			fail_msg("the delete guard was not in force 60 s after it was applied");
+	}
 	unlink(path);
 	/* The other node's execution pod: refused, by the node rule. */
 	rc = k8s_delete(ac, &k8s_res_pods, GUARD_NS, "exec-on-2", NULL, NULL, &err);
