@@ -138,6 +138,12 @@ int agent_exit_is_init(const struct ctrd_event *ev);
  * lost its network=none setting must not run tenant code with a network.
  */
 const char *agent_sandbox_check(const char *cmdline, size_t len);
+/*
+ * The same check of the cmdline file at path (/proc/PID/cmdline). An
+ * empty read is retried for up to 100 ms: a process in execve, as a runc
+ * task is just after its start, shows no arguments for a moment.
+ */
+const char *agent_sandbox_read(const char *path);
 
 /*
  * `runsc wait ID`'s output (len bytes, {"id":..., "exitStatus":N}): 0 and

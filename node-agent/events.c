@@ -50,26 +50,49 @@ agent_sandbox_check(const char *cmdline, size_t len)
 }
 
 /*
- * NULL if pid is gVisor with no network, else why not (a static string).
+ * NULL if the process whose cmdline is at path is gVisor with no network,
+ * else why not (a static string). A process in the middle of execve shows
+ * an empty cmdline for a moment (its new mm has no arguments yet); so does
+ * a zombie. An empty read is taken again, every 10 ms for up to 100 ms,
+ * before it counts as unreadable: a runc task read just after its start
+ * must be refused as what it is. A file that cannot be opened (the
+ * process is gone) is not waited for.
  * From the events thread and warm runs' threads: the buffer is the
  * caller's own.
  */
 const char *
-agent_sandbox_refused(uint32_t pid)
+agent_sandbox_read(const char *path)
 {
 	static __thread char buf[64 * 1024];
-	char path[64];
 	ssize_t n = 0, r;
-	int fd;
+	int fd, tries;
 
-	snprintf(path, sizeof(path), "/proc/%u/cmdline", pid);
-	if (pid > 1 && (fd = open(path, O_RDONLY | O_CLOEXEC)) >= 0) {
+	for (tries = 0; tries < 11; tries++) {
+		if (tries > 0)
+			usleep(10000);
+		if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
+			break;
+		n = 0;
 		while (n < (ssize_t)sizeof(buf) && (r = read(fd, buf + n,
 		    sizeof(buf) - (size_t)n)) > 0)
 			n += r;
 		close(fd);
+		if (n > 0)
+			break;
 	}
 	return agent_sandbox_check(buf, n > 0 ? (size_t)n : 0);
+}
+
+/* NULL if pid is gVisor with no network, else why not (a static string). */
+const char *
+agent_sandbox_refused(uint32_t pid)
+{
+	char path[64];
+
+	if (pid <= 1)
+		return agent_sandbox_check("", 0);
+	snprintf(path, sizeof(path), "/proc/%u/cmdline", pid);
+	return agent_sandbox_read(path);
 }
 
 /* SIGKILL to pid through a pidfd, if it is still a gVisor sandbox. */

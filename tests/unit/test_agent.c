@@ -1,4 +1,5 @@
 /* Unit tests: node-agent/agent.c's pure parts. */
+#include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -281,6 +282,53 @@ test_sandbox_check(void **state)
 	assert_null(agent_sandbox_check(ARGS("runsc-sandbox\0--network=none")));
 }
 
+/*
+ * A cmdline read empty at first (a process in execve) is read again before
+ * it counts as unreadable: a runc task's start was once refused as
+ * "cannot be read" rather than "not a gVisor sandbox". The file fills
+ * 30 ms after the check starts.
+ */
+struct fill_later {
+	const char *path;
+	const char *text;
+	size_t len;
+};
+
+static void *
+fill_later_main(void *arg)
+{
+	struct fill_later *f = arg;
+	FILE *fp;
+
+	usleep(30000);
+	if ((fp = fopen(f->path, "r+")) != NULL) {
+		fwrite(f->text, 1, f->len, fp);
+		fclose(fp);
+	}
+	return NULL;
+}
+
+static void
+test_sandbox_read_retries(void **state)
+{
+	char path[] = "/tmp/airlock-cmdline-XXXXXX";
+	struct fill_later f = { path, ARGS("python3\0main.py\0") };
+	pthread_t t;
+	int fd;
+
+	(void)state;
+	assert_true((fd = mkstemp(path)) >= 0);
+	close(fd);
+	assert_int_equal(pthread_create(&t, NULL, fill_later_main, &f), 0);
+	assert_string_equal(agent_sandbox_read(path), "it is not a gVisor sandbox");
+	pthread_join(t, NULL);
+	/* Still empty after the retries: unreadable. Gone: not waited for. */
+	assert_int_equal(truncate(path, 0), 0);
+	assert_non_null(strstr(agent_sandbox_read(path), "cannot be read"));
+	unlink(path);
+	assert_non_null(strstr(agent_sandbox_read(path), "cannot be read"));
+}
+
 /* `runsc wait`'s line: the status only for the container asked about. */
 static void
 test_parse_wait(void **state)
@@ -324,6 +372,7 @@ main(void)
 		cmocka_unit_test(test_pod_limits),
 		cmocka_unit_test(test_fit_output),
 		cmocka_unit_test(test_sandbox_check),
+		cmocka_unit_test(test_sandbox_read_retries),
 		cmocka_unit_test(test_exit_is_init),
 		cmocka_unit_test(test_follow_log_rotation),
 		cmocka_unit_test(test_log_dir_name_refused),
