@@ -311,17 +311,18 @@ pod_condition(json_t *ps, const char *type)
 
 	if (c == NULL)
 		return NULL;
-	return json_pack("{s:O*, s:O*, s:O*, s:O*}",
+	return json_pack("{s:O*, s:O*, s:O*, s:O*, s:O*}",
 	    "type", json_object_get(c, "type"),
 	    "status", json_object_get(c, "status"),
 	    "reason", json_object_get(c, "reason"),
-	    "message", json_object_get(c, "message"));
+	    "message", json_object_get(c, "message"),
+	    "lastTransitionTime", json_object_get(c, "lastTransitionTime"));
 }
 
 /*
  * Of a pod: its identity, the label and annotation naming its execution
  * (not the code annotations, up to 192 KiB each), the node, the phase,
- * PodScheduled, and the first container's state; of a holder, its pool's
+ * PodScheduled (and when: nodes.c), and the first container's state; of a holder, its pool's
  * label and owner.
  */
 static json_t *

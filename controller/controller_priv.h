@@ -118,12 +118,14 @@ int ctl_quota_full(const struct k8s_error *err);
 struct informer *ctl_nodes_informer(struct controller *ctl);
 int ctl_nodes_check(struct controller *ctl);
 /*
- * Whether node is lost (its lease went unrenewed); if so, and msg is not
- * NULL, what an execution it held is told.
+ * Whether pod (bound to a node) was on a lost node: its node is lost now
+ * (its lease went unrenewed), or it was bound there before the node came
+ * back from its last loss. If so, and msg is not NULL, what its execution
+ * is told.
  */
-int ctl_node_lost(struct controller *ctl, const char *node, char *msg,
+int ctl_node_lost(struct controller *ctl, json_t *pod, char *msg,
     size_t msglen);
-/* The same, ctl->lock held, and no message. */
+/* Whether node is lost now, ctl->lock held. */
 int ctl_node_lost_locked(struct controller *ctl, const char *node);
 /* Keep a pod about to be made off every lost node (a nodeAffinity). */
 void ctl_avoid_lost_nodes(struct controller *ctl, json_t *pod);

@@ -402,6 +402,29 @@ static int follow_pod(struct controller *ctl, json_t *cx, json_t *pod,
     json_t *status, const char *key);
 
 /*
+ * Its own pod was on a lost node (nodes.c): it ends NodeLost, said first,
+ * so that the pod's deletion finds it ended and nothing runs it again.
+ * Bound there before its status said so, it says so now. 1 when so (*rc
+ * holds the write's result), 0 to go on.
+ */
+static int
+node_lost_end(struct controller *ctl, json_t *cx, json_t *pod,
+    json_t *status, int *rc)
+{
+	char msg[600];
+
+	if (!ctl_node_lost(ctl, pod, msg, sizeof(msg)))
+		return 0;
+	json_object_set(status, "nodeName", json_object_get(
+	    json_object_get(pod, "spec"), "nodeName"));
+	*rc = ctl_finish(ctl, cx, status, "Failed", "NodeLost", msg);
+	if (*rc == 0)
+		(void)delete_children(ctl, k8s_obj_namespace(cx), k8s_obj_uid(cx),
+		    k8s_obj_name(pod));
+	return 1;
+}
+
+/*
  * The execution has had a pod (status.podName) and the cache shows none.
  * The cache may lag either way (a pod just made, a result just written),
  * so this reads both afresh and never makes a second pod: at most once.
@@ -441,10 +464,14 @@ pod_vanished(struct controller *ctl, json_t *cx, json_t *status,
 	if (rc == 0) {
 		/* There after all (the pod cache lags): follow it. */
 		json_t *st = json_deep_copy(fst ? fst : status);
+		const char *puid;
 
 		if (st == NULL)
 			st = json_object();
-		rc = follow_pod(ctl, fresh, pod, st, key);
+		podspec_pod_execution(pod, &puid);
+		if (!puid || strcmp(puid, k8s_obj_uid(cx)) != 0 ||
+		    !node_lost_end(ctl, fresh, pod, st, &rc))
+			rc = follow_pod(ctl, fresh, pod, st, key);
 		json_decref(st);
 		goto out;
 	}
@@ -761,7 +788,6 @@ controller_reconcile(struct controller *ctl, const char *key)
 	json_t *cx, *status, *pod;
 	long long t0 = clock_mono_ms();
 	int rc, warm, claimed_here = 0, mine = 0;
-	char msg[400];
 
 	if (strcmp(key, CTL_NODES_KEY) == 0)
 		return ctl_nodes_check(ctl);
@@ -840,19 +866,8 @@ controller_reconcile(struct controller *ctl, const char *key)
 	} else if ((rc = ctl_ensure_guardrails(ctl, ns)) != 0) {
 		if (rc == K8S_ECANCELED)
 			rc = 0;	/* a terminating namespace: leave it be */
-	} else if (pod && mine && ctl_node_lost(ctl, json_string_value(
-	    json_object_get(json_object_get(pod, "spec"), "nodeName")), msg,
-	    sizeof(msg))) {
-		/*
-		 * Its node is lost (nodes.c): said first, so that the pod's
-		 * deletion finds it ended and nothing runs it again. Bound
-		 * there before its status said so, it says so now.
-		 */
-		json_object_set(status, "nodeName", json_object_get(
-		    json_object_get(pod, "spec"), "nodeName"));
-		rc = ctl_finish(ctl, cx, status, "Failed", "NodeLost", msg);
-		if (rc == 0)
-			(void)delete_children(ctl, ns, k8s_obj_uid(cx), podname);
+	} else if (pod && mine && node_lost_end(ctl, cx, pod, status, &rc)) {
+		;
 	} else if (pod && warm && !claimed_here) {
 		rc = ctl_warm_resume(ctl, cx, pod);
 	} else if (pod == NULL && (json_object_get(status, "podName") ||

@@ -730,9 +730,9 @@ test_pod_lost_while_running(void **state)
 	json_decref(cx);
 }
 
-/* Bind pod to node-1, as the scheduler would. */
+/* Bind pod to node, as the scheduler would. */
 static void
-bind_pod(struct fx *fx, const char *pod)
+bind_pod_to(struct fx *fx, const char *pod, const char *node)
 {
 	struct k8s_error err;
 	char path[256], *b;
@@ -741,12 +741,18 @@ bind_pod(struct fx *fx, const char *pod)
 	snprintf(path, sizeof(path), "/api/v1/namespaces/%s/pods/%s/binding", fx->ns, pod);
 	body = json_pack("{s:s, s:s, s:{s:s}, s:{s:s, s:s, s:s}}", "apiVersion", "v1",
 	    "kind", "Binding", "metadata", "name", pod, "target", "apiVersion", "v1",
-	    "kind", "Node", "name", "node-1");
+	    "kind", "Node", "name", node);
 	b = json_dumps(body, 0);
 	if (k8s_request(c, "POST", path, "application/json", b, strlen(b), NULL, NULL, &err) != 0)
 		fail_msg("bind: %s", err.message);
 	free(b);
 	json_decref(body);
+}
+
+static void
+bind_pod(struct fx *fx, const char *pod)
+{
+	bind_pod_to(fx, pod, "node-1");
 }
 
 /*
@@ -776,6 +782,132 @@ test_pod_lost_while_pending(void **state)
 	settle(fx, "early");
 	assert_int_equal(count_pods(fx, k8s_obj_uid(cx)), 0);
 	json_decref(cx);
+}
+
+/* The node's Lease in kube-node-lease, renewed now (made if absent). */
+static void
+renew_node_lease(const char *node, int seconds)
+{
+	struct k8s_patch_opts apply = { .type = K8S_PATCH_APPLY,
+	    .field_manager = "it-kubelet", .force = 1 };
+	struct k8s_error err;
+	char now[64];
+	struct timespec ts;
+	struct tm tm;
+	json_t *o;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	gmtime_r(&ts.tv_sec, &tm);
+	strftime(now, 32, "%Y-%m-%dT%H:%M:%S", &tm);
+	snprintf(now + strlen(now), sizeof(now) - strlen(now), ".%06ldZ", ts.tv_nsec / 1000);
+	o = json_pack("{s:s, s:s, s:{s:s}, s:{s:s, s:i, s:s}}", "apiVersion",
+	    "coordination.k8s.io/v1", "kind", "Lease", "metadata", "name", node,
+	    "spec", "holderIdentity", node, "leaseDurationSeconds", seconds, "renewTime", now);
+	if (k8s_patch(c, &k8s_res_leases, "kube-node-lease", node, &apply, o, NULL,
+	    &err) != 0)
+		fail_msg("lease of %s: %s", node, err.message);
+	json_decref(o);
+}
+
+struct log_has {
+	const char	*path, *text;
+};
+
+static int
+log_has(void *arg)
+{
+	struct log_has *l = arg;
+	char line[4096];
+	FILE *f = fopen(l->path, "r");
+	int ok = 0;
+
+	while (f && !ok && fgets(line, sizeof(line), f))
+		ok = strstr(line, l->text) != NULL;
+	if (f)
+		fclose(f);
+	return ok;
+}
+
+/* Create name, wait for its pod, bind it to node and run it, bound at bound. */
+static json_t *
+run_on(struct fx *fx, const char *name, const char *node, const char *bound)
+{
+	json_t *cx;
+	char pod[64];
+
+	create_cx(fx, name, "{\"runtime\":\"python\",\"source\":\"print(9)\"}");
+	cx = wait_phase(fx, name, "Pending");
+	snprintf(pod, sizeof(pod), "airlock-%s", k8s_obj_uid(cx));
+	json_decref(cx);
+	bind_pod_to(fx, pod, node);
+	pod_status(fx, pod, json_pack("{s:s, s:s, s:[{s:s, s:s, s:s}], s:[{s:s, s:b, s:i, "
+	    "s:s, s:s, s:{s:{s:s}}}]}", "phase", "Running", "startTime", bound,
+	    "conditions", "type", "PodScheduled", "status", "True", "lastTransitionTime", bound,
+	    "containerStatuses", "name", "run", "ready", 1, "restartCount", 0,
+	    "image", "airlock/runner-python:0.1", "imageID", "",
+	    "state", "running", "startedAt", bound));
+	return get_cx(fx, name);
+}
+
+/*
+ * A lost node is remembered after it comes back. The controller ends
+ * NodeLost what was bound to a node while its lease went unrenewed; an
+ * execution whose pod it only hears of after the node came back (a busy
+ * queue, a lagging cache: the soak saw both) but which was bound there
+ * before ends NodeLost too, rather than being left to a node agent
+ * started with the node, which would record what containerd says of the
+ * dead sandbox. One bound after the node came back runs on.
+ */
+static void
+test_node_lost_remembered(void **state)
+{
+	struct fx *fx = *state;
+	struct k8s_error err;
+	struct log_has lost = { fx->log[0], "level=warn msg=\"node lost" };
+	struct log_has back = { fx->log[0], "msg=\"node back" };
+	char node[96], before[32], after[32], *m;
+	time_t t0 = time(NULL);
+	json_t *cx;
+
+	snprintf(node, sizeof(node), "ghost-%s", fx->ns);
+	renew_node_lease(node, 1);
+	/* On it before its loss: ended when the loss is seen. */
+	clock_format_rfc3339((long long)(t0 - 5) * 1000000000LL, 0, before);
+	json_decref(run_on(fx, "early", node, before));
+	if (!it_wait_for(log_has, &lost, 10000))
+		fail_msg("the lease of %s was left to lapse, and no loss was seen", node);
+	cx = wait_phase(fx, "early", "Failed");
+	assert_string_equal(st_str(cx, "reason"), "NodeLost");
+	assert_string_equal(st_str(cx, "nodeName"), node);
+	m = strstr(st_str(cx, "message"), ": its lease (1 s) was not renewed in time; "
+	    "whether the program ran, and what it did, cannot be known, and it is not "
+	    "run again");
+	assert_non_null(m);
+	assert_int_equal(strncmp(st_str(cx, "message"), "node ghost-", 11), 0);
+	assert_null(strstr(st_str(cx, "message"), "back at"));
+	json_decref(cx);
+
+	/* Back, renewing now for an hour. */
+	renew_node_lease(node, 3600);
+	if (!it_wait_for(log_has, &back, 10000))
+		fail_msg("%s renewed its lease, and the controller did not see it back", node);
+	/* Heard of only now, bound before it came back: NodeLost all the same. */
+	json_decref(run_on(fx, "late", node, before));
+	cx = wait_phase(fx, "late", "Failed");
+	assert_string_equal(st_str(cx, "reason"), "NodeLost");
+	assert_non_null(strstr(st_str(cx, "message"), ", back at "));
+	assert_non_null(strstr(st_str(cx, "message"), ": its lease was not renewed in time;"));
+	json_decref(cx);
+	/* Bound after it came back: runs. */
+	clock_format_rfc3339((long long)(time(NULL) + 1) * 1000000000LL, 0, after);
+	json_decref(run_on(fx, "fresh", node, after));
+	json_decref(wait_phase(fx, "fresh", "Running"));
+	settle(fx, "fresh");
+	cx = get_cx(fx, "fresh");
+	assert_string_equal(st_str(cx, "phase"), "Running");
+	json_decref(cx);
+	assert_int_equal(k8s_delete(c, &k8s_res_leases, "kube-node-lease", node, NULL, NULL,
+	    &err), 0);
 }
 
 /*
@@ -1716,6 +1848,7 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_delete_removes_pod, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_pod_lost_while_running, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_pod_lost_while_pending, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_node_lost_remembered, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_pod_ended_without_result, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_foreign_object_refused, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_stored_quota, setup, teardown),
