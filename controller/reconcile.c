@@ -346,6 +346,7 @@ unschedulable_too_long(struct controller *ctl, json_t *cx, json_t *status,
  * set up, the pod's own deadline); one whose program ran gets
  * opts.result_grace_ms from its exit for the agent's result, and then ends
  * ResultLost, so that no execution waits for a result nobody will write.
+ * One whose end its node lost track of ends ResultLost at once.
  * 1 when it ended it (*rc holds the write's result), 0 to go on.
  */
 static int
@@ -358,8 +359,24 @@ pod_ended_unrecorded(struct controller *ctl, json_t *cx, json_t *pod,
 	json_t *term = json_object_get(state, "terminated");
 	const char *why = json_string_value(json_object_get(ps, "reason"));
 	const char *what = json_string_value(json_object_get(ps, "message"));
+	const char *tw = json_string_value(json_object_get(term, "reason"));
 	char msg[1200];
 
+	/*
+	 * The node lost track of it (containerd lost the task, or the
+	 * kubelet the container, as when the node went down): its exit
+	 * code is theirs, not the program's, and no agent records it.
+	 */
+	if (tw && (strcmp(tw, "Unknown") == 0 ||
+	    strcmp(tw, "ContainerStatusUnknown") == 0)) {
+		snprintf(msg, sizeof(msg), "its node lost track of the program "
+		    "(%s): whether it finished, and what it wrote, cannot be "
+		    "known; it is not run again", tw);
+		(void)delete_children(ctl, k8s_obj_namespace(cx), k8s_obj_uid(cx),
+		    named_pod(cx));
+		*rc = ctl_finish(ctl, cx, status, "Failed", "ResultLost", msg);
+		return 1;
+	}
 	if (term == NULL || json_object_get(term, "startedAt") == NULL ||
 	    json_is_null(json_object_get(term, "startedAt"))) {
 		const char *w = json_string_value(json_object_get(json_object_get(

@@ -324,6 +324,12 @@ pod_seen(struct agent *a, json_t *pod)
 		r->exit_seen_ms = clock_mono_ms();
 		if (why && strcmp(why, "OOMKilled") == 0)
 			r->oom = 1;
+		if (why && (strcmp(why, "Unknown") == 0 ||
+		    strcmp(why, "ContainerStatusUnknown") == 0)) {
+			r->unknown = 1;
+			log_info("its end is not known: left to the controller",
+			    "pod=%s/%s reason=%s", r->ns, r->pod, why);
+		}
 	}
 	pthread_mutex_unlock(&a->lock);
 }
@@ -353,7 +359,8 @@ pod_delete(void *arg, json_t *pod, int unknown)
 	 * Gone before its result was recorded: cancelled, or deleted by
 	 * hand. The controller decides what that execution became.
 	 */
-	if ((r = agent_find_run(a, k8s_obj_uid(pod))) != NULL && !r->exited)
+	if ((r = agent_find_run(a, k8s_obj_uid(pod))) != NULL &&
+	    (!r->exited || r->unknown))
 		r->recorded = 1;
 	/* Its TaskExit may be lost with it: the quiet wait counts now. */
 	if (r != NULL && r->exit_early) {

@@ -75,6 +75,13 @@ struct run {
 	int64_t		 exited_ns;
 	long long	 exit_seen_ms;
 	int		 oom;
+	/*
+	 * Its end is not known: the kubelet says containerd lost the task
+	 * (reason Unknown, exit 255) or could not find the container
+	 * (ContainerStatusUnknown, 137), as after a node's loss. Not
+	 * recorded: the controller decides (NodeLost, or ResultLost).
+	 */
+	int		 unknown;
 	enum cx_kill	 why;
 	char		*isolation;		/* why the sandbox is refused */
 	int		 kill_sent;
@@ -127,6 +134,12 @@ struct agent {
 	 * it wrote in between (record.c says so in the result).
 	 */
 	atomic_llong		 ctrd_down_ns;
+	/*
+	 * When the containerd that answers now started (its socket's
+	 * ctime, wall ns; 0: unknown): a run that started before it went
+	 * through a restart this agent may not have seen (it started after).
+	 */
+	atomic_llong		 ctrd_started_ns;
 	int			 started;
 	pthread_t		 ev_th, tick_th;
 	pthread_t		 workers[AGENT_WORKERS];
@@ -197,6 +210,13 @@ int agent_probe(struct agent *a, const char *ns, const char *cx,
 int agent_record(struct agent *a, struct run *r);
 int agent_delete_pod(struct agent *a, const char *ns, const char *name,
     const char *uid);
+/*
+ * Append to note (a NUL-terminated string in note_size bytes) that
+ * containerd restarted while cold run r ran, when it did: its output may
+ * lack its end.
+ */
+void agent_ctrd_note(struct agent *a, const struct run *r, char *note,
+    size_t note_size);
 /* r's output so far into its running execution's status (r busy). */
 void agent_flush(struct agent *a, struct run *r);
 

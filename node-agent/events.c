@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/pidfd.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "agent_priv.h"
@@ -429,8 +430,15 @@ agent_events_main(void *arg)
 			log_warn("containerd does not answer", "error=\"%s\"",
 			    err.message);
 		} else {
-			if (!atomic_load(&a->ctrd_ok))
+			if (!atomic_load(&a->ctrd_ok)) {
+				struct stat sb;
+
 				log_info("containerd answers", "version=%s", v);
+				if (stat(a->o.containerd_socket, &sb) == 0)
+					atomic_store(&a->ctrd_started_ns,
+					    (long long)sb.st_ctim.tv_sec *
+					    1000000000LL + sb.st_ctim.tv_nsec);
+			}
 			free(v);
 			atomic_store(&a->ctrd_ok, 1);
 			backoff_reset(&backoff);

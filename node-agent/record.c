@@ -291,18 +291,34 @@ too_large(const struct k8s_error *err)
  * all it wrote last, when it exited before that) sat in a pipe no one
  * read. The exit is known; the output may lack its end: said in the
  * message, rather than passed off as whole.
+ *
+ * An agent started after such a restart saw no stream end. Then the
+ * containerd answering now having started after the run did (its
+ * socket's ctime) says the same, unless this agent saw the log closed:
+ * a run that exited under the old containerd may have died with its
+ * output unwritten (the soak's node loss: `Succeeded`, output empty).
  */
-static void
-ctrd_restarted_note(struct agent *a, const struct run *r, char *note,
+void
+agent_ctrd_note(struct agent *a, const struct run *r, char *note,
     size_t note_size)
 {
 	long long down = atomic_load(&a->ctrd_down_ns);
+	long long began = atomic_load(&a->ctrd_started_ns);
 	char when[CLOCK_RFC3339_LEN];
 	size_t n = strlen(note);
 
-	if (r->warm || down <= 0 || r->start_ns >= down ||
-	    r->exited_ns < down - CTRD_DOWN_MARGIN_NS)
+	if (r->warm)
 		return;
+	if (down > 0) {
+		if (r->start_ns >= down || r->exited_ns < down -
+		    CTRD_DOWN_MARGIN_NS)
+			return;
+	} else if (began <= 0 || r->start_ns >= began - CTRD_DOWN_MARGIN_NS ||
+	    r->log_closed) {
+		return;
+	} else {
+		down = began;
+	}
 	clock_format_rfc3339(down, 1, when);
 	snprintf(note + n, note_size - n, "; containerd restarted while it ran "
 	    "(%s): output written after then may be missing", when);
@@ -330,7 +346,7 @@ agent_record(struct agent *a, struct run *r)
 	/* Files out first: a moment's refusal to store them holds the result. */
 	if (files_out(a, r, &arts, note, sizeof(note)) != 0)
 		return 0;
-	ctrd_restarted_note(a, r, note, sizeof(note));
+	agent_ctrd_note(a, r, note, sizeof(note));
 	for (int attempt = 0; attempt < 2 && done < 0; attempt++) {
 		if (attempt == 1 && !big)
 			break;

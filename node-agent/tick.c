@@ -319,6 +319,8 @@ agent_decide(const struct run *r, long long hard_cap, long poll_ms,
 	*why = r->why;
 	if (r->recorded)
 		return now >= r->retry_ms ? AGENT_DELETE : AGENT_WAIT;
+	if (r->exited && r->unknown)	/* the controller decides */
+		return AGENT_WAIT;
 	if (r->exited && r->warm)	/* its output comes from FIFOs: warm.c */
 		return r->io_done && now >= r->retry_ms ? AGENT_RECORD :
 		    AGENT_WAIT;

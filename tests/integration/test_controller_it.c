@@ -974,6 +974,47 @@ test_pod_ended_without_result(void **state)
 	settle(fx, "noresult");
 	assert_int_equal(count_pods(fx, k8s_obj_uid(cx)), 0);
 	json_decref(cx);
+
+	/*
+	 * The node lost track of it (back from a loss: containerd's Unknown,
+	 * exit 255; the kubelet's ContainerStatusUnknown, 137, with no start
+	 * time): those exits are not the program's, no agent records them,
+	 * and it ends at once, saying so, whether it started or not.
+	 */
+	{
+		static const char *const why[] = { "Unknown", "ContainerStatusUnknown" };
+		char fin[32], name[32];
+		time_t t = time(NULL);
+
+		strftime(fin, sizeof(fin), "%Y-%m-%dT%H:%M:%SZ", gmtime(&t));
+		for (int i = 0; i < 2; i++) {
+			json_t *term;
+
+			snprintf(name, sizeof(name), "untracked-%d", i);
+			create_cx(fx, name, "{\"runtime\":\"python\",\"source\":\"print(8)\"}");
+			cx = wait_phase(fx, name, "Pending");
+			snprintf(pod, sizeof(pod), "airlock-%s", k8s_obj_uid(cx));
+			json_decref(cx);
+			bind_pod(fx, pod);
+			term = json_pack("{s:i, s:s, s:s}", "exitCode", i ? 137 : 255,
+			    "reason", why[i], "finishedAt", fin);
+			if (i == 0)
+				json_object_set_new(term, "startedAt", json_string(fin));
+			pod_status(fx, pod, json_pack("{s:s, s:[{s:s, s:b, s:i, s:s, s:s,"
+			    " s:{s:o}}]}", "phase", "Failed", "containerStatuses", "name", "run",
+			    "ready", 0, "restartCount", 0, "image", "airlock/runner-python:0.1",
+			    "imageID", "", "state", "terminated", term));
+			cx = wait_phase(fx, name, "Failed");
+			assert_string_equal(st_str(cx, "reason"), "ResultLost");
+			assert_string_equal(st_str(cx, "message"), i ?
+			    "its node lost track of the program (ContainerStatusUnknown): "
+			    "whether it finished, and what it wrote, cannot be known; it is "
+			    "not run again" :
+			    "its node lost track of the program (Unknown): whether it "
+			    "finished, and what it wrote, cannot be known; it is not run again");
+			json_decref(cx);
+		}
+	}
 }
 
 /*

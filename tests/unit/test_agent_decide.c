@@ -21,6 +21,7 @@
 #define NOW	100000LL	/* the monotonic clock, ms */
 #define WALL	INT64_C(1795000000000000000)	/* the wall clock, ns */
 #define MS	INT64_C(1000000)
+#define SEC	(1000 * MS)
 
 struct fixture {
 	struct run	r;
@@ -370,6 +371,84 @@ test_recorded(void **state)
 }
 
 /*
+ * The kubelet says the node lost track of the container (containerd's
+ * "Unknown", exit 255; the kubelet's "ContainerStatusUnknown", 137): that
+ * exit is not the program's, and the agent leaves it to the controller.
+ */
+static void
+test_unknown_end(void **state)
+{
+	struct fixture *f = *state;
+	enum cx_kill why;
+
+	f->r.exited = 1;
+	f->r.status = 255;
+	f->r.unknown = 1;
+	f->r.exit_seen_ms = NOW - 10000;
+	f->r.log_closed = 1;
+	f->r.exit_exact = 1;
+	assert_int_equal(decide(&f->r, NOW, WALL + 5000 * MS, &why), AGENT_WAIT);
+	assert_int_equal(decide(&f->r, NOW + 600000, WALL + 600000 * MS, &why), AGENT_WAIT);
+	f->r.unknown = 0;
+	assert_int_equal(decide(&f->r, NOW, WALL + 5000 * MS, &why), AGENT_RECORD);
+}
+
+/*
+ * Said in the result when containerd restarted while a cold run ran:
+ * seen by this agent (its stream ended), or not (the agent started after,
+ * as with a node back from its loss) and then known from when the
+ * containerd now answering started.
+ */
+static void
+test_ctrd_note(void **state)
+{
+	struct agent *a = calloc(1, sizeof(*a));
+	struct run r = { 0 };
+	char note[256];
+
+	(void)state;
+	r.start_ns = 100 * SEC;
+	r.exited_ns = 101 * SEC;
+	/* No restart known: nothing. */
+	note[0] = '\0';
+	agent_ctrd_note(a, &r, note, sizeof(note));
+	assert_string_equal(note, "");
+	/* Seen: the stream ended at 100.5 s, while it ran. */
+	atomic_store(&a->ctrd_down_ns, 100 * SEC + SEC / 2);
+	agent_ctrd_note(a, &r, note, sizeof(note));
+	assert_string_equal(note, "; containerd restarted while it ran "
+	    "(1970-01-01T00:01:40.500Z): output written after then may be missing");
+	/* Seen, but it had exited more than 1 s before: its output was whole. */
+	note[0] = '\0';
+	atomic_store(&a->ctrd_down_ns, 103 * SEC);
+	agent_ctrd_note(a, &r, note, sizeof(note));
+	assert_string_equal(note, "");
+	/* Not seen: containerd started at 160 s, after the run did. */
+	atomic_store(&a->ctrd_down_ns, 0);
+	atomic_store(&a->ctrd_started_ns, 160 * SEC);
+	agent_ctrd_note(a, &r, note, sizeof(note));
+	assert_string_equal(note, "; containerd restarted while it ran "
+	    "(1970-01-01T00:02:40.000Z): output written after then may be missing");
+	/* ... unless this agent saw its log closed: then it is whole. */
+	note[0] = '\0';
+	r.log_closed = 1;
+	agent_ctrd_note(a, &r, note, sizeof(note));
+	assert_string_equal(note, "");
+	/* A run started under this containerd: nothing. */
+	r.log_closed = 0;
+	r.start_ns = 161 * SEC;
+	r.exited_ns = 162 * SEC;
+	agent_ctrd_note(a, &r, note, sizeof(note));
+	assert_string_equal(note, "");
+	/* Warm runs read their output from pipes: never. */
+	r.start_ns = 100 * SEC;
+	r.warm = 1;
+	agent_ctrd_note(a, &r, note, sizeof(note));
+	assert_string_equal(note, "");
+	free(a);
+}
+
+/*
  * A warm run: its output comes from pipes, not a log, so it is recorded
  * once both reached EOF (io_done), with no quiet-log wait; and before its
  * exec starts it has no deadline, so it is not killed for one.
@@ -421,6 +500,8 @@ main(void)
 		T(test_exit_after_kill),
 		T(test_oom),
 		T(test_recorded),
+		T(test_unknown_end),
+		T(test_ctrd_note),
 		T(test_warm),
 	};
 #undef T
