@@ -377,11 +377,17 @@ pod_ended_unrecorded(struct controller *ctl, json_t *cx, json_t *pod,
 		*rc = ctl_finish(ctl, cx, status, "Failed", "ResultLost", msg);
 		return 1;
 	}
-	if (term == NULL || json_object_get(term, "startedAt") == NULL ||
-	    json_is_null(json_object_get(term, "startedAt"))) {
+	/* No start time, or the zero one (a start that failed): never ran. */
+	if (term == NULL || clock_parse_rfc3339(json_string_value(
+	    json_object_get(term, "startedAt"))) <= 0) {
 		const char *w = json_string_value(json_object_get(json_object_get(
 		    state, "waiting"), "reason"));
 
+		/* The pod's own reason, else the container's. */
+		if (why == NULL && w == NULL && tw) {
+			w = tw;
+			what = json_string_value(json_object_get(term, "message"));
+		}
 		snprintf(msg, sizeof(msg), "the pod ended before the program "
 		    "started: %s%s%.900s", why ? why : (w ? w : "no reason given"),
 		    what ? ": " : "", what ? what : "");
@@ -684,10 +690,13 @@ too_large_to_end(struct controller *ctl, json_t *cx)
 }
 
 /*
- * Make the execution's pod. From the execution read afresh, not from the
- * cache: a cache that lags must never make a pod for an execution that
- * already had one (at most once), and the output budget the pod carries
- * is worked out from the object as stored, managedFields and all.
+ * Make the execution's pod. Never from a cache that lags: it must never
+ * make a pod for an execution that already had one (at most once). So from
+ * the execution read afresh; or, where the cache kept its code (a small
+ * one not started: trim_cx), from the cache, whose lag the Cold write at
+ * its resourceVersion, made before the pod, would be refused for. The
+ * output budget the pod carries is worked out from the object as stored,
+ * managedFields and all (the cache kept that size).
  */
 static int
 create_pod(struct controller *ctl, json_t *cached)
@@ -704,6 +713,7 @@ create_pod(struct controller *ctl, json_t *cached)
 	    ((long long)time(NULL) - created) * 1000 : QUOTA_RETRY_MS;
 	int rc, waiting = strcmp(ctl_condition_field(json_object_get(cached,
 	    "status"), "Scheduled", "reason"), "QuotaExceeded") == 0;
+	size_t stored;
 
 	/*
 	 * Waiting on the quota: its turn in the namespace, before any
@@ -719,12 +729,21 @@ create_pod(struct controller *ctl, json_t *cached)
 		free(key);
 		return 0;
 	}
-	rc = k8s_get(ctl->client, &cx_resource, ns, k8s_obj_name(cached), &cx,
-	    &err);
-	if (rc == K8S_ENOTFOUND)
-		return 0;
-	if (rc != 0)
-		return rc;
+	if ((stored = (size_t)json_integer_value(json_object_get(cached,
+	    CTL_CACHED_CODE))) > 0 && json_object_get(json_object_get(cached,
+	    "status"), "startMode") == NULL) {
+		cx = json_deep_copy(cached);
+		json_object_del(cx, CTL_CACHED_CODE);
+		json_object_del(cx, CTL_CACHED_SHA);
+	} else {
+		stored = 0;
+		rc = k8s_get(ctl->client, &cx_resource, ns, k8s_obj_name(cached),
+		    &cx, &err);
+		if (rc == K8S_ENOTFOUND)
+			return 0;
+		if (rc != 0)
+			return rc;
+	}
 	fst = json_object_get(cx, "status");
 	if (strcmp(k8s_obj_uid(cx) ? k8s_obj_uid(cx) : "", uid) != 0 ||
 	    json_object_get(fst, "podName") ||
@@ -742,7 +761,7 @@ create_pod(struct controller *ctl, json_t *cached)
 		rc = quota_wait(ctl, cx, status, e ? e + 11 : why);
 		goto out;
 	}
-	if ((rc = podspec_build(ctl->cfg, cx, &r, &err)) != 0) {
+	if ((rc = podspec_build_sized(ctl->cfg, cx, stored, &r, &err)) != 0) {
 		rc = ctl_finish(ctl, cx, status, "Failed", "Rejected", err.message);
 		if (rc != 0 && rc != K8S_ECONFLICT &&
 		    jsonsize_value(cx) > CX_OBJECT_BUDGET)

@@ -321,6 +321,13 @@ int
 podspec_build(const struct ctl_config *cfg, json_t *cx,
     struct podspec_result *out, struct k8s_error *err)
 {
+	return podspec_build_sized(cfg, cx, 0, out, err);
+}
+
+int
+podspec_build_sized(const struct ctl_config *cfg, json_t *cx, size_t size,
+    struct podspec_result *out, struct k8s_error *err)
+{
 	json_t *spec = json_object_get(cx, "spec"), *md, *f, *res, *cmd, *vol;
 	json_t *args, *ev;
 	const char *runtime = json_string_value(json_object_get(spec, "runtime"));
@@ -353,7 +360,7 @@ podspec_build(const struct ctl_config *cfg, json_t *cx,
 		return k8s_error_set(err, K8S_EINVAL, 0, NULL,
 		    "spec.image: runtime '%s' has a code policy, which runs in its "
 		    "own image only", runtime);
-	stored = jsonsize_value(cx);
+	stored = size ? size : jsonsize_value(cx);
 	if (stored + CX_STATUS_RESERVE > CX_OBJECT_BUDGET)
 		return k8s_error_set(err, K8S_EINVAL, 0, NULL,
 		    "spec: the execution takes %zu bytes as stored (kubectl "

@@ -64,6 +64,15 @@ int podspec_build(const struct ctl_config *cfg, json_t *cx,
     struct podspec_result *out, struct k8s_error *err)
     __attribute__((warn_unused_result));
 
+/*
+ * The same for a cx whose size as stored (the output budget's) is size,
+ * as a cache that keeps the object without its managedFields knows it;
+ * 0: cx as it is.
+ */
+int podspec_build_sized(const struct ctl_config *cfg, json_t *cx,
+    size_t size, struct podspec_result *out, struct k8s_error *err)
+    __attribute__((warn_unused_result));
+
 void podspec_result_free(struct podspec_result *r);
 
 /*

@@ -251,6 +251,45 @@ warm_seen(struct agent *a, json_t *pod, const char *cid, json_t *state)
 }
 
 /*
+ * The kubelet's terminated state of r's container (agent_priv.h), taken
+ * as its exit when none came before. Called locked.
+ */
+void
+agent_learn_exit(struct run *r, json_t *term)
+{
+	const char *why;
+
+	if (r->exited || term == NULL || json_integer_value(json_object_get(term,
+	    "exitCode")) < 0 || json_object_get(term, "exitCode") == NULL)
+		return;
+	why = json_string_value(json_object_get(term, "reason"));
+	r->exited = 1;
+	r->status = (uint32_t)json_integer_value(json_object_get(term,
+	    "exitCode"));
+	r->exited_ns = parse_time(json_string_value(json_object_get(term,
+	    "finishedAt")));
+	if (r->exited_ns == 0)
+		r->exited_ns = agent_now_ns();
+	r->exit_seen_ms = clock_mono_ms();
+	if (why && strcmp(why, "OOMKilled") == 0)
+		r->oom = 1;
+	/*
+	 * Containerd or the kubelet lost track of it; or it never
+	 * started as far as anyone saw (no TaskStart, no start time:
+	 * a start that failed, the kubelet's exit 128), which is no
+	 * program's result either.
+	 */
+	if ((why && (strcmp(why, "Unknown") == 0 ||
+	    strcmp(why, "ContainerStatusUnknown") == 0)) ||
+	    r->start_ns == 0) {
+		r->unknown = 1;
+		log_info("its end is not known: left to the controller",
+		    "pod=%s/%s reason=%s started=%d", r->ns, r->pod,
+		    why ? why : "", r->start_ns != 0);
+	}
+}
+
+/*
  * A pod the cache announced: make or complete its run. A run made here
  * rather than from a TaskStart event (the agent was down when it started)
  * takes its start, and maybe its exit, from the kubelet's report.
@@ -309,28 +348,7 @@ pod_seen(struct agent *a, json_t *pod)
 		r->exit_early = 0;
 		r->exit_seen_ms = clock_mono_ms();
 	}
-	if (!r->exited && term && json_integer_value(json_object_get(term,
-	    "exitCode")) >= 0 && json_object_get(term, "exitCode")) {
-		const char *why = json_string_value(json_object_get(term,
-		    "reason"));
-
-		r->exited = 1;
-		r->status = (uint32_t)json_integer_value(json_object_get(term,
-		    "exitCode"));
-		r->exited_ns = parse_time(json_string_value(json_object_get(term,
-		    "finishedAt")));
-		if (r->exited_ns == 0)
-			r->exited_ns = agent_now_ns();
-		r->exit_seen_ms = clock_mono_ms();
-		if (why && strcmp(why, "OOMKilled") == 0)
-			r->oom = 1;
-		if (why && (strcmp(why, "Unknown") == 0 ||
-		    strcmp(why, "ContainerStatusUnknown") == 0)) {
-			r->unknown = 1;
-			log_info("its end is not known: left to the controller",
-			    "pod=%s/%s reason=%s", r->ns, r->pod, why);
-		}
-	}
+	agent_learn_exit(r, term);
 	pthread_mutex_unlock(&a->lock);
 }
 

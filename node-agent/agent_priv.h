@@ -185,6 +185,12 @@ struct run *agent_new_run(struct agent *a, const char *uid, const char *ns,
 void agent_free_run(struct run *r);
 void agent_learn_pod(struct run *r, json_t *pod);
 /*
+ * Its exit from the kubelet's terminated state (term, borrowed), unless
+ * one came before. One whose end the node lost track of, or whose program
+ * never started as far as anyone saw, is marked unknown (not recorded).
+ */
+void agent_learn_exit(struct run *r, json_t *term);
+/*
  * The one place a run's deadline is set: its start plus its timeout, once
  * both are known (the start from TaskStart or the kubelet, the timeout
  * from the verified pod); 0 until then.

@@ -942,6 +942,24 @@ test_pod_ended_without_result(void **state)
 	assert_string_equal(cond(cx, "Complete", "reason"), "StartFailed");
 	json_decref(cx);
 
+	/* A start that failed: the kubelet's exit 128 and the zero start time. */
+	create_cx(fx, "zerostart", "{\"runtime\":\"python\",\"source\":\"print(6)\"}");
+	cx = wait_phase(fx, "zerostart", "Pending");
+	snprintf(pod, sizeof(pod), "airlock-%s", k8s_obj_uid(cx));
+	json_decref(cx);
+	bind_pod(fx, pod);
+	pod_status(fx, pod, json_pack("{s:s, s:[{s:s, s:b, s:i, s:s, s:s, s:{s:{s:i, s:s, "
+	    "s:s, s:s, s:s}}}]}", "phase", "Failed",
+	    "containerStatuses", "name", "run", "ready", 0, "restartCount", 0,
+	    "image", "airlock/runner-python:0.1", "imageID", "", "state", "terminated",
+	    "exitCode", 128, "reason", "StartError", "message", "failed to start",
+	    "startedAt", "1970-01-01T00:00:00Z", "finishedAt", "2026-11-26T01:23:39Z"));
+	cx = wait_phase(fx, "zerostart", "Failed");
+	assert_string_equal(st_str(cx, "reason"), "StartFailed");
+	assert_string_equal(st_str(cx, "message"), "the pod ended before the program started: "
+	    "StartError: failed to start");
+	json_decref(cx);
+
 	create_cx(fx, "noresult", "{\"runtime\":\"python\",\"source\":\"print(7)\"}");
 	cx = wait_phase(fx, "noresult", "Pending");
 	snprintf(pod, sizeof(pod), "airlock-%s", k8s_obj_uid(cx));

@@ -15,6 +15,7 @@
 #include <cmocka.h>
 
 #include "agent_priv.h"
+#include "clock.h"
 
 #define CAP	1000		/* hard_cap, bytes */
 #define POLL	20		/* poll_ms */
@@ -394,6 +395,65 @@ test_unknown_end(void **state)
 }
 
 /*
+ * An exit taken from the kubelet: a true one is kept; one whose end the
+ * node lost track of, or whose program never started as far as anyone
+ * saw (the soak's node 2: a start that failed under the kubelet's restart,
+ * exit 128 with the zero start time, recorded as the program's Error), is
+ * marked unknown and so never recorded.
+ */
+static void
+test_learn_exit(void **state)
+{
+	static const char *const cases[][4] = {
+		/* reason, startedAt, exitCode, unknown */
+		{ "Completed", "2026-11-26T01:23:39Z", "0", "0" },
+		{ "Error", "1970-01-01T00:00:00Z", "128", "1" },
+		{ "StartError", NULL, "128", "1" },
+		{ "Unknown", "2026-11-26T01:23:39Z", "255", "1" },
+		{ "ContainerStatusUnknown", NULL, "137", "1" },
+	};
+	(void)state;
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct run r = { 0 };
+		json_t *term = json_pack("{s:s, s:I, s:s}", "reason", cases[i][0],
+		    "exitCode", (json_int_t)atoi(cases[i][2]), "finishedAt",
+		    "2026-11-26T01:23:40Z");
+
+		r.ns = "ns";
+		r.pod = "p";
+		if (cases[i][1]) {
+			json_object_set_new(term, "startedAt", json_string(cases[i][1]));
+			/* As pod_seen does before: the start from the kubelet. */
+			r.start_ns = (int64_t)clock_parse_rfc3339(cases[i][1]) * SEC;
+		}
+		agent_learn_exit(&r, term);
+		assert_int_equal(r.exited, 1);
+		assert_int_equal(r.status, atoi(cases[i][2]));
+		assert_int_equal(r.exited_ns, INT64_C(1795656220) * SEC);
+		assert_int_equal(r.unknown, atoi(cases[i][3]));
+		/* An exit in hand is not taken again. */
+		r.status = 7;
+		agent_learn_exit(&r, term);
+		assert_int_equal(r.status, 7);
+		json_decref(term);
+	}
+	{
+		/* The start seen at TaskStart counts, whatever the kubelet says. */
+		struct run r = { 0 };
+		json_t *term = json_pack("{s:s, s:i, s:s}", "reason", "Error",
+		    "exitCode", 3, "finishedAt", "2026-11-26T01:23:40Z");
+
+		r.ns = "ns";
+		r.pod = "p";
+		r.start_ns = 1795656219 * SEC;
+		agent_learn_exit(&r, term);
+		assert_int_equal(r.unknown, 0);
+		assert_int_equal(r.status, 3);
+		json_decref(term);
+	}
+}
+
+/*
  * Said in the result when containerd restarted while a cold run ran:
  * seen by this agent (its stream ended), or not (the agent started after,
  * as with a node back from its loss) and then known from when the
@@ -501,6 +561,7 @@ main(void)
 		T(test_oom),
 		T(test_recorded),
 		T(test_unknown_end),
+		T(test_learn_exit),
 		T(test_ctrd_note),
 		T(test_warm),
 	};
