@@ -15,6 +15,8 @@
 # Needs the test control plane (make cluster-up) and `make`. Not a test:
 # it prints numbers and appends them to bench/RESULTS.md.
 #
+# The controller runs with the chart's default of 4 workers (WORKERS=).
+#
 # usage: bench/controller.sh [N [R]]      (default 5000 3)
 set -euo pipefail
 n=${1:-5000}
@@ -52,7 +54,7 @@ PY
 addr=127.0.0.1:$(port)
 start_controller() {	# NS LOG: started and ready, its pid in $pid
 	"$top/bin/airlock-controller" --config "$work/config.yaml" --kubeconfig "$KUBECONFIG_ADMIN" \
-		--namespace "$1" --lease-namespace "$1" --metrics-addr "$addr" --workers 2 \
+		--namespace "$1" --lease-namespace "$1" --metrics-addr "$addr" --workers "${WORKERS:-4}" \
 		--log-level warn > "$2" 2>&1 &
 	pid=$!
 	until curl -sf "http://$addr/readyz" >/dev/null 2>&1; do
@@ -172,7 +174,7 @@ mem=$(awk '/MemTotal/ { printf "%.0f GiB", $2 / 1048576 }' /proc/meminfo)
 	echo "## controller, $(date -u +%Y-%m-%d) - N=$n, $rounds rounds"
 	echo
 	echo "Machine: $(nproc) cores ($cpu), $mem; kube-apiserver v1.37.2 and etcd v3.7.3 on loopback (tests/cluster)."
-	echo "The executions are created with no controller running; its clock starts with the controller."
+	echo "The executions are created with no controller running; its clock starts with the controller (${WORKERS:-4} workers)."
 	echo "Medians over the rounds, min-max in brackets."
 	echo
 	echo "| measure | baseline | airlock | ratio |"

@@ -26,7 +26,12 @@
 # may lack its end: counted apart); on the lost node, that result if it
 # ended before the loss, else Failed/NodeLost; an execution that never got
 # room (Unschedulable, or its timeout passed waiting for the quota) is
-# counted apart, as is right under overload. Left behind, 90 s after the
+# counted apart, as is right under overload. So is one caught by a fault
+# on its node (containerd's or the kubelet's restart, the loss) while it
+# started or ran, which ends saying so: StartFailed (its start was lost),
+# ResultLost (the node lost track of it), or exit 137 (SIGKILLed from
+# outside: the kubelet restarted kills what it cannot account for); each
+# is listed. The same endings outside a fault's window are wrong. Left behind, 90 s after the
 # drain (the kubelet's container GC runs once a minute): pods of the
 # namespace, pod log directories, runsc sandboxes, pod cgroups, on either
 # node. Run twice: a pod name with two Scheduled Events of different uids.
@@ -76,6 +81,7 @@ agent1=$last_pid
 pids+=("$agent1")
 start_agent 2
 agent2=$last_pid
+echo "$NODE_2_NAME $lost_at $(now)" >>"$work/windows.txt"
 
 # make_cx NAME KIND: the execution's manifest.
 make_cx() {
@@ -125,9 +131,11 @@ wave 0 "$q"
 sleep 5; restart --kill apiserver >&2; faults+=("apiserver SIGKILLed")
 wave "$q" $((2 * q))
 sleep 5; restart --kill etcd >&2; faults+=("etcd SIGKILLed")
-restart containerd "$NODE_1_NAME" >&2; faults+=("containerd restarted on $NODE_1_NAME")
+f0=$(now); restart containerd "$NODE_1_NAME" >&2; faults+=("containerd restarted on $NODE_1_NAME")
+echo "$NODE_1_NAME $f0 $(now)" >>"$work/windows.txt"
 wave $((2 * q)) $((3 * q))
-sleep 5; restart kubelet "$NODE_2_NAME" >&2; faults+=("kubelet restarted on $NODE_2_NAME")
+sleep 5; f0=$(now); restart kubelet "$NODE_2_NAME" >&2; faults+=("kubelet restarted on $NODE_2_NAME")
+echo "$NODE_2_NAME $f0 $(now)" >>"$work/windows.txt"
 sleep 5
 kill -KILL "$agent2"; wait "$agent2" 2>/dev/null || true
 restart stop-node "$NODE_2_NAME" >&2; lost_at=$(now)
@@ -182,6 +190,22 @@ left = [l for l in open(work + "/left.txt").read().split("\n") if l]
 ok = collections.Counter()
 bad = []
 flagged = nodelost = capacity = 0
+faulted = []
+# A node's fault windows (containerd or kubelet restarted, the node lost),
+# wall-clock seconds: what ran on it then may end by the fault.
+windows = collections.defaultdict(list)
+for line in open(work + "/windows.txt"):
+    node, a, b = line.split()
+    windows[node].append((float(a), float(b)))
+def ts(s):
+    import datetime
+    if not s: return None
+    return datetime.datetime.fromisoformat(s.replace("Z", "+00:00")).timestamp()
+def in_fault(cx, st):
+    start = ts(st.get("startTime")) or ts(cx["metadata"]["creationTimestamp"])
+    end = ts(st.get("completionTime"))
+    return any(end is not None and end >= a - 2 and start <= b + 30
+               for a, b in windows.get(st.get("nodeName"), []))
 for cx in items:
     name = cx["metadata"]["name"]
     kind = cx["metadata"]["labels"]["soak-kind"]
@@ -205,6 +229,12 @@ for cx in items:
     if kind == "big": right = right and st.get("stdoutBytes") == 307200 and st.get("stdoutTruncated") is True
     if not right and ph == want[0] and "containerd restarted while it ran" in msg:
         flagged += 1; continue
+    # Caught by a fault on its node, and said so: its start failed or was
+    # lost (StartFailed), the node lost track of it (ResultLost), or it was
+    # SIGKILLed from outside (exit 137, not its deadline, not OOM).
+    if not right and in_fault(cx, st) and (rs in ("StartFailed", "ResultLost") or
+                                           (rs == "Error" and st.get("exitCode") == 137)):
+        faulted.append((name, kind, rs, msg[:120], st.get("nodeName"))); continue
     if right: ok[kind] += 1
     else: bad.append((name, kind, ph, rs, out[:40], msg[:160], st.get("nodeName"),
                       st.get("startTime"), st.get("completionTime")))
@@ -223,6 +253,7 @@ print(f"- Faults injected during the load: {faults.rstrip('; ')}.")
 print(f"- Executions: {len(items)} of {n} made; right on surviving nodes or before the loss: "
       f"{sum(ok.values())} ({', '.join(f'{k} {v}' for k, v in sorted(ok.items()))}); "
       f"NodeLost on {lost_node}: {nodelost}; ended waiting for capacity, never run (Unschedulable, or the quota past its timeout): {capacity}; output flagged as possibly cut by containerd's restart: {flagged}; "
+      f"caught by a fault on its node while it started or ran, and said so (StartFailed, ResultLost, or SIGKILLed: 137): {len(faulted)}; "
       f"wrong: {len([b for b in bad if b[1] != 'not ended'])}; lost (never ended): {lost}; "
       f"run twice: {len(twice)}.")
 print(f"- Left behind 90 s after the drain (pods, pod log dirs, runsc sandboxes, pod cgroups): {len(left)}.")
@@ -230,6 +261,8 @@ print(f"- Time to make all {n}: {made:.1f} s; from the last made to all ended: {
 print(f"- RSS before -> after (90 s after the drain): controller {int(c0)/1024:.1f} -> {int(c1)/1024:.1f} MiB "
       f"({grow_c:+.0f}%); node 1's agent {int(a0)/1024:.1f} -> {int(a1)/1024:.1f} MiB ({grow_a:+.0f}%); "
       f"node 2's agent died with its node and was started again.")
+for f in faulted:
+    print("  - caught by a fault:", f)
 for b in bad[:20]:
     print("  - wrong:", b)
 for l in left[:20]:

@@ -338,6 +338,27 @@ unschedulable_too_long(struct controller *ctl, json_t *cx, json_t *status,
 }
 
 /*
+ * Its node lost track of the program (why: containerd's Unknown, the
+ * kubelet's ContainerStatusUnknown): the exit code is theirs, not the
+ * program's, and no node agent records it (agent_learn_exit). It ends at
+ * once. 1, *rc the write's result.
+ */
+static int
+lost_track(struct controller *ctl, json_t *cx, json_t *status,
+    const char *why, int *rc)
+{
+	char msg[300];
+
+	snprintf(msg, sizeof(msg), "its node lost track of the program (%.64s): "
+	    "whether it finished, and what it wrote, cannot be known; it is "
+	    "not run again", why);
+	(void)delete_children(ctl, k8s_obj_namespace(cx), k8s_obj_uid(cx),
+	    named_pod(cx));
+	*rc = ctl_finish(ctl, cx, status, "Failed", "ResultLost", msg);
+	return 1;
+}
+
+/*
  * The pod ended and no result came. The node agent records a result within
  * milliseconds of the exit, and retries for as long as the API server
  * refuses it for a passing reason; it never writes one for a program that
@@ -363,20 +384,11 @@ pod_ended_unrecorded(struct controller *ctl, json_t *cx, json_t *pod,
 	char msg[1200];
 
 	/*
-	 * The node lost track of it (containerd lost the task, or the
-	 * kubelet the container, as when the node went down): its exit
-	 * code is theirs, not the program's, and no agent records it.
+	 * The kubelet cannot find the container (as when its node went
+	 * down): it says no start time whether or not the program ran.
 	 */
-	if (tw && (strcmp(tw, "Unknown") == 0 ||
-	    strcmp(tw, "ContainerStatusUnknown") == 0)) {
-		snprintf(msg, sizeof(msg), "its node lost track of the program "
-		    "(%s): whether it finished, and what it wrote, cannot be "
-		    "known; it is not run again", tw);
-		(void)delete_children(ctl, k8s_obj_namespace(cx), k8s_obj_uid(cx),
-		    named_pod(cx));
-		*rc = ctl_finish(ctl, cx, status, "Failed", "ResultLost", msg);
-		return 1;
-	}
+	if (tw && strcmp(tw, "ContainerStatusUnknown") == 0)
+		return lost_track(ctl, cx, status, tw, rc);
 	/* No start time, or the zero one (a start that failed): never ran. */
 	if (term == NULL || clock_parse_rfc3339(json_string_value(
 	    json_object_get(term, "startedAt"))) <= 0) {
@@ -396,6 +408,9 @@ pod_ended_unrecorded(struct controller *ctl, json_t *cx, json_t *pod,
 		*rc = ctl_finish(ctl, cx, status, "Failed", "StartFailed", msg);
 		return 1;
 	}
+	/* Started, and containerd lost the task (its shim died with it). */
+	if (tw && strcmp(tw, "Unknown") == 0)
+		return lost_track(ctl, cx, status, tw, rc);
 	{
 		long long done = clock_parse_rfc3339(json_string_value(
 		    json_object_get(term, "finishedAt")));

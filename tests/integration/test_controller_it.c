@@ -997,15 +997,17 @@ test_pod_ended_without_result(void **state)
 	 * The node lost track of it (back from a loss: containerd's Unknown,
 	 * exit 255; the kubelet's ContainerStatusUnknown, 137, with no start
 	 * time): those exits are not the program's, no agent records them,
-	 * and it ends at once, saying so, whether it started or not.
+	 * and it ends at once, saying so. Containerd's Unknown with no start
+	 * time is a start it lost (its restart during the create): never ran.
 	 */
 	{
-		static const char *const why[] = { "Unknown", "ContainerStatusUnknown" };
+		static const char *const why[] = { "Unknown", "ContainerStatusUnknown",
+		    "Unknown" };
 		char fin[32], name[32];
 		time_t t = time(NULL);
 
 		strftime(fin, sizeof(fin), "%Y-%m-%dT%H:%M:%SZ", gmtime(&t));
-		for (int i = 0; i < 2; i++) {
+		for (int i = 0; i < 3; i++) {
 			json_t *term;
 
 			snprintf(name, sizeof(name), "untracked-%d", i);
@@ -1014,7 +1016,7 @@ test_pod_ended_without_result(void **state)
 			snprintf(pod, sizeof(pod), "airlock-%s", k8s_obj_uid(cx));
 			json_decref(cx);
 			bind_pod(fx, pod);
-			term = json_pack("{s:i, s:s, s:s}", "exitCode", i ? 137 : 255,
+			term = json_pack("{s:i, s:s, s:s}", "exitCode", i == 1 ? 137 : 255,
 			    "reason", why[i], "finishedAt", fin);
 			if (i == 0)
 				json_object_set_new(term, "startedAt", json_string(fin));
@@ -1023,6 +1025,13 @@ test_pod_ended_without_result(void **state)
 			    "ready", 0, "restartCount", 0, "image", "airlock/runner-python:0.1",
 			    "imageID", "", "state", "terminated", term));
 			cx = wait_phase(fx, name, "Failed");
+			if (i == 2) {
+				assert_string_equal(st_str(cx, "reason"), "StartFailed");
+				assert_string_equal(st_str(cx, "message"), "the pod ended "
+				    "before the program started: Unknown");
+				json_decref(cx);
+				continue;
+			}
 			assert_string_equal(st_str(cx, "reason"), "ResultLost");
 			assert_string_equal(st_str(cx, "message"), i ?
 			    "its node lost track of the program (ContainerStatusUnknown): "
