@@ -81,7 +81,6 @@ agent1=$last_pid
 pids+=("$agent1")
 start_agent 2
 agent2=$last_pid
-echo "$NODE_2_NAME $lost_at $(now)" >>"$work/windows.txt"
 
 # make_cx NAME KIND: the execution's manifest.
 make_cx() {
@@ -146,6 +145,7 @@ sleep 20
 restart start-node "$NODE_2_NAME" >&2
 start_agent 2
 agent2=$last_pid
+echo "$NODE_2_NAME $lost_at $(now)" >>"$work/windows.txt"
 
 # Drain: every execution terminal.
 terminal() {
