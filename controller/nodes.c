@@ -43,6 +43,13 @@
 #define NODE_LEASE_DEFAULT_S	40
 #define NODE_LEASE_MAX_S	3600
 #define NODE_AFTER_S		600	/* how long the check looks back */
+/*
+ * A pod's PodScheduled time is the API server's clock, a node's return
+ * ours: a pod bound this close before the return is not taken for one
+ * that was there when the node was lost (it was bound while the node was
+ * gone, and the kubelet back may run it).
+ */
+#define NODE_SKEW_S		2
 
 /* Of a Lease: its name (the node's), and the two fields read. */
 static json_t *
@@ -168,7 +175,8 @@ lost_with_locked(struct controller *ctl, const char *node, long long bound_s)
 	if (node_field(e, N_LOST))
 		return 1;
 	return bound_s > 0 && node_field(e, N_LOST_AT) > 0 &&
-	    node_field(e, N_BACK_AT) > 0 && bound_s < node_field(e, N_BACK_AT);
+	    node_field(e, N_BACK_AT) > 0 &&
+	    bound_s < node_field(e, N_BACK_AT) - NODE_SKEW_S;
 }
 
 /* When a pod was bound to its node (PodScheduled), in seconds; 0 unknown. */
