@@ -136,8 +136,9 @@ wave $((2 * q)) $((3 * q))
 sleep 5; f0=$(now); restart kubelet "$NODE_2_NAME" >&2; faults+=("kubelet restarted on $NODE_2_NAME")
 echo "$NODE_2_NAME $f0 $(now)" >>"$work/windows.txt"
 sleep 5
+lost_at=$(now)
 kill -KILL "$agent2"; wait "$agent2" 2>/dev/null || true
-restart stop-node "$NODE_2_NAME" >&2; lost_at=$(now)
+restart stop-node "$NODE_2_NAME" >&2
 faults+=("$NODE_2_NAME lost (kubelet, containerd, sandboxes, agent SIGKILLed), back after 20 s")
 wave $((3 * q)) "$n"
 t_made=$(now)
