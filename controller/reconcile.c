@@ -240,7 +240,6 @@ init_pending(json_t *cx, json_t *status, struct notes *notes)
 	ctl_set_condition(status, "Started", "False", "Pending", "not started", gen);
 	ctl_set_condition(status, "Complete", "False", "Pending", "not finished",
 	    gen);
-	ctl_note(notes, "Normal", "Created", "created the execution's pod");
 }
 
 /*
@@ -604,9 +603,6 @@ follow_pod(struct controller *ctl, json_t *cx, json_t *pod, json_t *status,
 		char msg[300];
 
 		snprintf(msg, sizeof(msg), "scheduled to node %s", node);
-		if (strcmp(ctl_condition_field(json_object_get(cx, "status"),
-		    "Scheduled", "status"), "True") != 0)
-			ctl_note(notes, "Normal", "Scheduled", msg);
 		json_object_set_new(status, "nodeName", json_string(node));
 		ctl_set_condition(status, "Scheduled", "True", "Scheduled", msg, gen);
 	}
@@ -624,10 +620,8 @@ follow_pod(struct controller *ctl, json_t *cx, json_t *pod, json_t *status,
 			    started ? started : json_string_value(
 			    json_object_get(ps, "startTime"))));
 		if (strcmp(json_string_value(json_object_get(status, "phase")),
-		    "Running") != 0) {
+		    "Running") != 0)
 			notes->phase = "Running";
-			ctl_note(notes, "Normal", "Started", "the program is running");
-		}
 		json_object_set_new(status, "phase", json_string("Running"));
 		ctl_set_condition(status, "Started", "True", "Started",
 		    "the program is running", gen);
