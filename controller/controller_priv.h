@@ -125,8 +125,8 @@ int ctl_nodes_check(struct controller *ctl);
  */
 int ctl_node_lost(struct controller *ctl, json_t *pod, char *msg,
     size_t msglen);
-/* Whether node is lost now, ctl->lock held. */
-int ctl_node_lost_locked(struct controller *ctl, const char *node);
+/* The same test, ctl->lock held, and no message. */
+int ctl_pod_lost_locked(struct controller *ctl, json_t *pod);
 /* Keep a pod about to be made off every lost node (a nodeAffinity). */
 void ctl_avoid_lost_nodes(struct controller *ctl, json_t *pod);
 

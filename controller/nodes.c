@@ -152,13 +152,6 @@ ctl_nodes_informer(struct controller *ctl)
 	return informer_new(ctl->client, &o, &h);
 }
 
-int
-ctl_node_lost_locked(struct controller *ctl, const char *node)
-{
-	json_t *e = node && ctl->nodes ? json_object_get(ctl->nodes, node) : NULL;
-
-	return e && node_field(e, N_LOST) != 0;
-}
 
 /*
  * 1 if a pod bound to node at bound_s (wall clock, seconds; 0 unknown) was
@@ -193,6 +186,13 @@ pod_bound_at(json_t *pod)
 	t = clock_parse_rfc3339(json_string_value(json_object_get(c,
 	    "lastTransitionTime")));
 	return t > 0 ? t : 0;
+}
+
+int
+ctl_pod_lost_locked(struct controller *ctl, json_t *pod)
+{
+	return lost_with_locked(ctl, json_string_value(json_object_get(
+	    json_object_get(pod, "spec"), "nodeName")), pod_bound_at(pod));
 }
 
 int
@@ -238,7 +238,7 @@ ctl_avoid_lost_nodes(struct controller *ctl, json_t *pod)
 
 	pthread_mutex_lock(&ctl->lock);
 	json_object_foreach(ctl->nodes, node, e)
-		if (json_integer_value(json_array_get(e, 3)))
+		if (node_field(e, N_LOST))
 			json_array_append_new(names, json_string(node));
 	pthread_mutex_unlock(&ctl->lock);
 	spec = json_object_get(pod, "spec");
@@ -299,9 +299,14 @@ ctl_nodes_check(struct controller *ctl)
 			    "executions end NodeLost", "node=%s", node);
 			metric_inc(ctl->m_nodes_lost, NULL);
 		}
-		/* Lost, or back lately: pods from before may be left. */
-		any |= node_field(e, N_LOST) || (node_field(e, N_BACK_AT) > 0 &&
-		    time(NULL) - node_field(e, N_BACK_AT) < NODE_AFTER_S);
+		/*
+		 * Lost lately, or back lately: pods from before may be left
+		 * (after that, each execution's own resync finds them).
+		 */
+		any |= (node_field(e, N_LOST) && time(NULL) -
+		    node_field(e, N_LOST_AT) < NODE_AFTER_S) ||
+		    (node_field(e, N_BACK_AT) > 0 && time(NULL) -
+		    node_field(e, N_BACK_AT) < NODE_AFTER_S);
 	}
 	ctl->nodes_conns = conns;
 	pthread_mutex_unlock(&ctl->lock);
@@ -315,8 +320,7 @@ ctl_nodes_check(struct controller *ctl)
 		const char *ns = k8s_obj_namespace(pod);
 		int lost;
 
-		if (pn == NULL || ns == NULL || json_object_get(json_object_get(
-		    pod, "metadata"), "deletionTimestamp"))
+		if (pn == NULL || ns == NULL)
 			continue;
 		pthread_mutex_lock(&ctl->lock);
 		lost = lost_with_locked(ctl, pn, pod_bound_at(pod));
@@ -328,7 +332,8 @@ ctl_nodes_check(struct controller *ctl)
 
 			workqueue_add(ctl->queue, key);
 			free(key);
-		} else if (ctl_holder_pool(pod)) {
+		} else if (ctl_holder_pool(pod) && !json_object_get(
+		    json_object_get(pod, "metadata"), "deletionTimestamp")) {
 			struct k8s_delete_opts now0 = { .grace_period_set = 1,
 			    .grace_period_seconds = 0 };
 			struct k8s_error err;

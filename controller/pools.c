@@ -506,8 +506,7 @@ pick_holder(struct controller *ctl, json_t *cx)
 
 			if (!pool_holder_ready(p) || (r && now -
 			    json_integer_value(r) < RESERVE_MS) ||
-			    ctl_node_lost_locked(ctl, json_string_value(
-			    json_object_get(json_object_get(p, "spec"), "nodeName"))))
+			    ctl_pod_lost_locked(ctl, p))
 				continue;
 			json_object_set_new(ctl->reserved, k8s_obj_uid(p),
 			    json_integer(now));

@@ -351,9 +351,11 @@ lost_track(struct controller *ctl, json_t *cx, json_t *status,
 	snprintf(msg, sizeof(msg), "its node lost track of the program (%.64s): "
 	    "whether it finished, and what it wrote, cannot be known; it is "
 	    "not run again", why);
-	(void)delete_children(ctl, k8s_obj_namespace(cx), k8s_obj_uid(cx),
-	    named_pod(cx));
+	/* Said first: a pod found gone next time would say PodDeleted. */
 	*rc = ctl_finish(ctl, cx, status, "Failed", "ResultLost", msg);
+	if (*rc == 0)
+		(void)delete_children(ctl, k8s_obj_namespace(cx), k8s_obj_uid(cx),
+		    named_pod(cx));
 	return 1;
 }
 
@@ -784,9 +786,22 @@ create_pod(struct controller *ctl, json_t *cached)
 		 * by two controllers at once, only the first to say so goes
 		 * on, so the program runs in one of them, never both.
 		 */
+		char *rv = xstrdup(k8s_obj_rv(cx) ? k8s_obj_rv(cx) : "");
+
 		json_object_set_new(status, "startMode", json_string("Cold"));
-		if ((rc = ctl_write_status(ctl, cx, status, NULL)) != 0) {
+		rc = ctl_write_status(ctl, cx, status, NULL);
+		/*
+		 * Not written and no error: the execution is gone (a 404),
+		 * which the cache may not show yet. No pod for it.
+		 */
+		if (rc == 0 && strcmp(rv, k8s_obj_rv(cx) ? k8s_obj_rv(cx) :
+		    "") == 0)
+			rc = K8S_ENOTFOUND;
+		free(rv);
+		if (rc != 0) {
 			podspec_result_free(&r);
+			if (rc == K8S_ENOTFOUND)
+				rc = 0;
 			goto out;
 		}
 	}

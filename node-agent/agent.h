@@ -139,11 +139,11 @@ int agent_exit_is_init(const struct ctrd_event *ev);
  */
 const char *agent_sandbox_check(const char *cmdline, size_t len);
 /*
- * The same check of the cmdline file at path (/proc/PID/cmdline). An
- * empty read is retried for up to 100 ms: a process in execve, as a runc
- * task is just after its start, shows no arguments for a moment.
+ * The same check of the cmdline file at path (/proc/PID/cmdline). With
+ * wait, an empty read is retried for up to 100 ms: a process in execve, as
+ * a runc task is just after its start, shows no arguments for a moment.
  */
-const char *agent_sandbox_read(const char *path);
+const char *agent_sandbox_read(const char *path, int wait);
 
 /*
  * `runsc wait ID`'s output (len bytes, {"id":..., "exitStatus":N}): 0 and

@@ -76,10 +76,12 @@ struct run {
 	long long	 exit_seen_ms;
 	int		 oom;
 	/*
-	 * Its end is not known: the kubelet says containerd lost the task
-	 * (reason Unknown, exit 255) or could not find the container
-	 * (ContainerStatusUnknown, 137), as after a node's loss. Not
-	 * recorded: the controller decides (NodeLost, or ResultLost).
+	 * Its end is not the program's: the kubelet says containerd lost
+	 * the task (reason Unknown, exit 255) or could not find the
+	 * container (ContainerStatusUnknown, 137), as after a node's loss;
+	 * or its program never started as far as anyone saw (no TaskStart,
+	 * no start time: a start that failed). Not recorded: the controller
+	 * decides (NodeLost, ResultLost or StartFailed).
 	 */
 	int		 unknown;
 	enum cx_kill	 why;
@@ -235,8 +237,12 @@ void agent_warm_usage(struct run *r);
 void agent_warm_forget(struct agent *a, const char *uid);
 void agent_warm_sweep(struct agent *a);
 
-/* events.c: NULL if pid is gVisor with no network, else why not (static). */
-const char *agent_sandbox_refused(uint32_t pid);
+/*
+ * events.c: NULL if pid is gVisor with no network, else why not (static).
+ * wait: an empty cmdline (a process in execve) is read again for up to
+ * 100 ms; never with a->lock held.
+ */
+const char *agent_sandbox_refused(uint32_t pid, int wait);
 
 /*
  * exitwait.c: with --runsc, a cold run's exit straight from its sandbox

@@ -62,13 +62,13 @@ agent_sandbox_check(const char *cmdline, size_t len)
  * caller's own.
  */
 const char *
-agent_sandbox_read(const char *path)
+agent_sandbox_read(const char *path, int wait)
 {
 	static __thread char buf[64 * 1024];
 	ssize_t n = 0, r;
 	int fd, tries;
 
-	for (tries = 0; tries < 11; tries++) {
+	for (tries = 0; tries < (wait ? 11 : 1); tries++) {
 		if (tries > 0)
 			usleep(10000);
 		if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
@@ -84,16 +84,20 @@ agent_sandbox_read(const char *path)
 	return agent_sandbox_check(buf, n > 0 ? (size_t)n : 0);
 }
 
-/* NULL if pid is gVisor with no network, else why not (a static string). */
+/*
+ * NULL if pid is gVisor with no network, else why not (a static string).
+ * wait: an empty cmdline is read again (agent_sandbox_read), never with
+ * a->lock held.
+ */
 const char *
-agent_sandbox_refused(uint32_t pid)
+agent_sandbox_refused(uint32_t pid, int wait)
 {
 	char path[64];
 
 	if (pid <= 1)
 		return agent_sandbox_check("", 0);
 	snprintf(path, sizeof(path), "/proc/%u/cmdline", pid);
-	return agent_sandbox_read(path);
+	return agent_sandbox_read(path, wait);
 }
 
 /* SIGKILL to pid through a pidfd, if it is still a gVisor sandbox. */
@@ -267,7 +271,7 @@ on_start(struct agent *a, const struct ctrd_event *ev, const char *uid,
 	json_t *proc = NULL;
 	const char *bad = NULL;
 	struct run *r;
-	int holder, wait_exit, stop_now = 0;
+	int holder, wait_exit, stop_now = 0, check, verified;
 
 	/*
 	 * A warm holder: its OCI process now, for the exec of its claim
@@ -296,7 +300,24 @@ on_start(struct agent *a, const struct ctrd_event *ev, const char *uid,
 	if (proc && r->process == NULL)
 		r->process = json_incref(proc);
 	json_decref(proc);
-	if (r->isolation == NULL && (bad = agent_sandbox_refused(ev->pid))) {
+	check = r->isolation == NULL;
+	verified = r->verified;
+	pthread_mutex_unlock(&a->lock);
+	/*
+	 * Its cmdline, read without the lock: a read of a process in its
+	 * execve is tried again for up to 100 ms, for an execution's own
+	 * pod only (a tenant's pod named airlock-* with an empty argv must
+	 * not hold the events thread).
+	 */
+	if (check)
+		bad = agent_sandbox_refused(ev->pid, verified);
+	pthread_mutex_lock(&a->lock);
+	if ((r = agent_find_run(a, uid)) == NULL) {
+		/* Gone meanwhile (its pod deleted and the run freed). */
+		pthread_mutex_unlock(&a->lock);
+		return;
+	}
+	if (r->isolation == NULL && bad) {
 		/*
 		 * Stopped now if the pod is known to be an execution's
 		 * (every ms runs code); else by the ticker once it is, and

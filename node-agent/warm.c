@@ -606,7 +606,7 @@ warm_main(void *arg)
 		end_unstarted(w, NULL, "its sandbox is gone");
 		goto out;
 	}
-	if (refused == NULL && (bad = agent_sandbox_refused(pid)) != NULL)
+	if (refused == NULL && (bad = agent_sandbox_refused(pid, 1)) != NULL)
 		refused = xstrdup(bad);
 	if (refused != NULL) {
 		pool_process_free(&pp);
