@@ -405,6 +405,23 @@ events(struct fx *fx, const char *name, const char *reason, const char *type)
 	return n;
 }
 
+/*
+ * events(), once it reaches want or 5 s have passed: an Event is emitted
+ * once the status write that holds its transition has landed, so a test
+ * that saw the status may list the Events a moment before it.
+ */
+static int
+events_wait(struct fx *fx, const char *name, const char *reason, const char *type,
+    int want)
+{
+	int n;
+
+	for (long t0 = it_mono_ms(); (n = events(fx, name, reason, type)) < want &&
+	    it_mono_ms() - t0 < 5000; it_sleep_ms(20))
+		;
+	return n;
+}
+
 struct wait_cond {
 	struct fx	*fx;
 	const char	*name, *type, *reason;
@@ -459,7 +476,7 @@ test_unschedulable_and_image_pull(void **state)
 	assert_string_equal(cond(cx, "Scheduled", "status"), "False");
 	assert_string_equal(cond(cx, "Scheduled", "message"), "0/1 nodes are available: 1 Insufficient memory.");
 	json_decref(cx);
-	assert_int_equal(events(fx, "stuck", "Unschedulable", "Warning"), 1);
+	assert_int_equal(events_wait(fx, "stuck", "Unschedulable", "Warning", 1), 1);
 
 	/* Not forever: past its own timeout, it ends Failed/Unschedulable. */
 	create_cx(fx, "stuck-short", "{\"runtime\":\"python\",\"source\":\"print(1)\",\"timeoutSeconds\":2}");
@@ -496,7 +513,7 @@ test_unschedulable_and_image_pull(void **state)
 	assert_string_equal(cond(cx, "Complete", "status"), "True");
 	json_decref(cx);
 	assert_true(it_wait_for(is_gone, &g, 5000));
-	assert_int_equal(events(fx, "nopull", "ImagePullFailed", "Warning"), 1);
+	assert_int_equal(events_wait(fx, "nopull", "ImagePullFailed", "Warning", 1), 1);
 
 	/* The kubelet's later word for it, once it backs off: the same end. */
 	create_cx(fx, "backoff", "{\"runtime\":\"python\",\"source\":\"print(1)\"}");
@@ -636,11 +653,7 @@ test_pod_created_and_status_follows(void **state)
 	 * conditions say so; the scheduler's and kubelet's Events on the pod
 	 * too), each an API request per execution (bench/controller.sh).
 	 */
-	/* Emitted once the status holding the end is written: after it. */
-	for (long t0 = it_mono_ms(); events(fx, "hello", "Cancelled", "Normal") == 0 &&
-	    it_mono_ms() - t0 < 5000; it_sleep_ms(20))
-		;
-	assert_int_equal(events(fx, "hello", "Cancelled", "Normal"), 1);
+	assert_int_equal(events_wait(fx, "hello", "Cancelled", "Normal", 1), 1);
 	assert_int_equal(events(fx, "hello", "Created", "Normal"), 0);
 	assert_int_equal(events(fx, "hello", "Scheduled", "Normal"), 0);
 	assert_int_equal(events(fx, "hello", "Started", "Normal"), 0);
@@ -665,7 +678,7 @@ test_rejected_and_ttl(void **state)
 	assert_string_equal(cond(cx, "Complete", "reason"), "Rejected");
 	assert_int_equal(count_pods(fx, k8s_obj_uid(cx)), 0);
 	json_decref(cx);
-	assert_int_equal(events(fx, "bad", "Rejected", "Warning"), 1);
+	assert_int_equal(events_wait(fx, "bad", "Rejected", "Warning", 1), 1);
 	/*
 	 * TTL 2 s after completion (whole seconds, as completionTime has
 	 * them): deleted not before, and within the queue's and this poll's
@@ -1261,7 +1274,7 @@ test_quota_wait(void **state)
 	assert_int_equal(count_pods(fx, k8s_obj_uid(cx)), 0);
 	json_decref(cx);
 	/* qb has been retried meanwhile: still one Event. */
-	assert_int_equal(events(fx, "qb", "QuotaExceeded", "Warning"), 1);
+	assert_int_equal(events_wait(fx, "qb", "QuotaExceeded", "Warning", 1), 1);
 
 	/* Room frees: qb's pod is made. */
 	assert_int_equal(k8s_delete(c, &cx_resource, fx->ns, "qa", NULL, NULL, &err), 0);
@@ -1279,7 +1292,7 @@ test_quota_wait(void **state)
 	assert_string_equal(cond(cx, "Scheduled", "message"), "waiting for a node");
 	assert_int_equal(count_pods(fx, k8s_obj_uid(cx)), 1);
 	json_decref(cx);
-	assert_int_equal(events(fx, "qb", "QuotaExceeded", "Warning"), 1);
+	assert_int_equal(events_wait(fx, "qb", "QuotaExceeded", "Warning", 1), 1);
 }
 
 /*
@@ -1441,7 +1454,7 @@ test_too_large_to_end(void **state)
 	print_message("# admitted at %d '<' (%d bytes of source stored)\n", k, 6 * k);
 	if (!it_wait_for(cx_gone, &g, 15000))
 		fail_msg("the execution too large for any status is still there");
-	assert_int_equal(events(fx, "huge", "TooLarge", "Warning"), 1);
+	assert_int_equal(events_wait(fx, "huge", "TooLarge", "Warning", 1), 1);
 }
 
 /* Replica 0 (identity who) leads, then says it is ready. */
