@@ -323,7 +323,7 @@ ctl_nodes_check(struct controller *ctl)
 		if (pn == NULL || ns == NULL)
 			continue;
 		pthread_mutex_lock(&ctl->lock);
-		lost = lost_with_locked(ctl, pn, pod_bound_at(pod));
+		lost = ctl_pod_lost_locked(ctl, pod);
 		pthread_mutex_unlock(&ctl->lock);
 		if (!lost)
 			continue;

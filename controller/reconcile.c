@@ -388,7 +388,7 @@ pod_ended_unrecorded(struct controller *ctl, json_t *cx, json_t *pod,
 	 * The kubelet cannot find the container (as when its node went
 	 * down): it says no start time whether or not the program ran.
 	 */
-	if (tw && strcmp(tw, "ContainerStatusUnknown") == 0)
+	if (tw && strcmp(tw, CX_TERM_STATUS_UNKNOWN) == 0)
 		return lost_track(ctl, cx, status, tw, rc);
 	/* No start time, or the zero one (a start that failed): never ran. */
 	if (term == NULL || clock_parse_rfc3339(json_string_value(
@@ -410,7 +410,7 @@ pod_ended_unrecorded(struct controller *ctl, json_t *cx, json_t *pod,
 		return 1;
 	}
 	/* Started, and containerd lost the task (its shim died with it). */
-	if (tw && strcmp(tw, "Unknown") == 0)
+	if (cx_end_untracked(tw))
 		return lost_track(ctl, cx, status, tw, rc);
 	{
 		long long done = clock_parse_rfc3339(json_string_value(
@@ -441,18 +441,23 @@ static int follow_pod(struct controller *ctl, json_t *cx, json_t *pod,
     json_t *status, const char *key);
 
 /*
- * Its own pod was on a lost node (nodes.c): it ends NodeLost, said first,
- * so that the pod's deletion finds it ended and nothing runs it again.
- * Bound there before its status said so, it says so now. 1 when so (*rc
- * holds the write's result), 0 to go on.
+ * Its own pod (never another's: a cold pod is its own by the forgery
+ * guard's label, a holder once its claim landed) was on a lost node
+ * (nodes.c): it ends NodeLost, said first, so that the pod's deletion
+ * finds it ended and nothing runs it again. Bound there before its status
+ * said so, it says so now. 1 when so (*rc holds the write's result), 0 to
+ * go on.
  */
 static int
 node_lost_end(struct controller *ctl, json_t *cx, json_t *pod,
     json_t *status, int *rc)
 {
+	const char *puid;
 	char msg[600];
 
-	if (!ctl_node_lost(ctl, pod, msg, sizeof(msg)))
+	podspec_pod_execution(pod, &puid);
+	if (!puid || strcmp(puid, k8s_obj_uid(cx)) != 0 ||
+	    !ctl_node_lost(ctl, pod, msg, sizeof(msg)))
 		return 0;
 	json_object_set(status, "nodeName", json_object_get(
 	    json_object_get(pod, "spec"), "nodeName"));
@@ -503,13 +508,10 @@ pod_vanished(struct controller *ctl, json_t *cx, json_t *status,
 	if (rc == 0) {
 		/* There after all (the pod cache lags): follow it. */
 		json_t *st = json_deep_copy(fst ? fst : status);
-		const char *puid;
 
 		if (st == NULL)
 			st = json_object();
-		podspec_pod_execution(pod, &puid);
-		if (!puid || strcmp(puid, k8s_obj_uid(cx)) != 0 ||
-		    !node_lost_end(ctl, fresh, pod, st, &rc))
+		if (!node_lost_end(ctl, fresh, pod, st, &rc))
 			rc = follow_pod(ctl, fresh, pod, st, key);
 		json_decref(st);
 		goto out;
@@ -786,18 +788,16 @@ create_pod(struct controller *ctl, json_t *cached)
 		 * by two controllers at once, only the first to say so goes
 		 * on, so the program runs in one of them, never both.
 		 */
-		char *rv = xstrdup(k8s_obj_rv(cx) ? k8s_obj_rv(cx) : "");
-
 		json_object_set_new(status, "startMode", json_string("Cold"));
 		rc = ctl_write_status(ctl, cx, status, NULL);
 		/*
-		 * Not written and no error: the execution is gone (a 404),
-		 * which the cache may not show yet. No pod for it.
+		 * No error, and cx (which follows a write that lands) still
+		 * without it: the execution is gone (a 404), which the cache
+		 * may not show yet. No pod for it.
 		 */
-		if (rc == 0 && strcmp(rv, k8s_obj_rv(cx) ? k8s_obj_rv(cx) :
-		    "") == 0)
+		if (rc == 0 && json_object_get(json_object_get(cx, "status"),
+		    "startMode") == NULL)
 			rc = K8S_ENOTFOUND;
-		free(rv);
 		if (rc != 0) {
 			podspec_result_free(&r);
 			if (rc == K8S_ENOTFOUND)
@@ -926,7 +926,7 @@ controller_reconcile(struct controller *ctl, const char *key)
 	} else if ((rc = ctl_ensure_guardrails(ctl, ns)) != 0) {
 		if (rc == K8S_ECANCELED)
 			rc = 0;	/* a terminating namespace: leave it be */
-	} else if (pod && mine && node_lost_end(ctl, cx, pod, status, &rc)) {
+	} else if (pod && node_lost_end(ctl, cx, pod, status, &rc)) {
 		;
 	} else if (pod && warm && !claimed_here) {
 		rc = ctl_warm_resume(ctl, cx, pod);

@@ -95,6 +95,13 @@ cx_phase_terminal(const char *phase)
 }
 
 int
+cx_end_untracked(const char *reason)
+{
+	return reason && (strcmp(reason, CX_TERM_UNKNOWN) == 0 ||
+	    strcmp(reason, CX_TERM_STATUS_UNKNOWN) == 0);
+}
+
+int
 cx_exit_code(json_t *st)
 {
 	const char *ph = json_string_value(json_object_get(st, "phase"));

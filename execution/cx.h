@@ -152,6 +152,18 @@ enum cx_phase cx_reason_phase(enum cx_reason r);
 int cx_phase_terminal(const char *phase);
 
 /*
+ * The kubelet's reasons for a terminated container whose end its node
+ * lost track of: containerd lost the task (exit 255), or the kubelet
+ * cannot find the container (exit 137, and no start time whether or not
+ * the program ran). Neither exit is the program's: the node agent never
+ * records one, and the controller ends the execution (cx_end_untracked).
+ */
+#define CX_TERM_UNKNOWN		"Unknown"
+#define CX_TERM_STATUS_UNKNOWN	"ContainerStatusUnknown"
+/* 1 if reason (may be NULL) is one of those. */
+int cx_end_untracked(const char *reason);
+
+/*
  * The exit code `airlock run` and `airlock wait` give for a status: the
  * reason's (when it belongs to the phase), else the phase's, else 1 when
  * there is no phase. See CX_EXIT_PROGRAM.

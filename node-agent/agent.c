@@ -279,9 +279,7 @@ agent_learn_exit(struct run *r, json_t *term)
 	 * a start that failed, the kubelet's exit 128), which is no
 	 * program's result either.
 	 */
-	if ((why && (strcmp(why, "Unknown") == 0 ||
-	    strcmp(why, "ContainerStatusUnknown") == 0)) ||
-	    r->start_ns == 0) {
+	if (cx_end_untracked(why) || r->start_ns == 0) {
 		r->unknown = 1;
 		log_info("its end is not known: left to the controller",
 		    "pod=%s/%s reason=%s started=%d", r->ns, r->pod,

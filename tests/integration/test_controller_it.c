@@ -439,6 +439,18 @@ has_cond_reason(void *arg)
 	return ok;
 }
 
+/* Create execution name (spec: JSON), wait for it Pending: its pod's name in pod. */
+static void
+pending_pod(struct fx *fx, const char *name, const char *spec, char pod[64])
+{
+	json_t *cx;
+
+	create_cx(fx, name, spec);
+	cx = wait_phase(fx, name, "Pending");
+	snprintf(pod, 64, "airlock-%s", k8s_obj_uid(cx));
+	json_decref(cx);
+}
+
 /* Play the kubelet: merge this into the pod's status. */
 static void
 pod_status(struct fx *fx, const char *pod, json_t *status)
@@ -462,10 +474,7 @@ test_unschedulable_and_image_pull(void **state)
 	json_t *cx;
 
 	/* No node fits: the execution says so, and stays Pending. */
-	create_cx(fx, "stuck", "{\"runtime\":\"python\",\"source\":\"print(1)\"}");
-	cx = wait_phase(fx, "stuck", "Pending");
-	snprintf(pod, sizeof(pod), "airlock-%s", k8s_obj_uid(cx));
-	json_decref(cx);
+	pending_pod(fx, "stuck", "{\"runtime\":\"python\",\"source\":\"print(1)\"}", pod);
 	pod_status(fx, pod, json_pack("{s:s, s:[{s:s, s:s, s:s, s:s}]}", "phase", "Pending",
 	    "conditions", "type", "PodScheduled", "status", "False", "reason", "Unschedulable",
 	    "message", "0/1 nodes are available: 1 Insufficient memory."));
@@ -479,10 +488,7 @@ test_unschedulable_and_image_pull(void **state)
 	assert_int_equal(events_wait(fx, "stuck", "Unschedulable", "Warning", 1), 1);
 
 	/* Not forever: past its own timeout, it ends Failed/Unschedulable. */
-	create_cx(fx, "stuck-short", "{\"runtime\":\"python\",\"source\":\"print(1)\",\"timeoutSeconds\":2}");
-	cx = wait_phase(fx, "stuck-short", "Pending");
-	snprintf(pod, sizeof(pod), "airlock-%s", k8s_obj_uid(cx));
-	json_decref(cx);
+	pending_pod(fx, "stuck-short", "{\"runtime\":\"python\",\"source\":\"print(1)\",\"timeoutSeconds\":2}", pod);
 	pod_status(fx, pod, json_pack("{s:s, s:[{s:s, s:s, s:s, s:s}]}", "phase", "Pending",
 	    "conditions", "type", "PodScheduled", "status", "False", "reason", "Unschedulable",
 	    "message", "0/1 nodes are available: 1 Insufficient memory."));
@@ -499,10 +505,7 @@ test_unschedulable_and_image_pull(void **state)
 	json_decref(cx);
 
 	/* The runner image cannot be pulled: Failed, with why, pod gone. */
-	create_cx(fx, "nopull", "{\"runtime\":\"python\",\"source\":\"print(1)\"}");
-	cx = wait_phase(fx, "nopull", "Pending");
-	snprintf(pod, sizeof(pod), "airlock-%s", k8s_obj_uid(cx));
-	json_decref(cx);
+	pending_pod(fx, "nopull", "{\"runtime\":\"python\",\"source\":\"print(1)\"}", pod);
 	pod_status(fx, pod, json_pack("{s:s, s:[{s:s, s:b, s:i, s:s, s:s, s:{s:{s:s, s:s}}}]}",
 	    "phase", "Pending", "containerStatuses", "name", "run", "ready", 0, "restartCount", 0,
 	    "image", "airlock/runner-python:0.1", "imageID", "", "state", "waiting",
@@ -516,10 +519,7 @@ test_unschedulable_and_image_pull(void **state)
 	assert_int_equal(events_wait(fx, "nopull", "ImagePullFailed", "Warning", 1), 1);
 
 	/* The kubelet's later word for it, once it backs off: the same end. */
-	create_cx(fx, "backoff", "{\"runtime\":\"python\",\"source\":\"print(1)\"}");
-	cx = wait_phase(fx, "backoff", "Pending");
-	snprintf(pod, sizeof(pod), "airlock-%s", k8s_obj_uid(cx));
-	json_decref(cx);
+	pending_pod(fx, "backoff", "{\"runtime\":\"python\",\"source\":\"print(1)\"}", pod);
 	pod_status(fx, pod, json_pack("{s:s, s:[{s:s, s:b, s:i, s:s, s:s, s:{s:{s:s, s:s}}}]}",
 	    "phase", "Pending", "containerStatuses", "name", "run", "ready", 0, "restartCount", 0,
 	    "image", "airlock/runner-python:0.1", "imageID", "", "state", "waiting",
@@ -697,14 +697,10 @@ test_delete_removes_pod(void **state)
 {
 	struct fx *fx = *state;
 	struct k8s_error err;
-	json_t *cx;
 	char pod[64];
 	struct gone g = { fx, &k8s_res_pods, pod };
 
-	create_cx(fx, "doomed", "{\"runtime\":\"python\",\"source\":\"while True: pass\"}");
-	cx = wait_phase(fx, "doomed", "Pending");
-	snprintf(pod, sizeof(pod), "airlock-%s", k8s_obj_uid(cx));
-	json_decref(cx);
+	pending_pod(fx, "doomed", "{\"runtime\":\"python\",\"source\":\"while True: pass\"}", pod);
 	assert_int_equal(k8s_delete(c, &cx_resource, fx->ns, "doomed", NULL, NULL, &err), 0);
 	assert_true(it_wait_for(is_gone, &g, 5000));
 }
@@ -792,10 +788,7 @@ test_pod_lost_while_pending(void **state)
 	json_t *cx;
 	char pod[64];
 
-	create_cx(fx, "early", "{\"runtime\":\"python\",\"source\":\"print(5)\"}");
-	cx = wait_phase(fx, "early", "Pending");
-	snprintf(pod, sizeof(pod), "airlock-%s", k8s_obj_uid(cx));
-	json_decref(cx);
+	pending_pod(fx, "early", "{\"runtime\":\"python\",\"source\":\"print(5)\"}", pod);
 	assert_int_equal(k8s_delete(c, &k8s_res_pods, fx->ns, pod, &now, NULL, &err), 0);
 	cx = wait_phase(fx, "early", "Failed");
 	assert_string_equal(st_str(cx, "reason"), "PodDeleted");
@@ -854,13 +847,9 @@ log_has(void *arg)
 static json_t *
 run_on(struct fx *fx, const char *name, const char *node, const char *bound)
 {
-	json_t *cx;
 	char pod[64];
 
-	create_cx(fx, name, "{\"runtime\":\"python\",\"source\":\"print(9)\"}");
-	cx = wait_phase(fx, name, "Pending");
-	snprintf(pod, sizeof(pod), "airlock-%s", k8s_obj_uid(cx));
-	json_decref(cx);
+	pending_pod(fx, name, "{\"runtime\":\"python\",\"source\":\"print(9)\"}", pod);
 	bind_pod_to(fx, pod, node);
 	pod_status(fx, pod, json_pack("{s:s, s:s, s:[{s:s, s:s, s:s}], s:[{s:s, s:b, s:i, "
 	    "s:s, s:s, s:{s:{s:s}}}]}", "phase", "Running", "startTime", bound,
@@ -949,10 +938,7 @@ test_pod_ended_without_result(void **state)
 	char pod[64];
 	long long t0;
 
-	create_cx(fx, "nostart", "{\"runtime\":\"python\",\"source\":\"print(6)\"}");
-	cx = wait_phase(fx, "nostart", "Pending");
-	snprintf(pod, sizeof(pod), "airlock-%s", k8s_obj_uid(cx));
-	json_decref(cx);
+	pending_pod(fx, "nostart", "{\"runtime\":\"python\",\"source\":\"print(6)\"}", pod);
 	bind_pod(fx, pod);
 	pod_status(fx, pod, json_pack("{s:s, s:s, s:s, s:[{s:s, s:b, s:i, s:s, s:s, s:{s:{s:s}}}]}",
 	    "phase", "Failed", "reason", "DeadlineExceeded",
@@ -968,10 +954,7 @@ test_pod_ended_without_result(void **state)
 	json_decref(cx);
 
 	/* A start that failed: the kubelet's exit 128 and the zero start time. */
-	create_cx(fx, "zerostart", "{\"runtime\":\"python\",\"source\":\"print(6)\"}");
-	cx = wait_phase(fx, "zerostart", "Pending");
-	snprintf(pod, sizeof(pod), "airlock-%s", k8s_obj_uid(cx));
-	json_decref(cx);
+	pending_pod(fx, "zerostart", "{\"runtime\":\"python\",\"source\":\"print(6)\"}", pod);
 	bind_pod(fx, pod);
 	pod_status(fx, pod, json_pack("{s:s, s:[{s:s, s:b, s:i, s:s, s:s, s:{s:{s:i, s:s, "
 	    "s:s, s:s, s:s}}}]}", "phase", "Failed",
@@ -985,10 +968,7 @@ test_pod_ended_without_result(void **state)
 	    "StartError: failed to start");
 	json_decref(cx);
 
-	create_cx(fx, "noresult", "{\"runtime\":\"python\",\"source\":\"print(7)\"}");
-	cx = wait_phase(fx, "noresult", "Pending");
-	snprintf(pod, sizeof(pod), "airlock-%s", k8s_obj_uid(cx));
-	json_decref(cx);
+	pending_pod(fx, "noresult", "{\"runtime\":\"python\",\"source\":\"print(7)\"}", pod);
 	bind_pod(fx, pod);
 	{
 		char fin[32];
@@ -1036,10 +1016,7 @@ test_pod_ended_without_result(void **state)
 			json_t *term;
 
 			snprintf(name, sizeof(name), "untracked-%d", i);
-			create_cx(fx, name, "{\"runtime\":\"python\",\"source\":\"print(8)\"}");
-			cx = wait_phase(fx, name, "Pending");
-			snprintf(pod, sizeof(pod), "airlock-%s", k8s_obj_uid(cx));
-			json_decref(cx);
+			pending_pod(fx, name, "{\"runtime\":\"python\",\"source\":\"print(8)\"}", pod);
 			bind_pod(fx, pod);
 			term = json_pack("{s:i, s:s, s:s}", "exitCode", i == 1 ? 137 : 255,
 			    "reason", why[i], "finishedAt", fin);

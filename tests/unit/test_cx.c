@@ -67,6 +67,12 @@ test_phases(void **state)
 	assert_false(cx_phase_terminal(""));
 	assert_false(cx_phase_terminal("failed"));
 	assert_false(cx_phase_terminal(NULL));
+	/* The kubelet's words for an end its node lost track of, exactly. */
+	assert_true(cx_end_untracked("Unknown"));
+	assert_true(cx_end_untracked("ContainerStatusUnknown"));
+	assert_false(cx_end_untracked("Error"));
+	assert_false(cx_end_untracked("unknown"));
+	assert_false(cx_end_untracked(NULL));
 	assert_string_equal(cx_phase_name(CX_PHASE_TIMED_OUT), "TimedOut");
 	assert_string_equal(cx_phase_name(CX_PHASE_COUNT), "");
 	assert_string_equal(cx_reason_name(CX_REASON_OUTPUT_LIMIT), "OutputLimitExceeded");
