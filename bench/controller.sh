@@ -15,7 +15,9 @@
 # Needs the test control plane (make cluster-up) and `make`. Not a test:
 # it prints numbers and appends them to bench/RESULTS.md.
 #
-# The controller runs with the chart's default of 4 workers (WORKERS=).
+# The controller runs with the chart's default of 4 workers (WORKERS=);
+# CONTROLLER= runs another build of it (an A/B against an older commit),
+# and RESULTS= appends the table elsewhere than bench/RESULTS.md.
 #
 # usage: bench/controller.sh [N [R]]      (default 5000 3)
 set -euo pipefail
@@ -29,6 +31,9 @@ nss=()
 trap 'kill "$pid" 2>/dev/null || true; wait "$pid" 2>/dev/null || true; for x in "${nss[@]}"; do k delete ns "$x" --wait=false >/dev/null 2>&1 || true; done; rm -rf "$work"' EXIT
 
 rss_kib() { awk '/^VmRSS/ { print $2 }' "/proc/$1/status"; }
+# Of that, the process's own memory (heap, stacks), not the shared
+# libraries' pages.
+anon_kib() { awk '/^RssAnon/ { print $2 }' "/proc/$1/status"; }
 
 bench_install
 bench_config airlock/runner-python:0.1 "[python3, /airlock/code/main.py]" \
@@ -55,7 +60,7 @@ PY
 
 addr=127.0.0.1:$(port)
 start_controller() {	# NS LOG: started and ready, its pid in $pid
-	"$top/bin/airlock-controller" --config "$work/config.yaml" --kubeconfig "$KUBECONFIG_ADMIN" \
+	"${CONTROLLER:-$top/bin/airlock-controller}" --config "$work/config.yaml" --kubeconfig "$KUBECONFIG_ADMIN" \
 		--namespace "$1" --lease-namespace "$1" --metrics-addr "$addr" --workers "${WORKERS:-4}" \
 		--log-level warn > "$2" 2>&1 &
 	pid=$!
@@ -116,6 +121,7 @@ for r in $(seq "$rounds"); do
 	# Idle: ready on an empty namespace.
 	start_controller "$ns-idle" "$work/controller-idle-$r.log"
 	rss_idle[r]=$(rss_kib "$pid")
+	anon_idle[r]=$(anon_kib "$pid")
 	stop_controller
 
 	# Baseline: the API server and kubectl alone creating N pods.
@@ -139,6 +145,7 @@ for r in $(seq "$rounds"); do
 	total_s[r]=$(echo "$(now) - $t0" | bc)
 	until [ "$(metric "$addr" airlock_workqueue_depth)" = 0 ]; do sleep 0.05; done
 	rss_full[r]=$(rss_kib "$pid")
+	anon_full[r]=$(anon_kib "$pid")
 	pods[r]=$(k -n "$ns" get pods --no-headers 2>/dev/null | wc -l)
 	[ "${pods[r]}" -eq "$n" ] || { echo "bench: ${pods[r]} pods for $n executions" >&2; exit 1; }
 	stop_controller
@@ -149,6 +156,7 @@ for r in $(seq "$rounds"); do
 	finish_all "$ns"
 	start_controller "$ns" "$work/controller-done-$r.log"
 	rss_done[r]=$(rss_kib "$pid")
+	anon_done[r]=$(anon_kib "$pid")
 	stop_controller
 	left=$(k -n "$ns" get pods --no-headers 2>/dev/null | wc -l)
 	[ "$left" -eq 0 ] || { echo "bench: $left pods came back for finished executions" >&2; exit 1; }
@@ -188,5 +196,6 @@ mem=$(awk '/MemTotal/ { printf "%.0f GiB", $2 / 1048576 }' /proc/meminfo)
 	echo "| RSS, KiB, ready (baseline: ready on an empty namespace) | $(med %.0f "${rss_idle[@]}") [$(spread %.0f "${rss_idle[@]}")] | $(med %.0f "${rss_full[@]}") [$(spread %.0f "${rss_full[@]}")] ($n in flight + their pods) | |"
 	echo "| RSS per execution in flight (execution + its pod), KiB | | $(med %.2f "${per_full[@]}") [$(spread %.2f "${per_full[@]}")] | |"
 	echo "| RSS, KiB, ready with $n finished executions (pods collected) | | $(med %.0f "${rss_done[@]}") [$(spread %.0f "${rss_done[@]}")] | |"
+	echo "| of which RssAnon (heap, stacks), KiB: ready / in flight / finished | $(med %.0f "${anon_idle[@]}") | $(med %.0f "${anon_full[@]}") / $(med %.0f "${anon_done[@]}") | |"
 	echo "| RSS per finished execution, bytes | | $(med %.0f "${per_done[@]}") [$(spread %.0f "${per_done[@]}")] | |"
-} | tee -a "$top/bench/RESULTS.md"
+} | tee -a "${RESULTS:-$top/bench/RESULTS.md}"

@@ -113,10 +113,13 @@ seed_quota_status(struct controller *ctl, const char *ns, json_t *quota)
 		if (counted)
 			continue;	/* counted, under an older limit: the limit only */
 		if (!counted_n) {
-			all = informer_list(ctl->cx_inf);
+			/* By key ("ns/name"): no object unpacked. */
+			size_t nl = strlen(ns);
+
+			all = informer_keys(ctl->cx_inf);
 			json_array_foreach(all, i, o)
-				if (k8s_obj_namespace(o) && strcmp(k8s_obj_namespace(o),
-				    ns) == 0)
+				if (strncmp(json_string_value(o), ns, nl) == 0 &&
+				    json_string_value(o)[nl] == '/')
 					n++;
 			json_decref(all);
 			counted_n = 1;

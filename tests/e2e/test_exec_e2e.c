@@ -201,6 +201,52 @@ pool_ready(void *arg)
 }
 
 /*
+ * Why a pool has no ready sandbox, for the log: its status, and every pod
+ * on the cluster that is not over (what holds the node's cpu), with its
+ * phase, node, conditions and container state.
+ */
+static void
+pool_dump(const char *pool)
+{
+	struct k8s_list_opts lo = { .field_selector =
+	    "status.phase!=Succeeded,status.phase!=Failed" };
+	struct k8s_error err;
+	json_t *o = NULL, *items = NULL, *p;
+	char *rv = NULL, *t;
+	size_t i;
+
+	if (k8s_get(c, &pool_resource, ns, pool, &o, &err) == 0) {
+		t = json_dumps(json_object_get(o, "status"), JSON_COMPACT);
+		print_message("# pool %s status: %s\n", pool, t ? t : "?");
+		free(t);
+	}
+	json_decref(o);
+	if (k8s_list_all(c, &k8s_res_pods, NULL, &lo, &items, &rv, &err) != 0) {
+		print_message("# list pods: %s\n", err.message);
+		return;
+	}
+	json_array_foreach(items, i, p) {
+		json_t *st = json_object_get(p, "status");
+		json_t *cs = json_object_get(json_array_get(json_object_get(st,
+		    "containerStatuses"), 0), "state");
+		char *conds = json_dumps(json_object_get(st, "conditions"),
+		    JSON_COMPACT), *state = json_dumps(cs, JSON_COMPACT);
+
+		print_message("# pod %s/%s phase=%s node=%s deleting=%s conditions=%.600s state=%.300s\n",
+		    k8s_obj_namespace(p), k8s_obj_name(p),
+		    json_string_value(json_object_get(st, "phase")),
+		    json_string_value(json_object_get(json_object_get(p, "spec"),
+		    "nodeName")), json_object_get(json_object_get(p, "metadata"),
+		    "deletionTimestamp") ? "yes" : "no", conds ? conds : "",
+		    state ? state : "");
+		free(conds);
+		free(state);
+	}
+	json_decref(items);
+	free(rv);
+}
+
+/*
  * One sandbox ready in pool, and none in the others: the node has two
  * cores, and a sandbox waiting holds its cpu request (500m) as a running
  * execution does.
@@ -210,8 +256,14 @@ wait_pool_ready(const char *pool)
 {
 	static const char *const pools[] = { "python", "python-128mi", "bash",
 	    "node", "python-guarded", "bash-guarded", "python-data" };
+	/*
+	 * Once a pool had none in 120 s, the node is unwell: later waits are
+	 * 10 s, so that the suite ends (with the dumps) inside its timeout.
+	 */
+	static int broken;
 	struct k8s_patch_opts merge = { .type = K8S_PATCH_MERGE };
 	struct k8s_error err;
+	int limit_s = broken ? 10 : 120;
 
 	for (size_t i = 0; i < sizeof(pools) / sizeof(pools[0]); i++) {
 		json_t *p = json_pack("{s:{s:i}}", "spec", "replicas",
@@ -222,8 +274,11 @@ wait_pool_ready(const char *pool)
 			fail_msg("scale pool %s: %s", pools[i], err.message);
 		json_decref(p);
 	}
-	if (!it_wait_for(pool_ready, (void *)pool, 120000))
-		fail_msg("pool %s has no ready sandbox after 120 s", pool);
+	if (!it_wait_for(pool_ready, (void *)pool, limit_s * 1000L)) {
+		pool_dump(pool);
+		broken = 1;
+		fail_msg("pool %s has no ready sandbox after %d s", pool, limit_s);
+	}
 }
 #endif
 
