@@ -74,14 +74,12 @@ holder_pool_key(json_t *pod)
 static void
 pod_event(struct controller *ctl, json_t *old, json_t *pod)
 {
-	const char *uid, *owner = podspec_pod_execution(pod, &uid);
+	const char *owner = podspec_pod_execution(pod, NULL);
 	const char *ns = k8s_obj_namespace(pod);
 	char *key;
 
 	if (ns == NULL)
 		return;
-	if (owner && uid)
-		ctl_creating_forget(ctl, uid);
 	if (owner) {
 		key = xasprintf("%s/%s", ns, owner);
 		workqueue_add(ctl->queue, key);
@@ -604,7 +602,6 @@ controller_new(struct k8s_client *c, const struct ctl_config *cfg,
 	ctl->queue = workqueue_new(NULL);
 	ctl->guarded = json_object();
 	ctl->ended = json_object();
-	ctl->creating = json_object();
 	ctl->audited = json_object();
 	ctl->pool_expect = json_object();
 	ctl->pool_counts = json_object();
@@ -755,7 +752,6 @@ controller_free(struct controller *ctl)
 	workqueue_free(ctl->queue);
 	json_decref(ctl->guarded);
 	json_decref(ctl->ended);
-	json_decref(ctl->creating);
 	json_decref(ctl->audited);
 	pthread_mutex_destroy(&ctl->audit_lock);
 	json_decref(ctl->pool_expect);

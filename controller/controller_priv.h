@@ -38,18 +38,6 @@ struct controller {
 	 * (Pending, no pod) and make a new pod for a finished execution.
 	 */
 	json_t			*ended;
-	/*
-	 * uid -> [clock_mono_ms(), landed]: cold pods this process asked for
-	 * once their execution's status already named them (reconcile.c
-	 * create_pod). landed 1: made, and the pod cache may not show it yet,
-	 * so a reconcile waits for its event (CTL_CREATE_WAIT_MS) instead of
-	 * reading both afresh. landed 0: the create failed without saying
-	 * whether it was made, so pod_vanished may make it again (its name is
-	 * fixed: never two). Lost with the process: a restart then finds the
-	 * pod, or ends the execution PodDeleted, never runs it twice.
-	 */
-	json_t			*creating;
-	long long		 creating_swept;	/* when it was last swept */
 	json_t			*guard_owner;	/* its ownerReference, lock held */
 	/*
 	 * Whether a new leader has looked at every execution once: a leader
@@ -101,13 +89,6 @@ struct controller {
 	struct metric		*m_depth;
 	struct metric		*m_leader;
 };
-
-/*
- * Forget what ctl->creating says of the pod of execution uid: it reached
- * the pod cache (an add, update or delete: a reconcile that finds none no
- * longer waits for it), or it was never made.
- */
-void ctl_creating_forget(struct controller *ctl, const char *uid);
 
 /* The guardrails' kinds: ServiceAccount, NetworkPolicy, ResourceQuota. */
 extern const struct k8s_resource *const ctl_guard_res[3];

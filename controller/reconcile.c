@@ -99,74 +99,6 @@ ended_here(struct controller *ctl, const char *uid, int cached_terminal)
 	return yes;
 }
 
-/*
- * Cold pods asked for after their execution's status named them
- * (ctl->creating). A made pod's event normally reaches the pod cache in
- * milliseconds; a reconcile that misses it waits up to CTL_CREATE_WAIT_MS
- * for it before reading both afresh (pod_vanished). An entry nobody came
- * back for (its execution deleted meanwhile) is dropped after
- * CTL_CREATE_KEEP_MS.
- */
-#define CTL_CREATE_WAIT_MS	30000
-#define CTL_CREATE_KEEP_MS	3600000
-
-static void
-creating_set(struct controller *ctl, const char *uid, int landed)
-{
-	long long now = clock_mono_ms();
-	const char *k;
-	json_t *v;
-	void *tmp;
-
-	pthread_mutex_lock(&ctl->lock);
-	if (now - ctl->creating_swept >= CTL_CREATE_WAIT_MS) {
-		json_object_foreach_safe(ctl->creating, tmp, k, v)
-			if (now - json_integer_value(json_array_get(v, 0)) >=
-			    CTL_CREATE_KEEP_MS)
-				json_object_del(ctl->creating, k);
-		ctl->creating_swept = now;
-	}
-	json_object_set_new(ctl->creating, uid, json_pack("[I,b]",
-	    (json_int_t)now, landed));
-	pthread_mutex_unlock(&ctl->lock);
-}
-
-void
-ctl_creating_forget(struct controller *ctl, const char *uid)
-{
-	pthread_mutex_lock(&ctl->lock);
-	json_object_del(ctl->creating, uid);
-	pthread_mutex_unlock(&ctl->lock);
-}
-
-/*
- * What this process knows of the pod of uid it asked for: -1 nothing (or
- * made longer than CTL_CREATE_WAIT_MS ago), 0 asked for with no answer
- * (it may or may not exist), 1 made, *left_ms (may be NULL) before the
- * wait for its event is over.
- */
-static int
-creating_get(struct controller *ctl, const char *uid, long long *left_ms)
-{
-	long long age;
-	json_t *t;
-	int st = -1;
-
-	pthread_mutex_lock(&ctl->lock);
-	if ((t = json_object_get(ctl->creating, uid)) != NULL) {
-		age = clock_mono_ms() - json_integer_value(json_array_get(t, 0));
-		if (!json_is_true(json_array_get(t, 1)))
-			st = 0;
-		else if (age < CTL_CREATE_WAIT_MS) {
-			st = 1;
-			if (left_ms)
-				*left_ms = CTL_CREATE_WAIT_MS - age;
-		} else
-			json_object_del(ctl->creating, uid);
-	}
-	pthread_mutex_unlock(&ctl->lock);
-	return st;
-}
 
 /*
  * The pod an execution names in its status (a warm one's is a holder's),
@@ -507,7 +439,6 @@ pod_ended_unrecorded(struct controller *ctl, json_t *cx, json_t *pod,
 
 static int follow_pod(struct controller *ctl, json_t *cx, json_t *pod,
     json_t *status, const char *key);
-static int make_pod_again(struct controller *ctl, json_t *cx);
 
 /*
  * Its own pod (never another's: a cold pod is its own by the forgery
@@ -587,11 +518,6 @@ pod_vanished(struct controller *ctl, json_t *cx, json_t *status,
 	}
 	if (rc != K8S_ENOTFOUND)
 		goto out;
-	if (creating_get(ctl, k8s_obj_uid(cx), NULL) == 0) {
-		/* Asked for with no answer, and not there: never made. */
-		rc = make_pod_again(ctl, fresh);
-		goto out;
-	}
 	{
 		json_t *st = json_deep_copy(fst ? fst : status);
 
@@ -777,94 +703,10 @@ too_large_to_end(struct controller *ctl, json_t *cx)
 }
 
 /*
- * Make r's pod, with its ConfigMap when it has one. status is the caller's
- * copy of cx's. Where it names the pod already (written before the
- * create), a pod refused for good (the quota full for now, or never as
- * sent) is named no more, and one whose create had no answer (the API
- * server unreachable, a 5xx) may or may not exist: the retry reads both
- * afresh and makes it if it is not there (pod_vanished). Where it does
- * not, it does once the pod is made (Pending). Refused, the execution
- * waits for room, or ends Rejected. 0, or the error to retry on.
- */
-static int
-make_pod(struct controller *ctl, json_t *cx, json_t *status,
-    struct podspec_result *r)
-{
-	const char *ns = k8s_obj_namespace(cx), *uid = k8s_obj_uid(cx);
-	int named = json_object_get(status, "podName") != NULL;
-	struct notes notes = { 0 };
-	struct k8s_error err;
-	char msg[1200];
-	int rc;
-
-	if (named)
-		creating_set(ctl, uid, 0);
-	if (r->configmap && (rc = create_owned(ctl, &k8s_res_configmaps, ns,
-	    r->configmap, uid, &err)) != 0)
-		goto fail;
-	ctl_avoid_lost_nodes(ctl, r->pod);
-	if ((rc = create_owned(ctl, &k8s_res_pods, ns, r->pod, uid, &err)) != 0)
-		goto fail;
-	if (named) {
-		creating_set(ctl, uid, 1);
-		return 0;
-	}
-	json_object_set_new(status, "podName", json_string(k8s_obj_name(r->pod)));
-	json_object_set_new(status, "codeSha256", json_string(r->code_sha256));
-	init_pending(cx, status, &notes);
-	return ctl_write_status(ctl, cx, status, &notes);
-fail:
-	if (ctl_quota_full(&err))
-		log_debug("no room in the quota", "execution=%s/%s", ns,
-		    k8s_obj_name(cx));
-	else
-		log_warn("cannot create pod", "execution=%s/%s status=%ld "
-		    "error=\"%s\"", ns, k8s_obj_name(cx), err.http_status,
-		    err.message);
-	if (rc != K8S_EEXIST && !ctl_create_refused(&err) &&
-	    !ctl_quota_full(&err))
-		return rc;
-	if (named) {
-		/* Never made. */
-		ctl_creating_forget(ctl, uid);
-		json_object_del(status, "podName");
-	}
-	if (ctl_quota_full(&err))
-		return quota_wait(ctl, cx, status, err.message);
-	snprintf(msg, sizeof(msg), "the API server refused its pod: %.1000s",
-	    err.message);
-	return ctl_finish(ctl, cx, status, "Failed", "Rejected", msg);
-}
-
-/*
- * The pod that cx (read afresh) names, asked for by this process with no
- * answer and not there now: made from cx as it is.
- */
-static int
-make_pod_again(struct controller *ctl, json_t *cx)
-{
-	struct podspec_result r;
-	struct k8s_error err;
-	json_t *status = json_deep_copy(json_object_get(cx, "status"));
-	int rc;
-
-	if ((rc = podspec_build_sized(ctl->cfg, cx, 0, &r, &err)) != 0) {
-		ctl_creating_forget(ctl, k8s_obj_uid(cx));
-		json_object_del(status, "podName");
-		rc = ctl_finish(ctl, cx, status, "Failed", "Rejected", err.message);
-	} else {
-		rc = make_pod(ctl, cx, status, &r);
-		podspec_result_free(&r);
-	}
-	json_decref(status);
-	return rc;
-}
-
-/*
  * Make the execution's pod. Never from a cache that lags: it must never
  * make a pod for an execution that already had one (at most once). So from
  * the execution read afresh; or, where the cache kept its code (a small
- * one not started: trim_cx), from the cache, whose lag the status write at
+ * one not started: trim_cx), from the cache, whose lag the Cold write at
  * its resourceVersion, made before the pod, would be refused for. The
  * output budget the pod carries is worked out from the object as stored,
  * managedFields and all (the cache kept that size).
@@ -877,6 +719,7 @@ create_pod(struct controller *ctl, json_t *cached)
 	struct k8s_error err;
 	const char *ns = k8s_obj_namespace(cached), *uid = k8s_obj_uid(cached);
 	json_t *cx = NULL, *status, *fst;
+	char msg[1200];
 	long long created = clock_parse_rfc3339(json_string_value(json_object_get(
 	    json_object_get(cached, "metadata"), "creationTimestamp")));
 	long long wait, left = created > 0 ? cx_timeout_ms(cached) -
@@ -938,38 +781,58 @@ create_pod(struct controller *ctl, json_t *cached)
 			rc = too_large_to_end(ctl, cx);
 		goto out;
 	}
-	/*
-	 * The first try: one write before the pod, at the resourceVersion
-	 * read: Cold, the pod's name, Pending. Of a warm claim (pools.c) and
-	 * a pod of its own, made by two controllers at once, only the first
-	 * to say so goes on, so the program runs in one of them, never both.
-	 * To Pending with its pod, an execution costs that write and the
-	 * create. A later try (the quota was full, or it was given back to
-	 * run cold) names its pod once made, as a try that finds no room
-	 * then writes nothing.
-	 */
-	rc = 0;
 	if (json_object_get(status, "startMode") == NULL) {
+		/*
+		 * Cold, said before the pod is made, at the resourceVersion
+		 * read: of a warm claim (pools.c) and a pod of its own, made
+		 * by two controllers at once, only the first to say so goes
+		 * on, so the program runs in one of them, never both.
+		 */
 		json_object_set_new(status, "startMode", json_string("Cold"));
-		json_object_set_new(status, "podName",
-		    json_string(k8s_obj_name(r.pod)));
-		json_object_set_new(status, "codeSha256",
-		    json_string(r.code_sha256));
-		init_pending(cx, status, &notes);
-		rc = ctl_write_status(ctl, cx, status, &notes);
+		rc = ctl_write_status(ctl, cx, status, NULL);
 		/*
 		 * No error, and cx (which follows a write that lands) still
-		 * naming no pod: the execution is gone (a 404), which the
-		 * cache may not show yet. No pod for it.
+		 * without it: the execution is gone (a 404), which the cache
+		 * may not show yet. No pod for it.
 		 */
-		if (rc == 0 && named_pod(cx) == NULL)
+		if (rc == 0 && json_object_get(json_object_get(cx, "status"),
+		    "startMode") == NULL)
 			rc = K8S_ENOTFOUND;
+		if (rc != 0) {
+			podspec_result_free(&r);
+			if (rc == K8S_ENOTFOUND)
+				rc = 0;
+			goto out;
+		}
 	}
-	if (rc == 0)
-		rc = make_pod(ctl, cx, status, &r);
-	else if (rc == K8S_ENOTFOUND)
-		rc = 0;
+	if (r.configmap && (rc = create_owned(ctl, &k8s_res_configmaps, ns,
+	    r.configmap, uid, &err)) != 0)
+		goto fail;
+	ctl_avoid_lost_nodes(ctl, r.pod);
+	if ((rc = create_owned(ctl, &k8s_res_pods, ns, r.pod, uid, &err)) != 0)
+		goto fail;
+	json_object_set_new(status, "podName", json_string(k8s_obj_name(r.pod)));
+	json_object_set_new(status, "codeSha256", json_string(r.code_sha256));
+	init_pending(cx, status, &notes);
 	podspec_result_free(&r);
+	rc = ctl_write_status(ctl, cx, status, &notes);
+	goto out;
+fail:
+	if (ctl_quota_full(&err))
+		log_debug("no room in the quota", "execution=%s/%s", ns,
+		    k8s_obj_name(cx));
+	else
+		log_warn("cannot create pod", "execution=%s/%s status=%ld "
+		    "error=\"%s\"", ns, k8s_obj_name(cx), err.http_status,
+		    err.message);
+	podspec_result_free(&r);
+	if (rc == K8S_EEXIST || ctl_create_refused(&err)) {
+		snprintf(msg, sizeof(msg), "the API server refused its pod: %.1000s",
+		    err.message);
+		rc = ctl_finish(ctl, cx, status, "Failed", "Rejected", msg);
+	} else if (ctl_quota_full(&err)) {
+		rc = quota_wait(ctl, cx, status, err.message);
+	}
 out:
 	json_decref(status);
 	json_decref(cx);
@@ -1032,9 +895,6 @@ controller_reconcile(struct controller *ctl, const char *key)
 		podspec_pod_execution(pod, &puid);
 		mine = puid && strcmp(puid, k8s_obj_uid(cx)) == 0;
 		claimed_here = warm && mine;
-		/* Seen, as the pod cache's handler says too (controller.c). */
-		if (mine && !warm)
-			ctl_creating_forget(ctl, k8s_obj_uid(cx));
 	}
 
 	if (json_object_get(json_object_get(cx, "metadata"), "deletionTimestamp"))
@@ -1072,18 +932,11 @@ controller_reconcile(struct controller *ctl, const char *key)
 		rc = ctl_warm_resume(ctl, cx, pod);
 	} else if (pod == NULL && (json_object_get(status, "podName") ||
 	    (phase && strcmp(phase, "Running") == 0))) {
-		long long left;
-
 		/*
 		 * It had a pod, and the cache has none: a new pod might run
-		 * the tenant's code twice. At most once. Made by this process
-		 * moments ago, its event is on its way (and comes back here).
+		 * the tenant's code twice. At most once.
 		 */
-		rc = 0;
-		if (creating_get(ctl, k8s_obj_uid(cx), &left) == 1)
-			workqueue_add_after(ctl->queue, key, (uint64_t)left + 100);
-		else
-			rc = pod_vanished(ctl, cx, status, key);
+		rc = pod_vanished(ctl, cx, status, key);
 	} else if (pod == NULL) {
 		/* A fallback (startMode Cold) is not tried warm again. */
 		if (json_object_get(status, "startMode") ||
