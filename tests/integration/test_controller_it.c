@@ -1210,7 +1210,7 @@ webhook_refuses(void *arg)
 	    "\"image\": \"airlock/runner-python:0.1\", \"securityContext\": "
 	    "{\"allowPrivilegeEscalation\": false, \"capabilities\": "
 	    "{\"drop\": [\"ALL\"]}}}]}}", 0, NULL);
-	int rc = k8s_create(c, &k8s_res_pods, fx->ns, o, NULL, &err);
+	int rc = k8s_create(c, &k8s_res_pods, fx->ns, o, NULL, &err), refused;
 
 	json_decref(o);
 	if (rc == 0) {
@@ -1219,11 +1219,11 @@ webhook_refuses(void *arg)
 			print_message("# probe pod left: %s\n", err.message);
 		return 0;
 	}
-	if (err.http_status != 500 || strstr(err.message,
-	    "failed calling webhook") == NULL)
-		print_message("# probe: %ld %s\n", err.http_status, err.message);
-	return err.http_status == 500 &&
+	refused = err.http_status == 500 &&
 	    strstr(err.message, "failed calling webhook") != NULL;
+	if (!refused)
+		print_message("# probe: %ld %s\n", err.http_status, err.message);
+	return refused;
 }
 
 /*
