@@ -141,6 +141,70 @@ seed_quota_status(struct controller *ctl, const char *ns, json_t *quota)
 	json_decref(p);
 }
 
+/*
+ * The pods quota (airlock-executions) is not enforced at all until its
+ * status.hard names a resource: admission restricts only what status.hard
+ * lists, so every pod made in a new namespace before the quota controller's
+ * first count of it got in uncounted (a pool of five in a namespace
+ * allowed two ran three). So it is seeded here too, before any pod: the
+ * limits, and nothing used, which is exact while this controller's cache
+ * holds no pod in the namespace that is not over (its pods are the only
+ * ones the quota's PriorityClass scope admits). Where one is, the count
+ * is the quota controller's to make: K8S_ECONFLICT, try again, and no pod
+ * meanwhile. 0 once the quota is in force or seeded.
+ */
+static int
+seed_pods_quota(struct controller *ctl, const char *ns, json_t *quota)
+{
+	struct k8s_patch_opts po = { .type = K8S_PATCH_MERGE,
+	    .subresource = "status" };
+	json_t *hard = json_object_get(json_object_get(quota, "spec"), "hard");
+	json_t *st = json_object_get(quota, "status"), *used, *keys, *o, *pod, *p;
+	struct k8s_error err;
+	const char *key, *phase;
+	size_t i, nl = strlen(ns);
+	int missing = 0, live = 0, rc;
+
+	json_object_foreach(hard, key, o)
+		if (json_object_get(json_object_get(st, "hard"), key) == NULL ||
+		    json_object_get(json_object_get(st, "used"), key) == NULL)
+			missing = 1;
+	if (!missing)
+		return 0;
+	keys = informer_keys(ctl->pod_inf);
+	json_array_foreach(keys, i, o) {
+		const char *k = json_string_value(o);
+
+		if (live || strncmp(k, ns, nl) != 0 || k[nl] != '/')
+			continue;
+		pod = informer_get(ctl->pod_inf, ns, k + nl + 1);
+		phase = json_string_value(json_object_get(json_object_get(pod,
+		    "status"), "phase"));
+		live = pod && (phase == NULL || (strcmp(phase, "Succeeded") != 0 &&
+		    strcmp(phase, "Failed") != 0));
+		json_decref(pod);
+	}
+	json_decref(keys);
+	if (live) {
+		log_debug("the quota is not counted yet: no pod until it is",
+		    "namespace=%s", ns);
+		return K8S_ECONFLICT;
+	}
+	used = json_object();
+	json_object_foreach(hard, key, o)
+		json_object_set_new(used, key, json_string("0"));
+	p = json_pack("{s:{s:s?}, s:{s:O, s:o}}", "metadata", "resourceVersion",
+	    k8s_obj_rv(quota), "status", "hard", hard, "used", used);
+	rc = k8s_patch(ctl->client, ctl_guard_res[2], ns, k8s_obj_name(quota),
+	    &po, p, NULL, &err);
+	json_decref(p);
+	if (rc != 0)
+		log_debug("cannot seed the pods quota's status", "namespace=%s "
+		    "error=\"%s\"", ns, err.message);
+	/* A 409: counted meanwhile, or seeded by another worker; see again. */
+	return rc;
+}
+
 int
 ctl_ensure_guardrails(struct controller *ctl, const char *ns)
 {
@@ -198,6 +262,8 @@ ctl_ensure_guardrails(struct controller *ctl, const char *ns)
 		    k8s_obj_name(objs[i]), &apply, objs[i], &got, &err)) != 0)
 			log_warn("cannot apply guardrail", "namespace=%s kind=%s "
 			    "error=\"%s\"", ns, res[i]->plural, err.message);
+		if (rc == 0 && i == 2)
+			rc = seed_pods_quota(ctl, ns, got);
 		if (rc == 0 && i == 3)
 			seed_quota_status(ctl, ns, got);
 		json_decref(got);

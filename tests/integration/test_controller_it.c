@@ -1453,6 +1453,133 @@ test_quota_retries_spread(void **state)
 	}
 }
 
+static size_t
+count_ns_pods(struct fx *fx)
+{
+	struct k8s_list_opts lo = { 0 };
+	struct k8s_error err;
+	json_t *items;
+	char *rv;
+	size_t n;
+
+	if (k8s_list_all(c, &k8s_res_pods, fx->ns, &lo, &items, &rv, &err) != 0)
+		fail_msg("list pods: %s", err.message);
+	n = json_array_size(items);
+	json_decref(items);
+	free(rv);
+	return n;
+}
+
+static int
+quota_back(void *arg)
+{
+	struct fx *fx = arg;
+	struct k8s_error err;
+	json_t *o = NULL;
+	int ok = k8s_get(c, &res_rq, fx->ns, "airlock-executions", &o, &err) == 0;
+
+	json_decref(o);
+	return ok;
+}
+
+/*
+ * The pods quota holds from a namespace's first pod. Admission restricts
+ * only what a quota's status.hard names, and the quota controller fills
+ * that in a moment after the quota is made (this cluster runs none, so
+ * here never): five executions at once in a new namespace allowed two
+ * got five pods (three of five on the CI's node, whose holders then kept
+ * its CPU from every later tier). The controller now seeds the status
+ * before the first pod. And a quota made anew while pods live is not
+ * seeded as empty: no pod until the quota controller has counted it.
+ */
+static void
+test_pods_quota_from_first_pod(void **state)
+{
+	struct fx *fx = *state;
+	struct k8s_patch_opts merge = { .type = K8S_PATCH_MERGE };
+	struct k8s_patch_opts st = { .type = K8S_PATCH_MERGE, .subresource = "status" };
+	struct wait_cond w = { fx, NULL, "Scheduled", "QuotaExceeded" };
+	struct k8s_error err;
+	size_t pods = 0, waiting = 0;
+	char name[16];
+	json_t *p, *q = NULL, *cx;
+
+	p = json_pack("{s:{s:{s:s}}}", "metadata", "annotations",
+	    "airlock.dev/quota-executions", "2");
+	assert_int_equal(k8s_patch(c, &k8s_res_namespaces, NULL, fx->ns, &merge, p, NULL, &err), 0);
+	json_decref(p);
+	for (int i = 0; i < 5; i++) {
+		snprintf(name, sizeof(name), "f%d", i);
+		create_cx(fx, name, "{\"runtime\":\"python\",\"source\":\"print(1)\","
+		    "\"timeoutSeconds\":120}");
+	}
+	/* Each either has its pod or waits for the quota: which, is the count. */
+	for (int i = 0; i < 5; i++) {
+		long end = it_mono_ms() + 15000;
+
+		snprintf(name, sizeof(name), "f%d", i);
+		w.name = name;
+		while (!has_pod_name(&w) && !has_cond_reason(&w)) {
+			if (it_mono_ms() > end)
+				fail_msg("%s neither got a pod nor waited", name);
+			it_sleep_ms(50);
+		}
+		if (has_pod_name(&w))
+			pods++;
+		else
+			waiting++;
+	}
+	assert_int_equal(pods, 2);
+	assert_int_equal(waiting, 3);
+	assert_int_equal(count_ns_pods(fx), 2);
+
+	/*
+	 * Room for ten, and the quota made anew while two pods live: its
+	 * status is the quota controller's to count, and nothing is made
+	 * until it has (a retry of each waiting one, 2 s, has passed).
+	 */
+	p = json_pack("{s:{s:{s:s}}}", "metadata", "annotations",
+	    "airlock.dev/quota-executions", "10");
+	assert_int_equal(k8s_patch(c, &k8s_res_namespaces, NULL, fx->ns, &merge, p, NULL, &err), 0);
+	json_decref(p);
+	assert_int_equal(k8s_delete(c, &res_rq, fx->ns, "airlock-executions", NULL, NULL, &err), 0);
+	if (!it_wait_for(quota_back, fx, 10000))
+		fail_msg("the pods quota was not made again");
+	it_sleep_ms(3000);
+	assert_int_equal(k8s_get(c, &res_rq, fx->ns, "airlock-executions", &q, &err), 0);
+	assert_null(json_object_get(json_object_get(q, "status"), "used"));
+	assert_int_equal(count_ns_pods(fx), 2);
+	/*
+	 * Counted, as the quota controller would: every limit of the spec,
+	 * two pods and (near enough here) nothing else in use. The three
+	 * get theirs.
+	 */
+	{
+		json_t *hard = json_object_get(json_object_get(q, "spec"), "hard"), *v;
+		json_t *used = json_object();
+		const char *k;
+
+		assert_string_equal(json_string_value(json_object_get(hard, "pods")), "10");
+		json_object_foreach(hard, k, v)
+			json_object_set_new(used, k, json_string(strcmp(k, "pods") == 0 ?
+			    "2" : "0"));
+		p = json_pack("{s:{s:O, s:o}}", "status", "hard", hard, "used", used);
+	}
+	json_decref(q);
+	assert_int_equal(k8s_patch(c, &res_rq, fx->ns, "airlock-executions", &st, p, NULL, &err), 0);
+	json_decref(p);
+	for (int i = 0; i < 5; i++) {
+		snprintf(name, sizeof(name), "f%d", i);
+		w.name = name;
+		if (!it_wait_for(has_pod_name, &w, 15000))
+			fail_msg("%s got no pod once the quota was counted", name);
+	}
+	assert_int_equal(count_ns_pods(fx), 5);
+	cx = get_cx(fx, "f4");
+	assert_string_equal(st_str(cx, "phase"), "Pending");
+	json_decref(cx);
+}
+
 /*
  * Without leader election (one replica, or a benchmark) the controller
  * still stops on SIGTERM, cleanly and at once (it used to wait in pause()
@@ -2037,6 +2164,7 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_audit, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_cancel_spares_others_pod, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_quota_retries_spread, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_pods_quota_from_first_pod, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_same_name_swept, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_terminating_namespace, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_two_replicas_one_leader, setup, teardown),
