@@ -179,8 +179,8 @@ guard_event(struct controller *ctl, json_t *obj)
 
 	if (ns == NULL)
 		return;
+	ctl_guard_changed(ctl, ns);
 	pthread_mutex_lock(&ctl->lock);
-	json_object_del(ctl->guarded, ns);
 	/*
 	 * The garbage collector deletes guardrails whose owner is gone: read
 	 * the owner afresh before applying, or a role made anew would see

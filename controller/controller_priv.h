@@ -30,7 +30,13 @@ struct controller {
 	atomic_int		 leading;
 	atomic_llong		 trimmed_at;	/* clock_mono_ms() of the last trim */
 	int			 stopping;
-	json_t			*guarded;	/* ns -> true: guardrails applied */
+	/*
+	 * ns -> when its guardrails were applied (mono ms, > 0), or, after a
+	 * guardrail there changed, a mark (< 0, from guard_seq) that an
+	 * apply begun before the change must not overwrite.
+	 */
+	json_t			*guarded;
+	json_int_t		 guard_seq;
 	/*
 	 * uid -> clock_mono_ms(): executions this process ended itself, for
 	 * as long as the cache may still show them in flight. Without it, the
@@ -181,9 +187,16 @@ void ctl_now_rfc3339(char out[CLOCK_RFC3339_LEN]);
 
 /*
  * guardrails.c: the namespace's ServiceAccount, NetworkPolicy and quotas,
- * applied once per namespace (ctl->guarded). 0, or the API's error.
+ * applied once per namespace (ctl->guarded). 0, or the API's error;
+ * K8S_ECONFLICT also while the pods quota cannot be put in force yet.
  */
 int ctl_ensure_guardrails(struct controller *ctl, const char *ns);
+/*
+ * A guardrail in ns changed or went away: the next ctl_ensure_guardrails
+ * there applies them again, and one already under way, which may have read
+ * them before the change, does not count as done.
+ */
+void ctl_guard_changed(struct controller *ctl, const char *ns);
 
 /*
  * pools.c: the warm path. Queue keys of pools are ctl_pool_key's,

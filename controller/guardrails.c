@@ -205,6 +205,14 @@ seed_pods_quota(struct controller *ctl, const char *ns, json_t *quota)
 	return rc;
 }
 
+void
+ctl_guard_changed(struct controller *ctl, const char *ns)
+{
+	pthread_mutex_lock(&ctl->lock);
+	json_object_set_new(ctl->guarded, ns, json_integer(-++ctl->guard_seq));
+	pthread_mutex_unlock(&ctl->lock);
+}
+
 int
 ctl_ensure_guardrails(struct controller *ctl, const char *ns)
 {
@@ -230,8 +238,14 @@ ctl_ensure_guardrails(struct controller *ctl, const char *ns)
 	if (json_is_string(json_object_get(json_object_get(nsobj, "status"),
 	    "phase")) && strcmp(json_string_value(json_object_get(
 	    json_object_get(nsobj, "status"), "phase")), "Terminating") == 0) {
-		/* Nothing can be created there any more; nor need it be. */
+		/*
+		 * Nothing can be created there any more; nor need it be. Its
+		 * guardrails' last events come now: no mark is kept for it.
+		 */
 		json_decref(nsobj);
+		pthread_mutex_lock(&ctl->lock);
+		json_object_del(ctl->guarded, ns);
+		pthread_mutex_unlock(&ctl->lock);
 		return K8S_ECANCELED;
 	}
 	objs[0] = podspec_service_account(ns);
@@ -271,9 +285,15 @@ ctl_ensure_guardrails(struct controller *ctl, const char *ns)
 	}
 	json_decref(nsobj);
 	json_decref(owner);
+	/*
+	 * Not if a guardrail changed meanwhile (its event's mark is there):
+	 * this pass may have read it before the change, and the next pass,
+	 * which the event queued, must not take it for done.
+	 */
 	if (rc == 0) {
 		pthread_mutex_lock(&ctl->lock);
-		json_object_set_new(ctl->guarded, ns, json_integer(now));
+		if (json_integer_value(json_object_get(ctl->guarded, ns)) == last)
+			json_object_set_new(ctl->guarded, ns, json_integer(now));
 		pthread_mutex_unlock(&ctl->lock);
 	}
 	return rc;
