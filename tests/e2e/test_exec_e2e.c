@@ -1883,6 +1883,74 @@ cx_running(void *arg)
 	return yes;
 }
 
+/*
+ * A namespace's stored-executions quota not counted yet (its first
+ * moments) refuses every create with 403 "status unknown for quota", and
+ * nothing is made: airlock run tries the same create again (every 200 ms,
+ * up to 10 s) instead of failing. Here the quota is made uncounted and kept
+ * so, with the controller and the quota controller stopped, for 2 s.
+ */
+static void
+test_cli_uncounted_quota(void **state)
+{
+	static const struct k8s_resource res_rq = { "", "v1", "resourcequotas", 1 };
+	struct k8s_patch_opts st = { .type = K8S_PATCH_MERGE, .subresource = "status" };
+	const char *args[] = { "run", "--name", "cli-uncounted", "-c",
+	    "print('counted')\n", "--kubeconfig", it_env_need("KUBECONFIG_ADMIN"),
+	    "-n", ns, NULL };
+	const char *envp = getenv("AIRLOCK_CLUSTER_ENV");
+	struct cli_result r;
+	struct k8s_error err;
+	char path[600], *slash;
+	json_t *o = NULL, *p;
+	pid_t pid, kcm;
+	int out, errfd, status;
+	FILE *f;
+
+	(void)state;
+	CLI(&r, "run", "-c", "print(1)\n");	/* the namespace's quotas are made */
+	cli_expect_status(&r, 0);
+	cli_result_free(&r);
+	if (envp == NULL)
+		fail_msg("AIRLOCK_CLUSTER_ENV is not set");
+	snprintf(path, sizeof(path), "%s", envp);
+	if ((slash = strrchr(path, '/')) == NULL)
+		fail_msg("AIRLOCK_CLUSTER_ENV: %s", envp);
+	snprintf(slash + 1, sizeof(path) - (size_t)(slash + 1 - path),
+	    "kube-controller-manager.pid");
+	if ((f = fopen(path, "r")) == NULL || fscanf(f, "%d", &kcm) != 1)
+		fail_msg("no pid in %s", path);
+	fclose(f);
+	kill(ctl_pid, SIGSTOP);
+	kill(kcm, SIGSTOP);
+	p = json_pack("{s:{s:{s:n}}}", "status", "used",
+	    "count/codeexecutions.airlock.dev");
+	if (k8s_patch(c, &res_rq, ns, "airlock-stored", &st, p, NULL, &err) != 0) {
+		kill(kcm, SIGCONT);
+		kill(ctl_pid, SIGCONT);
+		fail_msg("uncount the quota: %s", err.message);
+	}
+	json_decref(p);
+	pid = cli_start(args, &out, &errfd);
+	it_sleep_ms(2000);
+	/* Refused all along: nothing made, and airlock still trying. */
+	status = k8s_get(c, &cx_resource, ns, "cli-uncounted", &o, &err);
+	json_decref(o);
+	if (waitpid(pid, NULL, WNOHANG) != 0 || status != K8S_ENOTFOUND) {
+		kill(kcm, SIGCONT);
+		kill(ctl_pid, SIGCONT);
+		fail_msg("after 2 s of an uncounted quota: airlock %s, the execution %s",
+		    waitpid(pid, NULL, WNOHANG) != 0 ? "exited" : "waits",
+		    status == K8S_ENOTFOUND ? "not made" : "made");
+	}
+	kill(kcm, SIGCONT);
+	kill(ctl_pid, SIGCONT);
+	cli_finish(&r, pid, out, errfd, 120000);
+	cli_expect_status(&r, 0);
+	assert_string_equal(r.out, "counted\n");
+	cli_result_free(&r);
+}
+
 /* Ctrl-C cancels the execution; airlock exits 130 once it is Cancelled. */
 static void
 test_cli_ctrl_c(void **state)
@@ -2097,6 +2165,7 @@ main(void)
 		COLD(cmocka_unit_test(test_cli_run))
 		COLD(cmocka_unit_test(test_cli_commands))
 		COLD(cmocka_unit_test(test_cli_ctrl_c))
+		COLD(cmocka_unit_test(test_cli_uncounted_quota))
 		COLD(cmocka_unit_test(test_cli_live))
 		cmocka_unit_test(test_stream_status),
 		COLD(cmocka_unit_test(test_no_tenant_data_in_logs))

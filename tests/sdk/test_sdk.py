@@ -3,6 +3,7 @@ error, cancel on interrupt, the async client."""
 import asyncio
 import os
 import signal
+import subprocess
 import threading
 import time
 
@@ -133,6 +134,49 @@ def test_other_errors(cluster, namespace):
     with pytest.raises(airlock.AirlockError) as e:
         airlock.Client(kubeconfig="/nonexistent/kubeconfig")
     assert "kubeconfig" in str(e.value)
+
+
+def test_create_waits_for_an_uncounted_quota(cluster, namespace, client):
+    """A namespace's stored-executions quota that the quota controller has
+    not counted yet (its first moments) refuses every create with 403
+    "status unknown for quota"; the SDK tries the same create again, up to
+    10 s, instead of failing the call. Here the quota is made uncounted and
+    kept so, with this namespace's controller and the quota controller
+    stopped, until the create has been refused for a while."""
+    from conftest import kubectl
+
+    assert client.run("print(1)").ok     # the namespace's quotas are made
+    ctl = int(subprocess.check_output(
+        ["pgrep", "-f", "airlock-controller .*--namespace %s " % namespace]).split()[0])
+    with open(os.path.join(os.path.dirname(os.environ.get("AIRLOCK_CLUSTER_ENV") or os.path.join(
+            os.path.dirname(__file__), "..", "..", ".cluster", "env")),
+            "kube-controller-manager.pid")) as f:
+        kcm = int(f.read())
+    got = {}
+
+    def create():
+        try:
+            got["name"] = client.create("print('counted')")
+        except Exception as e:      # noqa: BLE001 - the test reports it
+            got["error"] = e
+
+    t = threading.Thread(target=create)
+    os.kill(ctl, signal.SIGSTOP)
+    os.kill(kcm, signal.SIGSTOP)
+    try:
+        kubectl(cluster, "-n", namespace, "patch", "resourcequota", "airlock-stored",
+                "--subresource=status", "--type=merge", "-p",
+                '{"status":{"used":{"count/codeexecutions.airlock.dev":null}}}')
+        t.start()
+        t.join(2)
+        assert t.is_alive(), "the create ended while the quota was uncounted: %s" % got
+    finally:
+        os.kill(kcm, signal.SIGCONT)
+        os.kill(ctl, signal.SIGCONT)
+    t.join(15)
+    assert "error" not in got, got
+    r = client.wait(got["name"], timeout=60)
+    assert (r.stdout, r.exit_code) == ("counted\n", 0)
 
 
 def test_tenant(cluster, namespace):

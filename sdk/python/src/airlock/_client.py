@@ -4,6 +4,7 @@
 import math
 import os
 import re
+import time
 from dataclasses import dataclass, field
 from typing import Callable, Dict, List, Mapping, Optional, Sequence, Union
 
@@ -25,6 +26,10 @@ Callback = Optional[Callable[[str], None]]
 # A request's (connect, read) limits in seconds; a watch's read limit is
 # its segment's length plus WATCH_SLACK.
 REQUEST_TIMEOUT = (10, 60)
+# How long a create refused "status unknown for quota" is tried again: a
+# quota the quota controller has not counted yet refuses every create it
+# covers, in a namespace's first moments.
+QUOTA_UNCOUNTED_WAIT = 10.0
 WATCH_SLACK = 15
 NAME_CHARS = "bcdfghjklmnpqrstvwxz2456789"   # generateName's alphabet
 
@@ -257,7 +262,8 @@ class Client:
         here so that an interrupted create can still be cancelled)."""
         spec = build_spec(code, runtime, stdin, files, env, args, timeout, memory, cpu,
                           stream)
-        for attempt in range(3):
+        attempt, uncounted_until = 0, time.monotonic() + QUOTA_UNCOUNTED_WAIT
+        while True:
             n = name or new_name()
             body = {"apiVersion": "%s/%s" % (GROUP, VERSION), "kind": "CodeExecution",
                     "metadata": {"name": n}, "spec": spec}
@@ -268,9 +274,16 @@ class Client:
                 return n
             except ApiException as e:
                 if e.status == 409 and name is None and attempt < 2:
+                    attempt += 1
                     continue        # that random name was taken: another
+                if (e.status == 403 and "status unknown for quota" in (e.body or "")
+                        and time.monotonic() < uncounted_until):
+                    # The namespace's quota is not counted yet (its first
+                    # moments, or the quota controller catching up): nothing
+                    # was made; the same create again, shortly.
+                    time.sleep(0.2)
+                    continue
                 raise _api_error("create", e) from None
-        raise AssertionError("unreachable")
 
     def get(self, name: str) -> Result:
         obj = self._get(name)
