@@ -3,6 +3,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include <openssl/evp.h>
 #ifdef __GLIBC__
 #include <malloc.h>
 #endif
@@ -193,10 +195,19 @@ guard_event(struct controller *ctl, json_t *obj)
 	free(key);
 }
 
+/*
+ * Only a change that matters: what this controller applies or seeds. The
+ * quota admission writes on every pod made (its count in status.used) are
+ * not (each used to bring the namespace's five guardrail requests again,
+ * for every execution).
+ */
 static void
 guard_update(void *arg, json_t *old, json_t *cur)
 {
-	(void)old;
+	json_t *a = json_object_get(old, "digest"), *b = json_object_get(cur, "digest");
+
+	if (a && b && json_equal(a, b))
+		return;
 	guard_event(arg, cur);
 }
 
@@ -207,16 +218,49 @@ guard_delete(void *arg, json_t *obj, int unknown)
 	guard_event(arg, obj);
 }
 
-/* Of a guardrail, only its name: what changed is read from the server. */
+/*
+ * Of a guardrail, its name and a digest (SHA-256: a tenant may edit a
+ * NetworkPolicy, and must not be able to hide an edit) of what this
+ * controller applies or seeds: everything but metadata and status, the
+ * labels, annotations, owners and deletion of metadata, and of a quota's
+ * status its limits and which resources it counts, not the counts. What
+ * changed is read from the server.
+ */
 static json_t *
 trim_guard(json_t *obj)
 {
 	json_t *md = json_object_get(obj, "metadata");
+	json_t *st = json_object_get(obj, "status");
+	json_t *what = json_copy(obj), *counted = json_object(), *v;
+	unsigned char d[EVP_MAX_MD_SIZE];
+	unsigned int n = 0;
+	char hex[2 * EVP_MAX_MD_SIZE + 1], *s;
+	const char *k;
 
-	return json_pack("{s:{s:O*, s:O*, s:O*}}", "metadata",
+	json_object_foreach(json_object_get(st, "used"), k, v)
+		json_object_set_new(counted, k, json_true());
+	json_object_del(what, "metadata");
+	json_object_del(what, "status");
+	json_object_set_new(what, "metadata", json_pack("{s:O*, s:O*, s:O*, s:O*}",
+	    "labels", json_object_get(md, "labels"),
+	    "annotations", json_object_get(md, "annotations"),
+	    "ownerReferences", json_object_get(md, "ownerReferences"),
+	    "deletionTimestamp", json_object_get(md, "deletionTimestamp")));
+	json_object_set_new(what, "status", json_pack("{s:O*, s:o}", "hard",
+	    json_object_get(st, "hard"), "counted", counted));
+	s = json_dumps(what, JSON_COMPACT | JSON_SORT_KEYS);
+	json_decref(what);
+	if (s == NULL || EVP_Digest(s, strlen(s), d, &n, EVP_sha256(), NULL) != 1)
+		n = 0;
+	free(s);
+	for (unsigned int i = 0; i < n; i++)
+		snprintf(hex + 2 * i, 3, "%02x", d[i]);
+	hex[2 * n] = '\0';
+	return json_pack("{s:{s:O*, s:O*, s:O*}, s:s}", "metadata",
 	    "name", json_object_get(md, "name"),
 	    "namespace", json_object_get(md, "namespace"),
-	    "resourceVersion", json_object_get(md, "resourceVersion"));
+	    "resourceVersion", json_object_get(md, "resourceVersion"),
+	    "digest", hex);
 }
 
 /*
@@ -630,6 +674,9 @@ controller_new(struct k8s_client *c, const struct ctl_config *cfg,
 	}
 	ctl->m_nodes_lost = metrics_counter(m, "airlock_nodes_lost_total",
 	    "Nodes found lost: their lease was not renewed in time.", NULL);
+	ctl->m_guard_passes = metrics_counter(m, "airlock_guardrail_passes_total",
+	    "Passes that applied a namespace's guardrails (ServiceAccount, "
+	    "NetworkPolicy, quotas).", NULL);
 	ctl->m_latency = metrics_histogram(m, "airlock_reconcile_seconds",
 	    "Time one reconcile took.", latency_bounds,
 	    sizeof(latency_bounds) / sizeof(latency_bounds[0]));

@@ -91,6 +91,7 @@ struct controller {
 	json_t			*nodes;
 	unsigned long		 nodes_conns;
 	struct metric		*m_nodes_lost;
+	struct metric		*m_guard_passes;	/* guardrails applied */
 	struct metric		*m_latency;
 	struct metric		*m_depth;
 	struct metric		*m_leader;

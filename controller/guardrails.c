@@ -232,6 +232,7 @@ ctl_ensure_guardrails(struct controller *ctl, const char *ns)
 	if (last > 0 && now - last < ctl->opts.resync_ms)
 		return 0;
 
+	metric_inc(ctl->m_guard_passes, NULL);
 	/* Read for the admin's quota annotations; without it, the defaults. */
 	if (k8s_get(ctl->client, &k8s_res_namespaces, NULL, ns, &nsobj, &err) != 0)
 		nsobj = NULL;

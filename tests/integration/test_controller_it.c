@@ -1581,6 +1581,39 @@ test_pods_quota_from_first_pod(void **state)
 }
 
 /*
+ * A namespace's guardrails are applied when they change, not once an
+ * execution: the quota admission's write of each new pod into the quota's
+ * status (its count only) is not a change to them. Each such write used to
+ * bring a pass of five requests (the namespace read, four applies), so every
+ * execution cost seven requests where two are its own (bench/controller.sh
+ * counted them).
+ */
+static void
+test_guardrails_not_per_execution(void **state)
+{
+	struct fx *fx = *state;
+	const char *series = "airlock_guardrail_passes_total";
+	char name[16];
+	double before, after;
+
+	create_cx(fx, "g0", "{\"runtime\":\"python\",\"source\":\"print(0)\"}");
+	json_decref(wait_phase(fx, "g0", "Pending"));
+	before = metric_value(fx, series);
+	assert_true(before >= 1);
+	/* One at a time, so that each pod's quota write is an event apart. */
+	for (int i = 1; i <= 10; i++) {
+		snprintf(name, sizeof(name), "g%d", i);
+		create_cx(fx, name, "{\"runtime\":\"python\",\"source\":\"print(1)\"}");
+		json_decref(wait_phase(fx, name, "Pending"));
+	}
+	after = metric_value(fx, series);
+	print_message("# guardrail passes: %.0f for the first execution, %.0f for ten "
+	    "more\n", before, after - before);
+	if (after - before > 2)
+		fail_msg("%.0f guardrail passes for ten executions", after - before);
+}
+
+/*
  * Without leader election (one replica, or a benchmark) the controller
  * still stops on SIGTERM, cleanly and at once (it used to wait in pause()
  * with every signal blocked, forever).
@@ -2165,6 +2198,7 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_cancel_spares_others_pod, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_quota_retries_spread, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_pods_quota_from_first_pod, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_guardrails_not_per_execution, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_same_name_swept, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_terminating_namespace, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_two_replicas_one_leader, setup, teardown),
