@@ -4,7 +4,10 @@
 #   throughput: N CodeExecutions are created while no controller runs; the
 #               clock starts when the controller starts and stops when every
 #               one is Pending with its pod. Baseline: kubectl creating the
-#               same N pods directly (the API server's own cost of N pods).
+#               same N pods directly (the API server's own cost of N pods),
+#               into a namespace with a pods quota as the executions' has
+#               (admission writes each pod into the quota's status).
+#               Both print the API requests each cost, by verb and resource.
 #   memory:     RSS once the controller is ready (/readyz: informers synced
 #               and the leader's first pass done), against the same
 #               controller ready on an empty namespace; with N executions in
@@ -70,6 +73,24 @@ start_controller() {	# NS LOG: started and ready, its pid in $pid
 	done
 }
 stop_controller() { kill "$pid"; wait "$pid" 2>/dev/null || true; pid=; }
+# The API server's request counts, "VERB resource[/subresource] COUNT" per
+# line (every client's: in the controller's phase, the bench's own polls
+# are a few reads).
+api_counts() {
+	k get --raw /metrics | awk '/^apiserver_request_total\{/ {
+		v = $0; sub(/.*verb="/, "", v); sub(/".*/, "", v)
+		r = $0; sub(/.*[{,]resource="/, "", r); sub(/".*/, "", r)
+		s = ""; if ($0 ~ /subresource="[^"]/) { s = $0; sub(/.*subresource="/, "", s); sub(/".*/, "", s); s = "/" s }
+		n[v " " r s] += $NF } END { for (x in n) print x, n[x] }' | sort
+}
+# api_per BEFORE AFTER N: what changed between two api_counts, per one of N,
+# the busiest first, as "VERB resource x.xx; ...".
+api_per() {
+	join -a 2 -e 0 -o 0,1.2,2.2 <(awk '{ print $1 "_" $2, $3 }' "$1" | sort) \
+		<(awk '{ print $1 "_" $2, $3 }' "$2" | sort) |
+		awk -v n="$3" '{ d = ($3 - $2) / n; if (d >= 0.01) printf "%s %.2f\n", $1, d }' |
+		sort -k2 -gr | awk '{ sub(/_/, " ", $1); printf "%s%s %s", (NR > 1 ? "; " : ""), $1, $2 } END { print "" }'
+}
 
 # The same N, finished: play the node agent (write each one's result; the
 # pods are deleted by the caller).
@@ -117,6 +138,12 @@ for r in $(seq "$rounds"); do
 	k create ns "$ns-base" >/dev/null
 	k create ns "$ns-idle" >/dev/null
 	k -n "$ns-base" create serviceaccount default >/dev/null   # no controller-manager makes it
+	# The same quota work as the executions' pods pay (admission counts
+	# each pod into the quota's status, one more write): a pods quota, its
+	# status set as the quota controller would (this cluster runs none).
+	k -n "$ns-base" create quota base --hard=pods=1000000 >/dev/null
+	k -n "$ns-base" patch quota base --subresource=status --type=merge \
+		-p '{"status":{"hard":{"pods":"1000000"},"used":{"pods":"0"}}}' >/dev/null
 
 	# Idle: ready on an empty namespace.
 	start_controller "$ns-idle" "$work/controller-idle-$r.log"
@@ -125,15 +152,19 @@ for r in $(seq "$rounds"); do
 	stop_controller
 
 	# Baseline: the API server and kubectl alone creating N pods.
+	api_counts > "$work/api-base-before"
 	t0=$(now)
 	k -n "$ns-base" create -f "$work/pods.json" >/dev/null
 	base_s[r]=$(echo "$(now) - $t0" | bc)
+	api_counts > "$work/api-base-after"
+	api_base[r]=$(api_per "$work/api-base-before" "$work/api-base-after" "$n")
 
 	# Airlock: N executions created while no controller runs, then the
 	# controller alone, from its start to every one Pending with its pod.
 	t0=$(now)
 	k -n "$ns" create -f "$work/cx.json" >/dev/null
 	create_s[r]=$(echo "$(now) - $t0" | bc)
+	api_counts > "$work/api-before"
 	t0=$(now)
 	start_controller "$ns" "$work/controller-$r.log"
 	ready_s[r]=$(echo "$(now) - $t0" | bc)
@@ -144,6 +175,9 @@ for r in $(seq "$rounds"); do
 	done
 	total_s[r]=$(echo "$(now) - $t0" | bc)
 	until [ "$(metric "$addr" airlock_workqueue_depth)" = 0 ]; do sleep 0.05; done
+	api_counts > "$work/api-after"
+	api[r]=$(api_per "$work/api-before" "$work/api-after" "$n")
+	reconciles[r]=$(echo "scale=2; $(metric "$addr" airlock_reconcile_seconds_count) / $n" | bc)
 	rss_full[r]=$(rss_kib "$pid")
 	anon_full[r]=$(anon_kib "$pid")
 	pods[r]=$(k -n "$ns" get pods --no-headers 2>/dev/null | wc -l)
@@ -198,4 +232,9 @@ mem=$(awk '/MemTotal/ { printf "%.0f GiB", $2 / 1048576 }' /proc/meminfo)
 	echo "| RSS, KiB, ready with $n finished executions (pods collected) | | $(med %.0f "${rss_done[@]}") [$(spread %.0f "${rss_done[@]}")] | |"
 	echo "| of which RssAnon (heap, stacks), KiB: ready / in flight / finished | $(med %.0f "${anon_idle[@]}") | $(med %.0f "${anon_full[@]}") / $(med %.0f "${anon_done[@]}") | |"
 	echo "| RSS per finished execution, bytes | | $(med %.0f "${per_done[@]}") [$(spread %.0f "${per_done[@]}")] | |"
+	echo "| reconciles per execution, controller start -> queue empty | | $(med %.2f "${reconciles[@]}") [$(spread %.2f "${reconciles[@]}")] | |"
+	echo
+	echo "API requests per pod, baseline (all clients; round 1 of $rounds): ${api_base[1]}"
+	echo
+	echo "API requests per execution, controller start -> queue empty (all clients; round 1 of $rounds): ${api[1]}"
 } | tee -a "${RESULTS:-$top/bench/RESULTS.md}"
