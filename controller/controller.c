@@ -256,11 +256,12 @@ trim_guard(json_t *obj)
 	for (unsigned int i = 0; i < n; i++)
 		snprintf(hex + 2 * i, 3, "%02x", d[i]);
 	hex[2 * n] = '\0';
-	return json_pack("{s:{s:O*, s:O*, s:O*}, s:s}", "metadata",
+	/* No digest, none kept: every update of it is then an event. */
+	return json_pack("{s:{s:O*, s:O*, s:O*}, s:s*}", "metadata",
 	    "name", json_object_get(md, "name"),
 	    "namespace", json_object_get(md, "namespace"),
 	    "resourceVersion", json_object_get(md, "resourceVersion"),
-	    "digest", hex);
+	    "digest", n ? hex : NULL);
 }
 
 /*

@@ -189,8 +189,11 @@ void ctl_now_rfc3339(char out[CLOCK_RFC3339_LEN]);
 /*
  * guardrails.c: the namespace's ServiceAccount, NetworkPolicy and quotas,
  * applied once per namespace (ctl->guarded). 0, or the API's error;
- * K8S_ECONFLICT also while the pods quota cannot be put in force yet.
+ * K8S_ECANCELED for a namespace terminating or gone; CTL_EUNCOUNTED while
+ * the pods quota cannot be put in force yet (its status is the quota
+ * controller's to count: no pod until it has).
  */
+#define CTL_EUNCOUNTED	(-100)
 int ctl_ensure_guardrails(struct controller *ctl, const char *ns);
 /*
  * A guardrail in ns changed or went away: the next ctl_ensure_guardrails

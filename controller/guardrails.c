@@ -150,8 +150,9 @@ seed_quota_status(struct controller *ctl, const char *ns, json_t *quota)
  * limits, and nothing used, which is exact while this controller's cache
  * holds no pod in the namespace that is not over (its pods are the only
  * ones the quota's PriorityClass scope admits). Where one is, the count
- * is the quota controller's to make: K8S_ECONFLICT, try again, and no pod
- * meanwhile. 0 once the quota is in force or seeded.
+ * is the quota controller's to make: CTL_EUNCOUNTED, and no pod meanwhile
+ * (the execution waits as for a full quota, until its own timeout). 0 once
+ * the quota is in force or seeded.
  */
 static int
 seed_pods_quota(struct controller *ctl, const char *ns, json_t *quota)
@@ -186,9 +187,9 @@ seed_pods_quota(struct controller *ctl, const char *ns, json_t *quota)
 	}
 	json_decref(keys);
 	if (live) {
-		log_debug("the quota is not counted yet: no pod until it is",
+		log_debug("the pods quota is not counted yet: no pod until it is",
 		    "namespace=%s", ns);
-		return K8S_ECONFLICT;
+		return CTL_EUNCOUNTED;
 	}
 	used = json_object();
 	json_object_foreach(hard, key, o)
@@ -202,6 +203,37 @@ seed_pods_quota(struct controller *ctl, const char *ns, json_t *quota)
 		log_debug("cannot seed the pods quota's status", "namespace=%s "
 		    "error=\"%s\"", ns, err.message);
 	/* A 409: counted meanwhile, or seeded by another worker; see again. */
+	return rc;
+}
+
+/*
+ * A forced apply takes back only the fields it names, and a tenant with
+ * `edit` may add its own to the deny-all policy (an ingress or egress rule
+ * that allows, a podSelector label that matches nothing), which the apply
+ * would leave. So when the policy's spec is not exactly the one built, it
+ * is replaced whole, at the version the apply returned.
+ */
+static int
+netpol_exact(struct controller *ctl, const char *ns, json_t *want, json_t *got)
+{
+	struct k8s_error err;
+	json_t *put;
+	int rc;
+
+	if (json_equal(json_object_get(got, "spec"), json_object_get(want, "spec")))
+		return 0;
+	put = json_deep_copy(got);
+	json_object_set(put, "spec", json_object_get(want, "spec"));
+	json_object_del(json_object_get(put, "metadata"), "managedFields");
+	rc = k8s_update(ctl->client, ctl_guard_res[1], ns, k8s_obj_name(got),
+	    NULL, put, NULL, &err);
+	json_decref(put);
+	if (rc != 0 && rc != K8S_ECONFLICT)
+		log_warn("cannot restore the NetworkPolicy", "namespace=%s "
+		    "error=\"%s\"", ns, err.message);
+	else if (rc == 0)
+		log_info("NetworkPolicy restored: its spec had been changed",
+		    "namespace=%s", ns);
 	return rc;
 }
 
@@ -234,8 +266,17 @@ ctl_ensure_guardrails(struct controller *ctl, const char *ns)
 
 	metric_inc(ctl->m_guard_passes, NULL);
 	/* Read for the admin's quota annotations; without it, the defaults. */
-	if (k8s_get(ctl->client, &k8s_res_namespaces, NULL, ns, &nsobj, &err) != 0)
+	if ((rc = k8s_get(ctl->client, &k8s_res_namespaces, NULL, ns, &nsobj,
+	    &err)) != 0)
 		nsobj = NULL;
+	if (rc == K8S_ENOTFOUND) {
+		/* Gone: nothing to guard, and no mark kept for it. */
+		pthread_mutex_lock(&ctl->lock);
+		json_object_del(ctl->guarded, ns);
+		pthread_mutex_unlock(&ctl->lock);
+		return K8S_ECANCELED;
+	}
+	rc = 0;
 	if (json_is_string(json_object_get(json_object_get(nsobj, "status"),
 	    "phase")) && strcmp(json_string_value(json_object_get(
 	    json_object_get(nsobj, "status"), "phase")), "Terminating") == 0) {
@@ -277,6 +318,8 @@ ctl_ensure_guardrails(struct controller *ctl, const char *ns)
 		    k8s_obj_name(objs[i]), &apply, objs[i], &got, &err)) != 0)
 			log_warn("cannot apply guardrail", "namespace=%s kind=%s "
 			    "error=\"%s\"", ns, res[i]->plural, err.message);
+		if (rc == 0 && i == 1)
+			rc = netpol_exact(ctl, ns, objs[i], got);
 		if (rc == 0 && i == 2)
 			rc = seed_pods_quota(ctl, ns, got);
 		if (rc == 0 && i == 3)

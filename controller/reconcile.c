@@ -923,9 +923,6 @@ controller_reconcile(struct controller *ctl, const char *key)
 			    "cancelled by spec.cancel");
 	} else if ((rc = sweep(ctl, ns, name, k8s_obj_uid(cx))) != 0) {
 		;
-	} else if ((rc = ctl_ensure_guardrails(ctl, ns)) != 0) {
-		if (rc == K8S_ECANCELED)
-			rc = 0;	/* a terminating namespace: leave it be */
 	} else if (pod && node_lost_end(ctl, cx, pod, status, &rc)) {
 		;
 	} else if (pod && warm && !claimed_here) {
@@ -938,9 +935,20 @@ controller_reconcile(struct controller *ctl, const char *key)
 		 */
 		rc = pod_vanished(ctl, cx, status, key);
 	} else if (pod == NULL) {
-		/* A fallback (startMode Cold) is not tried warm again. */
-		if (json_object_get(status, "startMode") ||
-		    !ctl_warm_start(ctl, cx, t0, &rc))
+		/*
+		 * Guardrails before its pod (only then: a pod that runs is
+		 * followed whatever they do). A fallback (startMode Cold) is
+		 * not tried warm again.
+		 */
+		rc = ctl_ensure_guardrails(ctl, ns);
+		if (rc == K8S_ECANCELED)
+			rc = 0;	/* a terminating namespace: leave it be */
+		else if (rc == CTL_EUNCOUNTED)
+			rc = quota_wait(ctl, cx, status, "the namespace's pods quota "
+			    "(airlock-executions) is not counted yet by the quota "
+			    "controller");
+		else if (rc == 0 && (json_object_get(status, "startMode") ||
+		    !ctl_warm_start(ctl, cx, t0, &rc)))
 			rc = create_pod(ctl, cx);
 	}
 	else

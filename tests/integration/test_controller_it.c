@@ -306,6 +306,17 @@ check_guardrails_restored(struct fx *fx)
 	if (!it_wait_for(guard_is_back, &rq, 5000))
 		fail_msg("the loosened ResourceQuota was not restored within 5 s");
 	print_message("# guardrails restored in %lld ms\n", it_mono_ms() - t0);
+	/*
+	 * Or adds to the policy what a forced apply would leave: a rule that
+	 * allows all ingress, a selector label that matches no pod. Put back
+	 * whole (the apply alone left both).
+	 */
+	patch = json_pack("{s:{s:[{}], s:{s:{s:s}}}}", "spec", "ingress",
+	    "podSelector", "matchLabels", "tenant", "nothing");
+	assert_int_equal(k8s_patch(c, &res_np, fx->ns, np.name, &merge, patch, NULL, &err), 0);
+	json_decref(patch);
+	if (!it_wait_for(guard_is_back, &np, 5000))
+		fail_msg("the NetworkPolicy with a tenant's rule was not put back within 5 s");
 	json_decref(np.want);
 	json_decref(rq.want);
 }
@@ -1550,6 +1561,26 @@ test_pods_quota_from_first_pod(void **state)
 	assert_null(json_object_get(json_object_get(q, "status"), "used"));
 	assert_int_equal(count_ns_pods(fx), 2);
 	/*
+	 * Meanwhile a new execution waits as for a full quota, said in its
+	 * status, and one that cannot wait that long ends at its timeout
+	 * (it used to stay with no status at all, past its timeout).
+	 */
+	create_cx(fx, "u0", "{\"runtime\":\"python\",\"source\":\"print(1)\","
+	    "\"timeoutSeconds\":120}");
+	create_cx(fx, "u1", "{\"runtime\":\"python\",\"source\":\"print(1)\","
+	    "\"timeoutSeconds\":2}");
+	w.name = "u0";
+	if (!it_wait_for(has_cond_reason, &w, 15000))
+		fail_msg("u0 did not wait for the quota to be counted");
+	cx = get_cx(fx, "u0");
+	if (strstr(cond(cx, "Scheduled", "message"), "is not counted yet") == NULL)
+		fail_msg("u0 waits, but says: %s", cond(cx, "Scheduled", "message"));
+	json_decref(cx);
+	cx = wait_phase(fx, "u1", "TimedOut");
+	assert_string_equal(st_str(cx, "reason"), "DeadlineExceeded");
+	json_decref(cx);
+	assert_int_equal(count_ns_pods(fx), 2);
+	/*
 	 * Counted, as the quota controller would: every limit of the spec,
 	 * two pods and (near enough here) nothing else in use. The three
 	 * get theirs.
@@ -1568,13 +1599,13 @@ test_pods_quota_from_first_pod(void **state)
 	json_decref(q);
 	assert_int_equal(k8s_patch(c, &res_rq, fx->ns, "airlock-executions", &st, p, NULL, &err), 0);
 	json_decref(p);
-	for (int i = 0; i < 5; i++) {
-		snprintf(name, sizeof(name), "f%d", i);
+	for (int i = 0; i < 6; i++) {
+		snprintf(name, sizeof(name), i < 5 ? "f%d" : "u0", i);
 		w.name = name;
 		if (!it_wait_for(has_pod_name, &w, 15000))
 			fail_msg("%s got no pod once the quota was counted", name);
 	}
-	assert_int_equal(count_ns_pods(fx), 5);
+	assert_int_equal(count_ns_pods(fx), 6);
 	cx = get_cx(fx, "f4");
 	assert_string_equal(st_str(cx, "phase"), "Pending");
 	json_decref(cx);
