@@ -115,13 +115,14 @@ static size_t live_sent[2];
  * Create the execution. A namespace's stored-executions quota that the
  * quota controller has not counted yet (its first moments) refuses every
  * create it covers with 403 "status unknown for quota", and nothing is
- * made: the same create again, every 200 ms for up to 10 s, unless
- * interrupted.
+ * made: the same create again, every 200 ms for up to 10 s (and one
+ * request's time), unless interrupted or cancelled.
  */
 #define QUOTA_UNCOUNTED_WAIT_MS	10000
 
 static int
-create_cx(struct conn *k, json_t *cx, json_t **created, struct k8s_error *err)
+create_cx(struct conn *k, json_t *cx, atomic_int *cancel, json_t **created,
+    struct k8s_error *err)
 {
 	long long until = clock_mono_ms() + QUOTA_UNCOUNTED_WAIT_MS;
 	int rc;
@@ -130,7 +131,8 @@ create_cx(struct conn *k, json_t *cx, json_t **created, struct k8s_error *err)
 		rc = k8s_create(k->c, &cx_resource, k->ns, cx, created, err);
 		if (rc != K8S_EFORBIDDEN || strstr(err->message,
 		    "status unknown for quota") == NULL ||
-		    clock_mono_ms() >= until || atomic_load(&interrupts))
+		    clock_mono_ms() >= until || atomic_load(&interrupts) ||
+		    (cancel && atomic_load(cancel)))
 			return rc;
 		log_debug("the namespace's quota is not counted yet; trying again",
 		    "namespace=%s", k->ns);
@@ -328,7 +330,7 @@ cluster_exec(const struct cli_cluster *o, json_t *cx, atomic_int *cancel,
 		return -1;
 	}
 	k.ns = o->ns ? o->ns : k.cfg->namespace ? k.cfg->namespace : "default";
-	if (create_cx(&k, cx, &created, &err) != 0) {
+	if (create_cx(&k, cx, cancel, &created, &err) != 0) {
 		snprintf(msg, msz, "create: %s", err.message);
 		disconnect(&k);
 		return err.http_status == 422 || err.http_status == 400 ? -2 : -1;
@@ -425,7 +427,7 @@ cluster_run(const struct cli_cluster *o, json_t *cx)
 	if (connect_(o, &k) != 0)
 		return CLI_EXIT_ERROR;
 	live = o->output == NULL && cx_stream(cx);
-	if (create_cx(&k, cx, &created, &err) != 0) {
+	if (create_cx(&k, cx, NULL, &created, &err) != 0) {
 		code = api_error("create", &err);
 		disconnect(&k);
 		return code;
