@@ -17,6 +17,7 @@
 #include "controller_priv.h"
 #include "ctl_config.h"
 #include "fakeapi.h"
+#include "podspec.h"
 
 static const char conf[] =
     "profiles:\n"
@@ -87,7 +88,15 @@ push_pass(struct fakeapi *api, long first_delay_ms)
 	fakeapi_push(api, 200, NULL, "{\"metadata\":{\"name\":\"t\"},\"status\":"
 	    "{\"phase\":\"Active\"}}", first_delay_ms);
 	fakeapi_push(api, 200, NULL, "{\"metadata\":{\"name\":\"airlock-sandbox\"}}", 0);
-	fakeapi_push(api, 200, NULL, "{\"metadata\":{\"name\":\"airlock-deny-all\"}}", 0);
+	{
+		/* As built: nothing to put back. */
+		json_t *np = podspec_network_policy("t");
+		char *text = json_dumps(np, JSON_COMPACT);
+
+		fakeapi_push(api, 200, NULL, text, 0);
+		free(text);
+		json_decref(np);
+	}
 	fakeapi_push(api, 200, NULL, PODS_QUOTA, 0);
 	fakeapi_push(api, 200, NULL, STORED_QUOTA, 0);
 }
