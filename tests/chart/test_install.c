@@ -583,6 +583,19 @@ test_forgery_guard(void **state)
 	assert_int_equal(rc, K8S_EFORBIDDEN);
 	if (strstr(err.message, "only the Airlock controller may make or change") == NULL)
 		fail_msg("refused, but not by the guard: %s", err.message);
+	/*
+	 * A pod of the executions' PriorityClass, no label of Airlock's:
+	 * refused too (it would count in the executions' quota).
+	 */
+	o = json_pack("{s:s, s:s, s:{s:s}, s:{s:s, s:[{s:s, s:s}]}}",
+	    "apiVersion", "v1", "kind", "Pod", "metadata", "name", "airlock-class",
+	    "spec", "priorityClassName", "airlock-chart-execution",
+	    "containers", "name", "run", "image", it_env_need("PAUSE_IMAGE"));
+	rc = k8s_create(tc, &k8s_res_pods, tenant_ns, o, NULL, &err);
+	json_decref(o);
+	assert_int_equal(rc, K8S_EFORBIDDEN);
+	if (strstr(err.message, "or pods of its PriorityClass") == NULL)
+		fail_msg("refused, but not by the guard: %s", err.message);
 	/* The same pod spec as an execution's, labels and all: refused. */
 	o = json_pack("{s:s, s:s, s:{s:s, s:{s:s, s:s}}, s:{s:[{s:s, s:s}]}}",
 	    "apiVersion", "v1", "kind", "Pod", "metadata", "name", "airlock-forged",

@@ -145,6 +145,9 @@ def main():
             results.append((ok, cmd, r))
     finally:
         kubectl("delete", "cx", "hello", "--ignore-not-found", "--wait=true", "--timeout=60s")
+        # And what `bin/airlock run` made (run-XXXXX, in default too): a
+        # second run of this test on the same cluster would list it.
+        kubectl("delete", "cx", "--all", "-n", "default", "--wait=true", "--timeout=60s")
         subprocess.run([helm, "uninstall", "airlock", "-n", RELNS, "--wait"],
                        env=dict(os.environ, KUBECONFIG=ce["KUBECONFIG_ADMIN"]),
                        capture_output=True, timeout=300)
