@@ -12,14 +12,13 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <openssl/evp.h>
-
 #include <yaml.h>
 
 #include "artifacts.h"
 #include "base64.h"
 #include "cli.h"
 #include "quantity.h"
+#include "sha256.h"
 #include "xmalloc.h"
 
 /* --- output --------------------------------------------------------------- */
@@ -568,10 +567,8 @@ cli_write_files(const char *dir, json_t *files, json_t *want, char *msg,
 		const char *path = json_string_value(json_object_get(f, "path"));
 		const char *sha = json_string_value(json_object_get(f, "sha256"));
 		const char *b64 = json_string_value(json_object_get(f, "content"));
-		unsigned char md[32];
 		char hex[65], *data = NULL;
 		size_t len = 0;
-		unsigned int mdlen = 0;
 		int fd, listed = 0;
 
 		if (path == NULL || !out_path_ok(path) || sha == NULL || b64 == NULL) {
@@ -591,9 +588,7 @@ cli_write_files(const char *dir, json_t *files, json_t *want, char *msg,
 			snprintf(msg, msz, "%s: its content is not base64", path);
 			goto fail;
 		}
-		EVP_Digest(data, len, md, &mdlen, EVP_sha256(), NULL);
-		for (unsigned k = 0; k < 32; k++)
-			snprintf(hex + 2 * k, 3, "%02x", md[k]);
+		sha256_hex(data, len, hex);
 		if (strcmp(hex, sha) != 0) {
 			free(data);
 			snprintf(msg, msz, "%s: its content does not have its sha256", path);

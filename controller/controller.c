@@ -3,8 +3,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-#include <openssl/evp.h>
 #ifdef __GLIBC__
 #include <malloc.h>
 #endif
@@ -18,6 +16,7 @@
 #include "log.h"
 #include "podspec.h"
 #include "pool.h"
+#include "sha256.h"
 #include "workqueue.h"
 #include "xmalloc.h"
 
@@ -232,10 +231,9 @@ trim_guard(json_t *obj)
 	json_t *md = json_object_get(obj, "metadata");
 	json_t *st = json_object_get(obj, "status");
 	json_t *what = json_copy(obj), *counted = json_object(), *v;
-	unsigned char d[EVP_MAX_MD_SIZE];
-	unsigned int n = 0;
-	char hex[2 * EVP_MAX_MD_SIZE + 1], *s;
+	char hex[65], *s;
 	const char *k;
+	int ok;
 
 	json_object_foreach(json_object_get(st, "used"), k, v)
 		json_object_set_new(counted, k, json_true());
@@ -250,18 +248,14 @@ trim_guard(json_t *obj)
 	    json_object_get(st, "hard"), "counted", counted));
 	s = json_dumps(what, JSON_COMPACT | JSON_SORT_KEYS);
 	json_decref(what);
-	if (s == NULL || EVP_Digest(s, strlen(s), d, &n, EVP_sha256(), NULL) != 1)
-		n = 0;
+	ok = s != NULL && sha256_hex(s, strlen(s), hex) == 0;
 	free(s);
-	for (unsigned int i = 0; i < n; i++)
-		snprintf(hex + 2 * i, 3, "%02x", d[i]);
-	hex[2 * n] = '\0';
 	/* No digest, none kept: every update of it is then an event. */
 	return json_pack("{s:{s:O*, s:O*, s:O*}, s:s*}", "metadata",
 	    "name", json_object_get(md, "name"),
 	    "namespace", json_object_get(md, "namespace"),
 	    "resourceVersion", json_object_get(md, "resourceVersion"),
-	    "digest", n ? hex : NULL);
+	    "digest", ok ? hex : NULL);
 }
 
 /*

@@ -5,10 +5,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <openssl/evp.h>
-
 #include "artifacts.h"
 #include "base64.h"
+#include "sha256.h"
 #include "xmalloc.h"
 
 #define BLOCK		512
@@ -18,24 +17,13 @@ const struct k8s_resource artifacts_resource = {
 	"airlock.dev", "v1alpha1", "codeexecutionartifacts", 1
 };
 
-static void
-hex_sha256(const void *p, size_t len, char out[65])
-{
-	unsigned char md[32];
-	unsigned int n = 0;
-
-	EVP_Digest(p, len, md, &n, EVP_sha256(), NULL);
-	for (unsigned i = 0; i < 32; i++)
-		snprintf(out + 2 * i, 3, "%02x", md[i]);
-}
-
 void
 artifacts_nonce(const char *uid, char out[33])
 {
 	char in[128], full[65];
 
 	snprintf(in, sizeof(in), "airlock.dev/out\n%s", uid ? uid : "");
-	hex_sha256(in, strlen(in), full);
+	sha256_hex(in, strlen(in), full);
 	memcpy(out, full, 32);
 	out[32] = '\0';
 }
@@ -225,7 +213,7 @@ artifacts_parse(const char *b64, size_t len, size_t max_bytes,
 			f->path = xstrdup(name);
 			f->size = (size_t)size;
 			f->data = data;
-			hex_sha256(data, f->size, f->sha256);
+			sha256_hex(data, f->size, f->sha256);
 			f->content_type = artifacts_content_type(name, data, f->size);
 		}
 		a->bytes += (size_t)size;

@@ -11,6 +11,7 @@
 #include "podspec.h"
 #include "jsonsize.h"
 #include "quantity.h"
+#include "sha256.h"
 #include "xmalloc.h"
 
 #define CODE_DIR	"/airlock/code"
@@ -48,17 +49,6 @@ podspec_result_free(struct podspec_result *r)
 	json_decref(r->pod);
 	json_decref(r->configmap);
 	r->pod = r->configmap = NULL;
-}
-
-static void
-sha256_hex(const char *s, size_t len, char out[65])
-{
-	unsigned char md[32];
-	unsigned int n = 0;
-
-	EVP_Digest(s, len, md, &n, EVP_sha256(), NULL);
-	for (unsigned i = 0; i < 32; i++)
-		snprintf(out + 2 * i, 3, "%02x", md[i]);
 }
 
 void
