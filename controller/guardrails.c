@@ -67,6 +67,16 @@ guard_owner(struct controller *ctl)
 	return ref;
 }
 
+/* Of a cache key "ns/name" in namespace ns, the name; else NULL. */
+static const char *
+key_in_ns(const char *key, const char *ns)
+{
+	size_t nl = strlen(ns);
+
+	return key && strncmp(key, ns, nl) == 0 && key[nl] == '/' ? key + nl + 1 :
+	    NULL;
+}
+
 /*
  * Until the cluster's quota controller has counted a new object-count
  * quota (it learns of a new CRD's resources by discovery, every 30 s), the
@@ -114,13 +124,9 @@ seed_quota_status(struct controller *ctl, const char *ns, json_t *quota)
 			continue;	/* counted, under an older limit: the limit only */
 		if (!counted_n) {
 			/* By key ("ns/name"): no object unpacked. */
-			size_t nl = strlen(ns);
-
 			all = informer_keys(ctl->cx_inf);
 			json_array_foreach(all, i, o)
-				if (strncmp(json_string_value(o), ns, nl) == 0 &&
-				    json_string_value(o)[nl] == '/')
-					n++;
+				n += key_in_ns(json_string_value(o), ns) != NULL;
 			json_decref(all);
 			counted_n = 1;
 		}
@@ -162,8 +168,8 @@ seed_pods_quota(struct controller *ctl, const char *ns, json_t *quota)
 	json_t *hard = json_object_get(json_object_get(quota, "spec"), "hard");
 	json_t *st = json_object_get(quota, "status"), *used, *keys, *o, *pod, *p;
 	struct k8s_error err;
-	const char *key, *phase;
-	size_t i, nl = strlen(ns);
+	const char *key, *phase, *name;
+	size_t i;
 	int missing = 0, live = 0, rc;
 
 	json_object_foreach(hard, key, o)
@@ -174,11 +180,9 @@ seed_pods_quota(struct controller *ctl, const char *ns, json_t *quota)
 		return 0;
 	keys = informer_keys(ctl->pod_inf);
 	json_array_foreach(keys, i, o) {
-		const char *k = json_string_value(o);
-
-		if (live || strncmp(k, ns, nl) != 0 || k[nl] != '/')
+		if (live || (name = key_in_ns(json_string_value(o), ns)) == NULL)
 			continue;
-		pod = informer_get(ctl->pod_inf, ns, k + nl + 1);
+		pod = informer_get(ctl->pod_inf, ns, name);
 		phase = json_string_value(json_object_get(json_object_get(pod,
 		    "status"), "phase"));
 		live = pod && (phase == NULL || (strcmp(phase, "Succeeded") != 0 &&

@@ -351,7 +351,20 @@ wait_phase(struct fx *fx, const char *name, const char *phase)
 	return get_cx(fx, name);
 }
 
-/* Pods of the namespace labelled with this execution uid. */
+/* Set the namespace's annotation key (a cluster admin's quota override). */
+static void
+annotate_ns(struct fx *fx, const char *key, const char *value)
+{
+	struct k8s_patch_opts merge = { .type = K8S_PATCH_MERGE };
+	struct k8s_error err;
+	json_t *p = json_pack("{s:{s:{s:s}}}", "metadata", "annotations", key, value);
+
+	if (k8s_patch(c, &k8s_res_namespaces, NULL, fx->ns, &merge, p, NULL, &err) != 0)
+		fail_msg("annotate namespace %s: %s", key, err.message);
+	json_decref(p);
+}
+
+/* Pods of the namespace labelled with this execution uid; uid NULL: all. */
 static size_t
 count_pods(struct fx *fx, const char *uid)
 {
@@ -362,8 +375,8 @@ count_pods(struct fx *fx, const char *uid)
 	char *rv;
 	size_t n;
 
-	snprintf(sel, sizeof(sel), "airlock.dev/execution-uid=%s", uid);
-	lo.label_selector = sel;
+	snprintf(sel, sizeof(sel), "airlock.dev/execution-uid=%s", uid ? uid : "");
+	lo.label_selector = uid ? sel : NULL;
 	if (k8s_list_all(c, &k8s_res_pods, fx->ns, &lo, &items, &rv, &err) != 0)
 		fail_msg("list pods: %s", err.message);
 	n = json_array_size(items);
@@ -1155,10 +1168,7 @@ test_stored_quota(void **state)
 	    "spec"), "hard"), "count/codeexecutions.airlock.dev")), "1k");	/* 1000, as the server writes it */
 	assert_null(json_object_get(json_object_get(o, "spec"), "scopeSelector"));
 	json_decref(o);
-	p = json_pack("{s:{s:{s:s}}}", "metadata", "annotations",
-	    "airlock.dev/quota-stored-executions", "2");
-	assert_int_equal(k8s_patch(c, &k8s_res_namespaces, NULL, fx->ns, &merge, p, NULL, &err), 0);
-	json_decref(p);
+	annotate_ns(fx, "airlock.dev/quota-stored-executions", "2");
 	/* Applied at the next guardrail pass: a quota edit brings one at once. */
 	p = json_pack("{s:{s:{s:s}}}", "spec", "hard", "count/codeexecutions.airlock.dev", "5000");
 	assert_int_equal(k8s_patch(c, &res_rq, fx->ns, "airlock-stored", &merge, p, NULL, &err), 0);
@@ -1313,16 +1323,12 @@ static void
 test_quota_wait(void **state)
 {
 	struct fx *fx = *state;
-	struct k8s_patch_opts merge = { .type = K8S_PATCH_MERGE };
 	struct wait_cond wb = { fx, "qb", "Scheduled", "QuotaExceeded" };
 	struct k8s_error err;
 	const char *m;
-	json_t *cx, *p;
+	json_t *cx;
 
-	p = json_pack("{s:{s:{s:s}}}", "metadata", "annotations",
-	    "airlock.dev/quota-executions", "1");
-	assert_int_equal(k8s_patch(c, &k8s_res_namespaces, NULL, fx->ns, &merge, p, NULL, &err), 0);
-	json_decref(p);
+	annotate_ns(fx, "airlock.dev/quota-executions", "1");
 	create_cx(fx, "qa", "{\"runtime\":\"python\",\"source\":\"print(1)\"}");
 	wb.name = "qa";
 	if (!it_wait_for(has_pod_name, &wb, 10000))
@@ -1401,18 +1407,12 @@ static void
 test_quota_retries_spread(void **state)
 {
 	struct fx *fx = *state;
-	struct k8s_patch_opts merge = { .type = K8S_PATCH_MERGE };
 	struct wait_cond w = { fx, "qa", "Scheduled", "QuotaExceeded" };
 	const char *series = "airlock_quota_refused_total{kind=\"execution\"}";
-	struct k8s_error err;
 	char name[16];
 	double before, after;
-	json_t *p;
 
-	p = json_pack("{s:{s:{s:s}}}", "metadata", "annotations",
-	    "airlock.dev/quota-executions", "1");
-	assert_int_equal(k8s_patch(c, &k8s_res_namespaces, NULL, fx->ns, &merge, p, NULL, &err), 0);
-	json_decref(p);
+	annotate_ns(fx, "airlock.dev/quota-executions", "1");
 	create_cx(fx, "qa", "{\"runtime\":\"python\",\"source\":\"print(1)\"}");
 	if (!it_wait_for(has_pod_name, &w, 10000))
 		fail_msg("qa got no pod");
@@ -1464,23 +1464,6 @@ test_quota_retries_spread(void **state)
 	}
 }
 
-static size_t
-count_ns_pods(struct fx *fx)
-{
-	struct k8s_list_opts lo = { 0 };
-	struct k8s_error err;
-	json_t *items;
-	char *rv;
-	size_t n;
-
-	if (k8s_list_all(c, &k8s_res_pods, fx->ns, &lo, &items, &rv, &err) != 0)
-		fail_msg("list pods: %s", err.message);
-	n = json_array_size(items);
-	json_decref(items);
-	free(rv);
-	return n;
-}
-
 static int
 quota_back(void *arg)
 {
@@ -1507,7 +1490,6 @@ static void
 test_pods_quota_from_first_pod(void **state)
 {
 	struct fx *fx = *state;
-	struct k8s_patch_opts merge = { .type = K8S_PATCH_MERGE };
 	struct k8s_patch_opts st = { .type = K8S_PATCH_MERGE, .subresource = "status" };
 	struct wait_cond w = { fx, NULL, "Scheduled", "QuotaExceeded" };
 	struct k8s_error err;
@@ -1515,10 +1497,7 @@ test_pods_quota_from_first_pod(void **state)
 	char name[16];
 	json_t *p, *q = NULL, *cx;
 
-	p = json_pack("{s:{s:{s:s}}}", "metadata", "annotations",
-	    "airlock.dev/quota-executions", "2");
-	assert_int_equal(k8s_patch(c, &k8s_res_namespaces, NULL, fx->ns, &merge, p, NULL, &err), 0);
-	json_decref(p);
+	annotate_ns(fx, "airlock.dev/quota-executions", "2");
 	for (int i = 0; i < 5; i++) {
 		snprintf(name, sizeof(name), "f%d", i);
 		create_cx(fx, name, "{\"runtime\":\"python\",\"source\":\"print(1)\","
@@ -1542,24 +1521,21 @@ test_pods_quota_from_first_pod(void **state)
 	}
 	assert_int_equal(pods, 2);
 	assert_int_equal(waiting, 3);
-	assert_int_equal(count_ns_pods(fx), 2);
+	assert_int_equal(count_pods(fx, NULL), 2);
 
 	/*
 	 * Room for ten, and the quota made anew while two pods live: its
 	 * status is the quota controller's to count, and nothing is made
 	 * until it has (a retry of each waiting one, 2 s, has passed).
 	 */
-	p = json_pack("{s:{s:{s:s}}}", "metadata", "annotations",
-	    "airlock.dev/quota-executions", "10");
-	assert_int_equal(k8s_patch(c, &k8s_res_namespaces, NULL, fx->ns, &merge, p, NULL, &err), 0);
-	json_decref(p);
+	annotate_ns(fx, "airlock.dev/quota-executions", "10");
 	assert_int_equal(k8s_delete(c, &res_rq, fx->ns, "airlock-executions", NULL, NULL, &err), 0);
 	if (!it_wait_for(quota_back, fx, 10000))
 		fail_msg("the pods quota was not made again");
 	it_sleep_ms(3000);
 	assert_int_equal(k8s_get(c, &res_rq, fx->ns, "airlock-executions", &q, &err), 0);
 	assert_null(json_object_get(json_object_get(q, "status"), "used"));
-	assert_int_equal(count_ns_pods(fx), 2);
+	assert_int_equal(count_pods(fx, NULL), 2);
 	/*
 	 * Meanwhile a new execution waits as for a full quota, said in its
 	 * status, and one that cannot wait that long ends at its timeout
@@ -1579,7 +1555,7 @@ test_pods_quota_from_first_pod(void **state)
 	cx = wait_phase(fx, "u1", "TimedOut");
 	assert_string_equal(st_str(cx, "reason"), "DeadlineExceeded");
 	json_decref(cx);
-	assert_int_equal(count_ns_pods(fx), 2);
+	assert_int_equal(count_pods(fx, NULL), 2);
 	/*
 	 * Counted, as the quota controller would: every limit of the spec,
 	 * two pods and (near enough here) nothing else in use. The three
@@ -1605,7 +1581,7 @@ test_pods_quota_from_first_pod(void **state)
 		if (!it_wait_for(has_pod_name, &w, 15000))
 			fail_msg("%s got no pod once the quota was counted", name);
 	}
-	assert_int_equal(count_ns_pods(fx), 6);
+	assert_int_equal(count_pods(fx, NULL), 6);
 	cx = get_cx(fx, "f4");
 	assert_string_equal(st_str(cx, "phase"), "Pending");
 	json_decref(cx);
