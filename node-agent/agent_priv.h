@@ -233,6 +233,7 @@ void agent_flush(struct agent *a, struct run *r);
 void agent_warm_spawn(struct agent *a, struct run *r);
 void agent_warm_maybe_record(struct agent *a, struct run *r);
 void agent_warm_usage(struct run *r);
+void agent_usage_once(struct agent *a, struct run *r);
 /* Without the lock: a deleted pod's exec directory; stale ones. */
 void agent_warm_forget(struct agent *a, const char *uid);
 void agent_warm_sweep(struct agent *a);

@@ -353,6 +353,28 @@ agent_decide(const struct run *r, long long hard_cap, long poll_ms,
 	return *why == CX_KILL_NONE ? AGENT_WAIT : AGENT_KILL;
 }
 
+/*
+ * A run's cgroup figures, once it exited: at once, before an idle warm
+ * sandbox adds to its CPU time or the kubelet removes the cgroup. The
+ * cgroup's OOM kill count says OOM too, which the runtime's TaskOOM may
+ * say too late: a warm run's exit is its runsc client's, and can be in
+ * hand before the shim's event (seen in CI: a memory bomb recorded as
+ * Error). The limit is the pod's, so the count is the pod cgroup's own.
+ * Called locked.
+ */
+void
+agent_usage_once(struct agent *a, struct run *r)
+{
+	if (!r->exited || r->usage_done)
+		return;
+	usage_read(a->o.cgroup_mount, a->o.cgroup_root, r->uid, &r->usage);
+	if (r->warm)
+		agent_warm_usage(r);
+	if (r->usage.oom_kills > 0)
+		r->oom = 1;
+	r->usage_done = 1;
+}
+
 /* One pass over the runs; the decisions, acted on outside the lock. */
 static void
 tick(struct agent *a)
@@ -409,13 +431,7 @@ tick(struct agent *a)
 		 * Exited: the cgroup's figures at once, before the idle
 		 * sandbox adds to its CPU time or the kubelet removes it.
 		 */
-		if (r->exited && !r->usage_done) {
-			usage_read(a->o.cgroup_mount, a->o.cgroup_root, r->uid,
-			    &r->usage);
-			if (r->warm)
-				agent_warm_usage(r);
-			r->usage_done = 1;
-		}
+		agent_usage_once(a, r);
 		switch (agent_decide(r, a->o.hard_cap, a->o.poll_ms, now, wall,
 		    &why)) {
 		case AGENT_KILL:

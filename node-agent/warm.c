@@ -92,13 +92,7 @@ agent_warm_maybe_record(struct agent *a, struct run *r)
 
 	if (!r->warm || !r->exited || !r->io_done || r->busy || r->recorded)
 		return;
-	if (!r->usage_done) {
-		/* As tick.c does, before the kubelet removes the cgroup. */
-		usage_read(a->o.cgroup_mount, a->o.cgroup_root, r->uid,
-		    &r->usage);
-		agent_warm_usage(r);
-		r->usage_done = 1;
-	}
+	agent_usage_once(a, r);
 	crilog_finish(r->log);
 	r->busy = 1;
 	snprintf(key, sizeof(key), "record/%s", r->uid);

@@ -356,6 +356,58 @@ test_oom(void **state)
 	assert_int_equal(why, CX_KILL_NONE);
 }
 
+/*
+ * The pod cgroup's OOM kill count is an OOM too: a warm run's exit is its
+ * runsc client's, which can come before the shim's TaskOOM (a memory bomb
+ * was recorded Error so). Read once, when the run has exited.
+ */
+static void
+test_oom_from_cgroup(void **state)
+{
+	static const char *const kills[] = { "0", "1" };
+	struct fixture *f = *state;
+	struct agent a = { 0 };
+	char top[] = "/tmp/airlock-oom-XXXXXX", cmd[400], path[300];
+	FILE *fp;
+
+	assert_non_null(mkdtemp(top));
+	a.o.cgroup_mount = top;
+	f->r.uid = "7056fc73-9923-4638-a1cc-3f428b37a5b5";
+	f->r.warm = 1;
+	f->r.cpu_before_ns = -1;
+	for (int i = 0; i < 2; i++) {
+		snprintf(path, sizeof(path), "%s/memory/kubepods/burstable/pod%s",
+		    top, f->r.uid);
+		snprintf(cmd, sizeof(cmd), "mkdir -p '%s'", path);
+		assert_int_equal(system(cmd), 0);
+		strcat(path, "/memory.oom_control");
+		assert_non_null(fp = fopen(path, "w"));
+		fprintf(fp, "oom_kill_disable 0\nunder_oom 0\noom_kill %s\n",
+		    kills[i]);
+		fclose(fp);
+		strcpy(strrchr(path, '/'), "/memory.max_usage_in_bytes");
+		assert_non_null(fp = fopen(path, "w"));
+		fputs("134221824\n", fp);
+		fclose(fp);
+
+		f->r.exited = 0;
+		f->r.usage_done = 0;
+		f->r.oom = 0;
+		agent_usage_once(&a, &f->r);	/* not exited: not yet */
+		assert_int_equal(f->r.usage_done, 0);
+		assert_int_equal(f->r.oom, 0);
+		f->r.exited = 1;
+		f->r.status = 128;
+		agent_usage_once(&a, &f->r);
+		assert_int_equal(f->r.usage_done, 1);
+		assert_int_equal(f->r.usage.peak_memory, 134221824);
+		assert_int_equal(f->r.usage.oom_kills, i);
+		assert_int_equal(f->r.oom, i);
+	}
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", top);
+	assert_int_equal(system(cmd), 0);
+}
+
 /* Recorded (or its pod deleted before an exit): the pod goes. */
 static void
 test_recorded(void **state)
@@ -553,12 +605,13 @@ main(void)
 		T(test_kill_retry),
 		T(test_exit_races_deadline),
 		T(test_log_closed),
-	T(test_exit_early),
-	T(test_wait_takes),
-	T(test_pid_start),
-	T(test_flush_pace),
+		T(test_exit_early),
+		T(test_wait_takes),
+		T(test_pid_start),
+		T(test_flush_pace),
 		T(test_exit_after_kill),
 		T(test_oom),
+		T(test_oom_from_cgroup),
 		T(test_recorded),
 		T(test_unknown_end),
 		T(test_learn_exit),
