@@ -20,7 +20,10 @@
 #
 # The controller runs with the chart's default of 4 workers (WORKERS=);
 # CONTROLLER= runs another build of it (an A/B against an older commit),
-# and RESULTS= appends the table elsewhere than bench/RESULTS.md.
+# and RESULTS= appends the table elsewhere than bench/RESULTS.md. Each phase
+# also prints what the API server and etcd spent on it in CPU time;
+# APIPROF=FILE saves the API server's CPU profile (APIPROF_S seconds, 10)
+# from the start of round 1's controller phase (go tool pprof -top FILE).
 #
 # usage: bench/controller.sh [N [R]]      (default 5000 3)
 set -euo pipefail
@@ -34,6 +37,14 @@ nss=()
 trap 'kill "$pid" 2>/dev/null || true; wait "$pid" 2>/dev/null || true; for x in "${nss[@]}"; do k delete ns "$x" --wait=false >/dev/null 2>&1 || true; done; rm -rf "$work"' EXIT
 
 rss_kib() { awk '/^VmRSS/ { print $2 }' "/proc/$1/status"; }
+# The CPU time the API server and etcd have used, ms (utime + stime): each
+# phase's share is what it cost the control plane, whoever was waiting.
+cluster_dir=$(dirname "$KUBECONFIG_ADMIN")
+tick=$(getconf CLK_TCK)
+cpu_ms() { awk -v t="$tick" '{ print int(($14 + $15) * 1000 / t) }' "/proc/$(cat "$cluster_dir/$1.pid")/stat"; }
+cp_cpu() { echo "$(cpu_ms kube-apiserver) $(cpu_ms etcd)"; }
+# cp_per BEFORE AFTER N: "API server A ms, etcd E ms" per one of N.
+cp_per() { echo "$1 $2" | awk -v n="$3" '{ printf "%.2f %.2f", ($3 - $1) / n, ($4 - $2) / n }'; }
 # Of that, the process's own memory (heap, stacks), not the shared
 # libraries' pages.
 anon_kib() { awk '/^RssAnon/ { print $2 }' "/proc/$1/status"; }
@@ -153,9 +164,11 @@ for r in $(seq "$rounds"); do
 
 	# Baseline: the API server and kubectl alone creating N pods.
 	api_counts > "$work/api-base-before"
+	c0=$(cp_cpu)
 	t0=$(now)
 	k -n "$ns-base" create -f "$work/pods.json" >/dev/null
 	base_s[r]=$(echo "$(now) - $t0" | bc)
+	read -r base_api_ms[r] base_etcd_ms[r] <<<"$(cp_per "$c0" "$(cp_cpu)" "$n")"
 	api_counts > "$work/api-base-after"
 	api_base[r]=$(api_per "$work/api-base-before" "$work/api-base-after" "$n")
 
@@ -165,8 +178,14 @@ for r in $(seq "$rounds"); do
 	k -n "$ns" create -f "$work/cx.json" >/dev/null
 	create_s[r]=$(echo "$(now) - $t0" | bc)
 	api_counts > "$work/api-before"
+	c0=$(cp_cpu)
 	t0=$(now)
 	start_controller "$ns" "$work/controller-$r.log"
+	# APIPROF=FILE: the API server's CPU profile of this phase (round 1).
+	if [ -n "${APIPROF-}" ] && [ "$r" = 1 ]; then
+		k get --raw "/debug/pprof/profile?seconds=${APIPROF_S:-10}" > "$APIPROF" &
+		prof_pid=$!
+	fi
 	ready_s[r]=$(echo "$(now) - $t0" | bc)
 	while :; do
 		p=$(metric "$addr" 'airlock_executions_total{phase="Pending"}')
@@ -175,6 +194,8 @@ for r in $(seq "$rounds"); do
 	done
 	total_s[r]=$(echo "$(now) - $t0" | bc)
 	until [ "$(metric "$addr" airlock_workqueue_depth)" = 0 ]; do sleep 0.05; done
+	read -r cx_api_ms[r] cx_etcd_ms[r] <<<"$(cp_per "$c0" "$(cp_cpu)" "$n")"
+	[ -z "${prof_pid-}" ] || { wait "$prof_pid" || true; prof_pid=; }
 	api_counts > "$work/api-after"
 	api[r]=$(api_per "$work/api-before" "$work/api-after" "$n")
 	reconciles[r]=$(echo "scale=2; $(metric "$addr" airlock_reconcile_seconds_count) / $n" | bc)
@@ -204,9 +225,11 @@ med() { local f=$1; shift; printf '%s\n' "$@" | sort -g | awk -v f="$f" '{ v[NR]
 spread() { local f=$1; shift; printf '%s\n' "$@" | sort -g | awk -v f="$f" 'NR == 1 { lo = $1 } { hi = $1 } END { printf f "-" f, lo, hi }'; }
 ratios=()
 rate=()
+api_ratio=()
 for r in $(seq "$rounds"); do
 	ratios+=("$(echo "scale=3; ${total_s[r]} / ${base_s[r]}" | bc)")
 	rate+=("$(echo "scale=1; $n / ${total_s[r]}" | bc)")
+	api_ratio+=("$(echo "scale=3; ${cx_api_ms[r]} / ${base_api_ms[r]}" | bc)")
 	per_full+=("$(echo "scale=1; (${rss_full[r]} - ${rss_idle[r]}) / $n" | bc)")
 	per_done+=("$(echo "(${rss_done[r]} - ${rss_idle[r]}) * 1024 / $n" | bc)")
 done
@@ -233,6 +256,8 @@ mem=$(awk '/MemTotal/ { printf "%.0f GiB", $2 / 1048576 }' /proc/meminfo)
 	echo "| of which RssAnon (heap, stacks), KiB: ready / in flight / finished | $(med %.0f "${anon_idle[@]}") | $(med %.0f "${anon_full[@]}") / $(med %.0f "${anon_done[@]}") | |"
 	echo "| RSS per finished execution, bytes | | $(med %.0f "${per_done[@]}") [$(spread %.0f "${per_done[@]}")] | |"
 	echo "| reconciles per execution, controller start -> queue empty | | $(med %.2f "${reconciles[@]}") [$(spread %.2f "${reconciles[@]}")] | |"
+	echo "| kube-apiserver CPU per pod / per execution, ms | $(med %.2f "${base_api_ms[@]}") [$(spread %.2f "${base_api_ms[@]}")] | $(med %.2f "${cx_api_ms[@]}") [$(spread %.2f "${cx_api_ms[@]}")] | $(med %.2f "${api_ratio[@]}")x |"
+	echo "| etcd CPU per pod / per execution, ms | $(med %.2f "${base_etcd_ms[@]}") [$(spread %.2f "${base_etcd_ms[@]}")] | $(med %.2f "${cx_etcd_ms[@]}") [$(spread %.2f "${cx_etcd_ms[@]}")] | |"
 	echo
 	echo "API requests per pod, baseline (all clients; round 1 of $rounds): ${api_base[1]}"
 	echo

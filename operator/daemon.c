@@ -71,18 +71,6 @@ healthy(void *arg, char *why, size_t len)
 	return 0;
 }
 
-static void *
-poll_ready(void *arg)
-{
-	struct daemon *d = arg;
-
-	while (!d->quitting) {
-		httpd_set_ready(d->httpd, d->ready(d->ready_arg));
-		usleep(100000);
-	}
-	return NULL;
-}
-
 void
 daemon_serve(struct daemon *d, const char *addr, int (*ready)(void *),
     void *arg)
@@ -96,9 +84,7 @@ daemon_serve(struct daemon *d, const char *addr, int (*ready)(void *),
 		exit(1);
 	}
 	httpd_set_health_check(d->httpd, healthy, NULL);
-	d->ready = ready;
-	d->ready_arg = arg;
-	d->ready_started = pthread_create(&d->ready_th, NULL, poll_ready, d) == 0;
+	httpd_set_ready_check(d->httpd, ready, arg);
 }
 
 static void *
@@ -144,9 +130,14 @@ daemon_wait(struct daemon *d)
 		d->quitting = 1;
 		log_info("shutting down", "signal=%d", sig);
 	}
-	if (d->ready_started) {
-		pthread_join(d->ready_th, NULL);
-		d->ready_started = 0;
+	/*
+	 * Quitting: not ready, and ready() is not asked again, as what it
+	 * reads is freed from now on.
+	 */
+	if (d->httpd) {
+		httpd_set_ready_check(d->httpd, NULL, NULL);
+		httpd_set_not_ready_reason(d->httpd, "shutting down");
+		httpd_set_ready(d->httpd, 0);
 	}
 	return sig;
 }

@@ -2,8 +2,8 @@
  * daemon.h - what each Airlock daemon's main() does around its own work,
  * in the spirit of controller-runtime's Manager: the API client from a
  * kubeconfig (or the pod's service account), the metrics registry, the
- * /metrics, /healthz and /readyz endpoint with readiness polled from the
- * daemon, SIGTERM and SIGINT taken by one thread, and range-checked
+ * /metrics, /healthz and /readyz endpoint with readiness asked of the
+ * daemon per request, SIGTERM and SIGINT taken by one thread, and range-checked
  * numeric flags. The lease stays with the controller (lease.h): only it
  * elects a leader.
  *
@@ -31,10 +31,8 @@ struct daemon {
 	/* private */
 	sigset_t		 sigs;
 	volatile sig_atomic_t	 quitting;
-	int			(*ready)(void *);
-	void			*ready_arg;
-	pthread_t		 ready_th, sig_th;
-	int			 ready_started, sig_started;
+	pthread_t		 sig_th;
+	int			 sig_started;
 	void			(*on_signal)(void *);
 	void			*on_signal_arg;
 };
@@ -61,7 +59,8 @@ void daemon_init(struct daemon *d, const char *name, const char *kubeconfig,
 /*
  * Serve /metrics, /healthz (always healthy: the process answers) and
  * /readyz at addr, "0" for none; /readyz is 200 while ready(arg) says so,
- * polled every 100 ms from now until daemon_wait returns. Exit 1 when addr
+ * asked per request (on the HTTP server's thread: it must not block) from
+ * now until daemon_wait returns, and 503 from then on. Exit 1 when addr
  * cannot be served.
  */
 void daemon_serve(struct daemon *d, const char *addr, int (*ready)(void *),

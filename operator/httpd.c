@@ -28,10 +28,12 @@ struct httpd {
 	int			 ready;
 	char			 reason[HTTPD_REASON_MAX];	/* "" = default */
 
-	/* Held while the check runs, so a setter never frees arg under it. */
+	/* Held while a check runs, so a setter never frees arg under it. */
 	pthread_mutex_t		 check_lock;
 	int			(*check)(void *, char *, size_t);
 	void			*check_arg;
+	int			(*ready_check)(void *);
+	void			*ready_arg;
 
 	/*
 	 * While MHD_start_daemon runs, libmicrohttpd's complaints on the
@@ -143,6 +145,10 @@ serve_readyz(struct httpd *h, struct MHD_Connection *conn)
 	ready = h->ready;
 	strcpy(why, h->reason[0] ? h->reason : "not ready");
 	pthread_mutex_unlock(&h->lock);
+	pthread_mutex_lock(&h->check_lock);
+	if (h->ready_check != NULL)
+		ready = h->ready_check(h->ready_arg);
+	pthread_mutex_unlock(&h->check_lock);
 	if (ready)
 		return reply_text(conn, MHD_HTTP_OK, "ok");
 	return reply(conn, MHD_HTTP_SERVICE_UNAVAILABLE, CT_TEXT, why,
@@ -361,6 +367,15 @@ httpd_set_health_check(struct httpd *h,
 	pthread_mutex_lock(&h->check_lock);
 	h->check = check;
 	h->check_arg = arg;
+	pthread_mutex_unlock(&h->check_lock);
+}
+
+void
+httpd_set_ready_check(struct httpd *h, int (*ready)(void *arg), void *arg)
+{
+	pthread_mutex_lock(&h->check_lock);
+	h->ready_check = ready;
+	h->ready_arg = arg;
 	pthread_mutex_unlock(&h->check_lock);
 }
 

@@ -77,6 +77,17 @@ void httpd_set_not_ready_reason(struct httpd *h, const char *why);
 void httpd_set_health_check(struct httpd *h,
     int (*check)(void *arg, char *why, size_t whylen), void *arg);
 
+/*
+ * Make /readyz ask ready(arg) per request, on libmicrohttpd's thread,
+ * instead of answering the flag httpd_set_ready() sets: nonzero is ready.
+ * Asked, not polled, so that /readyz is never behind what the daemon
+ * knows. Like the health check, it runs under the lock this call takes:
+ * once httpd_set_ready_check(h, NULL, NULL) returns, ready is not running
+ * and is not called again. ready must not call this.
+ */
+void httpd_set_ready_check(struct httpd *h, int (*ready)(void *arg),
+    void *arg);
+
 /* Stop serving (waits for requests in flight) and free h. NULL is fine. */
 void httpd_stop(struct httpd *h);
 

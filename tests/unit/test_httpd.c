@@ -244,6 +244,13 @@ test_httpd_no_metrics(void **state)
 	httpd_stop(h);
 }
 
+static int
+always_ready(void *arg)
+{
+	(void)arg;
+	return 1;
+}
+
 static void
 test_httpd_readyz(void **state)
 {
@@ -267,6 +274,12 @@ test_httpd_readyz(void **state)
 	expect(port, NULL, "/readyz", 200, CT_TEXT, "ok");
 	/* Readiness and health are separate. */
 	expect(port, NULL, "/healthz", 200, CT_TEXT, "ok");
+	/* A check, while set, says it instead of the flag. */
+	httpd_set_ready(h, 0);
+	httpd_set_ready_check(h, always_ready, NULL);
+	expect(port, NULL, "/readyz", 200, CT_TEXT, "ok");
+	httpd_set_ready_check(h, NULL, NULL);
+	expect(port, NULL, "/readyz", 503, CT_TEXT, "not ready");
 	httpd_stop(h);
 }
 
