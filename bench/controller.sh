@@ -23,7 +23,9 @@
 # and RESULTS= appends the table elsewhere than bench/RESULTS.md. Each phase
 # also prints what the API server and etcd spent on it in CPU time;
 # APIPROF=FILE saves the API server's CPU profile (APIPROF_S seconds, 10)
-# from the start of round 1's controller phase (go tool pprof -top FILE).
+# from the start of round 1's controller phase, and FILE.base of its
+# baseline (go tool pprof -top FILE); the cluster must serve it
+# (AIRLOCK_APISERVER_PROFILING=1 make cluster-up).
 #
 # usage: bench/controller.sh [N [R]]      (default 5000 3)
 set -euo pipefail
@@ -165,8 +167,13 @@ for r in $(seq "$rounds"); do
 	# Baseline: the API server and kubectl alone creating N pods.
 	api_counts > "$work/api-base-before"
 	c0=$(cp_cpu)
+	if [ -n "${APIPROF-}" ] && [ "$r" = 1 ]; then
+		k get --raw "/debug/pprof/profile?seconds=${APIPROF_S:-10}" > "$APIPROF.base" &
+		prof_pid=$!
+	fi
 	t0=$(now)
 	k -n "$ns-base" create -f "$work/pods.json" >/dev/null
+	[ -z "${prof_pid-}" ] || { wait "$prof_pid" || true; prof_pid=; }
 	base_s[r]=$(echo "$(now) - $t0" | bc)
 	read -r base_api_ms[r] base_etcd_ms[r] <<<"$(cp_per "$c0" "$(cp_cpu)" "$n")"
 	api_counts > "$work/api-base-after"
@@ -179,13 +186,12 @@ for r in $(seq "$rounds"); do
 	create_s[r]=$(echo "$(now) - $t0" | bc)
 	api_counts > "$work/api-before"
 	c0=$(cp_cpu)
-	t0=$(now)
-	start_controller "$ns" "$work/controller-$r.log"
-	# APIPROF=FILE: the API server's CPU profile of this phase (round 1).
 	if [ -n "${APIPROF-}" ] && [ "$r" = 1 ]; then
 		k get --raw "/debug/pprof/profile?seconds=${APIPROF_S:-10}" > "$APIPROF" &
 		prof_pid=$!
 	fi
+	t0=$(now)
+	start_controller "$ns" "$work/controller-$r.log"
 	ready_s[r]=$(echo "$(now) - $t0" | bc)
 	while :; do
 		p=$(metric "$addr" 'airlock_executions_total{phase="Pending"}')

@@ -9,6 +9,9 @@
 #                         controller-manager, kubelet (node.sh)
 #        NODES=2 up.sh    two nodes, each with its own kubelet, containerd
 #                         and gVisor (NODES=1 is NODE=1)
+#        AIRLOCK_APISERVER_PROFILING=1 up.sh
+#                         the API server serves /debug/pprof (for
+#                         bench/controller.sh APIPROF=; off otherwise)
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
@@ -234,7 +237,8 @@ start_apiserver() {
 			--service-account-key-file="$pki/sa.pub" \
 			--service-account-signing-key-file="$pki/sa.key" \
 			--endpoint-reconciler-type=none \
-			--profiling=false "${APISERVER_NODE_FLAGS[@]}"
+			--profiling="$([ "${AIRLOCK_APISERVER_PROFILING-}" = 1 ] && echo true || echo false)" \
+			"${APISERVER_NODE_FLAGS[@]}"
 		rc=0
 		wait_for kube-apiserver "$READY_TIMEOUT" apiserver_ready || rc=$?
 		[ "$rc" = 0 ] && return 0
