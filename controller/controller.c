@@ -300,6 +300,8 @@ trim_when_idle(struct controller *ctl)
 #endif
 }
 
+static void first_pass_check(struct controller *ctl);
+
 static void *
 worker(void *arg)
 {
@@ -330,6 +332,7 @@ worker(void *arg)
 		workqueue_done(ctl->queue, key);
 		metric_set(ctl->m_depth, NULL, (double)workqueue_len(ctl->queue));
 		free(key);
+		first_pass_check(ctl);
 		if (workqueue_len(ctl->queue) == 0)
 			trim_when_idle(ctl);
 	}
@@ -742,22 +745,33 @@ controller_set_leading(struct controller *ctl, int leading)
 	metric_set(ctl->m_leader, NULL, leading ? 1 : 0);
 }
 
+/*
+ * Leading, synced (every execution listed is queued), and the queue ran
+ * dry with no worker busy: each has been looked at once. Latched; tried by
+ * /readyz and by each worker as it finishes a key, so that a busy queue
+ * dry only for a moment between probes still counts.
+ */
+static void
+first_pass_check(struct controller *ctl)
+{
+	if (!atomic_load(&ctl->leading) || atomic_load(&ctl->first_pass_done) ||
+	    informer_wait_synced(ctl->cx_inf, 0) != 0 ||
+	    informer_wait_synced(ctl->pod_inf, 0) != 0 ||
+	    workqueue_busy(ctl->queue) != 0)
+		return;
+	if (!atomic_exchange(&ctl->first_pass_done, 1))
+		log_info("ready: every execution looked at once since leading");
+}
+
 int
 controller_ready(struct controller *ctl)
 {
 	if (informer_wait_synced(ctl->cx_inf, 0) != 0 ||
 	    informer_wait_synced(ctl->pod_inf, 0) != 0)
 		return 0;
-	if (!atomic_load(&ctl->leading) || atomic_load(&ctl->first_pass_done))
+	if (!atomic_load(&ctl->leading))
 		return 1;
-	/*
-	 * Leading, synced (every execution listed is queued), and the queue
-	 * ran dry with no worker busy: each has been looked at once.
-	 */
-	if (workqueue_busy(ctl->queue) == 0) {
-		atomic_store(&ctl->first_pass_done, 1);
-		log_info("ready: every execution looked at once since leading");
-	}
+	first_pass_check(ctl);
 	return atomic_load(&ctl->first_pass_done);
 }
 

@@ -1,6 +1,7 @@
 /*
  * usage.c - see usage.h.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -166,6 +167,34 @@ pod_dir(int form, const char *uid, char *out, size_t size)
 		snprintf(out, size, "kubepods.slice/kubepods-pod%s.slice", u);
 }
 
+/*
+ * cgroup v1 counts an OOM kill in the killed process's own cgroup alone
+ * (v2, in memory.events, in its ancestors' too). gVisor's sandbox lives
+ * in the pod's cgroup itself, runc's containers each in one below it: so
+ * on v1 the pod's count is its own and its containers' together.
+ */
+static void
+add_container_ooms(const char *pod_dir, struct usage *u)
+{
+	char path[PATH_MAX + 300];
+	struct dirent *de;
+	int64_t n;
+	DIR *d;
+
+	if ((d = opendir(pod_dir)) == NULL)
+		return;
+	while ((de = readdir(d)) != NULL) {
+		if (de->d_name[0] == '.' || strlen(de->d_name) > 255)
+			continue;
+		snprintf(path, sizeof(path), "%s/%s/memory.oom_control", pod_dir,
+		    de->d_name);
+		if ((n = read_key(path, "oom_kill")) < 0)
+			continue;
+		u->oom_kills = u->oom_kills < 0 ? n : u->oom_kills + n;
+	}
+	closedir(d);
+}
+
 int
 usage_read(const char *mount, const char *root, const char *uid,
     struct usage *u)
@@ -186,6 +215,7 @@ usage_read(const char *mount, const char *root, const char *uid,
 		if (is_dir(mem)) {
 			snprintf(cpu, sizeof(cpu), "%s/cpuacct%s/%s", mount, root, rel);
 			usage_read_dirs(0, mem, cpu, u);
+			add_container_ooms(mem, u);
 			if (u->cpu_ns < 0) {
 				snprintf(cpu, sizeof(cpu), "%s/cpu,cpuacct%s/%s",
 				    mount, root, rel);

@@ -73,6 +73,7 @@ agent_new_run(struct agent *a, const char *uid, const char *ns, const char *pod)
 	r->lf.fd = -1;
 	r->usage.peak_memory = r->usage.cpu_ns = -1;
 	r->cpu_before_ns = -1;
+	r->oom_before = -1;
 	r->retry = (struct backoff){ .initial_ms = 100, .max_ms = 5000 };
 	r->seen_ms = clock_mono_ms();
 	r->next = a->runs;

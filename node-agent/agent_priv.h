@@ -99,6 +99,7 @@ struct run {
 	int		 warm_started;		/* Tasks.Start returned */
 	int		 io_done;		/* its output is all read */
 	int64_t		 cpu_before_ns;		/* the holder's, at the start; -1 */
+	int64_t		 oom_before;		/* the holder's OOM kills then; -1 */
 	json_t		*process;		/* its OCI process, from TaskStart */
 
 	/* Live output (spec.output.stream): copies into the status so far. */

@@ -356,21 +356,24 @@ agent_decide(const struct run *r, long long hard_cap, long poll_ms,
 /*
  * A run's cgroup figures, once it exited: at once, before an idle warm
  * sandbox adds to its CPU time or the kubelet removes the cgroup. The
- * cgroup's OOM kill count says OOM too, which the runtime's TaskOOM may
- * say too late: a warm run's exit is its runsc client's, and can be in
- * hand before the shim's event (seen in CI: a memory bomb recorded as
- * Error). The limit is the pod's, so the count is the pod cgroup's own.
+ * pod cgroup's OOM kill count (its own and its containers', usage.c) says
+ * OOM too, which the runtime's TaskOOM may say too late: a warm run's exit
+ * is its runsc client's, and can be in hand before the shim's event (seen
+ * in CI: a memory bomb recorded as Error). Of a warm run, only kills past
+ * those of the holder's warm-up count, and none when those are unknown.
  * Called locked.
  */
 void
 agent_usage_once(struct agent *a, struct run *r)
 {
+	int64_t before = r->warm ? r->oom_before : 0;
+
 	if (!r->exited || r->usage_done)
 		return;
 	usage_read(a->o.cgroup_mount, a->o.cgroup_root, r->uid, &r->usage);
 	if (r->warm)
 		agent_warm_usage(r);
-	if (r->usage.oom_kills > 0)
+	if (before >= 0 && r->usage.oom_kills > before)
 		r->oom = 1;
 	r->usage_done = 1;
 }

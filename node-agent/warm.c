@@ -643,18 +643,21 @@ warm_main(void *arg)
 	}
 	made = 1;
 	/*
-	 * The sandbox's CPU time so far (its start, the holder's warm-up):
-	 * the program is charged what it adds (tick.c takes it off).
+	 * The sandbox's CPU time and OOM kills so far (its start, the
+	 * holder's warm-up): the program is charged what it adds (tick.c
+	 * takes it off); a warm-up's OOM is not the program's.
 	 */
 	{
 		struct usage u;
 
 		if (usage_read(a->o.cgroup_mount, a->o.cgroup_root, w->uid,
 		    &u) != 0)
-			u.cpu_ns = -1;
+			u.cpu_ns = u.oom_kills = -1;
 		pthread_mutex_lock(&a->lock);
-		if ((r = agent_find_run(a, w->uid)) != NULL)
+		if ((r = agent_find_run(a, w->uid)) != NULL) {
 			r->cpu_before_ns = u.cpu_ns;
+			r->oom_before = u.oom_kills;
+		}
 		pthread_mutex_unlock(&a->lock);
 	}
 	if ((a->o.runsc ? start_runsc(w, proc, &in, &off, fd, &child, dir,

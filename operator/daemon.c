@@ -71,6 +71,15 @@ healthy(void *arg, char *why, size_t len)
 	return 0;
 }
 
+/* Quitting (a signal came), a daemon is not ready, whatever it says. */
+static int
+ready_unless_quitting(void *arg)
+{
+	struct daemon *d = arg;
+
+	return !d->quitting && d->ready(d->ready_arg);
+}
+
 void
 daemon_serve(struct daemon *d, const char *addr, int (*ready)(void *),
     void *arg)
@@ -84,7 +93,9 @@ daemon_serve(struct daemon *d, const char *addr, int (*ready)(void *),
 		exit(1);
 	}
 	httpd_set_health_check(d->httpd, healthy, NULL);
-	httpd_set_ready_check(d->httpd, ready, arg);
+	d->ready = ready;
+	d->ready_arg = arg;
+	httpd_set_ready_check(d->httpd, ready_unless_quitting, d);
 }
 
 static void *

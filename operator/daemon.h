@@ -31,6 +31,8 @@ struct daemon {
 	/* private */
 	sigset_t		 sigs;
 	volatile sig_atomic_t	 quitting;
+	int			(*ready)(void *);
+	void			*ready_arg;
 	pthread_t		 sig_th;
 	int			 sig_started;
 	void			(*on_signal)(void *);
@@ -60,8 +62,8 @@ void daemon_init(struct daemon *d, const char *name, const char *kubeconfig,
  * Serve /metrics, /healthz (always healthy: the process answers) and
  * /readyz at addr, "0" for none; /readyz is 200 while ready(arg) says so,
  * asked per request (on the HTTP server's thread: it must not block) from
- * now until daemon_wait returns, and 503 from then on. Exit 1 when addr
- * cannot be served.
+ * now until a signal comes, and 503 from then on (ready is not asked once
+ * daemon_wait returned). Exit 1 when addr cannot be served.
  */
 void daemon_serve(struct daemon *d, const char *addr, int (*ready)(void *),
     void *arg);

@@ -60,7 +60,7 @@ int httpd_start(const char *addr, struct metrics *metrics, struct httpd **out,
 /* The port actually bound (useful after asking for port 0). */
 uint16_t httpd_port(struct httpd *h);
 
-/* Flip /readyz between 200 (ready != 0) and 503. */
+/* Flip /readyz between 200 (ready != 0) and 503, when no check is set. */
 void httpd_set_ready(struct httpd *h, int ready);
 
 /* Text for /readyz's 503 body (copied; NULL restores "not ready"). */
@@ -81,9 +81,10 @@ void httpd_set_health_check(struct httpd *h,
  * Make /readyz ask ready(arg) per request, on libmicrohttpd's thread,
  * instead of answering the flag httpd_set_ready() sets: nonzero is ready.
  * Asked, not polled, so that /readyz is never behind what the daemon
- * knows. Like the health check, it runs under the lock this call takes:
- * once httpd_set_ready_check(h, NULL, NULL) returns, ready is not running
- * and is not called again. ready must not call this.
+ * knows. Like the health check, it runs under the lock this call takes
+ * (the same lock as the health check's): once
+ * httpd_set_ready_check(h, NULL, NULL) returns, ready is not running and
+ * is not called again. Neither check may call either setter.
  */
 void httpd_set_ready_check(struct httpd *h, int (*ready)(void *arg),
     void *arg);

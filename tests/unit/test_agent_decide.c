@@ -359,7 +359,8 @@ test_oom(void **state)
 /*
  * The pod cgroup's OOM kill count is an OOM too: a warm run's exit is its
  * runsc client's, which can come before the shim's TaskOOM (a memory bomb
- * was recorded Error so). Read once, when the run has exited.
+ * was recorded Error so). Read once, when the run has exited; of a warm
+ * run, only the kills past the holder's before the program.
  */
 static void
 test_oom_from_cgroup(void **state)
@@ -375,6 +376,7 @@ test_oom_from_cgroup(void **state)
 	f->r.uid = "7056fc73-9923-4638-a1cc-3f428b37a5b5";
 	f->r.warm = 1;
 	f->r.cpu_before_ns = -1;
+	f->r.oom_before = 0;
 	for (int i = 0; i < 2; i++) {
 		snprintf(path, sizeof(path), "%s/memory/kubepods/burstable/pod%s",
 		    top, f->r.uid);
@@ -404,6 +406,24 @@ test_oom_from_cgroup(void **state)
 		assert_int_equal(f->r.usage.oom_kills, i);
 		assert_int_equal(f->r.oom, i);
 	}
+	/*
+	 * A warm run: the holder's warm-up had that kill, not the program;
+	 * and when what it had is unknown, the count says nothing.
+	 */
+	for (int before = -1; before <= 1; before++) {
+		f->r.usage_done = 0;
+		f->r.oom = 0;
+		f->r.oom_before = before;
+		agent_usage_once(&a, &f->r);
+		assert_int_equal(f->r.usage.oom_kills, 1);
+		assert_int_equal(f->r.oom, before == 0);
+	}
+	/* Cold: no warm-up, every kill is the program's. */
+	f->r.warm = 0;
+	f->r.usage_done = 0;
+	f->r.oom = 0;
+	agent_usage_once(&a, &f->r);
+	assert_int_equal(f->r.oom, 1);
 	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", top);
 	assert_int_equal(system(cmd), 0);
 }

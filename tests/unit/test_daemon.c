@@ -116,6 +116,11 @@ test_readyz_asked(void **state)
 		assert_int_equal(readyz(port), now_ready ? 200 : 503);
 	}
 	assert_int_equal(calls, 20);
+	/* A signal came: not ready, whatever the daemon says, and not asked. */
+	now_ready = 1;
+	d.quitting = 1;
+	assert_int_equal(readyz(port), 503);
+	assert_int_equal(calls, 20);
 	httpd_stop(d.httpd);
 }
 

@@ -242,6 +242,47 @@ test_read_dirs(void **state)
 	assert_int_equal(u.oom_kills, -1);
 }
 
+/*
+ * v1 counts an OOM kill only in the killed process's cgroup: a runc
+ * container's is below the pod's, gVisor's sandbox in the pod's itself.
+ * The pod's count is both; v2's memory.events counts children already.
+ */
+static void
+test_oom_kills(void **state)
+{
+	struct usage u;
+
+	(void)state;
+	mkdirs("memory/kubepods/burstable/pod" UID "/c1");
+	mkdirs("memory/kubepods/burstable/pod" UID "/c2");
+	put("memory/kubepods/burstable/pod" UID "/memory.max_usage_in_bytes", "4096");
+	put("memory/kubepods/burstable/pod" UID "/c1/memory.oom_control",
+	    "oom_kill_disable 0\nunder_oom 0\noom_kill 2\n");
+	/* A child alone says it. */
+	assert_int_equal(usage_read(top, NULL, UID, &u), 0);
+	assert_int_equal(u.oom_kills, 2);
+	/* The pod's own and each child's add up. */
+	put("memory/kubepods/burstable/pod" UID "/memory.oom_control",
+	    "oom_kill_disable 0\nunder_oom 0\noom_kill 1\n");
+	put("memory/kubepods/burstable/pod" UID "/c2/memory.oom_control",
+	    "oom_kill_disable 0\nunder_oom 0\noom_kill 4\n");
+	assert_int_equal(usage_read(top, NULL, UID, &u), 0);
+	assert_int_equal(u.oom_kills, 7);
+	/* v2: the pod's memory.events alone (it counts its children). */
+	mkdirs("v2/kubepods/pod" UID "/c1");
+	put("v2/kubepods/pod" UID "/memory.peak", "8192\n");
+	put("v2/kubepods/pod" UID "/memory.events", "low 0\nhigh 0\nmax 3\noom 1\noom_kill 1\n");
+	put("v2/kubepods/pod" UID "/c1/memory.events", "oom_kill 1\n");
+	{
+		char mount[600];
+
+		snprintf(mount, sizeof(mount), "%s/v2", top);
+		assert_int_equal(usage_read(mount, NULL, UID, &u), 0);
+	}
+	assert_int_equal(u.peak_memory, 8192);
+	assert_int_equal(u.oom_kills, 1);
+}
+
 int
 main(void)
 {
@@ -254,6 +295,7 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_cpu_stat_malformed, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_uid_checked, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_read_dirs, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_oom_kills, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
