@@ -80,7 +80,10 @@ start_controller() {	# NS LOG: started and ready, its pid in $pid
 		--namespace "$1" --lease-namespace "$1" --metrics-addr "$addr" --workers "${WORKERS:-4}" \
 		--log-level warn > "$2" 2>&1 &
 	pid=$!
-	until curl -sf "http://$addr/readyz" >/dev/null 2>&1; do
+	# Ready and leading: a replica that does not lead yet is ready once
+	# synced (a standby is), before it has looked at anything.
+	until [ "$(metric "$addr" airlock_leader 2>/dev/null)" = 1 ] &&
+		curl -sf "http://$addr/readyz" >/dev/null 2>&1; do
 		kill -0 "$pid" 2>/dev/null || { echo "bench: the controller exited; see $2" >&2; exit 1; }
 		sleep 0.05
 	done
