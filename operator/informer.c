@@ -334,13 +334,21 @@ relist(void *arg, char **rv, struct k8s_error *err)
 	inf->cache = fresh;
 	inf->ival = f.ival;
 	inf->index = f.index;
-	inf->synced = 1;
-	pthread_cond_broadcast(&inf->cond);
 	pthread_mutex_unlock(&inf->lock);
 
 	for (i = 0; i < nn; i++)
 		notify(inf, &notes[i]);
 	free(notes);
+	/*
+	 * Synced once the handlers have heard of every object listed, not
+	 * before (as client-go's HasSynced): one who sees it synced (a
+	 * controller taking an empty queue for its first pass done) finds
+	 * each object's add handled.
+	 */
+	pthread_mutex_lock(&inf->lock);
+	inf->synced = 1;
+	pthread_cond_broadcast(&inf->cond);
+	pthread_mutex_unlock(&inf->lock);
 #if defined(__GLIBC__) && !defined(__SANITIZE_ADDRESS__)
 	/*
 	 * The pages were parsed into trees many times the size of what was

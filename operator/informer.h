@@ -85,7 +85,10 @@ int informer_start(struct informer *inf) __attribute__((warn_unused_result));
  */
 void informer_stop(struct informer *inf);
 
-/* Wait until the first list is in the cache: 0 or K8S_ETIMEDOUT. */
+/*
+ * Wait until the first list is in the cache and the handlers have heard of
+ * each of its objects (on_add returned): 0 or K8S_ETIMEDOUT.
+ */
 int informer_wait_synced(struct informer *inf, long timeout_ms)
     __attribute__((warn_unused_result));
 

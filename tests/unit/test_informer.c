@@ -381,6 +381,49 @@ test_concurrent_stop(void **state)
 	fakeapi_stop(api);
 }
 
+/* An add handler slow enough that the list is synced long before. */
+static void
+on_add_slow(void *arg, json_t *o)
+{
+	struct timespec ts = { 0, 20 * 1000 * 1000 };
+
+	nanosleep(&ts, NULL);
+	note(arg, "add", o);
+}
+
+/*
+ * Synced means every listed object's add was handled: a controller takes
+ * "synced, queue empty" for its first pass done, and was ready at once
+ * when the handlers that queue each key had not run yet.
+ */
+static void
+test_synced_after_handlers(void **state)
+{
+	struct fakeapi *api = fakeapi_start();
+	struct k8s_config *cfg = fakeapi_config(api, NULL);
+	struct log l = { .lock = PTHREAD_MUTEX_INITIALIZER };
+	struct informer_opts io = { .res = &k8s_res_configmaps, .ns = "ns1" };
+	struct informer_handlers h = { on_add_slow, on_update, on_delete, &l };
+	struct k8s_client *c;
+	struct k8s_error err;
+	struct informer *inf;
+
+	(void)state;
+	assert_int_equal(k8s_client_new(cfg, NULL, &c, &err), 0);
+	fakeapi_push(api, 200, NULL, "{\"metadata\":{\"resourceVersion\":\"10\"},"
+	    "\"items\":[" ITEM("a", "1") "," ITEM("b", "2") "," ITEM("c", "3") ","
+	    ITEM("d", "4") "," ITEM("e", "5") "]}", 0);
+	fakeapi_push(api, 200, NULL, "", 2000);
+	inf = informer_new(c, &io, &h);
+	assert_int_equal(informer_start(inf), 0);
+	assert_int_equal(informer_wait_synced(inf, 3000), 0);
+	assert_int_equal(lines(&l), 5);
+	informer_free(inf);
+	k8s_client_free(c);
+	k8s_config_free(cfg);
+	fakeapi_stop(api);
+}
+
 int
 main(void)
 {
@@ -391,6 +434,7 @@ main(void)
 		cmocka_unit_test(test_index),
 		cmocka_unit_test(test_concurrent_stop),
 		cmocka_unit_test(test_transform),
+		cmocka_unit_test(test_synced_after_handlers),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
