@@ -2,10 +2,10 @@
  * usage.h - what a pod's sandbox used, from the node's cgroups: peak
  * memory, CPU time, and the processes the OOM killer took (v1: the pod's
  * memory.oom_control and its containers', as v1 counts a kill only where
- * it happened; v2: the pod's memory.events, which counts its children's). Under gVisor every process of the pod, and the
- * gVisor kernel that runs them, sits in the pod's cgroup, so these are the
- * sandbox's figures: the program's plus gVisor's own (tens of MiB, a few
- * ms of CPU).
+ * it happened; v2: the pod's memory.events, which counts its children's).
+ * Under gVisor every process of the pod, and the gVisor kernel that runs
+ * them, sits in the pod's cgroup, so these are the sandbox's figures: the
+ * program's plus gVisor's own (tens of MiB, a few ms of CPU).
  *
  * The kubelet names the pod's cgroup after its QoS class and its cgroup
  * driver; usage_read looks for each form, under cgroup v1 (memory and

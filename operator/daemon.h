@@ -3,9 +3,9 @@
  * in the spirit of controller-runtime's Manager: the API client from a
  * kubeconfig (or the pod's service account), the metrics registry, the
  * /metrics, /healthz and /readyz endpoint with readiness asked of the
- * daemon per request, SIGTERM and SIGINT taken by one thread, and range-checked
- * numeric flags. The lease stays with the controller (lease.h): only it
- * elects a leader.
+ * daemon per request, SIGTERM and SIGINT taken by one thread, and
+ * range-checked numeric flags. The lease stays with the controller
+ * (lease.h): only it elects a leader.
  *
  * Errors at start-up are the operator's to fix, so these print one line
  * naming the program and the flag or the cause, and exit: 2 for a bad
