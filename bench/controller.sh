@@ -47,6 +47,15 @@ cpu_ms() { awk -v t="$tick" '{ print int(($14 + $15) * 1000 / t) }' "/proc/$(cat
 cp_cpu() { echo "$(cpu_ms kube-apiserver) $(cpu_ms etcd)"; }
 # cp_per BEFORE AFTER N: "API server A ms, etcd E ms" per one of N.
 cp_per() { echo "$1 $2" | awk -v n="$3" '{ printf "%.2f %.2f", ($3 - $1) / n, ($4 - $2) / n }'; }
+# prof_start ROUND FILE: with APIPROF set, in round 1, the API server's CPU
+# profile into FILE, taken in the background until prof_wait.
+prof_pid=
+prof_start() {
+	[ -n "${APIPROF-}" ] && [ "$1" = 1 ] || return 0
+	k get --raw "/debug/pprof/profile?seconds=${APIPROF_S:-10}" > "$2" &
+	prof_pid=$!
+}
+prof_wait() { [ -z "$prof_pid" ] || { wait "$prof_pid" || true; prof_pid=; }; }
 # Of that, the process's own memory (heap, stacks), not the shared
 # libraries' pages.
 anon_kib() { awk '/^RssAnon/ { print $2 }' "/proc/$1/status"; }
@@ -170,13 +179,10 @@ for r in $(seq "$rounds"); do
 	# Baseline: the API server and kubectl alone creating N pods.
 	api_counts > "$work/api-base-before"
 	c0=$(cp_cpu)
-	if [ -n "${APIPROF-}" ] && [ "$r" = 1 ]; then
-		k get --raw "/debug/pprof/profile?seconds=${APIPROF_S:-10}" > "$APIPROF.base" &
-		prof_pid=$!
-	fi
+	prof_start "$r" "${APIPROF-}.base"
 	t0=$(now)
 	k -n "$ns-base" create -f "$work/pods.json" >/dev/null
-	[ -z "${prof_pid-}" ] || { wait "$prof_pid" || true; prof_pid=; }
+	prof_wait
 	base_s[r]=$(echo "$(now) - $t0" | bc)
 	read -r base_api_ms[r] base_etcd_ms[r] <<<"$(cp_per "$c0" "$(cp_cpu)" "$n")"
 	api_counts > "$work/api-base-after"
@@ -189,10 +195,7 @@ for r in $(seq "$rounds"); do
 	create_s[r]=$(echo "$(now) - $t0" | bc)
 	api_counts > "$work/api-before"
 	c0=$(cp_cpu)
-	if [ -n "${APIPROF-}" ] && [ "$r" = 1 ]; then
-		k get --raw "/debug/pprof/profile?seconds=${APIPROF_S:-10}" > "$APIPROF" &
-		prof_pid=$!
-	fi
+	prof_start "$r" "${APIPROF-}"
 	t0=$(now)
 	start_controller "$ns" "$work/controller-$r.log"
 	ready_s[r]=$(echo "$(now) - $t0" | bc)
@@ -204,7 +207,7 @@ for r in $(seq "$rounds"); do
 	total_s[r]=$(echo "$(now) - $t0" | bc)
 	until [ "$(metric "$addr" airlock_workqueue_depth)" = 0 ]; do sleep 0.05; done
 	read -r cx_api_ms[r] cx_etcd_ms[r] <<<"$(cp_per "$c0" "$(cp_cpu)" "$n")"
-	[ -z "${prof_pid-}" ] || { wait "$prof_pid" || true; prof_pid=; }
+	prof_wait
 	api_counts > "$work/api-after"
 	api[r]=$(api_per "$work/api-before" "$work/api-after" "$n")
 	reconciles[r]=$(echo "scale=2; $(metric "$addr" airlock_reconcile_seconds_count) / $n" | bc)

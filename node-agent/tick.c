@@ -430,10 +430,6 @@ tick(struct agent *a)
 		active++;
 		if (!r->recorded && !r->warm)
 			tail(a, r);
-		/*
-		 * Exited: the cgroup's figures at once, before the idle
-		 * sandbox adds to its CPU time or the kubelet removes it.
-		 */
 		agent_usage_once(a, r);
 		switch (agent_decide(r, a->o.hard_cap, a->o.poll_ms, now, wall,
 		    &why)) {
