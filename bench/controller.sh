@@ -8,6 +8,11 @@
 #               into a namespace with a pods quota as the executions' has
 #               (admission writes each pod into the quota's status).
 #               Both print the API requests each cost, by verb and resource.
+#   floor:      the same N executions given their pods and status by
+#               bench/api_floor, a client that does nothing else (no watch,
+#               no cache), with the controller's 2 status writes each, with
+#               1, and with none: what the requests alone cost, whatever
+#               the controller around them does.
 #   memory:     RSS once the controller is ready (/readyz: informers synced
 #               and the leader's first pass done), against the same
 #               controller ready on an empty namespace; with N executions in
@@ -84,6 +89,8 @@ json.dump(pods, open(work + "/pods.json", "w"))
 PY
 
 addr=127.0.0.1:$(port)
+floor=$top/build/plain/bench/api_floor
+[ -x "$floor" ] || { echo "bench: $floor is missing (make)" >&2; exit 1; }
 start_controller() {	# NS LOG: started and ready, its pid in $pid
 	"${CONTROLLER:-$top/bin/airlock-controller}" --config "$work/config.yaml" --kubeconfig "$KUBECONFIG_ADMIN" \
 		--namespace "$1" --lease-namespace "$1" --metrics-addr "$addr" --workers "${WORKERS:-4}" \
@@ -227,6 +234,32 @@ for r in $(seq "$rounds"); do
 	stop_controller
 	left=$(k -n "$ns" get pods --no-headers 2>/dev/null | wc -l)
 	[ "$left" -eq 0 ] || { echo "bench: $left pods came back for finished executions" >&2; exit 1; }
+	# The floor: the same N executions, each given its pod and status by
+	# api_floor (no controller: no watch, cache, queue or guardrails), with
+	# 2 status writes as the controller makes, with 1, and with none:
+	# what any controller must cost the API server, whatever its design.
+	for w in 2 1 0; do
+		fns=$ns-floor$w
+		nss+=("$fns")
+		k create ns "$fns" >/dev/null
+		k -n "$fns" create serviceaccount airlock-execution >/dev/null
+		k -n "$fns" create quota base --hard=pods=1000000 >/dev/null
+		k -n "$fns" patch quota base --subresource=status --type=merge \
+			-p '{"status":{"hard":{"pods":"1000000"},"used":{"pods":"0"}}}' >/dev/null
+		k -n "$fns" create -f "$work/cx.json" >/dev/null
+		c0=$(cp_cpu)
+		out=$("$floor" "$KUBECONFIG_ADMIN" "$work/config.yaml" "$fns" "${WORKERS:-4}" "$w")
+		floor_s[w * 100 + r]=$(sed 's/.*seconds=\([0-9.]*\).*/\1/' <<<"$out")
+		read -r fa _ <<<"$(cp_per "$c0" "$(cp_cpu)" "$n")"
+		floor_api_ms[w * 100 + r]=$fa
+		echo "bench: round $r: floor, $w status writes: $out" >&2
+		# No namespace controller runs here: what the next phase would
+		# share the API server's caches with goes now.
+		# One collection delete each (pods with no node go at once).
+		k delete --raw "/api/v1/namespaces/$fns/pods" >/dev/null
+		k delete --raw "/apis/airlock.dev/v1alpha1/namespaces/$fns/codeexecutions" >/dev/null
+	done
+
 	echo "bench: round $r: pods ${base_s[r]} s, controller ${total_s[r]} s (ready at ${ready_s[r]} s)," \
 		"RSS idle ${rss_idle[r]} full ${rss_full[r]} done ${rss_done[r]} KiB" >&2
 done
@@ -261,6 +294,15 @@ mem=$(awk '/MemTotal/ { printf "%.0f GiB", $2 / 1048576 }' /proc/meminfo)
 	echo "| $n created, s | $(med %.2f "${base_s[@]}") [$(spread %.2f "${base_s[@]}")] (kubectl creates pods) | $(med %.2f "${create_s[@]}") [$(spread %.2f "${create_s[@]}")] (kubectl creates executions) | |"
 	echo "| controller start -> ready (synced, first pass), s | | $(med %.2f "${ready_s[@]}") [$(spread %.2f "${ready_s[@]}")] | |"
 	echo "| controller start -> every execution Pending with its pod, s | $(med %.2f "${base_s[@]}") (pods created) | $(med %.2f "${total_s[@]}") [$(spread %.2f "${total_s[@]}")] | $(med %.2f "${ratios[@]}")x [$(spread %.2f "${ratios[@]}")] |"
+	for w in 2 1 0; do
+		fs=() fa=() fr=()
+		for r in $(seq "$rounds"); do
+			fs+=("${floor_s[w * 100 + r]}")
+			fa+=("${floor_api_ms[w * 100 + r]}")
+			fr+=("$(echo "scale=3; ${floor_s[w * 100 + r]} / ${base_s[r]}" | bc)")
+		done
+		echo "| the floor (bench/api_floor, ${WORKERS:-4} threads, no controller): list, then each execution's pod and $w status writes, s; API server CPU ms per execution | | $(med %.2f "${fs[@]}") [$(spread %.2f "${fs[@]}")]; $(med %.2f "${fa[@]}") ms | $(med %.2f "${fr[@]}")x [$(spread %.2f "${fr[@]}")] |"
+	done
 	echo "| executions reconciled per second | | $(med %.2f "${rate[@]}") [$(spread %.2f "${rate[@]}")] | |"
 	echo "| RSS, KiB, ready (baseline: ready on an empty namespace) | $(med %.0f "${rss_idle[@]}") [$(spread %.0f "${rss_idle[@]}")] | $(med %.0f "${rss_full[@]}") [$(spread %.0f "${rss_full[@]}")] ($n in flight + their pods) | |"
 	echo "| RSS per execution in flight (execution + its pod), KiB | | $(med %.2f "${per_full[@]}") [$(spread %.2f "${per_full[@]}")] | |"
