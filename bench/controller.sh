@@ -19,6 +19,8 @@
 #               flight, each with its pod (read once the work queue is
 #               empty), and with N finished executions waiting out their TTL
 #               with their pods collected (a fresh controller, read at ready).
+#               Beside them, the stack's floor: bench/rss_floor, linked as
+#               the controller is, after one SHA-256 and one TLS request.
 # Each round uses fresh namespaces. Medians over the rounds, with min-max.
 # Needs the test control plane (make cluster-up) and `make`. Not a test:
 # it prints numbers and appends them to bench/RESULTS.md.
@@ -90,7 +92,12 @@ PY
 
 addr=127.0.0.1:$(port)
 floor=$top/build/plain/bench/api_floor
-[ -x "$floor" ] || { echo "bench: $floor is missing (make)" >&2; exit 1; }
+[ -x "$floor" ] && [ -x "$top/build/plain/bench/rss_floor" ] ||
+	{ echo "bench: build/plain/bench/{api,rss}_floor are missing (make)" >&2; exit 1; }
+# The memory floor: a process linked as the controller is, after one
+# SHA-256 and one TLS request (bench/rss_floor), "rss file anon" KiB.
+read -r stack_rss stack_file stack_anon <<<"$("$top/build/plain/bench/rss_floor" "$KUBECONFIG_ADMIN" |
+	sed 's/rss=\([0-9]*\) file=\([0-9]*\) anon=\([0-9]*\)/\1 \2 \3/')"
 start_controller() {	# NS LOG: started and ready, its pid in $pid
 	"${CONTROLLER:-$top/bin/airlock-controller}" --config "$work/config.yaml" --kubeconfig "$KUBECONFIG_ADMIN" \
 		--namespace "$1" --lease-namespace "$1" --metrics-addr "$addr" --workers "${WORKERS:-4}" \
@@ -194,6 +201,11 @@ for r in $(seq "$rounds"); do
 	read -r base_api_ms[r] base_etcd_ms[r] <<<"$(cp_per "$c0" "$(cp_cpu)" "$n")"
 	api_counts > "$work/api-base-after"
 	api_base[r]=$(api_per "$work/api-base-before" "$work/api-base-after" "$n")
+	# No namespace controller runs on this control plane: what a phase
+	# made goes once it is measured (one collection delete; pods with no
+	# node go at once), so that each phase finds the API server's caches
+	# as the one before it did.
+	k delete --raw "/api/v1/namespaces/$ns-base/pods" >/dev/null
 
 	# Airlock: N executions created while no controller runs, then the
 	# controller alone, from its start to every one Pending with its pod.
@@ -234,6 +246,7 @@ for r in $(seq "$rounds"); do
 	stop_controller
 	left=$(k -n "$ns" get pods --no-headers 2>/dev/null | wc -l)
 	[ "$left" -eq 0 ] || { echo "bench: $left pods came back for finished executions" >&2; exit 1; }
+	k delete --raw "/apis/airlock.dev/v1alpha1/namespaces/$ns/codeexecutions" >/dev/null
 	# The floor: the same N executions, each given its pod and status by
 	# api_floor (no controller: no watch, cache, queue or guardrails), with
 	# 2 status writes as the controller makes, with 1, and with none:
@@ -253,9 +266,6 @@ for r in $(seq "$rounds"); do
 		read -r fa _ <<<"$(cp_per "$c0" "$(cp_cpu)" "$n")"
 		floor_api_ms[w * 100 + r]=$fa
 		echo "bench: round $r: floor, $w status writes: $out" >&2
-		# No namespace controller runs here: what the next phase would
-		# share the API server's caches with goes now.
-		# One collection delete each (pods with no node go at once).
 		k delete --raw "/api/v1/namespaces/$fns/pods" >/dev/null
 		k delete --raw "/apis/airlock.dev/v1alpha1/namespaces/$fns/codeexecutions" >/dev/null
 	done
@@ -305,6 +315,7 @@ mem=$(awk '/MemTotal/ { printf "%.0f GiB", $2 / 1048576 }' /proc/meminfo)
 	done
 	echo "| executions reconciled per second | | $(med %.2f "${rate[@]}") [$(spread %.2f "${rate[@]}")] | |"
 	echo "| RSS, KiB, ready (baseline: ready on an empty namespace) | $(med %.0f "${rss_idle[@]}") [$(spread %.0f "${rss_idle[@]}")] | $(med %.0f "${rss_full[@]}") [$(spread %.0f "${rss_full[@]}")] ($n in flight + their pods) | |"
+	echo "| RSS, KiB, of a process linked as the controller after one SHA-256 and one TLS request (bench/rss_floor): all / the libraries' pages / heap and stack | $stack_rss / $stack_file / $stack_anon | | |"
 	echo "| RSS per execution in flight (execution + its pod), KiB | | $(med %.2f "${per_full[@]}") [$(spread %.2f "${per_full[@]}")] | |"
 	echo "| RSS, KiB, ready with $n finished executions (pods collected) | | $(med %.0f "${rss_done[@]}") [$(spread %.0f "${rss_done[@]}")] | |"
 	echo "| of which RssAnon (heap, stacks), KiB: ready / in flight / finished | $(med %.0f "${anon_idle[@]}") | $(med %.0f "${anon_full[@]}") / $(med %.0f "${anon_done[@]}") | |"
