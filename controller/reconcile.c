@@ -288,14 +288,18 @@ quota_wait(struct controller *ctl, json_t *cx, json_t *status,
 	ctl_set_condition(status, "Started", "False", "Pending", "not started", gen);
 	ctl_set_condition(status, "Complete", "False", "Pending", "not finished",
 	    gen);
-	rc = ctl_write_status(ctl, cx, status, &notes);
-	snprintf(key, sizeof(key), "%s/%s", k8s_obj_namespace(cx),
-	    k8s_obj_name(cx));
-	/* Its turn among the namespace's retries, or its deadline if sooner. */
+	/*
+	 * Its turn among the namespace's retries, or its deadline if sooner;
+	 * the refusal counted before the status says so, so that whoever
+	 * reads that status finds it counted.
+	 */
 	retry = ctl_quota_retry_in(ctl, k8s_obj_namespace(cx), "execution",
 	    QUOTA_RETRY_MS);
 	if (created > 0 && (created + limit - now) * 1000 < retry)
 		retry = (created + limit - now) * 1000;
+	rc = ctl_write_status(ctl, cx, status, &notes);
+	snprintf(key, sizeof(key), "%s/%s", k8s_obj_namespace(cx),
+	    k8s_obj_name(cx));
 	workqueue_add_after(ctl->queue, key, (uint64_t)retry);
 	return rc;
 }
