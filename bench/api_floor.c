@@ -25,13 +25,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include <jansson.h>
 
 #include "client.h"
 #include "clock.h"
 #include "config.h"
+#include "controller_priv.h"
 #include "ctl_config.h"
 #include "cx.h"
 #include "podspec.h"
@@ -43,15 +43,6 @@ static json_t *items;
 static int writes;
 static atomic_size_t next;
 static atomic_int failed;
-
-static double
-mono_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
 
 /* Merge-patch status st into cx at its resourceVersion, which follows. */
 static int
@@ -79,26 +70,21 @@ write_status(json_t *cx, json_t *st)
 	return rc;
 }
 
-static json_t *
-condition(const char *type, const char *msg, const char *now)
-{
-	return json_pack("{s:s, s:s, s:s, s:s, s:i, s:s}", "type", type,
-	    "status", "False", "reason", "Pending", "message", msg,
-	    "observedGeneration", 1, "lastTransitionTime", now);
-}
-
 static int
 one(json_t *cx)
 {
 	struct podspec_result r;
 	struct k8s_error err;
-	char now[CLOCK_RFC3339_LEN];
 	json_t *st;
 	int rc;
 
-	if (writes == 2 && (rc = write_status(cx, st = json_pack("{s:s}",
-	    "startMode", "Cold")), json_decref(st), rc) != 0)
-		return rc;
+	if (writes == 2) {
+		st = json_pack("{s:s}", "startMode", "Cold");
+		rc = write_status(cx, st);
+		json_decref(st);
+		if (rc != 0)
+			return rc;
+	}
 	if ((rc = podspec_build_sized(cfg, cx, 0, &r, &err)) != 0) {
 		fprintf(stderr, "api_floor: pod of %s: %s\n", k8s_obj_name(cx),
 		    err.message);
@@ -109,17 +95,16 @@ one(json_t *cx)
 		fprintf(stderr, "api_floor: create %s: %s\n", k8s_obj_name(r.pod),
 		    err.message);
 	if (rc == 0 && writes > 0) {
-		struct timespec ts;
-
-		clock_gettime(CLOCK_REALTIME, &ts);
-		clock_format_rfc3339((long long)ts.tv_sec * 1000000000LL +
-		    ts.tv_nsec, 0, now);
-		st = json_pack("{s:s, s:s, s:s, s:i, s:[o, o, o]}", "podName",
+		/* What the controller's Pending write says (init_pending). */
+		st = json_pack("{s:s, s:s, s:s, s:i}", "podName",
 		    k8s_obj_name(r.pod), "codeSha256", r.code_sha256, "phase",
-		    "Pending", "observedGeneration", 1,
-		    "conditions", condition("Scheduled", "waiting for a node", now),
-		    condition("Started", "not started", now),
-		    condition("Complete", "not finished", now));
+		    "Pending", "observedGeneration", 1);
+		ctl_set_condition(st, "Scheduled", "False", "Pending",
+		    "waiting for a node", 1);
+		ctl_set_condition(st, "Started", "False", "Pending",
+		    "not started", 1);
+		ctl_set_condition(st, "Complete", "False", "Pending",
+		    "not finished", 1);
 		if (writes == 1)
 			json_object_set_new(st, "startMode", json_string("Cold"));
 		rc = write_status(cx, st);
@@ -148,7 +133,8 @@ main(int argc, char **argv)
 	struct k8s_error err;
 	pthread_t tid[64];
 	int threads;
-	double t0;
+	long long t0;
+	double secs;
 
 	if (argc != 6 || (threads = atoi(argv[4])) < 1 || threads > 64 ||
 	    (writes = atoi(argv[5])) < 0 || writes > 2) {
@@ -166,7 +152,7 @@ main(int argc, char **argv)
 		fprintf(stderr, "api_floor: %s: %s\n", argv[2], err.message);
 		return 1;
 	}
-	t0 = mono_s();
+	t0 = clock_mono_ms();
 	if (k8s_list_all(client, &cx_resource, ns, NULL, &items, NULL,
 	    &err) != 0) {
 		fprintf(stderr, "api_floor: list: %s\n", err.message);
@@ -176,9 +162,9 @@ main(int argc, char **argv)
 		pthread_create(&tid[i], NULL, worker, NULL);
 	for (int i = 0; i < threads; i++)
 		pthread_join(tid[i], NULL);
-	t0 = mono_s() - t0;
+	secs = (double)(clock_mono_ms() - t0) / 1000.0;
 	printf("executions=%zu seconds=%.2f rate=%.1f failed=%d\n",
-	    json_array_size(items), t0, (double)json_array_size(items) / t0,
+	    json_array_size(items), secs, (double)json_array_size(items) / secs,
 	    atomic_load(&failed));
 	json_decref(items);
 	ctl_config_free(cfg);

@@ -170,6 +170,16 @@ with concurrent.futures.ThreadPoolExecutor(8) as ex:
 PY
 }
 
+# pods_quota NS: the same quota work as the executions' pods pay
+# (admission counts each pod into the quota's status, one more write): a
+# pods quota, its status set as the quota controller would (this cluster
+# runs none).
+pods_quota() {
+	k -n "$1" create quota base --hard=pods=1000000 >/dev/null
+	k -n "$1" patch quota base --subresource=status --type=merge \
+		-p '{"status":{"hard":{"pods":"1000000"},"used":{"pods":"0"}}}' >/dev/null
+}
+
 for r in $(seq "$rounds"); do
 	ns=bench-$$-$r
 	nss+=("$ns" "$ns-base" "$ns-idle")
@@ -177,12 +187,7 @@ for r in $(seq "$rounds"); do
 	k create ns "$ns-base" >/dev/null
 	k create ns "$ns-idle" >/dev/null
 	k -n "$ns-base" create serviceaccount default >/dev/null   # no controller-manager makes it
-	# The same quota work as the executions' pods pay (admission counts
-	# each pod into the quota's status, one more write): a pods quota, its
-	# status set as the quota controller would (this cluster runs none).
-	k -n "$ns-base" create quota base --hard=pods=1000000 >/dev/null
-	k -n "$ns-base" patch quota base --subresource=status --type=merge \
-		-p '{"status":{"hard":{"pods":"1000000"},"used":{"pods":"0"}}}' >/dev/null
+	pods_quota "$ns-base"
 
 	# Idle: ready on an empty namespace.
 	start_controller "$ns-idle" "$work/controller-idle-$r.log"
@@ -256,9 +261,7 @@ for r in $(seq "$rounds"); do
 		nss+=("$fns")
 		k create ns "$fns" >/dev/null
 		k -n "$fns" create serviceaccount airlock-execution >/dev/null
-		k -n "$fns" create quota base --hard=pods=1000000 >/dev/null
-		k -n "$fns" patch quota base --subresource=status --type=merge \
-			-p '{"status":{"hard":{"pods":"1000000"},"used":{"pods":"0"}}}' >/dev/null
+		pods_quota "$fns"
 		k -n "$fns" create -f "$work/cx.json" >/dev/null
 		c0=$(cp_cpu)
 		out=$("$floor" "$KUBECONFIG_ADMIN" "$work/config.yaml" "$fns" "${WORKERS:-4}" "$w")
