@@ -283,20 +283,23 @@ wait_leading(struct controller *ctl)
 /*
  * A burst of reconciles (a new leader looks at every execution) parses
  * each execution and pod it reads, tens of times the size of what the
- * caches keep, and glibc keeps the freed pages. Once the queue drains,
- * give them back; at most once a second, as it walks every arena.
+ * caches keep, and glibc keeps the freed pages; the caches' values, each
+ * made while its watch event's tree was alive, are scattered among them.
+ * Once the queue drains, pack the caches (informer_compact) and give the
+ * pages back; at most once a second, as it walks every arena.
  */
 static void
 trim_when_idle(struct controller *ctl)
 {
-#if defined(__GLIBC__) && !defined(__SANITIZE_ADDRESS__)
 	long long now = clock_mono_ms(), last = atomic_load(&ctl->trimmed_at);
 
-	if (now - last >= 1000 &&
-	    atomic_compare_exchange_strong(&ctl->trimmed_at, &last, now))
-		malloc_trim(0);
-#else
-	(void)ctl;
+	if (now - last < 1000 ||
+	    !atomic_compare_exchange_strong(&ctl->trimmed_at, &last, now))
+		return;
+	(void)informer_compact(ctl->cx_inf);
+	(void)informer_compact(ctl->pod_inf);
+#if defined(__GLIBC__) && !defined(__SANITIZE_ADDRESS__)
+	malloc_trim(0);
 #endif
 }
 

@@ -27,6 +27,7 @@ struct informer {
 	int			 running;
 	int			 stopping;	/* one informer_stop() owns the join */
 	char			*last_rv;	/* where a restart resumes */
+	size_t			 writes;	/* cache writes since the last compaction */
 	struct watch		*watch;
 	struct watch_stats	 stats;		/* of watches already freed */
 	pthread_t		 thread;
@@ -197,14 +198,34 @@ fill_reset(struct fill *f)
 
 /* Append s with its NUL; its offset, or 0 if the stage is full. */
 static size_t
-stage_str(struct fill *f, const char *s, size_t n)
+stage_str(struct buf *b, const char *s, size_t n)
 {
-	size_t at = f->stage.len;
+	size_t at = b->len;
 
-	if (buf_append(&f->stage, s, n) != 0 ||
-	    buf_append(&f->stage, "", 1) != 0)
+	if (buf_append(b, s, n) != 0 || buf_append(b, "", 1) != 0)
 		return 0;
 	return at;
+}
+
+/* One entry staged: 0, or K8S_ETOOBIG when the stage is full. */
+static int
+stage_entry(struct fill *f, const char *k, const char *iv, const char *text,
+    size_t len)
+{
+	struct staged e = { 0, 0, 0, len };
+
+	if (f->stage.len == 0 && stage_str(&f->stage, "", 0) != 0)
+		abort();	/* offset 0 stays "none" */
+	if ((e.key = stage_str(&f->stage, k, strlen(k))) == 0 ||
+	    (iv && (e.ival = stage_str(&f->stage, iv, strlen(iv))) == 0) ||
+	    (e.text = stage_str(&f->stage, text, len)) == 0)
+		return K8S_ETOOBIG;
+	if (f->nst == f->capst) {
+		f->capst = f->capst ? 2 * f->capst : 256;
+		f->st = xrealloc(f->st, f->capst * sizeof(*f->st));
+	}
+	f->st[f->nst++] = e;
+	return 0;
 }
 
 /* One listed object into the new cache, kept as the cache keeps it. */
@@ -224,24 +245,14 @@ fill_one(void *arg, json_t *obj)
 		return 0;
 	t = keep_form(f->inf, obj, &iv, &text, &len);
 	if (text) {
-		struct staged e = { 0, 0, 0, len };
+		int rc = stage_entry(f, k, iv, text, len);
 
-		if (f->stage.len == 0 && stage_str(f, "", 0) != 0)
-			abort();	/* offset 0 stays "none" */
-		if ((e.key = stage_str(f, k, strlen(k))) == 0 ||
-		    (iv && (e.ival = stage_str(f, iv, strlen(iv))) == 0) ||
-		    (e.text = stage_str(f, text, len)) == 0) {
+		free(text);
+		if (rc != 0) {
 			free(k);
 			free(iv);
-			free(text);
-			return K8S_ETOOBIG;
+			return rc;
 		}
-		if (f->nst == f->capst) {
-			f->capst = f->capst ? 2 * f->capst : 256;
-			f->st = xrealloc(f->st, f->capst * sizeof(*f->st));
-		}
-		f->st[f->nst++] = e;
-		free(text);
 	} else {
 		json_object_set_new(f->fresh, k, t);
 		index_set(f->ival, f->index, k, iv);
@@ -334,6 +345,7 @@ relist(void *arg, char **rv, struct k8s_error *err)
 	inf->cache = fresh;
 	inf->ival = f.ival;
 	inf->index = f.index;
+	inf->writes = 0;	/* made in one run: nothing to compact */
 	pthread_mutex_unlock(&inf->lock);
 
 	for (i = 0; i < nn; i++)
@@ -384,6 +396,7 @@ on_event(void *arg, const struct watch_event *ev)
 			    NULL), NULL };
 			json_object_del(inf->cache, key);
 			index_set(inf->ival, inf->index, key, NULL);
+			inf->writes++;
 		} else {
 			n.kind = -1;
 		}
@@ -399,6 +412,7 @@ on_event(void *arg, const struct watch_event *ev)
 		else
 			n = (struct note){ N_ADD, NULL, json_incref(obj) };
 		json_object_set_new(inf->cache, key, obj);
+		inf->writes++;
 	}
 	pthread_mutex_unlock(&inf->lock);
 	free(key);
@@ -621,6 +635,46 @@ informer_by_index(struct informer *inf, const char *value)
 	json_array_foreach(all, i, v)
 		json_array_set_new(all, i, stored(v));
 	return all;
+}
+
+int
+informer_compact(struct informer *inf)
+{
+	struct fill f = { inf, NULL, NULL, NULL, { 0 }, NULL, 0, 0 };
+	const char *key;
+	json_t *v;
+	int done = 0;
+
+	if (!inf->opts.packed)
+		return 0;
+	buf_init(&f.stage, (size_t)1 << 34);
+	pthread_mutex_lock(&inf->lock);
+	if (inf->writes < INFORMER_COMPACT_MIN ||
+	    inf->writes < json_object_size(inf->cache) / 8)
+		goto out;
+	json_object_foreach(inf->cache, key, v)
+		if (!json_is_string(v) || stage_entry(&f, key, json_string_value(
+		    json_object_get(inf->ival, key)), json_string_value(v),
+		    json_string_length(v)) != 0)
+			goto out;	/* left as it is */
+	/*
+	 * The old values are freed first, so that the new ones fill the
+	 * freed space from its start, one after another.
+	 */
+	json_decref(inf->cache);
+	json_decref(inf->ival);
+	json_decref(inf->index);
+	inf->cache = f.fresh = json_object();
+	inf->ival = f.ival = json_object();
+	inf->index = f.index = json_object();
+	fill_unstage(&f);
+	inf->writes = 0;
+	done = 1;
+out:
+	pthread_mutex_unlock(&inf->lock);
+	buf_free(&f.stage);
+	free(f.st);
+	return done;
 }
 
 size_t

@@ -100,6 +100,20 @@ json_t *informer_list(struct informer *inf);
 
 size_t informer_len(struct informer *inf);
 
+/*
+ * A packed cache written to since its list (watch events) has its values
+ * scattered among the pages the events were decoded in, each pinning its
+ * page once those are freed. Copy every value (with its key and index
+ * entry) to memory freed just before, one after another, so that the
+ * pages they leave are wholly free (for malloc_trim). Only once at least
+ * INFORMER_COMPACT_MIN writes, and an eighth of the cache, came since the
+ * list or the last compaction: 1 if it did, else 0. Holds the lock for
+ * about a microsecond an object; the copies are made by the calling
+ * thread (in its malloc arena).
+ */
+#define INFORMER_COMPACT_MIN	64
+int informer_compact(struct informer *inf);
+
 /* A new array of the cache's keys ("namespace/name", or "name"). */
 json_t *informer_keys(struct informer *inf);
 

@@ -284,6 +284,90 @@ test_index(void **state)
 	fakeapi_stop(api);
 }
 
+/*
+ * informer_compact: not after a list alone, nor under INFORMER_COMPACT_MIN
+ * writes; after 70 events, once, and the cache, its index and the index's
+ * upkeep by later events are as before.
+ */
+static void
+test_compact(void **state)
+{
+	struct fakeapi *api = fakeapi_start();
+	struct k8s_config *cfg = fakeapi_config(api, NULL);
+	struct log l = { .lock = PTHREAD_MUTEX_INITIALIZER };
+	struct informer_opts io = { .res = &k8s_res_configmaps, .ns = "ns1",
+	    .packed = 1, .index = by_team, .backoff_initial_ms = 20 };
+	struct informer_handlers h = { on_add, on_update, on_delete, &l };
+	static const char *const team[] = { "red", "blue", "green" };
+	struct k8s_client *c;
+	struct k8s_error err;
+	struct informer *inf;
+	json_t *o;
+	char got[128], events[16384], name[2] = "a";
+	size_t at = 0;
+
+	(void)state;
+	assert_int_equal(k8s_client_new(cfg, NULL, &c, &err), 0);
+	fakeapi_push(api, 200, NULL, "{\"metadata\":{\"resourceVersion\":\"10\"},\"items\":["
+	    TEAM("a", "1", "red") "," TEAM("b", "2", "red") "," TEAM("c", "3", "blue") ","
+	    TEAM("d", "4", "blue") "]}", 0);
+	/* 70 updates, a b c d a ..., teams red blue green red ... */
+	for (int i = 0; i < 70; i++)
+		at += (size_t)snprintf(events + at, sizeof(events) - at,
+		    "{\"type\":\"MODIFIED\",\"object\":{\"metadata\":{\"name\":"
+		    "\"%c\",\"namespace\":\"ns1\",\"resourceVersion\":\"%d\","
+		    "\"labels\":{\"team\":\"%s\"}}}}\n", "abcd"[i % 4], 100 + i,
+		    team[i % 3]);
+	assert_true(at < sizeof(events) - 1);
+	/* Held back until the test has compacted. */
+	fakeapi_push(api, 200, NULL, events, 300);
+	fakeapi_push(api, 200, NULL,
+	    "{\"type\":\"MODIFIED\",\"object\":" TEAM("a", "200", "blue") "}\n", 1500);
+	fakeapi_push(api, 200, NULL, "", 5000);
+	inf = informer_new(c, &io, &h);
+	assert_int_equal(informer_start(inf), 0);
+	assert_int_equal(informer_wait_synced(inf, 3000), 0);
+	assert_int_equal(informer_compact(inf), 0);	/* a list: packed already */
+	for (long long end = clock_mono_ms() + 3000; lines(&l) < 74 && clock_mono_ms() < end;)
+		nanosleep(&(struct timespec){ 0, 1000000L }, NULL);
+	assert_int_equal(lines(&l), 74);
+	assert_int_equal(informer_compact(inf), 1);
+	assert_int_equal(informer_compact(inf), 0);	/* nothing since */
+	assert_int_equal(informer_len(inf), 4);
+	/* a: 68 (green), b: 69 (red), c: 66 (red), d: 67 (blue) */
+	for (int i = 0; i < 4; i++) {
+		static const char *const rv[] = { "168", "169", "166", "167" };
+
+		name[0] = (char)('a' + i);
+		o = informer_get(inf, "ns1", name);
+		assert_non_null(o);
+		assert_string_equal(k8s_obj_name(o), name);
+		assert_string_equal(k8s_obj_rv(o), rv[i]);
+		json_decref(o);
+	}
+	names(inf, "red", got, sizeof(got));
+	assert_string_equal(got, "b c");
+	names(inf, "blue", got, sizeof(got));
+	assert_string_equal(got, "d");
+	names(inf, "green", got, sizeof(got));
+	assert_string_equal(got, "a");
+	/* An event after it moves a from green to blue. */
+	for (long long end = clock_mono_ms() + 4000; lines(&l) < 75 && clock_mono_ms() < end;)
+		nanosleep(&(struct timespec){ 0, 1000000L }, NULL);
+	assert_int_equal(lines(&l), 75);
+	names(inf, "blue", got, sizeof(got));
+	assert_string_equal(got, "a d");
+	names(inf, "green", got, sizeof(got));
+	assert_string_equal(got, "");
+	o = informer_get(inf, "ns1", "a");
+	assert_string_equal(k8s_obj_rv(o), "200");
+	json_decref(o);
+	informer_free(inf);
+	k8s_client_free(c);
+	k8s_config_free(cfg);
+	fakeapi_stop(api);
+}
+
 /* Keep metadata only: the data never reaches the cache. */
 static json_t *
 trim(json_t *obj)
@@ -432,6 +516,7 @@ main(void)
 		cmocka_unit_test(test_relist_diff_packed),
 		cmocka_unit_test(test_packed_roundtrip),
 		cmocka_unit_test(test_index),
+		cmocka_unit_test(test_compact),
 		cmocka_unit_test(test_concurrent_stop),
 		cmocka_unit_test(test_transform),
 		cmocka_unit_test(test_synced_after_handlers),
