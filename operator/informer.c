@@ -21,8 +21,12 @@ struct informer {
 	pthread_mutex_t		 lock;	/* guards everything below */
 	pthread_cond_t		 cond;	/* signalled when synced */
 	json_t			*cache;	/* key -> object */
-	json_t			*ival;	/* key -> its index value */
-	json_t			*index;	/* index value -> { key: null } */
+	/*
+	 * index value -> its one key, or { key: null, ... } for several. An
+	 * object's own value is not kept: it is worked out again from the
+	 * cached object (ival_of), a parse where the cache is packed.
+	 */
+	json_t			*index;
 	int			 synced;
 	int			 running;
 	int			 stopping;	/* one informer_stop() owns the join */
@@ -142,27 +146,54 @@ stored(json_t *v)
 	    JSON_ALLOW_NUL, &e);
 }
 
-/* Take key out of the index, then file it under value (NULL: nowhere). */
-static void
-index_set(json_t *ival, json_t *index, const char *key, const char *value)
+/* The index value of a cache value (NULL: none); caller frees. */
+static char *
+ival_of(struct informer *inf, json_t *v)
 {
-	const char *was = json_string_value(json_object_get(ival, key));
+	json_t *o;
+	char *iv;
 
-	if (was) {
-		json_t *set = json_object_get(index, was);
+	if (inf->opts.index == NULL || v == NULL)
+		return NULL;
+	o = stored(v);
+	iv = o ? inf->opts.index(o) : NULL;
+	json_decref(o);
+	return iv;
+}
 
-		json_object_del(set, key);
-		if (json_object_size(set) == 0)
-			json_object_del(index, was);
-		json_object_del(ival, key);
-	}
-	if (value) {
-		json_t *set = json_object_get(index, value);
+/* File key under value. */
+static void
+index_add(json_t *index, const char *key, const char *value)
+{
+	json_t *e = json_object_get(index, value), *set;
 
-		if (set == NULL)
-			json_object_set_new(index, value, set = json_object());
+	if (e == NULL) {
+		json_object_set_new(index, value, json_string(key));
+	} else if (json_is_string(e)) {
+		if (strcmp(json_string_value(e), key) == 0)
+			return;
+		set = json_object();
+		json_object_set_new(set, json_string_value(e), json_null());
 		json_object_set_new(set, key, json_null());
-		json_object_set_new(ival, key, json_string(value));
+		json_object_set_new(index, value, set);
+	} else {
+		json_object_set_new(e, key, json_null());
+	}
+}
+
+/* Take key out from under value. */
+static void
+index_del(json_t *index, const char *key, const char *value)
+{
+	json_t *e = json_object_get(index, value);
+
+	if (json_is_string(e)) {
+		if (strcmp(json_string_value(e), key) == 0)
+			json_object_del(index, value);
+	} else if (e) {
+		json_object_del(e, key);
+		if (json_object_size(e) == 0)
+			json_object_del(index, value);
 	}
 }
 
@@ -174,13 +205,13 @@ index_set(json_t *ival, json_t *index, const char *key, const char *value)
  * list left the process megabytes larger for good).
  */
 struct staged {
-	size_t	 key, ival, text, len;	/* offsets in the stage; ival: 0 none */
+	size_t	 key, ival, text, len;	/* offsets in the stage; 0: none */
 };
 
 struct fill {
 	struct informer	*inf;
 	json_t		*fresh;
-	json_t		*ival, *index;	/* the fresh cache's index */
+	json_t		*index;		/* the fresh cache's index */
 	struct buf	 stage;		/* "\0" key "\0" ival "\0" text ... */
 	struct staged	*st;
 	size_t		 nst, capst;
@@ -190,7 +221,6 @@ static void
 fill_reset(struct fill *f)
 {
 	json_object_clear(f->fresh);
-	json_object_clear(f->ival);
 	json_object_clear(f->index);
 	buf_reset(&f->stage);
 	f->nst = 0;
@@ -207,7 +237,10 @@ stage_str(struct buf *b, const char *s, size_t n)
 	return at;
 }
 
-/* One entry staged: 0, or K8S_ETOOBIG when the stage is full. */
+/*
+ * One entry staged: key's text (none: key is only filed under iv) and its
+ * index value iv (or none). 0, or K8S_ETOOBIG when the stage is full.
+ */
 static int
 stage_entry(struct fill *f, const char *k, const char *iv, const char *text,
     size_t len)
@@ -218,7 +251,7 @@ stage_entry(struct fill *f, const char *k, const char *iv, const char *text,
 		abort();	/* offset 0 stays "none" */
 	if ((e.key = stage_str(&f->stage, k, strlen(k))) == 0 ||
 	    (iv && (e.ival = stage_str(&f->stage, iv, strlen(iv))) == 0) ||
-	    (e.text = stage_str(&f->stage, text, len)) == 0)
+	    (text && (e.text = stage_str(&f->stage, text, len)) == 0))
 		return K8S_ETOOBIG;
 	if (f->nst == f->capst) {
 		f->capst = f->capst ? 2 * f->capst : 256;
@@ -255,7 +288,8 @@ fill_one(void *arg, json_t *obj)
 		}
 	} else {
 		json_object_set_new(f->fresh, k, t);
-		index_set(f->ival, f->index, k, iv);
+		if (iv)
+			index_add(f->index, k, iv);
 	}
 	free(iv);
 	free(k);
@@ -271,10 +305,11 @@ fill_unstage(struct fill *f)
 	for (size_t i = 0; i < f->nst; i++) {
 		const struct staged *e = &f->st[i];
 
-		json_object_set_new(f->fresh, base + e->key,
-		    json_stringn_nocheck(base + e->text, e->len));
-		index_set(f->ival, f->index, base + e->key,
-		    e->ival ? base + e->ival : NULL);
+		if (e->text)
+			json_object_set_new(f->fresh, base + e->key,
+			    json_stringn_nocheck(base + e->text, e->len));
+		if (e->ival)
+			index_add(f->index, base + e->key, base + e->ival);
 	}
 	buf_free(&f->stage);
 	free(f->st);
@@ -292,8 +327,8 @@ relist(void *arg, char **rv, struct k8s_error *err)
 		.field_selector = inf->opts.field_selector,
 		.limit = inf->opts.page_size,
 	};
-	struct fill f = { inf, json_object(), json_object(), json_object(),
-	    { 0 }, NULL, 0, 0 };
+	struct fill f = { inf, json_object(), json_object(), { 0 }, NULL, 0,
+	    0 };
 	json_t *fresh = f.fresh, *obj, *old;
 	struct note *notes;
 	const char *key;
@@ -309,7 +344,6 @@ relist(void *arg, char **rv, struct k8s_error *err)
 		buf_free(&f.stage);
 		free(f.st);
 		json_decref(fresh);
-		json_decref(f.ival);
 		json_decref(f.index);
 		return rc;
 	}
@@ -340,10 +374,8 @@ relist(void *arg, char **rv, struct k8s_error *err)
 			    json_incref(old), NULL };
 	}
 	json_decref(inf->cache);
-	json_decref(inf->ival);
 	json_decref(inf->index);
 	inf->cache = fresh;
-	inf->ival = f.ival;
 	inf->index = f.index;
 	inf->writes = 0;	/* made in one run: nothing to compact */
 	pthread_mutex_unlock(&inf->lock);
@@ -379,7 +411,7 @@ on_event(void *arg, const struct watch_event *ev)
 {
 	struct informer *inf = arg;
 	struct note n = { N_ADD, NULL, NULL };
-	char *key = obj_key(ev->object);
+	char *key = obj_key(ev->object), *was;
 	json_t *old, *obj;
 
 	if (key == NULL) {
@@ -389,13 +421,15 @@ on_event(void *arg, const struct watch_event *ev)
 	}
 	pthread_mutex_lock(&inf->lock);
 	old = json_object_get(inf->cache, key);
+	was = ival_of(inf, old);
 	if (ev->type == WATCH_DELETED) {
 		if (old) {
 			/* Report the final state the server sent. */
 			n = (struct note){ N_DELETE, keep(inf, ev->object,
 			    NULL), NULL };
+			if (was)
+				index_del(inf->index, key, was);
 			json_object_del(inf->cache, key);
-			index_set(inf->ival, inf->index, key, NULL);
 			inf->writes++;
 		} else {
 			n.kind = -1;
@@ -404,7 +438,10 @@ on_event(void *arg, const struct watch_event *ev)
 		char *iv;
 
 		obj = keep(inf, ev->object, &iv);
-		index_set(inf->ival, inf->index, key, iv);
+		if (was && (iv == NULL || strcmp(was, iv) != 0))
+			index_del(inf->index, key, was);
+		if (iv)
+			index_add(inf->index, key, iv);
 		free(iv);
 		if (old)
 			n = (struct note){ N_UPDATE, json_incref(old),
@@ -415,6 +452,7 @@ on_event(void *arg, const struct watch_event *ev)
 		inf->writes++;
 	}
 	pthread_mutex_unlock(&inf->lock);
+	free(was);
 	free(key);
 	if ((int)n.kind >= 0)
 		notify(inf, &n);
@@ -473,7 +511,6 @@ informer_new(struct k8s_client *c, const struct informer_opts *opts,
 	if (inf->opts.page_size <= 0)
 		inf->opts.page_size = 500;
 	inf->cache = json_object();
-	inf->ival = json_object();
 	inf->index = json_object();
 	pthread_mutex_init(&inf->lock, NULL);
 	clock_cond_init(&inf->cond);
@@ -624,13 +661,18 @@ informer_keys(struct informer *inf)
 json_t *
 informer_by_index(struct informer *inf, const char *value)
 {
-	json_t *all = json_array(), *v;
+	json_t *all = json_array(), *e, *v;
 	const char *key;
 	size_t i;
 
 	pthread_mutex_lock(&inf->lock);
-	json_object_foreach(json_object_get(inf->index, value), key, v)
-		json_array_append(all, json_object_get(inf->cache, key));
+	e = json_object_get(inf->index, value);
+	if (json_is_string(e))
+		json_array_append(all, json_object_get(inf->cache,
+		    json_string_value(e)));
+	else
+		json_object_foreach(e, key, v)
+			json_array_append(all, json_object_get(inf->cache, key));
 	pthread_mutex_unlock(&inf->lock);
 	json_array_foreach(all, i, v)
 		json_array_set_new(all, i, stored(v));
@@ -640,9 +682,9 @@ informer_by_index(struct informer *inf, const char *value)
 int
 informer_compact(struct informer *inf)
 {
-	struct fill f = { inf, NULL, NULL, NULL, { 0 }, NULL, 0, 0 };
-	const char *key;
-	json_t *v;
+	struct fill f = { inf, NULL, NULL, { 0 }, NULL, 0, 0 };
+	const char *key, *value, *k;
+	json_t *v, *e, *x;
 	int done = 0;
 
 	if (!inf->opts.packed)
@@ -653,19 +695,28 @@ informer_compact(struct informer *inf)
 	    inf->writes < json_object_size(inf->cache) / 8)
 		goto out;
 	json_object_foreach(inf->cache, key, v)
-		if (!json_is_string(v) || stage_entry(&f, key, json_string_value(
-		    json_object_get(inf->ival, key)), json_string_value(v),
-		    json_string_length(v)) != 0)
+		if (!json_is_string(v) || stage_entry(&f, key, NULL,
+		    json_string_value(v), json_string_length(v)) != 0)
 			goto out;	/* left as it is */
+	/* The index, as entries with no text. */
+	json_object_foreach(inf->index, value, e) {
+		if (json_is_string(e)) {
+			if (stage_entry(&f, json_string_value(e), value, NULL,
+			    0) != 0)
+				goto out;
+			continue;
+		}
+		json_object_foreach(e, k, x)
+			if (stage_entry(&f, k, value, NULL, 0) != 0)
+				goto out;
+	}
 	/*
 	 * The old values are freed first, so that the new ones fill the
 	 * freed space from its start, one after another.
 	 */
 	json_decref(inf->cache);
-	json_decref(inf->ival);
 	json_decref(inf->index);
 	inf->cache = f.fresh = json_object();
-	inf->ival = f.ival = json_object();
 	inf->index = f.index = json_object();
 	fill_unstage(&f);
 	inf->writes = 0;
@@ -711,7 +762,6 @@ informer_free(struct informer *inf)
 		return;
 	informer_stop(inf);
 	json_decref(inf->cache);
-	json_decref(inf->ival);
 	json_decref(inf->index);
 	free(inf->last_rv);
 	pthread_mutex_destroy(&inf->lock);
