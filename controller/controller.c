@@ -541,6 +541,17 @@ trim_cx(json_t *cx)
 		 */
 		if (out && !json_is_true(json_object_get(st, "audited")))
 			trim_keep_audit(out, cx);
+		/* Not a cold pod's name: it is the uid's (named_pod). */
+		if (out && k8s_obj_uid(cx)) {
+			char *cold = podspec_pod_name(k8s_obj_uid(cx));
+			const char *pn = json_string_value(json_object_get(st,
+			    "podName"));
+
+			if (pn && strcmp(pn, cold) == 0)
+				json_object_del(json_object_get(out, "status"),
+				    "podName");
+			free(cold);
+		}
 		if (out)
 			return out;
 	}
@@ -568,7 +579,6 @@ trim_cx(json_t *cx)
 		json_t *spec = json_copy(json_object_get(cx, "spec"));
 		char sha[65];
 
-		podspec_code_sha256(cx, sha);
 		/*
 		 * Except a small one not started yet: a warm start claims from
 		 * the cache (pools.c), with no read on its path. It keeps it
@@ -585,7 +595,11 @@ trim_cx(json_t *cx)
 				json_object_del(spec, code[i]);
 		if (spec)
 			json_object_set_new(out, "spec", spec);
-		json_object_set_new(out, CTL_CACHED_SHA, json_string(sha));
+		/* Once the status has it (the same: the spec is immutable), not twice. */
+		if (!json_is_string(json_object_get(st, "codeSha256"))) {
+			podspec_code_sha256(cx, sha);
+			json_object_set_new(out, CTL_CACHED_SHA, json_string(sha));
+		}
 	}
 	md = json_copy(md);
 	ann = json_object_get(md, "annotations");

@@ -562,10 +562,13 @@ follow_pod(struct controller *ctl, json_t *cx, json_t *pod, json_t *status,
 
 	if (!json_object_get(status, "podName")) {
 		char *name = podspec_pod_name(k8s_obj_uid(cx));
-		const char *cached = json_string_value(json_object_get(cx,
-		    CTL_CACHED_SHA));
+		const char *cached = json_string_value(json_object_get(status,
+		    "codeSha256"));
 		char sha[65];
 
+		if (cached == NULL)	/* the cache kept it (trim_cx) */
+			cached = json_string_value(json_object_get(cx,
+			    CTL_CACHED_SHA));
 		if (cached)
 			snprintf(sha, sizeof(sha), "%s", cached);
 		else
