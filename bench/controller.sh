@@ -18,7 +18,9 @@
 #               controller ready on an empty namespace; with N executions in
 #               flight, each with its pod (read once the work queue is
 #               empty), and with N finished executions waiting out their TTL
-#               with their pods collected (a fresh controller, read at ready).
+#               with their pods collected (a fresh controller, read at ready);
+#               each of the two again 3 s after the queue drained (settled:
+#               the caches packed and the heap trimmed, as when idle).
 #               Beside them, the stack's floor: bench/rss_floor, linked as
 #               the controller is, after one SHA-256 and one TLS request.
 # Each round uses fresh namespaces. Medians over the rounds, with min-max.
@@ -237,6 +239,11 @@ for r in $(seq "$rounds"); do
 	reconciles[r]=$(echo "scale=2; $(metric "$addr" airlock_reconcile_seconds_count) / $n" | bc)
 	rss_full[r]=$(rss_kib "$pid")
 	anon_full[r]=$(anon_kib "$pid")
+	# Settled: the controller packs its caches and trims the heap when its
+	# queue drains, at most once a second (its node check comes every
+	# second): read again 3 s on.
+	sleep 3
+	rss_full_s[r]=$(rss_kib "$pid")
 	pods[r]=$(k -n "$ns" get pods --no-headers 2>/dev/null | wc -l)
 	[ "${pods[r]}" -eq "$n" ] || { echo "bench: ${pods[r]} pods for $n executions" >&2; exit 1; }
 	stop_controller
@@ -248,6 +255,9 @@ for r in $(seq "$rounds"); do
 	start_controller "$ns" "$work/controller-done-$r.log"
 	rss_done[r]=$(rss_kib "$pid")
 	anon_done[r]=$(anon_kib "$pid")
+	until [ "$(metric "$addr" airlock_workqueue_depth)" = 0 ]; do sleep 0.05; done
+	sleep 3
+	rss_done_s[r]=$(rss_kib "$pid")
 	stop_controller
 	left=$(k -n "$ns" get pods --no-headers 2>/dev/null | wc -l)
 	[ "$left" -eq 0 ] || { echo "bench: $left pods came back for finished executions" >&2; exit 1; }
@@ -290,6 +300,8 @@ for r in $(seq "$rounds"); do
 	api_ratio+=("$(echo "scale=3; ${cx_api_ms[r]} / ${base_api_ms[r]}" | bc)")
 	per_full+=("$(echo "scale=1; (${rss_full[r]} - ${rss_idle[r]}) / $n" | bc)")
 	per_done+=("$(echo "(${rss_done[r]} - ${rss_idle[r]}) * 1024 / $n" | bc)")
+	per_full_s+=("$(echo "(${rss_full_s[r]} - ${rss_idle[r]}) * 1024 / $n" | bc)")
+	per_done_s+=("$(echo "(${rss_done_s[r]} - ${rss_idle[r]}) * 1024 / $n" | bc)")
 done
 
 cpu=$(awk -F': ' '/model name/ { print $2; exit }' /proc/cpuinfo)
@@ -321,6 +333,8 @@ mem=$(awk '/MemTotal/ { printf "%.0f GiB", $2 / 1048576 }' /proc/meminfo)
 	echo "| RSS, KiB, of a process linked as the controller after one SHA-256 and one TLS request (bench/rss_floor): all / the libraries' pages / heap and stack | $stack_rss / $stack_file / $stack_anon | | |"
 	echo "| RSS per execution in flight (execution + its pod), KiB | | $(med %.2f "${per_full[@]}") [$(spread %.2f "${per_full[@]}")] | |"
 	echo "| RSS, KiB, ready with $n finished executions (pods collected) | | $(med %.0f "${rss_done[@]}") [$(spread %.0f "${rss_done[@]}")] | |"
+	echo "| RSS, KiB, settled (3 s after the queue drained): $n in flight + their pods / $n finished | | $(med %.0f "${rss_full_s[@]}") [$(spread %.0f "${rss_full_s[@]}")] / $(med %.0f "${rss_done_s[@]}") [$(spread %.0f "${rss_done_s[@]}")] | |"
+	echo "| RSS per execution, settled, bytes: in flight (+ its pod) / finished | | $(med %.0f "${per_full_s[@]}") [$(spread %.0f "${per_full_s[@]}")] / $(med %.0f "${per_done_s[@]}") [$(spread %.0f "${per_done_s[@]}")] | |"
 	echo "| of which RssAnon (heap, stacks), KiB: ready / in flight / finished | $(med %.0f "${anon_idle[@]}") | $(med %.0f "${anon_full[@]}") / $(med %.0f "${anon_done[@]}") | |"
 	echo "| RSS per finished execution, bytes | | $(med %.0f "${per_done[@]}") [$(spread %.0f "${per_done[@]}")] | |"
 	echo "| reconciles per execution, controller start -> queue empty | | $(med %.2f "${reconciles[@]}") [$(spread %.2f "${reconciles[@]}")] | |"
