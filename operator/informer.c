@@ -194,6 +194,9 @@ index_del(json_t *index, const char *key, const char *value)
 		json_object_del(e, key);
 		if (json_object_size(e) == 0)
 			json_object_del(index, value);
+		else if (json_object_size(e) == 1)	/* one key: a string */
+			json_object_set_new(index, value, json_string(
+			    json_object_iter_key(json_object_iter(e))));
 	}
 }
 
@@ -694,10 +697,15 @@ informer_compact(struct informer *inf)
 	if (inf->writes < INFORMER_COMPACT_MIN ||
 	    inf->writes < json_object_size(inf->cache) / 8)
 		goto out;
+	/*
+	 * Left as it is on a failure (a value kept as a tree, the stage
+	 * full), and not tried again for as many writes.
+	 */
+	inf->writes = 0;
 	json_object_foreach(inf->cache, key, v)
 		if (!json_is_string(v) || stage_entry(&f, key, NULL,
 		    json_string_value(v), json_string_length(v)) != 0)
-			goto out;	/* left as it is */
+			goto out;
 	/* The index, as entries with no text. */
 	json_object_foreach(inf->index, value, e) {
 		if (json_is_string(e)) {
@@ -719,7 +727,6 @@ informer_compact(struct informer *inf)
 	inf->cache = f.fresh = json_object();
 	inf->index = f.index = json_object();
 	fill_unstage(&f);
-	inf->writes = 0;
 	done = 1;
 out:
 	pthread_mutex_unlock(&inf->lock);

@@ -56,7 +56,9 @@ struct informer_opts {
 	/*
 	 * Optional: one index value for an object as cached (a new string,
 	 * or NULL for none), for informer_by_index(). Runs on the
-	 * informer's thread.
+	 * informer's thread. It must depend on the cached object alone: the
+	 * value an object was filed under is worked out again from it when
+	 * it changes or goes, not stored.
 	 */
 	char		*(*index)(json_t *obj);
 	/* Passed to the watch (see watch.h); 0 = its defaults. */
@@ -103,13 +105,13 @@ size_t informer_len(struct informer *inf);
 /*
  * A packed cache written to since its list (watch events) has its values
  * scattered among the pages the events were decoded in, each pinning its
- * page once those are freed. Copy every value (with its key and index
- * entry) to memory freed just before, one after another, so that the
- * pages they leave are wholly free (for malloc_trim). Only once at least
+ * page once those are freed. Free every value (with its key and index
+ * entry), then copy them back one after another, so that the pages they
+ * leave are wholly free (for malloc_trim). The copies are made by the
+ * calling thread, in its malloc arena. Only once at least
  * INFORMER_COMPACT_MIN writes, and an eighth of the cache, came since the
  * list or the last compaction: 1 if it did, else 0. Holds the lock for
- * about a microsecond an object; the copies are made by the calling
- * thread (in its malloc arena).
+ * about a microsecond an object.
  */
 #define INFORMER_COMPACT_MIN	64
 int informer_compact(struct informer *inf);

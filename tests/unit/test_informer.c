@@ -227,22 +227,24 @@ names(struct informer *inf, const char *value, char *out, size_t len)
 
 #define TEAM(n, rv, team) "{\"metadata\":{\"name\":\"" n "\",\"namespace\":\"ns1\",\"resourceVersion\":\"" rv "\",\"labels\":{\"team\":\"" team "\"}}}"
 
-/* The index follows adds, a value that changes, deletes and a relist. */
+/*
+ * The index follows adds, a value that changes, deletes and a relist,
+ * packed or not.
+ */
 static void
-test_index(void **state)
+index_case(int packed)
 {
 	struct fakeapi *api = fakeapi_start();
 	struct k8s_config *cfg = fakeapi_config(api, NULL);
 	struct log l = { .lock = PTHREAD_MUTEX_INITIALIZER };
 	struct informer_opts io = { .res = &k8s_res_configmaps, .ns = "ns1",
-	    .packed = 1, .index = by_team, .backoff_initial_ms = 20 };
+	    .packed = packed, .index = by_team, .backoff_initial_ms = 20 };
 	struct informer_handlers h = { on_add, on_update, on_delete, &l };
 	struct k8s_client *c;
 	struct k8s_error err;
 	struct informer *inf;
 	char got[128];
 
-	(void)state;
 	assert_int_equal(k8s_client_new(cfg, NULL, &c, &err), 0);
 	fakeapi_push(api, 200, NULL, "{\"metadata\":{\"resourceVersion\":\"10\"},\"items\":["
 	    TEAM("a", "1", "red") "," TEAM("b", "2", "red") "," TEAM("c", "3", "blue") ","
@@ -322,7 +324,8 @@ test_compact(void **state)
 	/* Held back until the test has compacted. */
 	fakeapi_push(api, 200, NULL, events, 300);
 	fakeapi_push(api, 200, NULL,
-	    "{\"type\":\"MODIFIED\",\"object\":" TEAM("a", "200", "blue") "}\n", 1500);
+	    "{\"type\":\"MODIFIED\",\"object\":" TEAM("a", "200", "blue") "}\n"
+	    "{\"type\":\"DELETED\",\"object\":" TEAM("c", "201", "red") "}\n", 1500);
 	fakeapi_push(api, 200, NULL, "", 5000);
 	inf = informer_new(c, &io, &h);
 	assert_int_equal(informer_start(inf), 0);
@@ -351,14 +354,17 @@ test_compact(void **state)
 	assert_string_equal(got, "d");
 	names(inf, "green", got, sizeof(got));
 	assert_string_equal(got, "a");
-	/* An event after it moves a from green to blue. */
-	for (long long end = clock_mono_ms() + 4000; lines(&l) < 75 && clock_mono_ms() < end;)
+	/* Events after it: a from green to blue, c deleted (red: b). */
+	for (long long end = clock_mono_ms() + 4000; lines(&l) < 76 && clock_mono_ms() < end;)
 		nanosleep(&(struct timespec){ 0, 1000000L }, NULL);
-	assert_int_equal(lines(&l), 75);
+	assert_int_equal(lines(&l), 76);
 	names(inf, "blue", got, sizeof(got));
 	assert_string_equal(got, "a d");
 	names(inf, "green", got, sizeof(got));
 	assert_string_equal(got, "");
+	names(inf, "red", got, sizeof(got));
+	assert_string_equal(got, "b");
+	assert_int_equal(informer_len(inf), 3);
 	o = informer_get(inf, "ns1", "a");
 	assert_string_equal(k8s_obj_rv(o), "200");
 	json_decref(o);
@@ -366,6 +372,20 @@ test_compact(void **state)
 	k8s_client_free(c);
 	k8s_config_free(cfg);
 	fakeapi_stop(api);
+}
+
+static void
+test_index(void **state)
+{
+	(void)state;
+	index_case(1);
+}
+
+static void
+test_index_tree(void **state)
+{
+	(void)state;
+	index_case(0);
 }
 
 /* Keep metadata only: the data never reaches the cache. */
@@ -516,6 +536,7 @@ main(void)
 		cmocka_unit_test(test_relist_diff_packed),
 		cmocka_unit_test(test_packed_roundtrip),
 		cmocka_unit_test(test_index),
+		cmocka_unit_test(test_index_tree),
 		cmocka_unit_test(test_compact),
 		cmocka_unit_test(test_concurrent_stop),
 		cmocka_unit_test(test_transform),
