@@ -160,6 +160,24 @@ pool_delete(void *arg, json_t *obj, int unknown)
 	pool_event(arg, obj);
 }
 
+static json_t *trim_metadata(json_t *md);
+
+/*
+ * Of a pool: trim_metadata's, and its spec and status whole (both held to
+ * the CRD's schema, and its status written by this controller alone).
+ */
+json_t *
+ctl_trim_pool(json_t *pool)
+{
+	json_t *out = json_copy(pool);
+
+	if (out == NULL)
+		return json_incref(pool);
+	json_object_set_new(out, "metadata", trim_metadata(json_object_get(pool,
+	    "metadata")));
+	return out;
+}
+
 static char *
 pool_ns(json_t *pool)
 {
@@ -370,8 +388,8 @@ pod_condition(json_t *ps, const char *type)
  * PodScheduled (and when: nodes.c), and the first container's state; of a holder, its pool's
  * label and owner.
  */
-static json_t *
-trim_pod(json_t *pod)
+json_t *
+ctl_trim_pod(json_t *pod)
 {
 	json_t *md = json_object_get(pod, "metadata");
 	json_t *ps = json_object_get(pod, "status");
@@ -437,7 +455,8 @@ trim_pod(json_t *pod)
 			    "deletionTimestamp", json_object_get(md,
 			    "deletionTimestamp"));
 	}
-	if (ann)
+	/* A name, or nothing: a pod not of this controller's may carry more. */
+	if (json_is_string(ann) && json_string_length(ann) <= 253)
 		json_object_set_new(json_object_get(out, "metadata"),
 		    "annotations", json_pack("{s:O}", CX_ANN_NAME, ann));
 	if (sched)
@@ -469,9 +488,43 @@ pod_owner_key(json_t *pod)
 }
 
 /*
- * Of an execution in flight: all but its code, its managedFields and
- * kubectl's last-applied copy of itself, bookkeeping as large as the
- * object: the cache does not grow with the size of the code.
+ * Of an object's metadata, what reconcile reads: its identity, generation,
+ * creation and deletion, and of its annotations only the one admission
+ * writes (who created it; capped all the same). Never the tenant's own
+ * labels, annotations, finalizers or managedFields: metadata stays
+ * writable after admission, up to etcd's limit, and 200 executions with
+ * 250 KB annotations and 1800 labels each took 131 MiB here (issue 27).
+ * A new reference.
+ */
+#define CREATED_BY_MAX	512
+
+static json_t *
+trim_metadata(json_t *md)
+{
+	json_t *out = json_object(), *by;
+	static const char *const keep[] = { "name", "namespace", "uid",
+	    "resourceVersion", "generation", "creationTimestamp",
+	    "deletionTimestamp" };
+
+	for (size_t i = 0; i < sizeof(keep) / sizeof(keep[0]); i++) {
+		json_t *v = json_object_get(md, keep[i]);
+
+		if (v && (json_is_string(v) || json_is_integer(v)))
+			json_object_set(out, keep[i], v);
+	}
+	by = json_object_get(json_object_get(md, "annotations"),
+	    CX_ANN_CREATED_BY);
+	if (json_is_string(by))
+		json_object_set_new(out, "annotations", json_pack("{s:s%}",
+		    CX_ANN_CREATED_BY, json_string_value(by),
+		    strnlen(json_string_value(by), CREATED_BY_MAX)));
+	return out;
+}
+
+/*
+ * Of an execution in flight: all but its code and its metadata beyond
+ * trim_metadata's: the cache grows neither with the size of the code nor
+ * with what a tenant writes into metadata.
  *
  * Of a finished one, which is most of the cache in a steady state (they
  * stay for ttlSecondsAfterFinished, an hour by default, while their pods
@@ -512,12 +565,12 @@ trim_keep_audit(json_t *out, json_t *cx)
 	}
 }
 
-static json_t *
-trim_cx(json_t *cx)
+json_t *
+ctl_trim_cx(json_t *cx)
 {
 	json_t *md = json_object_get(cx, "metadata");
 	json_t *st = json_object_get(cx, "status");
-	json_t *out, *ann;
+	json_t *out;
 
 	if (cx_phase_terminal(json_string_value(json_object_get(st, "phase")))) {
 		out = json_pack("{s:{s:O*, s:O*, s:O*, s:O*, s:O*, s:O*},"
@@ -601,15 +654,7 @@ trim_cx(json_t *cx)
 			json_object_set_new(out, CTL_CACHED_SHA, json_string(sha));
 		}
 	}
-	md = json_copy(md);
-	ann = json_object_get(md, "annotations");
-	json_object_del(md, "managedFields");
-	if (json_object_get(ann, "kubectl.kubernetes.io/last-applied-configuration")) {
-		ann = json_copy(ann);
-		json_object_del(ann, "kubectl.kubernetes.io/last-applied-configuration");
-		json_object_set_new(md, "annotations", ann);
-	}
-	json_object_set_new(out, "metadata", md);
+	json_object_set_new(out, "metadata", trim_metadata(md));
 	return out;
 }
 
@@ -618,9 +663,9 @@ controller_new(struct k8s_client *c, const struct ctl_config *cfg,
     struct metrics *m, const struct controller_opts *opts)
 {
 	struct controller *ctl = xcalloc(1, sizeof(*ctl));
-	struct informer_opts cxo = { .res = &cx_resource, .transform = trim_cx,
+	struct informer_opts cxo = { .res = &cx_resource, .transform = ctl_trim_cx,
 	    .packed = 1 };
-	struct informer_opts po = { .res = &k8s_res_pods, .transform = trim_pod,
+	struct informer_opts po = { .res = &k8s_res_pods, .transform = ctl_trim_pod,
 	    .packed = 1, .index = pod_owner_key,
 	    .label_selector = CX_LABEL_MANAGED "=" CX_MANAGER "," 
 	    CX_LABEL_COMPONENT "=" CX_COMPONENT };
@@ -630,7 +675,7 @@ controller_new(struct k8s_client *c, const struct ctl_config *cfg,
 	    .label_selector = CX_LABEL_MANAGED "=" CX_MANAGER };
 	struct informer_handlers gh = { NULL, guard_update, guard_delete, ctl };
 	struct informer_opts plo = { .res = &pool_resource, .packed = 1,
-	    .index = pool_ns };
+	    .index = pool_ns, .transform = ctl_trim_pool };
 	struct informer_handlers plh = { pool_add, pool_update, pool_delete, ctl };
 
 	ctl->client = c;

@@ -59,7 +59,9 @@ struct controller {
 	 * it; claimed holder pod uid -> true until the pod goes.
 	 */
 	json_t			*pool_expect;
-	json_t			*pool_counts;
+	json_t			*pool_counts;	/* pool uid -> [desired, ready] */
+	long long		 pool_desired;	/* pool_counts' sums, kept as */
+	long long		 pool_ready;	/* it changes (pools.c) */
 	json_t			*pool_claimed;	/* pool uid -> ms of its last claim */
 	json_t			*pool_gone;	/* "ns/name" -> [uid, ms]: deleted */
 	json_t			*pool_keys;	/* pool uid -> its pool_key */
@@ -245,6 +247,14 @@ long long ctl_quota_gate(struct controller *ctl, const char *ns);
  * its idle holders, those made as it went among them.
  */
 void ctl_pool_forget(struct controller *ctl, json_t *pool);
+/*
+ * What the informers keep of an execution, a pod and a pool (the
+ * transforms of controller.c): only what reconcile reads, never a
+ * tenant's own metadata. New references.
+ */
+json_t *ctl_trim_cx(json_t *cx);
+json_t *ctl_trim_pod(json_t *pod);
+json_t *ctl_trim_pool(json_t *pool);
 /* A holder of pool_uid appeared in the cache; a claimed one went. */
 void ctl_pool_seen(struct controller *ctl, const char *pool_uid);
 void ctl_holder_gone(struct controller *ctl, const char *pod_uid);
