@@ -87,13 +87,15 @@ key_in_ns(const char *key, const char *ns)
  * controller corrects it at its next sync. Files out's objects (key
  * count/codeexecutionartifacts) are seeded with the same count, at most
  * one per execution: over, if anything, until that sync (their orphans
- * aside, which the sync counts).
+ * aside, which the sync counts). Pools with the pools this controller
+ * caches in the namespace.
  */
 static void
 seed_quota_status(struct controller *ctl, const char *ns, json_t *quota)
 {
 	static const char *const keys[] = { "count/codeexecutions.airlock.dev",
-	    "count/codeexecutionartifacts.airlock.dev" };
+	    "count/codeexecutionartifacts.airlock.dev",
+	    "count/codeexecutionpools.airlock.dev" };
 	struct k8s_patch_opts po = { .type = K8S_PATCH_MERGE,
 	    .subresource = "status" };
 	json_t *st = json_object_get(quota, "status"), *all, *o, *p;
@@ -122,6 +124,14 @@ seed_quota_status(struct controller *ctl, const char *ns, json_t *quota)
 		json_object_set_new(hard_out, key, json_string(hard));
 		if (counted)
 			continue;	/* counted, under an older limit: the limit only */
+		if (k == 2) {
+			/* The pools this controller sees in the namespace. */
+			all = informer_by_index(ctl->pool_inf, ns);
+			snprintf(used, sizeof(used), "%zu", json_array_size(all));
+			json_decref(all);
+			json_object_set_new(used_out, key, json_string(used));
+			continue;
+		}
 		if (!counted_n) {
 			/* By key ("ns/name"): no object unpacked. */
 			all = informer_keys(ctl->cx_inf);

@@ -36,6 +36,7 @@
 #define UID_MAX_K8S		INT64_C(2147483647) /* the API's limit */
 #define EXECUTIONS_MAX		INT64_C(1000000)
 #define STORED_MAX		INT64_C(1000000)
+#define POOLS_MAX		INT64_C(1000)
 #define POLICY_MAX_ITEMS	256
 #define POLICY_ITEM_MAX		128
 
@@ -50,7 +51,7 @@ static const char *const policy_keys[] = { "denyImports", "allowCommands",
 static const char *const resource_keys[] = { "cpu", "memory",
     "ephemeralStorage", NULL };
 static const char *const quota_keys[] = { "executions", "cpu", "memory",
-    "storedExecutions", NULL };
+    "storedExecutions", "storedPools", NULL };
 
 /* "" at the top level, "." below it, to join a field path. */
 static const char *
@@ -598,7 +599,8 @@ walk_profiles(struct yamlwalk *w, yaml_node_t *root, struct ctl_config *c)
 /* defaults, caps or quota: each given quantity replaces its default. */
 static int
 walk_resources(struct yamlwalk *w, yaml_node_t *root, const char *key,
-    struct ctl_resources *r, int64_t *executions, int64_t *stored)
+    struct ctl_resources *r, int64_t *executions, int64_t *stored,
+    int64_t *pools)
 {
 	yaml_node_t *map;
 	int64_t v;
@@ -629,6 +631,13 @@ walk_resources(struct yamlwalk *w, yaml_node_t *root, const char *key,
 		    "and %lld", key, (long long)STORED_MAX);
 	if (present)
 		*stored = v;
+	if ((rc = get_int(w, map, key, "storedPools", &v, &present)) != 0)
+		return rc;
+	if (present && (v < 0 || v > POOLS_MAX))
+		return yamlwalk_fail(w, "%s.storedPools must be between 0 "
+		    "and %lld", key, (long long)POOLS_MAX);
+	if (present)
+		*pools = v;
 	return 0;
 }
 
@@ -682,6 +691,7 @@ config_defaults(void)
 	    INT64_C(1) << 30);
 	c->quota_executions = 20;
 	c->quota_stored = 1000;
+	c->quota_pools = 10;
 	c->artifacts_bytes = ARTIFACTS_DEFAULT_BYTES;
 	c->artifacts_files = ARTIFACTS_DEFAULT_FILES;
 	resources_set(&c->quota, "8", 8000, "8Gi", INT64_C(8) << 30, NULL, 0);
@@ -752,10 +762,11 @@ config_walk(struct yamlwalk *w, yaml_node_t *root, struct ctl_config *c)
 	if ((rc = get_quantity(w, root, "", "tmpSizeLimit", 0,
 	    &c->tmp_size_limit, &c->tmp_size_bytes)) != 0 ||
 	    (rc = walk_resources(w, root, "defaults", &c->defaults,
-	    NULL, NULL)) != 0 ||
-	    (rc = walk_resources(w, root, "caps", &c->caps, NULL, NULL)) != 0 ||
+	    NULL, NULL, NULL)) != 0 ||
+	    (rc = walk_resources(w, root, "caps", &c->caps, NULL, NULL,
+	    NULL)) != 0 ||
 	    (rc = walk_resources(w, root, "quota", &c->quota,
-	    &c->quota_executions, &c->quota_stored)) != 0 ||
+	    &c->quota_executions, &c->quota_stored, &c->quota_pools)) != 0 ||
 	    (rc = check_caps(w, c)) != 0 ||
 	    (rc = walk_artifacts(w, root, c)) != 0)
 		return rc;

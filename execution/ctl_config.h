@@ -14,7 +14,8 @@
  *       sourceFile: main.py                 # where spec.source goes
  *   defaults: {cpu: 500m, memory: 256Mi, ephemeralStorage: 64Mi}
  *   caps:     {cpu: "2",  memory: 2Gi,   ephemeralStorage: 1Gi}
- *   quota:    {executions: 20, cpu: "8", memory: 8Gi, storedExecutions: 1000}
+ *   quota:    {executions: 20, cpu: "8", memory: 8Gi, storedExecutions: 1000,
+ *             storedPools: 10}
  *
  * Quantities are kept both as the text (for the objects we write) and
  * parsed (for comparisons): cpu in millicores, the rest in bytes.
@@ -76,6 +77,12 @@ struct ctl_config {
 	 * quota; default 1000.
 	 */
 	int64_t			 quota_stored;
+	/*
+	 * quota.storedPools: how many CodeExecutionPools a namespace may
+	 * hold, by the same quota; default 10. Each is a cache entry and a
+	 * reconcile in the controller, whatever its replicas.
+	 */
+	int64_t			 quota_pools;
 	struct ctl_resources	 quota;			/* cpu/memory; default 8/8Gi; ephemeral unused */
 	/* Files out's budget per execution (artifacts.h); files 0: off. */
 	int64_t			 artifacts_bytes;	/* default 1 MiB, at most 1 MiB */

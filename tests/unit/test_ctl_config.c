@@ -133,6 +133,8 @@ assert_defaults(const struct ctl_config *c)
 	assert_resources(&c->caps, "2", 2000, "2Gi", INT64_C(2147483648),
 	    "1Gi", 1073741824);
 	assert_int_equal(c->quota_executions, 20);
+	assert_int_equal(c->quota_stored, 1000);
+	assert_int_equal(c->quota_pools, 10);
 	assert_resources(&c->quota, "8", 8000, "8Gi", INT64_C(8589934592),
 	    NULL, 0);
 }
@@ -167,6 +169,8 @@ test_full(void **state)
 	assert_resources(&c->caps, "4", 4000, "1.5Gi", 1610612736, "2Gi",
 	    INT64_C(2147483648));
 	assert_int_equal(c->quota_executions, 50);
+	assert_int_equal(c->quota_stored, 300);
+	assert_int_equal(c->quota_pools, 3);
 	assert_resources(&c->quota, "16", 16000, "32Gi",
 	    INT64_C(34359738368), NULL, 0);
 	ctl_config_free(c);
@@ -422,6 +426,8 @@ test_malformed(void **state)
 		    "allowCustomImages is not a boolean" },
 		{ "bad-executions.yaml",
 		    "quota.executions must be between 1 and 1000000" },
+		{ "bad-stored-pools.yaml",
+		    "quota.storedPools must be between 0 and 1000" },
 	};
 	size_t i;
 
