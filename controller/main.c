@@ -133,10 +133,8 @@ main(int argc, char **argv)
 	}
 	if (confpath == NULL || optind != argc)
 		usage();
-	if (ctl_config_load(confpath, &cfg, &err) != 0) {
-		fprintf(stderr, "airlock-controller: %s\n", err.message);
-		exit(1);
-	}
+	if (ctl_config_load(confpath, &cfg, &err) != 0)
+		daemon_die(prog, 1, "%s", err.message);
 	/* Signals go to one thread; everything else runs with them blocked. */
 	daemon_init(&d, prog, kubeconfig, context);
 	co.guard_owner_role = owner_role;
@@ -158,23 +156,25 @@ main(int argc, char **argv)
 	}
 
 	ctl = controller_new(d.client, cfg, d.metrics, &co);
-	if (controller_start(ctl) != 0) {
-		fprintf(stderr, "%s: cannot start\n", prog);
-		exit(1);
-	}
-	daemon_serve(&d, metrics_addr, ready, ctl);
-	log_info("controller started", "identity=%s namespace=%s leader_elect=%d",
-	    identity, co.namespace ? co.namespace : "(all)", leader_elect);
+	/*
+	 * Everything that can refuse to start does so before the informers'
+	 * threads run (see daemon_die): the lease's settings, then the port.
+	 */
 	if (leader_elect) {
 		struct lease_callbacks cb = { started, stopped, NULL, NULL };
 
 		lc.ns = lease_ns;
 		lc.name = lease_name;
 		lc.identity = identity;
-		if (lease_new(d.client, &lc, &cb, &the_lease, &err) != 0) {
-			fprintf(stderr, "%s: %s\n", prog, err.message);
-			exit(2);
-		}
+		if (lease_new(d.client, &lc, &cb, &the_lease, &err) != 0)
+			daemon_die(prog, 2, "%s", err.message);
+	}
+	daemon_serve(&d, metrics_addr, ready, ctl);
+	if (controller_start(ctl) != 0)
+		daemon_die(prog, 1, "cannot start the informers");
+	log_info("controller started", "identity=%s namespace=%s leader_elect=%d",
+	    identity, co.namespace ? co.namespace : "(all)", leader_elect);
+	if (leader_elect) {
 		daemon_on_signal(&d, quit, NULL);
 		lease_run(the_lease);
 	} else {

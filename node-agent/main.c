@@ -95,12 +95,12 @@ main(int argc, char **argv)
 		exit(2);
 	}
 	daemon_init(&d, prog, kubeconfig, context);
-	if ((a = agent_new(d.client, d.metrics, &o)) == NULL ||
-	    agent_start(a) != 0) {
-		fprintf(stderr, "%s: cannot start\n", prog);
-		exit(1);
-	}
+	if ((a = agent_new(d.client, d.metrics, &o)) == NULL)
+		daemon_die(prog, 1, "cannot make the agent");
+	/* The port before any thread of the agent's: see daemon_die. */
 	daemon_serve(&d, metrics_addr, ready, a);
+	if (agent_start(a) != 0)
+		daemon_die(prog, 1, "cannot start the agent");
 	log_info("node agent started", "node=%s", o.node_name);
 	daemon_wait(&d);
 	agent_stop(a);

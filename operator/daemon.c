@@ -2,6 +2,7 @@
  * daemon.c - see daemon.h.
  */
 #include <ctype.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,6 +31,27 @@ daemon_flag_number(const char *prog, const char *flag, const char *s,
 }
 
 void
+daemon_die(const char *prog, int status, const char *fmt, ...)
+{
+	char line[1024];
+	va_list ap;
+	int n;
+
+	/* One write, so that no log line of a running thread splits it. */
+	n = snprintf(line, sizeof(line), "%s: ", prog);
+	if (n < 0 || (size_t)n >= sizeof(line) / 2)
+		n = 0;
+	va_start(ap, fmt);
+	vsnprintf(line + n, sizeof(line) - (size_t)n - 1, fmt, ap);
+	va_end(ap);
+	strcat(line, "\n");
+	fflush(stdout);
+	fputs(line, stderr);
+	fflush(stderr);
+	_exit(status);
+}
+
+void
 daemon_flag_log_level(const char *prog, const char *s)
 {
 	enum log_level lvl;
@@ -55,10 +77,8 @@ daemon_init(struct daemon *d, const char *name, const char *kubeconfig,
 	pthread_sigmask(SIG_BLOCK, &d->sigs, NULL);
 	signal(SIGPIPE, SIG_IGN);
 	if (k8s_config_load_default(kubeconfig, context, &d->kcfg, &err) != 0 ||
-	    k8s_client_new(d->kcfg, NULL, &d->client, &err) != 0) {
-		fprintf(stderr, "%s: %s\n", name, err.message);
-		exit(1);
-	}
+	    k8s_client_new(d->kcfg, NULL, &d->client, &err) != 0)
+		daemon_die(name, 1, "%s", err.message);
 	d->metrics = metrics_new();
 }
 
@@ -88,10 +108,8 @@ daemon_serve(struct daemon *d, const char *addr, int (*ready)(void *),
 
 	if (strcmp(addr, "0") == 0)
 		return;
-	if (httpd_start(addr, d->metrics, &d->httpd, &err) != 0) {
-		fprintf(stderr, "%s: %s\n", d->name, err.message);
-		exit(1);
-	}
+	if (httpd_start(addr, d->metrics, &d->httpd, &err) != 0)
+		daemon_die(d->name, 1, "%s", err.message);
 	httpd_set_health_check(d->httpd, healthy, NULL);
 	d->ready = ready;
 	d->ready_arg = arg;

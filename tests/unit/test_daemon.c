@@ -1,6 +1,7 @@
 /*
  * Unit tests: operator/daemon.c's flag parsing: a bad number exits 2
  * naming the flag and the range (run in a child), a good one is taken;
+ * daemon_die ends the process without exit handlers;
  * /readyz answers what the daemon's ready() says at the request.
  */
 #include <setjmp.h>
@@ -59,6 +60,46 @@ test_flag_number(void **state)
 		    strcmp(out, want) != 0)
 			fail_msg("'%s': said '%s'", bad[i], out);
 	}
+}
+
+static void
+say_exit_handler(void)
+{
+	fputs("exit handler ran\n", stderr);
+}
+
+/*
+ * daemon_die: the line and the status, and no exit handler: OpenSSL's
+ * would free what running TLS threads use (the controller's SIGSEGV).
+ */
+static void
+test_die(void **state)
+{
+	char out[256];
+	ssize_t got;
+	size_t n;
+	int p[2], st;
+	pid_t pid;
+
+	(void)state;
+	assert_int_equal(pipe(p), 0);
+	if ((pid = fork()) == 0) {
+		dup2(p[1], 2);
+		close(p[0]);
+		atexit(say_exit_handler);
+		daemon_die("prog", 3, "cannot listen on '%s': %s", ":80",
+		    "busy");
+	}
+	close(p[1]);
+	for (n = 0; n < sizeof(out) - 1; n += (size_t)got)
+		if ((got = read(p[0], out + n, sizeof(out) - 1 - n)) <= 0)
+			break;
+	out[n] = '\0';
+	close(p[0]);
+	assert_int_equal(waitpid(pid, &st, 0), pid);
+	assert_true(WIFEXITED(st));
+	assert_int_equal(WEXITSTATUS(st), 3);
+	assert_string_equal(out, "prog: cannot listen on ':80': busy\n");
 }
 
 static int now_ready;
@@ -129,6 +170,7 @@ main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_flag_number),
+		cmocka_unit_test(test_die),
 		cmocka_unit_test(test_readyz_asked),
 	};
 
