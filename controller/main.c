@@ -26,7 +26,8 @@ usage(void)
 {
 	fprintf(stderr,
 	    "usage: airlock-controller --config FILE [--kubeconfig FILE] [--context NAME]\n"
-	    "       [--namespace NS] [--metrics-addr ADDR] [--workers N] [--log-level LEVEL]\n"
+	    "       [--namespace NS] [--metrics-addr ADDR] [--probe-addr ADDR] [--workers N]\n"
+	    "       [--log-level LEVEL]\n"
 	    "       [--no-leader-elect] [--lease-namespace NS] [--lease-name NAME] [--identity ID]\n"
 	    "       [--lease-duration-ms MS] [--renew-deadline-ms MS] [--retry-period-ms MS]\n"
 	    "       [--guardrail-owner-clusterrole NAME] [--result-grace-ms MS]\n"
@@ -78,6 +79,7 @@ main(int argc, char **argv)
 		{ "config", required_argument, NULL, 'c' },
 		{ "namespace", required_argument, NULL, 'n' },
 		{ "metrics-addr", required_argument, NULL, 'm' },
+		{ "probe-addr", required_argument, NULL, 'b' },
 		{ "workers", required_argument, NULL, 'w' },
 		{ "log-level", required_argument, NULL, 'l' },
 		{ "no-leader-elect", no_argument, NULL, 'N' },
@@ -93,7 +95,7 @@ main(int argc, char **argv)
 		{ NULL, 0, NULL, 0 },
 	};
 	const char *kubeconfig = NULL, *context = NULL, *confpath = NULL;
-	const char *metrics_addr = ":8080", *lease_ns = NULL;
+	const char *metrics_addr = ":8080", *probe_addr = "0", *lease_ns = NULL;
 	const char *lease_name = "airlock-controller", *owner_role = NULL;
 	static const char prog[] = "airlock-controller";
 	char *identity = NULL;
@@ -110,6 +112,7 @@ main(int argc, char **argv)
 		case 'c': confpath = optarg; break;
 		case 'n': co.namespace = optarg; break;
 		case 'm': metrics_addr = optarg; break;
+		case 'b': probe_addr = optarg; break;
 		case 'w': co.workers = (int)daemon_flag_number(prog, "--workers",
 		    optarg, 1, 64); break;
 		case 'l': daemon_flag_log_level(prog, optarg); break;
@@ -169,7 +172,7 @@ main(int argc, char **argv)
 		if (lease_new(d.client, &lc, &cb, &the_lease, &err) != 0)
 			daemon_die(prog, 2, "%s", err.message);
 	}
-	daemon_serve(&d, metrics_addr, ready, ctl);
+	daemon_serve(&d, metrics_addr, probe_addr, ready, ctl);
 	if (controller_start(ctl) != 0)
 		daemon_die(prog, 1, "cannot start the informers");
 	log_info("controller started", "identity=%s namespace=%s leader_elect=%d",

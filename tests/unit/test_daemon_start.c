@@ -1,8 +1,8 @@
 /*
  * Unit tests: bin/airlock-controller and bin/airlock-node-agent (from
  * $AIRLOCK_BIN, as tests/run.sh sets it) failing at start-up: a taken
- * port or a bad lease setting ends the process with status 1 or 2 and
- * one line naming the cause, never a crash.
+ * metrics or probe port, or a bad lease setting, ends the process with
+ * status 1 or 2 and one line naming the cause, never a crash.
  *
  * The daemons talk TLS to a stand-in API server (libmicrohttpd with the
  * self-signed pair in tests/data/tls/): the crash this guards against
@@ -300,6 +300,31 @@ test_agent_port_taken(void **state)
 	close(fd);
 }
 
+/* The probes' port taken (the metrics one free): the same, for it. */
+static void
+test_probe_port_taken(void **state)
+{
+	char cfg[4200], addr[32], line[256];
+	uint16_t port;
+	int fd = take_port(&port);
+	const char *cargs[] = { "--config", cfg, "--kubeconfig", kubeconfig,
+	    "--metrics-addr", "127.0.0.1:0", "--probe-addr", addr,
+	    "--log-level", "error", NULL };
+	const char *aargs[] = { "--node-name", "n1", "--kubeconfig", kubeconfig,
+	    "--containerd-socket", "/nonexistent/containerd.sock",
+	    "--metrics-addr", "127.0.0.1:0", "--probe-addr", addr,
+	    "--log-level", "error", NULL };
+
+	(void)state;
+	snprintf(cfg, sizeof(cfg), "%s/tests/data/ctlconfig/minimal.yaml", top);
+	snprintf(addr, sizeof(addr), "127.0.0.1:%u", (unsigned)port);
+	busy_line(line, sizeof(line), "airlock-controller", addr, port);
+	expect_runs("airlock-controller", cargs, 1, line);
+	busy_line(line, sizeof(line), "airlock-node-agent", addr, port);
+	expect_runs("airlock-node-agent", aargs, 1, line);
+	close(fd);
+}
+
 /* A lease setting the lease refuses: a flag's fault, exit 2. */
 static void
 test_controller_bad_lease(void **state)
@@ -322,6 +347,7 @@ main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_controller_port_taken),
 		cmocka_unit_test(test_agent_port_taken),
+		cmocka_unit_test(test_probe_port_taken),
 		cmocka_unit_test(test_controller_bad_lease),
 	};
 
