@@ -26,7 +26,8 @@ usage(void)
 {
 	fprintf(stderr,
 	    "usage: airlock-controller --config FILE [--kubeconfig FILE] [--context NAME]\n"
-	    "       [--namespace NS] [--metrics-addr ADDR] [--workers N] [--log-level LEVEL]\n"
+	    "       [--namespace NS] [--metrics-addr ADDR] [--probe-addr ADDR] [--workers N]\n"
+	    "       [--log-level LEVEL]\n"
 	    "       [--no-leader-elect] [--lease-namespace NS] [--lease-name NAME] [--identity ID]\n"
 	    "       [--lease-duration-ms MS] [--renew-deadline-ms MS] [--retry-period-ms MS]\n"
 	    "       [--guardrail-owner-clusterrole NAME] [--result-grace-ms MS]\n"
@@ -78,6 +79,7 @@ main(int argc, char **argv)
 		{ "config", required_argument, NULL, 'c' },
 		{ "namespace", required_argument, NULL, 'n' },
 		{ "metrics-addr", required_argument, NULL, 'm' },
+		{ "probe-addr", required_argument, NULL, 'b' },
 		{ "workers", required_argument, NULL, 'w' },
 		{ "log-level", required_argument, NULL, 'l' },
 		{ "no-leader-elect", no_argument, NULL, 'N' },
@@ -93,7 +95,7 @@ main(int argc, char **argv)
 		{ NULL, 0, NULL, 0 },
 	};
 	const char *kubeconfig = NULL, *context = NULL, *confpath = NULL;
-	const char *metrics_addr = ":8080", *lease_ns = NULL;
+	const char *metrics_addr = ":8080", *probe_addr = "0", *lease_ns = NULL;
 	const char *lease_name = "airlock-controller", *owner_role = NULL;
 	static const char prog[] = "airlock-controller";
 	char *identity = NULL;
@@ -110,6 +112,7 @@ main(int argc, char **argv)
 		case 'c': confpath = optarg; break;
 		case 'n': co.namespace = optarg; break;
 		case 'm': metrics_addr = optarg; break;
+		case 'b': probe_addr = optarg; break;
 		case 'w': co.workers = (int)daemon_flag_number(prog, "--workers",
 		    optarg, 1, 64); break;
 		case 'l': daemon_flag_log_level(prog, optarg); break;
@@ -133,10 +136,8 @@ main(int argc, char **argv)
 	}
 	if (confpath == NULL || optind != argc)
 		usage();
-	if (ctl_config_load(confpath, &cfg, &err) != 0) {
-		fprintf(stderr, "airlock-controller: %s\n", err.message);
-		exit(1);
-	}
+	if (ctl_config_load(confpath, &cfg, &err) != 0)
+		daemon_die(prog, 1, "%s", err.message);
 	/* Signals go to one thread; everything else runs with them blocked. */
 	daemon_init(&d, prog, kubeconfig, context);
 	co.guard_owner_role = owner_role;
@@ -158,23 +159,25 @@ main(int argc, char **argv)
 	}
 
 	ctl = controller_new(d.client, cfg, d.metrics, &co);
-	if (controller_start(ctl) != 0) {
-		fprintf(stderr, "%s: cannot start\n", prog);
-		exit(1);
-	}
-	daemon_serve(&d, metrics_addr, ready, ctl);
-	log_info("controller started", "identity=%s namespace=%s leader_elect=%d",
-	    identity, co.namespace ? co.namespace : "(all)", leader_elect);
+	/*
+	 * Everything that can refuse to start does so before the informers'
+	 * threads run (see daemon_die): the lease's settings, then the port.
+	 */
 	if (leader_elect) {
 		struct lease_callbacks cb = { started, stopped, NULL, NULL };
 
 		lc.ns = lease_ns;
 		lc.name = lease_name;
 		lc.identity = identity;
-		if (lease_new(d.client, &lc, &cb, &the_lease, &err) != 0) {
-			fprintf(stderr, "%s: %s\n", prog, err.message);
-			exit(2);
-		}
+		if (lease_new(d.client, &lc, &cb, &the_lease, &err) != 0)
+			daemon_die(prog, 2, "%s", err.message);
+	}
+	daemon_serve(&d, metrics_addr, probe_addr, ready, ctl);
+	if (controller_start(ctl) != 0)
+		daemon_die(prog, 1, "cannot start the informers");
+	log_info("controller started", "identity=%s namespace=%s leader_elect=%d",
+	    identity, co.namespace ? co.namespace : "(all)", leader_elect);
+	if (leader_elect) {
 		daemon_on_signal(&d, quit, NULL);
 		lease_run(the_lease);
 	} else {

@@ -21,7 +21,7 @@ usage(void)
 	fprintf(stderr,
 	    "usage: airlock-node-agent --node-name NAME [--kubeconfig FILE] [--context NAME]\n"
 	    "       [--namespace NS] [--pod-logs-dir DIR] [--containerd-socket PATH]\n"
-	    "       [--poll-ms MS] [--hard-output-cap BYTES] [--metrics-addr ADDR]\n"
+	    "       [--poll-ms MS] [--hard-output-cap BYTES] [--metrics-addr ADDR] [--probe-addr ADDR]\n"
 	    "       [--cgroup-mount DIR] [--cgroup-root PATH] [--sweep-ms MS] [--keep-stale-logs]\n"
 	    "       [--exec-dir DIR] [--runsc PATH --runsc-root DIR] [--log-level LEVEL]\n");
 	exit(2);
@@ -47,6 +47,7 @@ main(int argc, char **argv)
 		{ "poll-ms", required_argument, NULL, 'P' },
 		{ "hard-output-cap", required_argument, NULL, 'H' },
 		{ "metrics-addr", required_argument, NULL, 'm' },
+		{ "probe-addr", required_argument, NULL, 'b' },
 		{ "log-level", required_argument, NULL, 'l' },
 		{ "cgroup-mount", required_argument, NULL, 'C' },
 		{ "cgroup-root", required_argument, NULL, 'R' },
@@ -59,6 +60,7 @@ main(int argc, char **argv)
 	};
 	static const char prog[] = "airlock-node-agent";
 	const char *kubeconfig = NULL, *context = NULL, *metrics_addr = ":8081";
+	const char *probe_addr = "0";
 	struct agent_opts o = { 0 };
 	struct agent *a;
 	struct daemon d;
@@ -82,6 +84,7 @@ main(int argc, char **argv)
 		case 'o': o.runsc_root = optarg; break;
 		case 'S': o.sweep_ms = (long)daemon_flag_number(prog, "--sweep-ms", optarg, 100, 86400000); break;
 		case 'm': metrics_addr = optarg; break;
+		case 'b': probe_addr = optarg; break;
 		case 'l': daemon_flag_log_level(prog, optarg); break;
 		default: usage();
 		}
@@ -95,12 +98,12 @@ main(int argc, char **argv)
 		exit(2);
 	}
 	daemon_init(&d, prog, kubeconfig, context);
-	if ((a = agent_new(d.client, d.metrics, &o)) == NULL ||
-	    agent_start(a) != 0) {
-		fprintf(stderr, "%s: cannot start\n", prog);
-		exit(1);
-	}
-	daemon_serve(&d, metrics_addr, ready, a);
+	if ((a = agent_new(d.client, d.metrics, &o)) == NULL)
+		daemon_die(prog, 1, "cannot make the agent");
+	/* The port before any thread of the agent's: see daemon_die. */
+	daemon_serve(&d, metrics_addr, probe_addr, ready, a);
+	if (agent_start(a) != 0)
+		daemon_die(prog, 1, "cannot start the agent");
 	log_info("node agent started", "node=%s", o.node_name);
 	daemon_wait(&d);
 	agent_stop(a);

@@ -2,6 +2,7 @@
  * daemon.c - see daemon.h.
  */
 #include <ctype.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,6 +31,27 @@ daemon_flag_number(const char *prog, const char *flag, const char *s,
 }
 
 void
+daemon_die(const char *prog, int status, const char *fmt, ...)
+{
+	char line[1024];
+	va_list ap;
+	int n;
+
+	/* One write, so that no log line of a running thread splits it. */
+	n = snprintf(line, sizeof(line), "%s: ", prog);
+	if (n < 0 || (size_t)n >= sizeof(line) / 2)
+		n = 0;
+	va_start(ap, fmt);
+	vsnprintf(line + n, sizeof(line) - (size_t)n - 1, fmt, ap);
+	va_end(ap);
+	strcat(line, "\n");
+	fflush(stdout);
+	fputs(line, stderr);
+	fflush(stderr);
+	_exit(status);
+}
+
+void
 daemon_flag_log_level(const char *prog, const char *s)
 {
 	enum log_level lvl;
@@ -55,10 +77,8 @@ daemon_init(struct daemon *d, const char *name, const char *kubeconfig,
 	pthread_sigmask(SIG_BLOCK, &d->sigs, NULL);
 	signal(SIGPIPE, SIG_IGN);
 	if (k8s_config_load_default(kubeconfig, context, &d->kcfg, &err) != 0 ||
-	    k8s_client_new(d->kcfg, NULL, &d->client, &err) != 0) {
-		fprintf(stderr, "%s: %s\n", name, err.message);
-		exit(1);
-	}
+	    k8s_client_new(d->kcfg, NULL, &d->client, &err) != 0)
+		daemon_die(name, 1, "%s", err.message);
 	d->metrics = metrics_new();
 }
 
@@ -80,22 +100,31 @@ ready_unless_quitting(void *arg)
 	return !d->quitting && d->ready(d->ready_arg);
 }
 
-void
-daemon_serve(struct daemon *d, const char *addr, int (*ready)(void *),
-    void *arg)
+/* One listener: NULL for "0"; daemon_die if addr cannot be served. */
+static struct httpd *
+serve_one(struct daemon *d, const char *addr, struct metrics *metrics)
 {
 	struct k8s_error err;
+	struct httpd *h;
 
-	if (strcmp(addr, "0") == 0)
-		return;
-	if (httpd_start(addr, d->metrics, &d->httpd, &err) != 0) {
-		fprintf(stderr, "%s: %s\n", d->name, err.message);
-		exit(1);
-	}
-	httpd_set_health_check(d->httpd, healthy, NULL);
+	if (addr == NULL || strcmp(addr, "0") == 0)
+		return NULL;
+	if (httpd_start(addr, metrics, &h, &err) != 0)
+		daemon_die(d->name, 1, "%s", err.message);
+	httpd_set_health_check(h, healthy, NULL);
+	httpd_set_ready_check(h, ready_unless_quitting, d);
+	return h;
+}
+
+void
+daemon_serve(struct daemon *d, const char *addr, const char *probe_addr,
+    int (*ready)(void *), void *arg)
+{
 	d->ready = ready;
 	d->ready_arg = arg;
-	httpd_set_ready_check(d->httpd, ready_unless_quitting, d);
+	d->httpd = serve_one(d, addr, d->metrics);
+	/* No registry: /metrics is 404 there, the scrapers' port is addr. */
+	d->probes = serve_one(d, probe_addr, NULL);
 }
 
 static void *
@@ -127,6 +156,16 @@ daemon_quitting(const struct daemon *d)
 	return d->quitting;
 }
 
+static void
+not_ready(struct httpd *h)
+{
+	if (h == NULL)
+		return;
+	httpd_set_ready_check(h, NULL, NULL);
+	httpd_set_not_ready_reason(h, "shutting down");
+	httpd_set_ready(h, 0);
+}
+
 int
 daemon_wait(struct daemon *d)
 {
@@ -145,11 +184,8 @@ daemon_wait(struct daemon *d)
 	 * Quitting: not ready, and ready() is not asked again, as what it
 	 * reads is freed from now on.
 	 */
-	if (d->httpd) {
-		httpd_set_ready_check(d->httpd, NULL, NULL);
-		httpd_set_not_ready_reason(d->httpd, "shutting down");
-		httpd_set_ready(d->httpd, 0);
-	}
+	not_ready(d->httpd);
+	not_ready(d->probes);
 	return sig;
 }
 
@@ -157,6 +193,7 @@ void
 daemon_free(struct daemon *d)
 {
 	httpd_stop(d->httpd);
+	httpd_stop(d->probes);
 	metrics_free(d->metrics);
 	k8s_client_free(d->client);
 	k8s_config_free(d->kcfg);

@@ -9,7 +9,9 @@
  *
  * Errors at start-up are the operator's to fix, so these print one line
  * naming the program and the flag or the cause, and exit: 2 for a bad
- * flag, 1 for anything else.
+ * flag, 1 for anything else. A daemon listens before it starts a thread
+ * of its own (daemon_serve first), and once threads may run it ends with
+ * daemon_die, never exit(): see there.
  */
 #ifndef AIRLOCK_DAEMON_H
 #define AIRLOCK_DAEMON_H
@@ -27,6 +29,7 @@ struct daemon {
 	struct k8s_client	*client;
 	struct metrics		*metrics;
 	struct httpd		*httpd;		/* NULL: --metrics-addr 0 */
+	struct httpd		*probes;	/* NULL: --probe-addr 0 */
 
 	/* private */
 	sigset_t		 sigs;
@@ -46,6 +49,16 @@ struct daemon {
 long long daemon_flag_number(const char *prog, const char *flag,
     const char *s, long long lo, long long hi);
 
+/*
+ * Print "prog: MESSAGE" to stderr and end the process with status, at
+ * once: _exit(), not exit(). exit() runs OpenSSL's clean-up handler while
+ * the informers' threads may be in a TLS handshake, and they then crash
+ * (a taken port once ended the controller with SIGSEGV instead of its
+ * message and status 1).
+ */
+void daemon_die(const char *prog, int status, const char *fmt, ...)
+    __attribute__((noreturn, format(printf, 3, 4)));
+
 /* --log-level's value: set it, or a line and exit 2. */
 void daemon_flag_log_level(const char *prog, const char *s);
 
@@ -60,13 +73,23 @@ void daemon_init(struct daemon *d, const char *name, const char *kubeconfig,
 
 /*
  * Serve /metrics, /healthz (always healthy: the process answers) and
- * /readyz at addr, "0" for none; /readyz is 200 while ready(arg) says so,
+ * /readyz at addr, and /healthz and /readyz alone at probe_addr; "0" (or
+ * NULL for probe_addr) for none. /readyz is 200 while ready(arg) says so,
  * asked per request (on the HTTP server's thread: it must not block) from
  * now until a signal comes, and 503 from then on (ready is not asked once
- * daemon_wait returned). Exit 1 when addr cannot be served.
+ * daemon_wait returned). Call it before the daemon starts its threads:
+ * ready(arg) must already be safe to ask, and a port that cannot be served
+ * ends the process (daemon_die, status 1) with nothing else running.
+ *
+ * The probes' listener exists because one listener can be filled: 16
+ * addresses holding 4 slow connections each take all HTTPD_MAX_CONNS, and
+ * the kubelet's probes then go unanswered (issue 27). Nothing but the
+ * kubelet should reach probe_addr (the chart admits only the node to it,
+ * or binds it to 127.0.0.1 on the host's network), so no other client's
+ * connections can hold it.
  */
-void daemon_serve(struct daemon *d, const char *addr, int (*ready)(void *),
-    void *arg);
+void daemon_serve(struct daemon *d, const char *addr, const char *probe_addr,
+    int (*ready)(void *), void *arg);
 
 /*
  * Take SIGTERM and SIGINT on a thread of their own: on the first, the
@@ -84,7 +107,7 @@ int daemon_quitting(const struct daemon *d);
  */
 int daemon_wait(struct daemon *d);
 
-/* Stop serving, free the registry, the client and the config. */
+/* Stop both listeners, free the registry, the client and the config. */
 void daemon_free(struct daemon *d);
 
 #endif

@@ -17,10 +17,13 @@
  * refused by libmicrohttpd), at most HTTPD_MAX_CONNS connections are open
  * at once and an idle one is closed after HTTPD_TIMEOUT_SECS. No one
  * address may hold more than HTTPD_PER_IP_CONNS of them: a client that
- * opens connections and sends nothing cannot starve the kubelet's probes
+ * opens connections and sends nothing cannot fill the server alone
  * (32 such clients once kept /healthz unanswered for 24 s, and liveness
- * probes restarted the daemon). The chart's NetworkPolicy admits only
- * probes and scrapes to these ports in the first place.
+ * probes restarted the daemon). Several addresses still can: 16 of them,
+ * each trickling a byte before the idle timeout, hold all HTTPD_MAX_CONNS
+ * for as long as they like. So the daemons serve the kubelet's probes on
+ * a second server of their own (daemon_serve's probe_addr), which only
+ * the node reaches.
  *
  * Thread-safe: the setters may be called from any thread while serving.
  */

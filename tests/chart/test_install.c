@@ -92,11 +92,11 @@ group_setup(void **state)
 	image_values(f, "controller", it_env_need("CONTROLLER_IMAGE"));
 	image_values(f, "nodeAgent", it_env_need("NODE_AGENT_IMAGE"));
 	fprintf(f, "apiServer: {host: 127.0.0.1, port: \"%s\"}\n", strrchr(api, ':') + 1);
-	fprintf(f, "controller: {replicas: 1, hostNetwork: true, metricsPort: %d}\n",
-	    it_free_port());
-	fprintf(f, "nodeAgent:\n  hostNetwork: true\n  metricsPort: %d\n"
+	fprintf(f, "controller: {replicas: 1, hostNetwork: true, metricsPort: %d, "
+	    "probePort: %d}\n", it_free_port(), it_free_port());
+	fprintf(f, "nodeAgent:\n  hostNetwork: true\n  metricsPort: %d\n  probePort: %d\n"
 	    "  hostPaths: {podLogs: %s, containerdSocket: %s, cgroup: /sys/fs/cgroup}\n"
-	    "  cgroupRoot: %s\n", it_free_port(), it_env_need("POD_LOGS_DIR"),
+	    "  cgroupRoot: %s\n", it_free_port(), it_free_port(), it_env_need("POD_LOGS_DIR"),
 	    it_env_need("CONTAINERD_SOCK"), it_env_need("CGROUP_ROOT"));
 	/* Names of our own: the e2e tier's classes may exist already. */
 	fprintf(f, "runtimeClass: {name: airlock-chart-gvisor}\n"

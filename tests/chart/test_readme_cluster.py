@@ -74,11 +74,12 @@ def values(ce, path):
         f.write("image:\n  controller: %s\n  nodeAgent: %s\n" %
                 (image(ce["CONTROLLER_IMAGE"]), image(ce["NODE_AGENT_IMAGE"])))
         f.write('apiServer: {host: 127.0.0.1, port: "%s"}\n' % port)
-        f.write("controller: {replicas: 1, hostNetwork: true, metricsPort: %d}\n" % free_port())
-        f.write("nodeAgent:\n  hostNetwork: true\n  metricsPort: %d\n"
+        f.write("controller: {replicas: 1, hostNetwork: true, metricsPort: %d, probePort: %d}\n"
+                % (free_port(), free_port()))
+        f.write("nodeAgent:\n  hostNetwork: true\n  metricsPort: %d\n  probePort: %d\n"
                 "  hostPaths: {podLogs: %s, containerdSocket: %s, cgroup: /sys/fs/cgroup}\n"
-                "  cgroupRoot: %s\n" % (free_port(), ce["POD_LOGS_DIR"], ce["CONTAINERD_SOCK"],
-                                        ce["CGROUP_ROOT"]))
+                "  cgroupRoot: %s\n" % (free_port(), free_port(), ce["POD_LOGS_DIR"],
+                                        ce["CONTAINERD_SOCK"], ce["CGROUP_ROOT"]))
         f.write("runtimeClass: {name: airlock-readme-gvisor}\n"
                 "priorityClass: {name: airlock-readme-execution}\n")
         f.write("config:\n  profiles:\n")

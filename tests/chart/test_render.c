@@ -277,6 +277,30 @@ test_crd_in_sync(void **state)
 	}
 }
 
+/*
+ * Container c serves the kubelet's probes on port, listening on host
+ * (NULL: every address, and the kubelet probes the pod's IP).
+ */
+static void
+probes_on(json_t *c, int port, const char *host)
+{
+	char arg[64];
+
+	snprintf(arg, sizeof(arg), "--probe-addr=%s:%d", host ? host : "", port);
+	assert_true(has(c, "args", arg));
+	assert_string_equal(str(c, "ports[1].name"), "probes");
+	assert_int_equal(json_integer_value(at(c, "ports[1].containerPort")), port);
+	assert_string_equal(str(c, "livenessProbe.httpGet.port"), "probes");
+	assert_string_equal(str(c, "readinessProbe.httpGet.port"), "probes");
+	if (host == NULL) {
+		assert_null(at(c, "livenessProbe.httpGet.host"));
+		assert_null(at(c, "readinessProbe.httpGet.host"));
+	} else {
+		assert_string_equal(str(c, "livenessProbe.httpGet.host"), host);
+		assert_string_equal(str(c, "readinessProbe.httpGet.host"), host);
+	}
+}
+
 static void
 test_defaults(void **state)
 {
@@ -294,6 +318,9 @@ test_defaults(void **state)
 	assert_string_equal(str(c, "image"), "airlock.dev/controller:0.1.0");
 	assert_string_equal(str(c, "livenessProbe.httpGet.path"), "/healthz");
 	assert_string_equal(str(c, "readinessProbe.httpGet.path"), "/readyz");
+	/* The probes on a port of their own (issue 27), every address. */
+	assert_true(has(c, "args", "--metrics-addr=:8080"));
+	probes_on(c, 8082, NULL);
 	assert_true(has(c, "args", "--lease-namespace=airlock-system"));
 	assert_true(has(c, "args", "--guardrail-owner-clusterrole=rel-airlock-controller"));
 	assert_true(json_is_false(at(c, "securityContext.allowPrivilegeEscalation")));
@@ -374,6 +401,7 @@ test_defaults(void **state)
 	assert_true(has(c, "args", "--keep-stale-logs"));
 	assert_true(has(c, "args", "--hard-output-cap=16777216"));
 	assert_true(has(c, "args", "--node-name=$(NODE_NAME)"));
+	probes_on(c, 8083, NULL);
 	assert_true(has(c, "securityContext.capabilities.drop", "ALL"));
 	assert_true(has(c, "securityContext.capabilities.add", "KILL"));
 	assert_int_equal(json_array_size(at(c, "securityContext.capabilities.add")), 1);
@@ -532,7 +560,21 @@ test_values_change_output(void **state)
 	    "kubernetes\\.io/metadata\\.name"), "monitoring");
 	assert_int_equal(json_integer_value(at(x, "spec.ingress[0].ports[0].port")), 8080);
 	assert_int_equal(json_integer_value(at(x, "spec.ingress[0].ports[1].port")), 8081);
+	/* Not the probes' ports: only the node reaches those. */
+	assert_null(at(x, "spec.ingress[0].ports[2]"));
 	assert_null(at(x, "spec.ingress[1]"));
+	json_decref(all);
+	/*
+	 * On the host's network the probes' listener is on the host's
+	 * loopback, and the kubelet probes it there.
+	 */
+	all = render("--set controller.hostNetwork=true --set nodeAgent.hostNetwork=true "
+	    "--set controller.probePort=9082 --set nodeAgent.probePort=9083");
+	c = at(find(all, "Deployment", NULL), "spec.template.spec.containers[0]");
+	assert_true(has(c, "args", "--metrics-addr=:8080"));
+	probes_on(c, 9082, "127.0.0.1");
+	c = at(find(all, "DaemonSet", NULL), "spec.template.spec.containers[0]");
+	probes_on(c, 9083, "127.0.0.1");
 	json_decref(all);
 }
 
@@ -560,6 +602,9 @@ test_refused(void **state)
 	refused("--set test.runtime=ruby", "test.runtime");
 	refused("--set runtimeClass.name=Bad_Name", "/runtimeClass/name");
 	refused("--set metrics.serviceMonitor.interval=soon", "/metrics/serviceMonitor/interval");
+	refused("--set nodeAgent.probePort=0", "/nodeAgent/probePort");
+	refused("--set controller.probePort=8080",
+	    "controller.probePort: 8080 is controller.metricsPort too");
 }
 
 int

@@ -81,4 +81,10 @@ artifacts: {{ toJson .Values.config.artifacts }}
 {{- if not (has .Values.test.runtime (list "python" "node" "bash")) -}}
 {{- fail (printf "test.runtime: %q: the test has programs for python, node and bash only" .Values.test.runtime) -}}
 {{- end -}}
+{{- range $k := list "controller" "nodeAgent" -}}
+{{- $d := index $.Values $k -}}
+{{- if eq (int $d.probePort) (int $d.metricsPort) -}}
+{{- fail (printf "%s.probePort: %d is %s.metricsPort too: the probes need a port of their own" $k (int $d.probePort) $k) -}}
+{{- end -}}
+{{- end -}}
 {{- end -}}
