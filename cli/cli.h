@@ -70,16 +70,17 @@ int cli_check_spec(json_t *spec, struct k8s_error *err)
     __attribute__((warn_unused_result));
 
 /*
- * Files out into dir (made if missing): files is a CodeExecutionArtifacts'
- * `files` ([{path, sha256, content (base64)}]), each checked against
- * want, status.artifacts ([{path, sha256}]): a file that is not in it,
- * or not with that digest, is refused, as is a path that is not
- * relative, climbs out or has a component starting with '.'. Written
- * below dir only, through no symlink, never over a file already there.
- * The count written, or -1 with why in msg.
+ * Files out into dir/name/ (dir made if missing; name, the execution's,
+ * made new: refused if it is there already, or is not a DNS-1123
+ * subdomain): files is a CodeExecutionArtifacts' `files` ([{path, sha256,
+ * content (base64)}]), each checked against want, status.artifacts
+ * ([{path, sha256}]): a file that is not in it, or not with that digest,
+ * is refused, as is a path that is not relative, climbs out or has a
+ * component starting with '.'. Written below dir/name only, through no
+ * symlink. The count written, or -1 with why in msg.
  */
-int cli_write_files(const char *dir, json_t *files, json_t *want, char *msg,
-    size_t msz);
+int cli_write_files(const char *dir, const char *name, json_t *files,
+    json_t *want, char *msg, size_t msz);
 
 /* --- the cluster (cli/cluster.c) ------------------------------------------- */
 
@@ -89,7 +90,7 @@ struct cli_cluster {
 	int		 all_ns;			/* list -A */
 	int		 rm;				/* run: delete afterwards */
 	long		 wait_s;			/* wait: give up after; 0 never */
-	const char	*out_dir;			/* run, get: files out here */
+	const char	*out_dir;			/* run, get: files out in DIR/NAME/ */
 };
 
 /*
@@ -130,7 +131,7 @@ struct local_opts {
 	 * instead of the chart's; NULL: the chart's.
 	 */
 	const char	*config;
-	const char	*out_dir;	/* files out written here; NULL: not */
+	const char	*out_dir;	/* files out written in DIR/NAME/; NULL: not */
 	json_t		**files_out;	/* if set: the files out (artifacts' `files`) */
 	const char	*cgroup_mount;	/* default /sys/fs/cgroup */
 	const char	*state;		/* runsc --root; default /run/airlock/runsc */

@@ -346,7 +346,7 @@ cluster_exec(const struct cli_cluster *o, json_t *cx, atomic_int *cancel,
 
 /*
  * The execution's files out (its CodeExecutionArtifacts, checked against
- * its status.artifacts) into dir. 0, or CLI_EXIT_ERROR said on stderr.
+ * its status.artifacts) into dir/NAME/. 0, or CLI_EXIT_ERROR said on stderr.
  */
 static int
 files_out(struct conn *k, json_t *cx, const char *dir)
@@ -374,14 +374,15 @@ files_out(struct conn *k, json_t *cx, const char *dir)
 		json_decref(obj);
 		return CLI_EXIT_ERROR;
 	}
-	n = cli_write_files(dir, json_object_get(obj, "files"), want, msg, sizeof(msg));
+	n = cli_write_files(dir, name, json_object_get(obj, "files"), want, msg,
+	    sizeof(msg));
 	json_decref(obj);
 	if (n < 0) {
 		fprintf(stderr, "airlock: files out of %s: %s\n", name, msg);
 		return CLI_EXIT_ERROR;
 	}
-	fprintf(stderr, "airlock: %d file%s out written to %s\n", n, n == 1 ? "" : "s",
-	    dir);
+	fprintf(stderr, "airlock: %d file%s out written to %s/%s\n", n,
+	    n == 1 ? "" : "s", dir, name);
 	return 0;
 }
 

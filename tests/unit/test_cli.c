@@ -285,14 +285,16 @@ fo(const char *path, const char *text, json_t *want)
 }
 
 /*
- * --out DIR: each file checked against the status's list and digest,
- * written under DIR only, never over a file, never through a symlink,
- * and no dot-named component (.git/config, .envrc).
+ * --out DIR: into DIR/NAME/ (the execution's name), a directory made new,
+ * so nothing lands beside the user's files; each file checked against
+ * the status's list and digest, never through a symlink, and no
+ * dot-named component (.git/config, .envrc).
  */
 static void
 test_write_files(void **state)
 {
-	char dir[] = "/tmp/airlock-out-test-XXXXXX", path[256], msg[512], buf[64];
+	char dir[] = "/tmp/airlock-out-test-XXXXXX", path[256], want_msg[512];
+	char msg[512], buf[64];
 	json_t *files, *want;
 	FILE *f;
 
@@ -302,17 +304,54 @@ test_write_files(void **state)
 	want = json_array();
 	json_array_append_new(files, fo("a.txt", "A\n", want));
 	json_array_append_new(files, fo("sub/dir/b.csv", "1,2\n", want));
+	json_array_append_new(files, fo("conftest.py", "import os\n", want));
 	snprintf(path, sizeof(path), "%s/new", dir);
-	assert_int_equal(cli_write_files(path, files, want, msg, sizeof(msg)), 2);
-	snprintf(path, sizeof(path), "%s/new/sub/dir/b.csv", dir);
+	assert_int_equal(cli_write_files(path, "run-x7k2q", files, want, msg,
+	    sizeof(msg)), 3);
+	snprintf(path, sizeof(path), "%s/new/run-x7k2q/sub/dir/b.csv", dir);
 	assert_non_null(f = fopen(path, "r"));
 	assert_non_null(fgets(buf, sizeof(buf), f));
 	fclose(f);
 	assert_string_equal(buf, "1,2\n");
-	/* Again into the same DIR: never over a file there. */
+	snprintf(path, sizeof(path), "%s/new/run-x7k2q/conftest.py", dir);
+	assert_int_equal(access(path, F_OK), 0);
+	/* Nothing beside the user's own files in DIR. */
+	snprintf(path, sizeof(path), "%s/new/conftest.py", dir);
+	assert_int_equal(access(path, F_OK), -1);
+	snprintf(path, sizeof(path), "%s/new/a.txt", dir);
+	assert_int_equal(access(path, F_OK), -1);
+	/* Again for the same name: its directory is there, refused. */
 	snprintf(path, sizeof(path), "%s/new", dir);
-	assert_int_equal(cli_write_files(path, files, want, msg, sizeof(msg)), -1);
-	assert_non_null(strstr(msg, "a.txt: File exists"));
+	assert_int_equal(cli_write_files(path, "run-x7k2q", files, want, msg,
+	    sizeof(msg)), -1);
+	snprintf(want_msg, sizeof(want_msg), "%s/new/run-x7k2q: File exists", dir);
+	assert_string_equal(msg, want_msg);
+	/* A directory of the user's with that name is not written into. */
+	snprintf(path, sizeof(path), "%s/new/src", dir);
+	assert_int_equal(mkdir(path, 0755), 0);
+	snprintf(path, sizeof(path), "%s/new", dir);
+	assert_int_equal(cli_write_files(path, "src", files, want, msg,
+	    sizeof(msg)), -1);
+	snprintf(want_msg, sizeof(want_msg), "%s/new/src: File exists", dir);
+	assert_string_equal(msg, want_msg);
+	snprintf(path, sizeof(path), "%s/new/src/a.txt", dir);
+	assert_int_equal(access(path, F_OK), -1);
+	/* A local run's name is the manifest's, unchecked: a path is refused. */
+	{
+		static const char *const names[] = { "../up", "a/b", ".hidden", "",
+		    "..", "Run", "a..b", "-a" };
+
+		for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+			snprintf(path, sizeof(path), "%s/names", dir);
+			assert_int_equal(cli_write_files(path, names[i], files, want,
+			    msg, sizeof(msg)), -1);
+			snprintf(want_msg, sizeof(want_msg), "metadata.name '%s': not a "
+			    "name a directory can be made of", names[i]);
+			assert_string_equal(msg, want_msg);
+		}
+		snprintf(path, sizeof(path), "%s/up", dir);
+		assert_int_equal(access(path, F_OK), -1);
+	}
 	json_decref(files);
 	json_decref(want);
 
@@ -325,7 +364,8 @@ test_write_files(void **state)
 			want = json_array();
 			json_array_append_new(files, fo(bad[i], "x", want));
 			snprintf(path, sizeof(path), "%s/bad%zu", dir, i);
-			assert_int_equal(cli_write_files(path, files, want, msg, sizeof(msg)), -1);
+			assert_int_equal(cli_write_files(path, "run-b", files, want, msg,
+			    sizeof(msg)), -1);
 			assert_string_equal(msg, "a file out with a bad path or no content");
 			json_decref(files);
 			json_decref(want);
@@ -337,24 +377,27 @@ test_write_files(void **state)
 	json_array_append_new(files, fo("c.txt", "C", want));
 	json_object_set_new(json_array_get(want, 0), "sha256", json_string(sha256_text("D")));
 	snprintf(path, sizeof(path), "%s/d", dir);
-	assert_int_equal(cli_write_files(path, files, want, msg, sizeof(msg)), -1);
+	assert_int_equal(cli_write_files(path, "run-c", files, want, msg, sizeof(msg)), -1);
 	assert_string_equal(msg, "c.txt: not as the execution's status lists it");
 	json_object_set_new(json_array_get(files, 0), "sha256", json_string(sha256_text("D")));
-	assert_int_equal(cli_write_files(path, files, want, msg, sizeof(msg)), -1);
+	assert_int_equal(cli_write_files(path, "run-d", files, want, msg, sizeof(msg)), -1);
 	assert_string_equal(msg, "c.txt: its content does not have its sha256");
 	json_decref(files);
 	json_decref(want);
-	/* Through a symlink a directory of DIR points out of it: refused. */
+	/* Through a symlink a directory of DIR/NAME points out of it: refused. */
 	snprintf(path, sizeof(path), "%s/s", dir);
 	assert_int_equal(mkdir(path, 0755), 0);
-	snprintf(path, sizeof(path), "%s/s/link", dir);
-	assert_int_equal(symlink("/tmp", path), 0);
 	files = json_array();
 	want = json_array();
 	json_array_append_new(files, fo("link/planted", "x", want));
+	/* The name's directory is made new, so the link must be a symlink NAME. */
+	snprintf(path, sizeof(path), "%s/s/run-l", dir);
+	assert_int_equal(symlink("/tmp", path), 0);
 	snprintf(path, sizeof(path), "%s/s", dir);
-	assert_int_equal(cli_write_files(path, files, want, msg, sizeof(msg)), -1);
-	assert_int_equal(access("/tmp/planted", F_OK), -1);
+	assert_int_equal(cli_write_files(path, "run-l", files, want, msg, sizeof(msg)), -1);
+	snprintf(want_msg, sizeof(want_msg), "%s/s/run-l: File exists", dir);
+	assert_string_equal(msg, want_msg);
+	assert_int_equal(access("/tmp/link/planted", F_OK), -1);
 	json_decref(files);
 	json_decref(want);
 	snprintf(path, sizeof(path), "rm -rf %s", dir);
