@@ -91,7 +91,29 @@ struct cli_cluster {
 	int		 rm;				/* run: delete afterwards */
 	long		 wait_s;			/* wait: give up after; 0 never */
 	const char	*out_dir;			/* run, get: files out in DIR/NAME/ */
+	/*
+	 * run, mcp: how long a create the API server could not take (no
+	 * answer, 503, 429) is tried again; 0 not at all. main: 30 s.
+	 */
+	long		 retry_ms;
 };
+
+#define CLI_RETRY_DEFAULT_MS	30000
+
+/*
+ * The annotation a create carries, a random token of the client's own:
+ * the object a lost answer hid is known as ours by it (cluster.c,
+ * create_cx). The Python SDK sets the same.
+ */
+#define CLI_ANN_CREATE_TOKEN	"airlock.dev/create-token"
+
+/*
+ * Whether a create that failed with err is tried again: 503, 429, or no
+ * answer at all (connection refused or reset, a timeout), but not a TLS,
+ * certificate or host name failure, which waiting does not heal. A 404
+ * is not: the API server says that for a CRD that is not installed.
+ */
+int cli_create_retryable(const struct k8s_error *err);
 
 /*
  * Each returns the process's exit code, having printed what it should
@@ -105,7 +127,8 @@ int cluster_delete(const struct cli_cluster *o, char *const *names, int n);
 int cluster_wait(const struct cli_cluster *o, const char *name);
 
 /*
- * For the MCP server: make cx and wait for its end without printing. 0
+ * For the MCP server: make cx (tried again as run does: o->retry_ms) and
+ * wait for its end without printing. 0
  * and *done (new reference); -2 when the API server refused it (bad
  * input, its words in msg); -1 with msg otherwise. While it waits, *cancel
  * becoming non-zero cancels the execution (spec.cancel), and the wait goes
