@@ -114,7 +114,7 @@ static atomic_int interrupts;
 static int live;
 static size_t live_sent[2];
 
-/* --- creating ---------------------------------------------------------------- */
+/* --- creating --------------------------------------------------------------- */
 
 /*
  * A namespace's stored-executions quota that the quota controller has not
@@ -216,9 +216,11 @@ ours(struct conn *k, const char *name, const char *token, json_t **got,
  * airlock.dev/v1alpha1, Kind=CodeExecution not found. There can be a
  * delay ..." until the API server has the new CRD's schema, right after
  * `helm install`: k8s.io/apiserver's admission/plugin/policy/mutating/
- * dispatcher.go, NewServiceUnavailable), 429 (the client waited out its
- * Retry-After three times already). Those are tried again, backing off,
- * until retry_ms have passed; a try under way then is not cut short.
+ * dispatcher.go, NewServiceUnavailable; its type converter polls the
+ * OpenAPI paths every 5 s, 10 s in older releases), 429 (the client
+ * waited out its Retry-After three times already). Those are tried
+ * again, backing off, until retry_ms have passed; a try under way then
+ * is not cut short.
  *
  * A try whose answer was lost may have made the object. So the name is
  * chosen here before the first try, never by generateName, and the
