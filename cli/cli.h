@@ -70,16 +70,17 @@ int cli_check_spec(json_t *spec, struct k8s_error *err)
     __attribute__((warn_unused_result));
 
 /*
- * Files out into dir (made if missing): files is a CodeExecutionArtifacts'
- * `files` ([{path, sha256, content (base64)}]), each checked against
- * want, status.artifacts ([{path, sha256}]): a file that is not in it,
- * or not with that digest, is refused, as is a path that is not
- * relative, climbs out or has a component starting with '.'. Written
- * below dir only, through no symlink, never over a file already there.
- * The count written, or -1 with why in msg.
+ * Files out into dir/name/ (dir made if missing; name, the execution's,
+ * made new: refused if it is there already, or is not a DNS-1123
+ * subdomain): files is a CodeExecutionArtifacts' `files` ([{path, sha256,
+ * content (base64)}]), each checked against want, status.artifacts
+ * ([{path, sha256}]): a file that is not in it, or not with that digest,
+ * is refused, as is a path that is not relative, climbs out or has a
+ * component starting with '.'. Written below dir/name only, through no
+ * symlink. The count written, or -1 with why in msg.
  */
-int cli_write_files(const char *dir, json_t *files, json_t *want, char *msg,
-    size_t msz);
+int cli_write_files(const char *dir, const char *name, json_t *files,
+    json_t *want, char *msg, size_t msz);
 
 /* --- the cluster (cli/cluster.c) ------------------------------------------- */
 
@@ -89,8 +90,30 @@ struct cli_cluster {
 	int		 all_ns;			/* list -A */
 	int		 rm;				/* run: delete afterwards */
 	long		 wait_s;			/* wait: give up after; 0 never */
-	const char	*out_dir;			/* run, get: files out here */
+	const char	*out_dir;			/* run, get: files out in DIR/NAME/ */
+	/*
+	 * run, mcp: how long a create the API server could not take (no
+	 * answer, 503, 429) is tried again; 0 not at all. main: 30 s.
+	 */
+	long		 retry_ms;
 };
+
+#define CLI_RETRY_DEFAULT_MS	30000
+
+/*
+ * The annotation a create carries, a random token of the client's own:
+ * the object a lost answer hid is known as ours by it (cluster.c,
+ * create_cx). The Python SDK sets the same.
+ */
+#define CLI_ANN_CREATE_TOKEN	"airlock.dev/create-token"
+
+/*
+ * Whether a create that failed with err is tried again: 503, 429, or no
+ * answer at all (connection refused or reset, a timeout), but not a TLS,
+ * certificate or host name failure, which waiting does not heal. A 404
+ * is not: the API server says that for a CRD that is not installed.
+ */
+int cli_create_retryable(const struct k8s_error *err);
 
 /*
  * Each returns the process's exit code, having printed what it should
@@ -104,7 +127,8 @@ int cluster_delete(const struct cli_cluster *o, char *const *names, int n);
 int cluster_wait(const struct cli_cluster *o, const char *name);
 
 /*
- * For the MCP server: make cx and wait for its end without printing. 0
+ * For the MCP server: make cx (tried again as run does: o->retry_ms) and
+ * wait for its end without printing. 0
  * and *done (new reference); -2 when the API server refused it (bad
  * input, its words in msg); -1 with msg otherwise. While it waits, *cancel
  * becoming non-zero cancels the execution (spec.cancel), and the wait goes
@@ -130,7 +154,7 @@ struct local_opts {
 	 * instead of the chart's; NULL: the chart's.
 	 */
 	const char	*config;
-	const char	*out_dir;	/* files out written here; NULL: not */
+	const char	*out_dir;	/* files out written in DIR/NAME/; NULL: not */
 	json_t		**files_out;	/* if set: the files out (artifacts' `files`) */
 	const char	*cgroup_mount;	/* default /sys/fs/cgroup */
 	const char	*state;		/* runsc --root; default /run/airlock/runsc */

@@ -14,7 +14,10 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <sys/random.h>
+
 #include "artifacts.h"
+#include "backoff.h"
 #include "cli.h"
 #include "cx.h"
 #include "client.h"
@@ -111,33 +114,228 @@ static atomic_int interrupts;
 static int live;
 static size_t live_sent[2];
 
+/* --- creating --------------------------------------------------------------- */
+
 /*
- * Create the execution. A namespace's stored-executions quota that the
- * quota controller has not counted yet (its first moments) refuses every
- * create it covers with 403 "status unknown for quota", and nothing is
- * made: the same create again, every 200 ms for up to 10 s (and one
- * request's time), unless interrupted or cancelled.
+ * A namespace's stored-executions quota that the quota controller has not
+ * counted yet (its first moments) refuses every create it covers with 403
+ * "status unknown for quota", and nothing is made: the same create again,
+ * every 200 ms for up to 10 s.
  */
 #define QUOTA_UNCOUNTED_WAIT_MS	10000
 
+/* generateName's alphabet and length, as the API server draws them. */
+static const char name_chars[] = "bcdfghjklmnpqrstvwxz2456789";
+#define NAME_RANDOM_LEN		5
+#define NAME_PREFIX_MAX		58	/* 63 - 5, as the API server cuts it */
+
+/*
+ * A transport failure that waiting cannot heal: the certificate, TLS, or
+ * a host name that does not resolve (curl's words, in the message).
+ */
+static const char *const not_transient[] = { "SSL", "certificate",
+    "resolve" };
+
+int
+cli_create_retryable(const struct k8s_error *err)
+{
+	if (err->http_status == 503 || err->http_status == 429)
+		return 1;
+	if (err->http_status != 0 || (err->code != K8S_EIO &&
+	    err->code != K8S_ETIMEDOUT))
+		return 0;
+	for (size_t i = 0; i < sizeof(not_transient) / sizeof(not_transient[0]); i++)
+		if (strstr(err->message, not_transient[i]))
+			return 0;
+	return 1;
+}
+
+static void
+random_bytes(unsigned char *p, size_t n)
+{
+	while (n > 0) {
+		ssize_t got = getrandom(p, n, 0);
+
+		if (got < 0 && errno == EINTR)
+			continue;
+		if (got <= 0)
+			abort();	/* no randomness: nothing safe to do */
+		p += got;
+		n -= (size_t)got;
+	}
+}
+
+/* metadata.name: prefix and five random characters, as generateName. */
+static void
+pick_name(json_t *md, const char *prefix)
+{
+	unsigned char r[NAME_RANDOM_LEN];
+	char name[NAME_PREFIX_MAX + NAME_RANDOM_LEN + 1];
+	size_t n = strlen(prefix);
+
+	if (n > NAME_PREFIX_MAX)
+		n = NAME_PREFIX_MAX;
+	memcpy(name, prefix, n);
+	random_bytes(r, sizeof(r));
+	for (size_t i = 0; i < NAME_RANDOM_LEN; i++)
+		name[n + i] = name_chars[r[i] % (sizeof(name_chars) - 1)];
+	name[n + NAME_RANDOM_LEN] = '\0';
+	json_object_set_new(md, "name", json_string(name));
+}
+
+/*
+ * Whether the object that holds our name is ours: made by an earlier try
+ * whose answer was lost. 1 ours (*got: it, new reference), 0 another's,
+ * -1 unknown (it could not be read; err says why).
+ */
 static int
-create_cx(struct conn *k, json_t *cx, atomic_int *cancel, json_t **created,
+ours(struct conn *k, const char *name, const char *token, json_t **got,
     struct k8s_error *err)
 {
-	long long until = clock_mono_ms() + QUOTA_UNCOUNTED_WAIT_MS;
-	int rc;
+	json_t *obj = NULL;
+	const char *t;
+
+	if (k8s_get(k->c, &cx_resource, k->ns, name, &obj, err) != 0)
+		return -1;
+	t = json_string_value(json_object_get(json_object_get(json_object_get(obj,
+	    "metadata"), "annotations"), CLI_ANN_CREATE_TOKEN));
+	if (t && strcmp(t, token) == 0) {
+		*got = obj;
+		return 1;
+	}
+	json_decref(obj);
+	return 0;
+}
+
+/*
+ * Create cx (its metadata is changed: a name chosen, the token set), once.
+ *
+ * The API server may refuse for a while what it takes later: down or
+ * restarting (no answer: connection refused, reset, a timeout), 503 (the
+ * chart's MutatingAdmissionPolicy on CodeExecution answers "Resource kind
+ * airlock.dev/v1alpha1, Kind=CodeExecution not found. There can be a
+ * delay ..." until the API server has the new CRD's schema, right after
+ * `helm install`: k8s.io/apiserver's admission/plugin/policy/mutating/
+ * dispatcher.go, NewServiceUnavailable; its type converter polls the
+ * OpenAPI paths every 5 s, 10 s in older releases), 429 (the client
+ * waited out its Retry-After three times already). Those are tried
+ * again, backing off, until retry_ms have passed; a try under way then
+ * is not cut short.
+ *
+ * A try whose answer was lost may have made the object. So the name is
+ * chosen here before the first try, never by generateName, and the
+ * object carries a random token (CLI_ANN_CREATE_TOKEN): a 409 for a name
+ * whose object holds our token is our own earlier try, taken as made; one
+ * without it is another's (for a name we drew, we draw another: nothing
+ * of ours can be under the taken one).
+ */
+static int
+create_cx(struct conn *k, json_t *cx, atomic_int *cancel, long retry_ms,
+    int say, json_t **created, struct k8s_error *err)
+{
+	long long start = clock_mono_ms();
+	long long quota_until = start + QUOTA_UNCOUNTED_WAIT_MS;
+	long long until = start + (retry_ms > 0 ? retry_ms : 0);
+	struct backoff bo = { .initial_ms = 250, .max_ms = 2000 };
+	json_t *md = json_object_get(cx, "metadata"), *ann;
+	char *prefix = NULL;
+	unsigned char tok[16];
+	char token[33];
+	int rc, tries = 0, said = 0, redraws = 0;
+
+	if (md == NULL)
+		json_object_set_new(cx, "metadata", md = json_object());
+	if (json_object_get(md, "name") == NULL) {
+		const char *gn = json_string_value(json_object_get(md,
+		    "generateName"));
+
+		prefix = xstrdup(gn ? gn : "run-");
+		json_object_del(md, "generateName");
+		pick_name(md, prefix);
+	}
+	random_bytes(tok, sizeof(tok));
+	for (size_t i = 0; i < sizeof(tok); i++)
+		snprintf(token + 2 * i, 3, "%02x", tok[i]);
+	if (!json_is_object(ann = json_object_get(md, "annotations")))
+		json_object_set_new(md, "annotations", ann = json_object());
+	json_object_set_new(ann, CLI_ANN_CREATE_TOKEN, json_string(token));
 
 	for (;;) {
+		const char *name = json_string_value(json_object_get(md, "name"));
+		long long now;
+		long wait;
+
 		rc = k8s_create(k->c, &cx_resource, k->ns, cx, created, err);
-		if (rc != K8S_EFORBIDDEN || strstr(err->message,
-		    "status unknown for quota") == NULL ||
-		    clock_mono_ms() >= until || atomic_load(&interrupts) ||
-		    (cancel && atomic_load(cancel)))
-			return rc;
-		log_debug("the namespace's quota is not counted yet; trying again",
-		    "namespace=%s", k->ns);
-		nanosleep(&(struct timespec){ 0, 200 * 1000000L }, NULL);
+		tries++;
+		if (rc == 0)
+			break;
+		if (rc == K8S_EEXIST) {
+			struct k8s_error gerr;
+			int mine = ours(k, name, token, created, &gerr);
+
+			if (mine == 1) {
+				log_debug("an earlier try made it", "execution=%s/%s "
+				    "tries=%d", k->ns, name, tries);
+				rc = 0;
+				break;
+			}
+			if (mine == 0 && prefix && redraws++ < 3) {
+				pick_name(md, prefix);	/* another's name: draw again */
+				continue;
+			}
+			/* Unread (or gone since): whose it is is not known yet. */
+			if (mine == 0 || (!cli_create_retryable(&gerr) &&
+			    gerr.code != K8S_ENOTFOUND))
+				break;	/* the 409 as it is */
+			*err = gerr;
+		} else if (rc == K8S_EFORBIDDEN && strstr(err->message,
+		    "status unknown for quota") && clock_mono_ms() < quota_until) {
+			log_debug("the namespace's quota is not counted yet; trying "
+			    "again", "namespace=%s", k->ns);
+			if (atomic_load(&interrupts) || (cancel && atomic_load(cancel)))
+				break;
+			nanosleep(&(struct timespec){ 0, 200 * 1000000L }, NULL);
+			continue;
+		} else if (!cli_create_retryable(err)) {
+			break;
+		}
+		now = clock_mono_ms();
+		if (now >= until || atomic_load(&interrupts) ||
+		    (cancel && atomic_load(cancel))) {
+			char last[sizeof(err->message)];
+
+			if (retry_ms <= 0 || (cancel && atomic_load(cancel)) ||
+			    atomic_load(&interrupts))
+				break;
+			snprintf(last, sizeof(last), "%s", err->message);
+			if (err->http_status)
+				snprintf(err->message, sizeof(err->message), "the API "
+				    "server refused it for %lld s (%d tries), last with "
+				    "HTTP %ld: %.900s", (now - start + 500) / 1000, tries,
+				    err->http_status, last);
+			else
+				snprintf(err->message, sizeof(err->message), "no answer "
+				    "from the API server for %lld s (%d tries): %.900s",
+				    (now - start + 500) / 1000, tries, last);
+			break;
+		}
+		if (say && !said) {
+			fprintf(stderr, "airlock: the API server could not take the "
+			    "execution (%s); trying again for up to %ld s\n",
+			    err->message, (retry_ms + 999) / 1000);
+			said = 1;
+		}
+		wait = backoff_next(&bo);
+		if (wait > until - now)
+			wait = (long)(until - now);
+		log_debug("the API server could not take the create; trying again",
+		    "execution=%s/%s status=%ld after_ms=%ld", k->ns, name,
+		    err->http_status, wait);
+		nanosleep(&(struct timespec){ wait / 1000, (wait % 1000) * 1000000L },
+		    NULL);
 	}
+	free(prefix);
+	return rc;
 }
 
 static void
@@ -330,7 +528,7 @@ cluster_exec(const struct cli_cluster *o, json_t *cx, atomic_int *cancel,
 		return -1;
 	}
 	k.ns = o->ns ? o->ns : k.cfg->namespace ? k.cfg->namespace : "default";
-	if (create_cx(&k, cx, cancel, &created, &err) != 0) {
+	if (create_cx(&k, cx, cancel, o->retry_ms, 0, &created, &err) != 0) {
 		snprintf(msg, msz, "create: %s", err.message);
 		disconnect(&k);
 		return err.http_status == 422 || err.http_status == 400 ? -2 : -1;
@@ -346,7 +544,7 @@ cluster_exec(const struct cli_cluster *o, json_t *cx, atomic_int *cancel,
 
 /*
  * The execution's files out (its CodeExecutionArtifacts, checked against
- * its status.artifacts) into dir. 0, or CLI_EXIT_ERROR said on stderr.
+ * its status.artifacts) into dir/NAME/. 0, or CLI_EXIT_ERROR said on stderr.
  */
 static int
 files_out(struct conn *k, json_t *cx, const char *dir)
@@ -374,14 +572,15 @@ files_out(struct conn *k, json_t *cx, const char *dir)
 		json_decref(obj);
 		return CLI_EXIT_ERROR;
 	}
-	n = cli_write_files(dir, json_object_get(obj, "files"), want, msg, sizeof(msg));
+	n = cli_write_files(dir, name, json_object_get(obj, "files"), want, msg,
+	    sizeof(msg));
 	json_decref(obj);
 	if (n < 0) {
 		fprintf(stderr, "airlock: files out of %s: %s\n", name, msg);
 		return CLI_EXIT_ERROR;
 	}
-	fprintf(stderr, "airlock: %d file%s out written to %s\n", n, n == 1 ? "" : "s",
-	    dir);
+	fprintf(stderr, "airlock: %d file%s out written to %s/%s\n", n,
+	    n == 1 ? "" : "s", dir, name);
 	return 0;
 }
 
@@ -427,7 +626,7 @@ cluster_run(const struct cli_cluster *o, json_t *cx)
 	if (connect_(o, &k) != 0)
 		return CLI_EXIT_ERROR;
 	live = o->output == NULL && cx_stream(cx);
-	if (create_cx(&k, cx, NULL, &created, &err) != 0) {
+	if (create_cx(&k, cx, NULL, o->retry_ms, 1, &created, &err) != 0) {
 		code = api_error("create", &err);
 		disconnect(&k);
 		return code;

@@ -547,14 +547,39 @@ open_under(int top, const char *path)
 	return fd;
 }
 
+/*
+ * A name a directory may be made of: a DNS-1123 subdomain, as the API
+ * server holds metadata.name to (no '/', no leading '.'); a local run's
+ * name comes from the manifest, which no API server checked.
+ */
+static int
+dir_name_ok(const char *s)
+{
+	size_t n = strlen(s);
+
+	if (n == 0 || n > 253 || !isalnum((unsigned char)s[0]) ||
+	    !isalnum((unsigned char)s[n - 1]))
+		return 0;
+	for (size_t i = 0; i < n; i++)
+		if (!(islower((unsigned char)s[i]) || isdigit((unsigned char)s[i]) ||
+		    s[i] == '-' || s[i] == '.'))
+			return 0;
+	return strstr(s, "..") == NULL;
+}
+
 int
-cli_write_files(const char *dir, json_t *files, json_t *want, char *msg,
-    size_t msz)
+cli_write_files(const char *dir, const char *name, json_t *files, json_t *want,
+    char *msg, size_t msz)
 {
 	json_t *f, *w;
 	size_t i, j;
 	int top, n = 0;
 
+	if (name == NULL || !dir_name_ok(name)) {
+		snprintf(msg, msz, "metadata.name '%s': not a name a directory can "
+		    "be made of", name ? name : "");
+		return -1;
+	}
 	if (mkdir(dir, 0755) != 0 && errno != EEXIST) {
 		snprintf(msg, msz, "%s: %s", dir, strerror(errno));
 		return -1;
@@ -562,6 +587,25 @@ cli_write_files(const char *dir, json_t *files, json_t *want, char *msg,
 	if ((top = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0) {
 		snprintf(msg, msz, "%s: %s", dir, strerror(errno));
 		return -1;
+	}
+	/*
+	 * Into DIR/NAME, made here and new: the program's files never land
+	 * beside the user's own (a conftest.py, Makefile or json.py in DIR is
+	 * obeyed by what runs there), nor in a directory already there.
+	 */
+	{
+		int sub = -1;
+
+		if (mkdirat(top, name, 0755) == 0)
+			sub = openat(top, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
+			    O_CLOEXEC);
+		if (sub < 0) {
+			snprintf(msg, msz, "%s/%s: %s", dir, name, strerror(errno));
+			close(top);
+			return -1;
+		}
+		close(top);
+		top = sub;
 	}
 	json_array_foreach(files, i, f) {
 		const char *path = json_string_value(json_object_get(f, "path"));
@@ -596,7 +640,8 @@ cli_write_files(const char *dir, json_t *files, json_t *want, char *msg,
 		}
 		if ((fd = open_under(top, path)) < 0) {
 			free(data);
-			snprintf(msg, msz, "%s/%s: %s", dir, path, strerror(errno));
+			snprintf(msg, msz, "%s/%s/%s: %s", dir, name, path,
+			    strerror(errno));
 			goto fail;
 		}
 		for (size_t off = 0; off < len;) {
@@ -605,7 +650,8 @@ cli_write_files(const char *dir, json_t *files, json_t *want, char *msg,
 			if (wr < 0 && errno == EINTR)
 				continue;
 			if (wr <= 0) {
-				snprintf(msg, msz, "%s/%s: %s", dir, path, strerror(errno));
+				snprintf(msg, msz, "%s/%s/%s: %s", dir, name, path,
+				    strerror(errno));
 				close(fd);
 				free(data);
 				goto fail;

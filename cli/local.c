@@ -831,14 +831,14 @@ local_run(const struct ctl_config *cfg, json_t *cx0, const struct local_opts *o,
 			json_t *obj = artifacts_object(&arts, "local", "local",
 			    k8s_obj_uid(cx), "local");
 			char wmsg[512];
-			int n = cli_write_files(o->out_dir, json_object_get(obj, "files"),
-			    list, wmsg, sizeof(wmsg));
+			int n = cli_write_files(o->out_dir, k8s_obj_name(cx),
+			    json_object_get(obj, "files"), list, wmsg, sizeof(wmsg));
 
 			if (n < 0)
 				fprintf(stderr, "airlock: files out: %s\n", wmsg);
 			else if (!o->quiet)
-				fprintf(stderr, "airlock: %d file%s out written to %s\n", n,
-				    n == 1 ? "" : "s", o->out_dir);
+				fprintf(stderr, "airlock: %d file%s out written to %s/%s\n",
+				    n, n == 1 ? "" : "s", o->out_dir, k8s_obj_name(cx));
 			json_decref(obj);
 		}
 		json_decref(list);

@@ -30,7 +30,7 @@ usage(void)
 	    "                   [-o json|yaml]\n"
 	    "                   [--local [--runsc PATH] [--local-root DIR]\n"
 	    "                    [--local-config FILE]]\n"
-	    "       airlock apply -f FILE [--local ...] [-o json|yaml]\n"
+	    "       airlock apply -f FILE [--out DIR] [--local ...] [-o json|yaml]\n"
 	    "       airlock get NAME [-o json|yaml] [--out DIR]\n"
 	    "       airlock list [-A] [-o json|yaml]\n"
 	    "       airlock logs NAME\n"
@@ -38,7 +38,11 @@ usage(void)
 	    "       airlock delete NAME...\n"
 	    "       airlock mcp [--local [--runsc PATH] [--local-root DIR]\n"
 	    "                    [--local-config FILE]]\n"
+	    "--out DIR: the program's files out go to DIR/NAME/ (NAME the execution's,\n"
+	    "           a directory made new), never into DIR itself\n"
 	    "cluster commands also take [-n NAMESPACE] [--kubeconfig FILE] [--context NAME]\n"
+	    "run, apply and mcp also [--api-retry S]: a create the API server could not\n"
+	    "           take (no answer, 503, 429) is tried again for S seconds (30)\n"
 	    "exit: the program's code; 124 timeout, 125 out of memory, 123 output\n"
 	    "      limit, 120 refused by the code policy, 121 not run, 130 cancelled,\n"
 	    "      2 bad input, 1 airlock failed\n");
@@ -137,6 +141,7 @@ run_local(json_t *cx, const struct local_opts *lo, const char *output)
 enum {
 	OPT_STDIN = 256, OPT_TIMEOUT, OPT_MEMORY, OPT_CPU, OPT_NAME, OPT_RM,
 	OPT_LOCAL, OPT_RUNSC, OPT_ROOT, OPT_LOCAL_CONFIG, OPT_OUT, OPT_KUBECONFIG, OPT_CONTEXT, OPT_NO_STREAM,
+	OPT_API_RETRY,
 };
 
 int
@@ -163,14 +168,15 @@ main(int argc, char **argv)
 		{ "out", required_argument, NULL, OPT_OUT },
 		{ "kubeconfig", required_argument, NULL, OPT_KUBECONFIG },
 		{ "context", required_argument, NULL, OPT_CONTEXT },
+		{ "api-retry", required_argument, NULL, OPT_API_RETRY },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
-	struct cli_cluster co = { 0 };
+	struct cli_cluster co = { .retry_ms = CLI_RETRY_DEFAULT_MS };
 	struct local_opts lo = { 0 };
 	const char *cmd, *runtime = NULL, *code = NULL, *file = NULL;
 	const char *stdin_file = NULL, *memory = NULL, *cpu = NULL, *name = NULL;
-	long long timeout = 0;
+	long long timeout = 0, retry_s;
 	int local = 0, no_stream = 0, ch, rc;
 	struct k8s_error err;
 	json_t *cx, *spec;
@@ -214,6 +220,12 @@ main(int argc, char **argv)
 		case OPT_OUT: co.out_dir = lo.out_dir = optarg; break;
 		case OPT_KUBECONFIG: co.kubeconfig = optarg; break;
 		case OPT_CONTEXT: co.context = optarg; break;
+		case OPT_API_RETRY:
+			if (quantity_parse_int(optarg, 0, 3600, &retry_s) != 0)
+				die_usage("--api-retry: '%s': whole seconds, 0 to 3600",
+				    optarg);
+			co.retry_ms = (long)retry_s * 1000;
+			break;
 		default: usage();
 		}
 	}

@@ -1785,10 +1785,16 @@ test_cli_run(void **state)
 		    "open('/airlock/out/d/r.txt', 'w').write('result\\n')\nprint('ok')\n");
 		cli_expect_status(&r, 0);
 		assert_string_equal(r.out, "ok\n");
-		assert_non_null(strstr(r.err, "airlock: 1 file out written to "));
+		snprintf(path, sizeof(path), "airlock: 1 file out written to "
+		    "%s/run/cli-out\n", dir);
+		assert_non_null(strstr(r.err, path));
 		cli_result_free(&r);
+		/* In DIR/NAME/, never beside what DIR holds. */
+		snprintf(path, sizeof(path), "%s/run/d", dir);
+		assert_int_equal(access(path, F_OK), -1);
 		for (int i = 0; i < 2; i++) {
-			snprintf(path, sizeof(path), "%s/%s/d/r.txt", dir, i ? "get" : "run");
+			snprintf(path, sizeof(path), "%s/%s/cli-out/d/r.txt", dir,
+			    i ? "get" : "run");
 			if (i) {
 				char out[256];
 
@@ -1802,11 +1808,13 @@ test_cli_run(void **state)
 			fclose(f);
 			assert_string_equal(got, "result\n");
 		}
-		/* Not over what is there. */
+		/* Not into a DIR/NAME already there. */
 		snprintf(path, sizeof(path), "%s/get", dir);
 		CLI(&r, "get", "cli-out", "--out", path);
 		cli_expect_status(&r, 1);
-		assert_non_null(strstr(r.err, "d/r.txt: File exists"));
+		snprintf(path, sizeof(path), "airlock: files out of cli-out: "
+		    "%s/get/cli-out: File exists\n", dir);
+		assert_string_equal(r.err, path);
 		cli_result_free(&r);
 		snprintf(path, sizeof(path), "rm -rf %s", dir);
 		assert_int_equal(system(path), 0);

@@ -208,17 +208,25 @@ test_local_policy(void **state)
 	assert_string_equal(it_str(st, "stdout"), "/tmp\n");
 	json_decref(st);
 	cli_result_free(&r);
-	/* Files out, here too: --out DIR, checked as the cluster's are. */
+	/*
+	 * Files out, here too: --out DIR, checked as the cluster's are, in
+	 * DIR/NAME/ (never beside what DIR holds).
+	 */
 	{
 		char dir[] = "/tmp/airlock-local-out-XXXXXX", path[256], got[64];
 		FILE *f;
 
 		assert_non_null(mkdtemp(dir));
-		RUN(&r, "--out", dir, "-c", "open('/airlock/out/x.csv', 'w').write('a,b\\n')\n");
+		RUN(&r, "--out", dir, "--name", "local-out", "-c",
+		    "open('/airlock/out/x.csv', 'w').write('a,b\\n')\n");
 		cli_expect_status(&r, 0);
-		assert_non_null(strstr(r.err, "airlock: 1 file out written to "));
+		snprintf(path, sizeof(path), "airlock: 1 file out written to "
+		    "%s/local-out\n", dir);
+		assert_non_null(strstr(r.err, path));
 		cli_result_free(&r);
 		snprintf(path, sizeof(path), "%s/x.csv", dir);
+		assert_int_equal(access(path, F_OK), -1);
+		snprintf(path, sizeof(path), "%s/local-out/x.csv", dir);
 		assert_non_null(f = fopen(path, "r"));
 		assert_non_null(fgets(got, sizeof(got), f));
 		fclose(f);

@@ -17,10 +17,11 @@
 #define MAX_REQS	256
 
 struct reply {
-	int	 status;
+	int	 status;	/* 0: close the connection, no answer */
 	char	*retry_after;
 	char	*body;
 	long	 delay_ms;
+	int	 echo;		/* >= 0: the body of that request instead */
 };
 
 struct req {
@@ -72,7 +73,8 @@ handle(void *cls, struct MHD_Connection *c, const char *url,
 	struct fakeapi *f = cls;
 	struct conn *cn = *ctx;
 	struct MHD_Response *resp;
-	struct reply r = { 599, NULL, "{}", 0 };
+	struct reply r = { 599, NULL, "{}", 0, -1 };
+	char *echoed = NULL;
 	const char *q;
 	struct buf line;
 	enum MHD_Result ret;
@@ -108,13 +110,22 @@ handle(void *cls, struct MHD_Connection *c, const char *url,
 	}
 	if (f->next < f->nscript)
 		r = f->script[f->next++];
+	if (r.echo >= 0)
+		echoed = xstrdup(r.echo < f->nreqs ? f->reqs[r.echo].body : "");
 	pthread_mutex_unlock(&f->lock);
 	buf_free(&line);
 	(void)q;
 	if (r.delay_ms > 0)
 		usleep((useconds_t)r.delay_ms * 1000);
+	if (r.status == 0) {
+		free(echoed);
+		return MHD_NO;	/* MHD closes the connection unanswered */
+	}
+	if (echoed)
+		r.body = echoed;
 	resp = MHD_create_response_from_buffer(strlen(r.body), r.body,
 	    MHD_RESPMEM_MUST_COPY);
+	free(echoed);
 	MHD_add_response_header(resp, "Content-Type", "application/json");
 	if (r.retry_after)
 		MHD_add_response_header(resp, "Retry-After", r.retry_after);
@@ -197,7 +208,18 @@ fakeapi_push(struct fakeapi *f, int status, const char *retry_after,
 		abort();
 	f->script[f->nscript++] = (struct reply){ status,
 	    retry_after ? xstrdup(retry_after) : NULL, xstrdup(body),
-	    delay_ms };
+	    delay_ms, -1 };
+	pthread_mutex_unlock(&f->lock);
+}
+
+void
+fakeapi_push_echo(struct fakeapi *f, int status, int req)
+{
+	pthread_mutex_lock(&f->lock);
+	if (f->nscript == MAX_SCRIPT)
+		abort();
+	f->script[f->nscript++] = (struct reply){ status, NULL, xstrdup(""), 0,
+	    req };
 	pthread_mutex_unlock(&f->lock);
 }
 

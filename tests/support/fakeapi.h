@@ -25,9 +25,17 @@ const char *fakeapi_url(struct fakeapi *f);
 /*
  * Queue one response. retry_after may be NULL; body is copied; delay_ms
  * holds the answer back. With no response queued the server answers 599.
+ * Status 0 closes the connection with no answer at all: a request that
+ * arrived (it is recorded) but whose answer was lost.
  */
 void fakeapi_push(struct fakeapi *f, int status, const char *retry_after,
     const char *body, long delay_ms);
+
+/*
+ * Queue a response whose body is the body request req (0-based) sent: the
+ * object a create stored, as a later GET of it returns it.
+ */
+void fakeapi_push_echo(struct fakeapi *f, int status, int req);
 
 /* How many requests arrived, and the i-th as "METHOD URL" (borrowed). */
 int fakeapi_count(struct fakeapi *f);

@@ -30,6 +30,13 @@ REQUEST_TIMEOUT = (10, 60)
 # quota the quota controller has not counted yet refuses every create it
 # covers, in a namespace's first moments.
 QUOTA_UNCOUNTED_WAIT = 10.0
+# How long a create the API server could not take is tried again (the
+# CLI's --api-retry): no answer, 503, 429. See Client.create.
+CREATE_RETRY = 30.0
+RETRY_STATUS = (429, 503)
+# A random token of the client's own on each object it creates: after a
+# lost answer, the object under the name is known as its own by it.
+TOKEN_ANNOTATION = "airlock.dev/create-token"
 WATCH_SLACK = 15
 NAME_CHARS = "bcdfghjklmnpqrstvwxz2456789"   # generateName's alphabet
 
@@ -172,6 +179,34 @@ def build_spec(code, runtime="python", stdin=None, files=None, env=None, args=No
     return spec
 
 
+def _transient(e: Exception) -> bool:
+    """Whether a request that got no answer may get one later: not a TLS
+    or certificate failure, nor a host name that does not resolve."""
+    reason = getattr(e, "reason", None) or e
+    lasting = (urllib3.exceptions.SSLError,
+               getattr(urllib3.exceptions, "NameResolutionError", ()),
+               urllib3.exceptions.LocationParseError)
+    return not isinstance(reason, lasting) and not isinstance(e, lasting)
+
+
+def _retry_after(e: ApiException) -> Optional[float]:
+    """The answer's Retry-After in seconds (delta-seconds only), or None."""
+    try:
+        v = (e.headers or {}).get("Retry-After")
+        return max(0.0, float(int(v))) if v is not None else None
+    except (TypeError, ValueError):
+        return None
+
+
+def _status_message(e: ApiException) -> str:
+    import json
+
+    try:
+        return json.loads(e.body or "{}").get("message") or e.reason or str(e.status)
+    except ValueError:
+        return e.reason or str(e.status)
+
+
 def _api_error(what: str, e: ApiException) -> AirlockError:
     """An API refusal as the SDK's error: 400/422 name the field."""
     import json
@@ -214,11 +249,15 @@ class Client:
     ``$KUBECONFIG`` or ``~/.kube/config`` and its current context and that
     context's namespace, else the pod's own service account in a cluster,
     else ``default``. ``api_client`` takes a ready ``kubernetes`` ApiClient.
+    ``create_retry``: how many seconds a create the API server could not
+    take (no answer, 503, 429) is tried again; 0 not at all.
     """
 
     def __init__(self, namespace: Optional[str] = None, kubeconfig: Optional[str] = None,
-                 context: Optional[str] = None, *, api_client=None):
+                 context: Optional[str] = None, *, api_client=None,
+                 create_retry: float = CREATE_RETRY):
         ns = None
+        self.create_retry = float(create_retry or 0)
         if api_client is None:
             cfg = kubernetes.client.Configuration()
             # $KUBECONFIG now (the kubernetes package reads it once, at
@@ -259,31 +298,100 @@ class Client:
                stream: bool = False) -> str:
         """Make the CodeExecution; its name (``run-`` and five random
         characters when not given, as ``generateName`` would, but chosen
-        here so that an interrupted create can still be cancelled)."""
+        here so that an interrupted create can still be cancelled).
+
+        An API server that cannot take it yet is tried again, backing off
+        (or after its Retry-After), for ``create_retry`` seconds: no answer
+        (connection refused or reset, a timeout; not TLS or a host name
+        that does not resolve), 503 (right after ``helm install`` the
+        admission policy answers "Resource kind ... not found. There can
+        be a delay ..." until the API server has the CRD's schema), 429.
+        A 404 is not retried: the CRD is not installed. Never two objects:
+        the name is fixed before the first try and the object carries a
+        random token (``airlock.dev/create-token``), so a 409 for an
+        object with our token is our own earlier try whose answer was lost.
+        """
+        import random
+        import secrets
+
         spec = build_spec(code, runtime, stdin, files, env, args, timeout, memory, cpu,
                           stream)
-        attempt, uncounted_until = 0, time.monotonic() + QUOTA_UNCOUNTED_WAIT
+        token = secrets.token_hex(16)
+        n = name or new_name()
+        start = time.monotonic()
+        until = start + max(0.0, self.create_retry or 0.0)
+        uncounted_until = start + QUOTA_UNCOUNTED_WAIT
+        tries, redraws, backoff, said = 0, 0, 0.25, None
         while True:
-            n = name or new_name()
             body = {"apiVersion": "%s/%s" % (GROUP, VERSION), "kind": "CodeExecution",
-                    "metadata": {"name": n}, "spec": spec}
+                    "metadata": {"name": n, "annotations": {TOKEN_ANNOTATION: token}},
+                    "spec": spec}
+            tries += 1
+            wait = None
             try:
                 self._api.create_namespaced_custom_object(GROUP, VERSION, self.namespace,
                                                           PLURAL, body,
                                                           _request_timeout=REQUEST_TIMEOUT)
                 return n
             except ApiException as e:
-                if e.status == 409 and name is None and attempt < 2:
-                    attempt += 1
-                    continue        # that random name was taken: another
-                if (e.status == 403 and "status unknown for quota" in (e.body or "")
+                if e.status == 409:
+                    mine = self._ours(n, token)
+                    if mine is True:
+                        return n    # an earlier try landed; its answer was lost
+                    if mine is False and name is None and redraws < 3:
+                        redraws += 1
+                        n = new_name()
+                        continue    # another's name: draw again
+                    if mine is False:
+                        raise _api_error("create", e) from None
+                    said = mine     # whose it is is not known yet: again
+                elif (e.status == 403 and "status unknown for quota" in (e.body or "")
                         and time.monotonic() < uncounted_until):
                     # The namespace's quota is not counted yet (its first
                     # moments, or the quota controller catching up): nothing
                     # was made; the same create again, shortly.
                     time.sleep(0.2)
                     continue
-                raise _api_error("create", e) from None
+                elif e.status in RETRY_STATUS:
+                    said, wait = e, _retry_after(e)
+                else:
+                    raise _api_error("create", e) from None
+            except urllib3.exceptions.HTTPError as e:
+                if not _transient(e):
+                    raise AirlockError("create: %s" % e) from None
+                said = e
+            now = time.monotonic()
+            if now >= until:
+                took = int(round(now - start))
+                if self.create_retry == 0:
+                    if isinstance(said, ApiException):
+                        raise _api_error("create", said) from None
+                    raise AirlockError("create: %s" % said) from None
+                if isinstance(said, ApiException):
+                    raise AirlockError(
+                        "create: the API server refused it for %d s (%d tries), last with "
+                        "HTTP %s: %s" % (took, tries, said.status, _status_message(said))
+                    ) from None
+                raise AirlockError("create: no answer from the API server for %d s "
+                                   "(%d tries): %s" % (took, tries, said)) from None
+            if wait is None:
+                wait = random.uniform(backoff / 2, backoff)   # jittered, as the CLI's
+                backoff = min(backoff * 2, 2.0)
+            time.sleep(min(wait, until - now))
+
+    def _ours(self, name: str, token: str):
+        """Whether the object named name is this create's (True), another's
+        (False), or unknown yet (the exception that hid it)."""
+        try:
+            o = self._api.get_namespaced_custom_object(GROUP, VERSION, self.namespace,
+                                                       PLURAL, name,
+                                                       _request_timeout=REQUEST_TIMEOUT)
+        except ApiException as e:
+            return e if e.status in RETRY_STATUS + (404,) else False
+        except urllib3.exceptions.HTTPError as e:
+            return e if _transient(e) else False
+        ann = (o.get("metadata") or {}).get("annotations") or {}
+        return ann.get(TOKEN_ANNOTATION) == token
 
     def get(self, name: str) -> Result:
         obj = self._get(name)
