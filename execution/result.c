@@ -62,6 +62,12 @@ cx_result_outcome(const struct cx_run_end *e, struct cx_outcome *o)
 		    "%.400s", e->isolation ? e->isolation :
 		    "the sandbox is not isolated");
 		break;
+	case CX_KILL_START:
+		o->reason = CX_REASON_START_FAILED;
+		snprintf(o->message, sizeof(o->message), "its start was not "
+		    "confirmed: the program, which may have started, was killed "
+		    "and is not run again");
+		break;
 	case CX_KILL_OUTPUT:
 		o->reason = CX_REASON_OUTPUT_LIMIT;
 		snprintf(o->message, sizeof(o->message), "killed after writing "

@@ -25,6 +25,12 @@ enum cx_kill {
 	CX_KILL_OUTPUT,		/* past the hard output cap */
 	CX_KILL_ISOLATION,	/* its sandbox was not isolated */
 	CX_KILL_CANCEL,		/* a signal to the CLI (local mode) */
+	/*
+	 * Its start was sent and not confirmed (a warm exec's Tasks.Start
+	 * timed out or failed): it may have started, so it was killed, and
+	 * it ends StartFailed rather than run a second time.
+	 */
+	CX_KILL_START,
 };
 
 struct cx_run_end {

@@ -162,6 +162,11 @@ test_kills(void **state)
 	f->e.why = CX_KILL_CANCEL;
 	f->e.signal = 2;
 	json_decref(expect(f, "Cancelled", "Cancelled", "stopped by Interrupt", 137));
+	/* A warm start not confirmed: killed in case it ran, never again. */
+	f->e.why = CX_KILL_START;
+	json_decref(expect(f, "Failed", "StartFailed", "its start was not "
+	    "confirmed: the program, which may have started, was killed and "
+	    "is not run again", 137));
 }
 
 /*
