@@ -423,9 +423,13 @@ start_ctrd(struct warm *w, const char *proc, struct buf *in, size_t *off,
 	    path[1], path[2], &err) == 0) {
 		if (ctrd_exec_start(a->ctrd, w->cid, WARM_EXEC_ID, NULL, &err) == 0)
 			return 0;
-		/* Ended first: the abort may wait out containerd's timeouts. */
+		/*
+		 * Ended first: the abort may wait out containerd's timeouts
+		 * (not when stopping; the pod's deletion ends it anyway).
+		 */
 		start_failed(w, 1, err.message);
-		ctrd_exec_abort(a->ctrd, w->cid, WARM_EXEC_ID);
+		if (!atomic_load(&a->stop))
+			ctrd_exec_abort(a->ctrd, w->cid, WARM_EXEC_ID);
 		return -1;
 	}
 	if (err.code == K8S_EEXIST) {
