@@ -5,9 +5,18 @@
 #include <string.h>
 
 #include "clock.h"
+#include "jsonsize.h"
 #include "result.h"
 
 #define POLICY_PREFIX	"airlock: policy: "
+/*
+ * Of CX_STATUS_RESERVE, what the status holds besides the result's own
+ * fields: podName, startMode, codeSha256, observedGeneration (on the
+ * status and each condition), audited. The result's other fields take the
+ * rest; past it (a long list of files out, a message full of '<'), they
+ * take it from the output.
+ */
+#define STATUS_OTHERS	1024
 
 /*
  * The guard's words: its last line on stderr that starts "airlock:
@@ -61,6 +70,12 @@ cx_result_outcome(const struct cx_run_end *e, struct cx_outcome *o)
 		snprintf(o->message, sizeof(o->message), "stopped at its start: "
 		    "%.400s", e->isolation ? e->isolation :
 		    "the sandbox is not isolated");
+		break;
+	case CX_KILL_START:
+		o->reason = CX_REASON_START_FAILED;
+		snprintf(o->message, sizeof(o->message), "its start was not "
+		    "confirmed: the program, which may have started, was killed "
+		    "and is not run again");
 		break;
 	case CX_KILL_OUTPUT:
 		o->reason = CX_REASON_OUTPUT_LIMIT;
@@ -134,8 +149,29 @@ condition(enum cx_condition c, const char *reason, const char *msg,
 	    "message", msg, "lastTransitionTime", when);
 }
 
-json_t *
-cx_result_status(const struct cx_run_end *e, struct cx_outcome *op)
+void
+cx_result_fit(const char *out, size_t olen, const char *err, size_t elen,
+    size_t budget, size_t *okeep, size_t *ekeep)
+{
+	size_t eo = jsonsize_string(out, olen), ee = jsonsize_string(err, elen);
+	size_t half = budget / 2;
+
+	*okeep = olen;
+	*ekeep = elen;
+	if (eo + ee <= budget)
+		return;
+	if (eo <= half)
+		*ekeep = jsonsize_prefix(err, elen, budget - eo);
+	else if (ee <= half)
+		*okeep = jsonsize_prefix(out, olen, budget - ee);
+	else {
+		*okeep = jsonsize_prefix(out, olen, half);
+		*ekeep = jsonsize_prefix(err, elen, budget - half);
+	}
+}
+
+static json_t *
+status_build(const struct cx_run_end *e, struct cx_outcome *op)
 {
 	struct cx_outcome oc;
 	char t0[CLOCK_RFC3339_LEN], t1[CLOCK_RFC3339_LEN];
@@ -176,5 +212,52 @@ cx_result_status(const struct cx_run_end *e, struct cx_outcome *op)
 		    json_integer(e->cpu_ns / 1000000));
 	if (st && json_array_size(e->artifacts) > 0)
 		json_object_set(st, "artifacts", e->artifacts);
+	return st;
+}
+
+/* Bytes the kept text of stdout and stderr takes stored, quotes aside. */
+static size_t
+output_size(json_t *st)
+{
+	json_t *o = json_object_get(st, "stdout"), *r = json_object_get(st,
+	    "stderr");
+
+	return jsonsize_string(json_string_value(o), json_string_length(o)) +
+	    jsonsize_string(json_string_value(r), json_string_length(r));
+}
+
+json_t *
+cx_result_status(const struct cx_run_end *e, struct cx_outcome *op)
+{
+	struct cx_run_end f = *e;
+	json_t *st = status_build(&f, op);
+
+	/*
+	 * The budget is the output's when the rest of the status fits
+	 * CX_STATUS_RESERVE. Past it, the output gives up what the rest
+	 * takes over. Cutting the output can lengthen the message ("output
+	 * cut to ..."), which is part of the rest: measured again, a few
+	 * times at most (the cut is said once; its numbers only shrink).
+	 */
+	for (int i = 0; st && e->budget && i < 4; i++) {
+		size_t kept = output_size(st), rest = jsonsize_value(st) - kept;
+		size_t share, olen = 0, elen = 0, ok, ek;
+		const char *ot, *et;
+
+		if (rest + STATUS_OTHERS <= CX_STATUS_RESERVE)
+			break;
+		share = rest + STATUS_OTHERS - CX_STATUS_RESERVE < e->budget ?
+		    e->budget - (rest + STATUS_OTHERS - CX_STATUS_RESERVE) : 0;
+		if (kept <= share)
+			break;
+		ot = f.out ? crilog_text(f.out, &olen) : "";
+		et = f.err ? crilog_text(f.err, &elen) : "";
+		cx_result_fit(ot, f.out_keep < olen ? f.out_keep : olen, et,
+		    f.err_keep < elen ? f.err_keep : elen, share, &ok, &ek);
+		f.out_keep = ok;
+		f.err_keep = ek;
+		json_decref(st);
+		st = status_build(&f, op);
+	}
 	return st;
 }

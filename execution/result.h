@@ -25,6 +25,12 @@ enum cx_kill {
 	CX_KILL_OUTPUT,		/* past the hard output cap */
 	CX_KILL_ISOLATION,	/* its sandbox was not isolated */
 	CX_KILL_CANCEL,		/* a signal to the CLI (local mode) */
+	/*
+	 * Its start was sent and not confirmed (a warm exec's Tasks.Start
+	 * timed out or failed): it may have started, so it was killed, and
+	 * it ends StartFailed rather than run a second time.
+	 */
+	CX_KILL_START,
 };
 
 struct cx_run_end {
@@ -53,10 +59,14 @@ struct cx_run_end {
 	const char	*node;		/* status.nodeName */
 	const char	*scheduled;	/* the Scheduled condition's message */
 
-	/* The output, and how much of each stream the status keeps. */
+	/*
+	 * The output, and how much of each stream the status keeps at most
+	 * (cx_result_fit to budget). budget: the execution's storage budget
+	 * for its output (CX_ANN_OUTPUT_BUDGET); 0: none (the local mode).
+	 */
 	const struct crilog_stream *out, *err;
 	size_t		 out_keep, err_keep;
-	size_t		 budget;	/* the storage budget that cut them */
+	size_t		 budget;
 
 	int64_t		 peak_memory;	/* bytes; -1 unknown */
 	int64_t		 cpu_ns;	/* -1 unknown */
@@ -77,6 +87,16 @@ struct cx_outcome {
 	char		 message[1600];
 };
 
+/*
+ * How much of each stream a status keeps (*okeep of out's olen bytes,
+ * *ekeep of err's elen) so that both together take at most budget bytes
+ * as the API server stores them (jsonsize.h): all of both if they fit;
+ * else a stream that needs more than half gets what the other leaves,
+ * and both get half when both need more. Cut between characters.
+ */
+void cx_result_fit(const char *out, size_t olen, const char *err, size_t elen,
+    size_t budget, size_t *okeep, size_t *ekeep);
+
 /* Phase, reason, message and exit code of a run that ended as e says. */
 void cx_result_outcome(const struct cx_run_end *e, struct cx_outcome *o);
 
@@ -85,8 +105,12 @@ void cx_result_outcome(const struct cx_run_end *e, struct cx_outcome *o);
  * three conditions (Scheduled, Started, Complete: cx.h's order, each True,
  * without observedGeneration, which each writer sets its own way), the
  * exit code, the kept output, its true byte counts and whether it was
- * cut, the times, the node and the usage the node reported. A new
- * reference; *o (may be NULL) gets the outcome.
+ * cut, the times, the node, the usage the node reported and the files
+ * out. With a budget, the whole status as stored stays within budget +
+ * CX_STATUS_RESERVE (less what others write in it): when the rest of it
+ * (status.artifacts, a long message) takes more than the reserve, the
+ * output kept is cut further by as much. A new reference; *o (may be
+ * NULL) gets the outcome, as of the output finally kept.
  */
 json_t *cx_result_status(const struct cx_run_end *e, struct cx_outcome *o);
 

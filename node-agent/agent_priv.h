@@ -234,6 +234,15 @@ void agent_flush(struct agent *a, struct run *r);
 void agent_warm_spawn(struct agent *a, struct run *r);
 void agent_warm_maybe_record(struct agent *a, struct run *r);
 void agent_warm_usage(struct run *r);
+/*
+ * Run r's program failed to start (unit-tested). sent: its start was
+ * asked for (Tasks.Start sent, a runsc exec client spawned), so it may
+ * run whatever the failure said: r ends here, killed at its start
+ * (CX_KILL_START: StartFailed), its record queued, and 0; the caller
+ * kills what may run. Else nothing of it ran: 1, the caller gives it
+ * back to run cold.
+ */
+int agent_warm_start_failed(struct agent *a, struct run *r, int sent);
 void agent_usage_once(struct agent *a, struct run *r);
 /* Without the lock: a deleted pod's exec directory; stale ones. */
 void agent_warm_forget(struct agent *a, const char *uid);

@@ -1,3 +1,4 @@
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -661,19 +662,15 @@ exec_call(struct ctrd *c, const char *method, const char *id,
 }
 
 int
-ctrd_exec(struct ctrd *c, const char *id, const char *exec_id,
+ctrd_exec_create(struct ctrd *c, const char *id, const char *exec_id,
     const char *process_json, const char *stdin_path, const char *stdout_path,
-    const char *stderr_path, uint32_t *pid, struct k8s_error *err)
+    const char *stderr_path, struct k8s_error *err)
 {
 	struct call call;
 	struct buf req, any;
 	struct pb_reader r;
-	struct pb_field f;
-	struct k8s_error derr;
 	int rc;
 
-	if (pid)
-		*pid = 0;
 	call_init(&call);
 	buf_init(&req, CTRD_MSG_MAX);
 	buf_init(&any, CTRD_MSG_MAX);
@@ -684,28 +681,71 @@ ctrd_exec(struct ctrd *c, const char *id, const char *exec_id,
 	    pb_put_str(&req, 3, stdout_path) != 0 ||
 	    pb_put_str(&req, 4, stderr_path) != 0 ||
 	    pb_put_bytes(&req, 6, any.data, any.len) != 0 ||
-	    pb_put_str(&req, 7, exec_id) != 0) {
+	    pb_put_str(&req, 7, exec_id) != 0)
 		rc = k8s_error_set(err, K8S_EINVAL, 0, NULL, "exec request too large");
-		goto out;
-	}
-	if ((rc = unary(c, TASKS "Exec", &req, &call, &r, err)) != 0)
-		goto out;
-	call_free(&call);
-	call_init(&call);
-	rc = id_exec_call(c, TASKS "Start", id, exec_id, 0, &call, &r, err);
-	if (rc != 0) {
-		(void)exec_call(c, TASKS "DeleteProcess", id, exec_id, 0, &derr);
-		goto out;
-	}
-	while ((rc = pb_next(&r, &f)) == 1)
-		if (f.num == 1 && f.wire == PB_VARINT && pid)
-			*pid = (uint32_t)f.u;
-	rc = rc == 0 ? 0 : k8s_error_set(err, K8S_EINVAL, 0, NULL,
-	    "Tasks/Start: malformed reply");
-out:
+	else
+		rc = unary(c, TASKS "Exec", &req, &call, &r, err);
 	buf_free(&any);
 	buf_free(&req);
 	call_free(&call);
+	return rc;
+}
+
+int
+ctrd_exec_start(struct ctrd *c, const char *id, const char *exec_id,
+    uint32_t *pid, struct k8s_error *err)
+{
+	struct call call;
+	struct pb_reader r;
+	struct pb_field f;
+	int rc;
+
+	if (pid)
+		*pid = 0;
+	call_init(&call);
+	rc = id_exec_call(c, TASKS "Start", id, exec_id, 0, &call, &r, err);
+	if (rc == 0) {
+		while ((rc = pb_next(&r, &f)) == 1)
+			if (f.num == 1 && f.wire == PB_VARINT && pid)
+				*pid = (uint32_t)f.u;
+		rc = rc == 0 ? 0 : k8s_error_set(err, K8S_EINVAL, 0, NULL,
+		    "Tasks/Start: malformed reply");
+	}
+	call_free(&call);
+	return rc;
+}
+
+void
+ctrd_exec_abort(struct ctrd *c, const char *id, const char *exec_id)
+{
+	struct k8s_error err;
+
+	/*
+	 * A Start that failed or timed out may still have started it: a
+	 * running exec cannot be deleted, so it is killed, and its exit
+	 * waited for (a kill that landed means it ran: it will exit). With
+	 * no exit by then the delete fails, and only the task's end ends it.
+	 */
+	if (exec_call(c, TASKS "Kill", id, exec_id, SIGKILL, &err) == 0)
+		(void)exec_call(c, TASKS "Wait", id, exec_id, 0, &err);
+	(void)exec_call(c, TASKS "DeleteProcess", id, exec_id, 0, &err);
+}
+
+int
+ctrd_exec(struct ctrd *c, const char *id, const char *exec_id,
+    const char *process_json, const char *stdin_path, const char *stdout_path,
+    const char *stderr_path, uint32_t *pid, struct k8s_error *err)
+{
+	int rc;
+
+	if (pid)
+		*pid = 0;
+	if ((rc = ctrd_exec_create(c, id, exec_id, process_json, stdin_path,
+	    stdout_path, stderr_path, err)) != 0)
+		return rc;
+	if ((rc = ctrd_exec_start(c, id, exec_id, pid, err)) != 0) {
+		ctrd_exec_abort(c, id, exec_id);
+	}
 	return rc;
 }
 

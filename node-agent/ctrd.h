@@ -62,23 +62,46 @@ int ctrd_kill(struct ctrd *c, const char *id, int sig, int all,
 
 /*
  * A process run inside container id's running task: containerd's
- * Tasks.Exec, then Tasks.Start. exec_id names it within the task;
- * process_json is an OCI runtime-spec Process object (args, env, cwd,
- * user, ...), checked by the runtime, not here. stdout_path and
- * stderr_path are opened for writing by the task's shim: a FIFO's read
- * side must be open before the call (O_RDONLY | O_NONBLOCK), or the shim
- * waits on its open. stdin_path (NULL: none, the process reads EOF) is a
- * FIFO the shim copies to the process: open it O_RDWR before the call
- * (never blocks) and write; the shim holds it open too, so the process
- * sees EOF only after ctrd_exec_close_stdin. *pid (NULL: not wanted) is
- * the pid
- * the runtime reports (under gVisor, the sandbox's own). When Start
- * fails, the created exec is deleted again.
+ * Tasks.Exec (ctrd_exec_create), then Tasks.Start (ctrd_exec_start).
+ * exec_id names it within the task; process_json is an OCI runtime-spec
+ * Process object (args, env, cwd, user, ...), checked by the runtime, not
+ * here. stdout_path and stderr_path are opened for writing by the task's
+ * shim: a FIFO's read side must be open before the call (O_RDONLY |
+ * O_NONBLOCK), or the shim waits on its open. stdin_path (NULL: none, the
+ * process reads EOF) is a FIFO the shim copies to the process: open it
+ * O_RDWR before the call (never blocks) and write; the shim holds it open
+ * too, so the process sees EOF only after ctrd_exec_close_stdin. *pid
+ * (NULL: not wanted) is the pid the runtime reports (under gVisor, the
+ * sandbox's own). When Start fails, the exec is aborted
+ * (ctrd_exec_abort): a failed Start may have started it all the same.
  */
 int ctrd_exec(struct ctrd *c, const char *id, const char *exec_id,
     const char *process_json, const char *stdin_path, const char *stdout_path,
     const char *stderr_path, uint32_t *pid, struct k8s_error *err)
     __attribute__((warn_unused_result));
+
+/*
+ * The two halves of ctrd_exec. After ctrd_exec_create the process exists
+ * and does not run; it runs only once ctrd_exec_start is called. Any
+ * failure of ctrd_exec_start (a reply with an error, the unary call's
+ * 10 s timeout, a broken connection) leaves it unknown whether it runs:
+ * the shim may have started it before the reply was lost.
+ */
+int ctrd_exec_create(struct ctrd *c, const char *id, const char *exec_id,
+    const char *process_json, const char *stdin_path, const char *stdout_path,
+    const char *stderr_path, struct k8s_error *err)
+    __attribute__((warn_unused_result));
+int ctrd_exec_start(struct ctrd *c, const char *id, const char *exec_id,
+    uint32_t *pid, struct k8s_error *err)
+    __attribute__((warn_unused_result));
+
+/*
+ * Best effort, for an exec whose start is unknown: SIGKILL it (when that
+ * lands, its exit is waited for, at most the unary call's 10 s), then
+ * Tasks.DeleteProcess. Errors are dropped: an exec never made, or gone,
+ * is the outcome wanted.
+ */
+void ctrd_exec_abort(struct ctrd *c, const char *id, const char *exec_id);
 
 /*
  * Tasks.Wait for an exec's exit: *status is its exit status (128 + the

@@ -19,21 +19,7 @@ void
 agent_fit_output(const char *out, size_t olen, const char *err, size_t elen,
     size_t budget, size_t *okeep, size_t *ekeep)
 {
-	size_t eo = jsonsize_string(out, olen), ee = jsonsize_string(err, elen);
-	size_t half = budget / 2;
-
-	*okeep = olen;
-	*ekeep = elen;
-	if (eo + ee <= budget)
-		return;
-	if (eo <= half)
-		*ekeep = jsonsize_prefix(err, elen, budget - eo);
-	else if (ee <= half)
-		*okeep = jsonsize_prefix(out, olen, budget - ee);
-	else {
-		*okeep = jsonsize_prefix(out, olen, half);
-		*ekeep = jsonsize_prefix(err, elen, budget - half);
-	}
+	cx_result_fit(out, olen, err, elen, budget, okeep, ekeep);
 }
 
 /*

@@ -23,11 +23,15 @@
  *      sandbox's own, when it died), and the result is recorded at once
  *      once both streams reached EOF. The ticker then deletes the pod.
  *
- * Until Tasks.Start returned, nothing of the program ran: a failure there
- * gives the execution back to the controller to run cold (fall_back). A
- * second Exec of WARM_EXEC_ID (an agent restarted after it) is refused by
- * containerd: the program is never run twice; that execution's pod is
- * deleted and the controller ends it (PodDeleted).
+ * Until its start was asked for (Tasks.Start sent, a runsc exec client
+ * spawned), nothing of the program ran: a failure before gives the
+ * execution back to the controller to run cold (fall_back). Once asked
+ * for, a start that failed or timed out (Tasks.Start's 10 s) may have
+ * started it all the same: the exec is killed and the execution ends
+ * StartFailed (agent_warm_start_failed), never run cold. A second Exec of
+ * WARM_EXEC_ID (an agent restarted after it) is refused by containerd:
+ * the program is never run twice; that execution's pod is deleted and the
+ * controller ends it (PodDeleted).
  */
 #include <dirent.h>
 #include <errno.h>
@@ -251,6 +255,7 @@ set_io_done(struct agent *a, const char *uid)
 
 static void end_unstarted(struct warm *w, const char *isolation,
     const char *why);
+static void start_failed(struct warm *w, int sent, const char *why);
 
 /* A runsc exec client the agent started (start_runsc), until reaped. */
 struct child {
@@ -414,9 +419,19 @@ start_ctrd(struct warm *w, const char *proc, struct buf *in, size_t *off,
 
 		*off = got > 0 ? (size_t)got : 0;
 	}
-	if (ctrd_exec(a->ctrd, w->cid, WARM_EXEC_ID, proc, path[0], path[1],
-	    path[2], NULL, &err) == 0)
-		return 0;
+	if (ctrd_exec_create(a->ctrd, w->cid, WARM_EXEC_ID, proc, path[0],
+	    path[1], path[2], &err) == 0) {
+		if (ctrd_exec_start(a->ctrd, w->cid, WARM_EXEC_ID, NULL, &err) == 0)
+			return 0;
+		/*
+		 * Ended first: the abort may wait out containerd's timeouts
+		 * (not when stopping; the pod's deletion ends it anyway).
+		 */
+		start_failed(w, 1, err.message);
+		if (!atomic_load(&a->stop))
+			ctrd_exec_abort(a->ctrd, w->cid, WARM_EXEC_ID);
+		return -1;
+	}
 	if (err.code == K8S_EEXIST) {
 		/* Made before (an agent restarted): never twice. */
 		log_warn("warm exec already made; not run again", "pod=%s/%s",
@@ -426,7 +441,7 @@ start_ctrd(struct warm *w, const char *proc, struct buf *in, size_t *off,
 			r->recorded = 1;
 		pthread_mutex_unlock(&a->lock);
 	} else {
-		end_unstarted(w, NULL, err.message);
+		start_failed(w, 0, err.message);
 	}
 	return -1;
 }
@@ -435,7 +450,8 @@ start_ctrd(struct warm *w, const char *proc, struct buf *in, size_t *off,
  * Straight through runsc (`runsc --root R exec --process FILE ID`, the
  * agent's --runsc): no containerd and no shim in the way, which cost
  * 35-65 ms an exec on the test node; the program's stdio are the agent's
- * pipes, its exit the client's. 0 started; else given back.
+ * pipes, its exit the client's. 0 started; else the run was ended or
+ * given back here.
  */
 static int
 start_runsc(struct warm *w, const char *proc, struct buf *in, size_t *off,
@@ -500,14 +516,18 @@ start_runsc(struct warm *w, const char *proc, struct buf *in, size_t *off,
 	close(p[1][1]);
 	close(p[2][1]);
 	if (rc != 0) {
-		end_unstarted(w, NULL, "cannot start runsc");
+		start_failed(w, 0, "cannot start runsc");
 		return -1;
 	}
 	if ((c->pidfd = (int)syscall(SYS_pidfd_open, c->pid, 0)) < 0) {
-		/* Cannot wait for it by poll: kill it, give the run back. */
+		/*
+		 * Cannot wait for it by poll: it goes. The client may have
+		 * started the program in the sandbox already, which its kill
+		 * does not stop: the run ends, and its pod (the sandbox) with it.
+		 */
 		kill(c->pid, SIGKILL);
 		(void)waitpid(c->pid, NULL, 0);
-		end_unstarted(w, NULL, "cannot follow runsc");
+		start_failed(w, 1, "cannot follow runsc");
 		return -1;
 	}
 	return 0;
@@ -553,6 +573,40 @@ end_unstarted(struct warm *w, const char *isolation, const char *why)
 	pthread_mutex_unlock(&a->lock);
 	free(cx);
 	free(cx_uid);
+}
+
+int
+agent_warm_start_failed(struct agent *a, struct run *r, int sent)
+{
+	if (!sent)
+		return 1;
+	r->why = CX_KILL_START;
+	r->start_ns = r->exited_ns = agent_now_ns();
+	r->exited = 1;
+	r->status = 137;
+	r->exit_seen_ms = clock_mono_ms();
+	r->io_done = 1;
+	agent_warm_maybe_record(a, r);
+	return 0;
+}
+
+/* Its start failed: given back, or ended (agent_warm_start_failed). */
+static void
+start_failed(struct warm *w, int sent, const char *why)
+{
+	struct agent *a = w->a;
+	struct run *r;
+	int back = 0;
+
+	pthread_mutex_lock(&a->lock);
+	if ((r = agent_find_run(a, w->uid)) != NULL)
+		back = agent_warm_start_failed(a, r, sent);
+	pthread_mutex_unlock(&a->lock);
+	if (back)
+		end_unstarted(w, NULL, why);
+	else if (sent)
+		log_warn("warm start not confirmed; killed, not run again",
+		    "pod=%s/%s error=\"%s\"", w->ns, w->pod, why);
 }
 
 static void *

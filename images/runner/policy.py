@@ -20,10 +20,21 @@
 # in; the program's own directory goes back on sys.path for the program,
 # as `python3 PROGRAM` would have it.
 #
+# A denied module's own files (its source, its cached bytecode, every file
+# of a denied package) are refused under any name: opened (exec of their
+# text, SourceFileLoader, spec_from_file_location, runpy.run_path),
+# compiled or run from code that names them, or loaded as an extension.
+# Compared by device and inode, so a link to one is refused too.
+#
 # A guard against accidents and common misuse, not a boundary: a module
 # that is allowed can do what a denied one does (os.system for
-# subprocess), and gVisor remains the boundary.
+# subprocess, _posixsubprocess and _ctypes beneath subprocess and
+# ctypes), a copy of a denied module's code that the program carries or
+# builds, or reads another way (through a directory descriptor: the audit
+# event names the file relative to it), is its own code, and gVisor
+# remains the boundary.
 import ast
+import importlib.util
 import os
 import sys
 
@@ -77,13 +88,24 @@ def main():
             refuse(name, "%s line %d" % (prog, line))
 
     def where():
-        # The innermost frame of the program's (not the import system's,
-        # not this guard's).
+        # The innermost frame of the program's own files (relative, or in
+        # its directory); else the innermost one not of the import system
+        # nor this guard's.
+        def outside(f):
+            fn = f.f_code.co_filename
+            return not (fn.startswith("<") or fn == me or "/importlib/" in fn)
+
+        def own(f):
+            fn = f.f_code.co_filename
+            return outside(f) and (not fn.startswith("/") or fn.startswith(cwd))
+
         f = sys._getframe(2)
-        while f is not None and (f.f_code.co_filename.startswith("<") or
-                                 f.f_code.co_filename == me or
-                                 "/importlib/" in f.f_code.co_filename):
+        while f is not None and not own(f):
             f = f.f_back
+        if f is None:
+            f = sys._getframe(2)
+            while f is not None and not outside(f):
+                f = f.f_back
         if f is None:
             return "at run time"
         fn = f.f_code.co_filename
@@ -102,10 +124,85 @@ def main():
 
     finder = Finder()
 
+    # The denied modules' files, found before anything of the program runs
+    # (finding a dotted name imports its parent, as the program's import
+    # would): (st_dev, st_ino) -> the module's name, and the directories
+    # of denied packages, for files made in them since (bytecode). Not
+    # those of a module the interpreter loaded before this guard (os, when
+    # denied): their code is in memory already, and their files are what a
+    # traceback through them reads.
+    files, dirs = {}, []
+    preloaded = frozenset(m for m in sys.modules if denied(m))
+
+    def add_file(path, name):
+        try:
+            st = os.stat(path)
+        except (OSError, ValueError):
+            return
+        files[(st.st_dev, st.st_ino)] = name
+
+    for name in sorted(deny):
+        try:
+            spec = importlib.util.find_spec(name)
+        except (ImportError, ValueError):
+            spec = None
+        if spec is None or name in preloaded:
+            continue
+        if spec.submodule_search_locations:
+            for d in spec.submodule_search_locations:
+                dirs.append((os.path.realpath(d) + "/", name))
+                n = 0
+                for top, _, names in os.walk(d):
+                    for f in names:
+                        if n < 10000:       # a package, not a file system
+                            add_file(os.path.join(top, f), name)
+                            n += 1
+        elif spec.has_location and spec.origin:
+            add_file(spec.origin, name)
+            if spec.origin.endswith(".py"):
+                for opt in ("", 1, 2):
+                    try:
+                        add_file(importlib.util.cache_from_source(
+                            spec.origin, optimization=opt), name)
+                    except (NotImplementedError, ValueError):
+                        pass
+
+    def file_of(path):
+        # The denied module whose file path (str, bytes or PathLike) is,
+        # or None.
+        if isinstance(path, int) or path is None:
+            return None
+        try:
+            st = os.stat(path)
+        except (OSError, TypeError, ValueError):
+            return None
+        name = files.get((st.st_dev, st.st_ino))
+        if name is None and dirs:
+            try:
+                real = os.path.realpath(os.fsdecode(path))
+            except (TypeError, ValueError):
+                return None
+            for d, n in dirs:
+                if real.startswith(d):
+                    return n
+        return name
+
     def hook(event, args):
-        if event == "import":
+        if event in ("open", "compile") and args:
+            name = file_of(args[0] if event == "open" else args[1])
+            if name is not None:
+                refuse(name, where())
+        elif event == "exec" and args:
+            name = file_of(getattr(args[0], "co_filename", None))
+            if name is not None:
+                refuse(name, where())
+        elif event == "import":
             if isinstance(args[0], str) and denied(args[0]):
                 refuse(args[0], where())
+            # An extension module loaded from a file: the file's.
+            name = file_of(args[1]) if len(args) > 1 else None
+            if name is not None:
+                refuse(name, where())
             # Put back at the front if the program moved or removed it.
             if sys.meta_path[:1] != [finder]:
                 try:

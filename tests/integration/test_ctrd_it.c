@@ -442,6 +442,58 @@ test_exec(void **state)
 	ctrd_free(c);
 }
 
+/*
+ * A Start that fails is no proof that nothing started (warm.c's rule,
+ * docs/warm-path.md): with a stdout FIFO nobody reads, the shim has the
+ * process running (runc exec) and then waits on the FIFO's open, past
+ * the unary call's 10 s. The caller sees a timeout while the program
+ * runs: a warm run must then end, never be run again cold.
+ */
+static void
+test_exec_start_timeout(void **state)
+{
+	static const char json[] = "{\"args\": [\"/prog\"], \"cwd\": \"/\","
+	    " \"env\": [\"PATH=/\"], \"user\": {\"uid\": 0, \"gid\": 0}}";
+	struct ctrd *c = ctrd_new(sock, "k8s.io");
+	struct k8s_error err;
+	char out[256], errp[256];
+	long long t0, took;
+	int fd;
+
+	(void)state;
+	if (sh("ctr -a %s -n k8s.io run -d --rootfs %s/rootfs holder2 /prog "
+	    ">/dev/null", sock, dir) != 0)
+		fail_msg("ctr run holder2 failed (see %s/containerd.log)", dir);
+	snprintf(out, sizeof(out), "%s/unread-out", dir);
+	snprintf(errp, sizeof(errp), "%s/unread-err", dir);
+	assert_int_equal(mkfifo(out, 0600), 0);
+	assert_int_equal(mkfifo(errp, 0600), 0);
+	fd = open(errp, O_RDONLY | O_NONBLOCK);	/* stderr read; stdout not */
+	assert_true(fd >= 0);
+	assert_int_equal(ctrd_exec_create(c, "holder2", "w1", json, NULL, out,
+	    errp, &err), 0);
+	/* Made, not started: the task has its init process alone. */
+	assert_int_equal(sh("test $(ctr -a %s -n k8s.io tasks ps holder2 | "
+	    "tail -n +2 | wc -l) -eq 1", sock), 0);
+	t0 = it_mono_ms();
+	assert_int_not_equal(ctrd_exec_start(c, "holder2", "w1", NULL, &err), 0);
+	took = it_mono_ms() - t0;
+	print_message("# start with an unread stdout: %lld ms, %s\n", took,
+	    err.message);
+	assert_int_equal(err.code, K8S_EIO);
+	assert_true(took >= 9500 && took < 15000);
+	/* ... and yet the program runs: init and the exec'd one. */
+	assert_int_equal(sh("test $(ctr -a %s -n k8s.io tasks ps holder2 | "
+	    "tail -n +2 | wc -l) -eq 2", sock), 0);
+	ctrd_exec_abort(c, "holder2", "w1");
+	/* What surely stops it: its task killed, as a pod deletion does. */
+	assert_int_equal(ctrd_kill(c, "holder2", SIGKILL, 1, &err), 0);
+	close(fd);
+	unlink(out);
+	unlink(errp);
+	ctrd_free(c);
+}
+
 int
 main(void)
 {
@@ -449,6 +501,7 @@ main(void)
 		cmocka_unit_test(test_version_and_errors),
 		cmocka_unit_test(test_events_labels_kill),
 		cmocka_unit_test(test_exec),
+		cmocka_unit_test(test_exec_start_timeout),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);

@@ -11,6 +11,8 @@
 #include <string.h>
 #include <cmocka.h>
 
+#include "artifacts.h"
+#include "jsonsize.h"
 #include "result.h"
 
 #define T0	INT64_C(1795000000123456789)	/* 2026-11-18T11:06:40.123456789Z */
@@ -162,6 +164,11 @@ test_kills(void **state)
 	f->e.why = CX_KILL_CANCEL;
 	f->e.signal = 2;
 	json_decref(expect(f, "Cancelled", "Cancelled", "stopped by Interrupt", 137));
+	/* A warm start not confirmed: killed in case it ran, never again. */
+	f->e.why = CX_KILL_START;
+	json_decref(expect(f, "Failed", "StartFailed", "its start was not "
+	    "confirmed: the program, which may have started, was killed and "
+	    "is not run again", 137));
 }
 
 /*
@@ -300,6 +307,126 @@ test_stream_truncated(void **state)
 	crilog_free(log);
 }
 
+/*
+ * An execution as the API server stores it while its program runs, the
+ * controller's part of the status written: what the result is patched
+ * into (node-agent/record.c).
+ */
+static json_t *
+running_cx(void)
+{
+	return json_pack("{s:s, s:s, s:{s:s, s:s, s:s, s:s, s:I},"
+	    " s:{s:s, s:{s:s}, s:s, s:s, s:I, s:{s:I}},"
+	    " s:{s:s, s:s, s:s, s:s, s:s, s:I, s:s,"
+	    " s:[{s:s, s:s, s:s, s:s, s:s, s:I}, {s:s, s:s, s:s, s:s, s:s, s:I},"
+	    " {s:s, s:s, s:s, s:s, s:s, s:I}]}}",
+	    "apiVersion", "airlock.dev/v1alpha1", "kind", "CodeExecution",
+	    "metadata", "name", "big-out", "namespace", "t1", "uid",
+	    "ccbbf721-b9ed-449b-a12c-3cf68aa3769a", "creationTimestamp",
+	    "2026-11-18T11:06:39Z", "generation", (json_int_t)1,
+	    "spec", "runtime", "python", "code", "main.py",
+	    "print('<' * 2**20)", "entrypoint", "main.py", "stdin", "",
+	    "timeoutSeconds", (json_int_t)30, "output", "maxBytes",
+	    (json_int_t)1048576,
+	    "status", "phase", "Running", "podName",
+	    "airlock-ccbbf721-b9ed-449b-a12c-3cf68aa3769a", "nodeName", "n1",
+	    "startMode", "Cold", "codeSha256",
+	    "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08",
+	    "observedGeneration", (json_int_t)1, "startTime",
+	    "2026-11-18T11:06:40Z", "conditions",
+	    "type", "Scheduled", "status", "True", "reason", "Scheduled",
+	    "message", "scheduled to node n1", "lastTransitionTime",
+	    "2026-11-18T11:06:40Z", "observedGeneration", (json_int_t)1,
+	    "type", "Started", "status", "True", "reason", "Started",
+	    "message", "the program started", "lastTransitionTime",
+	    "2026-11-18T11:06:40Z", "observedGeneration", (json_int_t)1,
+	    "type", "Complete", "status", "False", "reason", "Running",
+	    "message", "", "lastTransitionTime", "2026-11-18T11:06:40Z",
+	    "observedGeneration", (json_int_t)1);
+}
+
+/*
+ * status.artifacts counts in the storage budget (issue 27 #6): 64 files
+ * out whose 255-byte names are all '<' (6 bytes each as stored) and 1 MiB
+ * of '<' on each stream. The output gives up what the list takes past
+ * the status's reserve, and the execution as stored, with its result
+ * patched in as record.c does, stays within CX_OBJECT_BUDGET. Before,
+ * the output took the whole budget and the list came on top: 1139197
+ * bytes stored, 90621 over.
+ */
+static void
+test_budget_counts_artifacts(void **state)
+{
+	struct crilog *log = crilog_new(1 << 20, 65536);
+	struct artifact files[64];
+	struct artifacts arts = { .files = files, .nfiles = 64 };
+	static char big[1 << 20], names[64][256];
+	json_t *cx = running_cx(), *st, *cst, *list, *c, *v;
+	struct cx_run_end e;
+	size_t stored, budget, olen, elen, i;
+	const char *ot, *et, *key;
+
+	(void)state;
+	memset(big, '<', sizeof(big));
+	crilog_feed_stream(log, 0, big, sizeof(big));
+	crilog_feed_stream(log, 1, big, sizeof(big));
+	crilog_finish(log);
+	for (i = 0; i < 64; i++) {
+		memset(names[i], '<', 255);
+		names[i][0] = (char)('a' + i / 26 % 26);
+		names[i][1] = (char)('a' + i % 26);
+		names[i][255] = '\0';
+		files[i] = (struct artifact){ .path = names[i], .size = 1 << 20,
+		    .content_type = "application/octet-stream" };
+		memset(files[i].sha256, 'f', 64);
+		files[i].sha256[64] = '\0';
+	}
+	list = artifacts_status(&arts);
+	assert_int_equal(jsonsize_value(list), 106497);
+	/* The pod's budget, as podspec.c works it out from the stored size. */
+	stored = jsonsize_value(cx);
+	assert_int_equal(stored, 1088);
+	budget = CX_OBJECT_BUDGET - CX_STATUS_RESERVE - stored;
+	/* The agent's cut, then the status (record.c's result_patch). */
+	ot = crilog_text(crilog_stdout(log), &olen);
+	et = crilog_text(crilog_stderr(log), &elen);
+	assert_int_equal(olen, 1 << 20);
+	e = (struct cx_run_end){ .exit_status = 0, .start_ns = T0,
+	    .exited_ns = T0 + 1500 * INT64_C(1000000), .node = "n1",
+	    .scheduled = "scheduled to node n1", .out = crilog_stdout(log),
+	    .err = crilog_stderr(log), .budget = budget, .peak_memory = -1,
+	    .cpu_ns = -1, .artifacts = list };
+	cx_result_fit(ot, olen, et, elen, budget, &e.out_keep, &e.err_keep);
+	assert_int_equal(e.out_keep, 85925);
+	assert_int_equal(e.err_keep, 85925);
+	st = cx_result_status(&e, NULL);
+	assert_non_null(st);
+	assert_int_equal(json_string_length(json_object_get(st, "stdout")), 78250);
+	assert_int_equal(json_string_length(json_object_get(st, "stderr")), 78250);
+	assert_string_equal(str(st, "message"), "exit code 0; output cut to "
+	    "78250 bytes of stdout and 78250 of stderr to fit the execution's "
+	    "1031104-byte storage budget");
+	assert_int_equal(json_array_size(json_object_get(st, "artifacts")), 64);
+	/* Patched in as record.c does: fields added, conditions replaced. */
+	cst = json_object_get(cx, "status");
+	json_object_foreach(st, key, v)
+		if (strcmp(key, "conditions") != 0)
+			json_object_set(cst, key, v);
+	json_array_foreach(json_object_get(st, "conditions"), i, c) {
+		json_t *nc = json_copy(c);
+
+		json_object_set_new(nc, "observedGeneration", json_integer(1));
+		json_array_set_new(json_object_get(cst, "conditions"), i, nc);
+	}
+	json_object_set_new(cst, "audited", json_true());
+	assert_int_equal(jsonsize_value(cx), 1047097);
+	assert_true(jsonsize_value(cx) <= CX_OBJECT_BUDGET);
+	json_decref(st);
+	json_decref(list);
+	json_decref(cx);
+	crilog_free(log);
+}
+
 int
 main(void)
 {
@@ -313,6 +440,7 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_refused, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_times, setup, teardown),
 		cmocka_unit_test(test_stream_truncated),
+		cmocka_unit_test(test_budget_counts_artifacts),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
