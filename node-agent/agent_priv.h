@@ -65,6 +65,7 @@ struct run {
 	int		 verified;
 	int		 refused;
 	long long	 verify_ms;		/* the next probe, if not yet */
+	int		 waited;		/* its exit wait was started */
 	struct backoff	 vretry;
 	long long	 seen_ms;		/* made, for VERIFY_MS */
 	long long	 timeout_ms;

@@ -343,7 +343,9 @@ on_start(struct agent *a, const struct ctrd_event *ev, const char *uid,
 	 * airlock-* must not take the waits' slots.
 	 */
 	wait_exit = !holder && r->verified && r->isolation == NULL &&
-	    strcmp(r->cid, ev->container_id) == 0;
+	    !r->waited && strcmp(r->cid, ev->container_id) == 0;
+	if (wait_exit)
+		r->waited = 1;
 	pthread_mutex_unlock(&a->lock);
 	if (stop_now) {
 		log_warn("sandbox refused", "pod=%s/%s problem=\"%s\"", ns,

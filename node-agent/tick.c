@@ -406,7 +406,7 @@ tick(struct agent *a)
 			pp = &r->next;
 			continue;
 		}
-		if (!r->verified && !r->refused && r->learned) {
+		if (!r->verified && !r->refused && r->learned && !r->recorded) {
 			/* Its execution asked (trust.c), and again if not yet. */
 			if (now >= r->verify_ms) {
 				r->busy = 1;
@@ -416,7 +416,7 @@ tick(struct agent *a)
 			pp = &r->next;
 			continue;
 		}
-		if (!r->verified && !r->refused) {
+		if (!r->verified && !r->refused && !r->learned) {
 			json_t *pod = informer_get(a->pods, r->ns, r->pod);
 
 			int holder = 0;
@@ -453,7 +453,7 @@ tick(struct agent *a)
 		active++;
 		if (!r->recorded && !r->warm && r->cid)
 			tail(a, r);
-		if (!r->refused)
+		if (r->verified)
 			agent_usage_once(a, r);
 		switch (agent_decide(r, a->o.hard_cap, a->o.poll_ms, now, wall,
 		    &why)) {

@@ -149,9 +149,10 @@ agent_verify(struct agent *a, struct run *r)
 		 * A cold program that started before this answer: its exit
 		 * from its sandbox, as on_start would have asked.
 		 */
-		if (!r->warm && r->pid && r->cid && !r->exited &&
+		if (!r->warm && r->pid && r->cid && !r->exited && !r->waited &&
 		    r->isolation == NULL && strncmp(r->pod, POOL_HOLDER_PREFIX,
 		    strlen(POOL_HOLDER_PREFIX)) != 0) {
+			r->waited = 1;
 			wait_uid = xstrdup(puid);
 			wait_cid = xstrdup(r->cid);
 		}
