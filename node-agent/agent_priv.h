@@ -236,7 +236,8 @@ void agent_pod_seen(struct agent *a, json_t *pod);
  * its status names pod and its phase is not terminal; AGENT_NOT_YET when
  * it names no pod yet (the controller writes podName just after the
  * create) and has not ended; AGENT_ENDED when its phase is terminal;
- * AGENT_OTHER_POD when it names another. Pure; unit-tested.
+ * AGENT_OTHER_POD when it names another. Pure; unit-tested. AGENT_GONE
+ * is the probe's own answer (404, or 422: another execution of the name).
  */
 enum agent_trust { AGENT_TRUST, AGENT_NOT_YET, AGENT_ENDED, AGENT_OTHER_POD,
     AGENT_GONE };
