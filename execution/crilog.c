@@ -9,6 +9,7 @@
  * with the stream, and only whole characters reach the kept text. Once a
  * stream's text is full its content is only counted, not decoded.
  */
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <stdio.h>
@@ -31,6 +32,7 @@ static const unsigned char replacement[3] = { 0xEF, 0xBF, 0xBD };
  */
 struct side {
 	struct crilog_stream pub;
+	struct crilog	*l;		/* its parser: the budget */
 	struct buf	 text;		/* max = cap */
 	int		 full;		/* a character was dropped: keep nothing more */
 	int		 has_records;
@@ -65,7 +67,110 @@ struct crilog {
 	uint64_t	 bad;
 	int		 skipping;	/* inside an oversized record, already counted */
 	int		 finished;
+	struct crilog_budget *bud;	/* NULL: none */
+	int		 starved;	/* the budget refused a growth */
 };
+
+/* Invariants: used <= limit; peak >= used. */
+struct crilog_budget {
+	size_t		 limit;
+	atomic_size_t	 used;
+	atomic_size_t	 peak;
+};
+
+struct crilog_budget *
+crilog_budget_new(size_t limit)
+{
+	struct crilog_budget *b = xcalloc(1, sizeof(*b));
+
+	b->limit = limit;
+	atomic_init(&b->used, 0);
+	atomic_init(&b->peak, 0);
+	return b;
+}
+
+void
+crilog_budget_free(struct crilog_budget *b)
+{
+	free(b);
+}
+
+size_t
+crilog_budget_used(const struct crilog_budget *b)
+{
+	return atomic_load(&((struct crilog_budget *)b)->used);
+}
+
+size_t
+crilog_budget_peak(const struct crilog_budget *b)
+{
+	return atomic_load(&((struct crilog_budget *)b)->peak);
+}
+
+size_t
+crilog_budget_limit(const struct crilog_budget *b)
+{
+	return b->limit;
+}
+
+/* Take n bytes of b: 0, or -1 (nothing taken) when they do not fit. */
+static int
+budget_take(struct crilog_budget *b, size_t n)
+{
+	size_t used = atomic_load(&b->used), peak;
+
+	do {
+		if (n > b->limit - used)
+			return -1;
+	} while (!atomic_compare_exchange_weak(&b->used, &used, used + n));
+	peak = atomic_load(&b->peak);
+	while (used + n > peak &&
+	    !atomic_compare_exchange_weak(&b->peak, &peak, used + n))
+		;
+	return 0;
+}
+
+/*
+ * Make room in b for need bytes of content (and its NUL), as buf_append
+ * would grow it (doubling, never past its cap), with l's budget paying
+ * for the growth; failing that, just what is needed. 0, or -1 (b as it
+ * was) when the budget cannot: the caller then keeps nothing more.
+ */
+static int
+reserve(struct crilog *l, struct buf *b, size_t need)
+{
+	size_t want = need + 1, a = b->alloc ? b->alloc : 256;
+
+	if (want <= b->alloc || l->bud == NULL)
+		return 0;	/* buf_append grows it itself */
+	while (a < want)
+		a *= 2;
+	if (a > b->max + 1)
+		a = b->max + 1;
+	if (a < want)
+		a = want;	/* past the cap: buf_append refuses it anyway */
+	if (budget_take(l->bud, a - b->alloc) != 0) {
+		a = want;
+		if (budget_take(l->bud, a - b->alloc) != 0) {
+			l->starved = 1;
+			return -1;
+		}
+	}
+	b->data = xrealloc(b->data, a);
+	if (b->alloc == 0)
+		b->data[0] = '\0';
+	b->alloc = a;
+	return 0;
+}
+
+/* Free b's memory, its bytes back to l's budget. */
+static void
+release(struct crilog *l, struct buf *b)
+{
+	if (l->bud && b->alloc)
+		atomic_fetch_sub(&l->bud->used, b->alloc);
+	buf_free(b);
+}
 
 /*
  * Append n bytes to the kept text. An ASCII run may be cut anywhere
@@ -82,6 +187,12 @@ keep(struct side *s, const void *p, size_t n, int partial)
 		if (!partial)
 			return;
 		n = room;
+	}
+	if (n > 0 && reserve(s->l, &s->text, s->text.len + n) != 0) {
+		/* The node's budget is spent: the text stops here, a prefix. */
+		s->full = 1;
+		s->pub.truncated = 1;
+		return;
 	}
 	/* Cannot fail: n fits under the cap. */
 	if (n > 0 && buf_append(&s->text, p, n) != 0)
@@ -333,9 +444,15 @@ frame_filter(struct crilog *l, const unsigned char *p, size_t n)
 
 			if (take > fr->want - fr->got)
 				take = (size_t)(fr->want - fr->got);
-			if (fr->status == 0 && buf_append(&fr->body, p, take) != 0) {
+			if (fr->status == 0 && take <= fr->body.max -
+			    fr->body.len && reserve(l, &fr->body,
+			    fr->body.len + take) != 0) {
+				fr->status = CRILOG_FRAME_NO_MEMORY;
+				release(l, &fr->body);
+			} else if (fr->status == 0 && buf_append(&fr->body, p,
+			    take) != 0) {
 				fr->status = CRILOG_FRAME_TOO_LARGE;
-				buf_free(&fr->body);
+				release(l, &fr->body);
 			}
 			fr->got += take;
 			fr->bytes += take;
@@ -418,23 +535,37 @@ bad:
 }
 
 static void
-side_init(struct side *s, size_t cap)
+side_init(struct crilog *l, struct side *s, size_t cap)
 {
 	memset(s, 0, sizeof(*s));
+	s->l = l;
 	buf_init(&s->text, cap);
 	seq_reset(s);
 }
 
 struct crilog *
-crilog_new(size_t cap, size_t max_record)
+crilog_new_budget(size_t cap, size_t max_record, struct crilog_budget *b)
 {
 	struct crilog *l = xcalloc(1, sizeof(*l));
 
-	side_init(&l->out, cap);
-	side_init(&l->err, cap);
+	side_init(l, &l->out, cap);
+	side_init(l, &l->err, cap);
 	buf_init(&l->line, max_record);
 	l->max_record = max_record;
+	l->bud = b;
 	return l;
+}
+
+struct crilog *
+crilog_new(size_t cap, size_t max_record)
+{
+	return crilog_new_budget(cap, max_record, NULL);
+}
+
+int
+crilog_starved(const struct crilog *l)
+{
+	return l->starved;
 }
 
 void
@@ -458,6 +589,16 @@ crilog_feed(struct crilog *l, const void *buf, size_t n)
 			buf_reset(&l->line);
 		} else if (l->line.len == 0 && lf != NULL) {
 			record(l, p, seg);	/* whole in this chunk */
+		} else if (reserve(l, &l->line, l->line.len + seg) != 0) {
+			/*
+			 * No memory to rebuild a split record: dropped, and
+			 * neither stream keeps more text (what follows would
+			 * not be a prefix). It is not counted bad: it was not.
+			 */
+			l->out.full = l->err.full = 1;
+			l->out.pub.truncated = l->err.pub.truncated = 1;
+			l->skipping = lf == NULL;
+			buf_reset(&l->line);
 		} else {
 			/* Cannot fail: seg fits under max_record. */
 			if (buf_append(&l->line, p, seg) != 0)
@@ -488,7 +629,7 @@ crilog_out_frame(struct crilog *l, const char *nonce, size_t max)
 {
 	struct frame *fr = &l->fr;
 
-	buf_free(&fr->body);
+	release(l, &fr->body);
 	memset(fr, 0, sizeof(*fr));
 	fr->open_len = (size_t)snprintf(fr->open, sizeof(fr->open),
 	    "\x1e" "AIRLOCK-OUT %.64s ", nonce);
@@ -529,7 +670,7 @@ crilog_finish(struct crilog *l)
 	if (l->line.len > 0)
 		l->bad++;
 	l->skipping = 0;
-	buf_free(&l->line);
+	release(l, &l->line);
 	/* A marker begun at the very end was the program's output. */
 	if (l->fr.state == FR_SCAN && l->fr.matched > 0) {
 		stream_bytes(&l->out, (const unsigned char *)l->fr.open,
@@ -580,9 +721,9 @@ crilog_free(struct crilog *l)
 {
 	if (l == NULL)
 		return;
-	buf_free(&l->line);
-	buf_free(&l->out.text);
-	buf_free(&l->err.text);
-	buf_free(&l->fr.body);
+	release(l, &l->line);
+	release(l, &l->out.text);
+	release(l, &l->err.text);
+	release(l, &l->fr.body);
 	free(l);
 }

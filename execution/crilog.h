@@ -159,10 +159,52 @@ const char *crilog_frame(const struct crilog *l, size_t *len, int *status);
 /* Bytes of the frame seen so far, markers and all (for the output cap). */
 uint64_t crilog_frame_bytes(const struct crilog *l);
 
+#define CRILOG_FRAME_NO_MEMORY	5	/* its budget (below) could not hold it */
+
+/*
+ * A byte budget that many parsers share (the node agent's runs, one each),
+ * so that their buffers together stay under limit whatever their number:
+ * every growth of a parser's kept text, record buffer or frame body is
+ * taken from it first, and given back when freed. Thread-safe (atomic):
+ * parsers on different threads may share one.
+ *
+ * A parser whose growth the budget refuses is starved (crilog_starved):
+ * its kept text stops there, still a prefix, and the stream is marked
+ * truncated; its byte counts go on (but for a record split across feeds
+ * that could not be buffered: it is dropped, and both streams stop
+ * keeping text, so neither shows what came after); a frame it could not
+ * hold is CRILOG_FRAME_NO_MEMORY. A growth that does not fit the doubled
+ * size is tried once more at just what it needs.
+ */
+struct crilog_budget;
+
+/* limit bytes in all. Never NULL; free with crilog_budget_free(). */
+struct crilog_budget *crilog_budget_new(size_t limit);
+/* Every parser drawing from b must have been freed first. NULL is fine. */
+void crilog_budget_free(struct crilog_budget *b);
+/* Bytes taken now; the most ever taken at once; the limit. */
+size_t crilog_budget_used(const struct crilog_budget *b);
+size_t crilog_budget_peak(const struct crilog_budget *b);
+size_t crilog_budget_limit(const struct crilog_budget *b);
+
+/*
+ * crilog_new, its buffers taken from b (borrowed: it must outlive the
+ * parser). b NULL: no budget, as crilog_new.
+ */
+struct crilog *crilog_new_budget(size_t cap, size_t max_record,
+    struct crilog_budget *b);
+
+/* 1 once its budget refused it memory (see above), else 0. */
+int crilog_starved(const struct crilog *l);
+
 /* Records skipped so far as malformed or oversized. */
 uint64_t crilog_bad_records(const struct crilog *l);
 
-/* Bytes of heap the parser holds now (at most about 2 cap + max_record). */
+/*
+ * Bytes of heap the parser holds now (at most about 2 cap + max_record
+ * and the frame's max); with a budget, all but sizeof its state is
+ * taken from the budget.
+ */
 size_t crilog_memory(const struct crilog *l);
 
 /* Free the parser and its text; NULL is fine. */

@@ -75,6 +75,13 @@ agent_new_run(struct agent *a, const char *uid, const char *ns, const char *pod)
 	r->cpu_before_ns = -1;
 	r->oom_before = -1;
 	r->retry = (struct backoff){ .initial_ms = 100, .max_ms = 5000 };
+	/*
+	 * The controller writes the pod's name into the status just after
+	 * the create, and its node once it sees it scheduled (the status
+	 * guard admits the probe only then): asked again soon, and at least
+	 * every second after (its program may be running, its record waits).
+	 */
+	r->vretry = (struct backoff){ .initial_ms = 50, .max_ms = 1000 };
 	r->seen_ms = clock_mono_ms();
 	r->next = a->runs;
 	a->runs = r;
@@ -114,9 +121,9 @@ ann_number(json_t *ann, const char *key, long long lo, long long hi,
 int
 agent_pod_limits(json_t *pod, struct agent_limits *out)
 {
-	json_t *md = json_object_get(pod, "metadata"), *ref;
+	json_t *md = json_object_get(pod, "metadata"), *ref, *owner = NULL;
 	json_t *ann = json_object_get(md, "annotations");
-	const char *owner = NULL;
+	const char *ouid, *kind, *api;
 	size_t i;
 
 	memset(out, 0, sizeof(*out));
@@ -125,8 +132,18 @@ agent_pod_limits(json_t *pod, struct agent_limits *out)
 		return -1;
 	json_array_foreach(json_object_get(md, "ownerReferences"), i, ref)
 		if (json_is_true(json_object_get(ref, "controller")))
-			owner = json_string_value(json_object_get(ref, "uid"));
-	if (owner == NULL || strcmp(owner, out->cx_uid) != 0)
+			owner = ref;
+	/*
+	 * Its controller is that very execution: a uid alone is not enough,
+	 * a ReplicaSet's pods carry their ReplicaSet's, which a tenant can
+	 * copy into the label (issue 27).
+	 */
+	ouid = json_string_value(json_object_get(owner, "uid"));
+	kind = json_string_value(json_object_get(owner, "kind"));
+	api = json_string_value(json_object_get(owner, "apiVersion"));
+	if (ouid == NULL || strcmp(ouid, out->cx_uid) != 0 || kind == NULL ||
+	    strcmp(kind, "CodeExecution") != 0 || api == NULL ||
+	    strncmp(api, "airlock.dev/", 12) != 0)
 		return -1;
 	/* The CRD's ranges: 1 to 3600 s, 1 byte to 1 MiB per stream. */
 	out->timeout_ms = ann_number(ann, CX_ANN_TIMEOUT_MS, 1000,
@@ -169,8 +186,9 @@ agent_learn_pod(struct run *r, json_t *pod)
 {
 	struct agent_limits lim;
 
-	if (!r->verified && agent_pod_limits(pod, &lim) == 0) {
-		r->verified = 1;
+	/* Learned only: verified (and its log made) by trust.c. */
+	if (!r->learned && agent_pod_limits(pod, &lim) == 0) {
+		r->learned = 1;
 		r->cx = xstrdup(lim.cx);
 		r->cx_uid = xstrdup(lim.cx_uid);
 		r->timeout_ms = lim.timeout_ms;
@@ -180,19 +198,6 @@ agent_learn_pod(struct run *r, json_t *pod)
 		r->policy = lim.policy;
 		r->out_bytes = lim.out_bytes;
 		r->out_files = lim.out_files;
-		r->log = crilog_new(r->max_out, MAX_RECORD);
-		if (r->out_files > 0) {
-			char nonce[33];
-
-			/*
-			 * The frame's base64: the files, a header and padding
-			 * each, the runner's list of what it left out, the end.
-			 */
-			artifacts_nonce(r->cx_uid, nonce);
-			crilog_out_frame(r->log, nonce, (r->out_bytes +
-			    r->out_files * 1024 + 65536 + 1024 + 2) / 3 * 4);
-		}
-		agent_arm_deadline(r);
 	}
 }
 
@@ -208,6 +213,7 @@ warm_seen(struct agent *a, json_t *pod, const char *cid, json_t *state)
 {
 	struct agent_limits lim;
 	struct run *r;
+	int ask;
 
 	if (agent_pod_limits(pod, &lim) != 0)
 		return;			/* not claimed */
@@ -248,7 +254,11 @@ warm_seen(struct agent *a, json_t *pod, const char *cid, json_t *state)
 		r->cid = r->cid ? r->cid : xstrdup("");
 		agent_warm_spawn(a, r);
 	}
+	ask = r->learned && !r->verified && !r->refused;
 	pthread_mutex_unlock(&a->lock);
+	/* The ticker asks about it now, not a poll later: a claim waits on it. */
+	if (ask)
+		agent_wake(a);
 }
 
 /*
@@ -293,8 +303,8 @@ agent_learn_exit(struct run *r, json_t *term)
  * rather than from a TaskStart event (the agent was down when it started)
  * takes its start, and maybe its exit, from the kubelet's report.
  */
-static void
-pod_seen(struct agent *a, json_t *pod)
+void
+agent_pod_seen(struct agent *a, json_t *pod)
 {
 	json_t *md = json_object_get(pod, "metadata");
 	json_t *cs = json_array_get(json_object_get(json_object_get(pod,
@@ -304,6 +314,7 @@ pod_seen(struct agent *a, json_t *pod)
 	const char *cid = json_string_value(json_object_get(cs, "containerID"));
 	json_t *term = json_object_get(state, "terminated");
 	struct run *r;
+	int ask;
 
 	if (uid == NULL || k8s_obj_namespace(pod) == NULL)
 		return;
@@ -314,8 +325,18 @@ pod_seen(struct agent *a, json_t *pod)
 	pthread_mutex_lock(&a->lock);
 	r = agent_find_run(a, uid);
 	if (r == NULL && cid == NULL) {
-		pthread_mutex_unlock(&a->lock);
-		return;			/* not started: the event will come */
+		struct agent_limits lim;
+
+		/*
+		 * Not started: the event will come. An execution's pod is
+		 * asked about now (trust.c), so that the answer is in before
+		 * its program starts.
+		 */
+		if (json_object_get(md, "deletionTimestamp") ||
+		    agent_pod_limits(pod, &lim) != 0) {
+			pthread_mutex_unlock(&a->lock);
+			return;
+		}
 	}
 	if (r == NULL) {
 		if (json_object_get(md, "deletionTimestamp")) {
@@ -348,20 +369,23 @@ pod_seen(struct agent *a, json_t *pod)
 		r->exit_seen_ms = clock_mono_ms();
 	}
 	agent_learn_exit(r, term);
+	ask = r->learned && !r->verified && !r->refused;
 	pthread_mutex_unlock(&a->lock);
+	if (ask)
+		agent_wake(a);
 }
 
 static void
 pod_add(void *arg, json_t *pod)
 {
-	pod_seen(arg, pod);
+	agent_pod_seen(arg, pod);
 }
 
 static void
 pod_update(void *arg, json_t *old, json_t *cur)
 {
 	(void)old;
-	pod_seen(arg, cur);
+	agent_pod_seen(arg, cur);
 }
 
 static void
@@ -441,8 +465,10 @@ trim_pod(json_t *pod)
 	json_array_foreach(json_object_get(md, "ownerReferences"), j, ref)
 		if (json_is_true(json_object_get(ref, "controller")))
 			json_object_set_new(json_object_get(out, "metadata"),
-			    "ownerReferences", json_pack("[{s:b, s:O*}]",
-			    "controller", 1, "uid", json_object_get(ref, "uid")));
+			    "ownerReferences", json_pack("[{s:b, s:O*, s:O*,"
+			    " s:O*}]", "controller", 1, "uid", json_object_get(ref,
+			    "uid"), "kind", json_object_get(ref, "kind"),
+			    "apiVersion", json_object_get(ref, "apiVersion")));
 	return out;
 }
 
@@ -515,6 +541,12 @@ agent_new(struct k8s_client *c, struct metrics *m,
 	    "was not Running), failed.", "result");
 	a->m_swept = metrics_counter(m, "airlock_agent_swept_total",
 	    "Orphan pods and stale pod log directories removed.", "kind");
+	a->m_trust = metrics_counter(m, "airlock_agent_pod_checks_total",
+	    "Execution pods checked against their execution before their "
+	    "program is followed, by answer: trusted, not_yet (asked again), "
+	    "ended, other_pod, gone (the last three killed and deleted).",
+	    "result");
+	a->out_mem = crilog_budget_new(AGENT_OUTPUT_MEMORY);
 	return a;
 }
 
@@ -576,6 +608,7 @@ agent_free(struct agent *a)
 	workqueue_shutdown(a->q);
 	workqueue_free(a->q);
 	agent_sbx_free_all(a);
+	crilog_budget_free(a->out_mem);
 	if (a->ino_fd >= 0)
 		close(a->ino_fd);
 	if (a->wake_fd >= 0)

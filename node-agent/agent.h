@@ -85,8 +85,10 @@ void agent_free(struct agent *a);
  * bytes the two streams may take in the status together (0 to 1 MiB; the
  * controller works it out from the execution's size), and the execution's
  * name and uid. A pod whose controller ownerReference is not the
- * CodeExecution its label names is not an execution pod. 0, or -1 when
- * pod is not one. Borrowed strings. Exposed for tests.
+ * CodeExecution (kind and airlock.dev API group, not the uid alone) its
+ * label names is not an execution pod. 0, or -1 when pod is not one.
+ * That is only what the pod says: the agent follows it once the execution
+ * agrees (node-agent/trust.c). Borrowed strings. Exposed for tests.
  */
 struct agent_limits {
 	long long	 timeout_ms;

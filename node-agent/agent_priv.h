@@ -35,16 +35,38 @@
 #define RUNSC_LIST_MAX	(8 << 20)	/* bytes of `runsc list` read at most */
 #define CTRD_DOWN_MARGIN_NS	1000000000LL	/* exits this long before the stream ended count too */
 #define KILL_RETRY_MS	1000		/* a kill with no exit after it: again */
+/*
+ * The crilogs of all runs together hold at most this many bytes of
+ * output (crilog_budget): a node's agent, 256Mi in the chart, stays
+ * bounded whatever the number of runs (node-agent/docs/agent.md).
+ */
+#define AGENT_OUTPUT_MEMORY	(96LL << 20)
 
 /* One execution pod on this node, keyed by the pod's uid. */
 struct run {
 	struct run	*next;
 	char		*uid, *ns, *pod;	/* the pod */
-	char		*cx;			/* its execution, once verified */
+	char		*cx;			/* its execution, once learned */
 	char		*cx_uid;		/* and that execution's uid */
 	size_t		 budget;		/* encoded bytes of output in status */
 	char		*cid;			/* the container, once known */
-	int		 verified;		/* our pod, seen in the cache */
+	/*
+	 * Trust, in two steps (trust.c). learned: the cached pod names an
+	 * execution by its label and its controller owner (a CodeExecution
+	 * of that uid): the limits above are read. verified: that execution,
+	 * read from the API server, has that uid, names this pod
+	 * (status.podName) and has not ended. Only a verified run is
+	 * followed: its log read, its deadline armed, its result recorded,
+	 * its files out stored. refused: the execution has ended, names
+	 * another pod, or is gone: the program is killed (or never let
+	 * run) and the pod deleted, nothing recorded.
+	 */
+	int		 learned;
+	int		 verified;
+	int		 refused;
+	long long	 verify_ms;		/* the next probe, if not yet */
+	int		 waited;		/* its exit wait was started */
+	struct backoff	 vretry;
 	long long	 seen_ms;		/* made, for VERIFY_MS */
 	long long	 timeout_ms;
 	size_t		 max_out;
@@ -173,7 +195,11 @@ struct agent {
 	atomic_int		 warm_threads;	/* warm.c's, running */
 	atomic_int		 exit_waiters;	/* exitwait.c's, running */
 
+	/* Every run's crilog draws its memory from here (AGENT_OUTPUT_MEMORY). */
+	struct crilog_budget	*out_mem;
+
 	struct metric		*m_results, *m_record, *m_active, *m_swept;
+	struct metric		*m_trust;
 	struct metric		*m_deliver, *m_waits, *m_flush;
 	double			 flush_tokens;	/* agent_flush_take's bucket */
 	long long		 flush_last_ms;
@@ -199,6 +225,40 @@ void agent_learn_exit(struct run *r, json_t *term);
  * from the verified pod); 0 until then.
  */
 void agent_arm_deadline(struct run *r);
+
+/* A pod the cache announced: make or complete its run (lock not held). */
+void agent_pod_seen(struct agent *a, json_t *pod);
+
+/* trust.c */
+/*
+ * What the execution cx (as the API server has it, borrowed; its uid
+ * already tested equal to the pod's label) says of pod: AGENT_TRUST when
+ * its status names pod and its phase is not terminal; AGENT_NOT_YET when
+ * it names no pod yet (the controller writes podName just after the
+ * create) and has not ended; AGENT_ENDED when its phase is terminal;
+ * AGENT_OTHER_POD when it names another. Pure; unit-tested. AGENT_GONE
+ * is the probe's own answer (404, or 422: another execution of the name).
+ */
+enum agent_trust { AGENT_TRUST, AGENT_NOT_YET, AGENT_ENDED, AGENT_OTHER_POD,
+    AGENT_GONE };
+enum agent_trust agent_trust_verdict(json_t *cx, const char *pod);
+/*
+ * Ask the API server about learned run r (r busy; without the lock) and
+ * act on the answer, locked: verified (its crilog made, its deadline
+ * armed, its exit wait started), refused (to be killed and deleted), or
+ * asked again after a backoff. The probe is a status patch that only
+ * tests the uid (agent_probe): no read permission, and the status guard
+ * admits it for this node's executions only.
+ */
+void agent_verify(struct agent *a, struct run *r);
+/*
+ * The verified run r's crilog, from the node's budget (lock held); and
+ * the note a result adds when that budget ran short (note as in
+ * agent_ctrd_note).
+ */
+void agent_run_log(struct agent *a, struct run *r);
+void agent_memory_note(struct agent *a, const struct run *r, char *note,
+    size_t note_size);
 
 /* events.c */
 void *agent_events_main(void *arg);

@@ -271,7 +271,7 @@ on_start(struct agent *a, const struct ctrd_event *ev, const char *uid,
 	json_t *proc = NULL;
 	const char *bad = NULL;
 	struct run *r;
-	int holder, wait_exit, stop_now = 0, check, verified;
+	int holder, wait_exit, stop_now = 0, check, verified, refused;
 
 	/*
 	 * A warm holder: its OCI process now, for the exec of its claim
@@ -285,7 +285,7 @@ on_start(struct agent *a, const struct ctrd_event *ev, const char *uid,
 	pthread_mutex_lock(&a->lock);
 	if ((r = agent_find_run(a, uid)) == NULL)
 		r = agent_new_run(a, uid, ns, pod);
-	if (!r->verified && !holder) {
+	if (!r->learned && !holder) {
 		/* An execution's pod, by the cache (else the ticker decides). */
 		json_t *p = informer_get(a->pods, ns, pod);
 
@@ -329,15 +329,31 @@ on_start(struct agent *a, const struct ctrd_event *ev, const char *uid,
 	}
 	agent_arm_deadline(r);
 	/*
+	 * Its execution has ended or names another pod (trust.c): the
+	 * program does not run, not even until the next tick. The ticker
+	 * sees the kill sent and deletes the pod.
+	 */
+	refused = r->refused && strcmp(r->cid, ev->container_id) == 0;
+	if (refused) {
+		r->kill_sent = 1;
+		r->kill_at_ms = clock_mono_ms();
+	}
+	/*
 	 * Only for a verified execution's pod: a tenant's own pods named
 	 * airlock-* must not take the waits' slots.
 	 */
 	wait_exit = !holder && r->verified && r->isolation == NULL &&
-	    strcmp(r->cid, ev->container_id) == 0;
+	    !r->waited && strcmp(r->cid, ev->container_id) == 0;
+	if (wait_exit)
+		r->waited = 1;
 	pthread_mutex_unlock(&a->lock);
 	if (stop_now) {
 		log_warn("sandbox refused", "pod=%s/%s problem=\"%s\"", ns,
 		    pod, bad);
+		kill_pid(ev->pid);
+	} else if (refused) {
+		log_warn("program stopped at its start: its execution does not "
+		    "expect this pod", "pod=%s/%s", ns, pod);
 		kill_pid(ev->pid);
 	}
 	/* A cold run's exit, from its sandbox (exitwait.c). */

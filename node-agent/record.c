@@ -58,7 +58,12 @@ files_out(struct agent *a, struct run *r, json_t **list, char *note,
 
 	*list = NULL;
 	note[0] = '\0';
-	if (r->out_files == 0 || r->log == NULL)
+	/*
+	 * The object is named for the execution the API server vouched for
+	 * (trust.c), never for what a pod alone says: a forged pod's files
+	 * would otherwise be stored under a name of its choosing.
+	 */
+	if (!r->verified || r->out_files == 0 || r->log == NULL)
 		return 0;
 	body = crilog_frame(r->log, &len, &st);
 	switch (st) {
@@ -74,6 +79,10 @@ files_out(struct agent *a, struct run *r, json_t **list, char *note,
 		return 0;
 	case CRILOG_FRAME_MALFORMED:
 		snprintf(note, note_size, "; no files out: they arrived malformed");
+		return 0;
+	case CRILOG_FRAME_NO_MEMORY:
+		snprintf(note, note_size, "; no files out: the node agent's memory "
+		    "for output was full");
 		return 0;
 	}
 	artifacts_parse(body, len, r->out_bytes, r->out_files, &arts);
@@ -333,6 +342,7 @@ agent_record(struct agent *a, struct run *r)
 	if (files_out(a, r, &arts, note, sizeof(note)) != 0)
 		return 0;
 	agent_ctrd_note(a, r, note, sizeof(note));
+	agent_memory_note(a, r, note, sizeof(note));
 	for (int attempt = 0; attempt < 2 && done < 0; attempt++) {
 		if (attempt == 1 && !big)
 			break;

@@ -242,7 +242,8 @@ kill_now(struct agent *a, const char *uid)
 	if (t && r->exited && t < r->exited_ns)
 		r->exited_ns = t;
 	log_info("killed", "pod=%s/%s why=%s after_start_ms=%lld sandbox=%d",
-	    r->ns, r->pod, r->why == CX_KILL_DEADLINE ? "deadline" :
+	    r->ns, r->pod, r->refused ? "refused" :
+	    r->why == CX_KILL_DEADLINE ? "deadline" :
 	    r->why == CX_KILL_OUTPUT ? "output" : "isolation",
 	    (long long)(((t ? t : agent_now_ns()) - r->start_ns) / 1000000),
 	    t != 0);
@@ -287,6 +288,8 @@ act(struct agent *a, const char *key)
 		else
 			r->retry_ms = clock_mono_ms() + backoff_next(&r->retry);
 		pthread_mutex_unlock(&a->lock);
+	} else if (strncmp(key, "verify/", 7) == 0) {
+		agent_verify(a, r);		/* clears busy */
 	} else if (strncmp(key, "flush/", 6) == 0) {
 		agent_flush(a, r);
 		pthread_mutex_lock(&a->lock);
@@ -317,6 +320,13 @@ agent_decide(const struct run *r, long long hard_cap, long poll_ms,
     long long now, int64_t wall_ns, enum cx_kill *why)
 {
 	*why = r->why;
+	/*
+	 * Its execution does not expect it (trust.c): a program running is
+	 * killed at once, then the pod deleted; nothing is recorded.
+	 */
+	if (r->refused && !r->exited && r->cid && (!r->kill_sent ||
+	    now - r->kill_at_ms >= KILL_RETRY_MS))
+		return AGENT_KILL;
 	if (r->recorded)
 		return now >= r->retry_ms ? AGENT_DELETE : AGENT_WAIT;
 	if (r->exited && r->unknown)	/* the controller decides */
@@ -396,7 +406,17 @@ tick(struct agent *a)
 			pp = &r->next;
 			continue;
 		}
-		if (!r->verified) {
+		if (!r->verified && !r->refused && r->learned && !r->recorded) {
+			/* Its execution asked (trust.c), and again if not yet. */
+			if (now >= r->verify_ms) {
+				r->busy = 1;
+				snprintf(key, sizeof(key), "verify/%s", r->uid);
+				workqueue_add(a->q, key);
+			}
+			pp = &r->next;
+			continue;
+		}
+		if (!r->verified && !r->refused && !r->learned) {
 			json_t *pod = informer_get(a->pods, r->ns, r->pod);
 
 			int holder = 0;
@@ -417,7 +437,7 @@ tick(struct agent *a)
 					agent_learn_pod(r, pod);
 			}
 			json_decref(pod);
-			if (!r->verified) {
+			if (!r->learned) {
 				if (now - r->seen_ms > VERIFY_MS && !holder) {
 					*pp = r->next;	/* not one of ours */
 					agent_free_run(r);
@@ -426,11 +446,15 @@ tick(struct agent *a)
 				}
 				continue;
 			}
+			/* Learned now: asked about at the next tick. */
+			pp = &r->next;
+			continue;
 		}
 		active++;
-		if (!r->recorded && !r->warm)
+		if (!r->recorded && !r->warm && r->cid)
 			tail(a, r);
-		agent_usage_once(a, r);
+		if (r->verified)
+			agent_usage_once(a, r);
 		switch (agent_decide(r, a->o.hard_cap, a->o.poll_ms, now, wall,
 		    &why)) {
 		case AGENT_KILL:

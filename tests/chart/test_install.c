@@ -607,6 +607,17 @@ test_forgery_guard(void **state)
 	assert_int_equal(rc, K8S_EFORBIDDEN);
 	if (strstr(err.message, "only the Airlock controller may make or change") == NULL)
 		fail_msg("refused, but not by the guard: %s", err.message);
+	/* Nor may the cluster admin (system:masters): a create is the controller's. */
+	o = json_pack("{s:s, s:s, s:{s:s, s:{s:s, s:s}}, s:{s:[{s:s, s:s}]}}",
+	    "apiVersion", "v1", "kind", "Pod", "metadata", "name", "airlock-admin-forged",
+	    "labels", "app.kubernetes.io/managed-by", "airlock-controller",
+	    "airlock.dev/execution-uid", "00000000-0000-0000-0000-000000000000",
+	    "spec", "containers", "name", "run", "image", it_env_need("PAUSE_IMAGE"));
+	rc = k8s_create(c, &k8s_res_pods, tenant_ns, o, NULL, &err);
+	json_decref(o);
+	assert_int_equal(rc, K8S_EFORBIDDEN);
+	if (strstr(err.message, "only the Airlock controller may make or change") == NULL)
+		fail_msg("the admin was refused, but not by the guard: %s", err.message);
 	/* Its own ConfigMap it may make, but not label as Airlock's afterwards. */
 	o = json_pack("{s:s, s:s, s:{s:s}, s:{s:s}}", "apiVersion", "v1", "kind", "ConfigMap",
 	    "metadata", "name", "mine", "data", "a", "b");
@@ -616,6 +627,99 @@ test_forgery_guard(void **state)
 	rc = k8s_patch(tc, &k8s_res_configmaps, tenant_ns, "mine", &merge, p, NULL, &err);
 	json_decref(p);
 	assert_int_equal(rc, K8S_EFORBIDDEN);
+	k8s_client_free(tc);
+	k8s_config_free(tcfg);
+}
+
+/*
+ * The events about the tenant's object name of kind whose message holds
+ * needle: 1 when one is there (for it_wait_for, arg a struct rs_event).
+ */
+struct rs_event {
+	const char	*kind, *name, *reason, *needle;
+};
+
+static int
+event_seen(void *arg)
+{
+	static const struct k8s_resource res_events = { "", "v1", "events", 1 };
+	struct rs_event *e = arg;
+	struct k8s_error err;
+	char fs[512];
+	struct k8s_list_opts lo = { .field_selector = fs };
+	json_t *list = NULL, *ev;
+	size_t i;
+	int found = 0;
+
+	snprintf(fs, sizeof(fs), "involvedObject.kind=%s,involvedObject.name=%s,reason=%s",
+	    e->kind, e->name, e->reason);
+	if (k8s_list(c, &res_events, tenant_ns, &lo, &list, &err) != 0)
+		return 0;
+	json_array_foreach(json_object_get(list, "items"), i, ev)
+		if (strstr(json_string_value(json_object_get(ev, "message")) ?
+		    json_string_value(json_object_get(ev, "message")) : "", e->needle))
+			found = 1;
+	json_decref(list);
+	return found;
+}
+
+/*
+ * A workload controller is no way around the forgery guard (issue 27): a
+ * tenant with "edit" makes a ReplicaSet whose template carries Airlock's
+ * labels, an execution uid of its own choosing, the largest output and
+ * files-out annotations and the executions' RuntimeClass. The ReplicaSet
+ * controller (kube-controller-manager, with its own service account in
+ * kube-system here) creates its pods: every create is refused, and the
+ * ReplicaSet says so (FailedCreate). None of its pods exists.
+ */
+static void
+test_forgery_by_workload(void **state)
+{
+	static const struct k8s_resource res_rs = { "apps", "v1", "replicasets", 1 };
+	struct rs_event e = { "ReplicaSet", "forged", "FailedCreate",
+	    "only the Airlock controller may make or change" };
+	struct k8s_list_opts lo = { .label_selector = "forged=yes" };
+	struct k8s_config *tcfg;
+	struct k8s_client *tc;
+	struct k8s_error err;
+	json_t *rs, *list = NULL;
+
+	(void)state;
+	/* The "edit" binding is test_forgery_guard's. */
+	tc = sa_client(tenant_ns, "tenant", &tcfg);
+	/* Hardened as pause_pod's: Pod Security must not be what refuses it. */
+	rs = json_pack("{s:s, s:s, s:{s:s}, s:{s:i, s:{s:{s:s}},"
+	    " s:{s:{s:{s:s, s:s, s:s, s:s}, s:{s:s, s:s, s:s, s:s}},"
+	    " s:{s:s, s:b, s:{s:b, s:i, s:{s:s}},"
+	    " s:[{s:s, s:s, s:s, s:{s:b, s:{s:[s]}}}]}}}}",
+	    "apiVersion", "apps/v1", "kind", "ReplicaSet", "metadata", "name", "forged",
+	    "spec", "replicas", 3, "selector", "matchLabels", "forged", "yes",
+	    "template", "metadata", "labels", "forged", "yes",
+	    "app.kubernetes.io/managed-by", "airlock-controller",
+	    "app.kubernetes.io/component", "execution",
+	    "airlock.dev/execution-uid", "00000000-0000-0000-0000-000000000027",
+	    "annotations", "airlock.dev/execution", "forged",
+	    "airlock.dev/output-max-bytes", "1048576",
+	    "airlock.dev/timeout-ms", "3600000",
+	    "airlock.dev/out", "1048576 256",
+	    "spec", "runtimeClassName", "airlock-chart-gvisor",
+	    "automountServiceAccountToken", 0,
+	    "securityContext", "runAsNonRoot", 1, "runAsUser", 65535,
+	    "seccompProfile", "type", "RuntimeDefault",
+	    "containers", "name", "run", "image", it_env_need("PAUSE_IMAGE"),
+	    "imagePullPolicy", "Never", "securityContext",
+	    "allowPrivilegeEscalation", 0, "capabilities", "drop", "ALL");
+	if (k8s_create(tc, &res_rs, tenant_ns, rs, NULL, &err) != 0)
+		fail_msg("the tenant's ReplicaSet: %s", err.message);
+	json_decref(rs);
+	if (!it_wait_for(event_seen, &e, 30000))
+		fail_msg("no FailedCreate from the forgery guard on the ReplicaSet within 30 s");
+	/* Not one of its pods was admitted. */
+	if (k8s_list(c, &k8s_res_pods, tenant_ns, &lo, &list, &err) != 0)
+		fail_msg("list pods: %s", err.message);
+	assert_int_equal(json_array_size(json_object_get(list, "items")), 0);
+	json_decref(list);
+	assert_int_equal(k8s_delete(tc, &res_rs, tenant_ns, "forged", NULL, NULL, &err), 0);
 	k8s_client_free(tc);
 	k8s_config_free(tcfg);
 }
@@ -844,8 +948,21 @@ pause_pod(const char *name, int execution, const char *node)
 		    "app.kubernetes.io/component", "execution"));
 	if (node)
 		json_object_set_new(spec, "nodeName", json_string(node));
-	if (k8s_create(c, &k8s_res_pods, tenant_ns, pod, NULL, &err) != 0)
+	/*
+	 * One with Airlock's labels the controller alone may make, the
+	 * cluster admin not (the forgery guard, issue 27): made as it.
+	 */
+	if (execution) {
+		struct k8s_config *ccfg;
+		struct k8s_client *cc = sa_client(RELNS, RELEASE "-controller", &ccfg);
+
+		if (k8s_create(cc, &k8s_res_pods, tenant_ns, pod, NULL, &err) != 0)
+			fail_msg("create pod %s as the controller: %s", name, err.message);
+		k8s_client_free(cc);
+		k8s_config_free(ccfg);
+	} else if (k8s_create(c, &k8s_res_pods, tenant_ns, pod, NULL, &err) != 0) {
 		fail_msg("create pod %s: %s", name, err.message);
+	}
 	json_decref(pod);
 }
 
@@ -1150,6 +1267,7 @@ main(void)
 		cmocka_unit_test(test_audit_record),
 		cmocka_unit_test(test_files_out),
 		cmocka_unit_test(test_forgery_guard),
+		cmocka_unit_test(test_forgery_by_workload),
 		cmocka_unit_test(test_sandbox_guard),
 		cmocka_unit_test(test_agent_status_guard),
 		cmocka_unit_test(test_agent_delete_guard),

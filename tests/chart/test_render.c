@@ -376,6 +376,24 @@ test_defaults(void **state)
 	assert_string_equal(str(x, "spec.failurePolicy"), "Fail");
 	assert_non_null(strstr(str(x, "spec.matchConditions[1].expression"),
 	    "system:serviceaccount:airlock-system:rel-airlock-controller"));
+	/*
+	 * A create is the controller's alone, whoever asks: the exemptions of
+	 * the cluster's identities (a ReplicaSet's pods are made by
+	 * kube-controller-manager or kube-system's replicaset-controller)
+	 * hold for an update only (issue 27).
+	 */
+	assert_int_equal(json_array_size(at(x, "spec.matchConditions")), 3);
+	assert_string_equal(str(x, "spec.matchConditions[2].name"), "a-create-or-not-the-cluster");
+	{
+		static const char create[] = "request.operation == \"CREATE\" || (";
+
+		assert_true(strncmp(str(x, "spec.matchConditions[2].expression"),
+		    create, sizeof(create) - 1) == 0);
+	}
+	assert_non_null(strstr(str(x, "spec.matchConditions[2].expression"),
+	    "!request.userInfo.username.startsWith(\"system:serviceaccount:kube-system:\")"));
+	assert_true(has(x, "spec.matchConstraints.resourceRules[0].operations", "CREATE"));
+	assert_true(has(x, "spec.matchConstraints.resourceRules[0].operations", "UPDATE"));
 	assert_non_null(find(all, "ValidatingAdmissionPolicyBinding", "rel-airlock-controller-forgery-guard"));
 	/* Nobody but the program gets into a sandbox (test_install: the real server). */
 	assert_non_null(x = find(all, "ValidatingAdmissionPolicy", "rel-airlock-controller-sandbox-guard"));

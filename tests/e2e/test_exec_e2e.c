@@ -1141,6 +1141,83 @@ test_name_reused(void **state)
 	json_decref(st);
 }
 
+/* The agent's count of pods it checked against their execution, by result. */
+static long
+pod_checks(const char *result)
+{
+	char cmd[400], *out = NULL;
+	long n = 0;
+
+	snprintf(cmd, sizeof(cmd), "curl -sf http://%s/metrics | awk "
+	    "'/^airlock_agent_pod_checks_total\\{result=\"%s\"\\} / "
+	    "{ n += $2 } END { print n + 0 }'", agent_metrics, result);
+	if (it_sh(cmd, &out, NULL) != 0)
+		fail_msg("the agent's metrics at %s: %s", agent_metrics, out ? out : "");
+	if (out && *out)
+		n = strtol(out, NULL, 10);
+	free(out);
+	return n;
+}
+
+/*
+ * Issue 27 item 9: a deposed leader, paused between its Cold write and
+ * its pod create, creates the pod again after the first run ended. Here
+ * the pod is made again by hand, as the controller made it, once the
+ * execution has Succeeded and its pod is gone. The agent asks the
+ * execution, finds it ended, and kills the program at its start (or at
+ * once) and deletes the pod; the result stays the first run's.
+ */
+static char *wait_running(const char *name, long timeout_ms);
+
+static void
+test_second_pod_after_end(void **state)
+{
+	struct k8s_error err;
+	json_t *pod = NULL, *md, *st, *again = NULL;
+	char *name;
+	long ended0;
+	const char *ct;
+
+	(void)state;
+	create_cx("twice", "{\"runtime\":\"python\",\"source\":\"import time\\n"
+	    "time.sleep(1.5)\\nprint('ran')\\n\"}");
+	name = wait_running("twice", 120000);
+	if (k8s_get(c, &k8s_res_pods, ns, name, &pod, &err) != 0)
+		fail_msg("get pod %s: %s", name, err.message);
+	st = wait_done("twice", 120000);
+	assert_string_equal(it_str(st, "phase"), "Succeeded");
+	assert_string_equal(it_str(st, "stdout"), "ran\n");
+	ct = it_str(st, "completionTime");
+	if (!it_wait_for(pod_gone, name, 20000))
+		fail_msg("pod %s was not collected after its result", name);
+	ended0 = pod_checks("ended");
+	/* The same pod again: labels, annotations, owner, spec, node. */
+	md = json_object_get(pod, "metadata");
+	json_object_del(md, "uid");
+	json_object_del(md, "resourceVersion");
+	json_object_del(md, "creationTimestamp");
+	json_object_del(md, "managedFields");
+	json_object_del(md, "deletionTimestamp");
+	json_object_del(md, "deletionGracePeriodSeconds");
+	json_object_del(md, "finalizers");
+	json_object_del(pod, "status");
+	if (k8s_create(c, &k8s_res_pods, ns, pod, NULL, &err) != 0)
+		fail_msg("make pod %s again: %s", name, err.message);
+	/* Refused and deleted, long before a second run could end. */
+	if (!it_wait_for(pod_gone, name, 20000))
+		fail_msg("the second pod %s was not deleted", name);
+	assert_true(pod_checks("ended") >= ended0 + 1);
+	/* The result is the first run's, not written over. */
+	again = wait_done("twice", 5000);
+	assert_string_equal(it_str(again, "phase"), "Succeeded");
+	assert_string_equal(it_str(again, "stdout"), "ran\n");
+	assert_string_equal(it_str(again, "completionTime"), ct);
+	json_decref(again);
+	json_decref(st);
+	json_decref(pod);
+	free(name);
+}
+
 /* Whether the pod's log directory holds a rotated file (0.log.<time>). */
 static int
 rotated(const char *pod, const char *pod_uid)
@@ -2163,6 +2240,7 @@ main(void)
 		COLD(cmocka_unit_test(test_restart_mid_run))
 		cmocka_unit_test(test_result_over_budget),
 		COLD(cmocka_unit_test(test_name_reused))
+		COLD(cmocka_unit_test(test_second_pod_after_end))
 		COLD(cmocka_unit_test(test_log_rotation))
 		COLD(cmocka_unit_test(test_isolation_refused))
 		COLD(cmocka_unit_test(test_network_policy_enforced))

@@ -84,9 +84,26 @@ pod_with(const char *owner_uid, const char *timeout, const char *maxout,
 	    "airlock.dev/execution-uid", CXUID, "annotations", ann);
 	if (owner_uid)
 		json_object_set_new(json_object_get(pod, "metadata"), "ownerReferences",
-		    json_pack("[{s:s, s:s, s:b}, {s:s, s:s, s:b}]", "kind", "Other",
-		    "uid", "x", "controller", 0, "kind", "CodeExecution", "uid",
-		    owner_uid, "controller", 1));
+		    json_pack("[{s:s, s:s, s:b}, {s:s, s:s, s:s, s:b}]", "kind", "Other",
+		    "uid", "x", "controller", 0, "apiVersion", "airlock.dev/v1alpha1",
+		    "kind", "CodeExecution", "uid", owner_uid, "controller", 1));
+	return pod;
+}
+
+/* pod_with's pod, its controller owner of kind at api (NULL: none said). */
+static json_t *
+pod_owned_by(const char *api, const char *kind)
+{
+	json_t *pod = pod_with(CXUID, "2000", "100", "5000");
+	json_t *ref = json_array_get(json_object_get(json_object_get(pod,
+	    "metadata"), "ownerReferences"), 1);
+
+	json_object_del(ref, "apiVersion");
+	json_object_del(ref, "kind");
+	if (api)
+		json_object_set_new(ref, "apiVersion", json_string(api));
+	if (kind)
+		json_object_set_new(ref, "kind", json_string(kind));
 	return pod;
 }
 
@@ -131,6 +148,27 @@ test_pod_limits(void **state)
 	json_decref(p);
 	p = pod_with(NULL, "2000", "100", "5000");
 	assert_int_equal(agent_pod_limits(p, &l), -1);
+	json_decref(p);
+	/*
+	 * A ReplicaSet's pod whose template copied the ReplicaSet's own uid
+	 * into the label (issue 27): the uids match, the owner is no
+	 * execution. Nor is a CodeExecution of another API group, or an
+	 * owner that does not say what it is.
+	 */
+	p = pod_owned_by("apps/v1", "ReplicaSet");
+	assert_int_equal(agent_pod_limits(p, &l), -1);
+	json_decref(p);
+	p = pod_owned_by("evil.example/v1", "CodeExecution");
+	assert_int_equal(agent_pod_limits(p, &l), -1);
+	json_decref(p);
+	p = pod_owned_by("airlock.dev/v1alpha1", NULL);
+	assert_int_equal(agent_pod_limits(p, &l), -1);
+	json_decref(p);
+	p = pod_owned_by(NULL, "CodeExecution");
+	assert_int_equal(agent_pod_limits(p, &l), -1);
+	json_decref(p);
+	p = pod_owned_by("airlock.dev/v1alpha1", "CodeExecution");
+	assert_int_equal(agent_pod_limits(p, &l), 0);
 	json_decref(p);
 }
 

@@ -16,6 +16,9 @@
 
 #include "agent_priv.h"
 #include "clock.h"
+#include "artifacts.h"
+#include "fakeapi.h"
+#include "xmalloc.h"
 
 #define CAP	1000		/* hard_cap, bytes */
 #define POLL	20		/* poll_ms */
@@ -23,6 +26,7 @@
 #define WALL	INT64_C(1795000000000000000)	/* the wall clock, ns */
 #define MS	INT64_C(1000000)
 #define SEC	(1000 * MS)
+#define TSREC	"2026-11-22T07:11:31.301173195Z"
 
 struct fixture {
 	struct run	r;
@@ -613,6 +617,401 @@ test_warm(void **state)
 	assert_int_equal(decide(&f->r, NOW + 100, WALL, &why), AGENT_RECORD);
 }
 
+
+/* --- trust (trust.c) ----------------------------------------------------- */
+
+#define TCX	"cx-1"
+#define TCXUID	"ccbbf721-b9ed-449b-a12c-3cf68aa3769a"
+#define TPOD	"airlock-" TCXUID
+#define TPROBE	"PATCH /apis/airlock.dev/v1alpha1/namespaces/t/codeexecutions/" \
+	TCX "/status"
+
+/* An execution pod as the controller makes it (the cache's trimmed form). */
+static json_t *
+exec_pod(void)
+{
+	return json_pack("{s:{s:s, s:s, s:s, s:{s:s}, s:{s:s, s:s, s:s, s:s},"
+	    " s:[{s:s, s:s, s:s, s:b}]}}", "metadata", "name", TPOD,
+	    "namespace", "t", "uid", "pod-uid-1",
+	    "labels", "airlock.dev/execution-uid", TCXUID,
+	    "annotations", "airlock.dev/execution", TCX,
+	    "airlock.dev/timeout-ms", "2000",
+	    "airlock.dev/output-max-bytes", "1048576",
+	    "airlock.dev/out", "1048576 256",
+	    "ownerReferences", "apiVersion", "airlock.dev/v1alpha1",
+	    "kind", "CodeExecution", "uid", TCXUID, "controller", 1);
+}
+
+/* The execution the probe returns: phase, and podName (NULL: none). */
+static char *
+cx_body(const char *phase, const char *podname)
+{
+	json_t *cx = json_pack("{s:{s:s, s:s, s:s}, s:{s:s}}", "metadata",
+	    "name", TCX, "namespace", "t", "uid", TCXUID, "status", "phase", phase);
+	char *s;
+
+	if (podname)
+		json_object_set_new(json_object_get(cx, "status"), "podName",
+		    json_string(podname));
+	s = json_dumps(cx, 0);
+	json_decref(cx);
+	return s;
+}
+
+static void
+test_trust_verdict(void **state)
+{
+	json_t *cx;
+
+	(void)state;
+	cx = json_pack("{s:{s:s, s:s}}", "status", "phase", "Running", "podName", TPOD);
+	assert_int_equal(agent_trust_verdict(cx, TPOD), AGENT_TRUST);
+	assert_int_equal(agent_trust_verdict(cx, "airlock-warm-x7k2p"), AGENT_OTHER_POD);
+	json_decref(cx);
+	/* Pending, its pod not named yet: the controller writes it after the create. */
+	cx = json_pack("{s:{s:s}}", "status", "phase", "Pending");
+	assert_int_equal(agent_trust_verdict(cx, TPOD), AGENT_NOT_YET);
+	json_decref(cx);
+	cx = json_pack("{s:{s:s}}", "status", "podName", "");
+	assert_int_equal(agent_trust_verdict(cx, TPOD), AGENT_NOT_YET);
+	json_decref(cx);
+	cx = json_object();
+	assert_int_equal(agent_trust_verdict(cx, TPOD), AGENT_NOT_YET);
+	json_decref(cx);
+	/* Ended, whatever it names. */
+	for (size_t i = 0; i < 2; i++) {
+		cx = json_pack("{s:{s:s, s:s}}", "status", "phase",
+		    i ? "Failed" : "Succeeded", "podName", TPOD);
+		assert_int_equal(agent_trust_verdict(cx, TPOD), AGENT_ENDED);
+		json_decref(cx);
+	}
+}
+
+struct tfx {
+	struct fakeapi		*api;
+	struct k8s_config	*cfg;
+	struct agent		 a;
+	struct run		*r;
+};
+
+static void
+tfx_start(struct tfx *t)
+{
+	struct k8s_error err;
+	json_t *pod = exec_pod();
+
+	memset(t, 0, sizeof(*t));
+	t->api = fakeapi_start();
+	t->cfg = fakeapi_config(t->api, NULL);
+	assert_int_equal(k8s_client_new(t->cfg, NULL, &t->a.client, &err), 0);
+	pthread_mutex_init(&t->a.lock, NULL);
+	t->a.out_mem = crilog_budget_new(AGENT_OUTPUT_MEMORY);
+	t->a.o.node_name = "n1";
+	t->r = agent_new_run(&t->a, "pod-uid-1", "t", TPOD);
+	agent_learn_pod(t->r, pod);
+	json_decref(pod);
+}
+
+static void
+tfx_stop(struct tfx *t)
+{
+	struct run *r;
+
+	while ((r = t->a.runs) != NULL) {
+		t->a.runs = r->next;
+		agent_free_run(r);
+	}
+	assert_int_equal(crilog_budget_used(t->a.out_mem), 0);
+	crilog_budget_free(t->a.out_mem);
+	pthread_mutex_destroy(&t->a.lock);
+	k8s_client_free(t->a.client);
+	k8s_config_free(t->cfg);
+	fakeapi_stop(t->api);
+}
+
+/*
+ * A pod's own word is not enough (issue 27): learned from the cache, a
+ * run is not followed (no log, no deadline) until its execution, asked
+ * with a probe that tests its uid, names the pod and has not ended; then
+ * its name and uid are the server's.
+ */
+static void
+test_trust_learned_then_verified(void **state)
+{
+	struct tfx t;
+	char *body = cx_body("Running", TPOD);
+	json_t *probe;
+	enum cx_kill why;
+
+	(void)state;
+	tfx_start(&t);
+	assert_int_equal(t.r->learned, 1);
+	assert_int_equal(t.r->verified, 0);
+	assert_null(t.r->log);
+	t.r->start_ns = WALL - 1000 * MS;
+	agent_arm_deadline(t.r);
+	assert_int_equal(t.r->deadline_ns, 0);
+	/* The controller has not written the node yet: the status guard's 403. */
+	fakeapi_push(t.api, 403, NULL, "{\"kind\":\"Status\",\"code\":403,"
+	    "\"message\":\"the node agent may write the status of executions on "
+	    "its own node only\"}", 0);
+	t.r->busy = 1;
+	agent_verify(&t.a, t.r);
+	assert_int_equal(t.r->busy, 0);
+	assert_int_equal(t.r->verified, 0);
+	assert_int_equal(t.r->refused, 0);
+	assert_true(t.r->verify_ms > clock_mono_ms());
+	assert_null(t.r->log);
+	/* Then it names this pod, Running: followed. */
+	fakeapi_push(t.api, 200, NULL, body, 0);
+	agent_verify(&t.a, t.r);
+	assert_int_equal(fakeapi_count(t.api), 2);
+	assert_string_equal(fakeapi_request(t.api, 1), TPROBE);
+	probe = json_loads(fakeapi_body(t.api, 1), 0, NULL);
+	assert_int_equal(json_array_size(probe), 1);
+	assert_string_equal(json_string_value(json_object_get(json_array_get(probe, 0),
+	    "op")), "test");
+	assert_string_equal(json_string_value(json_object_get(json_array_get(probe, 0),
+	    "path")), "/metadata/uid");
+	assert_string_equal(json_string_value(json_object_get(json_array_get(probe, 0),
+	    "value")), TCXUID);
+	json_decref(probe);
+	assert_int_equal(t.r->verified, 1);
+	assert_int_equal(t.r->refused, 0);
+	assert_non_null(t.r->log);
+	assert_string_equal(t.r->cx, TCX);
+	assert_string_equal(t.r->cx_uid, TCXUID);
+	assert_int_equal(t.r->deadline_ns, WALL + 1000 * MS);
+	t.r->cid = xstrdup("c1");
+	assert_int_equal(agent_decide(t.r, CAP, POLL, NOW, WALL, &why), AGENT_WAIT);
+	free(body);
+	tfx_stop(&t);
+}
+
+/*
+ * Issue 27 item 9: a deposed leader made the pod again after the first
+ * run ended. Its execution is Succeeded (or names another pod, or is
+ * gone): the run is refused, never followed; its program, if it runs, is
+ * killed at once, then the pod deleted; nothing is recorded.
+ */
+static void
+test_trust_refused(void **state)
+{
+	static const struct {
+		int		 status;
+		const char	*phase, *podname;
+	} cases[] = {
+		{ 200, "Succeeded", TPOD },		/* the first run ended */
+		{ 200, "Running", "airlock-warm-x7k2p" },	/* another pod's */
+		{ 200, "Failed", NULL },
+		{ 404, NULL, NULL },			/* gone */
+		{ 422, NULL, NULL },			/* another of the name */
+	};
+	enum cx_kill why;
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct tfx t;
+		char *body = cases[i].phase ? cx_body(cases[i].phase,
+		    cases[i].podname) : xstrdup("{\"kind\":\"Status\"}");
+
+		tfx_start(&t);
+		/* It started: its program runs. */
+		t.r->cid = xstrdup("c1");
+		t.r->start_ns = WALL - 1000 * MS;
+		fakeapi_push(t.api, cases[i].status, NULL, body, 0);
+		agent_verify(&t.a, t.r);
+		if (!t.r->refused)
+			fail_msg("case %zu: not refused", i);
+		assert_int_equal(t.r->verified, 0);
+		assert_null(t.r->log);
+		assert_int_equal(t.r->deadline_ns, 0);
+		/* Killed now, whatever its deadline; then deleted, not recorded. */
+		assert_int_equal(agent_decide(t.r, CAP, POLL, NOW, WALL, &why),
+		    AGENT_KILL);
+		t.r->kill_sent = 1;
+		t.r->kill_at_ms = NOW;
+		assert_int_equal(agent_decide(t.r, CAP, POLL, NOW + 1, WALL, &why),
+		    AGENT_DELETE);
+		/* Exited: deleted, never recorded. */
+		t.r->exited = 1;
+		t.r->exit_seen_ms = NOW;
+		assert_int_equal(agent_decide(t.r, CAP, POLL, NOW + 1000, WALL, &why),
+		    AGENT_DELETE);
+		free(body);
+		tfx_stop(&t);
+	}
+	/* Not started yet: never let run (events.c kills it at its start); deleted. */
+	{
+		struct tfx t;
+		char *body = cx_body("Succeeded", TPOD);
+
+		tfx_start(&t);
+		fakeapi_push(t.api, 200, NULL, body, 0);
+		agent_verify(&t.a, t.r);
+		assert_int_equal(t.r->refused, 1);
+		assert_int_equal(agent_decide(t.r, CAP, POLL, NOW, WALL, &why),
+		    AGENT_DELETE);
+		free(body);
+		tfx_stop(&t);
+	}
+}
+
+
+/* A number from /proc/self/status (kB), or -1. */
+static long long
+proc_status_kb(const char *key)
+{
+	char line[256];
+	long long v = -1;
+	size_t n = strlen(key);
+	FILE *f = fopen("/proc/self/status", "r");
+
+	if (f == NULL)
+		return -1;
+	while (fgets(line, sizeof(line), f))
+		if (strncmp(line, key, n) == 0 && line[n] == ':')
+			v = atoll(line + n + 1);
+	fclose(f);
+	return v;
+}
+
+#define NRUNS		100
+#define REC		16384		/* containerd's record size */
+
+/*
+ * Issue 27: 100 executions on one node, each as large as the CRD allows:
+ * 1 MiB kept per stream, files out of 1 MiB in 256 files, and writing
+ * more than that, all at once (each poll adds a record to every run).
+ * Before, each held ~3.8 MiB and 68 of them took the agent past its
+ * 256Mi. Now their crilogs together stay under AGENT_OUTPUT_MEMORY at
+ * every step (by their own count, the budget's, and the process's RSS
+ * where it means something); the runs that could not keep all say so;
+ * every byte count is still exact.
+ */
+static void
+test_memory_bound(void **state)
+{
+	struct agent a;
+	struct run *runs[NRUNS];
+	static char rec[REC + 64], body[REC];
+	char nonce[33], note[512];
+	size_t frame_len = (ARTIFACTS_MAX_BYTES + ARTIFACTS_MAX_FILES * 1024 +
+	    65536 + 1024 + 2) / 3 * 4, mem, max_mem = 0, len;
+	long long rss0, hwm, rounds_out = 70, rounds_frame, starved = 0;
+	int hdr;
+
+	(void)state;
+	memset(&a, 0, sizeof(a));
+	a.out_mem = crilog_budget_new(AGENT_OUTPUT_MEMORY);
+	rss0 = proc_status_kb("VmRSS");
+	for (int i = 0; i < NRUNS; i++) {
+		struct run *r = xcalloc(1, sizeof(*r));
+		char uid[64];
+
+		snprintf(uid, sizeof(uid), "ccbbf721-b9ed-449b-a12c-%012d", i);
+		r->cx_uid = xstrdup(uid);
+		r->max_out = CX_MAX_MAX_BYTES;
+		r->out_bytes = ARTIFACTS_MAX_BYTES;
+		r->out_files = ARTIFACTS_MAX_FILES;
+		r->verified = 1;
+		agent_run_log(&a, r);
+		runs[i] = r;
+	}
+	rounds_frame = (long long)((frame_len + REC - 1) / REC);
+	memset(body, 'f', sizeof(body));
+	for (long long k = 0; k < rounds_out + rounds_frame + 1; k++) {
+		for (int i = 0; i < NRUNS; i++) {
+			struct crilog *l = runs[i]->log;
+
+			if (k < rounds_out) {
+				hdr = snprintf(rec, sizeof(rec), TSREC " stdout P ");
+				memset(rec + hdr, 'o', REC);
+				rec[hdr + REC] = '\n';
+				crilog_feed(l, rec, (size_t)hdr + REC + 1);
+				hdr = snprintf(rec, sizeof(rec), TSREC " stderr P ");
+				memset(rec + hdr, 'e', REC);
+				rec[hdr + REC] = '\n';
+				crilog_feed(l, rec, (size_t)hdr + REC + 1);
+			} else if (k == rounds_out) {
+				/* The runner's frame opens after the output. */
+				artifacts_nonce(runs[i]->cx_uid, nonce);
+				hdr = snprintf(rec, sizeof(rec), TSREC " stdout F "
+				    "\x1e" "AIRLOCK-OUT %s %zu", nonce, frame_len);
+				rec[hdr] = '\n';
+				crilog_feed(l, rec, (size_t)hdr + 1);
+			} else {
+				size_t off = (size_t)(k - rounds_out - 1) * REC;
+				size_t n = frame_len - off < REC ? frame_len - off : REC;
+
+				hdr = snprintf(rec, sizeof(rec), TSREC " stdout P ");
+				memcpy(rec + hdr, body, n);
+				if (off + n == frame_len) {
+					artifacts_nonce(runs[i]->cx_uid, nonce);
+					hdr += (int)n;
+					hdr += snprintf(rec + hdr, sizeof(rec) - (size_t)hdr,
+					    "\x1e" "AIRLOCK-END %s", nonce);
+					rec[hdr] = '\n';
+					crilog_feed(l, rec, (size_t)hdr + 1);
+					hdr = snprintf(rec, sizeof(rec), TSREC " stdout F ");
+					rec[hdr] = '\n';
+					crilog_feed(l, rec, (size_t)hdr + 1);
+				} else {
+					rec[hdr + (int)n] = '\n';
+					crilog_feed(l, rec, (size_t)hdr + n + 1);
+				}
+			}
+		}
+		mem = 0;
+		for (int i = 0; i < NRUNS; i++)
+			mem += crilog_memory(runs[i]->log);
+		if (mem > max_mem)
+			max_mem = mem;
+	}
+	hwm = proc_status_kb("VmHWM");
+	/* Their own count, less the parsers' fixed state (a few hundred bytes each). */
+	print_message("# %d maximal runs: crilogs at most %zu bytes (budget %lld, "
+	    "peak taken %zu); RSS from %lld kB to a peak of %lld kB\n", NRUNS, max_mem,
+	    AGENT_OUTPUT_MEMORY, crilog_budget_peak(a.out_mem), rss0, hwm);
+	assert_true(max_mem <= (size_t)AGENT_OUTPUT_MEMORY + NRUNS * 1024);
+	assert_true(crilog_budget_peak(a.out_mem) <= (size_t)AGENT_OUTPUT_MEMORY);
+	/* A sanitizer's or valgrind's RSS is its own, not the program's. */
+#if !defined(__SANITIZE_ADDRESS__)
+	if (getenv("LD_PRELOAD") == NULL || strstr(getenv("LD_PRELOAD"), "vgpreload") == NULL)
+		assert_true(hwm - rss0 <= (AGENT_OUTPUT_MEMORY >> 10) + 16 * 1024);
+#endif
+	for (int i = 0; i < NRUNS; i++) {
+		struct run *r = runs[i];
+		const char *t = crilog_text(crilog_stdout(r->log), &len);
+
+		crilog_finish(r->log);
+		/* Exact counts; a prefix of what was written, never past the cap. */
+		assert_int_equal(crilog_stdout(r->log)->total, rounds_out * REC);
+		assert_int_equal(crilog_stderr(r->log)->total, rounds_out * REC);
+		assert_int_equal(crilog_stdout(r->log)->truncated, 1);
+		assert_true(len <= CX_MAX_MAX_BYTES);
+		assert_true(len == 0 || (t[0] == 'o' && t[len - 1] == 'o'));
+		if (crilog_starved(r->log)) {
+			starved++;
+			note[0] = '\0';
+			agent_memory_note(&a, r, note, sizeof(note));
+			assert_non_null(strstr(note, "the node agent's memory for the "
+			    "output of all its runs (96 MiB) was full"));
+		}
+	}
+	/* Not all of them can keep all: 100 x 3.8 MiB is four times the budget. */
+	print_message("# %lld of %d runs kept their output short for lack of memory\n",
+	    starved, NRUNS);
+	assert_true(starved > 0);
+	for (int i = 0; i < NRUNS; i++) {
+		free(runs[i]->cx_uid);
+		runs[i]->cx_uid = NULL;
+		agent_free_run(runs[i]);
+	}
+	assert_int_equal(crilog_budget_used(a.out_mem), 0);
+	crilog_budget_free(a.out_mem);
+}
+
 int
 main(void)
 {
@@ -637,6 +1036,10 @@ main(void)
 		T(test_learn_exit),
 		T(test_ctrd_note),
 		T(test_warm),
+		cmocka_unit_test(test_trust_verdict),
+		cmocka_unit_test(test_trust_learned_then_verified),
+		cmocka_unit_test(test_trust_refused),
+		cmocka_unit_test(test_memory_bound),
 	};
 #undef T
 

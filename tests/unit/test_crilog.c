@@ -880,11 +880,149 @@ test_feed_stream(void **state)
 	}
 }
 
+
+/* n whole stdout records of 99 'a' and a newline each, fed to l. */
+static void
+feed_records(struct crilog *l, int n)
+{
+	char rec[256];
+	int len = snprintf(rec, sizeof(rec), TS " stdout F %.*s\n", 99,
+	    "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
+	    "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa");
+
+	for (int i = 0; i < n; i++)
+		crilog_feed(l, rec, (size_t)len);
+}
+
+/*
+ * Parsers sharing a budget: each growth is paid from it (doubling, 256
+ * bytes first), and one it cannot pay stops the kept text there, a
+ * prefix, while the counts go on. What a parser frees goes back.
+ */
+static void
+test_budget(void **state)
+{
+	struct crilog_budget *b = crilog_budget_new(1024);
+	struct crilog *a, *c, *d;
+	size_t len;
+
+	(void)state;
+	a = crilog_new_budget(4096, 4096, b);
+	c = crilog_new_budget(4096, 4096, b);
+	assert_int_equal(crilog_budget_used(b), 0);
+	feed_records(a, 1);
+	assert_int_equal(crilog_budget_used(b), 256);
+	feed_records(a, 2);			/* 300 bytes: 512 */
+	assert_int_equal(crilog_budget_used(b), 512);
+	feed_records(a, 7);			/* 1000 bytes: 1024 */
+	assert_int_equal(crilog_budget_used(b), 1024);
+	assert_int_equal(crilog_starved(a), 0);
+	/* The 11th needs 2048, or at least 1100: the budget is spent. */
+	feed_records(a, 10);
+	assert_int_equal(crilog_starved(a), 1);
+	(void)crilog_text(crilog_stdout(a), &len);
+	assert_int_equal(len, 1000);
+	assert_int_equal(crilog_stdout(a)->total, 2000);
+	assert_int_equal(crilog_stdout(a)->truncated, 1);
+	assert_int_equal(crilog_budget_used(b), 1024);
+	assert_int_equal(crilog_budget_peak(b), 1024);
+	/* Another parser gets nothing now, and keeps nothing later either. */
+	feed_records(c, 1);
+	assert_int_equal(crilog_starved(c), 1);
+	assert_string_equal(crilog_text(crilog_stdout(c), NULL), "");
+	assert_int_equal(crilog_stdout(c)->total, 100);
+	crilog_free(a);
+	assert_int_equal(crilog_budget_used(b), 0);
+	feed_records(c, 1);
+	assert_string_equal(crilog_text(crilog_stdout(c), NULL), "");
+	assert_int_equal(crilog_stdout(c)->total, 200);
+	/* A new one gets what a came back with. */
+	d = crilog_new_budget(4096, 4096, b);
+	feed_records(d, 3);
+	assert_int_equal(crilog_budget_used(b), 512);
+	assert_int_equal(crilog_starved(d), 0);
+	crilog_finish(d);
+	crilog_free(c);
+	crilog_free(d);
+	assert_int_equal(crilog_budget_used(b), 0);
+	assert_int_equal(crilog_budget_peak(b), 1024);
+	assert_int_equal(crilog_budget_limit(b), 1024);
+	crilog_budget_free(b);
+
+	/* Short of the doubled size, just what is needed is tried. */
+	b = crilog_budget_new(1100);
+	a = crilog_new_budget(4096, 4096, b);
+	feed_records(a, 12);
+	(void)crilog_text(crilog_stdout(a), &len);
+	assert_int_equal(len, 1099);		/* the 11th's text, not its newline */
+	assert_int_equal(crilog_budget_used(b), 1100);
+	assert_int_equal(crilog_starved(a), 1);
+	assert_int_equal(crilog_stdout(a)->total, 1200);
+	crilog_free(a);
+	assert_int_equal(crilog_budget_used(b), 0);
+	crilog_budget_free(b);
+}
+
+/*
+ * A record split across reads that the budget cannot buffer is dropped:
+ * neither stream keeps text after it (it would not be a prefix), and
+ * what follows is still counted. A frame it cannot hold is NO_MEMORY.
+ */
+static void
+test_budget_split_and_frame(void **state)
+{
+	static const char rec1[] = TS " stdout F first\n";
+	char big[400];
+	struct crilog_budget *b = crilog_budget_new(512);
+	struct crilog *l = crilog_new_budget(4096, 4096, b);
+	size_t n;
+	int st;
+
+	(void)state;
+	crilog_feed(l, rec1, sizeof(rec1) - 1);
+	assert_int_equal(crilog_budget_used(b), 256);
+	n = (size_t)snprintf(big, sizeof(big), TS " stdout F %0300d", 7);
+	crilog_feed(l, big, n);			/* no LF yet: to be buffered */
+	assert_int_equal(crilog_starved(l), 1);
+	crilog_feed(l, "\n" TS " stderr F x\n", 1 + sizeof(TS " stderr F x\n") - 1);
+	crilog_finish(l);
+	assert_string_equal(crilog_text(crilog_stdout(l), NULL), "first\n");
+	assert_int_equal(crilog_stdout(l)->total, 6);
+	assert_int_equal(crilog_stdout(l)->truncated, 1);
+	assert_string_equal(crilog_text(crilog_stderr(l), NULL), "");
+	assert_int_equal(crilog_stderr(l)->total, 2);
+	assert_int_equal(crilog_stderr(l)->truncated, 1);
+	assert_int_equal(crilog_bad_records(l), 0);
+	crilog_free(l);
+	assert_int_equal(crilog_budget_used(b), 0);
+
+	l = crilog_new_budget(4096, 65536, b);
+	crilog_out_frame(l, "n0nce", 10000);
+	{
+		char in[1024];
+		int k = snprintf(in, sizeof(in), "\x1e" "AIRLOCK-OUT n0nce 600\n%0600d"
+		    "\x1e" "AIRLOCK-END n0nce\nafter\n", 0);
+
+		crilog_feed_stream(l, 0, in, (size_t)k);
+	}
+	crilog_finish(l);
+	assert_string_equal(crilog_frame(l, &n, &st), "");
+	assert_int_equal(st, CRILOG_FRAME_NO_MEMORY);
+	assert_int_equal(n, 0);
+	assert_int_equal(crilog_starved(l), 1);
+	assert_string_equal(crilog_text(crilog_stdout(l), NULL), "after\n");
+	crilog_free(l);
+	assert_int_equal(crilog_budget_used(b), 0);
+	crilog_budget_free(b);
+}
+
 int
 main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_feed_stream),
+		cmocka_unit_test(test_budget),
+		cmocka_unit_test(test_budget_split_and_frame),
 		cmocka_unit_test(test_out_frame),
 		cmocka_unit_test(test_full_lines),
 		cmocka_unit_test(test_partial_join),
