@@ -15,10 +15,13 @@
 # Needs the test control plane (make cluster-up) and `make`. Not a test:
 # it prints numbers and appends them to bench/RESULTS.md (RESULTS=).
 #
+# CONTROLLER= runs another build than bin/ as "this".
+#
 # usage: bench/hostile.sh [POOLS [EXECUTIONS]]    (default 2000 200)
 set -euo pipefail
 pools=${1:-2000}
 n=${2:-200}
+limit=${LIMIT:-120}	# s: the most each wait for the controller is given
 . "$(dirname "$0")/lib.sh"
 pid=
 nss=()
@@ -39,13 +42,16 @@ start_controller() {	# BIN LEASE_NS LOG: started, leading and ready, its pid in 
 	done
 }
 stop_controller() { kill "$pid"; wait "$pid" 2>/dev/null || true; pid=; }
-# Until the work queue is empty, twice 1 s apart.
+# Until the work queue is empty, twice 1 s apart, or LIMIT s (a
+# controller that cannot keep up is read as it is): the depth left.
 drained() {
-	local z=0
-	while [ "$z" -lt 2 ]; do
+	local z=0 t0=$SECONDS d=
+	while [ "$z" -lt 2 ] && [ $((SECONDS - t0)) -lt "$limit" ]; do
 		sleep 1
-		if [ "$(metric "$addr" airlock_workqueue_depth)" = 0 ]; then z=$((z + 1)); else z=0; fi
+		d=$(metric "$addr" airlock_workqueue_depth)
+		if [ "$d" = 0 ]; then z=$((z + 1)); else z=0; fi
 	done
+	echo "${d:-?}"
 }
 # The namespace's objects go by collection deletes: this control plane
 # runs no namespace controller.
@@ -61,6 +67,7 @@ bench_config airlock/runner-python:0.1 "[python3, /airlock/code/main.py]"
 # one LABEL BIN: the attack against the controller BIN; a line of results.
 one() {
 	local label=$1 bin=$2 ns=hostile-$$-$1 vns=victim-$$-$1 tried admitted refused rss1 rss2 v1 v2 t0
+	local w d1 d2 hwm
 	k create ns "$ns" >/dev/null
 	k create ns "$vns" >/dev/null
 	start_controller "$bin" "$ns" "$work/controller-$label.log"
@@ -71,22 +78,24 @@ one() {
 	k -n "$ns" patch quota airlock-executions --subresource=status --type=merge \
 		-p '{"status":{"hard":{"pods":"1"},"used":{"pods":"1"}}}' >/dev/null
 	read -r tried admitted refused <<<"$(hp pools "$ns" "$pools" 20000)"
-	t0=$(now)
 	hp cx "$ns" "$n" >/dev/null
-	until [ "$(hp waiting "$ns")" -ge "$n" ]; do sleep 1; done
-	drained
+	t0=$SECONDS
+	until w=$(hp waiting "$ns"); [ "$w" -ge "$n" ] || [ $((SECONDS - t0)) -ge "$limit" ]; do sleep 1; done
+	d1=$(drained)
 	rss1=$(rss_kib "$pid")
 	v1=$(hp victim "$vns" v1)
 	stop_controller
 	start_controller "$bin" "$ns" "$work/controller-$label-2.log"
-	drained
+	d2=$(drained)
 	rss2=$(rss_kib "$pid")
+	hwm=$(awk '/^VmHWM/ { print $2 }' "/proc/$pid/status")
 	v2=$(hp victim "$vns" v2)
 	stop_controller
 	cleanup_ns "$ns"
 	cleanup_ns "$vns"
-	printf '| %s | %s of %s | %s | %.1f | %s | %.1f | %s |\n' "$label" "$admitted" "$tried" "$n" \
-		"$(echo "$rss1 / 1024" | bc -l)" "$v1" "$(echo "$rss2 / 1024" | bc -l)" "$v2"
+	printf '| %s | %s of %s | %s of %s | %s | %.1f | %s | %s | %.1f | %.1f | %s |\n' "$label" "$admitted" \
+		"$tried" "$w" "$n" "$d1" "$(echo "$rss1 / 1024" | bc -l)" "$v1" "$d2" \
+		"$(echo "$rss2 / 1024" | bc -l)" "$(echo "$hwm / 1024" | bc -l)" "$v2"
 }
 
 rows=()
@@ -94,15 +103,15 @@ if [ -n "${CONTROLLER_BASE-}" ]; then
 	rows+=("$(one base "$CONTROLLER_BASE")")
 	echo "${rows[-1]}"
 fi
-rows+=("$(one this "$top/bin/airlock-controller")")
+rows+=("$(one this "${CONTROLLER:-$top/bin/airlock-controller}")")
 echo "${rows[-1]}"
 {
 	echo
 	echo "## Hostile tenant: controller memory ($(date -u +%Y-%m-%d), commit $(git -C "$top" rev-parse --short HEAD), $(nproc) cores)"
 	echo
-	echo "bench/hostile.sh $pools $n: one cluster-wide controller, default quotas; the tenant's pools (20 KB annotation each) and executions (1800 labels, 250 KB annotation, waiting on a full pods quota). Target: RSS < 64 MiB, victim < 2000 ms."
+	echo "bench/hostile.sh $pools $n: one cluster-wide controller, default quotas; the tenant's pools (20 KB annotation each) and executions (1800 labels, 250 KB annotation, waiting on a full pods quota). Each wait for the controller is cut at $limit s (queue left: its depth then; victim > 30000: its pod not made in 30 s). Target: RSS < 64 MiB, victim < 2000 ms."
 	echo
-	echo "| controller | pools admitted | executions in flight | RSS MiB | victim ms | RSS MiB after restart | victim ms after restart |"
-	echo "|---|---|---|---|---|---|---|"
+	echo "| controller | pools admitted | executions seen waiting | queue left | RSS MiB | victim ms | queue left after restart | RSS MiB after restart | peak RSS MiB after restart | victim ms after restart |"
+	echo "|---|---|---|---|---|---|---|---|---|---|"
 	printf '%s\n' "${rows[@]}"
 } >> "${RESULTS:-$top/bench/RESULTS.md}"

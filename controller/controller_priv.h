@@ -196,6 +196,14 @@ void ctl_now_rfc3339(char out[CLOCK_RFC3339_LEN]);
  * controller's to count: no pod until it has).
  */
 #define CTL_EUNCOUNTED	(-100)
+/* ctl_write_status: the API server will never store the execution so. */
+#define CTL_ETOOLARGE	(-101)
+/*
+ * Delete cx (as stored, read afresh: its size is said), too large for any
+ * status to be written, with a Warning Event TooLarge: its one end left.
+ * 0, or the delete's error.
+ */
+int ctl_too_large_to_end(struct controller *ctl, json_t *cx);
 int ctl_ensure_guardrails(struct controller *ctl, const char *ns);
 /*
  * A guardrail in ns changed or went away: the next ctl_ensure_guardrails

@@ -683,33 +683,6 @@ create_owned(struct controller *ctl, const struct k8s_resource *res,
 }
 
 /*
- * An execution so close to etcd's request limit that not even its Rejected
- * status can be written (the API server admitted it; nothing more fits)
- * would stay without a phase forever. It is deleted, with a Warning Event
- * that says why: the one end left to it.
- */
-static int
-too_large_to_end(struct controller *ctl, json_t *cx)
-{
-	struct k8s_delete_opts del = { .precondition_uid = k8s_obj_uid(cx) };
-	struct k8s_error err;
-	char msg[300];
-	int rc;
-
-	snprintf(msg, sizeof(msg), "deleted: it takes %zu bytes as stored, too "
-	    "close to etcd's limit for any status to be written (at most %d "
-	    "leave room for a result)", jsonsize_value(cx),
-	    CX_OBJECT_BUDGET - CX_STATUS_RESERVE);
-	ctl_emit_event(ctl, cx, "Warning", "TooLarge", msg);
-	rc = k8s_delete(ctl->client, &cx_resource, k8s_obj_namespace(cx),
-	    k8s_obj_name(cx), &del, NULL, &err);
-	log_warn("execution too large to end; deleted", "execution=%s/%s "
-	    "bytes=%zu", k8s_obj_namespace(cx), k8s_obj_name(cx),
-	    jsonsize_value(cx));
-	return rc == K8S_ENOTFOUND ? 0 : rc;
-}
-
-/*
  * Make the execution's pod. Never from a cache that lags: it must never
  * make a pod for an execution that already had one (at most once). So from
  * the execution read afresh; or, where the cache kept its code (a small
@@ -785,7 +758,7 @@ create_pod(struct controller *ctl, json_t *cached)
 		rc = ctl_finish(ctl, cx, status, "Failed", "Rejected", err.message);
 		if (rc != 0 && rc != K8S_ECONFLICT &&
 		    jsonsize_value(cx) > CX_OBJECT_BUDGET)
-			rc = too_large_to_end(ctl, cx);
+			rc = ctl_too_large_to_end(ctl, cx);
 		goto out;
 	}
 	if (json_object_get(status, "startMode") == NULL) {

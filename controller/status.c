@@ -10,6 +10,7 @@
 #include "clock.h"
 #include "controller_priv.h"
 #include "cx.h"
+#include "jsonsize.h"
 #include "log.h"
 
 void
@@ -172,6 +173,14 @@ ctl_write_status(struct controller *ctl, json_t *cx, json_t *status,
 	if (rc != 0 && rc != K8S_ECONFLICT && rc != K8S_ENOTFOUND)
 		log_warn("cannot write status", "execution=%s/%s error=\"%s\"",
 		    k8s_obj_namespace(cx), k8s_obj_name(cx), err.message);
+	/*
+	 * Never stored, however often tried: the API server's limit (413), or
+	 * etcd's ("request is too large"): the object has grown past what a
+	 * status adds to (its metadata is the tenant's to grow).
+	 */
+	if (rc != 0 && (err.http_status == 413 || strcasestr(err.message,
+	    "too large") != NULL))
+		rc = CTL_ETOOLARGE;
 	if (rc == 0 && notes) {
 		for (int i = 0; i < notes->n; i++)
 			ctl_emit_event(ctl, cx, notes->e[i].type, notes->e[i].reason,
@@ -179,6 +188,33 @@ ctl_write_status(struct controller *ctl, json_t *cx, json_t *status,
 		if (notes->phase)
 			metric_inc(ctl->m_phase, notes->phase);
 	}
+	return rc == K8S_ENOTFOUND ? 0 : rc;
+}
+
+/*
+ * An execution so close to etcd's request limit that not even its Rejected
+ * status can be written (the API server admitted it; nothing more fits)
+ * would stay without a phase forever. It is deleted, with a Warning Event
+ * that says why: the one end left to it.
+ */
+int
+ctl_too_large_to_end(struct controller *ctl, json_t *cx)
+{
+	struct k8s_delete_opts del = { .precondition_uid = k8s_obj_uid(cx) };
+	struct k8s_error err;
+	char msg[300];
+	int rc;
+
+	snprintf(msg, sizeof(msg), "deleted: it takes %zu bytes as stored, too "
+	    "close to etcd's limit for any status to be written (at most %d "
+	    "leave room for a result)", jsonsize_value(cx),
+	    CX_OBJECT_BUDGET - CX_STATUS_RESERVE);
+	ctl_emit_event(ctl, cx, "Warning", "TooLarge", msg);
+	rc = k8s_delete(ctl->client, &cx_resource, k8s_obj_namespace(cx),
+	    k8s_obj_name(cx), &del, NULL, &err);
+	log_warn("execution too large to end; deleted", "execution=%s/%s "
+	    "bytes=%zu", k8s_obj_namespace(cx), k8s_obj_name(cx),
+	    jsonsize_value(cx));
 	return rc == K8S_ENOTFOUND ? 0 : rc;
 }
 
@@ -217,6 +253,24 @@ ctl_finish(struct controller *ctl, json_t *cx, json_t *status,
 		set_terminal(cx, status, phase, reason, msg);
 		rc = ctl_write_status(ctl, cx, status, &n);
 		written = rc == 0;
+		if (rc == CTL_ETOOLARGE) {
+			/*
+			 * No end of it can be stored: deleted, with the
+			 * Event that says why, its one end left (issue 27:
+			 * a tenant grew a started one's labels to etcd's
+			 * limit, and it ran on forever). Measured afresh:
+			 * the cache's copy is trimmed.
+			 */
+			json_t *cur = NULL;
+
+			if (k8s_get(ctl->client, &cx_resource,
+			    k8s_obj_namespace(cx), k8s_obj_name(cx), &cur,
+			    &err) == 0 && strcmp(k8s_obj_uid(cur) ?
+			    k8s_obj_uid(cur) : "", k8s_obj_uid(cx)) == 0)
+				rc = ctl_too_large_to_end(ctl, cur);
+			json_decref(cur);
+			break;
+		}
 		if (rc != K8S_ECONFLICT || attempt == 2)
 			break;
 		/*
