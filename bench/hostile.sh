@@ -31,13 +31,18 @@ addr=127.0.0.1:$(port)
 "$KUBECTL" --kubeconfig "$KUBECONFIG_ADMIN" config view --raw -o json > "$work/kc.json"
 hp() { python3 "$top/bench/hostile.py" "$work" "$APISERVER_URL" "$@"; }
 
-start_controller() {	# BIN LEASE_NS LOG: started, leading and ready, its pid in $pid
+# start_controller BIN LEASE_NS LOG: started, leading and ready (or
+# LIMIT s gone: ready is then "no"), its pid in $pid.
+start_controller() {
+	local t0=$SECONDS
 	"$1" --config "$work/config.yaml" --kubeconfig "$KUBECONFIG_ADMIN" \
 		--lease-namespace "$2" --metrics-addr "$addr" --log-level warn > "$3" 2>&1 &
 	pid=$!
+	ready=yes
 	until [ "$(metric "$addr" airlock_leader 2>/dev/null)" = 1 ] &&
 		curl -sf "http://$addr/readyz" >/dev/null 2>&1; do
 		kill -0 "$pid" 2>/dev/null || { echo "bench: the controller exited; see $3" >&2; exit 1; }
+		[ $((SECONDS - t0)) -lt "$limit" ] || { ready=no; return 0; }
 		sleep 0.05
 	done
 }
@@ -86,7 +91,7 @@ one() {
 	v1=$(hp victim "$vns" v1)
 	stop_controller
 	start_controller "$bin" "$ns" "$work/controller-$label-2.log"
-	d2=$(drained)
+	[ "$ready" = yes ] && d2=$(drained) || d2="not ready in $limit s"
 	rss2=$(rss_kib "$pid")
 	hwm=$(awk '/^VmHWM/ { print $2 }' "/proc/$pid/status")
 	v2=$(hp victim "$vns" v2)

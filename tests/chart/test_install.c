@@ -28,6 +28,7 @@
 #include "client.h"
 #include "config.h"
 #include "itutil.h"
+#include "pool.h"
 #include "xmalloc.h"
 
 #define RELEASE	"airlock"
@@ -424,6 +425,87 @@ test_creator_stamp(void **state)
 	    &err), 0);
 	json_decref(p);
 	assert_int_equal(k8s_delete(tc, &cx_resource, tenant_ns, "forger", NULL, NULL, &err), 0);
+	k8s_client_free(tc);
+	k8s_config_free(tcfg);
+}
+
+/* n labels "tenant.example/l-N" from first, as an object (a new reference). */
+static json_t *
+many_labels(int first, int n)
+{
+	json_t *l = json_object();
+	char k[64];
+
+	for (int i = first; i < first + n; i++) {
+		snprintf(k, sizeof(k), "tenant.example/l-%d", i);
+		json_object_set_new(l, k, json_string("v"));
+	}
+	return l;
+}
+
+/*
+ * What a tenant may write into metadata (issue 27): the chart's metadata
+ * guard refuses a 65th label on an execution or a pool, at creation and
+ * after; and a namespace holds the chart's 10 pools, no more (the
+ * airlock-stored quota).
+ */
+static void
+test_metadata_guard(void **state)
+{
+	struct k8s_patch_opts merge = { .type = K8S_PATCH_MERGE };
+	struct k8s_config *tcfg;
+	struct k8s_client *tc;
+	struct k8s_error err;
+	json_t *o, *p;
+	char name[32];
+	int rc, made = 0;
+
+	(void)state;
+	tc = sa_client(tenant_ns, "tenant", &tcfg);
+	o = json_pack("{s:s, s:s, s:{s:s, s:o}, s:{s:s, s:s, s:b}}", "apiVersion",
+	    "airlock.dev/v1alpha1", "kind", "CodeExecution", "metadata", "name", "tagged",
+	    "labels", many_labels(0, 65), "spec", "runtime", "python", "source", "print(1)",
+	    "cancel", 1);
+	rc = k8s_create(tc, &cx_resource, tenant_ns, o, NULL, &err);
+	if (rc == 0 || strstr(err.message, "metadata.labels: at most 64") == NULL)
+		fail_msg("65 labels: %d %s", rc, err.message);
+	json_object_set_new(json_object_get(o, "metadata"), "labels", many_labels(0, 64));
+	assert_int_equal(k8s_create(tc, &cx_resource, tenant_ns, o, NULL, &err), 0);
+	json_decref(o);
+	/* After admission too. */
+	p = json_pack("{s:{s:o}}", "metadata", "labels", many_labels(64, 1));
+	rc = k8s_patch(tc, &cx_resource, tenant_ns, "tagged", &merge, p, NULL, &err);
+	json_decref(p);
+	if (rc == 0 || strstr(err.message, "metadata.labels: at most 64") == NULL)
+		fail_msg("a 65th label: %d %s", rc, err.message);
+	assert_int_equal(k8s_delete(tc, &cx_resource, tenant_ns, "tagged", NULL, NULL, &err), 0);
+
+	/* Pools: the guard, then the quota's 10. */
+	o = json_pack("{s:s, s:s, s:{s:s, s:o}, s:{s:s, s:i}}", "apiVersion",
+	    "airlock.dev/v1alpha1", "kind", "CodeExecutionPool", "metadata", "name", "p-x",
+	    "labels", many_labels(0, 65), "spec", "runtime", "python", "replicas", 0);
+	rc = k8s_create(tc, &pool_resource, tenant_ns, o, NULL, &err);
+	if (rc == 0 || strstr(err.message, "metadata.labels: at most 64") == NULL)
+		fail_msg("a pool with 65 labels: %d %s", rc, err.message);
+	json_object_del(json_object_get(o, "metadata"), "labels");
+	for (int i = 0; i < 12; i++) {
+		snprintf(name, sizeof(name), "p-%d", i);
+		json_object_set_new(json_object_get(o, "metadata"), "name", json_string(name));
+		rc = k8s_create(tc, &pool_resource, tenant_ns, o, NULL, &err);
+		if (rc == 0) {
+			made++;
+			continue;
+		}
+		if (strstr(err.message, "exceeded quota: airlock-stored") == NULL)
+			fail_msg("pool %d refused, but: %s", i, err.message);
+	}
+	json_decref(o);
+	assert_int_equal(made, 10);
+	for (int i = 0; i < 12; i++) {
+		snprintf(name, sizeof(name), "p-%d", i);
+		rc = k8s_delete(tc, &pool_resource, tenant_ns, name, NULL, NULL, &err);
+		assert_int_equal(rc, i < 10 ? 0 : K8S_ENOTFOUND);
+	}
 	k8s_client_free(tc);
 	k8s_config_free(tcfg);
 }
@@ -1264,6 +1346,7 @@ main(void)
 		cmocka_unit_test(test_install),
 		cmocka_unit_test(test_tenant_runs_code),
 		cmocka_unit_test(test_creator_stamp),
+		cmocka_unit_test(test_metadata_guard),
 		cmocka_unit_test(test_audit_record),
 		cmocka_unit_test(test_files_out),
 		cmocka_unit_test(test_forgery_guard),
