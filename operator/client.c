@@ -309,9 +309,31 @@ sleep_ms(long ms)
 		;
 }
 
+static int request(struct k8s_client *c, const char *method,
+    const char *path, const char *content_type, const char *body,
+    size_t body_len, size_t cap, long *statusp, json_t **out,
+    struct k8s_error *err);
+
 int
 k8s_request(struct k8s_client *c, const char *method, const char *path,
     const char *content_type, const char *body, size_t body_len,
+    long *statusp, json_t **out, struct k8s_error *err)
+{
+	return request(c, method, path, content_type, body, body_len, 0,
+	    statusp, out, err);
+}
+
+int
+k8s_request_capped(struct k8s_client *c, const char *path, size_t cap,
+    json_t **out, struct k8s_error *err)
+{
+	return request(c, "GET", path, NULL, NULL, 0, cap, NULL, out, err);
+}
+
+/* cap: the response's, below the client's own (0: the client's). */
+static int
+request(struct k8s_client *c, const char *method, const char *path,
+    const char *content_type, const char *body, size_t body_len, size_t cap,
     long *statusp, json_t **out, struct k8s_error *err)
 {
 	struct xfer x;
@@ -324,7 +346,9 @@ k8s_request(struct k8s_client *c, const char *method, const char *path,
 
 	if (out)
 		*out = NULL;
-	buf_init(&x.body, c->opts.max_response_bytes);
+	if (cap == 0 || cap > c->opts.max_response_bytes)
+		cap = c->opts.max_response_bytes;
+	buf_init(&x.body, cap);
 	for (attempt = 0;; attempt++) {
 		buf_reset(&x.body);
 		x.retry_after_s = -1;
@@ -360,7 +384,7 @@ k8s_request(struct k8s_client *c, const char *method, const char *path,
 		if (cc == CURLE_WRITE_ERROR) {
 			rc = k8s_error_set(err, K8S_ETOOBIG, 0, NULL,
 			    "%s %s: response larger than %zu bytes", method,
-			    path, c->opts.max_response_bytes);
+			    path, cap);
 			goto out;
 		}
 		if (cc != CURLE_OK) {

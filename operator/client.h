@@ -100,6 +100,11 @@ int k8s_request(struct k8s_client *c, const char *method, const char *path,
     long *status, json_t **out, struct k8s_error *err)
     __attribute__((warn_unused_result));
 
+/* A GET whose response is capped at cap bytes (at most the client's). */
+int k8s_request_capped(struct k8s_client *c, const char *path, size_t cap,
+    json_t **out, struct k8s_error *err)
+    __attribute__((warn_unused_result));
+
 int k8s_get(struct k8s_client *c, const struct k8s_resource *res,
     const char *ns, const char *name, json_t **out, struct k8s_error *err)
     __attribute__((warn_unused_result));
@@ -111,6 +116,12 @@ struct k8s_list_opts {
 	const char	*continue_token;
 	const char	*resource_version;
 	const char	*resource_version_match; /* "NotOlderThan", "Exact" */
+	/*
+	 * A page's response cap in bytes (0: the client's): k8s_list_each
+	 * halves a page past it, so that a list of large objects is never
+	 * held a big page at a time.
+	 */
+	size_t		 page_bytes;
 };
 
 /* One page: the List object as the server sent it. opts may be NULL. */

@@ -329,6 +329,7 @@ relist(void *arg, char **rv, struct k8s_error *err)
 		.label_selector = inf->opts.label_selector,
 		.field_selector = inf->opts.field_selector,
 		.limit = inf->opts.page_size,
+		.page_bytes = inf->opts.page_bytes,
 	};
 	struct fill f = { inf, json_object(), json_object(), { 0 }, NULL, 0,
 	    0 };

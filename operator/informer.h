@@ -38,6 +38,12 @@ struct informer_opts {
 	const char	*label_selector;
 	const char	*field_selector;
 	long		 page_size;	/* list page; default 500 */
+	/*
+	 * A list page's most bytes (0: the client's response cap): a page
+	 * past it is asked for again, half as long. The relist of a cache
+	 * of large objects holds no more than this as text at once.
+	 */
+	size_t		 page_bytes;
 	long		 resync_ms;	/* 0: no resync */
 	/*
 	 * Optional: make what is cached (and handed to handlers) from an

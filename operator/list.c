@@ -49,7 +49,7 @@ k8s_list(struct k8s_client *c, const struct k8s_resource *res,
 	if (rc != 0)
 		rc = k8s_error_set(err, rc, 0, NULL, "list query too long");
 	else
-		rc = k8s_request(c, "GET", q.data, NULL, NULL, 0, NULL, out,
+		rc = k8s_request_capped(c, q.data, o ? o->page_bytes : 0, out,
 		    err);
 	buf_free(&q);
 	return rc;

@@ -421,6 +421,38 @@ test_list_each_shrinks_pages(void **state)
 	k8s_client_free(small);
 }
 
+/*
+ * A list's own page cap (page_bytes), below the client's: the same halving,
+ * so a relist of large objects holds one small page at a time (a
+ * controller relisting 200 executions of 430 KB peaked at 124 MiB with
+ * 32 MiB pages). Other requests keep the client's cap.
+ */
+static void
+test_list_page_bytes(void **state)
+{
+	struct fx *fx = *state;
+	struct k8s_list_opts lo = { .limit = 4, .page_bytes = 200 };
+	struct k8s_error err;
+	char trace[64] = "", *rv = NULL, big[400];
+	json_t *obj = NULL;
+
+	snprintf(big, sizeof(big), "{\"metadata\":{},\"items\":[{\"metadata\":{\"name\":\"a\"}},"
+	    "{\"metadata\":{\"name\":\"b\",\"x\":\"%0200d\"}}]}", 0);
+	fakeapi_push(fx->api, 200, NULL, big, 0);		/* limit=4: over 200 bytes */
+	fakeapi_push(fx->api, 200, NULL, "{\"metadata\":{\"resourceVersion\":\"9\"},"
+	    "\"items\":[{\"metadata\":{\"name\":\"a\"}}]}", 0);	/* limit=2 */
+	assert_int_equal(k8s_list_each(fx->c, &k8s_res_configmaps, "ns1", &lo, trace_item,
+	    trace, &rv, &err), 0);
+	assert_string_equal(trace, "a");
+	free(rv);
+	assert_int_equal(fakeapi_count(fx->api), 2);
+	assert_string_equal(fakeapi_request(fx->api, 1), "GET /api/v1/namespaces/ns1/configmaps?limit=2");
+	/* A GET of the same bytes is not capped so. */
+	fakeapi_push(fx->api, 200, NULL, big, 0);
+	assert_int_equal(k8s_get(fx->c, &k8s_res_configmaps, "ns1", "x", &obj, &err), 0);
+	json_decref(obj);
+}
+
 static void
 test_patch_and_delete_bodies(void **state)
 {
@@ -570,6 +602,7 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_list_all_expired_continue, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_list_each, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_list_each_shrinks_pages, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_list_page_bytes, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_patch_and_delete_bodies, setup, teardown),
 		cmocka_unit_test(test_no_token_no_header),
 		cmocka_unit_test_setup_teardown(test_retry_after_huge, setup, teardown),
