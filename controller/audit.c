@@ -192,6 +192,18 @@ ctl_audit_finished(struct controller *ctl, json_t *cx)
 	json_decref(patch);
 	if (rc == K8S_ENOTFOUND || (rc == K8S_EHTTP && err.http_status == 422))
 		return 0;	/* gone, or another of its name: recorded already */
+	/*
+	 * Its tenant grew it past what etcd stores (a mark is a few bytes):
+	 * never marked, however often tried. The record is written; the
+	 * execution goes on to its TTL unmarked (a restart may write the
+	 * record again: at least once), or it would stay cached for good.
+	 */
+	if (rc != 0 && ctl_too_large(&err)) {
+		log_warn("cannot mark an execution audited: too large to store; "
+		    "left unmarked", "execution=%s/%s", k8s_obj_namespace(cx),
+		    k8s_obj_name(cx));
+		return 0;
+	}
 	if (rc != 0)
 		log_warn("cannot mark an execution audited", "execution=%s/%s "
 		    "error=\"%s\"", k8s_obj_namespace(cx), k8s_obj_name(cx),

@@ -498,10 +498,32 @@ pod_owner_key(json_t *pod)
  */
 #define CREATED_BY_MAX	512
 
+/*
+ * The created-by annotation of md, capped at CREATED_BY_MAX bytes, cut
+ * between characters (a cut inside one would leave no string at all), as
+ * a new {annotation: value} object; NULL for none.
+ */
+static json_t *
+created_by(json_t *md)
+{
+	json_t *by = json_object_get(json_object_get(md, "annotations"),
+	    CX_ANN_CREATED_BY);
+	const char *s = json_string_value(by);
+	size_t n;
+
+	if (s == NULL)
+		return NULL;
+	n = strnlen(s, CREATED_BY_MAX);
+	if (s[n] != '\0')
+		while (n > 0 && ((unsigned char)s[n] & 0xC0) == 0x80)
+			n--;
+	return json_pack("{s:s%}", CX_ANN_CREATED_BY, s, n);
+}
+
 static json_t *
 trim_metadata(json_t *md)
 {
-	json_t *out = json_object(), *by;
+	json_t *out = json_object(), *by = created_by(md);
 	static const char *const keep[] = { "name", "namespace", "uid",
 	    "resourceVersion", "generation", "creationTimestamp",
 	    "deletionTimestamp" };
@@ -512,12 +534,8 @@ trim_metadata(json_t *md)
 		if (v && (json_is_string(v) || json_is_integer(v)))
 			json_object_set(out, keep[i], v);
 	}
-	by = json_object_get(json_object_get(md, "annotations"),
-	    CX_ANN_CREATED_BY);
-	if (json_is_string(by))
-		json_object_set_new(out, "annotations", json_pack("{s:s%}",
-		    CX_ANN_CREATED_BY, json_string_value(by),
-		    strnlen(json_string_value(by), CREATED_BY_MAX)));
+	if (by)
+		json_object_set_new(out, "annotations", by);
 	return out;
 }
 
@@ -544,8 +562,7 @@ trim_keep_audit(json_t *out, json_t *cx)
 	json_t *ost = json_object_get(out, "status");
 	json_t *spec = json_object_get(cx, "spec");
 	json_t *ospec = json_object_get(out, "spec");
-	const char *by = json_string_value(json_object_get(json_object_get(
-	    json_object_get(cx, "metadata"), "annotations"), CX_ANN_CREATED_BY));
+	json_t *by = created_by(json_object_get(cx, "metadata"));
 	char sha[65];
 
 	for (size_t i = 0; i < sizeof(st_keys) / sizeof(st_keys[0]); i++)
@@ -558,7 +575,7 @@ trim_keep_audit(json_t *out, json_t *cx)
 		json_object_set(ospec, "image", json_object_get(spec, "image"));
 	if (by)
 		json_object_set_new(json_object_get(out, "metadata"), "annotations",
-		    json_pack("{s:s}", CX_ANN_CREATED_BY, by));
+		    by);
 	if (!json_is_string(json_object_get(st, "codeSha256"))) {
 		podspec_code_sha256(cx, sha);
 		json_object_set_new(out, CTL_CACHED_SHA, json_string(sha));

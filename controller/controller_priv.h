@@ -196,6 +196,11 @@ void ctl_now_rfc3339(char out[CLOCK_RFC3339_LEN]);
  * controller's to count: no pod until it has).
  */
 #define CTL_EUNCOUNTED	(-100)
+/*
+ * Whether err says the API server will never store the object so: its
+ * own limit (413) or etcd's.
+ */
+int ctl_too_large(const struct k8s_error *err);
 /* ctl_write_status: the API server will never store the execution so. */
 #define CTL_ETOOLARGE	(-101)
 /*

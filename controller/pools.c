@@ -135,17 +135,28 @@ expected(struct controller *ctl, const char *pool_uid, long long add)
  * figures out of the sums, its new ones in, never a walk of every pool (a
  * tenant may make many: 2000 of them cost 367 ms a call when each call
  * read them all, issue 27). desired < 0: the pool went. A reconcile that
- * read the pool of key just before its delete (pool_gone names its uid)
- * does not bring its figures back after. pool_uid "" only reads the
- * claimed count again.
+ * read the pool of key just before its delete (pool_gone names its uid,
+ * or the cache holds another of its name, or none) does not bring its
+ * figures back after. pool_uid "" only reads the claimed count again.
  */
 static void
 update_gauges(struct controller *ctl, const char *key, const char *pool_uid,
     long long desired, long long ready)
 {
-	json_t *old, *g;
+	json_t *old, *g, *cur = NULL;
 	long long d, r, claimed;
+	const char *slash = key ? strchr(key, '/') : NULL;
 
+	if (desired >= 0 && slash && strncmp(key, "pool:", 5) == 0) {
+		char *ns = xstrndup(key + 5, (size_t)(slash - key - 5));
+
+		cur = informer_get(ctl->pool_inf, ns, slash + 1);
+		free(ns);
+		if (strcmp(k8s_obj_uid(cur) ? k8s_obj_uid(cur) : "",
+		    pool_uid) != 0)
+			desired = -1;
+		json_decref(cur);
+	}
 	pthread_mutex_lock(&ctl->lock);
 	if (pool_uid[0]) {
 		old = json_object_get(ctl->pool_counts, pool_uid);

@@ -178,8 +178,7 @@ ctl_write_status(struct controller *ctl, json_t *cx, json_t *status,
 	 * etcd's ("request is too large"): the object has grown past what a
 	 * status adds to (its metadata is the tenant's to grow).
 	 */
-	if (rc != 0 && (err.http_status == 413 || strcasestr(err.message,
-	    "too large") != NULL))
+	if (rc != 0 && ctl_too_large(&err))
 		rc = CTL_ETOOLARGE;
 	if (rc == 0 && notes) {
 		for (int i = 0; i < notes->n; i++)
@@ -216,6 +215,13 @@ ctl_too_large_to_end(struct controller *ctl, json_t *cx)
 	    "bytes=%zu", k8s_obj_namespace(cx), k8s_obj_name(cx),
 	    jsonsize_value(cx));
 	return rc == K8S_ENOTFOUND ? 0 : rc;
+}
+
+int
+ctl_too_large(const struct k8s_error *err)
+{
+	return err->http_status == 413 || strstr(err->message,
+	    "etcdserver: request is too large") != NULL;
 }
 
 /* Phase, reason and message into status, with the Complete condition. */
@@ -266,7 +272,8 @@ ctl_finish(struct controller *ctl, json_t *cx, json_t *status,
 			if (k8s_get(ctl->client, &cx_resource,
 			    k8s_obj_namespace(cx), k8s_obj_name(cx), &cur,
 			    &err) == 0 && strcmp(k8s_obj_uid(cur) ?
-			    k8s_obj_uid(cur) : "", k8s_obj_uid(cx)) == 0)
+			    k8s_obj_uid(cur) : "", k8s_obj_uid(cx)) == 0 &&
+			    jsonsize_value(cur) > CX_OBJECT_BUDGET)
 				rc = ctl_too_large_to_end(ctl, cur);
 			json_decref(cur);
 			break;

@@ -540,6 +540,7 @@ test_values_change_output(void **state)
 	    "--set priorityClass.create=false --set tenantRoles.create=false "
 	    "--set agentDeleteGuard.enabled=false --set forgeryGuard.enabled=false "
 	    "--set agentStatusGuard.enabled=false --set creatorStamp.enabled=false "
+	    "--set metadataGuard.enabled=false "
 	    "--set networkPolicy.enabled=false --set image.controller.tag=9.9 "
 	    "--set config.defaults.memory=192Mi");
 	assert_int_equal(json_integer_value(at(find(all, "Deployment", NULL), "spec.replicas")), 1);

@@ -105,6 +105,35 @@ test_cx_finished_keeps_no_tenant_metadata(void **state)
 	json_decref(cx);
 }
 
+/*
+ * Finished, not audited yet: the created-by it keeps for the record is
+ * capped too (a review of issue 27: 256 KiB each, for 1000 executions),
+ * and cut between characters, never inside one.
+ */
+static void
+test_created_by_capped_unaudited(void **state)
+{
+	json_t *cx, *t, *md = hostile_metadata("x");
+	char by[700];
+	const char *kept;
+
+	(void)state;
+	memset(by, 'u', 511);
+	strcpy(by + 511, "\xc3\xa9tail");	/* an e-acute across byte 512 */
+	json_object_set_new(json_object_get(md, "annotations"), CX_ANN_CREATED_BY,
+	    json_string(by));
+	cx = json_pack("{s:o, s:{s:s}, s:{s:s}}", "metadata", md, "spec", "runtime",
+	    "python", "status", "phase", "Failed");
+	t = ctl_trim_cx(cx);
+	kept = json_string_value(json_object_get(json_object_get(json_object_get(t,
+	    "metadata"), "annotations"), CX_ANN_CREATED_BY));
+	assert_non_null(kept);
+	assert_int_equal(strlen(kept), 511);
+	assert_null(json_object_get(json_object_get(t, "metadata"), "labels"));
+	json_decref(t);
+	json_decref(cx);
+}
+
 /* The one annotation kept is capped all the same. */
 static void
 test_created_by_capped(void **state)
@@ -194,6 +223,7 @@ main(void)
 		cmocka_unit_test(test_cx_in_flight_keeps_no_tenant_metadata),
 		cmocka_unit_test(test_cx_finished_keeps_no_tenant_metadata),
 		cmocka_unit_test(test_created_by_capped),
+		cmocka_unit_test(test_created_by_capped_unaudited),
 		cmocka_unit_test(test_pool_keeps_no_tenant_metadata),
 		cmocka_unit_test(test_pod_annotation_capped),
 	};
