@@ -89,10 +89,11 @@ ctl_start_overdue(json_t *cx, json_t *pod, long long now_ms,
 		/*
 		 * A warm claim: the program is exec'd by the node agent, which
 		 * reports its start only with its result. So the bound is the
-		 * claim (Started turned True then) plus the start deadline,
-		 * the agent's own timeout and the result's grace: past that
-		 * no working agent can still be running it, and whether it
-		 * ran cannot be known.
+		 * claim (Started turned True as the execution named its
+		 * holder, just before the claim's patch) plus the start
+		 * deadline, the agent's own timeout and the result's grace:
+		 * past that no working agent can still be running it, and
+		 * whether it ran cannot be known.
 		 */
 		if (strcmp(ctl_condition_field(st, "Started", "status"),
 		    "True") != 0)

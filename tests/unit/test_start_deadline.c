@@ -211,7 +211,7 @@ test_warm_claim(void **state)
 	/* The holder runs: the cold rule would not apply. */
 	json_object_set_new(json_object_get(p, "status"), "phase",
 	    json_string("Running"));
-	/* Not claimed yet (named, the claim not landed): no bound. */
+	/* No Started True to count from: no clock (never ended on a guess). */
 	assert_int_equal(verdict(cx, p, bound + 1000, &r, msg), -1);
 	json_object_set_new(st, "conditions", json_pack("[{s:s, s:s, s:s, s:s}]",
 	    "type", "Started", "status", "True", "reason", "Started",
