@@ -200,6 +200,17 @@ void ctl_now_rfc3339(char out[CLOCK_RFC3339_LEN]);
 long long ctl_start_overdue(json_t *cx, json_t *pod, long long now_ms,
     const struct controller_opts *o, const char **reason, char *msg,
     size_t len);
+/*
+ * Act on it for cx and its pod (follow_pod; status: the reconcile's copy
+ * of cx's): past the deadline by the cache, the pod is read afresh to
+ * decide; then the execution ends (ctl_finish), said first, and the pod
+ * (its uid as precondition) and ConfigMap are deleted. Not yet: the key
+ * comes back at the deadline (workqueue_add_after). 1 when it ended it,
+ * or the fresh read failed (*rc: the write's or the read's error); 0 to
+ * go on.
+ */
+int ctl_start_deadline(struct controller *ctl, json_t *cx, json_t *pod,
+    json_t *status, const char *key, int *rc);
 
 /*
  * guardrails.c: the namespace's ServiceAccount, NetworkPolicy and quotas,

@@ -542,83 +542,6 @@ out:
 	return rc;
 }
 
-/*
- * The start deadline (start.c): a pod whose program has not started by
- * then, whatever the kubelet does or does not do, ends its execution
- * StartFailed with the best reason known (a warm claim with no result by
- * its bound, ResultLost), said first, and the pod seen (its uid: never
- * another of the name) and the ConfigMap are deleted. Until then the key
- * comes back at the deadline. 1 when it ended it (*rc the write's
- * result), 0 to go on.
- */
-static int
-start_deadline(struct controller *ctl, json_t *cx, json_t *pod,
-    json_t *status, const char *key, int *rc)
-{
-	struct timespec ts;
-	struct k8s_delete_opts now = { .grace_period_set = 1,
-	    .grace_period_seconds = 0, .propagation_policy = "Background",
-	    .precondition_uid = k8s_obj_uid(pod) };
-	struct k8s_error err;
-	const char *reason = NULL;
-	char msg[1400], *cm;
-	long long left, now_ms;
-	json_t *fresh = NULL;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	now_ms = (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-	left = ctl_start_overdue(cx, pod, now_ms, &ctl->opts, &reason, msg,
-	    sizeof(msg));
-	if (left == 0) {
-		/*
-		 * Passed by the cache: the pod read afresh decides, so that
-		 * a program that started a moment ago (its event not in yet)
-		 * is never ended as not started. Gone: pod_vanished's.
-		 */
-		*rc = k8s_get(ctl->client, &k8s_res_pods, k8s_obj_namespace(cx),
-		    k8s_obj_name(pod), &fresh, &err);
-		if (*rc == K8S_ENOTFOUND) {
-			*rc = 0;
-			return 0;
-		}
-		if (*rc != 0)
-			return 1;	/* retried with backoff */
-		if (strcmp(k8s_obj_uid(fresh) ? k8s_obj_uid(fresh) : "",
-		    k8s_obj_uid(pod) ? k8s_obj_uid(pod) : "") != 0)
-			left = -1;	/* another incarnation: its event comes */
-		else
-			left = ctl_start_overdue(cx, fresh, now_ms, &ctl->opts,
-			    &reason, msg, sizeof(msg));
-		json_decref(fresh);
-	}
-	if (left < 0)
-		return 0;
-	if (left > 0) {
-		workqueue_add_after(ctl->queue, key, (uint64_t)left);
-		return 0;
-	}
-	log_info("start deadline passed", "execution=%s pod=%s reason=%s", key,
-	    k8s_obj_name(pod), reason);
-	*rc = ctl_finish(ctl, cx, status, "Failed", reason, msg);
-	if (*rc != 0)
-		return 1;
-	/* A 409 is the uid precondition: another pod of the name, not ours. */
-	if (k8s_delete(ctl->client, &k8s_res_pods, k8s_obj_namespace(cx),
-	    k8s_obj_name(pod), &now, NULL, &err) != 0 && err.http_status != 404 &&
-	    err.http_status != 409)
-		log_warn("cannot delete pod past its start deadline", "pod=%s/%s "
-		    "error=\"%s\"", k8s_obj_namespace(cx), k8s_obj_name(pod),
-		    err.message);
-	cm = podspec_pod_name(k8s_obj_uid(cx));
-	/* Owned by the execution: the garbage collector takes it otherwise. */
-	if (k8s_delete(ctl->client, &k8s_res_configmaps, k8s_obj_namespace(cx),
-	    cm, NULL, NULL, &err) != 0 && err.http_status != 404)
-		log_debug("cannot delete configmap", "configmap=%s/%s error=\"%s\"",
-		    k8s_obj_namespace(cx), cm, err.message);
-	free(cm);
-	return 1;
-}
-
 /* Follow the pod into the status: Scheduled, Started, Running. */
 static int
 follow_pod(struct controller *ctl, json_t *cx, json_t *pod, json_t *status,
@@ -698,7 +621,7 @@ follow_pod(struct controller *ctl, json_t *cx, json_t *pod, json_t *status,
 	    strcmp(pphase, "Failed") == 0) && pod_ended_unrecorded(ctl, cx, pod,
 	    status, key, &rc))
 		return rc;
-	if (start_deadline(ctl, cx, pod, status, key, &rc))
+	if (ctl_start_deadline(ctl, cx, pod, status, key, &rc))
 		return rc;
 	if (pphase && strcmp(pphase, "Running") == 0) {
 		const char *started = json_string_value(json_object_get(

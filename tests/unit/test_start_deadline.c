@@ -1,7 +1,9 @@
 /*
- * Unit tests: controller/start.c's ctl_start_overdue, the start deadline's
+ * Unit tests: controller/start.c. ctl_start_overdue, the start deadline's
  * decision, on every branch: when it does not apply, how long is left,
- * and the end's reason and message when it has passed.
+ * and the end's reason and message when it has passed. ctl_start_deadline,
+ * which acts on it, against a scripted API server: the pod read afresh
+ * decides, the end is written first, the pod seen is deleted by its uid.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -14,6 +16,7 @@
 
 #include "clock.h"
 #include "controller_priv.h"
+#include "fakeapi.h"
 
 #define CREATED	"2026-11-27T01:00:00Z"
 
@@ -233,15 +236,201 @@ test_warm_claim(void **state)
 	json_decref(cx);
 }
 
+/* --- ctl_start_deadline against a scripted API server ------------------- */
+
+#define CX_PATCH "PATCH /apis/airlock.dev/v1alpha1/namespaces/t/codeexecutions/x/status"
+#define POD_URL	"/api/v1/namespaces/t/pods/airlock-u1"
+
+struct fx {
+	struct fakeapi		*api;
+	struct k8s_config	*cfg;
+	struct controller	 ctl;
+};
+
+static int
+setup(void **state)
+{
+	struct fx *fx = calloc(1, sizeof(*fx));
+	struct k8s_error err;
+
+	fx->api = fakeapi_start();
+	fx->cfg = fakeapi_config(fx->api, NULL);
+	assert_int_equal(k8s_client_new(fx->cfg, NULL, &fx->ctl.client, &err), 0);
+	pthread_mutex_init(&fx->ctl.lock, NULL);
+	fx->ctl.ended = json_object();
+	fx->ctl.queue = workqueue_new(NULL);
+	fx->ctl.opts = opts;
+	*state = fx;
+	return 0;
+}
+
+static int
+teardown(void **state)
+{
+	struct fx *fx = *state;
+
+	workqueue_shutdown(fx->ctl.queue);
+	workqueue_free(fx->ctl.queue);
+	k8s_client_free(fx->ctl.client);
+	k8s_config_free(fx->cfg);
+	fakeapi_stop(fx->api);
+	json_decref(fx->ctl.ended);
+	pthread_mutex_destroy(&fx->ctl.lock);
+	free(fx);
+	return 0;
+}
+
+/* A pod made now - age_s, bound to n1, ContainerCreating. */
+static json_t *
+stalled_pod(long age_s)
+{
+	char made[CLOCK_RFC3339_LEN];
+	json_t *p = pod("n1");
+
+	clock_format_rfc3339(((long long)time(NULL) - age_s) * 1000000000LL, 0,
+	    made);
+	json_object_set_new(json_object_get(p, "metadata"), "creationTimestamp",
+	    json_string(made));
+	set_state(p, json_pack("{s:{s:s}}", "waiting", "reason",
+	    "ContainerCreating"));
+	return p;
+}
+
+static void
+push_json(struct fakeapi *api, int code, json_t *v)
+{
+	char *s = json_dumps(v, JSON_COMPACT);
+
+	fakeapi_push(api, code, NULL, s, 0);
+	free(s);
+	json_decref(v);
+}
+
+/* ctl_start_deadline on cx and p; its return, *rc in rcp. */
+static int
+act(struct fx *fx, json_t *cx, json_t *p, int *rcp)
+{
+	json_t *status = json_deep_copy(json_object_get(cx, "status"));
+	int r;
+
+	*rcp = -12345;
+	r = ctl_start_deadline(&fx->ctl, cx, p, status, "t/x", rcp);
+	json_decref(status);
+	return r;
+}
+
+/* Past it, and the pod read afresh agrees: ended first, then deleted. */
+static void
+test_act_ends_and_deletes(void **state)
+{
+	struct fx *fx = *state;
+	json_t *cx = execution("Pending"), *p = stalled_pod(200), *v;
+	int rc;
+
+	json_object_set_new(json_object_get(cx, "metadata"), "resourceVersion",
+	    json_string("5"));
+	push_json(fx->api, 200, json_incref(p));	/* GET the pod */
+	fakeapi_push(fx->api, 200, NULL, "{}", 0);	/* the end */
+	fakeapi_push(fx->api, 201, NULL, "{}", 0);	/* its Event */
+	fakeapi_push(fx->api, 200, NULL, "{}", 0);	/* DELETE the pod */
+	fakeapi_push(fx->api, 404, NULL, "{}", 0);	/* no ConfigMap */
+	assert_int_equal(act(fx, cx, p, &rc), 1);
+	assert_int_equal(rc, 0);
+	assert_int_equal(fakeapi_count(fx->api), 5);
+	assert_string_equal(fakeapi_request(fx->api, 0), "GET " POD_URL);
+	assert_string_equal(fakeapi_request(fx->api, 1), CX_PATCH);
+	v = json_loads(fakeapi_body(fx->api, 1), 0, NULL);
+	assert_string_equal(json_string_value(json_object_get(json_object_get(v,
+	    "status"), "phase")), "Failed");
+	assert_string_equal(json_string_value(json_object_get(json_object_get(v,
+	    "status"), "reason")), "StartFailed");
+	assert_string_equal(json_string_value(json_object_get(json_object_get(v,
+	    "status"), "message")), "its program did not start within 120 s of "
+	    "its pod's creation: ContainerCreating on node n1; the pod is "
+	    "deleted, it is not run again");
+	json_decref(v);
+	assert_string_equal(fakeapi_request(fx->api, 2),
+	    "POST /api/v1/namespaces/t/events");
+	assert_string_equal(fakeapi_request(fx->api, 3), "DELETE " POD_URL);
+	v = json_loads(fakeapi_body(fx->api, 3), 0, NULL);
+	assert_non_null(json_object_get(v, "preconditions"));
+	assert_string_equal(json_string_value(json_object_get(json_object_get(v,
+	    "preconditions"), "uid")), "p1");
+	assert_int_equal(json_integer_value(json_object_get(v,
+	    "gracePeriodSeconds")), 0);
+	json_decref(v);
+	assert_string_equal(fakeapi_request(fx->api, 4),
+	    "DELETE /api/v1/namespaces/t/configmaps/airlock-u1");
+	assert_non_null(json_object_get(fx->ctl.ended, "u1"));
+	json_decref(p);
+	json_decref(cx);
+}
+
+/* Past it by the cache, but the program started a moment ago: left be. */
+static void
+test_act_fresh_pod_started(void **state)
+{
+	struct fx *fx = *state;
+	json_t *cx = execution("Pending"), *p = stalled_pod(200);
+	json_t *now = json_deep_copy(p);
+	int rc;
+
+	set_state(now, json_pack("{s:{s:s}}", "running", "startedAt", CREATED));
+	push_json(fx->api, 200, now);
+	assert_int_equal(act(fx, cx, p, &rc), 0);
+	assert_int_equal(rc, 0);
+	assert_int_equal(fakeapi_count(fx->api), 1);
+	/* Another pod of the name now: not this one's to judge. */
+	now = json_deep_copy(p);
+	json_object_set_new(json_object_get(now, "metadata"), "uid",
+	    json_string("p2"));
+	push_json(fx->api, 200, now);
+	assert_int_equal(act(fx, cx, p, &rc), 0);
+	assert_int_equal(fakeapi_count(fx->api), 2);
+	/* Gone: pod_vanished's to say. */
+	fakeapi_push(fx->api, 404, NULL, "{\"kind\":\"Status\",\"code\":404,"
+	    "\"reason\":\"NotFound\"}", 0);
+	assert_int_equal(act(fx, cx, p, &rc), 0);
+	assert_int_equal(rc, 0);
+	/* The read failed: retried, nothing ended on a guess. */
+	fakeapi_push(fx->api, 503, NULL, "{}", 0);
+	assert_int_equal(act(fx, cx, p, &rc), 1);
+	assert_int_not_equal(rc, 0);
+	assert_null(json_object_get(fx->ctl.ended, "u1"));
+	json_decref(p);
+	json_decref(cx);
+}
+
+/* Not yet: no request, the key comes back at the deadline. */
+static void
+test_act_not_yet(void **state)
+{
+	struct fx *fx = *state;
+	json_t *cx = execution("Pending"), *p = stalled_pod(10);
+	int rc;
+
+	assert_int_equal(act(fx, cx, p, &rc), 0);
+	assert_int_equal(fakeapi_count(fx->api), 0);
+	assert_int_equal(workqueue_waiting(fx->ctl.queue), 1);
+	assert_int_equal(workqueue_len(fx->ctl.queue), 0);
+	json_decref(p);
+	json_decref(cx);
+}
+
 int
 main(void)
 {
+#define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_not_applicable),
 		cmocka_unit_test(test_time_left),
 		cmocka_unit_test(test_messages),
 		cmocka_unit_test(test_warm_claim),
+		T(test_act_ends_and_deletes),
+		T(test_act_fresh_pod_started),
+		T(test_act_not_yet),
 	};
+#undef T
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
