@@ -383,7 +383,7 @@ pod_condition(json_t *ps, const char *type)
 }
 
 /*
- * Of a pod: its identity, the label and annotation naming its execution
+ * Of a pod: its identity and creation time, the label and annotation naming its execution
  * (not the code annotations, up to 192 KiB each), the node, the phase,
  * PodScheduled (and when: nodes.c), and the first container's state; of a holder, its pool's
  * label and owner.
@@ -402,12 +402,14 @@ ctl_trim_pod(json_t *pod)
 	json_t *sched = pod_condition(ps, "PodScheduled");
 	json_t *out;
 
-	out = json_pack("{s:{s:O*, s:O*, s:O*, s:O*}, s:{s:O*},"
+	out = json_pack("{s:{s:O*, s:O*, s:O*, s:O*, s:O*}, s:{s:O*},"
 	    " s:{s:O*, s:O*}}",
 	    "metadata", "name", json_object_get(md, "name"),
 	    "namespace", json_object_get(md, "namespace"),
 	    "uid", json_object_get(md, "uid"),
 	    "resourceVersion", json_object_get(md, "resourceVersion"),
+	    /* The start deadline counts from it (start.c). */
+	    "creationTimestamp", json_object_get(md, "creationTimestamp"),
 	    "spec", "nodeName", json_object_get(json_object_get(pod, "spec"),
 	    "nodeName"),
 	    "status", "phase", json_object_get(ps, "phase"),
@@ -715,6 +717,8 @@ controller_new(struct k8s_client *c, const struct ctl_config *cfg,
 		ctl->opts.resync_ms = 60000;
 	if (ctl->opts.result_grace_ms <= 0)
 		ctl->opts.result_grace_ms = 30000;
+	if (ctl->opts.start_deadline_ms <= 0)
+		ctl->opts.start_deadline_ms = 120000;
 	if (ctl->opts.refill_delay_ms < 0)
 		ctl->opts.refill_delay_ms = 0;
 	cxo.ns = po.ns = ctl->opts.namespace;

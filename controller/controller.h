@@ -6,7 +6,8 @@
  * Status ownership (the node agent is the other writer, issue 4):
  *   controller: phase Pending/Running, and the terminal phases it decides
  *               itself (Failed/Rejected, Failed/ImagePullFailed,
- *               Failed/Unschedulable past the timeout, Failed/Error when
+ *               Failed/Unschedulable past the timeout, Failed/StartFailed
+ *               past the start deadline, Failed/Error when
  *               the pod is lost mid-run, Cancelled); conditions Scheduled
  *               and Started; podName, nodeName, codeSha256, startTime,
  *               observedGeneration, message.
@@ -44,6 +45,14 @@ struct controller_opts {
 	 * 30000 (the agent takes milliseconds, and retries past blips).
 	 */
 	long		 result_grace_ms;
+	/*
+	 * How long an execution's pod may go without its program starting
+	 * (from the pod's creation) before the execution ends StartFailed
+	 * and the pod is deleted, whatever the kubelet does; a warm claim
+	 * gets this plus its timeout and result_grace_ms for its result
+	 * (start.c). Default 120000.
+	 */
+	long		 start_deadline_ms;
 	/*
 	 * A ClusterRole named as the owner of every namespace guardrail, or
 	 * NULL. The chart names its controller ClusterRole: uninstalling the

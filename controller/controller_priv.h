@@ -189,6 +189,30 @@ const char *ctl_condition_field(json_t *status, const char *type,
 void ctl_now_rfc3339(char out[CLOCK_RFC3339_LEN]);
 
 /*
+ * start.c: the start deadline. For the cached execution cx and its pod
+ * (NULL: none cached) at now_ms (wall clock, ms): -1 when no start
+ * deadline applies (it ended, its program started, its pod is
+ * Unschedulable, which ends it at its own timeout, or there is no pod);
+ * else the ms left until it passes (> 0); or 0 when it has passed, with
+ * *reason (static: StartFailed; ResultLost for a warm claim, whose start
+ * is not reported) and msg (the best reason known) set for the end.
+ */
+long long ctl_start_overdue(json_t *cx, json_t *pod, long long now_ms,
+    const struct controller_opts *o, const char **reason, char *msg,
+    size_t len);
+/*
+ * Act on it for cx and its pod (follow_pod; status: the reconcile's copy
+ * of cx's): past the deadline by the cache, the pod is read afresh to
+ * decide; then the execution ends (ctl_finish), said first, and the pod
+ * (its uid as precondition) and ConfigMap are deleted. Not yet: the key
+ * comes back at the deadline (workqueue_add_after). 1 when it ended it,
+ * or the fresh read failed (*rc: the write's or the read's error); 0 to
+ * go on.
+ */
+int ctl_start_deadline(struct controller *ctl, json_t *cx, json_t *pod,
+    json_t *status, const char *key, int *rc);
+
+/*
  * guardrails.c: the namespace's ServiceAccount, NetworkPolicy and quotas,
  * applied once per namespace (ctl->guarded). 0, or the API's error;
  * K8S_ECANCELED for a namespace terminating or gone; CTL_EUNCOUNTED while

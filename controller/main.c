@@ -31,7 +31,7 @@ usage(void)
 	    "       [--no-leader-elect] [--lease-namespace NS] [--lease-name NAME] [--identity ID]\n"
 	    "       [--lease-duration-ms MS] [--renew-deadline-ms MS] [--retry-period-ms MS]\n"
 	    "       [--guardrail-owner-clusterrole NAME] [--result-grace-ms MS]\n"
-	    "       [--pool-refill-delay-ms MS]\n");
+	    "       [--pool-refill-delay-ms MS] [--start-deadline-seconds S]\n");
 	exit(2);
 }
 
@@ -92,6 +92,7 @@ main(int argc, char **argv)
 		{ "guardrail-owner-clusterrole", required_argument, NULL, 'O' },
 		{ "result-grace-ms", required_argument, NULL, 'G' },
 		{ "pool-refill-delay-ms", required_argument, NULL, 'F' },
+		{ "start-deadline-seconds", required_argument, NULL, 'S' },
 		{ NULL, 0, NULL, 0 },
 	};
 	const char *kubeconfig = NULL, *context = NULL, *confpath = NULL;
@@ -131,6 +132,8 @@ main(int argc, char **argv)
 		    "--result-grace-ms", optarg, 1, 86400000); break;
 		case 'F': co.refill_delay_ms = (long)daemon_flag_number(prog,
 		    "--pool-refill-delay-ms", optarg, 0, 60000); break;
+		case 'S': co.start_deadline_ms = 1000 * (long)daemon_flag_number(
+		    prog, "--start-deadline-seconds", optarg, 1, 86400); break;
 		default: usage();
 		}
 	}

@@ -621,6 +621,8 @@ follow_pod(struct controller *ctl, json_t *cx, json_t *pod, json_t *status,
 	    strcmp(pphase, "Failed") == 0) && pod_ended_unrecorded(ctl, cx, pod,
 	    status, key, &rc))
 		return rc;
+	if (ctl_start_deadline(ctl, cx, pod, status, key, &rc))
+		return rc;
 	if (pphase && strcmp(pphase, "Running") == 0) {
 		const char *started = json_string_value(json_object_get(
 		    json_object_get(json_object_get(cs, "state"), "running"),

@@ -323,6 +323,8 @@ test_defaults(void **state)
 	probes_on(c, 8082, NULL);
 	assert_true(has(c, "args", "--lease-namespace=airlock-system"));
 	assert_true(has(c, "args", "--guardrail-owner-clusterrole=rel-airlock-controller"));
+	/* The start deadline (issue 28 item 4): 120 s, as the README says. */
+	assert_true(has(c, "args", "--start-deadline-seconds=120"));
 	assert_true(json_is_false(at(c, "securityContext.allowPrivilegeEscalation")));
 	assert_true(json_is_true(at(c, "securityContext.readOnlyRootFilesystem")));
 	assert_true(has(c, "securityContext.capabilities.drop", "ALL"));
@@ -542,7 +544,7 @@ test_values_change_output(void **state)
 	    "--set agentStatusGuard.enabled=false --set creatorStamp.enabled=false "
 	    "--set metadataGuard.enabled=false "
 	    "--set networkPolicy.enabled=false --set image.controller.tag=9.9 "
-	    "--set config.defaults.memory=192Mi");
+	    "--set config.defaults.memory=192Mi --set controller.startDeadlineSeconds=600");
 	assert_int_equal(json_integer_value(at(find(all, "Deployment", NULL), "spec.replicas")), 1);
 	assert_null(find(all, "PodDisruptionBudget", NULL));
 	assert_null(find(all, "RuntimeClass", NULL));
@@ -554,6 +556,8 @@ test_values_change_output(void **state)
 	assert_int_equal(count(all, "ServiceMonitor"), 2);
 	c = at(find(all, "Deployment", NULL), "spec.template.spec.containers[0]");
 	assert_string_equal(str(c, "image"), "airlock.dev/controller:9.9");
+	assert_true(has(c, "args", "--start-deadline-seconds=600"));
+	assert_false(has(c, "args", "--start-deadline-seconds=120"));
 	assert_string_equal(str(c, "env[2].name"), "KUBERNETES_SERVICE_HOST");
 	assert_string_equal(str(c, "env[2].value"), "10.0.0.1");
 	assert_string_equal(str(c, "env[3].value"), "6443");
@@ -603,6 +607,8 @@ test_refused(void **state)
 	(void)state;
 	refused("--set controller.replicas=0", "/controller/replicas");
 	refused("--set controller.logLevel=verbose", "/controller/logLevel");
+	refused("--set controller.startDeadlineSeconds=0",
+	    "/controller/startDeadlineSeconds");
 	refused("--set controller.foo=1", "foo");
 	refused("--set image.controller.pullPolicy=Sometimes", "/image/controller/pullPolicy");
 	refused("--set nodeAgent.pollMs=0", "/nodeAgent/pollMs");

@@ -41,6 +41,8 @@ struct fx {
 	pid_t	 pid[2];
 	char	 log[2][128];
 	char	 addr[2][32];	/* metrics address */
+	/* --start-deadline-seconds for the next start_controller, or NULL. */
+	const char *start_deadline;
 };
 
 /* A loopback port nothing listens on now. */
@@ -162,8 +164,14 @@ start_controller(struct fx *fx, int i, const char *identity)
 		    it_env("KUBECONFIG_ADMIN"), "--namespace", fx->ns, "--lease-namespace",
 		    fx->ns, "--identity", identity, "--metrics-addr", fx->addr[i],
 		    "--lease-duration-ms", "3000", "--renew-deadline-ms", "2000",
-		    "--retry-period-ms", "500", "--result-grace-ms", "2000", NULL };
+		    "--retry-period-ms", "500", "--result-grace-ms", "2000", NULL,
+		    NULL, NULL };
+		size_t n = sizeof(args) / sizeof(args[0]);
 
+		if (fx->start_deadline) {
+			args[n - 3] = "--start-deadline-seconds";
+			args[n - 2] = fx->start_deadline;
+		}
 		fx->pid[i] = it_spawn("airlock-controller", fx->log[i], args);
 	}
 	return fx->pid[i];
@@ -1805,6 +1813,79 @@ wait_leading_ready(struct fx *fx, const char *who)
 	}
 }
 
+/*
+ * The start deadline (issue 28 item 4): a pod bound to a node whose
+ * containerd never starts its program (the kubelet says ContainerCreating
+ * for ever, its activeDeadlineSeconds never acts) ends its execution
+ * StartFailed at the deadline, 3 s here, and the pod is deleted; nothing
+ * but the controller's own timer brings it back (the resync is 60 s). One
+ * whose program started in time is left alone.
+ */
+static void
+test_start_deadline(void **state)
+{
+	struct fx *fx = *state;
+	char pod[64], pod2[64], fin[32];
+	struct gone g = { fx, &k8s_res_pods, pod }, g2 = { fx, &k8s_res_pods, pod2 };
+	json_t *cx;
+	long long t0, t1, waited;
+	time_t t;
+	int st;
+
+	st = it_stop(fx->pid[0], SIGTERM);
+	assert_true(WIFEXITED(st));
+	fx->pid[0] = 0;
+	fx->start_deadline = "3";
+	start_controller(fx, 0, "ctl-sd");
+	wait_leading_ready(fx, "ctl-sd");
+
+	t0 = it_mono_ms();
+	pending_pod(fx, "stalled", "{\"runtime\":\"python\",\"source\":\"print(1)\"}", pod);
+	bind_pod(fx, pod);
+	pod_status(fx, pod, json_pack("{s:s, s:[{s:s, s:b, s:i, s:s, s:s, s:{s:{s:s}}}]}",
+	    "phase", "Pending", "containerStatuses", "name", "run", "ready", 0,
+	    "restartCount", 0, "image", "airlock/runner-python:0.1", "imageID", "",
+	    "state", "waiting", "reason", "ContainerCreating"));
+
+	t1 = it_mono_ms();
+	pending_pod(fx, "started", "{\"runtime\":\"python\",\"source\":\"print(2)\"}", pod2);
+	bind_pod(fx, pod2);
+	t = time(NULL);
+	strftime(fin, sizeof(fin), "%Y-%m-%dT%H:%M:%SZ", gmtime(&t));
+	pod_status(fx, pod2, json_pack("{s:s, s:s, s:[{s:s, s:b, s:i, s:s, s:s, s:{s:{s:s}}}]}",
+	    "phase", "Running", "startTime", fin, "containerStatuses", "name", "run",
+	    "ready", 1, "restartCount", 0, "image", "airlock/runner-python:0.1",
+	    "imageID", "", "state", "running", "startedAt", fin));
+	cx = wait_phase(fx, "started", "Running");
+	json_decref(cx);
+
+	cx = wait_phase(fx, "stalled", "Failed");
+	waited = it_mono_ms() - t0;
+	print_message("# StartFailed %lld ms after the execution was made (deadline 3 s)\n",
+	    waited);
+	/* Not before the deadline (creationTimestamp has whole seconds). */
+	assert_true(waited >= 2000);
+	assert_string_equal(st_str(cx, "reason"), "StartFailed");
+	assert_string_equal(st_str(cx, "message"), "its program did not start within 3 s "
+	    "of its pod's creation: ContainerCreating on node node-1; the pod is "
+	    "deleted, it is not run again");
+	assert_string_equal(cond(cx, "Complete", "reason"), "StartFailed");
+	assert_string_equal(cond(cx, "Started", "status"), "False");
+	json_decref(cx);
+	assert_true(it_wait_for(is_gone, &g, 5000));
+	assert_int_equal(events_wait(fx, "stalled", "StartFailed", "Warning", 1), 1);
+
+	/* The one that started, well past its deadline too: untouched. */
+	while (it_mono_ms() - t1 < 5000)
+		it_sleep_ms(100);
+	settle(fx, "started");
+	cx = get_cx(fx, "started");
+	assert_string_equal(st_str(cx, "phase"), "Running");
+	assert_null(st_str(cx, "reason"));
+	json_decref(cx);
+	assert_true(it_wait_for(is_there, &g2, 1000));
+}
+
 static void
 test_restart_no_duplicates(void **state)
 {
@@ -2267,6 +2348,7 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_pod_lost_while_pending, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_node_lost_remembered, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_pod_ended_without_result, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_start_deadline, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_foreign_object_refused, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_stored_quota, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_create_unanswered, setup, teardown),

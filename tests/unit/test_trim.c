@@ -197,10 +197,15 @@ test_pod_annotation_capped(void **state)
 	    json_string(big));
 	json_object_set_new(json_object_get(md, "labels"), CX_LABEL_UID,
 	    json_string(UID));
+	json_object_set_new(md, "creationTimestamp",
+	    json_string("2026-11-27T01:00:00Z"));
 	pod = json_pack("{s:o, s:{s:s}, s:{s:s}}", "metadata", md, "spec",
 	    "nodeName", "n1", "status", "phase", "Pending");
 	t = ctl_trim_pod(pod);
 	assert_null(json_object_get(json_object_get(t, "metadata"), "annotations"));
+	/* The start deadline counts from it (start.c). */
+	assert_string_equal(json_string_value(json_object_get(json_object_get(t,
+	    "metadata"), "creationTimestamp")), "2026-11-27T01:00:00Z");
 	assert_int_equal(json_object_size(json_object_get(json_object_get(t,
 	    "metadata"), "labels")), 1);
 	assert_true(jsonsize_value(t) < 1024);
