@@ -117,27 +117,54 @@ candidates(struct controller *ctl, json_t *pools, json_t *pods,
 	return n;
 }
 
-/* The pool's refill is held for the execution cx: record it, and say so. */
+/*
+ * Hold the pool's refill for the execution cx, before any of its holders
+ * is deleted: else the pool's reconcile, which the delete's event brings,
+ * could make a new one in the room before the hold is known.
+ */
 static void
-lent(struct controller *ctl, json_t *pool, json_t *cx, long long n,
-    const char *node, const char *what)
+lend_hold(struct controller *ctl, json_t *pool, json_t *cx)
 {
-	const char *uid = k8s_obj_uid(pool);
 	char *cxkey = xasprintf("%s/%s", k8s_obj_namespace(cx),
-	    k8s_obj_name(cx)), *key, msg[600];
+	    k8s_obj_name(cx));
 	json_t *e;
 
 	pthread_mutex_lock(&ctl->lock);
-	e = json_object_get(ctl->pool_lent, uid);
+	e = json_object_get(ctl->pool_lent, k8s_obj_uid(pool));
 	if (e == NULL)
-		json_object_set_new(ctl->pool_lent, uid, e = json_pack("[I, I, {}]",
-		    (json_int_t)0, (json_int_t)0));
-	json_array_set_new(e, 0, json_integer(json_integer_value(
-	    json_array_get(e, 0)) + n));
+		json_object_set_new(ctl->pool_lent, k8s_obj_uid(pool),
+		    e = json_pack("[I, I, {}]", (json_int_t)0, (json_int_t)0));
 	json_array_set_new(e, 1, json_integer(clock_mono_ms()));
 	json_object_set_new(json_array_get(e, 2), cxkey, json_string(
 	    k8s_obj_uid(cx)));
 	pthread_mutex_unlock(&ctl->lock);
+	free(cxkey);
+}
+
+/*
+ * n of the pool's holders on node were taken back (what: the resources
+ * short): counted in its hold and said in an Event. None: a hold that took
+ * nothing yet is dropped.
+ */
+static void
+lent(struct controller *ctl, json_t *pool, long long n, const char *node,
+    const char *what)
+{
+	const char *uid = k8s_obj_uid(pool);
+	char *key, msg[600];
+	json_t *e;
+
+	pthread_mutex_lock(&ctl->lock);
+	e = json_object_get(ctl->pool_lent, uid);
+	if (e && n > 0)
+		json_array_set_new(e, 0, json_integer(json_integer_value(
+		    json_array_get(e, 0)) + n));
+	else if (e && json_integer_value(json_array_get(e, 0)) == 0)
+		json_object_del(ctl->pool_lent, uid);
+	pthread_mutex_unlock(&ctl->lock);
+	if (n == 0)
+		return;
+	metric_add(ctl->m_taken_back, NULL, (double)n);
 	snprintf(msg, sizeof(msg), "%lld idle sandbox%s on node %.253s taken "
 	    "back for an execution no node had %s for; the pool refills once "
 	    "it is scheduled", n, n == 1 ? "" : "es", node, what);
@@ -146,7 +173,6 @@ lent(struct controller *ctl, json_t *pool, json_t *cx, long long n,
 	key = ctl_pool_key(k8s_obj_namespace(pool), k8s_obj_name(pool));
 	workqueue_add(ctl->queue, key);
 	free(key);
-	free(cxkey);
 }
 
 void
@@ -200,6 +226,7 @@ ctl_pool_lend(struct controller *ctl, json_t *cx, json_t *pod, const char *why)
 		if (pool == NULL)
 			continue;
 		per = 0;
+		lend_hold(ctl, pool, cx);
 		for (size_t j = i; j < k; j++) {
 			json_t *o = json_array_get(owners, pick[j]);
 
@@ -221,10 +248,7 @@ ctl_pool_lend(struct controller *ctl, json_t *cx, json_t *pod, const char *why)
 			if (j != i)
 				pick[j] = POOL_LEND_MAX_CANDS;	/* done */
 		}
-		if (per > 0) {
-			metric_add(ctl->m_taken_back, NULL, (double)per);
-			lent(ctl, pool, cx, per, node, what);
-		}
+		lent(ctl, pool, per, node, what);
 		taken += per;
 	}
 	if (taken > 0) {
