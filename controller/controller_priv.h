@@ -82,6 +82,7 @@ struct controller {
 	 */
 	json_t			*pool_lent;
 	json_t			*lend_tried;
+	long long		 lend_walked;	/* mono ms of the last look */
 
 	struct metric		*m_pool, *m_claims, *m_claim_latency;
 	struct metric		*m_taken_back;	/* lend.c */
@@ -308,8 +309,9 @@ int ctl_pool_match_key(struct controller *ctl, json_t *pool,
  * of any pool on the node where the fewest free what cx asks, each at the
  * resourceVersion read (a claim since wins), with a Normal Event
  * HoldersTakenBack on each pool, and hold the refill of their pools. At
- * most every 2 s per execution (10 s after a take-back). Failures are
- * logged; nothing is returned, the execution's reconcile goes on.
+ * most every 2 s per execution (10 s after a take-back), one look every
+ * 50 ms in all, none while no pool keeps holders. Failures are logged;
+ * nothing is returned, the execution's reconcile goes on.
  */
 void ctl_pool_lend(struct controller *ctl, json_t *cx, json_t *pod,
     const char *why);

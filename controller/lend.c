@@ -37,11 +37,18 @@
 #define LEND_RETRY_MS	2000	/* nothing to take back: look again */
 #define LEND_AGAIN_MS	10000	/* took some: the scheduler's turn first */
 #define LEND_SWEEP_AT	256	/* executions remembered before a sweep */
+/*
+ * A look walks every pool's holders: at most one per gap, whatever waits
+ * (a tenant may queue thousands of executions no node can run, and make
+ * thousands of pools).
+ */
+#define LEND_GAP_MS	50
 #define LEND_FORGET_MS	600000
 
 /*
  * Whether the execution of uid may look for holders to take back now, and
- * remember that it did. Lock held.
+ * remember that it did: 1; 0 not yet; -1 not now, another look was just
+ * made (try again soon). Lock held.
  */
 static int
 lend_due_locked(struct controller *ctl, const char *uid, long long now)
@@ -54,6 +61,9 @@ lend_due_locked(struct controller *ctl, const char *uid, long long now)
 	    (json_integer_value(json_array_get(t, 1)) ? LEND_AGAIN_MS :
 	    LEND_RETRY_MS))
 		return 0;
+	if (now - ctl->lend_walked < LEND_GAP_MS)
+		return -1;
+	ctl->lend_walked = now;
 	if (json_object_size(ctl->lend_tried) >= LEND_SWEEP_AT)
 		json_object_foreach_safe(ctl->lend_tried, tmp, k, v)
 			if (now - json_integer_value(json_array_get(v, 0)) >=
@@ -194,23 +204,25 @@ ctl_pool_lend(struct controller *ctl, json_t *cx, json_t *pod, const char *why)
 	    "spec"), "nodeName")) || !pool_lend_short(why, &short_cpu,
 	    &short_mem))
 		return;
+	snprintf(key, sizeof(key), "%s/%s", k8s_obj_namespace(cx),
+	    k8s_obj_name(cx));
 	pthread_mutex_lock(&ctl->lock);
-	due = lend_due_locked(ctl, uid, clock_mono_ms());
+	/* No pool keeps a holder: nothing to walk. */
+	due = ctl->pool_desired > 0 ? lend_due_locked(ctl, uid,
+	    clock_mono_ms()) : 0;
 	pthread_mutex_unlock(&ctl->lock);
-	if (!due || pool_spec_resources(ctl->cfg, json_object_get(cx, "spec"),
-	    &cpu, &mem, &err) != 0)
+	if (due < 0)
+		workqueue_add_after(ctl->queue, key, LEND_GAP_MS);
+	if (due <= 0 || pool_spec_resources(ctl->cfg, json_object_get(cx,
+	    "spec"), &cpu, &mem, &err) != 0)
 		return;
 	pools = informer_list(ctl->pool_inf);
-	if (json_array_size(pools) == 0)
-		goto out;
 	pods = json_array();
 	owners = json_array();
 	c = xcalloc(POOL_LEND_MAX_CANDS, sizeof(*c));
 	pick = xcalloc(POOL_LEND_MAX_CANDS, sizeof(*pick));
 	n = candidates(ctl, pools, pods, owners, c);
 	k = pool_lend_pick(c, n, short_cpu ? cpu : 0, short_mem ? mem : 0, pick);
-	snprintf(key, sizeof(key), "%s/%s", k8s_obj_namespace(cx),
-	    k8s_obj_name(cx));
 	if (k == 0) {
 		/* A holder may yet be bound, or go idle: look again soon. */
 		workqueue_add_after(ctl->queue, key, LEND_RETRY_MS);

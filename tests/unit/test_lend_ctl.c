@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <cmocka.h>
 
 #include "controller_priv.h"
@@ -146,6 +147,7 @@ setup(void **state)
 	fx->ctl.pool_keys = json_object();
 	fx->ctl.pool_lent = json_object();
 	fx->ctl.lend_tried = json_object();
+	fx->ctl.pool_desired = 3;	/* the gauges' sum: py's replicas */
 	fx->m = metrics_new();
 	fx->ctl.m_taken_back = metrics_counter(fx->m,
 	    "airlock_pool_sandboxes_taken_back_total", "test", NULL);
@@ -358,6 +360,35 @@ test_reserved_left(void **state)
 	    strcmp(fakeapi_request(fx->api, 0), DELETE("h2")) == 0);
 }
 
+/* One look every 50 ms in all: the one that came too soon comes back. */
+static void
+test_gap(void **state)
+{
+	struct fx *fx = *state;
+
+	fx->ctl.lend_walked = clock_mono_ms();
+	lend(fx, NULL, CPU_SHORT);
+	assert_int_equal(fakeapi_count(fx->api), 0);
+	usleep(60 * 1000);
+	fakeapi_push(fx->api, 200, NULL, "{}", 0);
+	fakeapi_push(fx->api, 201, NULL, "{}", 0);
+	lend(fx, NULL, CPU_SHORT);
+	assert_int_equal(fakeapi_count(fx->api), 2);
+	assert_string_equal(fakeapi_request(fx->api, 0), DELETE("h1"));
+}
+
+/* No pool keeps a holder (the gauges' sum): no walk, nothing sent. */
+static void
+test_no_pools(void **state)
+{
+	struct fx *fx = *state;
+
+	fx->ctl.pool_desired = 0;
+	lend(fx, NULL, CPU_SHORT);
+	assert_int_equal(fakeapi_count(fx->api), 0);
+	assert_int_equal(json_object_size(fx->ctl.lend_tried), 0);
+}
+
 #define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
 
 int
@@ -370,6 +401,8 @@ main(void)
 		T(test_not_short),
 		T(test_claim_won),
 		T(test_reserved_left),
+		T(test_gap),
+		T(test_no_pools),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
