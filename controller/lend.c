@@ -211,8 +211,8 @@ ctl_pool_lend(struct controller *ctl, json_t *cx, json_t *pod, const char *why)
 	due = ctl->pool_desired > 0 ? lend_due_locked(ctl, uid,
 	    clock_mono_ms()) : 0;
 	pthread_mutex_unlock(&ctl->lock);
-	if (due < 0)
-		workqueue_add_after(ctl->queue, key, LEND_GAP_MS);
+	if (due < 0)	/* not sooner: many may wait, each would spin */
+		workqueue_add_after(ctl->queue, key, LEND_RETRY_MS);
 	if (due <= 0 || pool_spec_resources(ctl->cfg, json_object_get(cx,
 	    "spec"), &cpu, &mem, &err) != 0)
 		return;
