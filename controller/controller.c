@@ -742,6 +742,8 @@ controller_new(struct k8s_client *c, const struct ctl_config *cfg,
 	ctl->pool_counts = json_object();
 	ctl->pool_claimed = json_object();
 	ctl->pool_gone = json_object();
+	ctl->pool_lent = json_object();
+	ctl->lend_tried = json_object();
 	ctl->pool_keys = json_object();
 	ctl->quota_slot = json_object();
 	ctl->quota_gate = json_object();
@@ -784,6 +786,10 @@ controller_new(struct k8s_client *c, const struct ctl_config *cfg,
 	ctl->m_claims = metrics_counter(m, "airlock_warm_claims_total",
 	    "Warm claims: claimed, or fallback (the execution ran cold).",
 	    "result");
+	ctl->m_taken_back = metrics_counter(m,
+	    "airlock_pool_sandboxes_taken_back_total", "Idle warm sandboxes "
+	    "deleted to make room for an execution no node had room for.",
+	    NULL);
 	ctl->m_claim_latency = metrics_histogram(m, "airlock_warm_claim_seconds",
 	    "From the reconcile that found a ready sandbox to its claim landed.",
 	    latency_bounds, sizeof(latency_bounds) / sizeof(latency_bounds[0]));
@@ -907,6 +913,8 @@ controller_free(struct controller *ctl)
 	json_decref(ctl->pool_counts);
 	json_decref(ctl->pool_claimed);
 	json_decref(ctl->pool_gone);
+	json_decref(ctl->pool_lent);
+	json_decref(ctl->lend_tried);
 	json_decref(ctl->pool_keys);
 	json_decref(ctl->quota_slot);
 	json_decref(ctl->quota_gate);

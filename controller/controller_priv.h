@@ -11,6 +11,7 @@
 #include "clock.h"
 #include "controller.h"
 #include "informer.h"
+#include "pool.h"
 #include "workqueue.h"
 
 struct controller {
@@ -73,8 +74,18 @@ struct controller {
 	json_t			*quota_gate;	/* ns -> ms of its next try */
 	json_t			*reserved;
 	json_t			*claimed;
+	/*
+	 * Lending (lend.c), lock held: pool uid -> [holders taken back, mono
+	 * ms of the last take-back, {"ns/name": uid} of the executions they
+	 * were taken for]; execution uid -> [mono ms it last looked, whether
+	 * it took any].
+	 */
+	json_t			*pool_lent;
+	json_t			*lend_tried;
+	long long		 lend_walked;	/* mono ms of the last look */
 
 	struct metric		*m_pool, *m_claims, *m_claim_latency;
+	struct metric		*m_taken_back;	/* lend.c */
 	struct metric		*m_quota_refused;
 	struct metric		*m_phase;
 	struct metric		*m_finished;	/* namespace, runtime, phase */
@@ -311,6 +322,37 @@ int ctl_warm_start(struct controller *ctl, json_t *cached, long long seen_ms,
  * or fall back to cold if another took it.
  */
 int ctl_warm_resume(struct controller *ctl, json_t *cached, json_t *pod);
+/* A holder a claim picked: other workers leave it (and lend.c) that long. */
+#define CTL_RESERVE_MS	5000
+/*
+ * The pool's match key (pool_key), kept in ctl->pool_keys. 0, or -1 for
+ * a pool no key fits.
+ */
+int ctl_pool_match_key(struct controller *ctl, json_t *pool,
+    char key[POOL_KEY_LEN]);
+
+/*
+ * lend.c: holders are lent capacity (docs/warm-path.md). The execution
+ * cx's pod (cached; not bound to a node) is unschedulable, the scheduler
+ * said why: if a node was short of cpu or memory, take back idle holders
+ * of any pool on the node where the fewest free what cx asks, each at the
+ * resourceVersion read (a claim since wins), with a Normal Event
+ * HoldersTakenBack on each pool, and hold the refill of their pools. At
+ * most every 2 s per execution (10 s after a take-back), one look every
+ * 50 ms in all, none while no pool keeps holders. Failures are logged;
+ * nothing is returned, the execution's reconcile goes on.
+ */
+void ctl_pool_lend(struct controller *ctl, json_t *cx, json_t *pod,
+    const char *why);
+/*
+ * Whether the refill of pool_uid is held: the ms to wait before looking
+ * again (> 0), while an execution its holders were taken for waits
+ * unscheduled; 0 when it may refill (the hold is dropped). *taken: the
+ * holders taken back since the hold began.
+ */
+long long ctl_pool_lent(struct controller *ctl, const char *pool_uid,
+    long long *taken);
+
 /* Run it cold after all: startMode Cold, no podName (if it names pod). */
 int ctl_warm_fallback(struct controller *ctl, json_t *cached,
     const char *pod, const char *why);

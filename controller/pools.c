@@ -29,7 +29,6 @@
 #include "xmalloc.h"
 
 #define EXPECT_MS	30000	/* a create not seen in the cache by then: lost */
-#define RESERVE_MS	5000	/* a holder picked: others leave it that long */
 #define POOL_RETRY_MS	5000	/* a pool the quota cannot fill: try again */
 
 /* The pool's key for the queue, and the pod index value of its holders. */
@@ -199,6 +198,7 @@ ctl_pool_forget(struct controller *ctl, json_t *pool)
 	json_object_del(ctl->pool_expect, uid);
 	json_object_del(ctl->pool_claimed, uid);
 	json_object_del(ctl->pool_keys, uid);
+	json_object_del(ctl->pool_lent, uid);
 	json_object_foreach_safe(ctl->pool_gone, tmp, k, v)
 		if (now - json_integer_value(json_array_get(v, 1)) >= GONE_MS)
 			json_object_del(ctl->pool_gone, k);
@@ -313,7 +313,7 @@ ctl_pool_reconcile(struct controller *ctl, const char *ns, const char *name)
 	struct k8s_error err;
 	const char *uid, *why = NULL;
 	char *idx = NULL, msg[1200], *key;
-	long long want, idle = 0, ready = 0, made = 0, wait;
+	long long want, idle = 0, ready = 0, made = 0, wait, lent;
 	json_int_t replicas;
 	size_t i;
 	int rc = 0, full = 0;
@@ -358,6 +358,17 @@ ctl_pool_reconcile(struct controller *ctl, const char *ns, const char *name)
 	}
 	del.precondition_uid = del.precondition_rv = NULL;
 	want = (long long)replicas - idle - expected(ctl, uid, 0);
+	if (want > 0 && (wait = ctl_pool_lent(ctl, uid, &lent)) > 0) {
+		/* Lent: the room is an unscheduled execution's first (lend.c). */
+		key = ctl_pool_key(ns, name);
+		workqueue_add_after(ctl->queue, key, (uint64_t)wait);
+		free(key);
+		why = "Lent";
+		snprintf(msg, sizeof(msg), "%lld of %lld sandboxes: %lld taken "
+		    "back for executions no node had room for; refilled once "
+		    "they are scheduled", idle, (long long)replicas, lent);
+		want = 0;
+	}
 	if (want > 0 && (wait = refill_wait(ctl, uid)) > 0) {
 		key = ctl_pool_key(ns, name);
 		workqueue_add_after(ctl->queue, key, (uint64_t)wait);
@@ -461,12 +472,12 @@ ctl_pool_reconcile(struct controller *ctl, const char *ns, const char *name)
 /* --- the claim ------------------------------------------------------------ */
 
 /*
- * The pool's match key, from ctl->pool_keys: a pool's runtime and
- * resources are immutable, so it is made once per pool (podspec_build),
- * not once per pool per claim. 0, or -1 for a pool no key fits.
+ * A pool's runtime and resources are immutable, so its key is made once
+ * per pool (podspec_build), not once per pool per claim.
  */
-static int
-cached_key(struct controller *ctl, json_t *pool, char key[POOL_KEY_LEN])
+int
+ctl_pool_match_key(struct controller *ctl, json_t *pool,
+    char key[POOL_KEY_LEN])
 {
 	struct k8s_error err;
 	const char *uid = k8s_obj_uid(pool);
@@ -491,7 +502,7 @@ cached_key(struct controller *ctl, json_t *pool, char key[POOL_KEY_LEN])
 
 /*
  * A ready holder of a pool in cx's namespace that matches it, reserved for
- * this worker (RESERVE_MS), or NULL. A new reference.
+ * this worker (CTL_RESERVE_MS), or NULL. A new reference.
  */
 static json_t *
 pick_holder(struct controller *ctl, json_t *cx)
@@ -510,7 +521,7 @@ pick_holder(struct controller *ctl, json_t *cx)
 		char *idx;
 
 		if (found || json_object_get(json_object_get(pool, "metadata"),
-		    "deletionTimestamp") || cached_key(ctl, pool, have) != 0 ||
+		    "deletionTimestamp") || ctl_pool_match_key(ctl, pool, have) != 0 ||
 		    strcmp(want, have) != 0)
 			continue;
 		idx = ctl_pool_index(k8s_obj_uid(pool));
@@ -521,7 +532,7 @@ pick_holder(struct controller *ctl, json_t *cx)
 			json_t *r = json_object_get(ctl->reserved, k8s_obj_uid(p));
 
 			if (!pool_holder_ready(p) || (r && now -
-			    json_integer_value(r) < RESERVE_MS) ||
+			    json_integer_value(r) < CTL_RESERVE_MS) ||
 			    ctl_pod_lost_locked(ctl, p))
 				continue;
 			json_object_set_new(ctl->reserved, k8s_obj_uid(p),

@@ -592,6 +592,7 @@ follow_pod(struct controller *ctl, json_t *cx, json_t *pod, json_t *status,
 				    m ? m : "no node can run it");
 			ctl_set_condition(status, "Scheduled", "False",
 			    "Unschedulable", m ? m : "", gen);
+			ctl_pool_lend(ctl, cx, pod, m);	/* holders are lent */
 			if (node == NULL && unschedulable_too_long(ctl, cx,
 			    status, key, m ? m : "no node can run it", &rc))
 				return rc;

@@ -62,28 +62,40 @@ container(json_t *pod)
 	    "containers"), 0);
 }
 
-int
-pool_key(const struct ctl_config *cfg, json_t *spec, char key[POOL_KEY_LEN],
-    struct k8s_error *err)
+/* The limits (= requests) podspec_build gives spec: cpu in milli, bytes. */
+static int
+spec_limits(const struct ctl_config *cfg, json_t *spec, int64_t *cpu,
+    int64_t *mem, int64_t *eph, struct k8s_error *err)
 {
 	json_t *pod = bare_pod(cfg, spec, NULL, err), *lim;
-	const struct ctl_profile *p;
-	int64_t cpu, mem, eph;
 
 	if (pod == NULL)
 		return K8S_EINVAL;
 	lim = json_object_get(json_object_get(container(pod), "resources"),
 	    "limits");
 	if (quantity_parse_milli(json_string_value(json_object_get(lim, "cpu")),
-	    &cpu, err) != 0 || quantity_parse(json_string_value(
-	    json_object_get(lim, "memory")), &mem, err) != 0 ||
+	    cpu, err) != 0 || quantity_parse(json_string_value(
+	    json_object_get(lim, "memory")), mem, err) != 0 ||
 	    quantity_parse(json_string_value(json_object_get(lim,
-	    "ephemeral-storage")), &eph, err) != 0) {
+	    "ephemeral-storage")), eph, err) != 0) {
 		json_decref(pod);
 		return k8s_error_set(err, K8S_EINVAL, 0, NULL,
 		    "spec.resources: not quantities");
 	}
 	json_decref(pod);
+	return 0;
+}
+
+int
+pool_key(const struct ctl_config *cfg, json_t *spec, char key[POOL_KEY_LEN],
+    struct k8s_error *err)
+{
+	const struct ctl_profile *p;
+	int64_t cpu, mem, eph;
+	int rc;
+
+	if ((rc = spec_limits(cfg, spec, &cpu, &mem, &eph, err)) != 0)
+		return rc;
 	p = ctl_config_profile(cfg, json_string_value(json_object_get(spec,
 	    "runtime")));
 	if (p == NULL || p->command[0] == NULL ||
@@ -95,6 +107,15 @@ pool_key(const struct ctl_config *cfg, json_t *spec, char key[POOL_KEY_LEN],
 	snprintf(key, POOL_KEY_LEN, "%s/%lld/%lld/%lld", p->name,
 	    (long long)cpu, (long long)mem, (long long)eph);
 	return 0;
+}
+
+int
+pool_spec_resources(const struct ctl_config *cfg, json_t *spec,
+    int64_t *cpu_milli, int64_t *mem, struct k8s_error *err)
+{
+	int64_t eph;
+
+	return spec_limits(cfg, spec, cpu_milli, mem, &eph, err);
 }
 
 /* Remove the entry named name from the array of objects arr. */
@@ -431,4 +452,163 @@ pool_process_free(struct pool_process *p)
 {
 	json_decref(p->proc);
 	p->proc = NULL;
+}
+
+/* --- lending: idle holders taken back (docs/warm-path.md) ---------------- */
+
+int
+pool_key_resources(const char *key, int64_t *cpu_milli, int64_t *mem)
+{
+	const char *f[3], *p;
+	char *end;
+	long long cpu, m;
+	int i;
+
+	/* "<runtime>/<cpu>/<memory>/<ephemeral>": the last three fields. */
+	if (key == NULL)
+		return -1;
+	p = key + strlen(key);
+	for (i = 2; i >= 0; i--) {
+		while (p > key && p[-1] != '/')
+			p--;
+		if (p == key)
+			return -1;
+		f[i] = p;
+		p--;
+	}
+	cpu = strtoll(f[0], &end, 10);
+	if (end == f[0] || *end != '/' || cpu < 0)
+		return -1;
+	m = strtoll(f[1], &end, 10);
+	if (end == f[1] || *end != '/' || m < 0)
+		return -1;
+	*cpu_milli = cpu;
+	*mem = m;
+	return 0;
+}
+
+int
+pool_lend_short(const char *msg, int *cpu, int *mem)
+{
+	*cpu = msg && strstr(msg, "Insufficient cpu") != NULL;
+	*mem = msg && strstr(msg, "Insufficient memory") != NULL;
+	return *cpu || *mem;
+}
+
+/* How much of what is still needed c covers, 0 to 2 (one per resource). */
+static double
+covers(const struct pool_lend_cand *c, int64_t need_cpu, int64_t need_mem,
+    int64_t rem_cpu, int64_t rem_mem)
+{
+	double s = 0;
+
+	if (rem_cpu > 0)
+		s += (double)(c->cpu_milli < rem_cpu ? c->cpu_milli : rem_cpu) /
+		    (double)need_cpu;
+	if (rem_mem > 0)
+		s += (double)(c->mem < rem_mem ? c->mem : rem_mem) /
+		    (double)need_mem;
+	return s;
+}
+
+/*
+ * The holders of node (indices into c) that cover the need, greedily:
+ * each time the one that covers most of what is left, a not-ready one
+ * before a ready one (it is of no use yet, and its warm-up still takes
+ * cpu). Their count, 0 when the node's idle holders cannot cover it; the
+ * ready ones among them in *ready.
+ */
+static size_t
+pick_on_node(const struct pool_lend_cand *c, size_t n, const char *node,
+    int64_t need_cpu, int64_t need_mem, size_t *out, size_t *ready)
+{
+	int64_t rem_cpu = need_cpu, rem_mem = need_mem;
+	char *used = xcalloc(n ? n : 1, 1);
+	size_t k = 0;
+
+	*ready = 0;
+	while (rem_cpu > 0 || rem_mem > 0) {
+		size_t best = n;
+		double bs = 0;
+
+		for (size_t i = 0; i < n; i++) {
+			double s;
+
+			if (used[i] || c[i].node == NULL ||
+			    strcmp(c[i].node, node) != 0)
+				continue;
+			s = covers(&c[i], need_cpu, need_mem, rem_cpu, rem_mem);
+			if (s > bs || (s == bs && s > 0 && best < n &&
+			    !c[i].ready && c[best].ready)) {
+				best = i;
+				bs = s;
+			}
+		}
+		if (best == n) {
+			k = 0;
+			break;
+		}
+		used[best] = 1;
+		out[k++] = best;
+		*ready += c[best].ready != 0;
+		rem_cpu -= c[best].cpu_milli;
+		rem_mem -= c[best].mem;
+	}
+	free(used);
+	return k;
+}
+
+size_t
+pool_lend_pick(const struct pool_lend_cand *c, size_t n, int64_t need_cpu,
+    int64_t need_mem, size_t *out)
+{
+	size_t *tmp, best = 0, best_ready = 0, k, ready;
+	const char *best_node = NULL;
+
+	if ((need_cpu <= 0 && need_mem <= 0) || n == 0)
+		return 0;
+	if (need_cpu < 0)
+		need_cpu = 0;
+	if (need_mem < 0)
+		need_mem = 0;
+	tmp = xcalloc(n, sizeof(*tmp));
+	for (size_t i = 0; i < n; i++) {
+		size_t j;
+
+		if (c[i].node == NULL || c[i].node[0] == '\0')
+			continue;
+		for (j = 0; j < i; j++)		/* each node once */
+			if (c[j].node && strcmp(c[j].node, c[i].node) == 0)
+				break;
+		if (j < i)
+			continue;
+		k = pick_on_node(c, n, c[i].node, need_cpu, need_mem, tmp,
+		    &ready);
+		if (k == 0)
+			continue;
+		/* Fewest taken; then fewest ready ones; then by node name. */
+		if (best_node == NULL || k < best || (k == best &&
+		    (ready < best_ready || (ready == best_ready &&
+		    strcmp(c[i].node, best_node) < 0)))) {
+			best_node = c[i].node;
+			best = k;
+			best_ready = ready;
+			memcpy(out, tmp, k * sizeof(*tmp));
+		}
+	}
+	free(tmp);
+	return best;
+}
+
+long long
+pool_lend_hold(int waiting, long long since_ms, long long now_ms)
+{
+	long long left;
+
+	if (!waiting)
+		return 0;
+	left = since_ms + POOL_LEND_HOLD_MAX_MS - now_ms;
+	if (left <= 0)
+		return 0;
+	return left < POOL_LEND_RECHECK_MS ? left : POOL_LEND_RECHECK_MS;
 }

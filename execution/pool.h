@@ -24,6 +24,7 @@
 #define AIRLOCK_POOL_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include <jansson.h>
 
@@ -62,6 +63,67 @@ extern const struct k8s_resource pool_resource;
 int pool_key(const struct ctl_config *cfg, json_t *spec,
     char key[POOL_KEY_LEN], struct k8s_error *err)
     __attribute__((warn_unused_result));
+
+/*
+ * The limits (requests are the same) podspec_build gives an execution's or
+ * a pool's spec (borrowed), after the config's defaults and caps: cpu in
+ * milli-cores, memory in bytes. 0, or K8S_EINVAL naming the field.
+ */
+int pool_spec_resources(const struct ctl_config *cfg, json_t *spec,
+    int64_t *cpu_milli, int64_t *mem, struct k8s_error *err)
+    __attribute__((warn_unused_result));
+
+/*
+ * Lending (docs/warm-path.md, "Holders are lent"): holders hold capacity
+ * on their node that an execution of any tenant may need more. When an
+ * execution's pod is unschedulable for want of cpu or memory, the
+ * controller takes back idle holders (of any pool) on one node, the
+ * fewest that free what it needs, and holds their pools' refill until it
+ * is scheduled or ended.
+ */
+
+/* The cpu (milli) and memory (bytes) in a pool_key. 0, or -1 malformed. */
+int pool_key_resources(const char *key, int64_t *cpu_milli, int64_t *mem);
+
+/*
+ * Whether the scheduler's Unschedulable message msg (may be NULL) says a
+ * node was short of cpu (*cpu = 1) or of memory (*mem = 1): the only
+ * shortages holders can be the cause of (not a taint, a selector, a
+ * volume). 1 when either.
+ */
+int pool_lend_short(const char *msg, int *cpu, int *mem);
+
+/* An idle holder bound to a node, as pool_lend_pick weighs it. */
+struct pool_lend_cand {
+	const char	*node;		/* spec.nodeName; borrowed */
+	int64_t		 cpu_milli, mem;	/* what it requests */
+	int		 ready;		/* warm-up over: of use to a claim */
+};
+#define POOL_LEND_MAX_CANDS	4096	/* holders weighed at one take-back */
+
+/*
+ * Which of the n idle holders c to take back so that one node gets
+ * need_cpu milli-cores and need_mem bytes (0: that resource was not
+ * short): those of the node where the fewest cover it (greedily, the
+ * largest share of what is left first, a not-ready holder before a
+ * ready one), then where the fewest ready ones go, then the node first by
+ * name. The node's own free room is not known here and counted as none.
+ * Their indices into out (room for n), and their count; 0 when no node's
+ * idle holders cover the need, or nothing is needed.
+ */
+size_t pool_lend_pick(const struct pool_lend_cand *c, size_t n,
+    int64_t need_cpu, int64_t need_mem, size_t *out);
+
+/*
+ * A pool whose holders were taken back at since_ms (monotonic) does not
+ * refill while waiting (an execution they were taken for is neither
+ * scheduled nor ended), for at most POOL_LEND_HOLD_MAX_MS: else it took
+ * the room back before the scheduler gave it. The ms until it is looked
+ * at again (at most POOL_LEND_RECHECK_MS) while held; 0 refill now.
+ */
+#define POOL_LEND_HOLD_MAX_MS	600000
+#define POOL_LEND_RECHECK_MS	1000
+long long pool_lend_hold(int waiting, long long since_ms, long long now_ms);
 
 /*
  * A holder pod for pool (borrowed, as the API server returned it): a new

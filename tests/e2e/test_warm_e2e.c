@@ -13,7 +13,8 @@
  * processes beside the cluster and a CodeExecutionPool in the namespace:
  * each guarantee of the warm path, one test each (freshness, tenant scope,
  * claim races, a sandbox killed mid-claim, an agent restarted mid-run, a
- * pool resized and deleted, the CLI, what is observable). The hostile
+ * pool resized and deleted, idle holders lent to another tenant, the CLI,
+ * what is observable). The hostile
  * cases run warm in test_warm_hostile_e2e.
  */
 #include <errno.h>
@@ -38,11 +39,13 @@
 #include "cx.h"
 #include "itutil.h"
 #include "pool.h"
+#include "quantity.h"
 
 static struct k8s_client *c;
 static struct k8s_config *kcfg;
 static char *ns;
 static char *quota_ns;	/* test_warm_observable's, until it deletes it */
+static char *lent_ns;	/* test_warm_lent's, likewise */
 static char confpath[] = "/tmp/airlock-e2e-warm-XXXXXX";
 static pid_t ctl_pid, agent_pid;
 static char agent_log[512];
@@ -155,10 +158,15 @@ group_teardown(void **state)
 	kill(agent_pid, SIGCONT);
 	if (it_stop(agent_pid, SIGTERM) != 0)
 		fail_msg("the node agent did not exit cleanly on SIGTERM");
-	if (it_stop(ctl_pid, SIGTERM) != 0)
+	/* 0 while test_warm_lent runs its own, if it failed then. */
+	if (ctl_pid > 0 && it_stop(ctl_pid, SIGTERM) != 0)
 		fail_msg("the controller did not exit cleanly on SIGTERM");
 	it_namespace_delete(c, ns);
 	free(ns);
+	if (lent_ns) {
+		it_namespace_delete(c, lent_ns);
+		free(lent_ns);
+	}
 	if (quota_ns) {
 		/* test_warm_observable's, when it failed: its holders hold CPU. */
 		it_namespace_delete(c, quota_ns);
@@ -789,6 +797,221 @@ test_warm_pool_resize_delete(void **state)
 	make_pool("py", 1);
 }
 
+/* --- holders are lent (controller/lend.c) --------------------------------- */
+
+static const struct k8s_resource res_nodes = { "", "v1", "nodes", 0 };
+
+/* The node's allocatable cpu less what its live pods request, in milli. */
+static long long
+node_free_cpu(const char *node)
+{
+	struct k8s_list_opts lo = { 0 };
+	struct k8s_error err;
+	json_t *o = NULL, *items, *p, *ctr;
+	char sel[300], *rv;
+	int64_t alloc, req;
+	long long used = 0;
+	size_t i, j;
+
+	if (k8s_get(c, &res_nodes, NULL, node, &o, &err) != 0)
+		fail_msg("get node %s: %s", node, err.message);
+	if (quantity_parse_milli(json_string_value(json_object_get(json_object_get(
+	    json_object_get(o, "status"), "allocatable"), "cpu")), &alloc, &err) != 0)
+		fail_msg("node %s: allocatable cpu: %s", node, err.message);
+	json_decref(o);
+	snprintf(sel, sizeof(sel), "spec.nodeName=%s,status.phase!=Succeeded,"
+	    "status.phase!=Failed", node);
+	lo.field_selector = sel;
+	if (k8s_list_all(c, &k8s_res_pods, NULL, &lo, &items, &rv, &err) != 0)
+		fail_msg("list the node's pods: %s", err.message);
+	json_array_foreach(items, i, p)
+		json_array_foreach(json_object_get(json_object_get(p, "spec"),
+		    "containers"), j, ctr) {
+			const char *q = json_string_value(json_object_get(json_object_get(
+			    json_object_get(ctr, "resources"), "requests"), "cpu"));
+
+			if (q && quantity_parse_milli(q, &req, &err) == 0)
+				used += req;
+		}
+	json_decref(items);
+	free(rv);
+	return (long long)alloc - used;
+}
+
+/* The Ready condition of pool py in ns: its reason and message. */
+static void
+pool_ready(char *reason, size_t rlen, char *msg, size_t mlen)
+{
+	struct k8s_error err;
+	json_t *o = NULL, *x;
+	size_t i;
+
+	reason[0] = msg[0] = '\0';
+	if (k8s_get(c, &pool_resource, ns, "py", &o, &err) != 0)
+		return;
+	json_array_foreach(json_object_get(json_object_get(o, "status"), "conditions"), i, x)
+		if (strcmp(json_string_value(json_object_get(x, "type")), "Ready") == 0) {
+			snprintf(reason, rlen, "%s", it_str(x, "reason"));
+			snprintf(msg, mlen, "%s", it_str(x, "message"));
+		}
+	json_decref(o);
+}
+
+/* The messages of pool py's Normal HoldersTakenBack Events: how many. */
+static int
+taken_back_events(char *first, size_t len)
+{
+	struct k8s_list_opts lo = { .field_selector =
+	    "involvedObject.kind=CodeExecutionPool,involvedObject.name=py,"
+	    "reason=HoldersTakenBack,type=Normal" };
+	struct k8s_error err;
+	json_t *items;
+	char *rv;
+	int n;
+
+	if (k8s_list_all(c, &k8s_res_events, ns, &lo, &items, &rv, &err) != 0)
+		fail_msg("list events: %s", err.message);
+	n = (int)json_array_size(items);
+	if (first)
+		snprintf(first, len, "%s", n ? it_str(json_array_get(items, 0),
+		    "message") : "");
+	json_decref(items);
+	free(rv);
+	return n;
+}
+
+/*
+ * Issue 27, item 11, on the real node: a pool's idle holders fill the
+ * node's cpu, and another namespace's cold executions (500m each) still
+ * run. The controller takes idle holders back for them (the fewest: one
+ * for one), says so on the pool (Ready False, Lent; a Normal Event
+ * HoldersTakenBack), holds the refill while they wait, and refills after.
+ * The controller here watches every namespace, as the chart's does: a
+ * namespaced one would not see the other tenant's pool.
+ */
+static void
+test_warm_lent(void **state)
+{
+	char *ns2 = lent_ns = it_namespace_new(c, "e2e-warm-lent");
+	const char *top = getenv("AIRLOCK_TOP") ? getenv("AIRLOCK_TOP") : ".";
+	const char *aargs[] = { "--kubeconfig", it_env_need("KUBECONFIG_ADMIN"),
+	    "--node-name", it_env_need("NODE_NAME"), "--namespace", ns2,
+	    "--pod-logs-dir", it_env_need("POD_LOGS_DIR"), "--containerd-socket",
+	    it_env_need("CONTAINERD_SOCK"), "--metrics-addr", "127.0.0.1:0",
+	    "--cgroup-root", it_env_need("CGROUP_ROOT"), NULL };
+	char addr[32], log[512], reason[64], msg[600], want[600], first[600], *out = NULL;
+	const char *cargs[] = { "--config", confpath, "--kubeconfig",
+	    it_env_need("KUBECONFIG_ADMIN"), "--lease-namespace", ns,
+	    "--metrics-addr", addr, "--lease-duration-ms", "3000",
+	    "--renew-deadline-ms", "2000", "--retry-period-ms", "500", NULL };
+	const char *names[3] = { "burst-0", "burst-1", "burst-2" };
+	pid_t all, agent2;
+	long long free_cpu, n, lent_seen = 0;
+	json_t *st;
+	long end;
+
+	(void)state;
+	/* The group's controller watches ns only: one for every namespace. */
+	if (it_stop(ctl_pid, SIGTERM) != 0)
+		fail_msg("the controller did not exit cleanly on SIGTERM");
+	ctl_pid = 0;
+	snprintf(addr, sizeof(addr), "127.0.0.1:%d", it_free_port());
+	snprintf(log, sizeof(log), "%s/build/logs/e2e-controller-lent-%d.log", top, ++gen);
+	all = extra(it_spawn("airlock-controller", log, cargs));
+	agent2 = extra(it_spawn("airlock-node-agent", "build/logs/e2e-warm-lent-agent.log",
+	    aargs));
+	/* Room for how many 500m sandboxes: the pool fills the node. */
+	scale_pool("py", 0);
+	wait_ready(0);
+	free_cpu = node_free_cpu(it_env_need("NODE_NAME"));
+	n = free_cpu / 500;
+	print_message("# node %s: %lld m free: a pool of %lld fills it\n",
+	    it_env_need("NODE_NAME"), free_cpu, n);
+	if (n < 1 || n > POOL_MAX_REPLICAS)
+		fail_msg("the node has %lld m of cpu free: not 1 to %d sandboxes", free_cpu,
+		    POOL_MAX_REPLICAS);
+	scale_pool("py", (int)n);
+	wait_ready((int)n);
+	assert_true(node_free_cpu(it_env_need("NODE_NAME")) < 500);
+
+	/* One cold execution of another tenant: one holder taken back for it. */
+	it_cx_create(c, ns2, "needs-room", "{\"runtime\":\"python\",\"source\":"
+	    "\"print('room')\\n\"}");
+	for (end = it_mono_ms() + 60000; it_mono_ms() < end; it_sleep_ms(50)) {
+		pool_ready(reason, sizeof(reason), msg, sizeof(msg));
+		if (strcmp(reason, "Lent") == 0) {
+			lent_seen = 1;
+			break;
+		}
+	}
+	if (!lent_seen)
+		fail_msg("pool py never said Lent in 60 s (last: %s: %s)", reason, msg);
+	snprintf(want, sizeof(want), "%lld of %lld sandboxes: 1 taken back for "
+	    "executions no node had room for; refilled once they are scheduled", n - 1, n);
+	assert_string_equal(msg, want);
+	st = it_cx_wait(c, ns2, "needs-room", 60000);
+	if (strcmp(it_str(st, "phase"), "Succeeded") != 0)
+		fail_msg("needs-room ended %s/%s: %s", it_str(st, "phase"),
+		    it_str(st, "reason"), it_str(st, "message"));
+	assert_string_equal(it_str(st, "stdout"), "room\n");
+	assert_string_equal(it_str(st, "startMode"), "Cold");
+	json_decref(st);
+	assert_int_equal(taken_back_events(first, sizeof(first)), 1);
+	snprintf(want, sizeof(want), "1 idle sandbox on node %s taken back for an "
+	    "execution no node had cpu for; the pool refills once it is scheduled",
+	    it_env_need("NODE_NAME"));
+	assert_string_equal(first, want);
+	{
+		char cmd[300];
+
+		snprintf(cmd, sizeof(cmd), "curl -sf http://%s/metrics | grep "
+		    "'^airlock_pool_sandboxes_taken_back_total '", addr);
+		if (it_sh(cmd, &out, NULL) != 0)
+			fail_msg("metrics: %s", out ? out : "");
+		assert_string_equal(out, "airlock_pool_sandboxes_taken_back_total 1\n");
+		free(out);
+		out = NULL;
+	}
+	/* It refills once the room is free again. */
+	wait_ready((int)n);
+	/* Its status follows the holders' within moments. */
+	for (end = it_mono_ms() + 10000; it_mono_ms() < end; it_sleep_ms(100)) {
+		pool_ready(reason, sizeof(reason), msg, sizeof(msg));
+		if (strcmp(reason, "Ready") == 0)
+			break;
+	}
+	assert_string_equal(reason, "Ready");
+
+	/* The issue's second try: three at once, 0 of 3 ran in 20 s. All do now. */
+	for (int i = 0; i < 3; i++)
+		it_cx_create(c, ns2, names[i], "{\"runtime\":\"python\",\"source\":"
+		    "\"print('burst')\\n\"}");
+	for (int i = 0; i < 3; i++) {
+		st = it_cx_wait(c, ns2, names[i], 60000);
+		if (strcmp(it_str(st, "phase"), "Succeeded") != 0)
+			fail_msg("%s ended %s/%s: %s", names[i], it_str(st, "phase"),
+			    it_str(st, "reason"), it_str(st, "message"));
+		assert_string_equal(it_str(st, "stdout"), "burst\n");
+		json_decref(st);
+	}
+	/* At most one take-back per execution that waited: 1 + 3. */
+	n = taken_back_events(NULL, 0);
+	if (n < 2 || n > 4)
+		fail_msg("%lld HoldersTakenBack Events for 1 + 3 executions", n);
+	wait_ready((int)free_cpu / 500);
+
+	/* Back as the group had it: the namespaced controller, one sandbox. */
+	extra_stop(agent2, SIGTERM);
+	if (extra_stop(all, SIGTERM) != 0)
+		fail_msg("the controller did not exit cleanly on SIGTERM");
+	it_namespace_delete(c, ns2);
+	free(ns2);
+	lent_ns = NULL;
+	ctl_pid = start_controller(1, ctl_metrics, sizeof(ctl_metrics));
+	scale_pool("py", 1);
+	wait_ready(1);
+}
+
 /* The CLI needs nothing to run warm; -o wide's column says it did. */
 static void
 test_warm_cli(void **state)
@@ -912,6 +1135,7 @@ main(void)
 		cmocka_unit_test(test_warm_killed_mid_claim),
 		cmocka_unit_test(test_warm_agent_restart),
 		cmocka_unit_test(test_warm_pool_resize_delete),
+		cmocka_unit_test(test_warm_lent),
 		cmocka_unit_test(test_warm_cli),
 		cmocka_unit_test(test_warm_observable),
 	};

@@ -27,6 +27,7 @@
 #include "client.h"
 #include "clock.h"
 #include "itutil.h"
+#include "pool.h"
 
 static const struct k8s_resource res_sa = { "", "v1", "serviceaccounts", 1 };
 static const struct k8s_resource res_np = { "networking.k8s.io", "v1", "networkpolicies", 1 };
@@ -139,7 +140,10 @@ group_setup(void **state)
 	it_install_crd(c);
 	it_install_classes(c);
 	fputs("profiles:\n  python:\n    image: airlock/runner-python:0.1\n"
-	    "    command: [python3, /airlock/code/main.py]\n    sourceFile: main.py\n", f);
+	    "    command: [python3, /airlock/code/main.py]\n    sourceFile: main.py\n"
+	    /* A pool can hold it (warm-path.md): test_holders_lent. */
+	    "  warm:\n    image: airlock/runner-python:0.1\n"
+	    "    command: [/airlock/bin/run, python3, main.py]\n    sourceFile: main.py\n", f);
 	fclose(f);
 	return 0;
 }
@@ -1088,6 +1092,276 @@ test_pod_ended_without_result(void **state)
 			json_decref(cx);
 		}
 	}
+}
+
+
+/* --- holders are lent (controller/lend.c) --------------------------------- */
+
+/* The holders of the pool of uid: idle ones bound to a node, and all. */
+struct lend_count {
+	struct fx	*fx;
+	const char	*pool_uid;
+	int		 want_idle, want_bound;	/* want_bound -1: any */
+	int		 idle, bound_idle, total;
+	char		 names[8][64];	/* bound idle ones */
+};
+
+static int
+count_lent(void *arg)
+{
+	struct lend_count *h = arg;
+	struct k8s_list_opts lo = { 0 };
+	struct k8s_error err;
+	json_t *items = NULL, *p;
+	char sel[128], *rv = NULL;
+	size_t i;
+
+	snprintf(sel, sizeof(sel), "%s=%s", POOL_LABEL_UID, h->pool_uid);
+	lo.label_selector = sel;
+	h->idle = h->bound_idle = h->total = 0;
+	if (k8s_list_all(c, &k8s_res_pods, h->fx->ns, &lo, &items, &rv, &err) != 0)
+		fail_msg("list holders: %s", err.message);
+	json_array_foreach(items, i, p) {
+		if (json_object_get(json_object_get(p, "metadata"), "deletionTimestamp"))
+			continue;
+		h->total++;
+		if (!pool_holder_idle(p))
+			continue;
+		h->idle++;
+		if (json_object_get(json_object_get(p, "spec"), "nodeName") &&
+		    h->bound_idle < 8)
+			snprintf(h->names[h->bound_idle++], 64, "%s", k8s_obj_name(p));
+	}
+	json_decref(items);
+	free(rv);
+	return h->idle == h->want_idle && (h->want_bound < 0 ||
+	    h->bound_idle == h->want_bound);
+}
+
+/* Play the kubelet: the holder's warm-up is over (its startup probe passed). */
+static void
+holder_ready(struct fx *fx, const char *pod)
+{
+	char now[CLOCK_RFC3339_LEN];
+
+	clock_format_rfc3339((long long)time(NULL) * 1000000000LL, 0, now);
+	/* A merge patch replaces the list: the binding's PodScheduled kept. */
+	pod_status(fx, pod, json_pack("{s:s, s:s, s:[{s:s, s:s, s:s}, {s:s, s:s}],"
+	    " s:[{s:s, s:b, s:i, s:s, s:s, s:{s:{s:s}}}]}", "phase", "Running", "startTime", now,
+	    "conditions", "type", "PodScheduled", "status", "True", "lastTransitionTime", now,
+	    "type", "Ready", "status", "True",
+	    "containerStatuses", "name", "run", "ready", 1, "restartCount", 0,
+	    "image", "airlock/runner-python:0.1", "imageID", "", "state", "running",
+	    "startedAt", now));
+}
+
+static void
+unschedulable(struct fx *fx, const char *pod, const char *msg)
+{
+	pod_status(fx, pod, json_pack("{s:s, s:[{s:s, s:s, s:s, s:s}]}", "phase", "Pending",
+	    "conditions", "type", "PodScheduled", "status", "False", "reason", "Unschedulable",
+	    "message", msg));
+}
+
+/* The pool's Ready condition's field, or "". */
+static char *
+pool_ready_field(struct fx *fx, const char *name, const char *field)
+{
+	struct k8s_error err;
+	json_t *o = NULL, *x;
+	char *out = NULL;
+	size_t i;
+
+	if (k8s_get(c, &pool_resource, fx->ns, name, &o, &err) != 0)
+		fail_msg("get pool %s: %s", name, err.message);
+	json_array_foreach(json_object_get(json_object_get(o, "status"), "conditions"), i, x)
+		if (strcmp(json_string_value(json_object_get(x, "type")), "Ready") == 0)
+			out = strdup(json_string_value(json_object_get(x, field)) ?
+			    json_string_value(json_object_get(x, field)) : "");
+	json_decref(o);
+	return out ? out : strdup("");
+}
+
+struct pool_reason {
+	struct fx	*fx;
+	const char	*reason;
+};
+
+static int
+pool_has_reason(void *arg)
+{
+	struct pool_reason *w = arg;
+	char *r = pool_ready_field(w->fx, "lend", "reason");
+	int ok = strcmp(r, w->reason) == 0;
+
+	free(r);
+	return ok;
+}
+
+/* The messages of the pool's Events of reason, into *msgs (a new array). */
+static int
+pool_events(struct fx *fx, const char *reason, const char *type, json_t **msgs)
+{
+	struct k8s_error err;
+	json_t *items, *e;
+	char *rv;
+	size_t i;
+	int n = 0;
+
+	*msgs = json_array();
+	if (k8s_list_all(c, &k8s_res_events, fx->ns, NULL, &items, &rv, &err) != 0)
+		fail_msg("list events: %s", err.message);
+	json_array_foreach(items, i, e) {
+		json_t *io = json_object_get(e, "involvedObject");
+
+		if (strcmp(json_string_value(json_object_get(io, "kind")), "CodeExecutionPool") == 0 &&
+		    strcmp(json_string_value(json_object_get(e, "reason")), reason) == 0 &&
+		    strcmp(json_string_value(json_object_get(e, "type")), type) == 0) {
+			json_array_append(*msgs, json_object_get(e, "message"));
+			n++;
+		}
+	}
+	json_decref(items);
+	free(rv);
+	return n;
+}
+
+/*
+ * Issue 27, item 11: three idle holders at 500m filled a 2-core node and
+ * another tenant's cold executions ended Unschedulable. Here the test
+ * plays the scheduler and kubelet: the pool's holders are bound to one
+ * node and ready; one is claimed by a warm execution; a cold execution's
+ * pod is Unschedulable for "Insufficient cpu". The controller deletes
+ * the fewest idle holders that free its request, never the claimed one,
+ * holds the pool's refill (Ready False, Lent) with a Normal Event
+ * HoldersTakenBack, and refills once the execution is bound.
+ */
+static void
+test_holders_lent(void **state)
+{
+	struct fx *fx = *state;
+	struct k8s_error err;
+	struct lend_count h = { fx, NULL, 3, -1, 0, 0, 0, { "" } };
+	struct pool_reason lentw = { fx, "Lent" }, fillw = { fx, "Filling" };
+	char pool_uid[64], big[64], small[64], claimed[64], *s;
+	json_t *o, *cx, *msgs;
+	struct gone g = { fx, &k8s_res_pods, claimed };
+
+	o = json_pack("{s:s, s:s, s:{s:s}, s:{s:s, s:i}}", "apiVersion",
+	    "airlock.dev/v1alpha1", "kind", "CodeExecutionPool", "metadata",
+	    "name", "lend", "spec", "runtime", "warm", "replicas", 3);
+	if (k8s_create(c, &pool_resource, fx->ns, o, &cx, &err) != 0)
+		fail_msg("create pool: %s", err.message);
+	snprintf(pool_uid, sizeof(pool_uid), "%s", k8s_obj_uid(cx));
+	json_decref(cx);
+	json_decref(o);
+	h.pool_uid = pool_uid;
+	if (!it_wait_for(count_lent, &h, 20000))
+		fail_msg("the pool made %d sandboxes of 3", h.idle);
+	/* The scheduler put all three on one node; the kubelet ran them. */
+	{
+		struct k8s_list_opts lo = { 0 };
+		json_t *items, *p;
+		char sel[128], *rv;
+		size_t i;
+
+		snprintf(sel, sizeof(sel), "%s=%s", POOL_LABEL_UID, pool_uid);
+		lo.label_selector = sel;
+		if (k8s_list_all(c, &k8s_res_pods, fx->ns, &lo, &items, &rv, &err) != 0)
+			fail_msg("list holders: %s", err.message);
+		assert_int_equal(json_array_size(items), 3);
+		json_array_foreach(items, i, p) {
+			bind_pod_to(fx, k8s_obj_name(p), "node-lend");
+			holder_ready(fx, k8s_obj_name(p));
+		}
+		json_decref(items);
+	}
+	/* A warm execution claims one: it is running there now. */
+	create_cx(fx, "warm-one", "{\"runtime\":\"warm\",\"source\":\"print(1)\"}");
+	cx = wait_phase(fx, "warm-one", "Running");
+	assert_string_equal(st_str(cx, "startMode"), "Warm");
+	assert_string_equal(st_str(cx, "nodeName"), "node-lend");
+	snprintf(claimed, sizeof(claimed), "%s", st_str(cx, "podName"));
+	json_decref(cx);
+	/*
+	 * The claim lands after the status names the holder; its replacement
+	 * is made, and left unbound: no room on the node.
+	 */
+	h.want_idle = 3;
+	h.want_bound = 2;
+	if (!it_wait_for(count_lent, &h, 10000))
+		fail_msg("the pool did not refill after the claim: %d idle, %d bound",
+		    h.idle, h.bound_idle);
+
+	/* 1500m: the two idle ones on the node free 1000m. None is taken. */
+	pending_pod(fx, "big", "{\"runtime\":\"python\",\"source\":\"print(2)\","
+	    "\"resources\":{\"cpu\":\"1500m\"}}", big);
+	unschedulable(fx, big, "0/1 nodes are available: 1 Insufficient cpu. preemption: "
+	    "0/1 nodes are available: 1 No preemption victims found for incoming pod.");
+	settle(fx, "big");
+	it_sleep_ms(2500);	/* its retry (2 s) too */
+	settle(fx, "big");
+	assert_true(count_lent(&h));
+	assert_int_equal(pool_events(fx, "HoldersTakenBack", "Normal", &msgs), 0);
+	json_decref(msgs);
+	assert_int_equal(k8s_delete(c, &cx_resource, fx->ns, "big", NULL, NULL, &err), 0);
+
+	/* A selector or a taint is not for holders to fix: none taken. */
+	pending_pod(fx, "elsewhere", "{\"runtime\":\"python\",\"source\":\"print(3)\"}", small);
+	unschedulable(fx, small, "0/1 nodes are available: 1 node(s) didn't match Pod's "
+	    "node affinity/selector.");
+	settle(fx, "elsewhere");
+	assert_true(count_lent(&h));
+	assert_int_equal(k8s_delete(c, &cx_resource, fx->ns, "elsewhere", NULL, NULL, &err), 0);
+
+	/* 500m, the default: one idle holder is taken back, not two. */
+	pending_pod(fx, "small", "{\"runtime\":\"python\",\"source\":\"print(4)\"}", small);
+	unschedulable(fx, small, "0/1 nodes are available: 1 Insufficient cpu. preemption: "
+	    "0/1 nodes are available: 1 No preemption victims found for incoming pod.");
+	h.want_idle = 2;
+	h.want_bound = 1;
+	if (!it_wait_for(count_lent, &h, 10000))
+		fail_msg("no idle sandbox was taken back: %d idle, %d bound", h.idle,
+		    h.bound_idle);
+	/* The claimed one runs on. */
+	assert_true(is_there(&g));
+	cx = get_cx(fx, "warm-one");
+	assert_string_equal(st_str(cx, "phase"), "Running");
+	assert_string_equal(st_str(cx, "podName"), claimed);
+	json_decref(cx);
+	/* The pool says so, and does not take the room back. */
+	if (!it_wait_for(pool_has_reason, &lentw, 10000))
+		fail_msg("the pool's Ready condition never said Lent");
+	s = pool_ready_field(fx, "lend", "status");
+	assert_string_equal(s, "False");
+	free(s);
+	s = pool_ready_field(fx, "lend", "message");
+	assert_string_equal(s, "2 of 3 sandboxes: 1 taken back for executions no node had "
+	    "room for; refilled once they are scheduled");
+	free(s);
+	for (long t0 = it_mono_ms(); pool_events(fx, "HoldersTakenBack", "Normal", &msgs) < 1 &&
+	    it_mono_ms() - t0 < 5000; it_sleep_ms(50))
+		json_decref(msgs);
+	assert_int_equal(json_array_size(msgs), 1);
+	assert_string_equal(json_string_value(json_array_get(msgs, 0)),
+	    "1 idle sandbox on node node-lend taken back for an execution no node had cpu "
+	    "for; the pool refills once it is scheduled");
+	json_decref(msgs);
+	it_sleep_ms(3000);	/* past the refill delay, and two retries */
+	assert_true(count_lent(&h));
+	assert_true(pool_has_reason(&lentw));
+	assert_int_equal(pool_events(fx, "HoldersTakenBack", "Normal", &msgs), 1);
+	json_decref(msgs);
+
+	/* Scheduled: the room is its own now; the pool refills. */
+	bind_pod_to(fx, small, "node-lend");
+	h.want_idle = 3;
+	h.want_bound = 1;
+	if (!it_wait_for(count_lent, &h, 10000))
+		fail_msg("the pool did not refill once the execution was scheduled: %d idle",
+		    h.idle);
+	if (!it_wait_for(pool_has_reason, &fillw, 10000))
+		fail_msg("the pool's Ready condition stayed Lent");
 }
 
 /*
@@ -2349,6 +2623,7 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_node_lost_remembered, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_pod_ended_without_result, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_start_deadline, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_holders_lent, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_foreign_object_refused, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_stored_quota, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_create_unanswered, setup, teardown),

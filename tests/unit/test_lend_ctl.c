@@ -1,0 +1,409 @@
+/*
+ * Unit tests: controller/lend.c against scripted API servers. The caches
+ * (pools, pods, executions) are real informers, each listing from a fake
+ * server of its own; the controller's writes go to another, which records
+ * them. What is checked: the idle holder taken back and only it, at the
+ * resourceVersion and uid read; a claimed holder never; the pool's Event;
+ * the refill hold while the execution waits; a take-back a claim beat.
+ * The whole path on a real API server: test_holders_lent
+ * (tests/integration/test_controller_it.c).
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <cmocka.h>
+
+#include "controller_priv.h"
+#include "ctl_config.h"
+#include "cx.h"
+#include "fakeapi.h"
+#include "podspec.h"
+#include "pool.h"
+#include "xmalloc.h"
+
+#define POOL_UID	"6d1d3e5c-0000-4000-8000-00000000p001"
+#define CX_UID		"6d1d3e5c-0000-4000-8000-0000000cx001"
+#define DELETE(pod)	"DELETE /api/v1/namespaces/a/pods/" pod
+#define EVENTS		"POST /api/v1/namespaces/a/events"
+#define WATCH_QUIET_MS	1500
+
+static const char conf[] =
+    "profiles:\n"
+    "  python:\n"
+    "    image: airlock/runner-python:0.1\n"
+    "    command: [/airlock/bin/run, python3, main.py]\n"
+    "    sourceFile: main.py\n";
+
+struct fx {
+	struct fakeapi		*api, *src[3];	/* writes; pools, pods, cxs */
+	struct k8s_config	*kc[4];
+	struct k8s_client	*cl[3];
+	struct ctl_config	*cfg;
+	struct metrics		*m;
+	struct controller	 ctl;
+};
+
+/* A holder of pool py in namespace a: bound to node (NULL: not yet). */
+static json_t *
+holder(const char *name, const char *rv, const char *node, int ready,
+    const char *claimed_by)
+{
+	json_t *p = json_pack("{s:{s:s, s:s, s:s, s:s, s:{s:s},"
+	    " s:[{s:b, s:s, s:s, s:s}]}, s:{}, s:{s:s, s:[{s:b, s:{s:{}}}]}}",
+	    "metadata", "name", name, "namespace", "a", "uid", name,
+	    "resourceVersion", rv, "labels", POOL_LABEL_UID, POOL_UID,
+	    "ownerReferences", "controller", 1, "kind", "CodeExecutionPool",
+	    "name", "py", "uid", POOL_UID,
+	    "spec", "status", "phase", "Running", "containerStatuses",
+	    "ready", ready, "state", "running");
+
+	if (node)
+		json_object_set_new(json_object_get(p, "spec"), "nodeName",
+		    json_string(node));
+	if (claimed_by)
+		json_object_set_new(json_object_get(json_object_get(p, "metadata"),
+		    "labels"), CX_LABEL_UID, json_string(claimed_by));
+	return p;
+}
+
+/* The pod index the controller keeps (controller.c pod_owner_key). */
+static char *
+pod_index(json_t *pod)
+{
+	const char *owner = podspec_pod_execution(pod, NULL);
+	const char *pool = json_string_value(json_object_get(json_object_get(
+	    json_object_get(pod, "metadata"), "labels"), POOL_LABEL_UID));
+
+	if (owner)
+		return xasprintf("%s/%s", k8s_obj_namespace(pod), owner);
+	return pool ? ctl_pool_index(pool) : NULL;
+}
+
+static void
+push_list(struct fakeapi *api, json_t *items)
+{
+	json_t *l = json_pack("{s:{s:s}, s:o}", "metadata", "resourceVersion",
+	    "10", "items", items);
+	char *s = json_dumps(l, JSON_COMPACT);
+
+	fakeapi_push(api, 200, NULL, s, 0);
+	fakeapi_push(api, 200, NULL, "", WATCH_QUIET_MS);
+	free(s);
+	json_decref(l);
+}
+
+static struct informer *
+cache(struct fx *fx, int i, const struct k8s_resource *res, json_t *items,
+    json_t *(*transform)(json_t *), char *(*index)(json_t *))
+{
+	struct informer_opts io = { .res = res, .transform = transform,
+	    .index = index };
+	struct informer_handlers h = { 0 };
+	struct k8s_error err;
+	struct informer *inf;
+
+	fx->src[i] = fakeapi_start();
+	fx->kc[i + 1] = fakeapi_config(fx->src[i], NULL);
+	assert_int_equal(k8s_client_new(fx->kc[i + 1], NULL, &fx->cl[i], &err), 0);
+	push_list(fx->src[i], items);
+	inf = informer_new(fx->cl[i], &io, &h);
+	assert_int_equal(informer_start(inf), 0);
+	assert_int_equal(informer_wait_synced(inf, 5000), 0);
+	return inf;
+}
+
+static char *
+pool_ns_index(json_t *pool)
+{
+	return xstrdup(k8s_obj_namespace(pool));
+}
+
+/*
+ * Pool py in a (3 replicas); holders h0 h1 h2 bound to node-a and idle
+ * (h1 not ready yet), h3 claimed on node-a, h4 not bound yet; the
+ * execution b/x Pending, on no node.
+ */
+static int
+setup(void **state)
+{
+	struct fx *fx = calloc(1, sizeof(*fx));
+	struct workqueue_opts qo = { 0 };
+	struct k8s_error err;
+
+	if (ctl_config_parse(conf, sizeof(conf) - 1, "test", &fx->cfg, &err) != 0)
+		fail_msg("config: %s", err.message);
+	fx->api = fakeapi_start();
+	fx->kc[0] = fakeapi_config(fx->api, NULL);
+	assert_int_equal(k8s_client_new(fx->kc[0], NULL, &fx->ctl.client, &err), 0);
+	pthread_mutex_init(&fx->ctl.lock, NULL);
+	fx->ctl.cfg = fx->cfg;
+	fx->ctl.queue = workqueue_new(&qo);
+	fx->ctl.reserved = json_object();
+	fx->ctl.pool_keys = json_object();
+	fx->ctl.pool_lent = json_object();
+	fx->ctl.lend_tried = json_object();
+	fx->ctl.pool_desired = 3;	/* the gauges' sum: py's replicas */
+	fx->m = metrics_new();
+	fx->ctl.m_taken_back = metrics_counter(fx->m,
+	    "airlock_pool_sandboxes_taken_back_total", "test", NULL);
+	fx->ctl.pool_inf = cache(fx, 0, &pool_resource, json_pack("[{s:{s:s, s:s,"
+	    " s:s, s:i}, s:{s:s, s:i}}]", "metadata", "name", "py", "namespace",
+	    "a", "uid", POOL_UID, "generation", 1, "spec", "runtime", "python",
+	    "replicas", 3), NULL, pool_ns_index);
+	fx->ctl.pod_inf = cache(fx, 1, &k8s_res_pods, json_pack("[o, o, o, o, o]",
+	    holder("h0", "21", "node-a", 1, NULL),
+	    holder("h1", "22", "node-a", 0, NULL),
+	    holder("h2", "23", "node-a", 1, NULL),
+	    holder("h3", "24", "node-a", 1, "someone"),
+	    holder("h4", "25", NULL, 0, NULL)), ctl_trim_pod, pod_index);
+	fx->ctl.cx_inf = cache(fx, 2, &cx_resource, json_pack("[{s:{s:s, s:s,"
+	    " s:s, s:s}, s:{s:s}, s:{s:s}}]", "metadata", "name", "x",
+	    "namespace", "b", "uid", CX_UID, "resourceVersion", "7", "spec",
+	    "runtime", "python", "status", "phase", "Pending"), NULL, NULL);
+	*state = fx;
+	return 0;
+}
+
+static int
+teardown(void **state)
+{
+	struct fx *fx = *state;
+	struct informer *infs[3] = { fx->ctl.pool_inf, fx->ctl.pod_inf,
+	    fx->ctl.cx_inf };
+
+	for (int i = 0; i < 3; i++) {
+		informer_stop(infs[i]);
+		informer_free(infs[i]);
+		k8s_client_free(fx->cl[i]);
+		fakeapi_stop(fx->src[i]);
+	}
+	k8s_client_free(fx->ctl.client);
+	fakeapi_stop(fx->api);
+	for (int i = 0; i < 4; i++)
+		k8s_config_free(fx->kc[i]);
+	workqueue_shutdown(fx->ctl.queue);
+	workqueue_free(fx->ctl.queue);
+	json_decref(fx->ctl.reserved);
+	json_decref(fx->ctl.pool_keys);
+	json_decref(fx->ctl.pool_lent);
+	json_decref(fx->ctl.lend_tried);
+	metrics_free(fx->m);
+	ctl_config_free(fx->cfg);
+	pthread_mutex_destroy(&fx->ctl.lock);
+	free(fx);
+	return 0;
+}
+
+/* The execution b/x as the cache has it, and its pod, unbound. */
+static void
+lend(struct fx *fx, const char *cpu, const char *why)
+{
+	json_t *cx = informer_get(fx->ctl.cx_inf, "b", "x");
+	json_t *pod = json_pack("{s:{s:s}, s:{}}", "metadata", "name", "airlock-x",
+	    "spec");
+
+	assert_non_null(cx);
+	if (cpu)
+		json_object_set_new(json_object_get(cx, "spec"), "resources",
+		    json_pack("{s:s}", "cpu", cpu));
+	ctl_pool_lend(&fx->ctl, cx, pod, why);
+	json_decref(pod);
+	json_decref(cx);
+}
+
+static const char *
+body_field(struct fx *fx, int i, const char *a, const char *b)
+{
+	static char out[600];
+	json_t *v = json_loads(fakeapi_body(fx->api, i), 0, NULL);
+	json_t *x = b ? json_object_get(json_object_get(v, a), b) :
+	    json_object_get(v, a);
+
+	if (json_is_integer(x))
+		snprintf(out, sizeof(out), "%lld", (long long)json_integer_value(x));
+	else
+		snprintf(out, sizeof(out), "%s", json_is_string(x) ?
+		    json_string_value(x) : "(none)");
+	json_decref(v);
+	return out;
+}
+
+#define CPU_SHORT	"0/1 nodes are available: 1 Insufficient cpu. preemption: " \
+	"0/1 nodes are available: 1 No preemption victims found for incoming pod."
+
+/*
+ * 500m short on node-a: one idle holder, the one not ready yet (h1), at
+ * the version read; the pool's Event; its refill held while x waits.
+ */
+static void
+test_one_taken_back(void **state)
+{
+	struct fx *fx = *state;
+	long long taken = -1;
+
+	fakeapi_push(fx->api, 200, NULL, "{}", 0);
+	fakeapi_push(fx->api, 201, NULL, "{}", 0);
+	lend(fx, NULL, CPU_SHORT);
+	assert_int_equal(fakeapi_count(fx->api), 2);
+	assert_string_equal(fakeapi_request(fx->api, 0), DELETE("h1"));
+	assert_string_equal(body_field(fx, 0, "preconditions", "resourceVersion"),
+	    "22");
+	assert_string_equal(body_field(fx, 0, "preconditions", "uid"), "h1");
+	assert_string_equal(body_field(fx, 0, "gracePeriodSeconds", NULL), "0");
+	assert_string_equal(fakeapi_request(fx->api, 1), EVENTS);
+	assert_string_equal(body_field(fx, 1, "reason", NULL), "HoldersTakenBack");
+	assert_string_equal(body_field(fx, 1, "type", NULL), "Normal");
+	assert_string_equal(body_field(fx, 1, "involvedObject", "name"), "py");
+	assert_string_equal(body_field(fx, 1, "involvedObject", "kind"),
+	    "CodeExecutionPool");
+	assert_string_equal(body_field(fx, 1, "message", NULL), "1 idle sandbox "
+	    "on node node-a taken back for an execution no node had cpu for; "
+	    "the pool refills once it is scheduled");
+	/* x waits on no node: the pool does not refill, and says why. */
+	assert_int_equal(ctl_pool_lent(&fx->ctl, POOL_UID, &taken),
+	    POOL_LEND_RECHECK_MS);
+	assert_int_equal(taken, 1);
+	assert_int_equal(ctl_pool_lent(&fx->ctl, "another-pool", &taken), 0);
+	assert_int_equal(taken, 0);
+	/* Asked again at once: the scheduler's turn first, nothing sent. */
+	lend(fx, NULL, CPU_SHORT);
+	assert_int_equal(fakeapi_count(fx->api), 2);
+}
+
+/* 1000m: the two idle ready ones are not needed: h1 and one more. */
+static void
+test_fewest(void **state)
+{
+	struct fx *fx = *state;
+	long long taken = -1;
+
+	for (int i = 0; i < 2; i++)
+		fakeapi_push(fx->api, 200, NULL, "{}", 0);
+	fakeapi_push(fx->api, 201, NULL, "{}", 0);
+	lend(fx, "1", CPU_SHORT);
+	assert_int_equal(fakeapi_count(fx->api), 3);
+	assert_string_equal(fakeapi_request(fx->api, 0), DELETE("h1"));
+	assert_true(strcmp(fakeapi_request(fx->api, 1), DELETE("h0")) == 0 ||
+	    strcmp(fakeapi_request(fx->api, 1), DELETE("h2")) == 0);
+	assert_string_equal(fakeapi_request(fx->api, 2), EVENTS);
+	assert_string_equal(body_field(fx, 2, "message", NULL), "2 idle sandboxes "
+	    "on node node-a taken back for an execution no node had cpu for; "
+	    "the pool refills once it is scheduled");
+	assert_int_equal(ctl_pool_lent(&fx->ctl, POOL_UID, &taken),
+	    POOL_LEND_RECHECK_MS);
+	assert_int_equal(taken, 2);
+}
+
+/*
+ * 2000m: the three idle ones free 1500m, the claimed one would make it:
+ * it runs an execution and is never taken. Nothing is sent, no hold.
+ */
+static void
+test_claimed_never(void **state)
+{
+	struct fx *fx = *state;
+	long long taken = -1;
+
+	lend(fx, "2", CPU_SHORT);
+	assert_int_equal(fakeapi_count(fx->api), 0);
+	assert_int_equal(ctl_pool_lent(&fx->ctl, POOL_UID, &taken), 0);
+	assert_int_equal(taken, 0);
+}
+
+/* Not a shortage holders cause: nothing. */
+static void
+test_not_short(void **state)
+{
+	struct fx *fx = *state;
+
+	lend(fx, NULL, "0/1 nodes are available: 1 node(s) didn't match Pod's "
+	    "node affinity/selector.");
+	lend(fx, NULL, NULL);
+	assert_int_equal(fakeapi_count(fx->api), 0);
+}
+
+/* A claim landed first (409 at the version read): no Event, no hold. */
+static void
+test_claim_won(void **state)
+{
+	struct fx *fx = *state;
+	long long taken = -1;
+
+	fakeapi_push(fx->api, 409, NULL, "{\"kind\":\"Status\",\"apiVersion\":\"v1\","
+	    "\"status\":\"Failure\",\"reason\":\"Conflict\",\"code\":409,"
+	    "\"message\":\"the object has been modified\"}", 0);
+	lend(fx, NULL, CPU_SHORT);
+	assert_int_equal(fakeapi_count(fx->api), 1);
+	assert_string_equal(fakeapi_request(fx->api, 0), DELETE("h1"));
+	assert_int_equal(ctl_pool_lent(&fx->ctl, POOL_UID, &taken), 0);
+	assert_int_equal(taken, 0);
+	assert_int_equal(json_object_size(fx->ctl.pool_lent), 0);
+}
+
+/* A holder a claim picked a moment ago is left to it. */
+static void
+test_reserved_left(void **state)
+{
+	struct fx *fx = *state;
+
+	json_object_set_new(fx->ctl.reserved, "h1", json_integer(clock_mono_ms()));
+	fakeapi_push(fx->api, 200, NULL, "{}", 0);
+	fakeapi_push(fx->api, 201, NULL, "{}", 0);
+	lend(fx, NULL, CPU_SHORT);
+	assert_int_equal(fakeapi_count(fx->api), 2);
+	assert_true(strcmp(fakeapi_request(fx->api, 0), DELETE("h0")) == 0 ||
+	    strcmp(fakeapi_request(fx->api, 0), DELETE("h2")) == 0);
+}
+
+/* One look every 50 ms in all: the one that came too soon comes back. */
+static void
+test_gap(void **state)
+{
+	struct fx *fx = *state;
+
+	fx->ctl.lend_walked = clock_mono_ms();
+	lend(fx, NULL, CPU_SHORT);
+	assert_int_equal(fakeapi_count(fx->api), 0);
+	usleep(60 * 1000);
+	fakeapi_push(fx->api, 200, NULL, "{}", 0);
+	fakeapi_push(fx->api, 201, NULL, "{}", 0);
+	lend(fx, NULL, CPU_SHORT);
+	assert_int_equal(fakeapi_count(fx->api), 2);
+	assert_string_equal(fakeapi_request(fx->api, 0), DELETE("h1"));
+}
+
+/* No pool keeps a holder (the gauges' sum): no walk, nothing sent. */
+static void
+test_no_pools(void **state)
+{
+	struct fx *fx = *state;
+
+	fx->ctl.pool_desired = 0;
+	lend(fx, NULL, CPU_SHORT);
+	assert_int_equal(fakeapi_count(fx->api), 0);
+	assert_int_equal(json_object_size(fx->ctl.lend_tried), 0);
+}
+
+#define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		T(test_one_taken_back),
+		T(test_fewest),
+		T(test_claimed_never),
+		T(test_not_short),
+		T(test_claim_won),
+		T(test_reserved_left),
+		T(test_gap),
+		T(test_no_pools),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
