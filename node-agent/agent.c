@@ -569,7 +569,24 @@ int
 agent_ready(struct agent *a)
 {
 	return informer_wait_synced(a->pods, 0) == 0 &&
-	    atomic_load(&a->ctrd_ok);
+	    atomic_load(&a->ctrd_ok) && atomic_load(&a->cfg_ok);
+}
+
+void
+agent_not_ready_reason(struct agent *a, char *why, size_t size)
+{
+	if (informer_wait_synced(a->pods, 0) != 0)
+		snprintf(why, size, "the pod cache is not synced yet");
+	else if (!atomic_load(&a->ctrd_ok))
+		snprintf(why, size, "containerd does not answer at '%s' "
+		    "(--containerd-socket)", a->o.containerd_socket);
+	else if (!atomic_load(&a->cfg_ok)) {
+		pthread_mutex_lock(&a->lock);
+		snprintf(why, size, "%s", a->cfg_why[0] ? a->cfg_why :
+		    "the configuration is not checked yet");
+		pthread_mutex_unlock(&a->lock);
+	} else
+		snprintf(why, size, "%s", "");
 }
 
 void
