@@ -41,13 +41,7 @@ say_why(const char *why)
 		httpd_set_not_ready_reason(d.probes, why);
 }
 
-/* Told by the agent's check as soon as its answer changes. */
-static void
-on_ready(void *arg, const char *why)
-{
-	(void)arg;
-	say_why(why);
-}
+static struct agent *agent;
 
 static int
 ready(void *arg)
@@ -63,6 +57,16 @@ ready(void *arg)
 	agent_not_ready_reason(arg, why, sizeof(why));
 	say_why(ok ? NULL : why);
 	return ok;
+}
+
+/* Told by the agent's check as soon as its answer changes. */
+static void
+on_ready(void *arg, const char *why)
+{
+	(void)arg;
+	(void)why;
+	if (agent != NULL)
+		(void)ready(agent);
 }
 
 int
@@ -131,6 +135,7 @@ main(int argc, char **argv)
 	daemon_init(&d, prog, kubeconfig, context);
 	if ((a = agent_new(d.client, d.metrics, &o)) == NULL)
 		daemon_die(prog, 1, "cannot make the agent");
+	agent = a;
 	/* The port before any thread of the agent's: see daemon_die. */
 	daemon_serve(&d, metrics_addr, probe_addr, ready, a);
 	if (agent_start(a) != 0)
