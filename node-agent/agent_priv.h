@@ -45,6 +45,7 @@
 #define LOG_MISSING_MS	5000
 #define CHECK_MS	5000		/* the configuration checked this often */
 #define CHECK_MISSES	2		/* a running pod missed this many checks in a row */
+#define CHECK_CTRD_MAX	4		/* running pods containerd is asked about, each check */
 #define CHECK_REASON_MAX	512
 /*
  * The crilogs of all runs together hold at most this many bytes of
@@ -146,7 +147,8 @@ struct run {
 	uint64_t	 flushed_total;		/* bytes seen at the last copy */
 	size_t		 flushed_out, flushed_err;	/* what it held */
 
-	int		 cfg_miss;		/* checks in a row it failed (check.c) */
+	/* Checks in a row its log directory, its container, was not found. */
+	int		 cfg_miss, ctrd_miss;
 	int		 recorded;		/* result written, or someone's */
 	int		 busy;			/* a call is in flight for it */
 	long long	 retry_ms;

@@ -113,29 +113,33 @@ agent_check_config(struct agent *a, char *why, size_t why_size)
 		    v[i].pod, v[i].uid);
 		struct stat st;
 		int dir_ok = stat(dir, &st) == 0 && S_ISDIR(st.st_mode);
-		int ctrd_ok = !answers || ctrd_knows(a, v[i].cid, v[i].uid) == 0;
+		/*
+		 * containerd is asked about a few runs only (a call can take
+		 * 200 ms on a busy node): a wrong socket misses them all.
+		 */
+		int asked = answers && i < CHECK_CTRD_MAX;
+		int ctrd_ok = !asked || ctrd_knows(a, v[i].cid, v[i].uid) == 0;
 		struct run *r;
 
 		pthread_mutex_lock(&a->lock);
 		r = agent_find_run(a, v[i].uid);
 		if (r != NULL && !r->exited && !r->recorded) {
-			if (dir_ok && ctrd_ok)
-				r->cfg_miss = 0;
-			else if (++r->cfg_miss >= CHECK_MISSES && rc == 0) {
+			r->cfg_miss = dir_ok ? 0 : r->cfg_miss + 1;
+			if (asked)
+				r->ctrd_miss = ctrd_ok ? 0 : r->ctrd_miss + 1;
+			if (rc == 0 && r->cfg_miss >= CHECK_MISSES) {
 				rc = -1;
-				if (!dir_ok)
-					snprintf(why, why_size, "the log directory "
-					    "'%s' of running pod %s/%s does not "
-					    "exist: is --pod-logs-dir ('%s') this "
-					    "node's?", dir, v[i].ns, v[i].pod,
-					    a->o.pod_logs_dir);
-				else
-					snprintf(why, why_size, "containerd at "
-					    "'%s' does not know container %.12s "
-					    "of running pod %s/%s: is "
-					    "--containerd-socket this node's?",
-					    a->o.containerd_socket, v[i].cid,
-					    v[i].ns, v[i].pod);
+				snprintf(why, why_size, "the log directory '%s' "
+				    "of running pod %s/%s does not exist: is "
+				    "--pod-logs-dir ('%s') this node's?", dir,
+				    v[i].ns, v[i].pod, a->o.pod_logs_dir);
+			} else if (rc == 0 && r->ctrd_miss >= CHECK_MISSES) {
+				rc = -1;
+				snprintf(why, why_size, "containerd at '%s' does "
+				    "not know container %.12s of running pod "
+				    "%s/%s: is --containerd-socket this node's?",
+				    a->o.containerd_socket, v[i].cid, v[i].ns,
+				    v[i].pod);
 			}
 		}
 		pthread_mutex_unlock(&a->lock);

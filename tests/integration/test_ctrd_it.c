@@ -595,6 +595,7 @@ test_config_check(void **state)
 	free(r->cid);
 	r->cid = xstrdup("cfgrun");
 	assert_int_equal(agent_check_config(&a, why, sizeof(why)), 0);
+	assert_int_equal(r->ctrd_miss, 0);
 	assert_int_equal(r->cfg_miss, 0);
 	/* Known, but as another pod's: not this run's container. */
 	free(r->uid);
