@@ -106,9 +106,9 @@ cx_result_outcome(const struct cx_run_end *e, struct cx_outcome *o)
 	if (e->err)
 		(void)crilog_text(e->err, &elen);
 	if (e->lost) {
-		char how[200];
+		char how[512];
 
-		snprintf(how, sizeof(how), "%s", o->message);
+		snprintf(how, sizeof(how), "%.500s", o->message);
 		o->reason = CX_REASON_RESULT_LOST;
 		snprintf(o->message, sizeof(o->message), "the program ended (%s) "
 		    "but its output cannot be read: %.900s; what it wrote is not "
