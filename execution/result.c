@@ -105,7 +105,15 @@ cx_result_outcome(const struct cx_run_end *e, struct cx_outcome *o)
 		(void)crilog_text(e->out, &olen);
 	if (e->err)
 		(void)crilog_text(e->err, &elen);
-	if (e->refused) {
+	if (e->lost) {
+		char how[512];
+
+		snprintf(how, sizeof(how), "%.500s", o->message);
+		o->reason = CX_REASON_RESULT_LOST;
+		snprintf(o->message, sizeof(o->message), "the program ended (%s) "
+		    "but its output cannot be read: %.900s; what it wrote is not "
+		    "known", how, e->lost);
+	} else if (e->refused) {
 		o->reason = CX_REASON_RESULT_TOO_LARGE;
 		snprintf(o->message, sizeof(o->message), "the API server refused "
 		    "the result (%.200s); its %zu bytes of stdout and %zu of "
@@ -204,6 +212,15 @@ status_build(const struct cx_run_end *e, struct cx_outcome *op)
 	    "startTime", t0, "completionTime", t1,
 	    "durationMillis", (json_int_t)dur,
 	    "nodeName", e->node ? e->node : "");
+	/* Nothing was read: no output is shown, not even an empty one. */
+	if (st && e->lost) {
+		static const char *const out[] = { "stdout", "stderr",
+		    "stdoutTruncated", "stderrTruncated", "stdoutBytes",
+		    "stderrBytes" };
+
+		for (size_t i = 0; i < sizeof(out) / sizeof(out[0]); i++)
+			json_object_del(st, out[i]);
+	}
 	if (st && e->peak_memory >= 0)
 		json_object_set_new(st, "peakMemoryBytes",
 		    json_integer(e->peak_memory));

@@ -53,6 +53,12 @@ struct cx_run_end {
 	 * ResultTooLarge, so that it still ends.
 	 */
 	const char	*refused;
+	/*
+	 * Set when the run's output cannot be read (why, naming the file):
+	 * the execution fails ResultLost with its exit code and no output,
+	 * rather than pass nothing off as what the program wrote.
+	 */
+	const char	*lost;
 
 	int64_t		 start_ns;	/* 0: unknown, taken as exited_ns */
 	int64_t		 exited_ns;

@@ -569,7 +569,25 @@ int
 agent_ready(struct agent *a)
 {
 	return informer_wait_synced(a->pods, 0) == 0 &&
-	    atomic_load(&a->ctrd_ok);
+	    atomic_load(&a->ctrd_ok) && atomic_load(&a->cfg_ok);
+}
+
+void
+agent_not_ready_reason(struct agent *a, char *why, size_t size)
+{
+	/* The check's answer first: it names the flag to fix. */
+	pthread_mutex_lock(&a->lock);
+	snprintf(why, size, "%s", a->cfg_why);
+	pthread_mutex_unlock(&a->lock);
+	if (why[0])
+		return;
+	if (informer_wait_synced(a->pods, 0) != 0)
+		snprintf(why, size, "the pod cache is not synced yet");
+	else if (!atomic_load(&a->ctrd_ok))
+		snprintf(why, size, "containerd does not answer at '%s' "
+		    "(--containerd-socket)", a->o.containerd_socket);
+	else if (!atomic_load(&a->cfg_ok))
+		snprintf(why, size, "the configuration is not checked yet");
 }
 
 void

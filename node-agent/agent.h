@@ -53,6 +53,13 @@ struct agent_opts {
 	 */
 	const char	*runsc;
 	const char	*runsc_root;
+	/*
+	 * Told each time readiness changes (node-agent/check.c): why it is
+	 * not ready (a message naming what is wrong), or NULL once ready.
+	 * From a worker thread; may be NULL.
+	 */
+	void		(*on_ready)(void *arg, const char *why);
+	void		*on_ready_arg;
 };
 
 struct agent;
@@ -64,8 +71,16 @@ struct agent *agent_new(struct k8s_client *c, struct metrics *m,
 /* Start its threads: 0, or K8S_EINVAL if already started. */
 int agent_start(struct agent *a) __attribute__((warn_unused_result));
 
-/* The pod cache is synced and containerd answered: for /readyz. */
+/*
+ * For /readyz: the pod cache is synced, containerd answers, and the last
+ * check of the configuration against the node passed (check.c: the pod
+ * log directory is readable, and the running pods' containers and log
+ * directories are where the agent was told). Not ready, the agent
+ * records nothing and sweeps nothing. agent_not_ready_reason copies why
+ * not into why (size bytes; "" when ready).
+ */
 int agent_ready(struct agent *a);
+void agent_not_ready_reason(struct agent *a, char *why, size_t size);
 
 void agent_stop(struct agent *a);
 
@@ -121,6 +136,12 @@ struct agent_logf {
 	int	 fd;
 	dev_t	 dev;
 	ino_t	 ino;
+	/*
+	 * A file was opened at least once; else err is why the last open
+	 * failed (errno). A run whose log never opened has no known output.
+	 */
+	int	 opened;
+	int	 err;
 };
 size_t agent_follow_log(struct agent_logf *lf, const char *path,
     struct crilog *log);

@@ -9,6 +9,7 @@
  *              hand records and deletes to the workers
  *   record.c   a run's result into its execution's status
  *   sweep.c    orphan pods and stale pod logs
+ *   check.c    the configuration against the node: readiness
  */
 #ifndef AIRLOCK_AGENT_PRIV_H
 #define AIRLOCK_AGENT_PRIV_H
@@ -35,6 +36,17 @@
 #define RUNSC_LIST_MAX	(8 << 20)	/* bytes of `runsc list` read at most */
 #define CTRD_DOWN_MARGIN_NS	1000000000LL	/* exits this long before the stream ended count too */
 #define KILL_RETRY_MS	1000		/* a kill with no exit after it: again */
+/*
+ * A cold run's CRI log not there (never opened) this long after its exit:
+ * recorded ResultLost, naming the file. containerd makes the file before
+ * the program starts, so its absence is a fault, not empty output; the
+ * wait covers a slow filesystem, well within the controller's 30 s grace.
+ */
+#define LOG_MISSING_MS	5000
+#define CHECK_MS	5000		/* the configuration checked this often */
+#define CHECK_MISSES	2		/* a running pod missed this many checks in a row */
+#define CHECK_CTRD_MAX	4		/* running pods containerd is asked about, each check */
+#define CHECK_REASON_MAX	512
 /*
  * The crilogs of all runs together hold at most this many bytes of
  * output (crilog_budget): a node's agent, 256Mi in the chart, stays
@@ -135,6 +147,8 @@ struct run {
 	uint64_t	 flushed_total;		/* bytes seen at the last copy */
 	size_t		 flushed_out, flushed_err;	/* what it held */
 
+	/* Checks in a row its log directory, its container, was not found. */
+	int		 cfg_miss, ctrd_miss;
 	int		 recorded;		/* result written, or someone's */
 	int		 busy;			/* a call is in flight for it */
 	long long	 retry_ms;
@@ -169,6 +183,20 @@ struct agent {
 	pthread_t		 ev_th, tick_th;
 	pthread_t		 workers[AGENT_WORKERS];
 	long long		 next_sweep_ms;
+	/*
+	 * The configuration check (check.c), on a worker every CHECK_MS:
+	 * cfg_ok once it passed, else cfg_why says why not (written with
+	 * the lock held; the flags read without it too). act_ok: records
+	 * and sweeps may go, as they may once it passed, or when only
+	 * containerd does not answer; never before the first check, nor
+	 * while the log directory or a running pod disagrees with the node.
+	 */
+	atomic_int		 cfg_ok;
+	atomic_int		 act_ok;
+	char			 cfg_why[CHECK_REASON_MAX];
+	int			 cfg_checked;	/* a check ran */
+	long long		 next_check_ms;
+	int			 checking;
 	long long		 next_runsc_sweep_ms;	/* sweep.c, sweeping held */
 	int			 sweeping;
 	/*
@@ -329,6 +357,22 @@ void agent_exitwait_spawn(struct agent *a, const char *uid, const char *cid);
 int agent_wait_takes(const struct run *r, const char *cid, uint32_t status);
 void agent_wake(struct agent *a);
 
+/* check.c */
+/*
+ * Check the configuration against the node (without the lock): 0; -1
+ * with why (a message naming the flag and its value) when the pod log
+ * directory cannot be read, or a running pod's log directory or
+ * container is not where the flags say (CHECK_MISSES checks in a row:
+ * counted in its run); 1 with why when containerd does not answer and
+ * nothing else is wrong.
+ */
+int agent_check_config(struct agent *a, char *why, size_t why_size);
+/* Check, and set readiness from the answer (a worker's "check" key). */
+void agent_check(struct agent *a);
+
+/* tick.c: where run r's CRI log is (a new string). */
+char *agent_log_path(const struct agent *a, const struct run *r);
+
 /* sweep.c */
 void agent_sweep_orphans(struct agent *a);
 void agent_sweep_logs(struct agent *a);
@@ -343,7 +387,9 @@ void agent_sweep_runsc(struct agent *a);
  * seen, AGENT_RECORD once its log has been quiet for two polls (the last
  * lines containerd copies after the exit are in) and any retry delay has
  * passed. Recorded, AGENT_DELETE. Else AGENT_WAIT. A run that exited is
- * never killed, whatever its deadline: the exit wins the race.
+ * never killed, whatever its deadline: the exit wins the race. A cold
+ * run whose log never opened is recorded (ResultLost) only once it has
+ * stayed so LOG_MISSING_MS after the exit.
  */
 enum agent_step { AGENT_WAIT, AGENT_KILL, AGENT_RECORD, AGENT_DELETE };
 enum agent_step agent_decide(const struct run *r, long long hard_cap,

@@ -27,11 +27,46 @@ usage(void)
 	exit(2);
 }
 
+static struct daemon d;
+
+/* /readyz's 503 says why (NULL or "": ready). */
+static void
+say_why(const char *why)
+{
+	if (why && !why[0])
+		why = NULL;
+	if (d.httpd)
+		httpd_set_not_ready_reason(d.httpd, why);
+	if (d.probes)
+		httpd_set_not_ready_reason(d.probes, why);
+}
+
+static struct agent *agent;
+
 static int
 ready(void *arg)
 {
-	/* The pod cache is synced and containerd answers. */
-	return agent_ready(arg);
+	char why[600];
+	int ok = agent_ready(arg);
+
+	/*
+	 * The pod cache is synced, containerd answers and the configuration
+	 * matches the node (check.c). The reason is for the next answer:
+	 * this one's was read before the question.
+	 */
+	agent_not_ready_reason(arg, why, sizeof(why));
+	say_why(ok ? NULL : why);
+	return ok;
+}
+
+/* Told by the agent's check as soon as its answer changes. */
+static void
+on_ready(void *arg, const char *why)
+{
+	(void)arg;
+	(void)why;
+	if (agent != NULL)
+		(void)ready(agent);
 }
 
 int
@@ -63,7 +98,6 @@ main(int argc, char **argv)
 	const char *probe_addr = "0";
 	struct agent_opts o = { 0 };
 	struct agent *a;
-	struct daemon d;
 	int ch;
 
 	while ((ch = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
@@ -97,9 +131,11 @@ main(int argc, char **argv)
 		fprintf(stderr, "%s: --runsc and --runsc-root go together\n", prog);
 		exit(2);
 	}
+	o.on_ready = on_ready;
 	daemon_init(&d, prog, kubeconfig, context);
 	if ((a = agent_new(d.client, d.metrics, &o)) == NULL)
 		daemon_die(prog, 1, "cannot make the agent");
+	agent = a;
 	/* The port before any thread of the agent's: see daemon_die. */
 	daemon_serve(&d, metrics_addr, probe_addr, ready, a);
 	if (agent_start(a) != 0)

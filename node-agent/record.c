@@ -174,6 +174,20 @@ result_patch(struct agent *a, struct run *r, const char *expect,
 
 	const char *otext = crilog_text(e.out, &olen);
 	const char *etext = crilog_text(e.err, &elen);
+	char lost[1024];
+
+	/*
+	 * A cold run's log never opened (agent_decide waited LOG_MISSING_MS
+	 * for it): its output is not known, and is not recorded as empty.
+	 */
+	if (!r->warm && !r->lf.opened) {
+		char *path = agent_log_path(a, r);
+
+		snprintf(lost, sizeof(lost), "cannot open '%.700s': %s", path,
+		    r->lf.err ? strerror(r->lf.err) : "never tried");
+		free(path);
+		e.lost = lost;
+	}
 
 	agent_fit_output(otext, olen, etext, elen, r->budget, &e.out_keep,
 	    &e.err_keep);

@@ -263,12 +263,56 @@ runsc_run(struct agent *a, const char *const *args, char **outp)
 }
 
 /*
+ * Whether runsc container c (its OCI state from `runsc list`) is an
+ * execution pod's whose pod is gone: its CRI annotations name an airlock-
+ * pod (namespace, name, uid), this agent follows no run of that uid, and
+ * the API server has no pod of that name and uid. 1 gone, 0 not (or not
+ * known). containerd's NotFound alone is no evidence: an agent talking to
+ * another containerd (a wrong --containerd-socket) gets it for every
+ * container on the node (issue 28).
+ */
+static int
+runsc_pod_gone(struct agent *a, json_t *c)
+{
+	json_t *ann = json_object_get(c, "annotations"), *cur = NULL;
+	const char *ns = json_string_value(json_object_get(ann,
+	    "io.kubernetes.cri.sandbox-namespace"));
+	const char *pod = json_string_value(json_object_get(ann,
+	    "io.kubernetes.cri.sandbox-name"));
+	const char *uid = json_string_value(json_object_get(ann,
+	    "io.kubernetes.cri.sandbox-uid"));
+	struct k8s_error err;
+	int rc, known;
+
+	if (ns == NULL || pod == NULL || uid == NULL || !uid[0] ||
+	    strncmp(pod, "airlock-", 8) != 0)
+		return 0;
+	pthread_mutex_lock(&a->lock);
+	known = agent_find_run(a, uid) != NULL;
+	pthread_mutex_unlock(&a->lock);
+	if (known)
+		return 0;
+	rc = k8s_get(a->client, &k8s_res_pods, ns, pod, &cur, &err);
+	if (rc == 0) {
+		/* A pod of that name: gone only if it is another (a new uid). */
+		const char *now = k8s_obj_uid(cur);
+
+		rc = now != NULL && strcmp(now, uid) != 0;
+		json_decref(cur);
+		return rc;
+	}
+	return rc == K8S_ENOTFOUND;
+}
+
+/*
  * runsc's state for containers containerd no longer knows, left stopped
  * in the node's runsc root: a sandbox SIGKILLed with its node (or its
  * shim) leaves it there when containerd's cleanup of the dead shim
  * cannot `runsc delete` it. Once a minute, each such container that is
- * stopped and that containerd answers NotFound for is deleted with
- * `runsc delete --force`. Never one containerd knows, nor a running one.
+ * stopped, that containerd answers NotFound for, and whose execution pod
+ * the API server says is gone (runsc_pod_gone) is deleted with `runsc
+ * delete --force`. Never one containerd knows, nor a running one, nor
+ * one that cannot be matched to a pod.
  */
 void
 agent_sweep_runsc(struct agent *a)
@@ -300,7 +344,7 @@ agent_sweep_runsc(struct agent *a)
 			continue;
 		rc = ctrd_container_labels(a->ctrd, id, &labels, &err);
 		json_decref(labels);
-		if (rc != K8S_ENOTFOUND)
+		if (rc != K8S_ENOTFOUND || !runsc_pod_gone(a, c))
 			continue;
 		{
 			const char *del[] = { "delete", "--force", id, NULL };

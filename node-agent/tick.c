@@ -40,14 +40,18 @@ open_log(struct agent_logf *lf, const char *path)
 {
 	struct stat st;
 
-	if ((lf->fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)) < 0)
+	if ((lf->fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)) < 0) {
+		lf->err = errno;
 		return -1;
+	}
 	if (fstat(lf->fd, &st) != 0) {
+		lf->err = errno;
 		close(lf->fd);
 		return lf->fd = -1;
 	}
 	lf->dev = st.st_dev;
 	lf->ino = st.st_ino;
+	lf->opened = 1;
 	return 0;
 }
 
@@ -108,12 +112,18 @@ watch_log(struct agent *a, struct run *r, const char *path)
 	r->log_dev = st.st_dev;
 }
 
+char *
+agent_log_path(const struct agent *a, const struct run *r)
+{
+	return xasprintf("%s/%s_%s_%s/%s/0.log", a->o.pod_logs_dir, r->ns,
+	    r->pod, r->uid, CONTAINER);
+}
+
 /* Read what the run's log gained (lock held: reads a local file only). */
 static void
 tail(struct agent *a, struct run *r)
 {
-	char *path = xasprintf("%s/%s_%s_%s/%s/0.log", a->o.pod_logs_dir,
-	    r->ns, r->pod, r->uid, CONTAINER);
+	char *path = agent_log_path(a, r);
 
 	if (agent_follow_log(&r->lf, path, r->log) > 0)
 		r->last_read_ms = clock_mono_ms();
@@ -262,6 +272,13 @@ act(struct agent *a, const char *key)
 	struct run *r, **pp;
 	int ok;
 
+	if (strcmp(key, "check") == 0) {
+		agent_check(a);
+		pthread_mutex_lock(&a->lock);
+		a->checking = 0;
+		pthread_mutex_unlock(&a->lock);
+		return;
+	}
 	if (strcmp(key, "sweep") == 0) {
 		agent_sweep_orphans(a);
 		if (!a->o.keep_stale_logs)
@@ -334,6 +351,14 @@ agent_decide(const struct run *r, long long hard_cap, long poll_ms,
 	if (r->exited && r->warm)	/* its output comes from FIFOs: warm.c */
 		return r->io_done && now >= r->retry_ms ? AGENT_RECORD :
 		    AGENT_WAIT;
+	if (r->exited && !r->lf.opened) {
+		/*
+		 * Its log was never there: read again every tick for a while,
+		 * then ResultLost (record.c), never an empty output.
+		 */
+		return now >= r->retry_ms && now - r->exit_seen_ms >=
+		    LOG_MISSING_MS ? AGENT_RECORD : AGENT_WAIT;
+	}
 	if (r->exited) {
 		/*
 		 * Its log closed (read to its end this tick) and containerd's
@@ -466,6 +491,12 @@ tick(struct agent *a)
 			}
 			break;
 		case AGENT_RECORD:
+			/*
+			 * Not while the configuration check fails: what the
+			 * log says may be another node's, or nothing (check.c).
+			 */
+			if (!atomic_load(&a->act_ok))
+				break;
 			/* The log is complete: closed, or the exit seen and quiet. */
 			if (r->log_wd > 0) {
 				(void)inotify_rm_watch(a->ino_fd, r->log_wd);
@@ -523,7 +554,13 @@ tick(struct agent *a)
 		}
 		pp = &r->next;
 	}
-	if (now >= a->next_sweep_ms && !a->sweeping) {
+	if (now >= a->next_check_ms && !a->checking) {
+		a->checking = 1;
+		a->next_check_ms = now + CHECK_MS;
+		workqueue_add(a->q, "check");
+	}
+	/* A sweep acts on what it finds: only once the configuration is right. */
+	if (now >= a->next_sweep_ms && !a->sweeping && atomic_load(&a->act_ok)) {
 		a->sweeping = 1;
 		a->next_sweep_ms = now + a->o.sweep_ms;
 		workqueue_add(a->q, "sweep");

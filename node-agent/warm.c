@@ -94,7 +94,9 @@ agent_warm_maybe_record(struct agent *a, struct run *r)
 {
 	char key[300];
 
-	if (!r->warm || !r->exited || !r->io_done || r->busy || r->recorded)
+	/* Held while the configuration disagrees: the ticker records it later. */
+	if (!r->warm || !r->exited || !r->io_done || r->busy || r->recorded ||
+	    !atomic_load(&a->act_ok))
 		return;
 	agent_usage_once(a, r);
 	crilog_finish(r->log);

@@ -22,8 +22,11 @@
 #include <unistd.h>
 #include <cmocka.h>
 
+#include "agent_priv.h"
 #include "ctrd.h"
+#include "fakeapi.h"
 #include "itutil.h"
+#include "xmalloc.h"
 
 static char dir[] = "/tmp/airlock-ctrd-XXXXXX";
 static char sock[128];
@@ -494,6 +497,190 @@ test_exec_start_timeout(void **state)
 	ctrd_free(c);
 }
 
+
+/* A small file's text (a new string), or NULL. */
+static char *
+read_text(const char *path)
+{
+	char *buf = xcalloc(1, 4096);
+	FILE *f = fopen(path, "r");
+	size_t n;
+
+	if (f == NULL) {
+		free(buf);
+		return NULL;
+	}
+	n = fread(buf, 1, 4095, f);
+	buf[n] = '\0';
+	fclose(f);
+	return buf;
+}
+
+/* An agent's parts the configuration check and the runsc sweep use. */
+static void
+agent_init(struct agent *a, const char *socket, const char *logs)
+{
+	memset(a, 0, sizeof(*a));
+	pthread_mutex_init(&a->lock, NULL);
+	a->o.node_name = "n1";
+	a->o.pod_logs_dir = logs;
+	a->o.containerd_socket = socket;
+	a->ctrd = ctrd_new(socket, "k8s.io");
+}
+
+static void
+agent_fini(struct agent *a)
+{
+	struct run *r;
+
+	while ((r = a->runs) != NULL) {
+		a->runs = r->next;
+		agent_free_run(r);
+	}
+	ctrd_free(a->ctrd);
+	pthread_mutex_destroy(&a->lock);
+}
+
+/*
+ * The configuration check against a real containerd (issue 28): the
+ * right socket and a readable log directory pass; a wrong socket is
+ * refused naming it; a running pod whose container this containerd does
+ * not know (another node's containerd) is refused after two checks,
+ * naming the container and the flag; one it knows under the pod's uid
+ * passes.
+ */
+static void
+test_config_check(void **state)
+{
+	char logs[256], pdir[300], why[CHECK_REASON_MAX];
+	struct agent a;
+	struct run *r;
+
+	(void)state;
+	snprintf(logs, sizeof(logs), "%s/pods", dir);
+	assert_int_equal(sh("mkdir -p %s", logs), 0);
+	agent_init(&a, sock, logs);
+	assert_int_equal(agent_check_config(&a, why, sizeof(why)), 0);
+	assert_string_equal(why, "");
+	agent_fini(&a);
+
+	agent_init(&a, "/nonexistent/airlock/containerd.sock", logs);
+	assert_int_equal(agent_check_config(&a, why, sizeof(why)), 1);
+	assert_string_equal(why, "containerd does not answer at "
+	    "'/nonexistent/airlock/containerd.sock' (--containerd-socket): "
+	    "/containerd.services.version.v1.Version/Version: "
+	    "/nonexistent/airlock/containerd.sock: Couldn't connect to server");
+	agent_fini(&a);
+
+	if (sh("ctr -a %s -n k8s.io run -d --label io.kubernetes.pod.uid=uid-cfg"
+	    " --rootfs %s/rootfs cfgrun /prog >/dev/null", sock, dir) != 0)
+		fail_msg("ctr run cfgrun failed (see %s/containerd.log)", dir);
+	agent_init(&a, sock, logs);
+	r = agent_new_run(&a, "uid-cfg", "t", "airlock-cfg");
+	r->verified = 1;
+	r->start_ns = 1;
+	r->cid = xstrdup("not-this-containerds");
+	snprintf(pdir, sizeof(pdir), "%s/t_airlock-cfg_uid-cfg", logs);
+	assert_int_equal(sh("mkdir -p %s", pdir), 0);
+	assert_int_equal(agent_check_config(&a, why, sizeof(why)), 0);
+	assert_int_equal(agent_check_config(&a, why, sizeof(why)), -1);
+	{
+		char want[600];
+
+		snprintf(want, sizeof(want), "containerd at '%s' does not know "
+		    "container not-this-con of running pod t/airlock-cfg: is "
+		    "--containerd-socket this node's?", sock);
+		assert_string_equal(why, want);
+	}
+	free(r->cid);
+	r->cid = xstrdup("cfgrun");
+	assert_int_equal(agent_check_config(&a, why, sizeof(why)), 0);
+	assert_int_equal(r->ctrd_miss, 0);
+	assert_int_equal(r->cfg_miss, 0);
+	/* Known, but as another pod's: not this run's container. */
+	free(r->uid);
+	r->uid = xstrdup("uid-other");
+	assert_int_equal(sh("mkdir -p %s/t_airlock-cfg_uid-other", logs), 0);
+	assert_int_equal(agent_check_config(&a, why, sizeof(why)), 0);
+	assert_int_equal(agent_check_config(&a, why, sizeof(why)), -1);
+	agent_fini(&a);
+	sh("ctr -a %s -n k8s.io tasks kill -s KILL cfgrun >/dev/null 2>&1", sock);
+}
+
+/*
+ * The runsc sweep removes a stopped sandbox containerd does not know only
+ * on positive evidence that its pod is gone: its annotations name an
+ * airlock- pod the API server no longer has. One that names no pod (or a
+ * pod the API server still has, or that still runs) is left alone: an
+ * agent talking to the wrong containerd gets NotFound for every one.
+ */
+static void
+test_runsc_sweep_unmatched(void **state)
+{
+	char script[300], list[300], deleted[300], *got;
+	struct k8s_config *cfg;
+	struct k8s_error err;
+	struct fakeapi *api;
+	struct agent a;
+	FILE *f;
+
+	(void)state;
+	snprintf(script, sizeof(script), "%s/runsc", dir);
+	snprintf(list, sizeof(list), "%s/runsc-list.json", dir);
+	snprintf(deleted, sizeof(deleted), "%s/runsc-deleted", dir);
+	assert_non_null(f = fopen(list, "w"));
+	fputs("[{\"id\":\"aaaa1111\",\"status\":\"stopped\"},"
+	    "{\"id\":\"bbbb2222\",\"status\":\"stopped\",\"annotations\":{"
+	    "\"io.kubernetes.cri.sandbox-namespace\":\"t\","
+	    "\"io.kubernetes.cri.sandbox-name\":\"airlock-gone\","
+	    "\"io.kubernetes.cri.sandbox-uid\":\"uid-gone\"}},"
+	    "{\"id\":\"cccc3333\",\"status\":\"stopped\",\"annotations\":{"
+	    "\"io.kubernetes.cri.sandbox-namespace\":\"t\","
+	    "\"io.kubernetes.cri.sandbox-name\":\"airlock-here\","
+	    "\"io.kubernetes.cri.sandbox-uid\":\"uid-here\"}},"
+	    "{\"id\":\"dddd4444\",\"status\":\"stopped\",\"annotations\":{"
+	    "\"io.kubernetes.cri.sandbox-namespace\":\"t\","
+	    "\"io.kubernetes.cri.sandbox-name\":\"nginx\","
+	    "\"io.kubernetes.cri.sandbox-uid\":\"uid-nginx\"}},"
+	    "{\"id\":\"eeee5555\",\"status\":\"running\",\"annotations\":{"
+	    "\"io.kubernetes.cri.sandbox-namespace\":\"t\","
+	    "\"io.kubernetes.cri.sandbox-name\":\"airlock-gone\","
+	    "\"io.kubernetes.cri.sandbox-uid\":\"uid-gone\"}}]\n", f);
+	fclose(f);
+	assert_non_null(f = fopen(script, "w"));
+	fprintf(f, "#!/bin/sh\n# --root ROOT list -format=json | --root ROOT "
+	    "delete --force ID\ncase \"$3\" in\nlist) cat %s;;\n"
+	    "delete) echo \"$5\" >> %s;;\nesac\n", list, deleted);
+	fclose(f);
+	assert_int_equal(chmod(script, 0755), 0);
+
+	api = fakeapi_start();
+	cfg = fakeapi_config(api, NULL);
+	agent_init(&a, sock, dir);
+	assert_int_equal(k8s_client_new(cfg, NULL, &a.client, &err), 0);
+	a.o.runsc = script;
+	a.o.runsc_root = dir;
+	atomic_store(&a.ctrd_ok, 1);
+	fakeapi_push(api, 404, NULL, "{\"kind\":\"Status\",\"code\":404,"
+	    "\"reason\":\"NotFound\"}", 0);
+	fakeapi_push(api, 200, NULL, "{\"kind\":\"Pod\",\"metadata\":{"
+	    "\"name\":\"airlock-here\",\"namespace\":\"t\",\"uid\":\"uid-here\"}}",
+	    0);
+	agent_sweep_runsc(&a);
+	assert_non_null(got = read_text(deleted));
+	assert_string_equal(got, "bbbb2222\n");
+	free(got);
+	assert_int_equal(fakeapi_count(api), 2);
+	assert_string_equal(fakeapi_request(api, 0),
+	    "GET /api/v1/namespaces/t/pods/airlock-gone");
+	assert_string_equal(fakeapi_request(api, 1),
+	    "GET /api/v1/namespaces/t/pods/airlock-here");
+	k8s_client_free(a.client);
+	agent_fini(&a);
+	k8s_config_free(cfg);
+	fakeapi_stop(api);
+}
+
 int
 main(void)
 {
@@ -502,6 +689,8 @@ main(void)
 		cmocka_unit_test(test_events_labels_kill),
 		cmocka_unit_test(test_exec),
 		cmocka_unit_test(test_exec_start_timeout),
+		cmocka_unit_test(test_config_check),
+		cmocka_unit_test(test_runsc_sweep_unmatched),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);

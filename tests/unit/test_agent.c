@@ -234,7 +234,7 @@ static void
 test_follow_log_rotation(void **state)
 {
 	char dir[] = "/tmp/airlock-follow-XXXXXX", path[128], old[128];
-	struct agent_logf lf = { -1, 0, 0 };
+	struct agent_logf lf = { .fd = -1 };
 	struct crilog *log = crilog_new(1024, 4096);
 	const char *t;
 	size_t n;

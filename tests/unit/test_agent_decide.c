@@ -41,6 +41,7 @@ setup(void **state)
 	f->log = crilog_new(4096, 65536);
 	f->r.log = f->log;
 	f->r.cid = "c1";
+	f->r.lf.opened = 1;	/* its log was read: see test_agent_config */
 	f->r.verified = 1;
 	f->r.timeout_ms = 2000;
 	f->r.start_ns = WALL - 1000 * MS;

@@ -46,6 +46,8 @@ setup(void **state)
 	f->r.warm_spawned = 1;
 	f->r.timeout_ms = 2000;
 	f->r.cpu_before_ns = f->r.oom_before = -1;
+	/* Its configuration checked (node-agent/check.c): records may go. */
+	atomic_store(&f->a.act_ok, 1);
 	*state = f;
 	return 0;
 }
@@ -71,6 +73,23 @@ test_not_sent_goes_back(void **state)
 	assert_int_equal(agent_warm_start_failed(&f->a, &f->r, 0), 1);
 	assert_int_equal(f->r.exited, 0);
 	assert_int_equal(f->r.why, CX_KILL_NONE);
+	assert_int_equal(f->r.busy, 0);
+	assert_int_equal(workqueue_len(f->a.q), 0);
+}
+
+/*
+ * While the configuration check fails, the same end is kept, not
+ * recorded: the ticker records it once the check passes.
+ */
+static void
+test_held_while_config_wrong(void **state)
+{
+	struct fixture *f = *state;
+
+	atomic_store(&f->a.act_ok, 0);
+	assert_int_equal(agent_warm_start_failed(&f->a, &f->r, 1), 0);
+	assert_int_equal(f->r.exited, 1);
+	assert_int_equal(f->r.why, CX_KILL_START);
 	assert_int_equal(f->r.busy, 0);
 	assert_int_equal(workqueue_len(f->a.q), 0);
 }
@@ -121,6 +140,7 @@ main(void)
 	const struct CMUnitTest tests[] = {
 		T(test_not_sent_goes_back),
 		T(test_sent_ends_start_failed),
+		T(test_held_while_config_wrong),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
