@@ -71,9 +71,13 @@ struct crilog {
 	int		 starved;	/* the budget refused a growth */
 };
 
-/* Invariants: used <= limit; peak >= used. */
+/*
+ * Invariants: used <= limit; peak >= used. Each buffer's first floor
+ * bytes are not taken from it (charge()).
+ */
 struct crilog_budget {
 	size_t		 limit;
+	size_t		 floor;
 	atomic_size_t	 used;
 	atomic_size_t	 peak;
 };
@@ -81,9 +85,16 @@ struct crilog_budget {
 struct crilog_budget *
 crilog_budget_new(size_t limit)
 {
+	return crilog_budget_new_floor(limit, 0);
+}
+
+struct crilog_budget *
+crilog_budget_new_floor(size_t limit, size_t floor)
+{
 	struct crilog_budget *b = xcalloc(1, sizeof(*b));
 
 	b->limit = limit;
+	b->floor = floor;
 	atomic_init(&b->used, 0);
 	atomic_init(&b->peak, 0);
 	return b;
@@ -111,6 +122,13 @@ size_t
 crilog_budget_limit(const struct crilog_budget *b)
 {
 	return b->limit;
+}
+
+/* What a buffer of alloc bytes takes from b: all but its floor. */
+static size_t
+charge(const struct crilog_budget *b, size_t alloc)
+{
+	return alloc > b->floor ? alloc - b->floor : 0;
 }
 
 /* Take n bytes of b: 0, or -1 (nothing taken) when they do not fit. */
@@ -149,9 +167,11 @@ reserve(struct crilog *l, struct buf *b, size_t need)
 		a = b->max + 1;
 	if (a < want)
 		a = want;	/* past the cap: buf_append refuses it anyway */
-	if (budget_take(l->bud, a - b->alloc) != 0) {
+	if (budget_take(l->bud, charge(l->bud, a) - charge(l->bud,
+	    b->alloc)) != 0) {
 		a = want;
-		if (budget_take(l->bud, a - b->alloc) != 0) {
+		if (budget_take(l->bud, charge(l->bud, a) - charge(l->bud,
+		    b->alloc)) != 0) {
 			l->starved = 1;
 			return -1;
 		}
@@ -168,7 +188,7 @@ static void
 release(struct crilog *l, struct buf *b)
 {
 	if (l->bud && b->alloc)
-		atomic_fetch_sub(&l->bud->used, b->alloc);
+		atomic_fetch_sub(&l->bud->used, charge(l->bud, b->alloc));
 	buf_free(b);
 }
 

@@ -175,11 +175,19 @@ uint64_t crilog_frame_bytes(const struct crilog *l);
  * keeping text, so neither shows what came after); a frame it could not
  * hold is CRILOG_FRAME_NO_MEMORY. A growth that does not fit the doubled
  * size is tried once more at just what it needs.
+ *
+ * With a floor, each buffer's first floor bytes are its own, not taken
+ * from the budget: a parser keeps at least that much of each stream
+ * however many others spent the budget (one tenant's runs cannot leave
+ * another's with nothing). The bound is then limit plus floor times the
+ * buffers (4 a parser) of the parsers alive.
  */
 struct crilog_budget;
 
 /* limit bytes in all. Never NULL; free with crilog_budget_free(). */
 struct crilog_budget *crilog_budget_new(size_t limit);
+/* The same, each buffer's first floor bytes not counted (above). */
+struct crilog_budget *crilog_budget_new_floor(size_t limit, size_t floor);
 /* Every parser drawing from b must have been freed first. NULL is fine. */
 void crilog_budget_free(struct crilog_budget *b);
 /* Bytes taken now; the most ever taken at once; the limit. */

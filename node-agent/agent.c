@@ -546,7 +546,8 @@ agent_new(struct k8s_client *c, struct metrics *m,
 	    "program is followed, by answer: trusted, not_yet (asked again), "
 	    "ended, other_pod, gone (the last three killed and deleted).",
 	    "result");
-	a->out_mem = crilog_budget_new(AGENT_OUTPUT_MEMORY);
+	a->out_mem = crilog_budget_new_floor(AGENT_OUTPUT_MEMORY,
+	    AGENT_OUTPUT_FLOOR);
 	return a;
 }
 

@@ -49,10 +49,16 @@
 #define CHECK_REASON_MAX	512
 /*
  * The crilogs of all runs together hold at most this many bytes of
- * output (crilog_budget): a node's agent, 256Mi in the chart, stays
- * bounded whatever the number of runs (node-agent/docs/agent.md).
+ * output (crilog_budget), and each run's four buffers their first
+ * AGENT_OUTPUT_FLOOR bytes besides: a run keeps at least 64 KiB of each
+ * stream however many others filled the budget (a hostile review of issue
+ * 27: one tenant's runs left later ones with nothing). A node's agent,
+ * 256Mi in the chart, stays bounded whatever the number of runs: 72 MiB
+ * plus 256 KiB a run, 99.5 MiB at the kubelet's 110 pods
+ * (node-agent/docs/agent.md).
  */
-#define AGENT_OUTPUT_MEMORY	(96LL << 20)
+#define AGENT_OUTPUT_MEMORY	(72LL << 20)
+#define AGENT_OUTPUT_FLOOR	((size_t)64 << 10)
 
 /* One execution pod on this node, keyed by the pod's uid. */
 struct run {

@@ -706,7 +706,7 @@ tfx_start(struct tfx *t)
 	t->cfg = fakeapi_config(t->api, NULL);
 	assert_int_equal(k8s_client_new(t->cfg, NULL, &t->a.client, &err), 0);
 	pthread_mutex_init(&t->a.lock, NULL);
-	t->a.out_mem = crilog_budget_new(AGENT_OUTPUT_MEMORY);
+	t->a.out_mem = crilog_budget_new_floor(AGENT_OUTPUT_MEMORY, AGENT_OUTPUT_FLOOR);
 	t->a.o.node_name = "n1";
 	t->r = agent_new_run(&t->a, "pod-uid-1", "t", TPOD);
 	agent_learn_pod(t->r, pod);
@@ -898,13 +898,13 @@ test_memory_bound(void **state)
 	static char rec[REC + 64], body[REC];
 	char nonce[33], note[512];
 	size_t frame_len = (ARTIFACTS_MAX_BYTES + ARTIFACTS_MAX_FILES * 1024 +
-	    65536 + 1024 + 2) / 3 * 4, mem, max_mem = 0, len;
+	    65536 + 1024 + 2) / 3 * 4, mem, max_mem = 0, len, elen;
 	long long rss0, hwm, rounds_out = 70, rounds_frame, starved = 0;
 	int hdr;
 
 	(void)state;
 	memset(&a, 0, sizeof(a));
-	a.out_mem = crilog_budget_new(AGENT_OUTPUT_MEMORY);
+	a.out_mem = crilog_budget_new_floor(AGENT_OUTPUT_MEMORY, AGENT_OUTPUT_FLOOR);
 	rss0 = proc_status_kb("VmRSS");
 	for (int i = 0; i < NRUNS; i++) {
 		struct run *r = xcalloc(1, sizeof(*r));
@@ -974,12 +974,14 @@ test_memory_bound(void **state)
 	print_message("# %d maximal runs: crilogs at most %zu bytes (budget %lld, "
 	    "peak taken %zu); RSS from %lld kB to a peak of %lld kB\n", NRUNS, max_mem,
 	    AGENT_OUTPUT_MEMORY, crilog_budget_peak(a.out_mem), rss0, hwm);
-	assert_true(max_mem <= (size_t)AGENT_OUTPUT_MEMORY + NRUNS * 1024);
+	assert_true(max_mem <= (size_t)AGENT_OUTPUT_MEMORY + NRUNS * (4 *
+	    AGENT_OUTPUT_FLOOR + 1024));
 	assert_true(crilog_budget_peak(a.out_mem) <= (size_t)AGENT_OUTPUT_MEMORY);
 	/* A sanitizer's or valgrind's RSS is its own, not the program's. */
 #if !defined(__SANITIZE_ADDRESS__)
 	if (getenv("LD_PRELOAD") == NULL || strstr(getenv("LD_PRELOAD"), "vgpreload") == NULL)
-		assert_true(hwm - rss0 <= (AGENT_OUTPUT_MEMORY >> 10) + 16 * 1024);
+		assert_true(hwm - rss0 <= ((AGENT_OUTPUT_MEMORY + NRUNS * 4 *
+		    (long long)AGENT_OUTPUT_FLOOR) >> 10) + 16 * 1024);
 #endif
 	for (int i = 0; i < NRUNS; i++) {
 		struct run *r = runs[i];
@@ -991,13 +993,18 @@ test_memory_bound(void **state)
 		assert_int_equal(crilog_stderr(r->log)->total, rounds_out * REC);
 		assert_int_equal(crilog_stdout(r->log)->truncated, 1);
 		assert_true(len <= CX_MAX_MAX_BYTES);
-		assert_true(len == 0 || (t[0] == 'o' && t[len - 1] == 'o'));
+		/* Every run keeps its floor, whoever spent the budget. */
+		assert_true(len >= AGENT_OUTPUT_FLOOR - 1);
+		assert_true(crilog_stderr(r->log)->total > 0);
+		(void)crilog_text(crilog_stderr(r->log), &elen);
+		assert_true(elen >= AGENT_OUTPUT_FLOOR - 1);
+		assert_true(t[0] == 'o' && t[len - 1] == 'o');
 		if (crilog_starved(r->log)) {
 			starved++;
 			note[0] = '\0';
 			agent_memory_note(&a, r, note, sizeof(note));
 			assert_non_null(strstr(note, "the node agent's memory for the "
-			    "output of all its runs (96 MiB) was full"));
+			    "output of all its runs (72 MiB) was full"));
 		}
 	}
 	/* Not all of them can keep all: 100 x 3.8 MiB is four times the budget. */

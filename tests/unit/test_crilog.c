@@ -964,6 +964,58 @@ test_budget(void **state)
 }
 
 /*
+ * With a floor, each buffer's first bytes are its own: a parser that
+ * comes after another spent the budget still keeps that much (a hostile
+ * review of issue 27: one tenant's runs left later ones with nothing),
+ * and the budget counts only what is past the floor.
+ */
+static void
+test_budget_floor(void **state)
+{
+	struct crilog_budget *b = crilog_budget_new_floor(1024, 512);
+	struct crilog *a, *c;
+	size_t len;
+
+	(void)state;
+	a = crilog_new_budget(4096, 4096, b);
+	c = crilog_new_budget(4096, 4096, b);
+	feed_records(a, 5);			/* 500 bytes in 512: free */
+	assert_int_equal(crilog_budget_used(b), 0);
+	/* 1500 bytes: 1024 (512 taken), then just what is needed, 1501 (989). */
+	feed_records(a, 10);
+	assert_int_equal(crilog_starved(a), 0);
+	assert_int_equal(crilog_budget_used(b), 989);
+	feed_records(a, 10);			/* 1601 would take 1089 */
+	assert_int_equal(crilog_starved(a), 1);
+	(void)crilog_text(crilog_stdout(a), &len);
+	assert_int_equal(len, 1500);
+	assert_int_equal(crilog_budget_used(b), 989);
+	/* The budget is all but spent: c keeps its floor, then stops. */
+	feed_records(c, 20);
+	(void)crilog_text(crilog_stdout(c), &len);
+	assert_int_equal(len, 500);
+	assert_int_equal(crilog_starved(c), 1);
+	assert_int_equal(crilog_stdout(c)->total, 2000);
+	assert_int_equal(crilog_budget_used(b), 989);
+	crilog_free(a);
+	assert_int_equal(crilog_budget_used(b), 0);
+	crilog_free(c);
+	assert_int_equal(crilog_budget_used(b), 0);
+	crilog_budget_free(b);
+
+	/* A spent budget: a new parser still keeps its floor. */
+	b = crilog_budget_new_floor(0, 512);
+	c = crilog_new_budget(4096, 4096, b);
+	feed_records(c, 8);
+	(void)crilog_text(crilog_stdout(c), &len);
+	assert_int_equal(len, 500);
+	assert_int_equal(crilog_starved(c), 1);
+	assert_int_equal(crilog_stdout(c)->total, 800);
+	crilog_free(c);
+	crilog_budget_free(b);
+}
+
+/*
  * A record split across reads that the budget cannot buffer is dropped:
  * neither stream keeps text after it (it would not be a prefix), and
  * what follows is still counted. A frame it cannot hold is NO_MEMORY.
@@ -1023,6 +1075,7 @@ main(void)
 		cmocka_unit_test(test_feed_stream),
 		cmocka_unit_test(test_budget),
 		cmocka_unit_test(test_budget_split_and_frame),
+		cmocka_unit_test(test_budget_floor),
 		cmocka_unit_test(test_out_frame),
 		cmocka_unit_test(test_full_lines),
 		cmocka_unit_test(test_partial_join),
