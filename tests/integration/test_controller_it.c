@@ -2106,6 +2106,8 @@ test_start_deadline(void **state)
 	time_t t;
 	int st;
 
+	/* Started, so that SIGTERM finds its handler (a clean exit). */
+	wait_leading_ready(fx, "ctl-0");
 	st = it_stop(fx->pid[0], SIGTERM);
 	assert_true(WIFEXITED(st));
 	fx->pid[0] = 0;
