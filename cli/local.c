@@ -681,9 +681,13 @@ local_run(const struct ctl_config *cfg, json_t *cx0, const struct local_opts *o,
 	if ((md = json_object_get(cx, "metadata")) == NULL)
 		json_object_set_new(cx, "metadata", md = json_object());
 	if (json_object_get(md, "name") == NULL) {
-		/* As the API server names it: generateName and 5 characters. */
+		/*
+		 * As the API server names it: generateName and 5 characters,
+		 * of the uid's first group (all hex: the second's fifth is a
+		 * '-', and a name ending in one is no name; --out refused it).
+		 */
 		const char *gn = json_string_value(json_object_get(md, "generateName"));
-		char *n = xasprintf("%s%.5s", gn ? gn : "local-", uid + 9);
+		char *n = xasprintf("%s%.5s", gn ? gn : "local-", uid);
 
 		json_object_set_new(md, "name", json_string(n));
 		free(n);

@@ -231,6 +231,16 @@ test_local_policy(void **state)
 		assert_non_null(fgets(got, sizeof(got), f));
 		fclose(f);
 		assert_string_equal(got, "a,b\n");
+		/* Named as the API server would (run-XXXXX): a name --out takes. */
+		RUN(&r, "--out", dir, "-c",
+		    "open('/airlock/out/y.txt', 'w').write('y')\n");
+		cli_expect_status(&r, 0);
+		snprintf(path, sizeof(path), "airlock: 1 file out written to %s/run-", dir);
+		if (strncmp(r.err, path, strlen(path)) != 0 ||
+		    strspn(r.err + strlen(path), "0123456789abcdef") != 5 ||
+		    r.err[strlen(path) + 5] != '\n')
+			fail_msg("files out of an unnamed run: %s", r.err);
+		cli_result_free(&r);
 		snprintf(path, sizeof(path), "rm -rf %s", dir);
 		assert_int_equal(system(path), 0);
 	}
