@@ -1275,6 +1275,7 @@ test_holders_lent(void **state)
 			holder_ready(fx, k8s_obj_name(p));
 		}
 		json_decref(items);
+		free(rv);
 	}
 	/* A warm execution claims one: it is running there now. */
 	create_cx(fx, "warm-one", "{\"runtime\":\"warm\",\"source\":\"print(1)\"}");
