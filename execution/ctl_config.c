@@ -596,6 +596,24 @@ walk_profiles(struct yamlwalk *w, yaml_node_t *root, struct ctl_config *c)
 	return 0;
 }
 
+/* map's integer name, if given, into *out: from lo to hi, else refused. */
+static int
+get_bounded(struct yamlwalk *w, yaml_node_t *map, const char *key,
+    const char *name, int64_t lo, int64_t hi, int64_t *out)
+{
+	int64_t v;
+	int rc, present;
+
+	if ((rc = get_int(w, map, key, name, &v, &present)) != 0)
+		return rc;
+	if (present && (v < lo || v > hi))
+		return yamlwalk_fail(w, "%s.%s must be between %lld and %lld",
+		    key, name, (long long)lo, (long long)hi);
+	if (present)
+		*out = v;
+	return 0;
+}
+
 /* defaults, caps or quota: each given quantity replaces its default. */
 static int
 walk_resources(struct yamlwalk *w, yaml_node_t *root, const char *key,
@@ -603,8 +621,7 @@ walk_resources(struct yamlwalk *w, yaml_node_t *root, const char *key,
     int64_t *pools)
 {
 	yaml_node_t *map;
-	int64_t v;
-	int rc, present;
+	int rc;
 
 	if ((rc = get_mapping(w, root, "", key, &map)) != 0 ||
 	    (rc = check_keys(w, map, key, executions != NULL ? quota_keys :
@@ -617,28 +634,12 @@ walk_resources(struct yamlwalk *w, yaml_node_t *root, const char *key,
 	if (executions == NULL)
 		return get_quantity(w, map, key, "ephemeralStorage", 0,
 		    &r->ephemeral_storage, &r->ephemeral_bytes);
-	if ((rc = get_int(w, map, key, "executions", &v, &present)) != 0)
+	if ((rc = get_bounded(w, map, key, "executions", 1, EXECUTIONS_MAX,
+	    executions)) != 0 ||
+	    (rc = get_bounded(w, map, key, "storedExecutions", 1, STORED_MAX,
+	    stored)) != 0)
 		return rc;
-	if (present && (v < 1 || v > EXECUTIONS_MAX))
-		return yamlwalk_fail(w, "%s.executions must be between 1 and "
-		    "%lld", key, (long long)EXECUTIONS_MAX);
-	if (present)
-		*executions = v;
-	if ((rc = get_int(w, map, key, "storedExecutions", &v, &present)) != 0)
-		return rc;
-	if (present && (v < 1 || v > STORED_MAX))
-		return yamlwalk_fail(w, "%s.storedExecutions must be between 1 "
-		    "and %lld", key, (long long)STORED_MAX);
-	if (present)
-		*stored = v;
-	if ((rc = get_int(w, map, key, "storedPools", &v, &present)) != 0)
-		return rc;
-	if (present && (v < 0 || v > POOLS_MAX))
-		return yamlwalk_fail(w, "%s.storedPools must be between 0 "
-		    "and %lld", key, (long long)POOLS_MAX);
-	if (present)
-		*pools = v;
-	return 0;
+	return get_bounded(w, map, key, "storedPools", 0, POOLS_MAX, pools);
 }
 
 /* Fail if a default is above its cap: every execution starts at one. */
