@@ -535,6 +535,22 @@ start_runsc(struct warm *w, const char *proc, struct buf *in, size_t *off,
 	return 0;
 }
 
+/*
+ * Run r ends now, killed (137) for why, never having run or with its
+ * start not known, and goes to be recorded (lock held).
+ */
+static void
+end_killed(struct agent *a, struct run *r, enum cx_kill why)
+{
+	r->why = why;
+	r->start_ns = r->exited_ns = agent_now_ns();
+	r->exited = 1;
+	r->status = 137;
+	r->exit_seen_ms = clock_mono_ms();
+	r->io_done = 1;
+	agent_warm_maybe_record(a, r);
+}
+
 /* Stop before the program ran: refused (isolation) or given back. */
 static void
 end_unstarted(struct warm *w, const char *isolation, const char *why)
@@ -549,13 +565,7 @@ end_unstarted(struct warm *w, const char *isolation, const char *why)
 			/* The program never runs; the execution fails. */
 			free(r->isolation);
 			r->isolation = xstrdup(isolation);
-			r->why = CX_KILL_ISOLATION;
-			r->start_ns = r->exited_ns = agent_now_ns();
-			r->exited = 1;
-			r->status = 137;
-			r->exit_seen_ms = clock_mono_ms();
-			r->io_done = 1;
-			agent_warm_maybe_record(a, r);
+			end_killed(a, r, CX_KILL_ISOLATION);
 		} else {
 			cx = xstrdup(r->cx);
 			cx_uid = xstrdup(r->cx_uid);
@@ -582,13 +592,7 @@ agent_warm_start_failed(struct agent *a, struct run *r, int sent)
 {
 	if (!sent)
 		return 1;
-	r->why = CX_KILL_START;
-	r->start_ns = r->exited_ns = agent_now_ns();
-	r->exited = 1;
-	r->status = 137;
-	r->exit_seen_ms = clock_mono_ms();
-	r->io_done = 1;
-	agent_warm_maybe_record(a, r);
+	end_killed(a, r, CX_KILL_START);
 	return 0;
 }
 
