@@ -691,28 +691,41 @@ ctrd_exec_create(struct ctrd *c, const char *id, const char *exec_id,
 	return rc;
 }
 
-int
-ctrd_exec_start(struct ctrd *c, const char *id, const char *exec_id,
-    uint32_t *pid, struct k8s_error *err)
+/*
+ * method on exec exec_id of task id, whose reply's field 1 (a varint: a
+ * pid, an exit status) goes to *out (may be NULL). 0, or the error.
+ */
+static int
+exec_call_u32(struct ctrd *c, const char *method, const char *what,
+    const char *id, const char *exec_id, uint32_t *out, struct k8s_error *err)
 {
 	struct call call;
 	struct pb_reader r;
 	struct pb_field f;
 	int rc;
 
-	if (pid)
-		*pid = 0;
+	if (out)
+		*out = 0;
 	call_init(&call);
-	rc = id_exec_call(c, TASKS "Start", id, exec_id, 0, &call, &r, err);
+	rc = id_exec_call(c, method, id, exec_id, 0, &call, &r, err);
 	if (rc == 0) {
 		while ((rc = pb_next(&r, &f)) == 1)
-			if (f.num == 1 && f.wire == PB_VARINT && pid)
-				*pid = (uint32_t)f.u;
-		rc = rc == 0 ? 0 : k8s_error_set(err, K8S_EINVAL, 0, NULL,
-		    "Tasks/Start: malformed reply");
+			if (f.num == 1 && f.wire == PB_VARINT && out)
+				*out = (uint32_t)f.u;
+		if (rc != 0)
+			rc = k8s_error_set(err, K8S_EINVAL, 0, NULL,
+			    "%s: malformed reply", what);
 	}
 	call_free(&call);
 	return rc;
+}
+
+int
+ctrd_exec_start(struct ctrd *c, const char *id, const char *exec_id,
+    uint32_t *pid, struct k8s_error *err)
+{
+	return exec_call_u32(c, TASKS "Start", "Tasks/Start", id, exec_id, pid,
+	    err);
 }
 
 void
@@ -743,9 +756,8 @@ ctrd_exec(struct ctrd *c, const char *id, const char *exec_id,
 	if ((rc = ctrd_exec_create(c, id, exec_id, process_json, stdin_path,
 	    stdout_path, stderr_path, err)) != 0)
 		return rc;
-	if ((rc = ctrd_exec_start(c, id, exec_id, pid, err)) != 0) {
+	if ((rc = ctrd_exec_start(c, id, exec_id, pid, err)) != 0)
 		ctrd_exec_abort(c, id, exec_id);
-	}
 	return rc;
 }
 
@@ -753,24 +765,8 @@ int
 ctrd_exec_wait(struct ctrd *c, const char *id, const char *exec_id,
     uint32_t *status, struct k8s_error *err)
 {
-	struct call call;
-	struct pb_reader r;
-	struct pb_field f;
-	int rc;
-
-	*status = 0;
-	call_init(&call);
-	rc = id_exec_call(c, TASKS "Wait", id, exec_id, 0, &call, &r, err);
-	if (rc == 0) {
-		while ((rc = pb_next(&r, &f)) == 1)
-			if (f.num == 1 && f.wire == PB_VARINT)
-				*status = (uint32_t)f.u;
-		if (rc != 0)
-			rc = k8s_error_set(err, K8S_EINVAL, 0, NULL,
-			    "Tasks/Wait: malformed reply");
-	}
-	call_free(&call);
-	return rc;
+	return exec_call_u32(c, TASKS "Wait", "Tasks/Wait", id, exec_id, status,
+	    err);
 }
 
 int
