@@ -292,20 +292,31 @@ check_string(json_t *spec, const char *key, size_t max, struct k8s_error *err)
 	return 0;
 }
 
-/* ^[a-z0-9]([-a-z0-9]*[a-z0-9])?$, at most 63. */
+/*
+ * Lowercase letters, digits and '-' (and '.', but never two in a row,
+ * where dots), at most max, starting and ending with a letter or digit:
+ * a DNS-1123 label (63, no dots) or subdomain (253, dots).
+ */
 static int
-dns_label(const char *s)
+dns_name(const char *s, size_t max, int dots)
 {
 	size_t n = strlen(s);
 
-	if (n == 0 || n > 63 || !isalnum((unsigned char)s[0]) ||
+	if (n == 0 || n > max || !isalnum((unsigned char)s[0]) ||
 	    !isalnum((unsigned char)s[n - 1]))
 		return 0;
 	for (size_t i = 0; i < n; i++)
 		if (!(islower((unsigned char)s[i]) || isdigit((unsigned char)s[i]) ||
-		    s[i] == '-'))
+		    s[i] == '-' || (dots && s[i] == '.')))
 			return 0;
-	return 1;
+	return !dots || strstr(s, "..") == NULL;
+}
+
+/* ^[a-z0-9]([-a-z0-9]*[a-z0-9])?$, at most 63. */
+static int
+dns_label(const char *s)
+{
+	return dns_name(s, 63, 0);
 }
 
 static int
@@ -555,16 +566,7 @@ open_under(int top, const char *path)
 static int
 dir_name_ok(const char *s)
 {
-	size_t n = strlen(s);
-
-	if (n == 0 || n > 253 || !isalnum((unsigned char)s[0]) ||
-	    !isalnum((unsigned char)s[n - 1]))
-		return 0;
-	for (size_t i = 0; i < n; i++)
-		if (!(islower((unsigned char)s[i]) || isdigit((unsigned char)s[i]) ||
-		    s[i] == '-' || s[i] == '.'))
-			return 0;
-	return strstr(s, "..") == NULL;
+	return dns_name(s, 253, 1);
 }
 
 int
