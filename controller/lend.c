@@ -130,10 +130,13 @@ candidates(struct controller *ctl, json_t *pools, json_t *pods,
 /*
  * Hold the pool's refill for the execution cx, before any of its holders
  * is deleted: else the pool's reconcile, which the delete's event brings,
- * could make a new one in the room before the hold is known.
+ * could make a new one in the room before the hold is known. The hold
+ * counts the n holders about to go as taken back already: that reconcile
+ * says Lent, and must not say "0 taken back" (lent() corrects the count
+ * for deletes that did not happen).
  */
 static void
-lend_hold(struct controller *ctl, json_t *pool, json_t *cx)
+lend_hold(struct controller *ctl, json_t *pool, json_t *cx, long long n)
 {
 	char *cxkey = xasprintf("%s/%s", k8s_obj_namespace(cx),
 	    k8s_obj_name(cx));
@@ -144,6 +147,8 @@ lend_hold(struct controller *ctl, json_t *pool, json_t *cx)
 	if (e == NULL)
 		json_object_set_new(ctl->pool_lent, k8s_obj_uid(pool),
 		    e = json_pack("[I, I, {}]", (json_int_t)0, (json_int_t)0));
+	json_array_set_new(e, 0, json_integer(json_integer_value(
+	    json_array_get(e, 0)) + n));
 	json_array_set_new(e, 1, json_integer(clock_mono_ms()));
 	json_object_set_new(json_array_get(e, 2), cxkey, json_string(
 	    k8s_obj_uid(cx)));
@@ -152,25 +157,27 @@ lend_hold(struct controller *ctl, json_t *pool, json_t *cx)
 }
 
 /*
- * n of the pool's holders on node were taken back (what: the resources
- * short): counted in its hold and said in an Event. None: a hold that took
- * nothing yet is dropped.
+ * n of the planned holders of the pool on node were taken back (what: the
+ * resources short): the hold's count corrected by those not taken, and
+ * said in an Event. A hold left with none taken is dropped.
  */
 static void
-lent(struct controller *ctl, json_t *pool, long long n, const char *node,
-    const char *what)
+lent(struct controller *ctl, json_t *pool, long long n, long long planned,
+    const char *node, const char *what)
 {
 	const char *uid = k8s_obj_uid(pool);
 	char *key, msg[600];
+	json_int_t left;
 	json_t *e;
 
 	pthread_mutex_lock(&ctl->lock);
 	e = json_object_get(ctl->pool_lent, uid);
-	if (e && n > 0)
-		json_array_set_new(e, 0, json_integer(json_integer_value(
-		    json_array_get(e, 0)) + n));
-	else if (e && json_integer_value(json_array_get(e, 0)) == 0)
-		json_object_del(ctl->pool_lent, uid);
+	if (e) {
+		left = json_integer_value(json_array_get(e, 0)) - (planned - n);
+		json_array_set_new(e, 0, json_integer(left > 0 ? left : 0));
+		if (left <= 0)
+			json_object_del(ctl->pool_lent, uid);
+	}
 	pthread_mutex_unlock(&ctl->lock);
 	if (n == 0)
 		return;
@@ -196,7 +203,7 @@ ctl_pool_lend(struct controller *ctl, json_t *cx, json_t *pod, const char *why)
 	json_t *pools = NULL, *pods = NULL, *owners = NULL, *p;
 	int64_t cpu, mem;
 	size_t n, k, *pick = NULL, i;
-	long long taken = 0, per;
+	long long taken = 0, per, planned;
 	int short_cpu, short_mem, rc, due;
 	char key[600];
 
@@ -237,8 +244,13 @@ ctl_pool_lend(struct controller *ctl, json_t *cx, json_t *pod, const char *why)
 
 		if (pool == NULL)
 			continue;
-		per = 0;
-		lend_hold(ctl, pool, cx);
+		per = planned = 0;
+		for (size_t j = i; j < k; j++) {
+			json_t *o = json_array_get(owners, pick[j]);
+
+			planned += o && strcmp(k8s_obj_uid(o), k8s_obj_uid(pool)) == 0;
+		}
+		lend_hold(ctl, pool, cx, planned);
 		for (size_t j = i; j < k; j++) {
 			json_t *o = json_array_get(owners, pick[j]);
 
@@ -260,7 +272,7 @@ ctl_pool_lend(struct controller *ctl, json_t *cx, json_t *pod, const char *why)
 			if (j != i)
 				pick[j] = POOL_LEND_MAX_CANDS;	/* done */
 		}
-		lent(ctl, pool, per, node, what);
+		lent(ctl, pool, per, planned, node, what);
 		taken += per;
 	}
 	if (taken > 0) {
