@@ -719,6 +719,8 @@ controller_new(struct k8s_client *c, const struct ctl_config *cfg,
 		ctl->opts.result_grace_ms = 30000;
 	if (ctl->opts.start_deadline_ms <= 0)
 		ctl->opts.start_deadline_ms = 120000;
+	if (ctl->opts.agent_absent_ms <= 0)
+		ctl->opts.agent_absent_ms = 300000;
 	if (ctl->opts.refill_delay_ms < 0)
 		ctl->opts.refill_delay_ms = 0;
 	cxo.ns = po.ns = ctl->opts.namespace;
@@ -734,6 +736,7 @@ controller_new(struct k8s_client *c, const struct ctl_config *cfg,
 		ctl->guard_inf[i] = informer_new(c, &go, &gh);
 	}
 	ctl->lease_inf = ctl_nodes_informer(ctl);
+	ctl->agent_inf = ctl_agents_informer(ctl);
 	ctl->queue = workqueue_new(NULL);
 	ctl->guarded = json_object();
 	ctl->ended = json_object();
@@ -802,7 +805,8 @@ controller_start(struct controller *ctl)
 	if (informer_start(ctl->cx_inf) != 0 ||
 	    informer_start(ctl->pod_inf) != 0 ||
 	    informer_start(ctl->pool_inf) != 0 ||
-	    informer_start(ctl->lease_inf) != 0)
+	    informer_start(ctl->lease_inf) != 0 ||
+	    (ctl->agent_inf && informer_start(ctl->agent_inf) != 0))
 		return K8S_EINVAL;
 	for (int i = 0; i < 3; i++)
 		if (informer_start(ctl->guard_inf[i]) != 0)
@@ -888,6 +892,8 @@ controller_stop(struct controller *ctl)
 	informer_stop(ctl->pod_inf);
 	informer_stop(ctl->pool_inf);
 	informer_stop(ctl->lease_inf);
+	if (ctl->agent_inf)
+		informer_stop(ctl->agent_inf);
 	for (int i = 0; i < 3; i++)
 		informer_stop(ctl->guard_inf[i]);
 }
@@ -901,7 +907,9 @@ controller_free(struct controller *ctl)
 	informer_free(ctl->pod_inf);
 	informer_free(ctl->pool_inf);
 	informer_free(ctl->lease_inf);
+	informer_free(ctl->agent_inf);
 	json_decref(ctl->nodes);
+	json_decref(ctl->agents);
 	for (int i = 0; i < 3; i++)
 		informer_free(ctl->guard_inf[i]);
 	workqueue_free(ctl->queue);

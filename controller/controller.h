@@ -46,6 +46,14 @@ struct controller_opts {
 	 */
 	long		 result_grace_ms;
 	/*
+	 * The namespace of the node agents' heartbeat Leases (agents.c): the
+	 * grace above then runs only while the node's agent is heard, and a
+	 * result waits for an agent away for at most agent_absent_ms
+	 * (default 300000). NULL: the grace runs from the exit alone.
+	 */
+	const char	*agent_lease_ns;
+	long		 agent_absent_ms;
+	/*
 	 * How long an execution's pod may go without its program starting
 	 * (from the pod's creation) before the execution ends StartFailed
 	 * and the pod is deleted, whatever the kubelet does; a warm claim

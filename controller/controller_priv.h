@@ -23,6 +23,7 @@ struct controller {
 	struct informer		*pool_inf;	/* indexed by namespace */
 	struct informer		*guard_inf[3];	/* see ctl_guard_res */
 	struct informer		*lease_inf;	/* kube-node-lease (nodes.c) */
+	struct informer		*agent_inf;	/* agents' leases (agents.c); NULL: none */
 	struct workqueue	*queue;
 	pthread_t		*threads;
 
@@ -103,6 +104,7 @@ struct controller {
 	 */
 	json_t			*nodes;
 	unsigned long		 nodes_conns;
+	json_t			*agents;	/* agents.c, lock held */
 	struct metric		*m_nodes_lost;
 	struct metric		*m_guard_passes;	/* guardrails applied */
 	struct metric		*m_latency;
@@ -137,6 +139,26 @@ int ctl_quota_full(const struct k8s_error *err);
 #define CTL_NODES_KEY		"nodes:"
 struct informer *ctl_nodes_informer(struct controller *ctl);
 int ctl_nodes_check(struct controller *ctl);
+
+/*
+ * agents.c: whether a node's agent is there to record a result. An agent
+ * not heard from for AGENT_GAP_MS is away (its renewals come every
+ * CX_AGENT_RENEW_S; a retry after a failed one within a quarter of it).
+ */
+#define AGENT_GAP_MS		15000
+/* The agents' Lease informer, or NULL when opts.agent_lease_ns is unset. */
+struct informer *ctl_agents_informer(struct controller *ctl);
+/* An agent's Lease seen at now (clock_mono_ms()); for the tests too. */
+void ctl_agent_lease_seen(struct controller *ctl, json_t *lease,
+    long long now);
+/*
+ * A result of node's pod whose grace from the exit has exit_left ms to go
+ * (<= 0: spent): how long to wait for it yet, in ms, counting no time the
+ * node's agent was away (<= 0: end it now). When it ends because the
+ * agent stayed away past opts.agent_absent_ms, msg says so, else it is "".
+ */
+long long ctl_agent_wait(struct controller *ctl, const char *node,
+    long long exit_left, long long now, char *msg, size_t len);
 /*
  * Whether pod (bound to a node) was on a lost node: its node is lost now
  * (its lease went unrenewed), or it was bound there before the node came

@@ -31,7 +31,8 @@ usage(void)
 	    "       [--no-leader-elect] [--lease-namespace NS] [--lease-name NAME] [--identity ID]\n"
 	    "       [--lease-duration-ms MS] [--renew-deadline-ms MS] [--retry-period-ms MS]\n"
 	    "       [--guardrail-owner-clusterrole NAME] [--result-grace-ms MS]\n"
-	    "       [--pool-refill-delay-ms MS] [--start-deadline-seconds S]\n");
+	    "       [--pool-refill-delay-ms MS] [--start-deadline-seconds S]\n"
+	    "       [--agent-absent-seconds S]\n");
 	exit(2);
 }
 
@@ -93,6 +94,7 @@ main(int argc, char **argv)
 		{ "result-grace-ms", required_argument, NULL, 'G' },
 		{ "pool-refill-delay-ms", required_argument, NULL, 'F' },
 		{ "start-deadline-seconds", required_argument, NULL, 'S' },
+		{ "agent-absent-seconds", required_argument, NULL, 'A' },
 		{ NULL, 0, NULL, 0 },
 	};
 	const char *kubeconfig = NULL, *context = NULL, *confpath = NULL;
@@ -134,6 +136,8 @@ main(int argc, char **argv)
 		    "--pool-refill-delay-ms", optarg, 0, 60000); break;
 		case 'S': co.start_deadline_ms = 1000 * (long)daemon_flag_number(
 		    prog, "--start-deadline-seconds", optarg, 1, 86400); break;
+		case 'A': co.agent_absent_ms = 1000 * (long)daemon_flag_number(
+		    prog, "--agent-absent-seconds", optarg, 1, 86400); break;
 		default: usage();
 		}
 	}
@@ -147,6 +151,8 @@ main(int argc, char **argv)
 	if (lease_ns == NULL)
 		lease_ns = getenv("POD_NAMESPACE") ? getenv("POD_NAMESPACE") :
 		    d.kcfg->namespace;
+	/* The agents renew their heartbeats beside the leader's lease. */
+	co.agent_lease_ns = lease_ns;
 	if (identity == NULL) {
 		char host[256] = "unknown";
 

@@ -420,20 +420,31 @@ pod_ended_unrecorded(struct controller *ctl, json_t *cx, json_t *pod,
 		long long done = clock_parse_rfc3339(json_string_value(
 		    json_object_get(term, "finishedAt")));
 		long long left;
+		char away[400];
 
 		if (done < 0)
 			done = (long long)time(NULL);
 		/* Whole seconds on both sides: the kubelet's finishedAt has no more. */
 		left = done * 1000 + ctl->opts.result_grace_ms -
 		    (long long)time(NULL) * 1000;
+		/* Not while its node's agent was away (agents.c). */
+		left = ctl_agent_wait(ctl, json_string_value(json_object_get(
+		    json_object_get(pod, "spec"), "nodeName")), left,
+		    clock_mono_ms(), away, sizeof(away));
 		if (left > 0) {
 			workqueue_add_after(ctl->queue, key, (uint64_t)left);
 			return 0;
 		}
-		snprintf(msg, sizeof(msg), "the program exited (code %lld) but "
-		    "no node agent recorded its result within %ld ms",
-		    (long long)json_integer_value(json_object_get(term,
-		    "exitCode")), ctl->opts.result_grace_ms);
+		if (away[0])
+			snprintf(msg, sizeof(msg), "the program exited (code %lld) "
+			    "but %s: its result cannot be recorded",
+			    (long long)json_integer_value(json_object_get(term,
+			    "exitCode")), away);
+		else
+			snprintf(msg, sizeof(msg), "the program exited (code %lld) "
+			    "but no node agent recorded its result within %ld ms",
+			    (long long)json_integer_value(json_object_get(term,
+			    "exitCode")), ctl->opts.result_grace_ms);
 		(void)delete_children(ctl, k8s_obj_namespace(cx), k8s_obj_uid(cx),
 		    named_pod(cx));
 		*rc = ctl_finish(ctl, cx, status, "Failed", "ResultLost", msg);

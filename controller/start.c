@@ -194,6 +194,20 @@ ctl_start_deadline(struct controller *ctl, json_t *cx, json_t *pod,
 			    &reason, msg, sizeof(msg));
 		json_decref(fresh);
 	}
+	if (left == 0 && reason && strcmp(reason, "ResultLost") == 0) {
+		/* A warm run's result: not while its node's agent was away. */
+		char away[400];
+
+		left = ctl_agent_wait(ctl, json_string_value(json_object_get(
+		    json_object_get(cx, "status"), "nodeName")), 0,
+		    clock_mono_ms(), away, sizeof(away));
+		if (left <= 0)
+			left = 0;
+		if (left == 0 && away[0])
+			snprintf(msg, sizeof(msg), "no result came from its warm "
+			    "claim: %s; whether the program ran cannot be known; "
+			    "it is not run again", away);
+	}
 	if (left < 0)
 		return 0;
 	if (left > 0) {

@@ -80,6 +80,16 @@ int cx_stream(json_t *cx);
 #define CX_ANN_POLICY		"airlock.dev/policy"
 #define CX_ANN_STREAM		"airlock.dev/stream"
 #define CX_OBJECT_BUDGET	(1024 * 1024)
+/*
+ * Each node agent's heartbeat (controller/agents.c): a Lease of this
+ * prefix and its node's name, in the controller's lease namespace,
+ * renewed every CX_AGENT_RENEW_S. A node name too long for it (past 239
+ * characters) gets no heartbeat, and its results the grace from the exit
+ * alone.
+ */
+#define CX_AGENT_LEASE_PREFIX	"airlock-agent-"
+#define CX_AGENT_RENEW_S	10
+#define CX_AGENT_LEASE_S	40
 #define CX_STATUS_RESERVE	(16 * 1024)
 
 /* --- phases and reasons ------------------------------------------------------ */

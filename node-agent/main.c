@@ -12,8 +12,11 @@
 #include <unistd.h>
 
 #include "agent.h"
+#include "cx.h"
 #include "daemon.h"
+#include "lease.h"
 #include "log.h"
+#include "xmalloc.h"
 
 static void
 usage(void)
@@ -23,7 +26,8 @@ usage(void)
 	    "       [--namespace NS] [--pod-logs-dir DIR] [--containerd-socket PATH]\n"
 	    "       [--poll-ms MS] [--hard-output-cap BYTES] [--metrics-addr ADDR] [--probe-addr ADDR]\n"
 	    "       [--cgroup-mount DIR] [--cgroup-root PATH] [--sweep-ms MS] [--keep-stale-logs]\n"
-	    "       [--exec-dir DIR] [--runsc PATH --runsc-root DIR] [--log-level LEVEL]\n");
+	    "       [--exec-dir DIR] [--runsc PATH --runsc-root DIR] [--log-level LEVEL]\n"
+	    "       [--lease-namespace NS]\n");
 	exit(2);
 }
 
@@ -69,6 +73,67 @@ on_ready(void *arg, const char *why)
 		(void)ready(agent);
 }
 
+/*
+ * The heartbeat (controller/agents.c): a Lease of its node's, renewed
+ * every CX_AGENT_RENEW_S while the agent runs and released when it stops,
+ * so that the controller's grace for a result runs only while an agent is
+ * there to record it. Held or not, the agent works: the Lease says it is
+ * heard, it does not decide who acts.
+ */
+static struct lease *heartbeat;
+static pthread_t heartbeat_thread;
+static char *heartbeat_name, *heartbeat_id;
+
+static void *
+heartbeat_run(void *arg)
+{
+	(void)arg;
+	lease_run(heartbeat);
+	return NULL;
+}
+
+/* Made before any thread runs (see daemon_die); run once the agent is. */
+static void
+heartbeat_new(const char *prog, const char *ns, const char *node)
+{
+	struct lease_config lc = { .ns = ns, .lease_duration_ms =
+	    CX_AGENT_LEASE_S * 1000, .renew_deadline_ms =
+	    (CX_AGENT_LEASE_S - CX_AGENT_RENEW_S) * 1000,
+	    .retry_period_ms = CX_AGENT_RENEW_S * 1000 };
+	struct k8s_error err;
+	char host[256] = "unknown";
+
+	if (strlen(CX_AGENT_LEASE_PREFIX) + strlen(node) > 253) {
+		log_warn("no heartbeat: the node's name is too long for its "
+		    "lease's", "node=%s", node);
+		return;
+	}
+	/* The pod's name where the chart gives it, else the host's. */
+	if (getenv("POD_NAME") && *getenv("POD_NAME"))
+		snprintf(host, sizeof(host), "%s", getenv("POD_NAME"));
+	else
+		gethostname(host, sizeof(host) - 1);
+	heartbeat_name = xasprintf("%s%s", CX_AGENT_LEASE_PREFIX, node);
+	heartbeat_id = xasprintf("%s_%d", host, (int)getpid());
+	lc.name = heartbeat_name;
+	lc.identity = heartbeat_id;
+	if (lease_new(d.client, &lc, NULL, &heartbeat, &err) != 0)
+		daemon_die(prog, 2, "%s", err.message);
+}
+
+/* After the agent stopped: released, a successor is heard at once. */
+static void
+heartbeat_stop(void)
+{
+	if (heartbeat == NULL)
+		return;
+	lease_stop(heartbeat);
+	pthread_join(heartbeat_thread, NULL);
+	lease_free(heartbeat);
+	free(heartbeat_name);
+	free(heartbeat_id);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -91,11 +156,12 @@ main(int argc, char **argv)
 		{ "exec-dir", required_argument, NULL, 'E' },
 		{ "runsc", required_argument, NULL, 'r' },
 		{ "runsc-root", required_argument, NULL, 'o' },
+		{ "lease-namespace", required_argument, NULL, 'L' },
 		{ NULL, 0, NULL, 0 },
 	};
 	static const char prog[] = "airlock-node-agent";
 	const char *kubeconfig = NULL, *context = NULL, *metrics_addr = ":8081";
-	const char *probe_addr = "0";
+	const char *probe_addr = "0", *lease_ns = NULL;
 	struct agent_opts o = { 0 };
 	struct agent *a;
 	int ch;
@@ -116,6 +182,7 @@ main(int argc, char **argv)
 		case 'E': o.exec_dir = optarg; break;
 		case 'r': o.runsc = optarg; break;
 		case 'o': o.runsc_root = optarg; break;
+		case 'L': lease_ns = optarg; break;
 		case 'S': o.sweep_ms = (long)daemon_flag_number(prog, "--sweep-ms", optarg, 100, 86400000); break;
 		case 'm': metrics_addr = optarg; break;
 		case 'b': probe_addr = optarg; break;
@@ -136,13 +203,20 @@ main(int argc, char **argv)
 	if ((a = agent_new(d.client, d.metrics, &o)) == NULL)
 		daemon_die(prog, 1, "cannot make the agent");
 	agent = a;
+	if (lease_ns && *lease_ns)
+		heartbeat_new(prog, lease_ns, o.node_name);
 	/* The port before any thread of the agent's: see daemon_die. */
 	daemon_serve(&d, metrics_addr, probe_addr, ready, a);
 	if (agent_start(a) != 0)
 		daemon_die(prog, 1, "cannot start the agent");
-	log_info("node agent started", "node=%s", o.node_name);
+	if (heartbeat && pthread_create(&heartbeat_thread, NULL, heartbeat_run,
+	    NULL) != 0)
+		daemon_die(prog, 1, "cannot start the heartbeat");
+	log_info("node agent started", "node=%s heartbeat=%s", o.node_name,
+	    heartbeat ? lease_ns : "(none)");
 	daemon_wait(&d);
 	agent_stop(a);
+	heartbeat_stop();
 	daemon_free(&d);
 	agent_free(a);
 	log_info("node agent stopped");

@@ -85,7 +85,9 @@ start_daemons(void)
 		     * cold runs' exits from their sandbox (exitwait.c).
 		     */
 		    "--runsc", it_env_need("RUNSC"),
-		    "--runsc-root", it_env_need("RUNSC_ROOT"), NULL };
+		    "--runsc-root", it_env_need("RUNSC_ROOT"),
+		    /* Its heartbeat beside the controller's lease (agents.c). */
+		    "--lease-namespace", ns, NULL };
 
 		agent_pid = it_spawn("airlock-node-agent", log[1], args);
 		snprintf(agent_metrics, sizeof(agent_metrics), "%s", addr[1]);

@@ -168,8 +168,8 @@ start_controller(struct fx *fx, int i, const char *identity)
 		    it_env("KUBECONFIG_ADMIN"), "--namespace", fx->ns, "--lease-namespace",
 		    fx->ns, "--identity", identity, "--metrics-addr", fx->addr[i],
 		    "--lease-duration-ms", "3000", "--renew-deadline-ms", "2000",
-		    "--retry-period-ms", "500", "--result-grace-ms", "2000", NULL,
-		    NULL, NULL };
+		    "--retry-period-ms", "500", "--result-grace-ms", "2000",
+		    "--agent-absent-seconds", "8", NULL, NULL, NULL };
 		size_t n = sizeof(args) / sizeof(args[0]);
 
 		if (fx->start_deadline) {
@@ -970,6 +970,114 @@ test_node_lost_remembered(void **state)
 	json_decref(cx);
 	assert_int_equal(k8s_delete(c, &k8s_res_leases, "kube-node-lease", node, NULL, NULL,
 	    &err), 0);
+}
+
+/* Node node-1's agent heartbeat, as an agent writes it (node-agent/main.c). */
+static void
+agent_lease(struct fx *fx, const char *holder)
+{
+	struct k8s_error err;
+	json_t *l = NULL;
+	char now[64];
+	struct timespec ts;
+	int rc;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	strftime(now, sizeof(now), "%Y-%m-%dT%H:%M:%S", gmtime(&ts.tv_sec));
+	snprintf(now + strlen(now), sizeof(now) - strlen(now), ".%06ldZ",
+	    ts.tv_nsec / 1000);
+	rc = k8s_get(c, &k8s_res_leases, fx->ns, "airlock-agent-node-1", &l, &err);
+	if (rc == K8S_ENOTFOUND) {
+		l = json_pack("{s:s, s:s, s:{s:s}, s:{s:s, s:i, s:s, s:s}}",
+		    "apiVersion", "coordination.k8s.io/v1", "kind", "Lease",
+		    "metadata", "name", "airlock-agent-node-1", "spec",
+		    "holderIdentity", holder, "leaseDurationSeconds", 40,
+		    "acquireTime", now, "renewTime", now);
+		rc = k8s_create(c, &k8s_res_leases, fx->ns, l, NULL, &err);
+	} else if (rc == 0) {
+		json_object_set_new(json_object_get(l, "spec"), "holderIdentity",
+		    json_string(holder));
+		json_object_set_new(json_object_get(l, "spec"), "renewTime",
+		    json_string(now));
+		rc = k8s_update(c, &k8s_res_leases, fx->ns, "airlock-agent-node-1",
+		    NULL, l, NULL, &err);
+	}
+	if (rc != 0)
+		fail_msg("agent lease: %s", err.message);
+	json_decref(l);
+}
+
+/* A bound pod of an execution whose program exited 0 just now. */
+static void
+exited_now(struct fx *fx, const char *name, char pod[64])
+{
+	char fin[32];
+	time_t t;
+
+	pending_pod(fx, name, "{\"runtime\":\"python\",\"source\":\"print(9)\"}", pod);
+	bind_pod(fx, pod);
+	t = time(NULL);
+	strftime(fin, sizeof(fin), "%Y-%m-%dT%H:%M:%SZ", gmtime(&t));
+	pod_status(fx, pod, json_pack("{s:s, s:[{s:s, s:b, s:i, s:s, s:s,"
+	    " s:{s:{s:i, s:s, s:s, s:s}}}]}",
+	    "phase", "Succeeded", "containerStatuses", "name", "run", "ready", 0,
+	    "restartCount", 0, "image", "airlock/runner-python:0.1", "imageID", "",
+	    "state", "terminated", "exitCode", 0, "reason", "Completed",
+	    "startedAt", fin, "finishedAt", fin));
+}
+
+/*
+ * Issue 28, item 3: the result's grace (2 s here) does not run while the
+ * node's agent is away (its heartbeat Lease released, as by an agent pod
+ * the DaemonSet replaces): the execution waits, and a new agent heard
+ * gives it the whole grace. An agent away for over --agent-absent-seconds
+ * (8 here) ends it ResultLost, saying so. Without the heartbeat, both
+ * would end ResultLost 2 s after the exit.
+ */
+static void
+test_agent_away(void **state)
+{
+	struct fx *fx = *state;
+	char pod[64];
+	json_t *cx;
+	long long back;
+
+	agent_lease(fx, "agent-a");
+	agent_lease(fx, "");	/* agent-a stopped: released */
+	exited_now(fx, "roll", pod);
+	/* Past the grace, with no agent: still waiting. */
+	it_sleep_ms(4000);
+	cx = get_cx(fx, "roll");
+	assert_string_equal(st_str(cx, "phase"), "Pending");
+	json_decref(cx);
+	agent_lease(fx, "agent-b");	/* the new agent */
+	back = it_mono_ms();
+	it_sleep_ms(1000);
+	cx = get_cx(fx, "roll");
+	assert_string_equal(st_str(cx, "phase"), "Pending");
+	json_decref(cx);
+	cx = wait_phase(fx, "roll", "Failed");
+	print_message("# ResultLost %lld ms after the new agent was heard (grace 2000 ms)\n",
+	    it_mono_ms() - back);
+	assert_string_equal(st_str(cx, "reason"), "ResultLost");
+	assert_string_equal(st_str(cx, "message"), "the program exited (code 0) but no node "
+	    "agent recorded its result within 2000 ms");
+	json_decref(cx);
+
+	agent_lease(fx, "");	/* agent-b stopped, none comes */
+	exited_now(fx, "gone", pod);
+	it_sleep_ms(4000);
+	cx = get_cx(fx, "gone");
+	assert_string_equal(st_str(cx, "phase"), "Pending");
+	json_decref(cx);
+	cx = wait_phase(fx, "gone", "Failed");
+	assert_string_equal(st_str(cx, "reason"), "ResultLost");
+	assert_string_equal(st_str(cx, "message"), "the program exited (code 0) but the "
+	    "node agent of node node-1 has not been heard from for over 8 s: its "
+	    "result cannot be recorded");
+	settle(fx, "gone");
+	assert_int_equal(count_pods(fx, k8s_obj_uid(cx)), 0);
+	json_decref(cx);
 }
 
 /*
@@ -2625,6 +2733,7 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_pod_lost_while_pending, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_node_lost_remembered, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_pod_ended_without_result, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_agent_away, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_start_deadline, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_holders_lent, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_foreign_object_refused, setup, teardown),

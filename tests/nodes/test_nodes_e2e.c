@@ -68,7 +68,9 @@ start_agent(int i)
 	    node_env(i, "CONTAINERD_SOCK"), "--metrics-addr", addr,
 	    "--cgroup-root", node_env(i, "CGROUP_ROOT"), "--sweep-ms", "2000",
 	    "--runsc", it_env_need("RUNSC"), "--runsc-root",
-	    node_env(i, "RUNSC_ROOT"), "--log-level", "info", NULL };
+	    node_env(i, "RUNSC_ROOT"), "--log-level", "info",
+	    /* Its heartbeat beside the controller's lease (controller/agents.c). */
+	    "--lease-namespace", ns, NULL };
 
 	snprintf(addr, sizeof(addr), "127.0.0.1:%d", it_free_port());
 	snprintf(agent_log[i], sizeof(agent_log[i]),
