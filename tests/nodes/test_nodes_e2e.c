@@ -754,6 +754,44 @@ test_agent_delete_guard(void **state)
 	if (rc != 0)
 		fail_msg("the agent could not delete a pod on its own node: %s",
 		    err.message);
+	/*
+	 * Its heartbeat (controller/agents.c): its own node's Lease, and not
+	 * the other node's (a policy just made is enforced a moment later:
+	 * one let through before is deleted and tried again).
+	 */
+	{
+		char mine[128], other[128];
+		long end = it_mono_ms() + 60000;
+		json_t *l;
+
+		snprintf(mine, sizeof(mine), "airlock-agent-%s", node_name[1]);
+		snprintf(other, sizeof(other), "airlock-agent-%s", node_name[2]);
+		for (;;) {
+			l = json_pack("{s:s, s:s, s:{s:s}, s:{s:s}}", "apiVersion",
+			    "coordination.k8s.io/v1", "kind", "Lease", "metadata",
+			    "name", other, "spec", "holderIdentity", "forged");
+			rc = k8s_create(ac, &k8s_res_leases, GUARD_NS, l, NULL, &err);
+			json_decref(l);
+			if (rc != 0 || it_mono_ms() > end)
+				break;
+			if (k8s_delete(c, &k8s_res_leases, GUARD_NS, other, NULL,
+			    NULL, &err) != 0)
+				fail_msg("delete lease %s: %s", other, err.message);
+			it_sleep_ms(200);
+		}
+		assert_int_equal(rc, K8S_EFORBIDDEN);
+		if (strstr(err.message, "the node agent may write its own node's "
+		    "heartbeat only") == NULL)
+			fail_msg("refused, but not by the heartbeat guard: %s", err.message);
+		l = json_pack("{s:s, s:s, s:{s:s}, s:{s:s}}", "apiVersion",
+		    "coordination.k8s.io/v1", "kind", "Lease", "metadata", "name", mine,
+		    "spec", "holderIdentity", "agent");
+		rc = k8s_create(ac, &k8s_res_leases, GUARD_NS, l, NULL, &err);
+		json_decref(l);
+		if (rc != 0)
+			fail_msg("the agent could not write its own heartbeat: %s",
+			    err.message);
+	}
 	k8s_client_free(ac);
 	k8s_config_free(acfg);
 	assert_int_equal(k8s_delete(c, &k8s_res_pods, GUARD_NS, "exec-on-2", NULL, NULL, &err), 0);
