@@ -21,10 +21,11 @@
 
 #include "ctl_config.h"
 #include "itutil.h"
+#include "jpath.h"
 #include "xmalloc.h"
 #include "yamljson.h"
 
-static char chart[4096];
+static char top[4000], chart[4096];
 
 /*
  * Run helm with args (a shell fragment); its stdout (caller frees) and,
@@ -414,6 +415,13 @@ test_defaults(void **state)
 
 	/* The node agent: host PID, logs read-only, only KILL. */
 	assert_non_null(ds = find(all, "DaemonSet", "rel-airlock-node-agent"));
+	/* One DaemonSet, no node groups: the component's labels alone. */
+	assert_int_equal(count(all, "DaemonSet"), 1);
+	assert_json(at(ds, "spec.selector.matchLabels"), "{\"app.kubernetes.io/name\": \"airlock\", "
+	    "\"app.kubernetes.io/instance\": \"rel\", \"app.kubernetes.io/component\": \"node-agent\"}");
+	assert_json(at(ds, "spec.template.metadata.labels"), "{\"app.kubernetes.io/name\": \"airlock\", "
+	    "\"app.kubernetes.io/instance\": \"rel\", \"app.kubernetes.io/component\": \"node-agent\"}");
+	assert_null(json_object_get(at(ds, "metadata.labels"), "airlock.dev/node-group"));
 	assert_true(json_is_true(at(ds, "spec.template.spec.hostPID")));
 	assert_string_equal(str(ds, "spec.template.spec.nodeSelector.node-restriction\\.kubernetes\\.io/airlock-gvisor"), "true");
 	c = at(ds, "spec.template.spec.containers[0]");
@@ -630,7 +638,235 @@ test_refused(void **state)
 	refused("--set nodeAgent.probePort=0", "/nodeAgent/probePort");
 	refused("--set controller.probePort=8080",
 	    "controller.probePort: 8080 is controller.metricsPort too");
+	/*
+	 * Node groups: each named once, a DNS label of 20 characters at most
+	 * (it ends the DaemonSet's name); each picks its nodes; nothing
+	 * unknown. The second group is the bad one: the index is named.
+	 */
+#define G0 "{\"name\":\"a\",\"nodeSelector\":{\"p\":\"a\"}}"
+#define GROUPS(g1) "--set-json 'nodeAgent.nodeGroups=[" G0 "," g1 "]'"
+	refused(GROUPS("{\"nodeSelector\":{\"p\":\"b\"}}"),
+	    "at '/nodeAgent/nodeGroups/1': missing property 'name'");
+	refused(GROUPS("{\"name\":\"Bad_Name\",\"nodeSelector\":{\"p\":\"b\"}}"),
+	    "at '/nodeAgent/nodeGroups/1/name': 'Bad_Name' does not match pattern");
+	refused(GROUPS("{\"name\":\"-b\",\"nodeSelector\":{\"p\":\"b\"}}"),
+	    "at '/nodeAgent/nodeGroups/1/name': '-b' does not match pattern");
+	refused(GROUPS("{\"name\":\"\",\"nodeSelector\":{\"p\":\"b\"}}"),
+	    "at '/nodeAgent/nodeGroups/1/name': '' does not match pattern");
+	refused(GROUPS("{\"name\":\"abcdefghijklmnopqrstu\",\"nodeSelector\":{\"p\":\"b\"}}"),
+	    "at '/nodeAgent/nodeGroups/1/name': maxLength: got 21, want 20");
+	refused(GROUPS("{\"name\":\"a\",\"nodeSelector\":{\"p\":\"b\"}}"),
+	    "nodeAgent.nodeGroups[1].name: \"a\" is nodeAgent.nodeGroups[0].name too");
+	refused(GROUPS("{\"name\":\"b\"}"),
+	    "at '/nodeAgent/nodeGroups/1': missing property 'nodeSelector'");
+	refused(GROUPS("{\"name\":\"b\",\"nodeSelector\":{}}"),
+	    "at '/nodeAgent/nodeGroups/1/nodeSelector': minProperties: got 0, want 1");
+	refused(GROUPS("{\"name\":\"b\",\"nodeSelector\":{\"p\":1}}"),
+	    "at '/nodeAgent/nodeGroups/1/nodeSelector/p': got number, want string");
+	refused(GROUPS("{\"name\":\"b\",\"nodeSelector\":{\"p\":\"b\"},\"hostPath\":{}}"),
+	    "at '/nodeAgent/nodeGroups/1': additional properties 'hostPath' not allowed");
+	refused(GROUPS("{\"name\":\"b\",\"nodeSelector\":{\"p\":\"b\"},\"hostPaths\":{\"logs\":\"/x\"}}"),
+	    "at '/nodeAgent/nodeGroups/1/hostPaths': additional properties 'logs' not allowed");
+	refused(GROUPS("{\"name\":\"b\",\"nodeSelector\":{\"p\":\"b\"},\"hostPaths\":{\"podLogs\":\"x\"}}"),
+	    "at '/nodeAgent/nodeGroups/1/hostPaths/podLogs': 'x' does not match pattern");
+	refused(GROUPS("{\"name\":\"b\",\"nodeSelector\":{\"p\":\"b\"},\"runsc\":{\"root\":\"x\"}}"),
+	    "at '/nodeAgent/nodeGroups/1/runsc/root': 'x' does not match pattern");
+	refused(GROUPS("{\"name\":\"b\",\"nodeSelector\":{\"p\":\"b\"},\"cgroupRoot\":\"x\"}"),
+	    "at '/nodeAgent/nodeGroups/1/cgroupRoot': 'x' does not match pattern");
+	refused(GROUPS("{\"name\":\"b\",\"nodeSelector\":{\"p\":\"b\"},\"tolerations\":{}}"),
+	    "at '/nodeAgent/nodeGroups/1/tolerations': got object, want array");
+	refused("--set nodeAgent.nodeGroups=x", "at '/nodeAgent/nodeGroups': got string, want array");
+#undef GROUPS
+#undef G0
 }
+
+/* text written to a new file made from tmpl (mkstemp's XXXXXX). */
+static void
+write_file(char *tmpl, const char *text)
+{
+	int fd = mkstemp(tmpl);
+	FILE *f;
+
+	if (fd < 0 || (f = fdopen(fd, "w")) == NULL)
+		fail_msg("cannot make %s", tmpl);
+	fputs(text, f);
+	if (fclose(f) != 0)
+		fail_msg("cannot write %s", tmpl);
+}
+
+/* Every label of sel (a matchLabels map) is in labels, with its value. */
+static int
+selects(json_t *sel, json_t *labels)
+{
+	const char *k;
+	json_t *v;
+
+	json_object_foreach(sel, k, v)
+		if (!json_equal(v, json_object_get(labels, k)))
+			return 0;
+	return json_object_size(sel) > 0;
+}
+
+/* Container c has exactly one arg starting with prefix, and it is prefix+want; none when want is NULL. */
+static void
+arg_is(json_t *c, const char *prefix, const char *want)
+{
+	const char *got = NULL;
+	json_t *x;
+	size_t i, n = 0;
+
+	json_array_foreach(at(c, "args"), i, x)
+		if (strncmp(json_string_value(x), prefix, strlen(prefix)) == 0) {
+			got = json_string_value(x) + strlen(prefix);
+			n++;
+		}
+	if (want == NULL && n != 0)
+		fail_msg("%s%s: wanted none", prefix, got);
+	if (want != NULL && (n != 1 || strcmp(got, want) != 0))
+		fail_msg("%s: %zu such args, the last '%s'; wanted one, '%s'", prefix, n,
+		    got ? got : "", want);
+}
+
+/* What one node group's DaemonSet must be. */
+struct group_want {
+	const char *ds, *group;
+	const char *node_selector, *tolerations;	/* JSON; tolerations NULL: none */
+	const char *pod_logs, *socket, *exec_dir, *cgroup_root;
+	const char *runsc, *runsc_root;			/* NULL: containerd alone */
+};
+
+/*
+ * The agent DaemonSet of all that w describes, its selector and its pods'
+ * labels those of the component and the group; returns it (borrowed).
+ */
+static json_t *
+group_is(json_t *all, const struct group_want *w)
+{
+	json_t *ds, *c;
+	char *sel, *vols, *mounts;
+
+	if ((ds = find(all, "DaemonSet", w->ds)) == NULL)
+		fail_msg("no DaemonSet %s", w->ds);
+	sel = xasprintf("{\"app.kubernetes.io/name\": \"airlock\", \"app.kubernetes.io/instance\": "
+	    "\"rel\", \"app.kubernetes.io/component\": \"node-agent\", \"airlock.dev/node-group\": "
+	    "\"%s\"}", w->group);
+	assert_json(at(ds, "spec.selector.matchLabels"), sel);
+	assert_json(at(ds, "spec.template.metadata.labels"), sel);
+	assert_string_equal(jp_key(ds, "metadata.labels", "airlock.dev/node-group"), w->group);
+	assert_string_equal(jp_key(ds, "metadata.labels", "app.kubernetes.io/component"), "node-agent");
+	assert_json(at(ds, "spec.template.spec.nodeSelector"), w->node_selector);
+	if (w->tolerations)
+		assert_json(at(ds, "spec.template.spec.tolerations"), w->tolerations);
+	else
+		assert_null(at(ds, "spec.template.spec.tolerations"));
+	/* One ServiceAccount for all: the guards know the agent by it. */
+	assert_string_equal(str(ds, "spec.template.spec.serviceAccountName"), "rel-airlock-node-agent");
+	vols = xasprintf("[{\"name\": \"pod-logs\", \"hostPath\": {\"path\": \"%s\", \"type\": \"Directory\"}},"
+	    "{\"name\": \"containerd\", \"hostPath\": {\"path\": \"%s\", \"type\": \"Socket\"}},"
+	    "{\"name\": \"cgroup\", \"hostPath\": {\"path\": \"/sys/fs/cgroup\", \"type\": \"Directory\"}},"
+	    "{\"name\": \"exec\", \"hostPath\": {\"path\": \"%s\", \"type\": \"DirectoryOrCreate\"}}%s%s%s%s%s]",
+	    w->pod_logs, w->socket, w->exec_dir,
+	    w->runsc ? ",{\"name\": \"runsc\", \"hostPath\": {\"path\": \"" : "", w->runsc ? w->runsc : "",
+	    w->runsc ? "\", \"type\": \"File\"}},{\"name\": \"runsc-root\", \"hostPath\": {\"path\": \"" : "",
+	    w->runsc ? w->runsc_root : "", w->runsc ? "\", \"type\": \"Directory\"}}" : "");
+	assert_json(at(ds, "spec.template.spec.volumes"), vols);
+	/* Inside, the same paths but for the logs, socket and cgroups, which are fixed. */
+	mounts = xasprintf("[{\"name\": \"pod-logs\", \"mountPath\": \"/var/log/pods\", \"readOnly\": true},"
+	    "{\"name\": \"containerd\", \"mountPath\": \"/run/containerd/containerd.sock\"},"
+	    "{\"name\": \"cgroup\", \"mountPath\": \"/host/sys/fs/cgroup\", \"readOnly\": true},"
+	    "{\"name\": \"exec\", \"mountPath\": \"%s\"}%s%s%s%s%s]", w->exec_dir,
+	    w->runsc ? ",{\"name\": \"runsc\", \"mountPath\": \"" : "", w->runsc ? w->runsc : "",
+	    w->runsc ? "\", \"readOnly\": true},{\"name\": \"runsc-root\", \"mountPath\": \"" : "",
+	    w->runsc ? w->runsc_root : "", w->runsc ? "\"}" : "");
+	c = at(ds, "spec.template.spec.containers[0]");
+	assert_json(at(c, "volumeMounts"), mounts);
+	arg_is(c, "--pod-logs-dir=", "/var/log/pods");
+	arg_is(c, "--containerd-socket=", "/run/containerd/containerd.sock");
+	arg_is(c, "--cgroup-root=", w->cgroup_root);
+	arg_is(c, "--exec-dir=", w->exec_dir);
+	arg_is(c, "--runsc=", w->runsc);
+	arg_is(c, "--runsc-root=", w->runsc ? w->runsc_root : NULL);
+	assert_string_equal(str(c, "args[0]"), "--node-name=$(NODE_NAME)");
+	free(sel);
+	free(vols);
+	free(mounts);
+	return ds;
+}
+
+/*
+ * Node groups (issue 28 item 2): a DaemonSet per group, each with its
+ * group's paths over the common ones and a selector of its own, so no
+ * DaemonSet takes another's pods; no DaemonSet for nodes outside the
+ * groups. Whatever picks the agents' pods by their component (the
+ * metrics Service, the ServiceMonitor, the NetworkPolicy) picks all.
+ */
+static void
+test_node_groups(void **state)
+{
+	static const char values[] =
+	    "nodeAgent:\n"
+	    "  nodeSelector: {airlock: \"yes\", zone: a}\n"
+	    "  tolerations: [{key: base, operator: Exists}]\n"
+	    "  nodeGroups:\n"
+	    "    - name: k3s\n"
+	    "      nodeSelector: {pool: k3s}\n"
+	    "      hostPaths: {containerdSocket: /run/k3s/containerd/containerd.sock}\n"
+	    "      cgroupRoot: /k3s\n"
+	    "    - name: big-2\n"
+	    "      nodeSelector: {zone: b, pool: big}\n"
+	    "      hostPaths: {podLogs: /data/pods, execDir: /data/exec}\n"
+	    "      runsc: {path: /opt/runsc, root: /run/big/runsc}\n"
+	    "      tolerations: [{key: big, operator: Exists, effect: NoSchedule}]\n";
+	static const struct group_want want[] = {
+		{ "rel-airlock-node-agent-k3s", "k3s", "{\"node-restriction.kubernetes.io/airlock-gvisor\": "
+		    "\"true\", \"airlock\": \"yes\", \"zone\": \"a\", \"pool\": \"k3s\"}", "[{\"key\": \"base\", \"operator\": \"Exists\"}]",
+		    "/var/log/pods", "/run/k3s/containerd/containerd.sock", "/run/airlock/exec",
+		    "/k3s", NULL, NULL },
+		{ "rel-airlock-node-agent-big-2", "big-2", "{\"node-restriction.kubernetes.io/airlock-gvisor\": "
+		    "\"true\", \"airlock\": \"yes\", \"zone\": \"b\", \"pool\": \"big\"}", "[{\"key\": \"big\", \"operator\": \"Exists\", \"effect\": "
+		    "\"NoSchedule\"}]", "/data/pods", "/run/containerd/containerd.sock",
+		    "/data/exec", "/", "/opt/runsc", "/run/big/runsc" },
+	};
+	char path[] = "/tmp/airlock-groups-XXXXXX", extra[128];
+	json_t *all, *ds[2], *x;
+
+	(void)state;
+	write_file(path, values);
+	snprintf(extra, sizeof(extra), "-f '%s' --set metrics.serviceMonitor.enabled=true", path);
+	all = render(extra);
+	unlink(path);
+	assert_int_equal(count(all, "DaemonSet"), 2);
+	assert_null(find(all, "DaemonSet", "rel-airlock-node-agent"));
+	for (int i = 0; i < 2; i++)
+		ds[i] = group_is(all, &want[i]);
+	assert_false(selects(at(ds[0], "spec.selector.matchLabels"),
+	    at(ds[1], "spec.template.metadata.labels")));
+	assert_false(selects(at(ds[1], "spec.selector.matchLabels"),
+	    at(ds[0], "spec.template.metadata.labels")));
+	/* One ServiceAccount, one role, one set of guards for every group. */
+	assert_int_equal(count(all, "ServiceAccount"), 3);	/* controller, agent, helm test's tenant */
+	assert_non_null(find(all, "ServiceAccount", "rel-airlock-node-agent"));
+	assert_non_null(x = find(all, "ValidatingAdmissionPolicy", "rel-airlock-node-agent-delete-guard"));
+	assert_non_null(strstr(str(x, "spec.matchConditions[0].expression"),
+	    "\"system:serviceaccount:airlock-system:rel-airlock-node-agent\""));
+	/* Every group's pods are scraped and let in by the same objects. */
+	for (int i = 0; i < 2; i++) {
+		json_t *labels = at(ds[i], "spec.template.metadata.labels");
+
+		assert_non_null(x = find(all, "Service", "rel-airlock-node-agent-metrics"));
+		assert_true(selects(at(x, "spec.selector"), labels));
+		assert_non_null(x = find(all, "ServiceMonitor", "rel-airlock-node-agent"));
+		assert_true(selects(at(x, "spec.selector.matchLabels"), labels));
+		assert_non_null(x = find(all, "NetworkPolicy", "rel-airlock-daemons"));
+		assert_true(selects(at(x, "spec.podSelector.matchLabels"), labels));
+	}
+	/* The RuntimeClass still schedules by the common selector. */
+	assert_json(at(find(all, "RuntimeClass", "gvisor"), "scheduling.nodeSelector"),
+	    "{\"node-restriction.kubernetes.io/airlock-gvisor\": \"true\", \"airlock\": \"yes\", "
+	    "\"zone\": \"a\"}");
+	json_decref(all);
+}
+
 
 int
 main(void)
@@ -641,9 +877,9 @@ main(void)
 		cmocka_unit_test(test_defaults),
 		cmocka_unit_test(test_values_change_output),
 		cmocka_unit_test(test_refused),
+		cmocka_unit_test(test_node_groups),
 	};
-	const char *top = getenv("AIRLOCK_TOP") ? getenv("AIRLOCK_TOP") : ".";
-
+	snprintf(top, sizeof(top), "%s", getenv("AIRLOCK_TOP") ? getenv("AIRLOCK_TOP") : ".");
 	snprintf(chart, sizeof(chart), "%s/charts/airlock", top);
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
