@@ -867,6 +867,148 @@ test_node_groups(void **state)
 	json_decref(all);
 }
 
+/* A fake .cluster/env of node.sh's node_env, two nodes, as up.sh writes it. */
+static const char env_two[] =
+    "KUBECONFIG_ADMIN=/c/kubeconfig\n"
+    "NODE_NAME=airlock-node\n"
+    "CONTAINERD_SOCK=/c/node/containerd/containerd.sock\n"
+    "CTR=\"ctr --address /c/node/containerd/containerd.sock -n k8s.io\"\n"
+    "POD_LOGS_DIR=/c/node/pod-logs\n"
+    "RUNSC=/g/bin/runsc\n"
+    "GVISOR_SHIM=gvisor\n"
+    "RUNSC_ROOT=/c/node/runsc/k8s.io\n"
+    "CGROUP_ROOT=/airlock-abc123\n"
+    "NODE_COUNT=%d\n"
+    "NODE_1_NAME=airlock-node\n"
+    "NODE_1_CONTAINERD_SOCK=/c/node/containerd/containerd.sock\n"
+    "NODE_1_CTR=\"ctr --address /c/node/containerd/containerd.sock -n k8s.io\"\n"
+    "NODE_1_POD_LOGS_DIR=/c/node/pod-logs\n"
+    "NODE_1_KUBELET_ROOT_DIR=/c/node/kubelet\n"
+    "NODE_1_RUNSC_ROOT=/c/node/runsc/k8s.io\n"
+    "NODE_1_CGROUP_ROOT=/airlock-abc123\n"
+    "NODE_1_BRIDGE=alkabc123\n"
+    "%s"
+    "NODE_NAMES=\"airlock-node airlock-node-2\"\n";
+/* Node 2: a quote in its directory, for the YAML's quoting. */
+static const char env_node2[] =
+    "NODE_2_NAME=airlock-node-2\n"
+    "NODE_2_CONTAINERD_SOCK=/c/it's/node-2/containerd/containerd.sock\n"
+    "NODE_2_CTR=\"ctr --address /c/it's/node-2/containerd/containerd.sock -n k8s.io\"\n"
+    "NODE_2_POD_LOGS_DIR=/c/it's/node-2/pod-logs\n"
+    "NODE_2_KUBELET_ROOT_DIR=/c/it's/node-2/kubelet\n"
+    "NODE_2_RUNSC_ROOT=/c/it's/node-2/runsc/k8s.io\n"
+    "NODE_2_CGROUP_ROOT=/airlock-abc123n2\n"
+    "NODE_2_BRIDGE=alkabc123n2\n";
+static const char values_head[] =
+    "# The test cluster's nodes as node groups (tests/cluster/chart-node-values.sh).\n"
+    "nodeAgent:\n"
+    "  nodeGroups:\n";
+static const char values_node1[] =
+    "    - name: node-1\n"
+    "      nodeSelector: {kubernetes.io/hostname: 'airlock-node'}\n"
+    "      hostPaths:\n"
+    "        podLogs: '/c/node/pod-logs'\n"
+    "        containerdSocket: '/c/node/containerd/containerd.sock'\n"
+    "        cgroup: /sys/fs/cgroup\n"
+    "        execDir: '/c/node/airlock-exec'\n"
+    "      runsc: {path: '/g/bin/runsc', root: '/c/node/runsc/k8s.io'}\n"
+    "      cgroupRoot: '/airlock-abc123'\n";
+static const char values_node2[] =
+    "    - name: node-2\n"
+    "      nodeSelector: {kubernetes.io/hostname: 'airlock-node-2'}\n"
+    "      hostPaths:\n"
+    "        podLogs: '/c/it''s/node-2/pod-logs'\n"
+    "        containerdSocket: '/c/it''s/node-2/containerd/containerd.sock'\n"
+    "        cgroup: /sys/fs/cgroup\n"
+    "        execDir: '/c/it''s/node-2/airlock-exec'\n"
+    "      runsc: {path: '/g/bin/runsc', root: '/c/it''s/node-2/runsc/k8s.io'}\n"
+    "      cgroupRoot: '/airlock-abc123n2'\n";
+
+/* Run the script on an env file of text; its exit status, stdout, stderr. */
+static int
+node_values(const char *text, char **outp, char **errp)
+{
+	char path[] = "/tmp/airlock-env-XXXXXX", *cmd;
+	int st;
+
+	write_file(path, text);
+	cmd = xasprintf("'%s/tests/cluster/chart-node-values.sh' '%s'", top, path);
+	st = it_sh(cmd, outp, errp);
+	unlink(path);
+	free(cmd);
+	return st;
+}
+
+/*
+ * tests/cluster/chart-node-values.sh: the test cluster's env file made
+ * into node groups, one a node, each picked by its host name, with the
+ * node's own directories (as the chart tier's values have node 1's);
+ * rendered, each node's DaemonSet mounts them.
+ */
+static void
+test_node_values_script(void **state)
+{
+	static const struct group_want want[] = {
+		{ "rel-airlock-node-agent-node-1", "node-1", "{\"node-restriction.kubernetes.io/"
+		    "airlock-gvisor\": \"true\", \"kubernetes.io/hostname\": \"airlock-node\"}", NULL,
+		    "/c/node/pod-logs", "/c/node/containerd/containerd.sock", "/c/node/airlock-exec",
+		    "/airlock-abc123", "/g/bin/runsc", "/c/node/runsc/k8s.io" },
+		{ "rel-airlock-node-agent-node-2", "node-2", "{\"node-restriction.kubernetes.io/"
+		    "airlock-gvisor\": \"true\", \"kubernetes.io/hostname\": \"airlock-node-2\"}", NULL,
+		    "/c/it's/node-2/pod-logs", "/c/it's/node-2/containerd/containerd.sock",
+		    "/c/it's/node-2/airlock-exec", "/airlock-abc123n2", "/g/bin/runsc",
+		    "/c/it's/node-2/runsc/k8s.io" },
+	};
+	char path[] = "/tmp/airlock-values-XXXXXX", extra[64];
+	char *env, *out, *err, *wanted;
+	json_t *all;
+
+	(void)state;
+	/* Two nodes. */
+	env = xasprintf(env_two, 2, env_node2);
+	if (node_values(env, &out, &err) != 0)
+		fail_msg("chart-node-values.sh: %s", err);
+	free(env);
+	wanted = xasprintf("%s%s%s", values_head, values_node1, values_node2);
+	assert_string_equal(out, wanted);
+	assert_string_equal(err, "");
+	write_file(path, out);
+	free(out);
+	free(err);
+	free(wanted);
+	snprintf(extra, sizeof(extra), "-f '%s'", path);
+	all = render(extra);
+	unlink(path);
+	assert_int_equal(count(all, "DaemonSet"), 2);
+	group_is(all, &want[0]);
+	group_is(all, &want[1]);
+	json_decref(all);
+
+	/* One node (NODE_COUNT=1): its group alone. */
+	env = xasprintf(env_two, 1, "");
+	assert_int_equal(node_values(env, &out, &err), 0);
+	free(env);
+	wanted = xasprintf("%s%s", values_head, values_node1);
+	assert_string_equal(out, wanted);
+	free(out);
+	free(err);
+	free(wanted);
+
+	/* A node's variable missing: refused, naming it and the file. */
+	env = xasprintf(env_two, 2, "NODE_2_NAME=airlock-node-2\n");
+	assert_int_equal(node_values(env, &out, &err), 1);
+	free(env);
+	assert_string_equal(out, "");
+	assert_non_null(strstr(err, "chart-node-values.sh: no NODE_2_CONTAINERD_SOCK in '/tmp/airlock-env-"));
+	free(out);
+	free(err);
+	/* No nodes. */
+	assert_int_equal(node_values("NODE_COUNT=0\n", &out, &err), 1);
+	assert_non_null(strstr(err, "chart-node-values.sh: NODE_COUNT in '/tmp/airlock-env-"));
+	assert_non_null(strstr(err, "is '0': the cluster has no node"));
+	free(out);
+	free(err);
+}
 
 int
 main(void)
@@ -878,6 +1020,7 @@ main(void)
 		cmocka_unit_test(test_values_change_output),
 		cmocka_unit_test(test_refused),
 		cmocka_unit_test(test_node_groups),
+		cmocka_unit_test(test_node_values_script),
 	};
 	snprintf(top, sizeof(top), "%s", getenv("AIRLOCK_TOP") ? getenv("AIRLOCK_TOP") : ".");
 	snprintf(chart, sizeof(chart), "%s/charts/airlock", top);
