@@ -675,6 +675,12 @@ test_refused(void **state)
 	    "at '/nodeAgent/nodeGroups/1/cgroupRoot': 'x' does not match pattern");
 	refused(GROUPS("{\"name\":\"b\",\"nodeSelector\":{\"p\":\"b\"},\"tolerations\":{}}"),
 	    "at '/nodeAgent/nodeGroups/1/tolerations': got object, want array");
+	refused(GROUPS("{\"name\":\"b\",\"nodeSelector\":{\"p\":\"b\"},\"metricsPort\":0}"),
+	    "at '/nodeAgent/nodeGroups/1/metricsPort': minimum: got 0, want 1");
+	refused(GROUPS("{\"name\":\"b\",\"nodeSelector\":{\"p\":\"b\"},\"probePort\":8081}"),
+	    "nodeAgent.nodeGroups[1]: its probePort and metricsPort (the group's, or nodeAgent's) are both 8081");
+	refused(GROUPS("{\"name\":\"b\",\"nodeSelector\":{\"p\":\"b\"},\"metricsPort\":9000,\"probePort\":9000}"),
+	    "nodeAgent.nodeGroups[1]: its probePort and metricsPort (the group's, or nodeAgent's) are both 9000");
 	refused("--set nodeAgent.nodeGroups=x", "at '/nodeAgent/nodeGroups': got string, want array");
 #undef GROUPS
 #undef G0
@@ -733,6 +739,7 @@ struct group_want {
 	const char *node_selector, *tolerations;	/* JSON; tolerations NULL: none */
 	const char *pod_logs, *socket, *exec_dir, *cgroup_root;
 	const char *runsc, *runsc_root;			/* NULL: containerd alone */
+	int metrics, probes;				/* its ports */
 };
 
 /*
@@ -743,7 +750,7 @@ static json_t *
 group_is(json_t *all, const struct group_want *w)
 {
 	json_t *ds, *c;
-	char *sel, *vols, *mounts;
+	char *sel, *vols, *mounts, port[16];
 
 	if ((ds = find(all, "DaemonSet", w->ds)) == NULL)
 		fail_msg("no DaemonSet %s", w->ds);
@@ -786,6 +793,10 @@ group_is(json_t *all, const struct group_want *w)
 	arg_is(c, "--exec-dir=", w->exec_dir);
 	arg_is(c, "--runsc=", w->runsc);
 	arg_is(c, "--runsc-root=", w->runsc ? w->runsc_root : NULL);
+	snprintf(port, sizeof(port), ":%d", w->metrics);
+	arg_is(c, "--metrics-addr=", port);
+	assert_int_equal(json_integer_value(at(c, "ports[0].containerPort")), w->metrics);
+	probes_on(c, w->probes, NULL);
 	assert_string_equal(str(c, "args[0]"), "--node-name=$(NODE_NAME)");
 	free(sel);
 	free(vols);
@@ -816,16 +827,20 @@ test_node_groups(void **state)
 	    "      nodeSelector: {zone: b, pool: big}\n"
 	    "      hostPaths: {podLogs: /data/pods, execDir: /data/exec}\n"
 	    "      runsc: {path: /opt/runsc, root: /run/big/runsc}\n"
-	    "      tolerations: [{key: big, operator: Exists, effect: NoSchedule}]\n";
+	    "      tolerations: [{key: big, operator: Exists, effect: NoSchedule}]\n"
+	    "      metricsPort: 9181\n"
+	    "      probePort: 9183\n"
+	    "networkPolicy:\n"
+	    "  metricsFrom: [{namespaceSelector: {}}]\n";
 	static const struct group_want want[] = {
 		{ "rel-airlock-node-agent-k3s", "k3s", "{\"node-restriction.kubernetes.io/airlock-gvisor\": "
 		    "\"true\", \"airlock\": \"yes\", \"zone\": \"a\", \"pool\": \"k3s\"}", "[{\"key\": \"base\", \"operator\": \"Exists\"}]",
 		    "/var/log/pods", "/run/k3s/containerd/containerd.sock", "/run/airlock/exec",
-		    "/k3s", NULL, NULL },
+		    "/k3s", NULL, NULL, 8081, 8083 },
 		{ "rel-airlock-node-agent-big-2", "big-2", "{\"node-restriction.kubernetes.io/airlock-gvisor\": "
 		    "\"true\", \"airlock\": \"yes\", \"zone\": \"b\", \"pool\": \"big\"}", "[{\"key\": \"big\", \"operator\": \"Exists\", \"effect\": "
 		    "\"NoSchedule\"}]", "/data/pods", "/run/containerd/containerd.sock",
-		    "/data/exec", "/", "/opt/runsc", "/run/big/runsc" },
+		    "/data/exec", "/", "/opt/runsc", "/run/big/runsc", 9181, 9183 },
 	};
 	char path[] = "/tmp/airlock-groups-XXXXXX", extra[128];
 	json_t *all, *ds[2], *x;
@@ -860,6 +875,9 @@ test_node_groups(void **state)
 		assert_non_null(x = find(all, "NetworkPolicy", "rel-airlock-daemons"));
 		assert_true(selects(at(x, "spec.podSelector.matchLabels"), labels));
 	}
+	/* The scrapers reach each group's metrics port (the controller's first). */
+	assert_json(at(x, "spec.ingress[0].ports"), "[{\"protocol\": \"TCP\", \"port\": 8080}, "
+	    "{\"protocol\": \"TCP\", \"port\": 8081}, {\"protocol\": \"TCP\", \"port\": 9181}]");
 	/* The RuntimeClass still schedules by the common selector. */
 	assert_json(at(find(all, "RuntimeClass", "gvisor"), "scheduling.nodeSelector"),
 	    "{\"node-restriction.kubernetes.io/airlock-gvisor\": \"true\", \"airlock\": \"yes\", "
@@ -924,15 +942,18 @@ static const char values_node2[] =
     "      runsc: {path: '/g/bin/runsc', root: '/c/it''s/node-2/runsc/k8s.io'}\n"
     "      cgroupRoot: '/airlock-abc123n2'\n";
 
-/* Run the script on an env file of text; its exit status, stdout, stderr. */
+/*
+ * Run the script on an env file of text, then args (a shell fragment); its
+ * exit status, stdout, stderr.
+ */
 static int
-node_values(const char *text, char **outp, char **errp)
+node_values(const char *text, const char *args, char **outp, char **errp)
 {
 	char path[] = "/tmp/airlock-env-XXXXXX", *cmd;
 	int st;
 
 	write_file(path, text);
-	cmd = xasprintf("'%s/tests/cluster/chart-node-values.sh' '%s'", top, path);
+	cmd = xasprintf("'%s/tests/cluster/chart-node-values.sh' '%s' %s", top, path, args);
 	st = it_sh(cmd, outp, errp);
 	unlink(path);
 	free(cmd);
@@ -952,12 +973,12 @@ test_node_values_script(void **state)
 		{ "rel-airlock-node-agent-node-1", "node-1", "{\"node-restriction.kubernetes.io/"
 		    "airlock-gvisor\": \"true\", \"kubernetes.io/hostname\": \"airlock-node\"}", NULL,
 		    "/c/node/pod-logs", "/c/node/containerd/containerd.sock", "/c/node/airlock-exec",
-		    "/airlock-abc123", "/g/bin/runsc", "/c/node/runsc/k8s.io" },
+		    "/airlock-abc123", "/g/bin/runsc", "/c/node/runsc/k8s.io", 8081, 8083 },
 		{ "rel-airlock-node-agent-node-2", "node-2", "{\"node-restriction.kubernetes.io/"
 		    "airlock-gvisor\": \"true\", \"kubernetes.io/hostname\": \"airlock-node-2\"}", NULL,
 		    "/c/it's/node-2/pod-logs", "/c/it's/node-2/containerd/containerd.sock",
 		    "/c/it's/node-2/airlock-exec", "/airlock-abc123n2", "/g/bin/runsc",
-		    "/c/it's/node-2/runsc/k8s.io" },
+		    "/c/it's/node-2/runsc/k8s.io", 8081, 8083 },
 	};
 	char path[] = "/tmp/airlock-values-XXXXXX", extra[64];
 	char *env, *out, *err, *wanted;
@@ -966,9 +987,8 @@ test_node_values_script(void **state)
 	(void)state;
 	/* Two nodes. */
 	env = xasprintf(env_two, 2, env_node2);
-	if (node_values(env, &out, &err) != 0)
+	if (node_values(env, "", &out, &err) != 0)
 		fail_msg("chart-node-values.sh: %s", err);
-	free(env);
 	wanted = xasprintf("%s%s%s", values_head, values_node1, values_node2);
 	assert_string_equal(out, wanted);
 	assert_string_equal(err, "");
@@ -984,9 +1004,36 @@ test_node_values_script(void **state)
 	group_is(all, &want[1]);
 	json_decref(all);
 
+	/*
+	 * The test nodes share the machine's network: agents on hostNetwork
+	 * are given ports of their own, one pair a node.
+	 */
+	assert_int_equal(node_values(env, "9001:9002 9003:9004", &out, &err), 0);
+	free(env);
+	wanted = xasprintf("%s%s%s%s%s", values_head, values_node1,
+	    "      metricsPort: 9001\n      probePort: 9002\n", values_node2,
+	    "      metricsPort: 9003\n      probePort: 9004\n");
+	assert_string_equal(out, wanted);
+	memcpy(path + strlen(path) - 6, "XXXXXX", 6);
+	write_file(path, out);
+	free(out);
+	free(err);
+	free(wanted);
+	snprintf(extra, sizeof(extra), "-f '%s'", path);
+	all = render(extra);
+	unlink(path);
+	for (int i = 0; i < 2; i++) {
+		struct group_want w = want[i];
+
+		w.metrics = 9001 + 2 * i;
+		w.probes = 9002 + 2 * i;
+		group_is(all, &w);
+	}
+	json_decref(all);
+
 	/* One node (NODE_COUNT=1): its group alone. */
 	env = xasprintf(env_two, 1, "");
-	assert_int_equal(node_values(env, &out, &err), 0);
+	assert_int_equal(node_values(env, "", &out, &err), 0);
 	free(env);
 	wanted = xasprintf("%s%s", values_head, values_node1);
 	assert_string_equal(out, wanted);
@@ -996,18 +1043,35 @@ test_node_values_script(void **state)
 
 	/* A node's variable missing: refused, naming it and the file. */
 	env = xasprintf(env_two, 2, "NODE_2_NAME=airlock-node-2\n");
-	assert_int_equal(node_values(env, &out, &err), 1);
+	assert_int_equal(node_values(env, "", &out, &err), 1);
 	free(env);
 	assert_string_equal(out, "");
 	assert_non_null(strstr(err, "chart-node-values.sh: no NODE_2_CONTAINERD_SOCK in '/tmp/airlock-env-"));
 	free(out);
 	free(err);
 	/* No nodes. */
-	assert_int_equal(node_values("NODE_COUNT=0\n", &out, &err), 1);
+	assert_int_equal(node_values("NODE_COUNT=0\n", "", &out, &err), 1);
 	assert_non_null(strstr(err, "chart-node-values.sh: NODE_COUNT in '/tmp/airlock-env-"));
 	assert_non_null(strstr(err, "is '0': the cluster has no node"));
 	free(out);
 	free(err);
+	/* Ports: one pair a node, numbers. */
+	env = xasprintf(env_two, 2, env_node2);
+	assert_int_equal(node_values(env, "9001:9002", &out, &err), 1);
+	assert_string_equal(out, "");
+	assert_string_equal(err, "chart-node-values.sh: 1 METRICS:PROBE port pairs for 2 nodes: "
+	    "one a node, or none\n");
+	free(out);
+	free(err);
+	assert_int_equal(node_values(env, "9001:9002 9003:70000", &out, &err), 1);
+	assert_string_equal(err, "chart-node-values.sh: '9003:70000' is not METRICS:PROBE, two port numbers\n");
+	free(out);
+	free(err);
+	assert_int_equal(node_values(env, "9001:9002 9003", &out, &err), 1);
+	assert_string_equal(err, "chart-node-values.sh: '9003' is not METRICS:PROBE, two port numbers\n");
+	free(out);
+	free(err);
+	free(env);
 }
 
 int

@@ -6,7 +6,12 @@
 # directory of its own next to its pod logs. With it, `helm install -f`
 # runs an agent on each node of a NODES=2 cluster (issue 28 item 2).
 #
-# usage: tests/cluster/chart-node-values.sh [ENV]   (default .cluster/env)
+# usage: tests/cluster/chart-node-values.sh [ENV [METRICS:PROBE...]]
+#
+# ENV is .cluster/env by default. METRICS:PROBE, one a node in order, are
+# each node's agent's ports: the test nodes share the machine's network,
+# so agents on hostNetwork (as the chart tier runs them) need ports of
+# their own. None: the chart's ports on every node.
 #
 # The env file is read, not sourced: node.sh's node_env writes it, and
 # NODE_COUNT, NODE_<i>_NAME, NODE_<i>_CONTAINERD_SOCK, NODE_<i>_POD_LOGS_DIR,
@@ -15,6 +20,8 @@
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 env_file=${1:-$(cd "$here/../.." && pwd)/.cluster/env}
+shift $(($# > 0 ? 1 : 0))
+ports=("$@")
 
 die() { echo "chart-node-values.sh: $*" >&2; exit 1; }
 
@@ -39,6 +46,12 @@ case $n in
 '' | *[!0-9]* | 0 | 0*) die "NODE_COUNT in '$env_file' is '$n': the cluster has no node (NODE=1 or NODES=2 tests/cluster/up.sh)" ;;
 esac
 runsc=$(get RUNSC)
+[ ${#ports[@]} -eq 0 ] || [ ${#ports[@]} -eq "$n" ] ||
+	die "${#ports[@]} METRICS:PROBE port pairs for $n nodes: one a node, or none"
+for p in "${ports[@]}"; do
+	[[ $p =~ ^[1-9][0-9]{0,4}:[1-9][0-9]{0,4}$ ]] && [ "${p%:*}" -le 65535 ] &&
+		[ "${p#*:}" -le 65535 ] || die "'$p' is not METRICS:PROBE, two port numbers"
+done
 
 out="# The test cluster's nodes as node groups (tests/cluster/chart-node-values.sh).
 nodeAgent:
@@ -62,5 +75,11 @@ for i in $(seq "$n"); do
       runsc: {path: $(q "$runsc"), root: $(q "$root")}
       cgroupRoot: $(q "$cgroot")
 "
+	if [ ${#ports[@]} -gt 0 ]; then
+		p=${ports[$((i - 1))]}
+		out+="      metricsPort: ${p%:*}
+      probePort: ${p#*:}
+"
+	fi
 done
 printf '%s' "$out"

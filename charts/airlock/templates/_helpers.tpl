@@ -87,6 +87,11 @@ artifacts: {{ toJson .Values.config.artifacts }}
 {{- fail (printf "nodeAgent.nodeGroups[%d].name: %q is nodeAgent.nodeGroups[%d].name too: each group's DaemonSet is named by it" $i $g.name (index $groups $g.name)) -}}
 {{- end -}}
 {{- $_ := set $groups $g.name $i -}}
+{{- $metrics := int ($g.metricsPort | default $.Values.nodeAgent.metricsPort) -}}
+{{- $probes := int ($g.probePort | default $.Values.nodeAgent.probePort) -}}
+{{- if eq $metrics $probes -}}
+{{- fail (printf "nodeAgent.nodeGroups[%d]: its probePort and metricsPort (the group's, or nodeAgent's) are both %d: the probes need a port of their own" $i $probes) -}}
+{{- end -}}
 {{- end -}}
 {{- range $k := list "controller" "nodeAgent" -}}
 {{- $d := index $.Values $k -}}
