@@ -713,7 +713,10 @@ selects(json_t *sel, json_t *labels)
 	return json_object_size(sel) > 0;
 }
 
-/* Container c has exactly one arg starting with prefix, and it is prefix+want; none when want is NULL. */
+/*
+ * Container c has exactly one arg starting with prefix, and it is
+ * prefix+want; none when want is NULL.
+ */
 static void
 arg_is(json_t *c, const char *prefix, const char *want)
 {
@@ -750,7 +753,7 @@ static json_t *
 group_is(json_t *all, const struct group_want *w)
 {
 	json_t *ds, *c;
-	char *sel, *vols, *mounts, port[16];
+	char *sel, *vols, *mounts, *rvols, *rmounts, port[16];
 
 	if ((ds = find(all, "DaemonSet", w->ds)) == NULL)
 		fail_msg("no DaemonSet %s", w->ds);
@@ -760,31 +763,41 @@ group_is(json_t *all, const struct group_want *w)
 	assert_json(at(ds, "spec.selector.matchLabels"), sel);
 	assert_json(at(ds, "spec.template.metadata.labels"), sel);
 	assert_string_equal(jp_key(ds, "metadata.labels", "airlock.dev/node-group"), w->group);
-	assert_string_equal(jp_key(ds, "metadata.labels", "app.kubernetes.io/component"), "node-agent");
+	assert_string_equal(jp_key(ds, "metadata.labels", "app.kubernetes.io/component"),
+	    "node-agent");
 	assert_json(at(ds, "spec.template.spec.nodeSelector"), w->node_selector);
 	if (w->tolerations)
 		assert_json(at(ds, "spec.template.spec.tolerations"), w->tolerations);
 	else
 		assert_null(at(ds, "spec.template.spec.tolerations"));
 	/* One ServiceAccount for all: the guards know the agent by it. */
-	assert_string_equal(str(ds, "spec.template.spec.serviceAccountName"), "rel-airlock-node-agent");
-	vols = xasprintf("[{\"name\": \"pod-logs\", \"hostPath\": {\"path\": \"%s\", \"type\": \"Directory\"}},"
-	    "{\"name\": \"containerd\", \"hostPath\": {\"path\": \"%s\", \"type\": \"Socket\"}},"
-	    "{\"name\": \"cgroup\", \"hostPath\": {\"path\": \"/sys/fs/cgroup\", \"type\": \"Directory\"}},"
-	    "{\"name\": \"exec\", \"hostPath\": {\"path\": \"%s\", \"type\": \"DirectoryOrCreate\"}}%s%s%s%s%s]",
-	    w->pod_logs, w->socket, w->exec_dir,
-	    w->runsc ? ",{\"name\": \"runsc\", \"hostPath\": {\"path\": \"" : "", w->runsc ? w->runsc : "",
-	    w->runsc ? "\", \"type\": \"File\"}},{\"name\": \"runsc-root\", \"hostPath\": {\"path\": \"" : "",
-	    w->runsc ? w->runsc_root : "", w->runsc ? "\", \"type\": \"Directory\"}}" : "");
+	assert_string_equal(str(ds, "spec.template.spec.serviceAccountName"),
+	    "rel-airlock-node-agent");
+	/* runsc's volumes and mounts, when it is used, after the others. */
+	if (w->runsc) {
+		rvols = xasprintf(",{\"name\": \"runsc\", \"hostPath\": {\"path\": \"%s\", "
+		    "\"type\": \"File\"}}, {\"name\": \"runsc-root\", \"hostPath\": {\"path\": "
+		    "\"%s\", \"type\": \"Directory\"}}", w->runsc, w->runsc_root);
+		rmounts = xasprintf(",{\"name\": \"runsc\", \"mountPath\": \"%s\", \"readOnly\": "
+		    "true}, {\"name\": \"runsc-root\", \"mountPath\": \"%s\"}", w->runsc,
+		    w->runsc_root);
+	} else {
+		rvols = xstrdup("");
+		rmounts = xstrdup("");
+	}
+	vols = xasprintf("[{\"name\": \"pod-logs\", \"hostPath\": {\"path\": \"%s\", "
+	    "\"type\": \"Directory\"}}, {\"name\": \"containerd\", \"hostPath\": {\"path\": "
+	    "\"%s\", \"type\": \"Socket\"}}, {\"name\": \"cgroup\", \"hostPath\": {\"path\": "
+	    "\"/sys/fs/cgroup\", \"type\": \"Directory\"}}, {\"name\": \"exec\", \"hostPath\": "
+	    "{\"path\": \"%s\", \"type\": \"DirectoryOrCreate\"}}%s]", w->pod_logs, w->socket,
+	    w->exec_dir, rvols);
 	assert_json(at(ds, "spec.template.spec.volumes"), vols);
 	/* Inside, the same paths but for the logs, socket and cgroups, which are fixed. */
-	mounts = xasprintf("[{\"name\": \"pod-logs\", \"mountPath\": \"/var/log/pods\", \"readOnly\": true},"
-	    "{\"name\": \"containerd\", \"mountPath\": \"/run/containerd/containerd.sock\"},"
-	    "{\"name\": \"cgroup\", \"mountPath\": \"/host/sys/fs/cgroup\", \"readOnly\": true},"
-	    "{\"name\": \"exec\", \"mountPath\": \"%s\"}%s%s%s%s%s]", w->exec_dir,
-	    w->runsc ? ",{\"name\": \"runsc\", \"mountPath\": \"" : "", w->runsc ? w->runsc : "",
-	    w->runsc ? "\", \"readOnly\": true},{\"name\": \"runsc-root\", \"mountPath\": \"" : "",
-	    w->runsc ? w->runsc_root : "", w->runsc ? "\"}" : "");
+	mounts = xasprintf("[{\"name\": \"pod-logs\", \"mountPath\": \"/var/log/pods\", "
+	    "\"readOnly\": true}, {\"name\": \"containerd\", \"mountPath\": "
+	    "\"/run/containerd/containerd.sock\"}, {\"name\": \"cgroup\", \"mountPath\": "
+	    "\"/host/sys/fs/cgroup\", \"readOnly\": true}, {\"name\": \"exec\", \"mountPath\": "
+	    "\"%s\"}%s]", w->exec_dir, rmounts);
 	c = at(ds, "spec.template.spec.containers[0]");
 	assert_json(at(c, "volumeMounts"), mounts);
 	arg_is(c, "--pod-logs-dir=", "/var/log/pods");
@@ -801,6 +814,8 @@ group_is(json_t *all, const struct group_want *w)
 	free(sel);
 	free(vols);
 	free(mounts);
+	free(rvols);
+	free(rmounts);
 	return ds;
 }
 
