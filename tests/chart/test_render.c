@@ -21,10 +21,11 @@
 
 #include "ctl_config.h"
 #include "itutil.h"
+#include "jpath.h"
 #include "xmalloc.h"
 #include "yamljson.h"
 
-static char chart[4096];
+static char top[4000], chart[4096];
 
 /*
  * Run helm with args (a shell fragment); its stdout (caller frees) and,
@@ -414,6 +415,13 @@ test_defaults(void **state)
 
 	/* The node agent: host PID, logs read-only, only KILL. */
 	assert_non_null(ds = find(all, "DaemonSet", "rel-airlock-node-agent"));
+	/* One DaemonSet, no node groups: the component's labels alone. */
+	assert_int_equal(count(all, "DaemonSet"), 1);
+	assert_json(at(ds, "spec.selector.matchLabels"), "{\"app.kubernetes.io/name\": \"airlock\", "
+	    "\"app.kubernetes.io/instance\": \"rel\", \"app.kubernetes.io/component\": \"node-agent\"}");
+	assert_json(at(ds, "spec.template.metadata.labels"), "{\"app.kubernetes.io/name\": \"airlock\", "
+	    "\"app.kubernetes.io/instance\": \"rel\", \"app.kubernetes.io/component\": \"node-agent\"}");
+	assert_null(json_object_get(at(ds, "metadata.labels"), "airlock.dev/node-group"));
 	assert_true(json_is_true(at(ds, "spec.template.spec.hostPID")));
 	assert_string_equal(str(ds, "spec.template.spec.nodeSelector.node-restriction\\.kubernetes\\.io/airlock-gvisor"), "true");
 	c = at(ds, "spec.template.spec.containers[0]");
@@ -630,6 +638,455 @@ test_refused(void **state)
 	refused("--set nodeAgent.probePort=0", "/nodeAgent/probePort");
 	refused("--set controller.probePort=8080",
 	    "controller.probePort: 8080 is controller.metricsPort too");
+	/*
+	 * Node groups: each named once, a DNS label of 20 characters at most
+	 * (it ends the DaemonSet's name); each picks its nodes; nothing
+	 * unknown. The second group is the bad one: the index is named.
+	 */
+#define G0 "{\"name\":\"a\",\"nodeSelector\":{\"p\":\"a\"}}"
+#define GROUPS(g1) "--set-json 'nodeAgent.nodeGroups=[" G0 "," g1 "]'"
+	refused(GROUPS("{\"nodeSelector\":{\"p\":\"b\"}}"),
+	    "at '/nodeAgent/nodeGroups/1': missing property 'name'");
+	refused(GROUPS("{\"name\":\"Bad_Name\",\"nodeSelector\":{\"p\":\"b\"}}"),
+	    "at '/nodeAgent/nodeGroups/1/name': 'Bad_Name' does not match pattern");
+	refused(GROUPS("{\"name\":\"-b\",\"nodeSelector\":{\"p\":\"b\"}}"),
+	    "at '/nodeAgent/nodeGroups/1/name': '-b' does not match pattern");
+	refused(GROUPS("{\"name\":\"\",\"nodeSelector\":{\"p\":\"b\"}}"),
+	    "at '/nodeAgent/nodeGroups/1/name': '' does not match pattern");
+	refused(GROUPS("{\"name\":\"abcdefghijklmnopqrstu\",\"nodeSelector\":{\"p\":\"b\"}}"),
+	    "at '/nodeAgent/nodeGroups/1/name': maxLength: got 21, want 20");
+	refused(GROUPS("{\"name\":\"a\",\"nodeSelector\":{\"p\":\"b\"}}"),
+	    "nodeAgent.nodeGroups[1].name: \"a\" is nodeAgent.nodeGroups[0].name too");
+	refused(GROUPS("{\"name\":\"b\"}"),
+	    "at '/nodeAgent/nodeGroups/1': missing property 'nodeSelector'");
+	refused(GROUPS("{\"name\":\"b\",\"nodeSelector\":{}}"),
+	    "at '/nodeAgent/nodeGroups/1/nodeSelector': minProperties: got 0, want 1");
+	refused(GROUPS("{\"name\":\"b\",\"nodeSelector\":{\"p\":1}}"),
+	    "at '/nodeAgent/nodeGroups/1/nodeSelector/p': got number, want string");
+	refused(GROUPS("{\"name\":\"b\",\"nodeSelector\":{\"p\":\"b\"},\"hostPath\":{}}"),
+	    "at '/nodeAgent/nodeGroups/1': additional properties 'hostPath' not allowed");
+	refused(GROUPS("{\"name\":\"b\",\"nodeSelector\":{\"p\":\"b\"},\"hostPaths\":{\"logs\":\"/x\"}}"),
+	    "at '/nodeAgent/nodeGroups/1/hostPaths': additional properties 'logs' not allowed");
+	refused(GROUPS("{\"name\":\"b\",\"nodeSelector\":{\"p\":\"b\"},\"hostPaths\":{\"podLogs\":\"x\"}}"),
+	    "at '/nodeAgent/nodeGroups/1/hostPaths/podLogs': 'x' does not match pattern");
+	refused(GROUPS("{\"name\":\"b\",\"nodeSelector\":{\"p\":\"b\"},\"runsc\":{\"root\":\"x\"}}"),
+	    "at '/nodeAgent/nodeGroups/1/runsc/root': 'x' does not match pattern");
+	refused(GROUPS("{\"name\":\"b\",\"nodeSelector\":{\"p\":\"b\"},\"cgroupRoot\":\"x\"}"),
+	    "at '/nodeAgent/nodeGroups/1/cgroupRoot': 'x' does not match pattern");
+	refused(GROUPS("{\"name\":\"b\",\"nodeSelector\":{\"p\":\"b\"},\"tolerations\":{}}"),
+	    "at '/nodeAgent/nodeGroups/1/tolerations': got object, want array");
+	refused(GROUPS("{\"name\":\"b\",\"nodeSelector\":{\"p\":\"b\"},\"metricsPort\":0}"),
+	    "at '/nodeAgent/nodeGroups/1/metricsPort': minimum: got 0, want 1");
+	refused(GROUPS("{\"name\":\"b\",\"nodeSelector\":{\"p\":\"b\"},\"probePort\":8081}"),
+	    "nodeAgent.nodeGroups[1]: its probePort and metricsPort (the group's, or nodeAgent's) are both 8081");
+	refused(GROUPS("{\"name\":\"b\",\"nodeSelector\":{\"p\":\"b\"},\"metricsPort\":9000,\"probePort\":9000}"),
+	    "nodeAgent.nodeGroups[1]: its probePort and metricsPort (the group's, or nodeAgent's) are both 9000");
+	refused("--set nodeAgent.nodeGroups=x", "at '/nodeAgent/nodeGroups': got string, want array");
+#undef GROUPS
+#undef G0
+}
+
+/* text written to a new file made from tmpl (mkstemp's XXXXXX). */
+static void
+write_file(char *tmpl, const char *text)
+{
+	int fd = mkstemp(tmpl);
+	FILE *f;
+
+	if (fd < 0 || (f = fdopen(fd, "w")) == NULL)
+		fail_msg("cannot make %s", tmpl);
+	fputs(text, f);
+	if (fclose(f) != 0)
+		fail_msg("cannot write %s", tmpl);
+}
+
+/* Every label of sel (a matchLabels map) is in labels, with its value. */
+static int
+selects(json_t *sel, json_t *labels)
+{
+	const char *k;
+	json_t *v;
+
+	json_object_foreach(sel, k, v)
+		if (!json_equal(v, json_object_get(labels, k)))
+			return 0;
+	return json_object_size(sel) > 0;
+}
+
+/*
+ * Container c has exactly one arg starting with prefix, and it is
+ * prefix+want; none when want is NULL.
+ */
+static void
+arg_is(json_t *c, const char *prefix, const char *want)
+{
+	const char *got = NULL;
+	json_t *x;
+	size_t i, n = 0;
+
+	json_array_foreach(at(c, "args"), i, x)
+		if (strncmp(json_string_value(x), prefix, strlen(prefix)) == 0) {
+			got = json_string_value(x) + strlen(prefix);
+			n++;
+		}
+	if (want == NULL && n != 0)
+		fail_msg("%s%s: wanted none", prefix, got);
+	if (want != NULL && (n != 1 || strcmp(got, want) != 0))
+		fail_msg("%s: %zu such args, the last '%s'; wanted one, '%s'", prefix, n,
+		    got ? got : "", want);
+}
+
+/* What one node group's DaemonSet must be. */
+struct group_want {
+	const char *ds, *group;
+	const char *node_selector, *tolerations;	/* JSON; tolerations NULL: none */
+	const char *pod_logs, *socket, *exec_dir, *cgroup_root;
+	const char *runsc, *runsc_root;			/* NULL: containerd alone */
+	int metrics, probes;				/* its ports */
+};
+
+/*
+ * The agent DaemonSet of all that w describes, its selector and its pods'
+ * labels those of the component and the group; returns it (borrowed).
+ */
+static json_t *
+group_is(json_t *all, const struct group_want *w)
+{
+	json_t *ds, *c;
+	char *sel, *vols, *mounts, *rvols, *rmounts, port[16];
+
+	if ((ds = find(all, "DaemonSet", w->ds)) == NULL)
+		fail_msg("no DaemonSet %s", w->ds);
+	sel = xasprintf("{\"app.kubernetes.io/name\": \"airlock\", \"app.kubernetes.io/instance\": "
+	    "\"rel\", \"app.kubernetes.io/component\": \"node-agent\", \"airlock.dev/node-group\": "
+	    "\"%s\"}", w->group);
+	assert_json(at(ds, "spec.selector.matchLabels"), sel);
+	assert_json(at(ds, "spec.template.metadata.labels"), sel);
+	assert_string_equal(jp_key(ds, "metadata.labels", "airlock.dev/node-group"), w->group);
+	assert_string_equal(jp_key(ds, "metadata.labels", "app.kubernetes.io/component"),
+	    "node-agent");
+	assert_json(at(ds, "spec.template.spec.nodeSelector"), w->node_selector);
+	if (w->tolerations)
+		assert_json(at(ds, "spec.template.spec.tolerations"), w->tolerations);
+	else
+		assert_null(at(ds, "spec.template.spec.tolerations"));
+	/* One ServiceAccount for all: the guards know the agent by it. */
+	assert_string_equal(str(ds, "spec.template.spec.serviceAccountName"),
+	    "rel-airlock-node-agent");
+	/* runsc's volumes and mounts, when it is used, after the others. */
+	if (w->runsc) {
+		rvols = xasprintf(",{\"name\": \"runsc\", \"hostPath\": {\"path\": \"%s\", "
+		    "\"type\": \"File\"}}, {\"name\": \"runsc-root\", \"hostPath\": {\"path\": "
+		    "\"%s\", \"type\": \"Directory\"}}", w->runsc, w->runsc_root);
+		rmounts = xasprintf(",{\"name\": \"runsc\", \"mountPath\": \"%s\", \"readOnly\": "
+		    "true}, {\"name\": \"runsc-root\", \"mountPath\": \"%s\"}", w->runsc,
+		    w->runsc_root);
+	} else {
+		rvols = xstrdup("");
+		rmounts = xstrdup("");
+	}
+	vols = xasprintf("[{\"name\": \"pod-logs\", \"hostPath\": {\"path\": \"%s\", "
+	    "\"type\": \"Directory\"}}, {\"name\": \"containerd\", \"hostPath\": {\"path\": "
+	    "\"%s\", \"type\": \"Socket\"}}, {\"name\": \"cgroup\", \"hostPath\": {\"path\": "
+	    "\"/sys/fs/cgroup\", \"type\": \"Directory\"}}, {\"name\": \"exec\", \"hostPath\": "
+	    "{\"path\": \"%s\", \"type\": \"DirectoryOrCreate\"}}%s]", w->pod_logs, w->socket,
+	    w->exec_dir, rvols);
+	assert_json(at(ds, "spec.template.spec.volumes"), vols);
+	/* Inside, the same paths but for the logs, socket and cgroups, which are fixed. */
+	mounts = xasprintf("[{\"name\": \"pod-logs\", \"mountPath\": \"/var/log/pods\", "
+	    "\"readOnly\": true}, {\"name\": \"containerd\", \"mountPath\": "
+	    "\"/run/containerd/containerd.sock\"}, {\"name\": \"cgroup\", \"mountPath\": "
+	    "\"/host/sys/fs/cgroup\", \"readOnly\": true}, {\"name\": \"exec\", \"mountPath\": "
+	    "\"%s\"}%s]", w->exec_dir, rmounts);
+	c = at(ds, "spec.template.spec.containers[0]");
+	assert_json(at(c, "volumeMounts"), mounts);
+	arg_is(c, "--pod-logs-dir=", "/var/log/pods");
+	arg_is(c, "--containerd-socket=", "/run/containerd/containerd.sock");
+	arg_is(c, "--cgroup-root=", w->cgroup_root);
+	arg_is(c, "--exec-dir=", w->exec_dir);
+	arg_is(c, "--runsc=", w->runsc);
+	arg_is(c, "--runsc-root=", w->runsc ? w->runsc_root : NULL);
+	snprintf(port, sizeof(port), ":%d", w->metrics);
+	arg_is(c, "--metrics-addr=", port);
+	assert_int_equal(json_integer_value(at(c, "ports[0].containerPort")), w->metrics);
+	probes_on(c, w->probes, NULL);
+	assert_string_equal(str(c, "args[0]"), "--node-name=$(NODE_NAME)");
+	free(sel);
+	free(vols);
+	free(mounts);
+	free(rvols);
+	free(rmounts);
+	return ds;
+}
+
+/*
+ * Node groups (issue 28 item 2): a DaemonSet per group, each with its
+ * group's paths over the common ones and a selector of its own, so no
+ * DaemonSet takes another's pods; no DaemonSet for nodes outside the
+ * groups. Whatever picks the agents' pods by their component (the
+ * metrics Service, the ServiceMonitor, the NetworkPolicy) picks all.
+ */
+static void
+test_node_groups(void **state)
+{
+	static const char values[] =
+	    "nodeAgent:\n"
+	    "  nodeSelector: {airlock: \"yes\", zone: a}\n"
+	    "  tolerations: [{key: base, operator: Exists}]\n"
+	    "  nodeGroups:\n"
+	    "    - name: k3s\n"
+	    "      nodeSelector: {pool: k3s}\n"
+	    "      hostPaths: {containerdSocket: /run/k3s/containerd/containerd.sock}\n"
+	    "      cgroupRoot: /k3s\n"
+	    "    - name: big-2\n"
+	    "      nodeSelector: {zone: b, pool: big}\n"
+	    "      hostPaths: {podLogs: /data/pods, execDir: /data/exec}\n"
+	    "      runsc: {path: /opt/runsc, root: /run/big/runsc}\n"
+	    "      tolerations: [{key: big, operator: Exists, effect: NoSchedule}]\n"
+	    "      metricsPort: 9181\n"
+	    "      probePort: 9183\n"
+	    "networkPolicy:\n"
+	    "  metricsFrom: [{namespaceSelector: {}}]\n";
+	static const struct group_want want[] = {
+		{ "rel-airlock-node-agent-k3s", "k3s", "{\"node-restriction.kubernetes.io/airlock-gvisor\": "
+		    "\"true\", \"airlock\": \"yes\", \"zone\": \"a\", \"pool\": \"k3s\"}", "[{\"key\": \"base\", \"operator\": \"Exists\"}]",
+		    "/var/log/pods", "/run/k3s/containerd/containerd.sock", "/run/airlock/exec",
+		    "/k3s", NULL, NULL, 8081, 8083 },
+		{ "rel-airlock-node-agent-big-2", "big-2", "{\"node-restriction.kubernetes.io/airlock-gvisor\": "
+		    "\"true\", \"airlock\": \"yes\", \"zone\": \"b\", \"pool\": \"big\"}", "[{\"key\": \"big\", \"operator\": \"Exists\", \"effect\": "
+		    "\"NoSchedule\"}]", "/data/pods", "/run/containerd/containerd.sock",
+		    "/data/exec", "/", "/opt/runsc", "/run/big/runsc", 9181, 9183 },
+	};
+	char path[] = "/tmp/airlock-groups-XXXXXX", extra[128];
+	json_t *all, *ds[2], *x;
+
+	(void)state;
+	write_file(path, values);
+	snprintf(extra, sizeof(extra), "-f '%s' --set metrics.serviceMonitor.enabled=true", path);
+	all = render(extra);
+	unlink(path);
+	assert_int_equal(count(all, "DaemonSet"), 2);
+	assert_null(find(all, "DaemonSet", "rel-airlock-node-agent"));
+	for (int i = 0; i < 2; i++)
+		ds[i] = group_is(all, &want[i]);
+	assert_false(selects(at(ds[0], "spec.selector.matchLabels"),
+	    at(ds[1], "spec.template.metadata.labels")));
+	assert_false(selects(at(ds[1], "spec.selector.matchLabels"),
+	    at(ds[0], "spec.template.metadata.labels")));
+	/* One ServiceAccount, one role, one set of guards for every group. */
+	assert_int_equal(count(all, "ServiceAccount"), 3);	/* controller, agent, helm test's tenant */
+	assert_non_null(find(all, "ServiceAccount", "rel-airlock-node-agent"));
+	assert_non_null(x = find(all, "ValidatingAdmissionPolicy", "rel-airlock-node-agent-delete-guard"));
+	assert_non_null(strstr(str(x, "spec.matchConditions[0].expression"),
+	    "\"system:serviceaccount:airlock-system:rel-airlock-node-agent\""));
+	/* Every group's pods are scraped and let in by the same objects. */
+	for (int i = 0; i < 2; i++) {
+		json_t *labels = at(ds[i], "spec.template.metadata.labels");
+
+		assert_non_null(x = find(all, "Service", "rel-airlock-node-agent-metrics"));
+		assert_true(selects(at(x, "spec.selector"), labels));
+		assert_non_null(x = find(all, "ServiceMonitor", "rel-airlock-node-agent"));
+		assert_true(selects(at(x, "spec.selector.matchLabels"), labels));
+		assert_non_null(x = find(all, "NetworkPolicy", "rel-airlock-daemons"));
+		assert_true(selects(at(x, "spec.podSelector.matchLabels"), labels));
+	}
+	/* The scrapers reach each group's metrics port (the controller's first). */
+	assert_json(at(x, "spec.ingress[0].ports"), "[{\"protocol\": \"TCP\", \"port\": 8080}, "
+	    "{\"protocol\": \"TCP\", \"port\": 8081}, {\"protocol\": \"TCP\", \"port\": 9181}]");
+	/* The RuntimeClass still schedules by the common selector. */
+	assert_json(at(find(all, "RuntimeClass", "gvisor"), "scheduling.nodeSelector"),
+	    "{\"node-restriction.kubernetes.io/airlock-gvisor\": \"true\", \"airlock\": \"yes\", "
+	    "\"zone\": \"a\"}");
+	json_decref(all);
+}
+
+/* A fake .cluster/env of node.sh's node_env, two nodes, as up.sh writes it. */
+static const char env_two[] =
+    "KUBECONFIG_ADMIN=/c/kubeconfig\n"
+    "NODE_NAME=airlock-node\n"
+    "CONTAINERD_SOCK=/c/node/containerd/containerd.sock\n"
+    "CTR=\"ctr --address /c/node/containerd/containerd.sock -n k8s.io\"\n"
+    "POD_LOGS_DIR=/c/node/pod-logs\n"
+    "RUNSC=/g/bin/runsc\n"
+    "GVISOR_SHIM=gvisor\n"
+    "RUNSC_ROOT=/c/node/runsc/k8s.io\n"
+    "CGROUP_ROOT=/airlock-abc123\n"
+    "NODE_COUNT=%d\n"
+    "NODE_1_NAME=airlock-node\n"
+    "NODE_1_CONTAINERD_SOCK=/c/node/containerd/containerd.sock\n"
+    "NODE_1_CTR=\"ctr --address /c/node/containerd/containerd.sock -n k8s.io\"\n"
+    "NODE_1_POD_LOGS_DIR=/c/node/pod-logs\n"
+    "NODE_1_KUBELET_ROOT_DIR=/c/node/kubelet\n"
+    "NODE_1_RUNSC_ROOT=/c/node/runsc/k8s.io\n"
+    "NODE_1_CGROUP_ROOT=/airlock-abc123\n"
+    "NODE_1_BRIDGE=alkabc123\n"
+    "%s"
+    "NODE_NAMES=\"airlock-node airlock-node-2\"\n";
+/* Node 2: a quote in its directory, for the YAML's quoting. */
+static const char env_node2[] =
+    "NODE_2_NAME=airlock-node-2\n"
+    "NODE_2_CONTAINERD_SOCK=/c/it's/node-2/containerd/containerd.sock\n"
+    "NODE_2_CTR=\"ctr --address /c/it's/node-2/containerd/containerd.sock -n k8s.io\"\n"
+    "NODE_2_POD_LOGS_DIR=/c/it's/node-2/pod-logs\n"
+    "NODE_2_KUBELET_ROOT_DIR=/c/it's/node-2/kubelet\n"
+    "NODE_2_RUNSC_ROOT=/c/it's/node-2/runsc/k8s.io\n"
+    "NODE_2_CGROUP_ROOT=/airlock-abc123n2\n"
+    "NODE_2_BRIDGE=alkabc123n2\n";
+static const char values_head[] =
+    "# The test cluster's nodes as node groups (tests/cluster/chart-node-values.sh).\n"
+    "nodeAgent:\n"
+    "  nodeGroups:\n";
+static const char values_node1[] =
+    "    - name: node-1\n"
+    "      nodeSelector: {kubernetes.io/hostname: 'airlock-node'}\n"
+    "      hostPaths:\n"
+    "        podLogs: '/c/node/pod-logs'\n"
+    "        containerdSocket: '/c/node/containerd/containerd.sock'\n"
+    "        cgroup: /sys/fs/cgroup\n"
+    "        execDir: '/c/node/airlock-exec'\n"
+    "      runsc: {path: '/g/bin/runsc', root: '/c/node/runsc/k8s.io'}\n"
+    "      cgroupRoot: '/airlock-abc123'\n";
+static const char values_node2[] =
+    "    - name: node-2\n"
+    "      nodeSelector: {kubernetes.io/hostname: 'airlock-node-2'}\n"
+    "      hostPaths:\n"
+    "        podLogs: '/c/it''s/node-2/pod-logs'\n"
+    "        containerdSocket: '/c/it''s/node-2/containerd/containerd.sock'\n"
+    "        cgroup: /sys/fs/cgroup\n"
+    "        execDir: '/c/it''s/node-2/airlock-exec'\n"
+    "      runsc: {path: '/g/bin/runsc', root: '/c/it''s/node-2/runsc/k8s.io'}\n"
+    "      cgroupRoot: '/airlock-abc123n2'\n";
+
+/*
+ * Run the script on an env file of text, then args (a shell fragment); its
+ * exit status, stdout, stderr.
+ */
+static int
+node_values(const char *text, const char *args, char **outp, char **errp)
+{
+	char path[] = "/tmp/airlock-env-XXXXXX", *cmd;
+	int st;
+
+	write_file(path, text);
+	cmd = xasprintf("'%s/tests/cluster/chart-node-values.sh' '%s' %s", top, path, args);
+	st = it_sh(cmd, outp, errp);
+	unlink(path);
+	free(cmd);
+	return st;
+}
+
+/*
+ * tests/cluster/chart-node-values.sh: the test cluster's env file made
+ * into node groups, one a node, each picked by its host name, with the
+ * node's own directories (as the chart tier's values have node 1's);
+ * rendered, each node's DaemonSet mounts them.
+ */
+static void
+test_node_values_script(void **state)
+{
+	static const struct group_want want[] = {
+		{ "rel-airlock-node-agent-node-1", "node-1", "{\"node-restriction.kubernetes.io/"
+		    "airlock-gvisor\": \"true\", \"kubernetes.io/hostname\": \"airlock-node\"}", NULL,
+		    "/c/node/pod-logs", "/c/node/containerd/containerd.sock", "/c/node/airlock-exec",
+		    "/airlock-abc123", "/g/bin/runsc", "/c/node/runsc/k8s.io", 8081, 8083 },
+		{ "rel-airlock-node-agent-node-2", "node-2", "{\"node-restriction.kubernetes.io/"
+		    "airlock-gvisor\": \"true\", \"kubernetes.io/hostname\": \"airlock-node-2\"}", NULL,
+		    "/c/it's/node-2/pod-logs", "/c/it's/node-2/containerd/containerd.sock",
+		    "/c/it's/node-2/airlock-exec", "/airlock-abc123n2", "/g/bin/runsc",
+		    "/c/it's/node-2/runsc/k8s.io", 8081, 8083 },
+	};
+	char path[] = "/tmp/airlock-values-XXXXXX", extra[64];
+	char *env, *out, *err, *wanted;
+	json_t *all;
+
+	(void)state;
+	/* Two nodes. */
+	env = xasprintf(env_two, 2, env_node2);
+	if (node_values(env, "", &out, &err) != 0)
+		fail_msg("chart-node-values.sh: %s", err);
+	wanted = xasprintf("%s%s%s", values_head, values_node1, values_node2);
+	assert_string_equal(out, wanted);
+	assert_string_equal(err, "");
+	write_file(path, out);
+	free(out);
+	free(err);
+	free(wanted);
+	snprintf(extra, sizeof(extra), "-f '%s'", path);
+	all = render(extra);
+	unlink(path);
+	assert_int_equal(count(all, "DaemonSet"), 2);
+	group_is(all, &want[0]);
+	group_is(all, &want[1]);
+	json_decref(all);
+
+	/*
+	 * The test nodes share the machine's network: agents on hostNetwork
+	 * are given ports of their own, one pair a node.
+	 */
+	assert_int_equal(node_values(env, "9001:9002 9003:9004", &out, &err), 0);
+	free(env);
+	wanted = xasprintf("%s%s%s%s%s", values_head, values_node1,
+	    "      metricsPort: 9001\n      probePort: 9002\n", values_node2,
+	    "      metricsPort: 9003\n      probePort: 9004\n");
+	assert_string_equal(out, wanted);
+	memcpy(path + strlen(path) - 6, "XXXXXX", 6);
+	write_file(path, out);
+	free(out);
+	free(err);
+	free(wanted);
+	snprintf(extra, sizeof(extra), "-f '%s'", path);
+	all = render(extra);
+	unlink(path);
+	for (int i = 0; i < 2; i++) {
+		struct group_want w = want[i];
+
+		w.metrics = 9001 + 2 * i;
+		w.probes = 9002 + 2 * i;
+		group_is(all, &w);
+	}
+	json_decref(all);
+
+	/* One node (NODE_COUNT=1): its group alone. */
+	env = xasprintf(env_two, 1, "");
+	assert_int_equal(node_values(env, "", &out, &err), 0);
+	free(env);
+	wanted = xasprintf("%s%s", values_head, values_node1);
+	assert_string_equal(out, wanted);
+	free(out);
+	free(err);
+	free(wanted);
+
+	/* A node's variable missing: refused, naming it and the file. */
+	env = xasprintf(env_two, 2, "NODE_2_NAME=airlock-node-2\n");
+	assert_int_equal(node_values(env, "", &out, &err), 1);
+	free(env);
+	assert_string_equal(out, "");
+	assert_non_null(strstr(err, "chart-node-values.sh: no NODE_2_CONTAINERD_SOCK in '/tmp/airlock-env-"));
+	free(out);
+	free(err);
+	/* No nodes. */
+	assert_int_equal(node_values("NODE_COUNT=0\n", "", &out, &err), 1);
+	assert_non_null(strstr(err, "chart-node-values.sh: NODE_COUNT in '/tmp/airlock-env-"));
+	assert_non_null(strstr(err, "is '0': the cluster has no node"));
+	free(out);
+	free(err);
+	/* Ports: one pair a node, numbers. */
+	env = xasprintf(env_two, 2, env_node2);
+	assert_int_equal(node_values(env, "9001:9002", &out, &err), 1);
+	assert_string_equal(out, "");
+	assert_string_equal(err, "chart-node-values.sh: 1 METRICS:PROBE port pairs for 2 nodes: "
+	    "one a node, or none\n");
+	free(out);
+	free(err);
+	assert_int_equal(node_values(env, "9001:9002 9003:70000", &out, &err), 1);
+	assert_string_equal(err, "chart-node-values.sh: '9003:70000' is not METRICS:PROBE, two port numbers\n");
+	free(out);
+	free(err);
+	assert_int_equal(node_values(env, "9001:9002 9003", &out, &err), 1);
+	assert_string_equal(err, "chart-node-values.sh: '9003' is not METRICS:PROBE, two port numbers\n");
+	free(out);
+	free(err);
+	free(env);
 }
 
 int
@@ -641,9 +1098,10 @@ main(void)
 		cmocka_unit_test(test_defaults),
 		cmocka_unit_test(test_values_change_output),
 		cmocka_unit_test(test_refused),
+		cmocka_unit_test(test_node_groups),
+		cmocka_unit_test(test_node_values_script),
 	};
-	const char *top = getenv("AIRLOCK_TOP") ? getenv("AIRLOCK_TOP") : ".";
-
+	snprintf(top, sizeof(top), "%s", getenv("AIRLOCK_TOP") ? getenv("AIRLOCK_TOP") : ".");
 	snprintf(chart, sizeof(chart), "%s/charts/airlock", top);
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

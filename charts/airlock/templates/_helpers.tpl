@@ -81,10 +81,28 @@ artifacts: {{ toJson .Values.config.artifacts }}
 {{- if not (has .Values.test.runtime (list "python" "node" "bash")) -}}
 {{- fail (printf "test.runtime: %q: the test has programs for python, node and bash only" .Values.test.runtime) -}}
 {{- end -}}
+{{- $groups := dict -}}
+{{- range $i, $g := .Values.nodeAgent.nodeGroups -}}
+{{- if hasKey $groups $g.name -}}
+{{- fail (printf "nodeAgent.nodeGroups[%d].name: %q is nodeAgent.nodeGroups[%d].name too: each group's DaemonSet is named by it" $i $g.name (index $groups $g.name)) -}}
+{{- end -}}
+{{- $_ := set $groups $g.name $i -}}
+{{- $metrics := int ($g.metricsPort | default $.Values.nodeAgent.metricsPort) -}}
+{{- $probes := int ($g.probePort | default $.Values.nodeAgent.probePort) -}}
+{{- if eq $metrics $probes -}}
+{{- fail (printf "nodeAgent.nodeGroups[%d]: its probePort and metricsPort (the group's, or nodeAgent's) are both %d: the probes need a port of their own" $i $probes) -}}
+{{- end -}}
+{{- end -}}
 {{- range $k := list "controller" "nodeAgent" -}}
 {{- $d := index $.Values $k -}}
 {{- if eq (int $d.probePort) (int $d.metricsPort) -}}
 {{- fail (printf "%s.probePort: %d is %s.metricsPort too: the probes need a port of their own" $k (int $d.probePort) $k) -}}
 {{- end -}}
 {{- end -}}
+{{- end -}}
+
+{{/* Set each key of the second dict of the list in the first (include for its effect). */}}
+{{- define "airlock.setAll" -}}
+{{- $dst := index . 0 -}}
+{{- range $k, $v := index . 1 }}{{ $_ := set $dst $k $v }}{{ end -}}
 {{- end -}}
