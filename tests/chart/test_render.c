@@ -429,6 +429,15 @@ test_defaults(void **state)
 	assert_true(has(c, "args", "--keep-stale-logs"));
 	assert_true(has(c, "args", "--hard-output-cap=16777216"));
 	assert_true(has(c, "args", "--node-name=$(NODE_NAME)"));
+	/* Its heartbeat in the release's namespace (controller/agents.c). */
+	assert_true(has(c, "args", "--lease-namespace=$(POD_NAMESPACE)"));
+	assert_string_equal(str(c, "env[1].name"), "POD_NAMESPACE");
+	assert_string_equal(str(c, "env[1].valueFrom.fieldRef.fieldPath"),
+	    "metadata.namespace");
+	assert_string_equal(str(c, "env[2].name"), "POD_NAME");
+	assert_non_null(find(all, "Role", "rel-airlock-node-agent-heartbeat"));
+	assert_non_null(find(all, "ValidatingAdmissionPolicy",
+	    "rel-airlock-node-agent-heartbeat-guard"));
 	probes_on(c, 8083, NULL);
 	assert_true(has(c, "securityContext.capabilities.drop", "ALL"));
 	assert_true(has(c, "securityContext.capabilities.add", "KILL"));
@@ -571,7 +580,7 @@ test_values_change_output(void **state)
 	assert_string_equal(str(c, "env[3].value"), "6443");
 	c = at(find(all, "DaemonSet", NULL), "spec.template.spec.containers[0]");
 	assert_false(has(c, "args", "--keep-stale-logs"));
-	assert_string_equal(str(c, "env[1].value"), "10.0.0.1");
+	assert_string_equal(str(c, "env[3].value"), "10.0.0.1");
 	json_array_foreach(at(c, "volumeMounts"), i, x)
 		if (strcmp(str(x, "name"), "pod-logs") == 0)
 			assert_true(json_is_false(at(x, "readOnly")));

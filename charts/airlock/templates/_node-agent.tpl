@@ -59,6 +59,8 @@ spec:
             - --metrics-addr=:{{ $a.metricsPort }}
             - --probe-addr={{ if $a.hostNetwork }}127.0.0.1{{ end }}:{{ $a.probePort }}
             - --log-level={{ $a.logLevel }}
+            # Its heartbeat, beside the controller's lease (controller/agents.c).
+            - --lease-namespace=$(POD_NAMESPACE)
             {{- if not $a.removeStaleLogs }}
             - --keep-stale-logs
             {{- end }}
@@ -70,6 +72,10 @@ spec:
           env:
             - name: NODE_NAME
               valueFrom: {fieldRef: {fieldPath: spec.nodeName}}
+            - name: POD_NAMESPACE
+              valueFrom: {fieldRef: {fieldPath: metadata.namespace}}
+            - name: POD_NAME
+              valueFrom: {fieldRef: {fieldPath: metadata.name}}
             {{- include "airlock.apiServerEnv" $r | nindent 12 }}
           ports:
             - name: metrics
