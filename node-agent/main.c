@@ -98,7 +98,7 @@ heartbeat_new(const char *prog, const char *ns, const char *node)
 {
 	struct lease_config lc = { .ns = ns, .lease_duration_ms =
 	    CX_AGENT_LEASE_S * 1000, .renew_deadline_ms =
-	    (CX_AGENT_LEASE_S - CX_AGENT_RENEW_S) * 1000,
+	    (CX_AGENT_LEASE_S - CX_AGENT_RENEW_S - 5) * 1000,
 	    .retry_period_ms = CX_AGENT_RENEW_S * 1000 };
 	struct k8s_error err;
 	char host[256] = "unknown";
