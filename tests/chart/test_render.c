@@ -326,6 +326,7 @@ test_defaults(void **state)
 	assert_true(has(c, "args", "--guardrail-owner-clusterrole=rel-airlock-controller"));
 	/* The start deadline (issue 28 item 4): 120 s, as the README says. */
 	assert_true(has(c, "args", "--start-deadline-seconds=120"));
+	assert_true(has(c, "args", "--agent-absent-seconds=300"));
 	assert_true(json_is_false(at(c, "securityContext.allowPrivilegeEscalation")));
 	assert_true(json_is_true(at(c, "securityContext.readOnlyRootFilesystem")));
 	assert_true(has(c, "securityContext.capabilities.drop", "ALL"));

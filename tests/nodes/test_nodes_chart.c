@@ -25,6 +25,7 @@
 #include <cmocka.h>
 
 #include "client.h"
+#include "cx.h"
 #include "itutil.h"
 #include "xmalloc.h"
 
@@ -255,12 +256,93 @@ test_run_on_each_node(void **state)
 	}
 }
 
+#define ROLL_N	8
+
+/* Whether each node runs at least one of the roll's executions now. */
+static int
+both_nodes_running(void *arg)
+{
+	int on[NODES + 1] = { 0 };
+	struct k8s_error err;
+
+	(void)arg;
+	for (int i = 0; i < ROLL_N; i++) {
+		char name[32];
+		json_t *o = NULL, *st;
+		const char *n, *ph;
+
+		snprintf(name, sizeof(name), "roll-%d", i);
+		if (k8s_get(c, &cx_resource, ns, name, &o, &err) != 0)
+			continue;
+		st = json_object_get(o, "status");
+		n = json_string_value(json_object_get(st, "nodeName"));
+		ph = json_string_value(json_object_get(st, "phase"));
+		for (int j = 1; j <= NODES; j++)
+			if (n && ph && strcmp(ph, "Running") == 0 && strcmp(n, node(j)) == 0)
+				on[j]++;
+		json_decref(o);
+	}
+	return on[1] > 0 && on[2] > 0;
+}
+
+/*
+ * Issue 28, item 3: helm upgrade rolls both groups' agents while
+ * executions run on both nodes, and the API server restarts during the
+ * roll. Every execution ends Succeeded with its own output: the new
+ * agents record what finished while none ran (controller/agents.c keeps
+ * the result's grace from running while a node's agent is away).
+ */
+static void
+test_roll_loses_nothing(void **state)
+{
+	char name[32], spec[256], want[64], *out;
+	int wrong = 0;
+
+	(void)state;
+	for (int i = 0; i < ROLL_N; i++) {
+		snprintf(name, sizeof(name), "roll-%d", i);
+		snprintf(spec, sizeof(spec), "{\"runtime\":\"python\",\"timeoutSeconds\":120,"
+		    "\"source\":\"import time\\ntime.sleep(%d)\\nprint('%s')\\n\"}", 4 + i, name);
+		it_cx_create(c, ns, name, spec);
+	}
+	if (!it_wait_for(both_nodes_running, NULL, 120000))
+		fail_msg("the roll's executions never ran on both nodes at once");
+	/* A new pod template: every agent is replaced, one node at a time. */
+	out = must(xasprintf("'%s' upgrade %s '%s/charts/airlock' -n %s --reuse-values "
+	    "--set nodeAgent.logLevel=debug", it_helm(), RELEASE, top, RELNS));
+	free(out);
+	out = must(xasprintf("'%s/tests/cluster/restart.sh' apiserver", top));
+	print_message("# %s", out);
+	free(out);
+	if (!it_wait_for(agents_ready, NULL, 180000)) {
+		out = kubectl("get pods -n " RELNS " -o wide");
+		fail_msg("the rolled agents are not ready in 180 s:\n%s", out);
+	}
+	for (int i = 0; i < ROLL_N; i++) {
+		json_t *st;
+
+		snprintf(name, sizeof(name), "roll-%d", i);
+		st = it_cx_wait(c, ns, name, 240000);
+		snprintf(want, sizeof(want), "%s\n", name);
+		if (strcmp(it_str(st, "phase"), "Succeeded") != 0 ||
+		    strcmp(it_str(st, "stdout"), want) != 0) {
+			print_message("# %s on %s: %s/%s: %s (stdout '%s')\n", name,
+			    it_str(st, "nodeName"), it_str(st, "phase"), it_str(st, "reason"),
+			    it_str(st, "message"), it_str(st, "stdout"));
+			wrong++;
+		}
+		json_decref(st);
+	}
+	assert_int_equal(wrong, 0);
+}
+
 int
 main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_install_groups),
 		cmocka_unit_test(test_run_on_each_node),
+		cmocka_unit_test(test_roll_loses_nothing),
 	};
 
 	return cmocka_run_group_tests(tests, group_setup, group_teardown);
