@@ -75,16 +75,17 @@ stop_all() {
 	return 0
 }
 
-# Processes we did not record (should not happen) are reported, not killed:
-# without a pid file we cannot tell why they are there.
-report_strays() {
-	local p strays=()
-	for p in /proc/[0-9]*; do
-		tr '\0' ' ' 2>/dev/null <"$p/cmdline" | grep -qF "$cluster/" || continue
-		[ "${p#/proc/}" = $$ ] && continue
-		strays+=("${p#/proc/}")
-	done
-	[ ${#strays[@]} -eq 0 ] || echo "down.sh: warning: processes still mention $cluster: ${strays[*]}" >&2
+# Processes we did not record that name the cluster (a daemon a test
+# started with its kubeconfig and left, a ctr): ours, killed. One that
+# survives fails the tear-down, which keeps .cluster for the next try.
+kill_strays() {
+	local strays
+	strays=$(procs_naming "$cluster")
+	[ -z "$strays" ] && return 0
+	# shellcheck disable=SC2086
+	echo "down.sh: killing processes that still name $cluster: $(procs_describe $strays)" >&2
+	# shellcheck disable=SC2086
+	procs_kill down.sh $strays || die "processes of the cluster are left"
 }
 
 # The node's kubelet and containerd mount volumes, root filesystems and shm
@@ -97,6 +98,8 @@ unmount_all() {
 		done
 }
 
+# shellcheck source=procs.sh
+. "$here/procs.sh"
 with_node=false
 if [ -d "$cluster/node" ]; then
 	with_node=true
@@ -105,7 +108,7 @@ if [ -d "$cluster/node" ]; then
 fi
 
 stop_all
-report_strays
+kill_strays
 # A stopped node leaves mounts, a bridge, cgroups and netns behind: clear
 # them even when keeping .cluster for its logs.
 unmount_all

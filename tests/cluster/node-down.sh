@@ -116,6 +116,19 @@ node_stop() {
 	node_each node_stop_one
 	node_kill_strays
 	node_each node_runsc_cleanup
+	node_each node_kill_cgroup
+}
+
+# node_kill_cgroup: whatever still runs in the node's pods' cgroups (a
+# runc container outlives its shim: the chart's controller and agent
+# did, holding their ports for the next cluster). Fails loudly.
+node_kill_cgroup() {
+	local pids
+	pids=$(procs_in_cgroup "${CGROUP_ROOT-}")
+	[ -z "$pids" ] && return 0
+	echo "down.sh: killing what still runs in ${CGROUP_ROOT}'s pods: $(procs_describe $pids)" >&2
+	# shellcheck disable=SC2086
+	procs_kill "down.sh: ${CGROUP_ROOT}" $pids || die "processes of ${node##*/} are left"
 }
 
 node_stop_one() {

@@ -39,6 +39,8 @@ shift
 
 exec 9<"$here"
 flock 9
+# shellcheck source=procs.sh
+. "$here/procs.sh"
 
 # our_pid PIDFILE: the pid, if it is alive and still the process up.sh
 # started: its command line is the end of the one saved beside the pid
@@ -197,6 +199,12 @@ stop-node)
 		pid=$(our_pid "$cluster/$n.pid") && kill -KILL "$pid" 2>/dev/null || true
 	done
 	kill_node_strays
+	# And every process of its pods, as a lost machine's: the chart's
+	# agent or controller on it must not run on (procs.sh).
+	CGROUP_ROOT=$(sed -n 's/^CGROUP_ROOT=//p' "$node/ids" 2>/dev/null)
+	# shellcheck disable=SC2046
+	procs_kill "restart.sh: $NODE" $(procs_in_cgroup "$CGROUP_ROOT") ||
+		die "processes of $NODE survived SIGKILL"
 	for n in "kubelet$PSUF" "containerd$PSUF"; do
 		pid=$(our_pid "$cluster/$n.pid") || continue
 		for _ in $(seq 100); do alive "$pid" || break; sleep 0.05; done

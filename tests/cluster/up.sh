@@ -46,6 +46,8 @@ elapsed() { awk -v a="$t0" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.1f", b - a }
 exec 9<"$here"
 flock 9
 export AIRLOCK_CLUSTER_LOCK_HELD=1
+# shellcheck source=procs.sh
+. "$here/procs.sh"
 
 # is_ours PIDFILE: the pid is alive and really one of our processes (a pid
 # may be recycled after a crash or reboot).
@@ -122,6 +124,15 @@ spawn() {
 	die "$name did not start; log: $logs/$name.log"
 }
 
+# held_by LOG: for the port clash LOG tells of, who holds the port.
+held_by() {
+	local port
+	port=$(grep -oiE '127\.0\.0\.1:[0-9]+: bind: address already in use' "$1" |
+		head -n1 | sed -E 's/^127\.0\.0\.1:([0-9]+).*/\1/')
+	[ -n "$port" ] || return 0
+	echo "up.sh: port $port is held by: $(ss -Hltnp "sport = :$port" | grep -o 'users:(.*)' || echo unknown)" >&2
+}
+
 # wait_for NAME TIMEOUT CHECK...: poll CHECK until it succeeds. Returns 2 when
 # the process died of a port clash (caller retries on new ports), dies on any
 # other failure with the tail of the log.
@@ -130,7 +141,10 @@ wait_for() {
 	local deadline=$((SECONDS + timeout))
 	while ! "$@"; do
 		if ! is_ours "$cluster/$name.pid"; then
-			grep -qi "address already in use" "$logs/$name.log" && return 2
+			if grep -qi "address already in use" "$logs/$name.log"; then
+				held_by "$logs/$name.log"
+				return 2
+			fi
 			echo "up.sh: $name exited during start-up; last log lines:" >&2
 			tail -n 30 "$logs/$name.log" >&2
 			exit 1
@@ -371,6 +385,12 @@ main() {
 		fi
 		"$here/down.sh" || die "down.sh failed to clear $cluster"
 	fi
+	# Nothing of an earlier cluster may run on: it would hold a port or
+	# act on this one's objects (a chart agent, a test's daemon).
+	local left
+	left=$(procs_naming "$cluster")
+	# shellcheck disable=SC2086
+	[ -z "$left" ] || die "processes of an earlier cluster still run: $(procs_describe $left); stop them (tests/cluster/down.sh)"
 	local out
 	out=$("$here/build.sh" etcd kube-apiserver kubectl) || die "build.sh failed"
 	ETCD_BIN_DIR=$(sed -n 's/^ETCD_BIN_DIR=//p' <<<"$out")
