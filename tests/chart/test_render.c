@@ -787,7 +787,7 @@ group_is(json_t *all, const struct group_want *w)
 	if (w->runsc) {
 		rvols = xasprintf(",{\"name\": \"runsc\", \"hostPath\": {\"path\": \"%s\", "
 		    "\"type\": \"File\"}}, {\"name\": \"runsc-root\", \"hostPath\": {\"path\": "
-		    "\"%s\", \"type\": \"Directory\"}}", w->runsc, w->runsc_root);
+		    "\"%s\", \"type\": \"DirectoryOrCreate\"}}", w->runsc, w->runsc_root);
 		rmounts = xasprintf(",{\"name\": \"runsc\", \"mountPath\": \"%s\", \"readOnly\": "
 		    "true}, {\"name\": \"runsc-root\", \"mountPath\": \"%s\"}", w->runsc,
 		    w->runsc_root);

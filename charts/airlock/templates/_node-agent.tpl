@@ -141,8 +141,10 @@ spec:
         {{- if $a.runsc.path }}
         - name: runsc
           hostPath: {path: {{ $a.runsc.path | quote }}, type: File}
+        # Made if missing: containerd's runsc shim makes it at a node's
+        # first gVisor pod, and the agent must start before that one.
         - name: runsc-root
-          hostPath: {path: {{ $a.runsc.root | quote }}, type: Directory}
+          hostPath: {path: {{ $a.runsc.root | quote }}, type: DirectoryOrCreate}
         {{- end }}
       {{- with $a.nodeSelector }}
       nodeSelector: {{- toYaml . | nindent 8 }}
