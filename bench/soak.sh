@@ -25,15 +25,18 @@
 # config.quota is raised to the load. The first wave's executions all
 # sleep HOLD s (default 120) before their work, so that 50 run at once:
 # the API server is SIGKILLed once 50 are Running (or as many as ran when
-# the count stopped growing: the report says how many), then, while they
+# the count stopped growing for 30 s: the report says how many; the
+# wave's timeout kind sleeps past timeoutSeconds HOLD + 30), then, while they
 # still run, the agent pod of the node with most of them is deleted (its
 # DaemonSet makes another). Second wave: helm upgrade --reuse-values --set
 # nodeAgent.logLevel=debug rolls both agents; etcd SIGKILLed; containerd
 # restarted on node 1. Third wave (its slow kind sleeps 30 s): the kubelet
 # restarted on node 2; then node 2 lost (restart.sh stop-node: its kubelet,
 # containerd, sandboxes and the processes of its pods, its agent's too)
-# once few of its executions still run, and brought back 20 s later; the
-# last wave is made once the node is NotReady, so that it goes to node 1.
+# once at most 5% of N less 2 of its executions are left (each becomes
+# NodeLost, a capped bucket); the last wave is made once the node is
+# NotReady, so that it goes to node 1, and the node is brought back 20 s
+# after that (the report says how long it was away).
 # The controller is pinned to node 1 (controller.nodeSelector), so that the
 # node's loss is about the agents.
 #
@@ -154,18 +157,20 @@ log "installed; the controller runs on $ctl_node"
 # install's own, so another clone's chart is never matched).
 ctl_pid() { pgrep -f "^/usr/local/bin/airlock-controller --config=/etc/airlock/config.yaml --metrics-addr=:$cport( |\$)" | head -n 1; }
 agent_pid() { pgrep -f "^/usr/local/bin/airlock-node-agent --node-name=${nodes[$1]} .*--metrics-addr=:${aport[$1]}( |\$)" | head -n 1; }
-# agent_pod I: node I+1's agent pod; agent_ready I OLD: it is another
-# than OLD, and Ready (waits at most 180 s).
+# agent_pod I: node I+1's agent pod; agent_ready I [OLD [SINCE]]: it is
+# another than OLD, Ready, and its container running since SINCE (epoch
+# seconds) or later; waits at most 180 s.
 agent_pod() {
 	k -n "$relns" get pods -l "app.kubernetes.io/component=node-agent,airlock.dev/node-group=node-$(($1 + 1))" \
 		-o jsonpath='{.items[0].metadata.name}' 2>/dev/null || true
 }
 agent_ready() {
-	local deadline=$((SECONDS + 180)) p
+	local deadline=$((SECONDS + 180)) p r t
 	while ((SECONDS < deadline)); do
 		p=$(agent_pod "$1")
-		if [ -n "$p" ] && [ "$p" != "${2-}" ] && [ "$(k -n "$relns" get pod "$p" \
-			-o jsonpath='{.status.conditions[?(@.type=="Ready")].status}' 2>/dev/null)" = True ]; then
+		r=$(k -n "$relns" get pod "$p" -o jsonpath='{.status.conditions[?(@.type=="Ready")].status} {.status.containerStatuses[0].state.running.startedAt}' 2>/dev/null) || r=
+		t=$(date -d "${r#* }" +%s 2>/dev/null) || t=0
+		if [ -n "$p" ] && [ "$p" != "${2-}" ] && [ "${r%% *}" = True ] && ((t >= ${3:-0})); then
 			return 0
 		fi
 		sleep 1
@@ -280,9 +285,10 @@ echo "$NODE_2_NAME $f0 $(now)" >>"$work/windows.txt"
 deadline=$((SECONDS + 120)) few=$((n * 5 / 100 > 2 ? n * 5 / 100 - 2 : 0))
 until (($(running_on "$NODE_2_NAME") <= few)) || ((SECONDS >= deadline)); do sleep 1; done
 on=$(running_on "$NODE_2_NAME")
+ctl_at=$(k -n "$relns" get pods -l app.kubernetes.io/component=controller \
+	-o jsonpath='{.items[*].spec.nodeName}' 2>/dev/null) || ctl_at=unknown
 lost_at=$(now) node2_down=1
 restart stop-node "$NODE_2_NAME" >&2
-faults+=("$NODE_2_NAME lost with $on executions not ended there (kubelet, containerd, sandboxes and its pods' processes, the agent's too, SIGKILLed), back after 20 s")
 # The last wave once the node is NotReady, so that it goes to node 1.
 deadline=$((SECONDS + 90))
 until [ "$(k get node "$NODE_2_NAME" -o jsonpath='{.status.conditions[?(@.type=="Ready")].status}' 2>/dev/null ||
@@ -293,8 +299,11 @@ t_made=$(now)
 sleep 20
 restart start-node "$NODE_2_NAME" >&2
 node2_down=
-echo "$NODE_2_NAME $lost_at $(now)" >>"$work/windows.txt"
-agent_ready 1 || log "warning: node 2's agent is not ready 180 s after its node came back"
+back=$(now)
+echo "$NODE_2_NAME $lost_at $back" >>"$work/windows.txt"
+# (Its lost node is the controller's too if it was scheduled there.)
+faults+=("$NODE_2_NAME lost with $on executions not ended there (kubelet, containerd, sandboxes and its pods' processes, the agent's too, SIGKILLed; the controller was on ${ctl_at:-no node}), back after $(awk -v a="$lost_at" -v b="$back" 'BEGIN { printf "%.0f", b - a }') s (20 s after the last wave, made once the node was NotReady)")
+agent_ready 1 "" "${lost_at%.*}" || log "warning: node 2's agent is not ready 180 s after its node came back"
 
 # Drain: every execution terminal.
 terminal() { phases | grep -cE '^(Succeeded|Failed|TimedOut|Cancelled) ' || true; }
