@@ -324,7 +324,7 @@ left() {
 		d=NODE_${i}_POD_LOGS_DIR r=NODE_${i}_RUNSC_ROOT c=NODE_${i}_CGROUP_ROOT
 		ls -d "${!d}/${ns}"_* 2>/dev/null || true
 		"$RUNSC" --root "${!r}" list -quiet 2>/dev/null || true
-		find "/sys/fs/cgroup/memory${!c}" -mindepth 2 -type d -name 'pod*' 2>/dev/null |
+		{ find "/sys/fs/cgroup/memory${!c}" -mindepth 2 -type d -name 'pod*' 2>/dev/null || true; } |
 			while read -r p; do
 				u=${p##*/pod} u=${u//_/-}
 				grep -qxF "$u" <<<"$uids" || echo "$p"
