@@ -292,7 +292,11 @@ nodes: all
 # replaced and a helm upgrade during the load; a quarter of an hour, so not
 # part of make test. Appends its report to bench/RESULTS.md. up.sh makes
 # the daemons' images from bin/ (hence all first); tried twice as for nodes.
+# First, in seconds and with no cluster, the report's account on hand-made
+# executions and a dry run of the script with stand-ins for the cluster.
 soak: all
+	@python3 bench/test_soak_report.py
+	@bench/test_soak_dry.sh
 	@tests/cluster/node-deps.sh
 	@NODES=2 tests/cluster/up.sh || NODES=2 tests/cluster/up.sh
 	@HELM=$$(tests/cluster/build.sh helm | sed -n 's/^HELM_BIN_DIR=//p')/helm \
