@@ -139,6 +139,11 @@ aport=("$(port)" "$(port)")
 for i in "${nodes[@]}"; do
 	k label node "$i" node-restriction.kubernetes.io/airlock-gvisor=true --overwrite >/dev/null
 done
+# A release an earlier soak left (killed before its trap ran) goes first.
+if "$HELM" status "$rel" -n "$relns" >/dev/null 2>&1; then
+	log "uninstalling the release an earlier soak left"
+	"$HELM" uninstall "$rel" -n "$relns" --wait >/dev/null
+fi
 "$HELM" install "$rel" "$top/charts/airlock" -n "$relns" --create-namespace \
 	-f "$work/values.yaml" -f "$work/groups.yaml" --wait --timeout 180s >"$work/helm-install.txt"
 
