@@ -76,6 +76,27 @@ why_not_started(json_t *pod, char *why, size_t len)
 		snprintf(why, len, "no node started it");
 }
 
+/*
+ * A warm claim's bound, in wall-clock ms (see below): when Started turned
+ * True plus the start deadline, its timeout and the result's grace; -1
+ * when it has not started.
+ */
+static long long
+warm_bound_ms(json_t *cx, const struct controller_opts *o)
+{
+	json_t *st = json_object_get(cx, "status");
+	long long from;
+
+	if (strcmp(ctl_condition_field(st, "Started", "status"), "True") != 0)
+		return -1;
+	from = clock_parse_rfc3339(ctl_condition_field(st, "Started",
+	    "lastTransitionTime"));
+	if (from <= 0)
+		return -1;
+	return from * 1000 + o->start_deadline_ms + cx_timeout_ms(cx) +
+	    o->result_grace_ms;
+}
+
 long long
 ctl_start_overdue(json_t *cx, json_t *pod, long long now_ms,
     const struct controller_opts *o, const char **reason, char *msg,
@@ -99,16 +120,11 @@ ctl_start_overdue(json_t *cx, json_t *pod, long long now_ms,
 		 * past that no working agent can still be running it, and
 		 * whether it ran cannot be known.
 		 */
-		if (strcmp(ctl_condition_field(st, "Started", "status"),
-		    "True") != 0)
+		if ((bound = warm_bound_ms(cx, o)) < 0)
 			return -1;
 		from = clock_parse_rfc3339(ctl_condition_field(st, "Started",
 		    "lastTransitionTime"));
-		if (from <= 0)
-			return -1;
-		bound = o->start_deadline_ms + cx_timeout_ms(cx) +
-		    o->result_grace_ms;
-		left = from * 1000 + bound - now_ms;
+		left = bound - now_ms;
 		if (left > 0)
 			return left;
 		*reason = "ResultLost";
@@ -198,9 +214,11 @@ ctl_start_deadline(struct controller *ctl, json_t *cx, json_t *pod,
 		/* A warm run's result: not while its node's agent was away. */
 		char away[400];
 
+		/* Spent: how long ago its bound passed (fixed: the cap is too). */
 		left = ctl_agent_wait(ctl, json_string_value(json_object_get(
-		    json_object_get(cx, "status"), "nodeName")), 0,
-		    clock_mono_ms(), away, sizeof(away));
+		    json_object_get(cx, "status"), "nodeName")),
+		    warm_bound_ms(cx, &ctl->opts) - now_ms, clock_mono_ms(),
+		    away, sizeof(away));
 		if (left <= 0)
 			left = 0;
 		if (left == 0 && away[0])

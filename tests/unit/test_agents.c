@@ -187,6 +187,34 @@ test_away(void **state)
 	    sizeof(msg)), -1);
 }
 
+/*
+ * An agent that comes and goes (a crash loop, or one that changes its
+ * holder at every renewal): a result looked at every 10 s, its grace from
+ * the exit spent at T0, ends by T0 + agent_absent_ms, not later (the cap
+ * is fixed by the exit; start.c passes a warm claim's spent bound so).
+ */
+static void
+test_flapping_capped(void **state)
+{
+	struct controller *ctl = *state;
+	char msg[400], holder[32], renew[64];
+	long long t, left = 1, ended = -1;
+
+	for (t = T0; t <= T0 + 4 * ABSENT && ended < 0; t += 1000) {
+		if ((t - T0) % 2000 == 0) {
+			snprintf(holder, sizeof(holder), "agent-%lld", (t - T0) / 2000);
+			snprintf(renew, sizeof(renew), "2026-11-27T04:%02lld:%02lld.000000Z",
+			    (t - T0) / 60000, (t - T0) / 1000 % 60);
+			seen(ctl, "airlock-agent-n1", holder, renew, t);
+		}
+		left = ctl_agent_wait(ctl, "n1", T0 - t, t, msg, sizeof(msg));
+		if (left <= 0)
+			ended = t;
+	}
+	assert_int_equal(ended, T0 + ABSENT);
+	assert_string_equal(msg, "");
+}
+
 int
 main(void)
 {
@@ -195,6 +223,7 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_new_agent, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_gap, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_away, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_flapping_capped, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
