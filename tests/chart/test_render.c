@@ -568,7 +568,16 @@ test_values_change_output(void **state)
 	assert_null(find(all, "RuntimeClass", NULL));
 	assert_null(find(all, "PriorityClass", NULL));
 	assert_null(find(all, "ClusterRole", "airlock-editor"));
-	assert_null(find(all, "ValidatingAdmissionPolicy", NULL));
+	/*
+	 * But the heartbeat guard, with the agent's lease Role: heartbeats
+	 * only (never the controller's leader lease), its node unchecked.
+	 */
+	assert_int_equal(count(all, "ValidatingAdmissionPolicy"), 1);
+	x = find(all, "ValidatingAdmissionPolicy", "rel-airlock-node-agent-heartbeat-guard");
+	assert_non_null(x);
+	assert_int_equal(json_array_size(at(x, "spec.validations")), 1);
+	assert_string_equal(str(x, "spec.validations[0].message"),
+	    "the node agent may write heartbeats only");
 	assert_null(find(all, "MutatingAdmissionPolicy", NULL));
 	assert_null(find(all, "NetworkPolicy", NULL));
 	assert_int_equal(count(all, "ServiceMonitor"), 2);

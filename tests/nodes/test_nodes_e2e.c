@@ -783,6 +783,15 @@ test_agent_delete_guard(void **state)
 		if (strstr(err.message, "the node agent may write its own node's "
 		    "heartbeat only") == NULL)
 			fail_msg("refused, but not by the heartbeat guard: %s", err.message);
+		/* Nor any other Lease: the controller's leader lease is one. */
+		l = json_pack("{s:s, s:s, s:{s:s}, s:{s:s}}", "apiVersion",
+		    "coordination.k8s.io/v1", "kind", "Lease", "metadata", "name",
+		    GUARD_REL "-airlock-controller", "spec", "holderIdentity", "forged");
+		rc = k8s_create(ac, &k8s_res_leases, GUARD_NS, l, NULL, &err);
+		json_decref(l);
+		assert_int_equal(rc, K8S_EFORBIDDEN);
+		if (strstr(err.message, "the node agent may write heartbeats only") == NULL)
+			fail_msg("refused, but not by the heartbeat guard: %s", err.message);
 		l = json_pack("{s:s, s:s, s:{s:s}, s:{s:s}}", "apiVersion",
 		    "coordination.k8s.io/v1", "kind", "Lease", "metadata", "name", mine,
 		    "spec", "holderIdentity", "agent");
