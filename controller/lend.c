@@ -157,28 +157,36 @@ lend_hold(struct controller *ctl, json_t *pool, json_t *cx, long long n)
 }
 
 /*
- * n of the planned holders of the pool on node were taken back (what: the
- * resources short): the hold's count corrected by those not taken, and
- * said in an Event. A hold left with none taken is dropped.
+ * n of the planned holders of the pool on node were taken back for cx
+ * (what: the resources short): the hold's count corrected by those not
+ * taken, and said in an Event. Only a hold that still holds for cx is
+ * corrected (one dropped meanwhile, as cx was scheduled, and made again
+ * for another execution is that one's); one left with none taken and for
+ * cx alone is dropped.
  */
 static void
-lent(struct controller *ctl, json_t *pool, long long n, long long planned,
-    const char *node, const char *what)
+lent(struct controller *ctl, json_t *pool, json_t *cx, long long n,
+    long long planned, const char *node, const char *what)
 {
 	const char *uid = k8s_obj_uid(pool);
-	char *key, msg[600];
+	char *key, *cxkey, msg[600];
 	json_int_t left;
-	json_t *e;
+	json_t *e, *who;
 
+	cxkey = xasprintf("%s/%s", k8s_obj_namespace(cx), k8s_obj_name(cx));
 	pthread_mutex_lock(&ctl->lock);
 	e = json_object_get(ctl->pool_lent, uid);
-	if (e) {
+	who = json_array_get(e, 2);
+	if (e && strcmp(json_string_value(json_object_get(who, cxkey)) ?
+	    json_string_value(json_object_get(who, cxkey)) : "",
+	    k8s_obj_uid(cx)) == 0) {
 		left = json_integer_value(json_array_get(e, 0)) - (planned - n);
 		json_array_set_new(e, 0, json_integer(left > 0 ? left : 0));
-		if (left <= 0)
+		if (left <= 0 && json_object_size(who) == 1)
 			json_object_del(ctl->pool_lent, uid);
 	}
 	pthread_mutex_unlock(&ctl->lock);
+	free(cxkey);
 	if (n == 0)
 		return;
 	metric_add(ctl->m_taken_back, NULL, (double)n);
@@ -272,7 +280,7 @@ ctl_pool_lend(struct controller *ctl, json_t *cx, json_t *pod, const char *why)
 			if (j != i)
 				pick[j] = POOL_LEND_MAX_CANDS;	/* done */
 		}
-		lent(ctl, pool, per, planned, node, what);
+		lent(ctl, pool, cx, per, planned, node, what);
 		taken += per;
 	}
 	if (taken > 0) {

@@ -456,6 +456,39 @@ test_uncounted_on_conflict(void **state)
 	assert_int_equal(json_object_size(fx->ctl.pool_lent), 0);
 }
 
+/*
+ * While x's delete is on its way, x is scheduled (the pool's reconcile
+ * drops its hold) and another execution's take-back holds the pool again.
+ * x's delete then fails (a claim won): the correction is x's hold's, and
+ * must not drop the other's (its pool would refill into its room).
+ */
+static void
+test_other_hold_kept(void **state)
+{
+	struct fx *fx = *state;
+	long long taken = -1, end;
+	json_t *e;
+	pthread_t t;
+
+	fakeapi_push(fx->api, 409, NULL, "{\"kind\":\"Status\",\"apiVersion\":"
+	    "\"v1\",\"status\":\"Failure\",\"reason\":\"Conflict\","
+	    "\"code\":409,\"message\":\"the object has been modified\"}", 1500);
+	assert_int_equal(pthread_create(&t, NULL, lend_thread, fx), 0);
+	for (end = clock_mono_ms() + 5000; fakeapi_count(fx->api) < 1 &&
+	    clock_mono_ms() < end; )
+		usleep(5000);
+	pthread_mutex_lock(&fx->ctl.lock);
+	json_object_set_new(fx->ctl.pool_lent, POOL_UID, json_pack("[I, I, {s:s}]",
+	    (json_int_t)1, (json_int_t)clock_mono_ms(), "b/y", "uid-of-y"));
+	pthread_mutex_unlock(&fx->ctl.lock);
+	assert_int_equal(pthread_join(t, NULL), 0);
+	e = json_object_get(fx->ctl.pool_lent, POOL_UID);
+	assert_non_null(e);
+	assert_int_equal(json_integer_value(json_array_get(e, 0)), 1);
+	(void)ctl_pool_lent(&fx->ctl, POOL_UID, &taken);
+	assert_int_equal(taken, 1);
+}
+
 #define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
 
 int
@@ -472,6 +505,7 @@ main(void)
 		T(test_no_pools),
 		T(test_counted_in_flight),
 		T(test_uncounted_on_conflict),
+		T(test_other_hold_kept),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
