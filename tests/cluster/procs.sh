@@ -30,13 +30,27 @@ procs_in_cgroup() {
 	return 0
 }
 
-# procs_naming DIR: the live pids whose command line names DIR/.
+# procs_ancestors: this shell and its ancestors' pids, one a line.
+procs_ancestors() {
+	local p=$$
+	while [ -n "$p" ] && [ "$p" != 0 ]; do
+		echo "$p"
+		p=$(awk '{ print $4 }' "/proc/$p/stat" 2>/dev/null)
+	done
+}
+
+# procs_naming DIR: the live pids whose command line names DIR/ as a path
+# of its own (at a word's start, or after = or :; not inside a longer path,
+# as another clone's /tmp/x/work/main/.cluster/ would be), not this shell
+# or its ancestors.
 procs_naming() {
-	local p
+	local p dir mine
+	dir=$(printf '%s/' "$1" | sed 's/[][\.*^$/]/\\&/g')
+	mine=" $(procs_ancestors | tr '\n' ' ')"
 	for p in /proc/[0-9]*; do
 		p=${p#/proc/}
-		[ "$p" = $$ ] && continue
-		tr '\0' ' ' 2>/dev/null <"/proc/$p/cmdline" | grep -qF "$1/" || continue
+		[[ $mine == *" $p "* ]] && continue
+		tr '\0' ' ' 2>/dev/null <"/proc/$p/cmdline" | grep -qE "(^|[ =:])$dir" || continue
 		if procs_live "$p"; then echo "$p"; fi
 	done
 	return 0
