@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "agent.h"
@@ -114,7 +115,17 @@ heartbeat_new(const char *prog, const char *ns, const char *node)
 	else
 		gethostname(host, sizeof(host) - 1);
 	heartbeat_name = xasprintf("%s%s", CX_AGENT_LEASE_PREFIX, node);
-	heartbeat_id = xasprintf("%s_%d", host, (int)getpid());
+	/*
+	 * And when it started: in its container the agent is always pid 1,
+	 * and one restarted there must be heard as a new agent.
+	 */
+	{
+		struct timespec ts;
+
+		clock_gettime(CLOCK_REALTIME, &ts);
+		heartbeat_id = xasprintf("%s_%d_%lld%03ld", host, (int)getpid(),
+		    (long long)ts.tv_sec, ts.tv_nsec / 1000000);
+	}
 	lc.name = heartbeat_name;
 	lc.identity = heartbeat_id;
 	if (lease_new(d.client, &lc, NULL, &heartbeat, &err) != 0)
