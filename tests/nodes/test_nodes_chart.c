@@ -139,6 +139,7 @@ group_setup(void **state)
 		free(args);
 	}
 	ns = it_namespace_new(c, "nodes-chart");
+	setenv("KUBECONFIG", it_env_need("KUBECONFIG_ADMIN"), 1);	/* helm's */
 	return 0;
 }
 
