@@ -1,6 +1,8 @@
 # Airlock. GNU make; see README.md.
 #
 #   make              build the library, the binaries (bin/) and the tests
+#   make check        the inner loop: unit tests, plain and ASan+UBSan at once,
+#                     and the layering; no cluster
 #   make test         every test tier; ends with "N passed, N failed, N skipped"
 #   make unit | integration | memory     one tier
 #   make asan         ASan+UBSan build of everything, unit and integration tests
@@ -95,7 +97,11 @@ BENCH_BIN = $(BENCH_SRC:bench/%.c=$(B)/bench/%)
 BIN_DIR	?= bin
 BINS	 = $(BIN_DIR)/airlock-controller $(BIN_DIR)/airlock-node-agent $(BIN_DIR)/airlock
 
-.PHONY: all test deps unit integration e2e e2e-asan nodes soak chart sdk chart-crds local-images memory asan \
+# Objects are never removed as intermediates: an incremental make check
+# (the ASan flavour's test objects were) rebuilds only what changed.
+.SECONDARY:
+
+.PHONY: check check-plain check-asan unit-deps all test deps unit integration e2e e2e-asan nodes soak chart sdk chart-crds local-images memory asan \
 	run-asan valgrind cluster-up cluster-down clean
 .SUFFIXES:
 .DELETE_ON_ERROR:
@@ -199,6 +205,26 @@ deps:
 
 unit: all
 	@tests/run.sh unit $(B) $(UNIT_BIN)
+
+# The inner loop (issue 29): only what the unit tests need (the daemons
+# some of them start, and the tests), plain and ASan+UBSan built side by
+# side, then both run at once, four binaries each at a time (most wait
+# on timers), and the layering checked. No cluster.
+unit-deps: $(BINS) $(UNIT_BIN)
+check-plain:
+	@$(MAKE) --no-print-directory unit-deps
+check-asan:
+	@$(ASAN_MAKE) --no-print-directory unit-deps
+check:
+	@$(MAKE) --no-print-directory -j2 check-plain check-asan
+	@tests/layering.sh $(B) build/asan
+	@rm -rf build/results-check
+	@export AIRLOCK_RESULTS=$(CURDIR)/build/results-check JOBS=4; \
+	  tests/run.sh check $(B) $(UNIT_BIN) > build/check.log 2>&1 & \
+	  tests/run.sh check-asan build/asan $(UNIT_SRC:tests/unit/%.c=build/asan/tests/unit/%) \
+	    > build/check-asan.log 2>&1; wait; \
+	  tail -qn 1 build/check.log build/check-asan.log; \
+	  tests/run.sh summary check check-asan
 
 integration: all
 	@tests/cluster/up.sh
