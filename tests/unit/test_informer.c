@@ -322,15 +322,17 @@ test_compact(void **state)
 		    team[i % 3]);
 	assert_true(at < sizeof(events) - 1);
 	/* Held back until the test has compacted. */
-	fakeapi_push(api, 200, NULL, events, 300);
+	fakeapi_push(api, 200, NULL, events, FAKEAPI_HOLD);
+	/* Held back until the test has checked the compacted state. */
 	fakeapi_push(api, 200, NULL,
 	    "{\"type\":\"MODIFIED\",\"object\":" TEAM("a", "200", "blue") "}\n"
-	    "{\"type\":\"DELETED\",\"object\":" TEAM("c", "201", "red") "}\n", 1500);
+	    "{\"type\":\"DELETED\",\"object\":" TEAM("c", "201", "red") "}\n", FAKEAPI_HOLD);
 	fakeapi_push(api, 200, NULL, "", 5000);
 	inf = informer_new(c, &io, &h);
 	assert_int_equal(informer_start(inf), 0);
 	assert_int_equal(informer_wait_synced(inf, 3000), 0);
 	assert_int_equal(informer_compact(inf), 0);	/* a list: packed already */
+	fakeapi_release(api);
 	for (long long end = clock_mono_ms() + 3000; lines(&l) < 74 && clock_mono_ms() < end;)
 		nanosleep(&(struct timespec){ 0, 1000000L }, NULL);
 	assert_int_equal(lines(&l), 74);
@@ -354,6 +356,8 @@ test_compact(void **state)
 	assert_string_equal(got, "d");
 	names(inf, "green", got, sizeof(got));
 	assert_string_equal(got, "a");
+	assert_int_equal(lines(&l), 74);
+	fakeapi_release(api);
 	/* Events after it: a from green to blue, c deleted (red: b). */
 	for (long long end = clock_mono_ms() + 4000; lines(&l) < 76 && clock_mono_ms() < end;)
 		nanosleep(&(struct timespec){ 0, 1000000L }, NULL);
