@@ -84,7 +84,6 @@ handle(void *cls, struct MHD_Connection *c, const char *url,
 	const char *q;
 	struct buf line;
 	enum MHD_Result ret;
-	int stopping;
 
 	(void)version;
 	(void)url;
@@ -130,12 +129,10 @@ handle(void *cls, struct MHD_Connection *c, const char *url,
 		    &f->lock, &until) == 0)
 			;
 	}
-	stopping = f->stopping;
 	pthread_mutex_unlock(&f->lock);
 	buf_free(&line);
 	(void)q;
-	if (r.status == 0 || stopping) {
-		/* Stopping: nobody waits for this answer any more. */
+	if (r.status == 0) {
 		free(echoed);
 		return MHD_NO;	/* MHD closes the connection unanswered */
 	}

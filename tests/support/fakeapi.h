@@ -36,8 +36,9 @@ void fakeapi_push(struct fakeapi *f, int status, const char *retry_after,
  * "not before the test has checked X", which a fixed delay only makes
  * likely and always costs in full. fakeapi_release() lets the next held
  * answer (in push order) go, whether or not its request came yet.
- * fakeapi_stop() ends every hold and delay at once, closing those
- * connections unanswered: the client under test is gone by then.
+ * fakeapi_stop() ends every hold and delay at once (the answer goes out
+ * then, to a client that is gone by then), so that a test's quiet watch
+ * or long delay does not cost its full time at the end.
  */
 #define FAKEAPI_HOLD	(-1L)
 void fakeapi_release(struct fakeapi *f);
