@@ -19,6 +19,8 @@
 #define CT_TEXT		"text/plain; charset=utf-8"
 #define CT_METRICS	"text/plain; version=0.0.4; charset=utf-8"
 
+unsigned int httpd_test_timeout_secs;
+
 struct httpd {
 	struct MHD_Daemon	*daemon;
 	struct metrics		*metrics;	/* borrowed; may be NULL */
@@ -313,7 +315,8 @@ httpd_start(const char *addr, struct metrics *metrics, struct httpd **out,
 	    MHD_OPTION_EXTERNAL_LOGGER, httpd_mhd_log, h,
 	    MHD_OPTION_CONNECTION_LIMIT, (unsigned int)HTTPD_MAX_CONNS,
 	    MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned int)HTTPD_PER_IP_CONNS,
-	    MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)HTTPD_TIMEOUT_SECS,
+	    MHD_OPTION_CONNECTION_TIMEOUT, httpd_test_timeout_secs ?
+	    httpd_test_timeout_secs : (unsigned int)HTTPD_TIMEOUT_SECS,
 	    MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)HTTPD_CONN_MEMORY,
 	    MHD_OPTION_ARRAY, bind_opts,
 	    MHD_OPTION_END);

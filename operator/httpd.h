@@ -46,6 +46,13 @@
 struct httpd;
 
 /*
+ * Tests only: an idle timeout in seconds to use in place of
+ * HTTPD_TIMEOUT_SECS (0, the default, means that), read by httpd_start().
+ * The unit tests that wait the timeout out set it short; no daemon sets it.
+ */
+extern unsigned int httpd_test_timeout_secs;
+
+/*
  * Start serving on addr: "HOST:PORT", "[IPV6]:PORT" or ":PORT" (every
  * address, IPv6 and IPv4 where the host has both). PORT 0 picks a free
  * port (see httpd_port()). HOST may be a name, resolved once, here, to

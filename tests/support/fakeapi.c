@@ -20,8 +20,9 @@ struct reply {
 	int	 status;	/* 0: close the connection, no answer */
 	char	*retry_after;
 	char	*body;
-	long	 delay_ms;
+	long	 delay_ms;	/* FAKEAPI_HOLD: until fakeapi_release() */
 	int	 echo;		/* >= 0: the body of that request instead */
+	int	 hold;		/* with FAKEAPI_HOLD: its place among them */
 };
 
 struct req {
@@ -37,6 +38,11 @@ struct fakeapi {
 	int			 nscript, next;
 	struct req		 reqs[MAX_REQS];
 	int			 nreqs;
+	/* Held and delayed answers wait on cond, so that a release or the
+	 * stop ends the wait at once instead of MHD_stop_daemon() joining
+	 * a thread that sleeps out the rest of its delay. */
+	pthread_cond_t		 cond;
+	int			 nholds, released, stopping;
 };
 
 struct conn {
@@ -73,7 +79,7 @@ handle(void *cls, struct MHD_Connection *c, const char *url,
 	struct fakeapi *f = cls;
 	struct conn *cn = *ctx;
 	struct MHD_Response *resp;
-	struct reply r = { 599, NULL, "{}", 0, -1 };
+	struct reply r = { 599, NULL, "{}", 0, -1, 0 };
 	char *echoed = NULL;
 	const char *q;
 	struct buf line;
@@ -112,11 +118,20 @@ handle(void *cls, struct MHD_Connection *c, const char *url,
 		r = f->script[f->next++];
 	if (r.echo >= 0)
 		echoed = xstrdup(r.echo < f->nreqs ? f->reqs[r.echo].body : "");
+	if (r.delay_ms == FAKEAPI_HOLD) {
+		while (!f->stopping && f->released <= r.hold)
+			pthread_cond_wait(&f->cond, &f->lock);
+	} else if (r.delay_ms > 0) {
+		struct timespec until;
+
+		clock_mono_ts(&until, clock_mono_ms() + r.delay_ms);
+		while (!f->stopping && pthread_cond_timedwait(&f->cond,
+		    &f->lock, &until) == 0)
+			;
+	}
 	pthread_mutex_unlock(&f->lock);
 	buf_free(&line);
 	(void)q;
-	if (r.delay_ms > 0)
-		usleep((useconds_t)r.delay_ms * 1000);
 	if (r.status == 0) {
 		free(echoed);
 		return MHD_NO;	/* MHD closes the connection unanswered */
@@ -160,6 +175,7 @@ fakeapi_start(void)
 
 	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
 	pthread_mutex_init(&f->lock, NULL);
+	clock_cond_init(&f->cond);
 	f->d = MHD_start_daemon(MHD_USE_THREAD_PER_CONNECTION |
 	    MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ERROR_LOG, 0, NULL, NULL,
 	    handle, f, MHD_OPTION_NOTIFY_COMPLETED, completed, f,
@@ -178,6 +194,10 @@ fakeapi_start(void)
 void
 fakeapi_stop(struct fakeapi *f)
 {
+	pthread_mutex_lock(&f->lock);
+	f->stopping = 1;
+	pthread_cond_broadcast(&f->cond);
+	pthread_mutex_unlock(&f->lock);
 	MHD_stop_daemon(f->d);
 	for (int i = 0; i < f->nscript; i++) {
 		free(f->script[i].retry_after);
@@ -190,6 +210,7 @@ fakeapi_stop(struct fakeapi *f)
 		free(f->reqs[i].ctype);
 	}
 	pthread_mutex_destroy(&f->lock);
+	pthread_cond_destroy(&f->cond);
 	free(f);
 }
 
@@ -208,7 +229,7 @@ fakeapi_push(struct fakeapi *f, int status, const char *retry_after,
 		abort();
 	f->script[f->nscript++] = (struct reply){ status,
 	    retry_after ? xstrdup(retry_after) : NULL, xstrdup(body),
-	    delay_ms, -1 };
+	    delay_ms, -1, delay_ms == FAKEAPI_HOLD ? f->nholds++ : 0 };
 	pthread_mutex_unlock(&f->lock);
 }
 
@@ -219,8 +240,28 @@ fakeapi_push_echo(struct fakeapi *f, int status, int req)
 	if (f->nscript == MAX_SCRIPT)
 		abort();
 	f->script[f->nscript++] = (struct reply){ status, NULL, xstrdup(""), 0,
-	    req };
+	    req, 0 };
 	pthread_mutex_unlock(&f->lock);
+}
+
+void
+fakeapi_release(struct fakeapi *f)
+{
+	pthread_mutex_lock(&f->lock);
+	f->released++;
+	pthread_cond_broadcast(&f->cond);
+	pthread_mutex_unlock(&f->lock);
+}
+
+int
+fakeapi_wait_count(struct fakeapi *f, int n, long timeout_ms)
+{
+	long long end = clock_mono_ms() + timeout_ms;
+	int got;
+
+	while ((got = fakeapi_count(f)) < n && clock_mono_ms() < end)
+		nanosleep(&(struct timespec){ 0, 1000000L }, NULL);
+	return got;
 }
 
 int

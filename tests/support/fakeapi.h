@@ -32,6 +32,18 @@ void fakeapi_push(struct fakeapi *f, int status, const char *retry_after,
     const char *body, long delay_ms);
 
 /*
+ * delay_ms FAKEAPI_HOLD holds the answer until the test releases it: for
+ * "not before the test has checked X", which a fixed delay only makes
+ * likely and always costs in full. fakeapi_release() lets the next held
+ * answer (in push order) go, whether or not its request came yet.
+ * fakeapi_stop() ends every hold and delay at once (the answer goes out
+ * then, to a client that is gone by then), so that a test's quiet watch
+ * or long delay does not cost its full time at the end.
+ */
+#define FAKEAPI_HOLD	(-1L)
+void fakeapi_release(struct fakeapi *f);
+
+/*
  * Queue a response whose body is the body request req (0-based) sent: the
  * object a create stored, as a later GET of it returns it.
  */
@@ -39,6 +51,9 @@ void fakeapi_push_echo(struct fakeapi *f, int status, int req);
 
 /* How many requests arrived, and the i-th as "METHOD URL" (borrowed). */
 int fakeapi_count(struct fakeapi *f);
+/* Waits until at least n requests arrived or timeout_ms passed; returns
+ * the count then. */
+int fakeapi_wait_count(struct fakeapi *f, int n, long timeout_ms);
 const char *fakeapi_request(struct fakeapi *f, int i);
 /* The i-th request's body and its Authorization and Content-Type headers
  * ("" when absent). Borrowed. */

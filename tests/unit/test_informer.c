@@ -252,9 +252,10 @@ index_case(int packed)
 	fakeapi_push(api, 200, NULL,
 	    "{\"type\":\"MODIFIED\",\"object\":" TEAM("b", "11", "blue") "}\n"
 	    "{\"type\":\"DELETED\",\"object\":" TEAM("a", "12", "red") "}\n", 0);
-	/* The next watch waits a second, then expires. */
+	/* The next watch is held until the test has looked, then expires. */
 	fakeapi_push(api, 200, NULL,
-	    "{\"type\":\"ERROR\",\"object\":{\"kind\":\"Status\",\"code\":410}}\n", 1000);
+	    "{\"type\":\"ERROR\",\"object\":{\"kind\":\"Status\",\"code\":410}}\n",
+	    FAKEAPI_HOLD);
 	/* The relist: c gone while nobody watched, e new. */
 	fakeapi_push(api, 200, NULL, "{\"metadata\":{\"resourceVersion\":\"20\"},\"items\":["
 	    TEAM("b", "11", "blue") "," TEAM("e", "14", "red") "," ITEM("d", "4") "]}", 0);
@@ -270,6 +271,8 @@ index_case(int packed)
 	assert_string_equal(got, "");
 	names(inf, "blue", got, sizeof(got));
 	assert_string_equal(got, "b c");
+	assert_int_equal(lines(&l), 6);
+	fakeapi_release(api);
 	/* After the relist. */
 	for (long long end = clock_mono_ms() + 3000; lines(&l) < 8 && clock_mono_ms() < end;)
 		nanosleep(&(struct timespec){ 0, 1000000L }, NULL);
@@ -322,15 +325,17 @@ test_compact(void **state)
 		    team[i % 3]);
 	assert_true(at < sizeof(events) - 1);
 	/* Held back until the test has compacted. */
-	fakeapi_push(api, 200, NULL, events, 300);
+	fakeapi_push(api, 200, NULL, events, FAKEAPI_HOLD);
+	/* Held back until the test has checked the compacted state. */
 	fakeapi_push(api, 200, NULL,
 	    "{\"type\":\"MODIFIED\",\"object\":" TEAM("a", "200", "blue") "}\n"
-	    "{\"type\":\"DELETED\",\"object\":" TEAM("c", "201", "red") "}\n", 1500);
+	    "{\"type\":\"DELETED\",\"object\":" TEAM("c", "201", "red") "}\n", FAKEAPI_HOLD);
 	fakeapi_push(api, 200, NULL, "", 5000);
 	inf = informer_new(c, &io, &h);
 	assert_int_equal(informer_start(inf), 0);
 	assert_int_equal(informer_wait_synced(inf, 3000), 0);
 	assert_int_equal(informer_compact(inf), 0);	/* a list: packed already */
+	fakeapi_release(api);
 	for (long long end = clock_mono_ms() + 3000; lines(&l) < 74 && clock_mono_ms() < end;)
 		nanosleep(&(struct timespec){ 0, 1000000L }, NULL);
 	assert_int_equal(lines(&l), 74);
@@ -354,6 +359,8 @@ test_compact(void **state)
 	assert_string_equal(got, "d");
 	names(inf, "green", got, sizeof(got));
 	assert_string_equal(got, "a");
+	assert_int_equal(lines(&l), 74);
+	fakeapi_release(api);
 	/* Events after it: a from green to blue, c deleted (red: b). */
 	for (long long end = clock_mono_ms() + 4000; lines(&l) < 76 && clock_mono_ms() < end;)
 		nanosleep(&(struct timespec){ 0, 1000000L }, NULL);
@@ -424,9 +431,12 @@ test_transform(void **state)
 	    "{\"metadata\":{\"name\":\"a\",\"namespace\":\"ns1\",\"resourceVersion\":\"1\"},\"data\":{\"k\":\"big\"}}]}", 0);
 	fakeapi_push(api, 200, NULL,
 	    "{\"type\":\"ADDED\",\"object\":{\"metadata\":{\"name\":\"b\",\"namespace\":\"ns1\",\"resourceVersion\":\"11\"},\"data\":{\"k\":\"big\"}}}\n"
-	    "{\"type\":\"DELETED\",\"object\":{\"metadata\":{\"name\":\"a\",\"namespace\":\"ns1\",\"resourceVersion\":\"12\"},\"data\":{\"k\":\"big\"}}}\n", 1000);
+	    "{\"type\":\"DELETED\",\"object\":{\"metadata\":{\"name\":\"a\",\"namespace\":\"ns1\",\"resourceVersion\":\"12\"},\"data\":{\"k\":\"big\"}}}\n",
+	    FAKEAPI_HOLD);	/* the watch's events once the list is in */
 	inf = informer_new(c, &io, &h);
 	assert_int_equal(informer_start(inf), 0);
+	assert_int_equal(informer_wait_synced(inf, 3000), 0);
+	fakeapi_release(api);
 	for (long long end = clock_mono_ms() + 3000; lines(&l) < 3 && clock_mono_ms() < end;)
 		nanosleep(&(struct timespec){ 0, 1000000L }, NULL);
 	assert_int_equal(lines(&l), 3);

@@ -144,7 +144,7 @@ test_hung_renewal_stops_acting(void **state)
 }
 
 #define LEASE(rv) "{\"metadata\":{\"name\":\"ctl\",\"namespace\":\"ns1\",\"resourceVersion\":\"" rv "\"}," \
-	"\"spec\":{\"holderIdentity\":\"other\",\"leaseDurationSeconds\":3,\"leaseTransitions\":0}}"
+	"\"spec\":{\"holderIdentity\":\"other\",\"leaseDurationSeconds\":1,\"leaseTransitions\":0}}"
 
 /*
  * A follower whose polls failed for longer than the lease duration, then
@@ -156,17 +156,18 @@ test_stale_follower_waits(void **state)
 {
 	struct fakeapi *api = fakeapi_start();
 	struct k8s_config *cfg = fakeapi_config(api, NULL);
-	struct lease_config lc = { "ns1", "ctl", "me", 3000, 1000, 500 };
+	/* D 1 s (as the record says): the shortest there is (whole seconds). */
+	struct lease_config lc = { "ns1", "ctl", "me", 1000, 500, 250 };
 	struct run r = { 0 };
 	struct lease_callbacks cb = { on_start, on_stop, NULL, &r };
 	struct k8s_client *c;
 	struct k8s_error err;
-	int i, n, put = -1, changed = 9;
+	int i, n, put = -1, changed = 6;
 
 	(void)state;
 	assert_int_equal(k8s_client_new(cfg, NULL, &c, &err), 0);
 	fakeapi_push(api, 200, NULL, LEASE("1"), 0);
-	for (i = 0; i < 8; i++)		/* 4 s of failures: longer than D */
+	for (i = 0; i < 5; i++)		/* 1.25 s of failures: longer than D */
 		fakeapi_push(api, 500, NULL, "{}", 0);
 	for (i = 0; i < 12; i++)	/* then a renewal, and silence */
 		fakeapi_push(api, 200, NULL, LEASE("2"), 0);
@@ -184,8 +185,8 @@ test_stale_follower_waits(void **state)
 	assert_true(put > changed);
 	assert_string_equal(fakeapi_request(api, changed), "GET /apis/coordination.k8s.io/v1/namespaces/ns1/leases/ctl");
 	/* Not before D - P after the poll that saw the new record. */
-	assert_true(fakeapi_time(api, put) - fakeapi_time(api, changed) >= 3000 - 500 - 50);
-	assert_true(fakeapi_time(api, put) - fakeapi_time(api, changed) <= 3000 + 300);
+	assert_true(fakeapi_time(api, put) - fakeapi_time(api, changed) >= 1000 - 250 - 50);
+	assert_true(fakeapi_time(api, put) - fakeapi_time(api, changed) <= 1000 + 300);
 	assert_true(r.started > 0);
 	lease_free(r.l);
 	k8s_client_free(c);

@@ -412,7 +412,8 @@ test_counted_in_flight(void **state)
 	int arrived;
 	pthread_t t;
 
-	fakeapi_push(fx->api, 200, NULL, "{}", 1500);
+	/* The delete is held until the count in flight has been read. */
+	fakeapi_push(fx->api, 200, NULL, "{}", FAKEAPI_HOLD);
 	fakeapi_push(fx->api, 201, NULL, "{}", 0);
 	assert_int_equal(pthread_create(&t, NULL, lend_thread, fx), 0);
 	for (end = clock_mono_ms() + 5000; fakeapi_count(fx->api) < 1 &&
@@ -420,6 +421,7 @@ test_counted_in_flight(void **state)
 		usleep(5000);
 	arrived = fakeapi_count(fx->api);
 	wait = ctl_pool_lent(&fx->ctl, POOL_UID, &taken);
+	fakeapi_release(fx->api);
 	/* Joined before any assert: a failed one must not free what it uses. */
 	assert_int_equal(pthread_join(t, NULL), 0);
 	assert_int_equal(arrived, 1);
@@ -441,12 +443,14 @@ test_uncounted_on_conflict(void **state)
 
 	fakeapi_push(fx->api, 409, NULL, "{\"kind\":\"Status\",\"apiVersion\":"
 	    "\"v1\",\"status\":\"Failure\",\"reason\":\"Conflict\","
-	    "\"code\":409,\"message\":\"the object has been modified\"}", 1500);
+	    "\"code\":409,\"message\":\"the object has been modified\"}",
+	    FAKEAPI_HOLD);	/* until the test has looked */
 	assert_int_equal(pthread_create(&t, NULL, lend_thread, fx), 0);
 	for (end = clock_mono_ms() + 5000; fakeapi_count(fx->api) < 1 &&
 	    clock_mono_ms() < end; )
 		usleep(5000);
 	wait = ctl_pool_lent(&fx->ctl, POOL_UID, &taken);
+	fakeapi_release(fx->api);
 	assert_int_equal(pthread_join(t, NULL), 0);
 	assert_int_equal(wait, POOL_LEND_RECHECK_MS);
 	assert_int_equal(taken, 1);
@@ -472,7 +476,8 @@ test_other_hold_kept(void **state)
 
 	fakeapi_push(fx->api, 409, NULL, "{\"kind\":\"Status\",\"apiVersion\":"
 	    "\"v1\",\"status\":\"Failure\",\"reason\":\"Conflict\","
-	    "\"code\":409,\"message\":\"the object has been modified\"}", 1500);
+	    "\"code\":409,\"message\":\"the object has been modified\"}",
+	    FAKEAPI_HOLD);	/* until the test has looked */
 	assert_int_equal(pthread_create(&t, NULL, lend_thread, fx), 0);
 	for (end = clock_mono_ms() + 5000; fakeapi_count(fx->api) < 1 &&
 	    clock_mono_ms() < end; )
@@ -481,6 +486,7 @@ test_other_hold_kept(void **state)
 	json_object_set_new(fx->ctl.pool_lent, POOL_UID, json_pack("[I, I, {s:s}]",
 	    (json_int_t)1, (json_int_t)clock_mono_ms(), "b/y", "uid-of-y"));
 	pthread_mutex_unlock(&fx->ctl.lock);
+	fakeapi_release(fx->api);
 	assert_int_equal(pthread_join(t, NULL), 0);
 	e = json_object_get(fx->ctl.pool_lent, POOL_UID);
 	assert_non_null(e);
