@@ -944,7 +944,7 @@ test_warm_lent(void **state)
 	    "--renew-deadline-ms", "2000", "--retry-period-ms", "500", NULL };
 	const char *names[3] = { "burst-0", "burst-1", "burst-2" };
 	pid_t all, agent2;
-	long long free_cpu, n, lent_seen = 0;
+	long long free_cpu, more, n, size, lent_seen = 0;
 	json_t *st;
 	long end;
 
@@ -987,15 +987,16 @@ test_warm_lent(void **state)
 	 * read (CI, stop 37: 1500 m free, then 500 m more once it went) left
 	 * room after all: the pool grows into it, until none is left.
 	 */
-	for (int i = 0; i < 4 && (free_cpu = node_free_cpu(it_env_need(
+	for (int i = 0; i < 4 && (more = node_free_cpu(it_env_need(
 	    "NODE_NAME"))) >= 500; i++) {
-		n += free_cpu / 500;
+		n += more / 500;
 		if (n > POOL_MAX_REPLICAS)
 			fail_msg("the node has room for over %d sandboxes", POOL_MAX_REPLICAS);
-		print_message("# %lld m more came free: a pool of %lld\n", free_cpu, n);
+		print_message("# %lld m more came free: a pool of %lld\n", more, n);
 		scale_pool("py", (int)n);
 		wait_ready((int)n);
 	}
+	size = n;
 	assert_true(node_free_cpu(it_env_need("NODE_NAME")) < 500);
 	forget_taken_back_events();
 
@@ -1063,7 +1064,7 @@ test_warm_lent(void **state)
 	n = taken_back_events(NULL, 0);
 	if (n < 2 || n > 4)
 		fail_msg("%lld HoldersTakenBack Events for 1 + 3 executions", n);
-	wait_ready((int)free_cpu / 500);
+	wait_ready((int)size);
 
 	/* Back as the group had it: the namespaced controller, one sandbox. */
 	lent_all = lent_agent = 0;
