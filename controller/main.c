@@ -153,19 +153,8 @@ main(int argc, char **argv)
 		    d.kcfg->namespace;
 	/* The agents renew their heartbeats beside the leader's lease. */
 	co.agent_lease_ns = lease_ns;
-	if (identity == NULL) {
-		char host[256] = "unknown";
-
-		/*
-		 * The pod's name where the chart gives it: on the host's
-		 * network the host name is the node's, the same for replicas.
-		 */
-		if (getenv("POD_NAME") && *getenv("POD_NAME"))
-			snprintf(host, sizeof(host), "%s", getenv("POD_NAME"));
-		else
-			gethostname(host, sizeof(host) - 1);
-		identity = xasprintf("%s_%d", host, (int)getpid());
-	}
+	if (identity == NULL)
+		identity = daemon_identity();
 
 	ctl = controller_new(d.client, cfg, d.metrics, &co);
 	/*

@@ -102,29 +102,25 @@ heartbeat_new(const char *prog, const char *ns, const char *node)
 	    (CX_AGENT_LEASE_S - CX_AGENT_RENEW_S - 5) * 1000,
 	    .retry_period_ms = CX_AGENT_RENEW_S * 1000 };
 	struct k8s_error err;
-	char host[256] = "unknown";
 
 	if (strlen(CX_AGENT_LEASE_PREFIX) + strlen(node) > 253) {
 		log_warn("no heartbeat: the node's name is too long for its "
 		    "lease's", "node=%s", node);
 		return;
 	}
-	/* The pod's name where the chart gives it, else the host's. */
-	if (getenv("POD_NAME") && *getenv("POD_NAME"))
-		snprintf(host, sizeof(host), "%s", getenv("POD_NAME"));
-	else
-		gethostname(host, sizeof(host) - 1);
 	heartbeat_name = xasprintf("%s%s", CX_AGENT_LEASE_PREFIX, node);
 	/*
-	 * And when it started: in its container the agent is always pid 1,
-	 * and one restarted there must be heard as a new agent.
+	 * daemon_identity and when it started: in its container the agent is
+	 * always pid 1, and one restarted there must be heard as a new agent.
 	 */
 	{
 		struct timespec ts;
+		char *id = daemon_identity();
 
 		clock_gettime(CLOCK_REALTIME, &ts);
-		heartbeat_id = xasprintf("%s_%d_%lld%03ld", host, (int)getpid(),
-		    (long long)ts.tv_sec, ts.tv_nsec / 1000000);
+		heartbeat_id = xasprintf("%s_%lld%03ld", id, (long long)ts.tv_sec,
+		    ts.tv_nsec / 1000000);
+		free(id);
 	}
 	lc.name = heartbeat_name;
 	lc.identity = heartbeat_id;

@@ -11,6 +11,7 @@
 #include "daemon.h"
 #include "log.h"
 #include "quantity.h"
+#include "xmalloc.h"
 
 static int sig_taken;	/* the signal daemon_on_signal's thread took */
 
@@ -198,4 +199,16 @@ daemon_free(struct daemon *d)
 	k8s_client_free(d->client);
 	k8s_config_free(d->kcfg);
 	memset(d, 0, sizeof(*d));
+}
+
+char *
+daemon_identity(void)
+{
+	char host[256] = "unknown";
+
+	if (getenv("POD_NAME") && *getenv("POD_NAME"))
+		snprintf(host, sizeof(host), "%s", getenv("POD_NAME"));
+	else
+		gethostname(host, sizeof(host) - 1);
+	return xasprintf("%s_%d", host, (int)getpid());
 }

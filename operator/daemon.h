@@ -59,6 +59,14 @@ long long daemon_flag_number(const char *prog, const char *flag,
 void daemon_die(const char *prog, int status, const char *fmt, ...)
     __attribute__((noreturn, format(printf, 3, 4)));
 
+/*
+ * This process's name among its replicas, for a Lease's holder (caller
+ * frees): "POD_PID", the pod's name where the chart gives it ($POD_NAME:
+ * on the host's network the host name is the node's, the same for
+ * replicas), else the host's.
+ */
+char *daemon_identity(void);
+
 /* --log-level's value: set it, or a line and exit 2. */
 void daemon_flag_log_level(const char *prog, const char *s);
 
