@@ -32,6 +32,10 @@
 #define CX_UID		"6d1d3e5c-0000-4000-8000-0000000cx001"
 #define DELETE(pod)	"DELETE /api/v1/namespaces/a/pods/" pod
 #define EVENTS		"POST /api/v1/namespaces/a/events"
+/* The API server's answer to a delete a claim beat (409 at the version). */
+#define CONFLICT	"{\"kind\":\"Status\",\"apiVersion\":\"v1\"," \
+	"\"status\":\"Failure\",\"reason\":\"Conflict\",\"code\":409," \
+	"\"message\":\"the object has been modified\"}"
 #define WATCH_QUIET_MS	1500
 
 static const char conf[] =
@@ -336,9 +340,7 @@ test_claim_won(void **state)
 	struct fx *fx = *state;
 	long long taken = -1;
 
-	fakeapi_push(fx->api, 409, NULL, "{\"kind\":\"Status\",\"apiVersion\":\"v1\","
-	    "\"status\":\"Failure\",\"reason\":\"Conflict\",\"code\":409,"
-	    "\"message\":\"the object has been modified\"}", 0);
+	fakeapi_push(fx->api, 409, NULL, CONFLICT, 0);
 	lend(fx, NULL, CPU_SHORT);
 	assert_int_equal(fakeapi_count(fx->api), 1);
 	assert_string_equal(fakeapi_request(fx->api, 0), DELETE("h1"));
@@ -398,6 +400,16 @@ lend_thread(void *arg)
 	return NULL;
 }
 
+/* A take-back in thread t, until its first delete has reached the server. */
+static void
+lend_in_flight(struct fx *fx, pthread_t *t)
+{
+	assert_int_equal(pthread_create(t, NULL, lend_thread, fx), 0);
+	for (long long end = clock_mono_ms() + 5000; fakeapi_count(fx->api) < 1 &&
+	    clock_mono_ms() < end; )
+		usleep(5000);
+}
+
 /*
  * While the delete is on its way the pool's reconcile (which the delete's
  * watch event brings) already reads the holder as taken back: its Ready
@@ -408,17 +420,14 @@ static void
 test_counted_in_flight(void **state)
 {
 	struct fx *fx = *state;
-	long long taken = -1, end, wait;
+	long long taken = -1, wait;
 	int arrived;
 	pthread_t t;
 
 	/* The delete is held until the count in flight has been read. */
 	fakeapi_push(fx->api, 200, NULL, "{}", FAKEAPI_HOLD);
 	fakeapi_push(fx->api, 201, NULL, "{}", 0);
-	assert_int_equal(pthread_create(&t, NULL, lend_thread, fx), 0);
-	for (end = clock_mono_ms() + 5000; fakeapi_count(fx->api) < 1 &&
-	    clock_mono_ms() < end; )
-		usleep(5000);
+	lend_in_flight(fx, &t);
 	arrived = fakeapi_count(fx->api);
 	wait = ctl_pool_lent(&fx->ctl, POOL_UID, &taken);
 	fakeapi_release(fx->api);
@@ -438,17 +447,12 @@ static void
 test_uncounted_on_conflict(void **state)
 {
 	struct fx *fx = *state;
-	long long taken = -1, end, wait;
+	long long taken = -1, wait;
 	pthread_t t;
 
-	fakeapi_push(fx->api, 409, NULL, "{\"kind\":\"Status\",\"apiVersion\":"
-	    "\"v1\",\"status\":\"Failure\",\"reason\":\"Conflict\","
-	    "\"code\":409,\"message\":\"the object has been modified\"}",
+	fakeapi_push(fx->api, 409, NULL, CONFLICT,
 	    FAKEAPI_HOLD);	/* until the test has looked */
-	assert_int_equal(pthread_create(&t, NULL, lend_thread, fx), 0);
-	for (end = clock_mono_ms() + 5000; fakeapi_count(fx->api) < 1 &&
-	    clock_mono_ms() < end; )
-		usleep(5000);
+	lend_in_flight(fx, &t);
 	wait = ctl_pool_lent(&fx->ctl, POOL_UID, &taken);
 	fakeapi_release(fx->api);
 	assert_int_equal(pthread_join(t, NULL), 0);
@@ -470,18 +474,13 @@ static void
 test_other_hold_kept(void **state)
 {
 	struct fx *fx = *state;
-	long long taken = -1, end;
+	long long taken = -1;
 	json_t *e;
 	pthread_t t;
 
-	fakeapi_push(fx->api, 409, NULL, "{\"kind\":\"Status\",\"apiVersion\":"
-	    "\"v1\",\"status\":\"Failure\",\"reason\":\"Conflict\","
-	    "\"code\":409,\"message\":\"the object has been modified\"}",
+	fakeapi_push(fx->api, 409, NULL, CONFLICT,
 	    FAKEAPI_HOLD);	/* until the test has looked */
-	assert_int_equal(pthread_create(&t, NULL, lend_thread, fx), 0);
-	for (end = clock_mono_ms() + 5000; fakeapi_count(fx->api) < 1 &&
-	    clock_mono_ms() < end; )
-		usleep(5000);
+	lend_in_flight(fx, &t);
 	pthread_mutex_lock(&fx->ctl.lock);
 	json_object_set_new(fx->ctl.pool_lent, POOL_UID, json_pack("[I, I, {s:s}]",
 	    (json_int_t)1, (json_int_t)clock_mono_ms(), "b/y", "uid-of-y"));
