@@ -719,6 +719,21 @@ write_file(char *tmpl, const char *text)
 		fail_msg("cannot write %s", tmpl);
 }
 
+/* The chart rendered with values (YAML text) as a -f file, then more. */
+static json_t *
+render_values(const char *values, const char *more)
+{
+	char path[] = "/tmp/airlock-values-XXXXXX", *extra;
+	json_t *all;
+
+	write_file(path, values);
+	extra = xasprintf("-f '%s' %s", path, more);
+	all = render(extra);
+	unlink(path);
+	free(extra);
+	return all;
+}
+
 /* Every label of sel (a matchLabels map) is in labels, with its value. */
 static int
 selects(json_t *sel, json_t *labels)
@@ -876,14 +891,10 @@ test_node_groups(void **state)
 		    "\"NoSchedule\"}]", "/data/pods", "/run/containerd/containerd.sock",
 		    "/data/exec", "/", "/opt/runsc", "/run/big/runsc", 9181, 9183 },
 	};
-	char path[] = "/tmp/airlock-groups-XXXXXX", extra[128];
 	json_t *all, *ds[2], *x;
 
 	(void)state;
-	write_file(path, values);
-	snprintf(extra, sizeof(extra), "-f '%s' --set metrics.serviceMonitor.enabled=true", path);
-	all = render(extra);
-	unlink(path);
+	all = render_values(values, "--set metrics.serviceMonitor.enabled=true");
 	assert_int_equal(count(all, "DaemonSet"), 2);
 	assert_null(find(all, "DaemonSet", "rel-airlock-node-agent"));
 	for (int i = 0; i < 2; i++)
@@ -1014,7 +1025,6 @@ test_node_values_script(void **state)
 		    "/c/it's/node-2/airlock-exec", "/airlock-abc123n2", "/g/bin/runsc",
 		    "/c/it's/node-2/runsc/k8s.io", 8081, 8083 },
 	};
-	char path[] = "/tmp/airlock-values-XXXXXX", extra[64];
 	char *env, *out, *err, *wanted;
 	json_t *all;
 
@@ -1026,13 +1036,10 @@ test_node_values_script(void **state)
 	wanted = xasprintf("%s%s%s", values_head, values_node1, values_node2);
 	assert_string_equal(out, wanted);
 	assert_string_equal(err, "");
-	write_file(path, out);
+	all = render_values(out, "");
 	free(out);
 	free(err);
 	free(wanted);
-	snprintf(extra, sizeof(extra), "-f '%s'", path);
-	all = render(extra);
-	unlink(path);
 	assert_int_equal(count(all, "DaemonSet"), 2);
 	group_is(all, &want[0]);
 	group_is(all, &want[1]);
@@ -1048,14 +1055,10 @@ test_node_values_script(void **state)
 	    "      metricsPort: 9001\n      probePort: 9002\n", values_node2,
 	    "      metricsPort: 9003\n      probePort: 9004\n");
 	assert_string_equal(out, wanted);
-	memcpy(path + strlen(path) - 6, "XXXXXX", 6);
-	write_file(path, out);
+	all = render_values(out, "");
 	free(out);
 	free(err);
 	free(wanted);
-	snprintf(extra, sizeof(extra), "-f '%s'", path);
-	all = render(extra);
-	unlink(path);
 	for (int i = 0; i < 2; i++) {
 		struct group_want w = want[i];
 
