@@ -82,7 +82,9 @@ INTEG_SRC = $(wildcard tests/integration/test_*.c)
 INTEG_BIN = $(INTEG_SRC:tests/integration/%.c=$(B)/tests/integration/%)
 E2E_SRC   = $(wildcard tests/e2e/test_*.c)
 E2E_BIN   = $(E2E_SRC:tests/e2e/%.c=$(B)/tests/e2e/%)
-NODES_SRC = $(wildcard tests/nodes/test_*.c)
+# test_nodes_e2e first: it starts its own controller, which a chart release
+# left behind by test_nodes_chart would compete with.
+NODES_SRC = tests/nodes/test_nodes_e2e.c tests/nodes/test_nodes_chart.c
 NODES_BIN = $(NODES_SRC:tests/nodes/%.c=$(B)/tests/nodes/%)
 # Helper programs the integration tests start (not tests themselves).
 TOOL_SRC  = $(wildcard tests/integration/tool_*.c)

@@ -145,6 +145,11 @@ for bin in "$@"; do
 		{
 			grep -E '^not ok ' "$log" | sed "s|^|  $tier/$name: |"
 			[ "$rc" -eq 0 ] || echo "  $tier/$name: exited with status $rc"
+			# Why, first: each failure's message and place, and a
+			# sanitizer's summary (its report can fill the tail).
+			echo "  --- $log: the failures' messages ---"
+			grep -nE '^(ERROR|not ok |# .*(error|Failure)|SUMMARY: )|^E  ' "$log" |
+			    head -n 40 | sed 's/^/  | /'
 			echo "  --- $log (last 40 lines) ---"
 			tail -n 40 "$log" | sed 's/^/  | /'
 		} | tee -a "$results/failures/$tier"

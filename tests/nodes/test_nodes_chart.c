@@ -34,6 +34,7 @@
 #define RELNS	"airlock-nodes-system"
 
 static const struct k8s_resource res_ds = { "apps", "v1", "daemonsets", 1 };
+static const struct k8s_resource res_deploy = { "apps", "v1", "deployments", 1 };
 
 static struct k8s_client *c;
 static struct k8s_config *kcfg;
@@ -105,24 +106,6 @@ group_setup(void **state)
 		fail_msg("this tier needs two nodes: NODES=2 tests/cluster/up.sh");
 	top = getenv("AIRLOCK_TOP") ? getenv("AIRLOCK_TOP") : ".";
 	c = it_client(0, &kcfg);
-	/*
-	 * The CRDs first, served, then the chart (which keeps them): helm
-	 * installing them with the chart's MutatingAdmissionPolicy at once,
-	 * on a fresh cluster, left every CodeExecution create refused for
-	 * minutes ("Resource kind airlock.dev/v1alpha1, Kind=CodeExecution
-	 * not found"; CI, stop 37). Noted in the issue to find out why.
-	 */
-	it_install_crd(c);
-	{
-		/* Served in the OpenAPI the admission policies type-check against. */
-		struct k8s_error err;
-		long end = it_mono_ms() + 60000;
-
-		while (k8s_request(c, "GET", "/openapi/v3/apis/airlock.dev/v1alpha1",
-		    NULL, NULL, 0, NULL, NULL, &err) != 0 && it_mono_ms() < end)
-			it_sleep_ms(200);
-		it_sleep_ms(2000);
-	}
 	/* As test_install's, but for the node groups and class names of its own. */
 	ctl = image(it_env_need("CONTROLLER_IMAGE"));
 	agent = image(it_env_need("NODE_AGENT_IMAGE"));
@@ -161,14 +144,55 @@ group_setup(void **state)
 	return 0;
 }
 
+/* No admission policy of the release's, and no controller Deployment, is left. */
+static int
+release_gone(void *arg)
+{
+	static const struct k8s_resource vap = { "admissionregistration.k8s.io", "v1",
+	    "validatingadmissionpolicies", 0 };
+	struct k8s_list_opts lo = { .label_selector = "app.kubernetes.io/instance=" RELEASE };
+	struct k8s_error err;
+	json_t *list = NULL, *o = NULL;
+	int gone;
+
+	(void)arg;
+	if (k8s_list(c, &vap, NULL, &lo, &list, &err) != 0)
+		return 0;
+	gone = json_array_size(json_object_get(list, "items")) == 0 &&
+	    k8s_get(c, &res_deploy, RELNS, RELEASE "-controller", &o, &err) == K8S_ENOTFOUND;
+	json_decref(list);
+	json_decref(o);
+	return gone;
+}
+
 static int
 group_teardown(void **state)
 {
 	const char *k = it_env_need("KUBECTL"), *kc = it_env_need("KUBECONFIG_ADMIN");
+	char *cmd, *out;
+	int ok;
 
 	(void)state;
-	/* Whatever failed: the release and the node marks go, for the tests after. */
-	try(xasprintf("'%s' uninstall %s -n %s --wait", it_helm(), RELEASE, RELNS));
+	/*
+	 * Whatever failed: the release and the node marks go, for the tests
+	 * after. A release left behind (CI, stop 37) kept its controller and
+	 * its forgery guard, which refused the next test's controller its pods.
+	 */
+	ok = it_sh(cmd = xasprintf("'%s' uninstall %s -n %s --wait --timeout 120s", it_helm(),
+	    RELEASE, RELNS), &out, NULL) == 0;
+	if (!ok)
+		fprintf(stderr, "ERROR: helm uninstall: %s\n", out);
+	free(out);
+	free(cmd);
+	if (!it_wait_for(release_gone, NULL, 60000)) {
+		fprintf(stderr, "ERROR: the release's admission policies or controller are "
+		    "still there 60 s after its uninstall; deleted by label\n");
+		try(xasprintf("'%s' --kubeconfig '%s' delete validatingadmissionpolicies,"
+		    "validatingadmissionpolicybindings,mutatingadmissionpolicies,"
+		    "mutatingadmissionpolicybindings -l app.kubernetes.io/instance=%s", k, kc,
+		    RELEASE));
+		ok = 0;
+	}
 	for (int i = 1; i <= NODES; i++)
 		try(xasprintf("'%s' --kubeconfig '%s' uncordon %s; '%s' --kubeconfig '%s' label node "
 		    "%s node-restriction.kubernetes.io/airlock-gvisor-", k, kc, node(i), k, kc, node(i)));
@@ -179,7 +203,7 @@ group_teardown(void **state)
 	unlink(values);
 	unlink(groups);
 	it_client_free(c, kcfg);
-	return 0;
+	return ok ? 0 : -1;
 }
 
 /* Both groups' DaemonSets have their one pod ready, of their current spec. */
