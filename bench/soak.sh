@@ -331,25 +331,36 @@ log "drained: $(terminal) of $n terminal"
 k -n "$ns" get cx -o json >"$work/cx.json"
 k -n "$ns" get events -o json >"$work/events.json"
 
-# Left behind, after the kubelets' container GC and the agents' sweep.
-sleep 150
+# Left behind, after the kubelets' container GC (once a minute) and the
+# agents' sweep: each a line; a check whose command fails is one too, so a
+# wrong path or a broken runsc never reads as clean.
+cgmem=${SOAK_CGROUP_MEMORY:-/sys/fs/cgroup/memory}
 left() {
 	local i d r c uids
 	# Pods that exist (the daemons' among them) keep their cgroups.
-	uids=$(k get pods -A -o jsonpath='{range .items[*]}{.metadata.uid}{"\n"}{end}')
+	uids=$(k get pods -A -o jsonpath='{range .items[*]}{.metadata.uid}{"\n"}{end}') ||
+		echo "check failed: kubectl get pods -A"
 	for i in 1 2; do
 		d=NODE_${i}_POD_LOGS_DIR r=NODE_${i}_RUNSC_ROOT c=NODE_${i}_CGROUP_ROOT
-		ls -d "${!d}/${ns}"_* 2>/dev/null || true
-		"$RUNSC" --root "${!r}" list -quiet 2>/dev/null || true
-		{ find "/sys/fs/cgroup/memory${!c}" -mindepth 2 -type d -name 'pod*' 2>/dev/null || true; } |
+		find "${!d}" -mindepth 1 -maxdepth 1 -name "${ns}_*" ||
+			echo "check failed: the pod logs of node $i (${!d})"
+		"$RUNSC" --root "${!r}" list -quiet ||
+			echo "check failed: runsc list on node $i (${!r})"
+		{ find "$cgmem${!c}" -mindepth 2 -type d -name 'pod*' ||
+			echo "check failed: the pod cgroups of node $i ($cgmem${!c})"; } |
 			while read -r p; do
+				case $p in "check failed"*) echo "$p"; continue ;; esac
 				u=${p##*/pod} u=${u//_/-}
 				grep -qxF "$u" <<<"$uids" || echo "$p"
 			done
 	done
-	k -n "$ns" get pods -o name
+	k -n "$ns" get pods -o name || echo "check failed: kubectl get pods -n $ns"
 }
-left >"$work/left.txt"
+for _ in $(seq 30); do
+	left >"$work/left.txt"
+	[ -s "$work/left.txt" ] || break
+	sleep 5
+done
 ctl1=$(ctl_pid || true)
 rss_ctl1=$(rss_kb "${ctl1:-0}")
 rss_a1=$(rss_kb "$(agent_pid 0 || echo 0)") rss_a2=$(rss_kb "$(agent_pid 1 || echo 0)")

@@ -13,7 +13,8 @@ d=$(mktemp -d)
 sleeper=
 trap '[ -z "$sleeper" ] || kill "$sleeper"; rm -rf "$d"' EXIT
 mkdir -p "$d/top/bench" "$d/top/tests/cluster" "$d/top/.cluster" "$d/bin" "$d/state" \
-	"$d/nodes/node/pods" "$d/nodes/node-2/pods"
+	"$d/nodes/node/pods" "$d/nodes/node-2/pods" "$d/cgroup/soak-dry-run-none-1" \
+	"$d/cgroup/soak-dry-run-none-2"
 cp "$here/soak.sh" "$here/lib.sh" "$here/soak_report.py" "$d/top/bench/"
 cp "$here/../tests/cluster/chart-node-values.sh" "$d/top/tests/cluster/"
 ln -s "$here/../charts" "$d/top/charts"
@@ -52,7 +53,7 @@ git -C "$d/top" -c user.name=dry -c user.email=dry@run commit -q --allow-empty -
 
 fail() { echo "test_soak_dry.sh: $*" >&2; exit 1; }
 rc=0
-(cd "$d/top" && SOAK_MOCK=$d/state PATH=$d/bin:$PATH HELM=$d/bin/helm \
+(cd "$d/top" && SOAK_MOCK=$d/state SOAK_CGROUP_MEMORY=$d/cgroup PATH=$d/bin:$PATH HELM=$d/bin/helm \
 	timeout 120 bash bench/soak.sh 40 >"$d/out" 2>"$d/err") || rc=$?
 [ "$rc" = 0 ] || { cat "$d/err" >&2; fail "soak.sh exited $rc"; }
 grep -qxF -- "- **wrong 0, lost 0, run twice 0, Pending past the start deadline 0, left behind 0**." "$d/out" ||

@@ -908,6 +908,68 @@ test_sandbox_guard(void **state)
 }
 
 /*
+ * A Node object nothing runs on (tainted, unschedulable), made (make) or
+ * deleted: another node, for the guards' node rules without a second kubelet.
+ */
+static void
+other_node(int make)
+{
+	struct k8s_error err;
+	json_t *node;
+
+	if (!make) {
+		if (k8s_delete(c, &res_nodes, NULL, OTHER_NODE, NULL, NULL, &err) != 0)
+			fail_msg("delete node %s: %s", OTHER_NODE, err.message);
+		return;
+	}
+	node = json_pack("{s:s, s:s, s:{s:s}, s:{s:b, s:[{s:s, s:s, s:s}]}}",
+	    "apiVersion", "v1", "kind", "Node", "metadata", "name", OTHER_NODE,
+	    "spec", "unschedulable", 1, "taints", "key", "airlock.dev/test-only",
+	    "value", "guard", "effect", "NoSchedule");
+	if (k8s_create(c, &res_nodes, NULL, node, NULL, &err) != 0 && err.http_status != 409)
+		fail_msg("create node: %s", err.message);
+	json_decref(node);
+}
+
+/*
+ * The agent (client ac) makes the files out of test_tenant_runs_code's
+ * "hello", for this node, as the agent would: refused with message
+ * refusal, or (refusal NULL) made, then deleted.
+ */
+static void
+agent_files_out(struct k8s_client *ac, const char *refusal)
+{
+	struct k8s_error err;
+	json_t *cx = NULL, *a;
+	const char *uid;
+	int rc;
+
+	if (k8s_get(c, &cx_resource, tenant_ns, "hello", &cx, &err) != 0)
+		fail_msg("get hello: %s", err.message);
+	uid = json_string_value(json_object_get(json_object_get(cx, "metadata"), "uid"));
+	a = json_pack("{s:s, s:s, s:{s:s, s:{s:s}, s:{s:s}, s:[{s:s, s:s, s:s, s:s}]},"
+	    " s:[]}", "apiVersion", "airlock.dev/v1alpha1", "kind", "CodeExecutionArtifact",
+	    "metadata", "name", "hello", "labels", CX_LABEL_UID, uid,
+	    "annotations", "airlock.dev/node", it_env_need("NODE_NAME"),
+	    "ownerReferences", "apiVersion", "airlock.dev/v1alpha1", "kind", "CodeExecution",
+	    "name", "hello", "uid", uid, "files");
+	rc = k8s_create(ac, &artifacts_resource, tenant_ns, a, NULL, &err);
+	json_decref(a);
+	json_decref(cx);
+	if (refusal == NULL) {
+		if (rc != 0)
+			fail_msg("the agent bound to its node may not make files out: %s",
+			    err.message);
+		if (k8s_delete(c, &artifacts_resource, tenant_ns, "hello", NULL, NULL, &err) != 0)
+			fail_msg("delete the files out: %s", err.message);
+		return;
+	}
+	assert_int_equal(rc, K8S_EFORBIDDEN);
+	if (strstr(err.message, refusal) == NULL)
+		fail_msg("refused, but not by the node rule: %s", err.message);
+}
+
+/*
  * The agent may patch the status of executions on its own node only, by
  * the node name in its token: one bound to another node, or to none, is
  * refused; one bound to the execution's node passes (a no-op patch).
@@ -933,19 +995,30 @@ test_agent_status_guard(void **state)
 		fail_msg("refused, but not by the guard: %s", err.message);
 	k8s_client_free(ac);
 	k8s_config_free(acfg);
-	/* Bound to another node: refused; to the execution's node: allowed. */
-	ac = sa_client_bound(RELNS, RELEASE "-node-agent", "not-this-node", &acfg);
-	if (ac) {
-		rc = k8s_patch(ac, &cx_resource, tenant_ns, "hello", &po, p, NULL, &err);
-		assert_int_equal(rc, K8S_EFORBIDDEN);
-		k8s_client_free(ac);
-		k8s_config_free(acfg);
-	}
+	/*
+	 * Bound to another node (a Node object, so that the token can be
+	 * had): refused, and so are files out it would make for this node's
+	 * execution; bound to the execution's node: both allowed.
+	 */
+	other_node(1);
+	ac = sa_client_bound(RELNS, RELEASE "-node-agent", OTHER_NODE, &acfg);
+	if (ac == NULL)
+		fail_msg("no token bound to node %s", OTHER_NODE);
+	rc = k8s_patch(ac, &cx_resource, tenant_ns, "hello", &po, p, NULL, &err);
+	assert_int_equal(rc, K8S_EFORBIDDEN);
+	if (strstr(err.message, "the node agent may write the status of executions on its "
+	    "own node only") == NULL)
+		fail_msg("refused, but not by the node rule: %s", err.message);
+	agent_files_out(ac, "the node agent may make files out for its own node only");
+	k8s_client_free(ac);
+	k8s_config_free(acfg);
+	other_node(0);
 	ac = sa_client_bound(RELNS, RELEASE "-node-agent", it_env_need("NODE_NAME"), &acfg);
 	assert_non_null(ac);
 	rc = k8s_patch(ac, &cx_resource, tenant_ns, "hello", &po, p, NULL, &err);
 	if (rc != 0)
 		fail_msg("the agent bound to its node was refused: %s", err.message);
+	agent_files_out(ac, NULL);
 	k8s_client_free(ac);
 	k8s_config_free(acfg);
 	json_decref(p);
@@ -1091,7 +1164,7 @@ test_agent_delete_guard(void **state)
 	struct k8s_config *acfg;
 	struct k8s_client *ac;
 	struct k8s_error err;
-	json_t *pod, *node;
+	json_t *pod;
 	char *agent_pod;
 	int rc;
 
@@ -1112,13 +1185,7 @@ test_agent_delete_guard(void **state)
 	    NULL, &err), 0);
 
 	/* The node rule. */
-	node = json_pack("{s:s, s:s, s:{s:s}, s:{s:b, s:[{s:s, s:s, s:s}]}}",
-	    "apiVersion", "v1", "kind", "Node", "metadata", "name", OTHER_NODE,
-	    "spec", "unschedulable", 1, "taints", "key", "airlock.dev/test-only",
-	    "value", "guard", "effect", "NoSchedule");
-	if (k8s_create(c, &res_nodes, NULL, node, NULL, &err) != 0 && err.http_status != 409)
-		fail_msg("create node: %s", err.message);
-	json_decref(node);
+	other_node(1);
 	pause_pod("elsewhere", 1, OTHER_NODE);
 	/* The token the kubelet mounts: bound to the agent's pod, on our node. */
 	agent_pod = agent_pod_name();
@@ -1129,7 +1196,7 @@ test_agent_delete_guard(void **state)
 	agent_delete(NULL, NULL, "elsewhere", "the node agent's token names no node");
 	/* One that names the pod's node: allowed. */
 	agent_delete("Node", OTHER_NODE, "elsewhere", NULL);
-	assert_int_equal(k8s_delete(c, &res_nodes, NULL, OTHER_NODE, NULL, NULL, &err), 0);
+	other_node(0);
 }
 
 /* The pod name of the controller now: its args tell the log level. */

@@ -601,8 +601,15 @@ test_warm_claim_race(void **state)
 				    used[i]);
 		json_decref(st);
 	}
+	/*
+	 * Every one of the 3 ready holders was used: a claim lost to another
+	 * controller goes cold, but leaves its holder to the one that won
+	 * (3 of 8 in each of this stop's ten runs; more only if a refill came
+	 * first).
+	 */
 	print_message("# claim race: %d of 8 warm\n", warm);
-	assert_true(warm >= 1);
+	if (warm < 3)
+		fail_msg("only %d of 8 ran warm from a pool of 3 ready holders", warm);
 	for (int i = 0; i < 2; i++)
 		if (extra_stop(more[i], SIGTERM) != 0)
 			fail_msg("controller %d did not exit cleanly", i);

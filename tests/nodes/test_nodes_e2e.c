@@ -372,23 +372,32 @@ all_running(void *arg)
 static void
 test_control_plane_restart(void **state)
 {
+	struct batch cp = { "cp", 10 }, cpe = { "cpe", 6 };
 	char name[32];
 
 	(void)state;
-	for (int i = 0; i < 10; i++) {
+	/* Each kill comes while its batch runs, all of it (a state, not a clock). */
+	for (int i = 0; i < cp.n; i++) {
 		snprintf(name, sizeof(name), "cp-%d", i);
-		create_sleeper(name, 1500 + 300 * i, 120);
+		create_sleeper(name, 6000 + 300 * i, 120);
 	}
+	if (!it_wait_for(all_running, &cp, 120000))
+		fail_msg("the cp executions were not all Running after 120 s");
 	restart("--kill apiserver");
-	for (int i = 10; i < 16; i++) {
-		snprintf(name, sizeof(name), "cp-%d", i);
-		create_sleeper(name, 1000, 120);
+	for (int i = 0; i < cpe.n; i++) {
+		snprintf(name, sizeof(name), "cpe-%d", i);
+		create_sleeper(name, 6000, 120);
 	}
+	if (!it_wait_for(all_running, &cpe, 120000))
+		fail_msg("the cpe executions were not all Running after 120 s");
 	restart("--kill etcd");
-	for (int i = 0; i < 16; i++) {
+	for (int i = 0; i < cp.n + cpe.n; i++) {
 		json_t *st;
 
-		snprintf(name, sizeof(name), "cp-%d", i);
+		if (i < cp.n)
+			snprintf(name, sizeof(name), "cp-%d", i);
+		else
+			snprintf(name, sizeof(name), "cpe-%d", i - cp.n);
 		st = it_cx_wait(c, ns, name, 180000);
 		(void)check_succeeded_once(name, st);
 		json_decref(st);
@@ -407,7 +416,7 @@ test_containerd_restart(void **state)
 	struct batch b = { "ctrd", 6 };
 	char name[32], what[256];
 	json_t *st;
-	int node;
+	int node, cut = 0;
 
 	(void)state;
 	for (int i = 0; i < b.n; i++) {
@@ -432,6 +441,7 @@ test_containerd_restart(void **state)
 		 * Its true exit, and its whole output, or a message that
 		 * says the output may lack its end: a program that exited
 		 * while containerd was down wrote into a pipe no one read.
+		 * Even then, what was kept is the start of what it wrote.
 		 */
 		if (strcmp(it_str(st, "stdout"), want) != 0 &&
 		    node_index(it_str(st, "nodeName")) == node &&
@@ -439,11 +449,24 @@ test_containerd_restart(void **state)
 			print_message("%s: %s\n", name, it_str(st, "message"));
 			assert_string_equal(it_str(st, "phase"), "Succeeded");
 			assert_int_equal(it_int(st, "exitCode"), 0);
+			if (strncmp(it_str(st, "stdout"), want, strlen(it_str(st, "stdout"))) != 0)
+				fail_msg("%s: stdout \"%s\" is not a start of \"%s\"", name,
+				    it_str(st, "stdout"), want);
+			cut++;
 		} else {
 			(void)check_succeeded_once(name, st);
 		}
 		json_decref(st);
 	}
+	/*
+	 * The programs print 5 s after they start, all within about 2 s of
+	 * each other, and containerd is down for about 2 s (restart.sh): only
+	 * those that exited while it was down may lack their end (none did
+	 * in this stop's runs); never half of the six.
+	 */
+	if (cut > b.n / 2)
+		fail_msg("%d of %d runs lost their output's end to containerd's restart",
+		    cut, b.n);
 	check_one_pod_each();
 }
 
@@ -509,15 +532,16 @@ node_swept(void *arg)
 
 	/*
 	 * Nothing of the namespace's left on the node: no pod log directory,
-	 * no runsc sandbox, no pod cgroup.
+	 * no runsc sandbox, no pod cgroup. Each command must succeed: one
+	 * that fails (a wrong path, runsc broken) prints nothing to stdout,
+	 * and that is not clean; its error, on stderr, is kept to show.
 	 */
-	snprintf(cmd, sizeof(cmd), "ls -d '%s'/%s_* 2>/dev/null; '%s' --root '%s' "
-	    "list -quiet 2>/dev/null; find /sys/fs/cgroup/memory%s -mindepth 2 "
-	    "-type d -name 'pod*' 2>/dev/null", node_env(i, "POD_LOGS_DIR"), ns,
+	snprintf(cmd, sizeof(cmd), "find '%s' -mindepth 1 -maxdepth 1 -name '%s_*' && "
+	    "'%s' --root '%s' list -quiet && find /sys/fs/cgroup/memory%s -mindepth 2 "
+	    "-type d -name 'pod*'", node_env(i, "POD_LOGS_DIR"), ns,
 	    it_env_need("RUNSC"), node_env(i, "RUNSC_ROOT"),
 	    node_env(i, "CGROUP_ROOT"));
-	(void)it_sh(cmd, &out, NULL);
-	clean = out == NULL || out[0] == '\0';
+	clean = it_sh(cmd, &out, NULL) == 0 && (out == NULL || out[0] == '\0');
 	snprintf(left_over, sizeof(left_over), "%s", out ? out : "");
 	free(out);
 	return clean;
@@ -564,9 +588,14 @@ test_node_lost(void **state)
 	t0 = it_mono_ms();
 	node_down = 2;
 	restart(what);
-	if (!it_wait_for(lost_ones_ended, &l, 2 * LEASE_S * 1000 + 10000))
-		fail_msg("executions on the lost node did not end in %d s",
-		    2 * LEASE_S + 10);
+	/*
+	 * The promise (controller/docs/nodes.md, the README): two lease
+	 * durations after the last renewal, which came before t0, plus the
+	 * 1 s check; and 1 s more for the status write and this poll's turn.
+	 */
+	if (!it_wait_for(lost_ones_ended, &l, 2 * LEASE_S * 1000 + 2000))
+		fail_msg("executions on the lost node did not end in two lease durations "
+		    "(%d s) and the 1 s check", 2 * LEASE_S);
 	took = it_mono_ms() - t0;
 	print_message("lost node's executions ended %ld ms after the loss\n", took);
 	/* While it is lost, a new execution runs on the other node. */
