@@ -37,11 +37,14 @@ class Api:
     def get(self, path):
         return json.loads(self.req("GET", path))
 
-    def watch_until(self, path, done):
-        """Stream a watch until done(obj) is true; that object."""
+    def watch_until(self, path, done, opened=None):
+        """Stream a watch until done(obj) is true; that object. opened():
+        called once the API server has answered (the watch is set up)."""
         c = self.conn()
         c.request("GET", path)
         r = c.getresponse()
+        if opened:
+            opened()
         buf = b""
         while True:
             chunk = r.read1(65536)

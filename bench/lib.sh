@@ -7,7 +7,24 @@ top=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 work=$(mktemp -d)
 k() { "$KUBECTL" --kubeconfig "$KUBECONFIG_ADMIN" "$@"; }
 now() { date +%s.%N; }
-port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+# port: one on 127.0.0.1 nothing listens on now, in 10000-19999 (below the
+# ephemeral range: no outgoing connection takes it before its daemon binds
+# it), never the same twice in the script (kept in $work/ports: $(port)
+# runs in a subshell); as it_free_port (itutil.h).
+port() {
+	local p
+	for _ in $(seq 200); do
+		p=$((10000 + RANDOM % 10000))
+		! grep -qx "$p" "$work/ports" 2>/dev/null || continue
+		python3 -c 'import socket, sys; socket.socket().bind(("127.0.0.1", int(sys.argv[1])))' "$p" \
+			2>/dev/null || continue
+		echo "$p" >>"$work/ports"
+		echo "$p"
+		return 0
+	done
+	echo "bench/lib.sh: no free port in 10000-19999" >&2
+	return 1
+}
 # metric ADDR NAME: the value of an unlabelled series at http://ADDR/metrics.
 metric() { curl -s "http://$1/metrics" | awk -v m="$2" '$1 == m { print $2 }'; }
 

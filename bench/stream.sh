@@ -88,6 +88,7 @@ class Writes(threading.Thread):
     def __init__(self, name):
         super().__init__(daemon=True)
         self.name, self.events, self.bytes = name, 0, 0
+        self.opened = threading.Event()
     def run(self):
         path = "%s?watch=1&fieldSelector=metadata.name%%3D%s" % (cxp, self.name)
         def done(o):
@@ -95,12 +96,12 @@ class Writes(threading.Thread):
             self.bytes += len(json.dumps(o, separators=(",", ":")))
             return o.get("status", {}).get("phase") in ("Succeeded", "Failed",
                                                          "TimedOut", "Cancelled")
-        A.watch_until(path, done)
+        A.watch_until(path, done, self.opened.set)
 
 def one(name, stream):
     w = Writes(name)
     w.start()
-    time.sleep(0.2)         # the watch is open before the create
+    assert w.opened.wait(30), "the watch did not open in 30 s"  # before the create
     args = [top + "/bin/airlock", "run", "--name", name, "-c", PROG, "-n", ns,
             "--kubeconfig", kubeconfig] + ([] if stream else ["--no-stream"])
     p = subprocess.Popen(args, stdout=subprocess.PIPE)

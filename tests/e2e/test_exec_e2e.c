@@ -342,6 +342,22 @@ pod_gone(void *arg)
 	return rc == K8S_ENOTFOUND;
 }
 
+/* Its container has terminated, by the pod's status. */
+static int
+pod_exited(void *arg)
+{
+	struct k8s_error err;
+	json_t *o = NULL;
+	int done;
+
+	if (k8s_get(c, &k8s_res_pods, ns, arg, &o, &err) != 0)
+		return 0;
+	done = json_object_get(json_object_get(json_array_get(json_object_get(json_object_get(
+	    o, "status"), "containerStatuses"), 0), "state"), "terminated") != NULL;
+	json_decref(o);
+	return done;
+}
+
 static void
 check_collected(json_t *st)
 {
@@ -1106,12 +1122,13 @@ test_name_reused(void **state)
 	struct k8s_delete_opts orphan = { .propagation_policy = "Orphan" };
 	struct k8s_error err;
 	json_t *st;
+	char *old;
 	int rc, made = 0;
 
 	(void)state;
 	create_cx("reuse", "{\"runtime\":\"python\",\"source\":"
 	    "\"import time\\ntime.sleep(2)\\nprint('old')\\n\"}");
-	free(wait_running("reuse", 120000));
+	old = wait_running("reuse", 120000);
 	kill(agent_pid, SIGSTOP);
 	kill(ctl_pid, SIGSTOP);
 	/*
@@ -1130,14 +1147,26 @@ test_name_reused(void **state)
 		if (made)
 			break;
 	}
+	/* The old program ended, by the kubelet's word. */
+	if (made && !it_wait_for(pod_exited, old, 30000)) {
+		made = 0;
+		snprintf(err.message, sizeof(err.message), "the old pod %s did not exit", old);
+	}
 	if (!made) {
 		kill(agent_pid, SIGCONT);
 		kill(ctl_pid, SIGCONT);
 		fail_msg("could not make reuse again: %s", err.message);
 	}
-	it_sleep_ms(3000);
 	kill(agent_pid, SIGCONT);
-	it_sleep_ms(1000);		/* the agent tries, and retries */
+	/*
+	 * The agent tries to record the old result, which the new object's
+	 * uid refuses, and deletes the old pod: done with it.
+	 */
+	if (!it_wait_for(pod_gone, old, 30000)) {
+		kill(ctl_pid, SIGCONT);
+		fail_msg("the agent did not collect the old pod %s in 30 s", old);
+	}
+	free(old);
 	kill(ctl_pid, SIGCONT);		/* the new one goes Pending */
 	st = wait_done("reuse", 120000);
 	if (strcmp(it_str(st, "phase"), "Succeeded") != 0)

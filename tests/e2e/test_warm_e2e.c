@@ -558,6 +558,19 @@ log_count(const char *what, const char *name)
 	return n;
 }
 
+/* The controller at metrics address arg answers /readyz 200. */
+static int
+controller_ready(void *arg)
+{
+	char cmd[128], *out = NULL;
+	int rc;
+
+	snprintf(cmd, sizeof(cmd), "curl -sf -o /dev/null http://%s/readyz", (char *)arg);
+	rc = it_sh(cmd, &out, NULL);
+	free(out);
+	return rc == 0;
+}
+
 /*
  * Two more controllers act on the same namespace with no leader
  * election, three in all, on eight executions at once and a pool of
@@ -574,9 +587,14 @@ test_warm_claim_race(void **state)
 	(void)state;
 	scale_pool("py", 3);
 	wait_ready(3);
-	for (int i = 0; i < 2; i++)
-		more[i] = extra(start_controller(0, NULL, 0));
-	it_sleep_ms(1000);	/* their caches filled */
+	for (int i = 0; i < 2; i++) {
+		char addr[32];
+
+		more[i] = extra(start_controller(0, addr, sizeof(addr)));
+		/* Its caches filled, and each execution looked at once: /readyz. */
+		if (!it_wait_for(controller_ready, addr, 30000))
+			fail_msg("controller %d not ready in 30 s", i);
+	}
 	for (int i = 0; i < 8; i++) {
 		snprintf(name, sizeof(name), "race-%d", i);
 		snprintf(spec, sizeof(spec), "{\"runtime\":\"python\",\"source\":"
@@ -625,6 +643,19 @@ test_warm_claim_race(void **state)
 	wait_ready(1);
 }
 
+/* No process *(pid_t *)arg any more (reaped). */
+static int
+pid_gone(void *arg)
+{
+	return kill(*(pid_t *)arg, 0) != 0 && errno == ESRCH;
+}
+
+static int
+path_exists(void *arg)
+{
+	return access(arg, F_OK) == 0;
+}
+
 /* The runsc-sandbox process of a pod's container, by containerd's word. */
 static uint32_t
 sandbox_pid(const char *pod)
@@ -668,6 +699,7 @@ test_warm_killed_mid_claim(void **state)
 {
 	json_t *st, *named;
 	char pod[128];
+	pid_t sb;
 
 	(void)state;
 	scale_pool("py", 1);
@@ -679,9 +711,13 @@ test_warm_killed_mid_claim(void **state)
 	expect_warm(named, "orphaned");
 	snprintf(pod, sizeof(pod), "%s", it_str(named, "podName"));
 	json_decref(named);
-	if (kill((pid_t)sandbox_pid(pod), SIGKILL) != 0)
+	sb = (pid_t)sandbox_pid(pod);
+	if (kill(sb, SIGKILL) != 0)
 		fail_msg("kill the sandbox of %s: %s", pod, strerror(errno));
-	it_sleep_ms(500);
+	/* Gone (reaped by its shim) before the agent looks. */
+	if (!it_wait_for(pid_gone, &sb, 10000))
+		fail_msg("the sandbox of %s (pid %d) is still there 10 s after SIGKILL", pod,
+		    (int)sb);
 	kill(agent_pid, SIGCONT);
 	st = it_cx_wait(c, ns, "orphaned", 120000);
 	assert_string_equal(it_str(st, "phase"), "Succeeded");
@@ -708,8 +744,21 @@ test_warm_agent_restart(void **state)
 	    "\"import time\\nprint('once', flush=True)\\ntime.sleep(4)\\n\"}");
 	st = wait_named("interrupted");
 	expect_warm(st, "interrupted");
+	{
+		/* Started: the agent's mark that it was tried, made just before the exec. */
+		json_t *pod = get_pod(it_str(st, "podName"));
+		char mark[256];
+
+		if (pod == NULL)
+			fail_msg("interrupted's pod %s is not there", it_str(st, "podName"));
+		snprintf(mark, sizeof(mark), "/run/airlock/exec/%s", json_string_value(
+		    json_object_get(json_object_get(pod, "metadata"), "uid")));
+		json_decref(pod);
+		if (!it_wait_for(path_exists, mark, 30000))
+			fail_msg("the agent did not start interrupted's program in 30 s (no %s)",
+			    mark);
+	}
 	json_decref(st);
-	it_sleep_ms(1500);	/* started: the exec begins within ms of the claim */
 	it_stop(agent_pid, SIGKILL);
 	agent_pid = start_agent();
 	st = it_cx_wait(c, ns, "interrupted", 120000);

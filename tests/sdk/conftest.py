@@ -2,6 +2,7 @@
 the gVisor node): a namespace of their own, with this clone's controller
 and node agent watching it, as the e2e tests do."""
 import os
+import random
 import secrets
 import signal
 import socket
@@ -30,12 +31,29 @@ def cluster_env():
     return env
 
 
+_handed = set()
+
+
 def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
+    """A port on 127.0.0.1 nothing listens on now, in 10000-19999, never
+    the same twice: as it_free_port (tests/support/itutil.h). Below the
+    ephemeral range, so no outgoing connection takes it before the daemon
+    it is for binds it; a kernel-chosen one (bind to 0) is ephemeral."""
+    rnd = random.SystemRandom()
+    for _ in range(200):
+        port = rnd.randrange(10000, 20000)
+        if port in _handed:
+            continue
+        s = socket.socket()
+        try:
+            s.bind(("127.0.0.1", port))
+        except OSError:
+            continue
+        finally:
+            s.close()
+        _handed.add(port)
+        return port
+    raise RuntimeError("no free port in 10000-19999")
 
 
 def kubectl(env, *args, stdin=None):
