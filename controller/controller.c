@@ -474,10 +474,11 @@ ctl_trim_pod(json_t *pod)
 
 /*
  * A pod's index value: the key ("ns/name") of the execution it ran; for a
- * holder no execution has claimed, its pool's (ctl_pool_index).
+ * holder no execution has claimed, its pool's (ctl_pool_index, in the
+ * pod's own namespace).
  */
-static char *
-pod_owner_key(json_t *pod)
+char *
+ctl_pod_index(json_t *pod)
 {
 	const char *ns = k8s_obj_namespace(pod);
 	const char *owner = podspec_pod_execution(pod, NULL);
@@ -486,7 +487,7 @@ pod_owner_key(json_t *pod)
 
 	if (ns && owner)
 		return xasprintf("%s/%s", ns, owner);
-	return pool ? ctl_pool_index(pool) : NULL;
+	return pool ? ctl_pool_index(ns, pool) : NULL;
 }
 
 /*
@@ -694,7 +695,7 @@ controller_new(struct k8s_client *c, const struct ctl_config *cfg,
 	struct informer_opts cxo = { .res = &cx_resource, .transform = ctl_trim_cx,
 	    .packed = 1, .page_bytes = LIST_PAGE_BYTES };
 	struct informer_opts po = { .res = &k8s_res_pods, .transform = ctl_trim_pod,
-	    .packed = 1, .index = pod_owner_key, .page_bytes = LIST_PAGE_BYTES,
+	    .packed = 1, .index = ctl_pod_index, .page_bytes = LIST_PAGE_BYTES,
 	    .label_selector = CX_LABEL_MANAGED "=" CX_MANAGER "," 
 	    CX_LABEL_COMPONENT "=" CX_COMPONENT };
 	struct informer_handlers cxh = { cx_add, cx_update, cx_delete, ctl };

@@ -277,11 +277,14 @@ void ctl_guard_changed(struct controller *ctl, const char *ns);
 /*
  * pools.c: the warm path. Queue keys of pools are ctl_pool_key's,
  * "pool:<ns>/<name>"; the pod cache indexes a pool's idle holders under
- * ctl_pool_index, "pool:<pool uid>" (and execution pods under
- * "<ns>/<execution>"). New strings.
+ * ctl_pool_index, "pool:<ns>/<pool uid>" (and execution pods under
+ * "<ns>/<execution>"), ctl_pod_index's value. The namespace is the pod's:
+ * a pod in another namespace that carries a pool's uid label (its tenant
+ * wrote it) is never that pool's holder. New strings.
  */
 char *ctl_pool_key(const char *ns, const char *name);
-char *ctl_pool_index(const char *pool_uid);
+char *ctl_pool_index(const char *ns, const char *pool_uid);
+char *ctl_pod_index(json_t *pod);
 /* The pool that owns a holder pod (its name), or NULL. */
 const char *ctl_holder_pool(json_t *pod);
 /*

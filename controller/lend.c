@@ -97,7 +97,7 @@ candidates(struct controller *ctl, json_t *pools, json_t *pods,
 		    "deletionTimestamp") || ctl_pool_match_key(ctl, pool,
 		    key) != 0 || pool_key_resources(key, &cpu, &mem) != 0)
 			continue;
-		idx = ctl_pool_index(k8s_obj_uid(pool));
+		idx = ctl_pool_index(k8s_obj_namespace(pool), k8s_obj_uid(pool));
 		list = informer_by_index(ctl->pod_inf, idx);
 		free(idx);
 		pthread_mutex_lock(&ctl->lock);

@@ -39,9 +39,9 @@ ctl_pool_key(const char *ns, const char *name)
 }
 
 char *
-ctl_pool_index(const char *pool_uid)
+ctl_pool_index(const char *ns, const char *pool_uid)
 {
-	return xasprintf("pool:%s", pool_uid);
+	return xasprintf("pool:%s/%s", ns ? ns : "", pool_uid);
 }
 
 /* The name of the pool whose holder pod is (its controller owner), or NULL. */
@@ -228,7 +228,7 @@ delete_orphans(struct controller *ctl, const char *ns, const char *name)
 	pthread_mutex_lock(&ctl->lock);
 	g = json_object_get(ctl->pool_gone, key);
 	if (g)
-		idx = ctl_pool_index(json_string_value(json_array_get(g, 0)));
+		idx = ctl_pool_index(ns, json_string_value(json_array_get(g, 0)));
 	pthread_mutex_unlock(&ctl->lock);
 	free(key);
 	if (idx == NULL)
@@ -338,7 +338,7 @@ ctl_pool_reconcile(struct controller *ctl, const char *ns, const char *name)
 	status = json_deep_copy(json_object_get(pool, "status"));
 	if (status == NULL)
 		status = json_object();
-	idx = ctl_pool_index(uid);
+	idx = ctl_pool_index(ns, uid);
 	pods = informer_by_index(ctl->pod_inf, idx);
 	json_array_foreach(pods, i, p) {
 		if (pool_holder_idle(p)) {
@@ -524,7 +524,7 @@ pick_holder(struct controller *ctl, json_t *cx)
 		    "deletionTimestamp") || ctl_pool_match_key(ctl, pool, have) != 0 ||
 		    strcmp(want, have) != 0)
 			continue;
-		idx = ctl_pool_index(k8s_obj_uid(pool));
+		idx = ctl_pool_index(k8s_obj_namespace(pool), k8s_obj_uid(pool));
 		pods = informer_by_index(ctl->pod_inf, idx);
 		free(idx);
 		pthread_mutex_lock(&ctl->lock);

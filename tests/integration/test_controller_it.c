@@ -28,6 +28,7 @@
 #include "clock.h"
 #include "itutil.h"
 #include "pool.h"
+#include "podspec.h"
 
 static const struct k8s_resource res_sa = { "", "v1", "serviceaccounts", 1 };
 static const struct k8s_resource res_np = { "networking.k8s.io", "v1", "networkpolicies", 1 };
@@ -44,6 +45,7 @@ struct fx {
 	char	 addr[2][32];	/* metrics address */
 	/* --start-deadline-seconds for the next start_controller, or NULL. */
 	const char *start_deadline;
+	int	 cluster_wide;	/* the next start_controller: no --namespace */
 };
 
 /* A loopback port nothing listens on now. */
@@ -165,16 +167,21 @@ start_controller(struct fx *fx, int i, const char *identity)
 	    getenv("AIRLOCK_TOP") ? getenv("AIRLOCK_TOP") : ".", fx->ns, i);
 	{
 		const char *args[] = { "--config", confpath, "--kubeconfig",
-		    it_env("KUBECONFIG_ADMIN"), "--namespace", fx->ns, "--lease-namespace",
+		    it_env("KUBECONFIG_ADMIN"), "--lease-namespace",
 		    fx->ns, "--identity", identity, "--metrics-addr", fx->addr[i],
 		    "--lease-duration-ms", "3000", "--renew-deadline-ms", "2000",
 		    "--retry-period-ms", "500", "--result-grace-ms", "2000",
-		    "--agent-absent-seconds", "8", NULL, NULL, NULL };
-		size_t n = sizeof(args) / sizeof(args[0]);
+		    "--agent-absent-seconds", "8", NULL, NULL, NULL, NULL, NULL };
+		size_t n = sizeof(args) / sizeof(args[0]) - 5;
 
+		/* Scoped to its namespace, unless it is the whole cluster's. */
+		if (!fx->cluster_wide) {
+			args[n++] = "--namespace";
+			args[n++] = fx->ns;
+		}
 		if (fx->start_deadline) {
-			args[n - 3] = "--start-deadline-seconds";
-			args[n - 2] = fx->start_deadline;
+			args[n++] = "--start-deadline-seconds";
+			args[n++] = fx->start_deadline;
 		}
 		fx->pid[i] = it_spawn("airlock-controller", fx->log[i], args);
 	}
@@ -643,6 +650,23 @@ test_pod_created_and_status_follows(void **state)
 	assert_int_equal(k8s_get(c, &res_sa, fx->ns, "airlock-execution", &o, &err), 0);
 	json_decref(o);
 	assert_int_equal(k8s_get(c, &res_np, fx->ns, "airlock-deny-all", &o, &err), 0);
+	{
+		/*
+		 * As the controller writes it: every execution pod, both
+		 * directions, no rule (nothing in, nothing out, no DNS).
+		 * Only its existence was checked before (issue 29, item 6).
+		 */
+		json_t *want = podspec_network_policy(fx->ns);
+
+		if (!json_equal(json_object_get(o, "spec"), json_object_get(want, "spec")) ||
+		    !json_equal(json_object_get(json_object_get(o, "metadata"), "labels"),
+		    json_object_get(json_object_get(want, "metadata"), "labels"))) {
+			char *got = json_dumps(json_object_get(o, "spec"), JSON_SORT_KEYS);
+
+			fail_msg("airlock-deny-all's spec is %s", got);
+		}
+		json_decref(want);
+	}
 	json_decref(o);
 	assert_int_equal(k8s_get(c, &res_rq, fx->ns, "airlock-executions", &o, &err), 0);
 	json_decref(o);
@@ -1256,6 +1280,149 @@ unschedulable(struct fx *fx, const char *pod, const char *msg)
 	pod_status(fx, pod, json_pack("{s:s, s:[{s:s, s:s, s:s, s:s}]}", "phase", "Pending",
 	    "conditions", "type", "PodScheduled", "status", "False", "reason", "Unschedulable",
 	    "message", msg));
+}
+
+/* The pool's status field key (an integer), or -1. */
+static long long
+pool_status_int(struct fx *fx, const char *name, const char *key)
+{
+	struct k8s_error err;
+	json_t *o = NULL;
+	long long v = -1;
+
+	if (k8s_get(c, &pool_resource, fx->ns, name, &o, &err) == 0 &&
+	    json_is_integer(json_object_get(json_object_get(o, "status"), key)))
+		v = json_integer_value(json_object_get(json_object_get(o, "status"), key));
+	json_decref(o);
+	return v;
+}
+
+struct pool_counts {
+	struct fx	*fx;
+	const char	*name;
+	long long	 replicas, ready;
+};
+
+static int
+pool_counts_are(void *arg)
+{
+	struct pool_counts *w = arg;
+
+	return pool_status_int(w->fx, w->name, "replicas") == w->replicas &&
+	    pool_status_int(w->fx, w->name, "readyReplicas") == w->ready;
+}
+
+/* The execution's status names how it starts. */
+static int
+has_start_mode(void *arg)
+{
+	struct wait_phase *w = arg;
+	json_t *o = get_cx(w->fx, w->name);
+	int ok = o && st_str(o, "startMode") != NULL;
+
+	json_decref(o);
+	return ok;
+}
+
+/*
+ * Issue 29, item 1: one controller for the whole cluster, as the chart
+ * runs it. A tenant of namespace B makes a pod that copies a holder of
+ * namespace A's pool, labels and all, bound and ready (what the chart's
+ * forgery guard refuses, here with no guard): it is not A's holder. A's
+ * pool counts only its own, an execution in B (no pool there) runs cold,
+ * and A's execution claims A's holder; the copy is never claimed nor
+ * deleted. With the pods indexed by pool uid alone, A's pool counted the
+ * copy as its second ready sandbox.
+ */
+static void
+test_holders_own_namespace(void **state)
+{
+	struct fx *fx = *state, b = { 0 };
+	struct pool_counts one = { fx, "scope", 1, 1 };
+	struct wait_phase bw = { &b, "b-one", NULL };
+	struct k8s_list_opts lo = { 0 };
+	struct k8s_error err;
+	json_t *o, *items, *real, *copy, *md;
+	char sel[128], real_name[64], *rv;
+
+	/* The namespace's controller gives way to one for every namespace. */
+	assert_int_equal(it_stop(fx->pid[0], SIGTERM), 0);
+	fx->cluster_wide = 1;
+	start_controller(fx, 0, "ctl-wide");
+	b.ns = it_namespace_new(c, "it-ctl-b");
+
+	o = json_pack("{s:s, s:s, s:{s:s}, s:{s:s, s:i}}", "apiVersion",
+	    "airlock.dev/v1alpha1", "kind", "CodeExecutionPool", "metadata",
+	    "name", "scope", "spec", "runtime", "warm", "replicas", 1);
+	if (k8s_create(c, &pool_resource, fx->ns, o, &real, &err) != 0)
+		fail_msg("create pool: %s", err.message);
+	snprintf(sel, sizeof(sel), "%s=%s", POOL_LABEL_UID, k8s_obj_uid(real));
+	json_decref(real);
+	json_decref(o);
+	lo.label_selector = sel;
+	for (long end = it_mono_ms() + 20000;; it_sleep_ms(100)) {
+		if (k8s_list_all(c, &k8s_res_pods, fx->ns, &lo, &items, &rv, &err) != 0)
+			fail_msg("list holders: %s", err.message);
+		free(rv);
+		if (json_array_size(items) == 1)
+			break;
+		json_decref(items);
+		if (it_mono_ms() > end)
+			fail_msg("the pool made no sandbox in 20 s");
+	}
+	real = json_incref(json_array_get(items, 0));
+	json_decref(items);
+	snprintf(real_name, sizeof(real_name), "%s", k8s_obj_name(real));
+	bind_pod_to(fx, real_name, "node-scope");
+
+	/* B's copy: the holder's labels and spec, in B, bound and ready. */
+	md = json_object_get(real, "metadata");
+	copy = json_pack("{s:s, s:s, s:{s:s, s:O}, s:O}", "apiVersion", "v1", "kind", "Pod",
+	    "metadata", "name", "forged", "labels", json_object_get(md, "labels"),
+	    "spec", json_object_get(real, "spec"));
+	json_object_del(json_object_get(copy, "spec"), "nodeName");
+	json_decref(real);
+	if (k8s_create(c, &k8s_res_pods, b.ns, copy, NULL, &err) != 0)
+		fail_msg("create the copy in %s: %s", b.ns, err.message);
+	json_decref(copy);
+	bind_pod_to(&b, "forged", "node-scope");
+	holder_ready(&b, "forged");
+	/*
+	 * Then A's own holder is ready: the one watch of pods brings the
+	 * copy's events to the controller before this one, so once A's pool
+	 * says 1 ready of 1, it has seen the copy and not counted it.
+	 */
+	holder_ready(fx, real_name);
+	if (!it_wait_for(pool_counts_are, &one, 10000))
+		fail_msg("pool scope: %lld sandboxes, %lld ready; 1 and 1 wanted (B's copy "
+		    "counted?)", pool_status_int(fx, "scope", "replicas"),
+		    pool_status_int(fx, "scope", "readyReplicas"));
+
+	/* B has no pool: cold, not in A's holder nor in its own copy. */
+	create_cx(&b, "b-one", "{\"runtime\":\"warm\",\"source\":\"print(1)\"}");
+	if (!it_wait_for(has_start_mode, &bw, 10000))
+		fail_msg("b-one never said how it starts");
+	o = get_cx(&b, "b-one");
+	assert_string_equal(st_str(o, "startMode"), "Cold");
+	assert_string_not_equal(st_str(o, "podName") ? st_str(o, "podName") : "", "forged");
+	json_decref(o);
+
+	/* A's execution: A's holder. */
+	create_cx(fx, "a-one", "{\"runtime\":\"warm\",\"source\":\"print(2)\"}");
+	o = wait_phase(fx, "a-one", "Running");
+	assert_string_equal(st_str(o, "startMode"), "Warm");
+	assert_string_equal(st_str(o, "podName"), real_name);
+	json_decref(o);
+
+	/* The copy: neither claimed nor deleted by the controller. */
+	o = NULL;
+	assert_int_equal(k8s_get(c, &k8s_res_pods, b.ns, "forged", &o, &err), 0);
+	md = json_object_get(o, "metadata");
+	assert_null(json_object_get(json_object_get(md, "labels"), CX_LABEL_UID));
+	assert_null(json_object_get(md, "deletionTimestamp"));
+	json_decref(o);
+	it_namespace_delete(c, b.ns);
+	free(b.ns);
 }
 
 /* The pool's Ready condition's field, or "". */
@@ -2723,6 +2890,7 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_agent_away, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_start_deadline, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_holders_lent, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_holders_own_namespace, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_foreign_object_refused, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_stored_quota, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_create_unanswered, setup, teardown),

@@ -107,9 +107,17 @@ def test_image_out(cluster, namespace):
 
 
 def test_cancel(cluster, namespace):
-    """The client gives up on a call: notifications/cancelled, and the
-    execution ends Cancelled."""
+    """The client gives up on a call (its read timeout: the mcp client
+    sends notifications/cancelled), and the execution ends Cancelled while
+    the session is still open: leaving it would close stdin, which cancels
+    everything, so the cancellation itself must do it."""
     marker = "cancel-me-%s" % os.urandom(3).hex()
+    c = airlock.Client(namespace=namespace, kubeconfig=cluster["KUBECONFIG_ADMIN"])
+
+    def mine():
+        items = c._api.list_namespaced_custom_object("airlock.dev", "v1alpha1", namespace,
+                                                     "codeexecutions")["items"]
+        return [o["metadata"]["name"] for o in items if marker in o["spec"]["source"]]
 
     async def body(s):
         await s.initialize()
@@ -117,19 +125,17 @@ def test_cancel(cluster, namespace):
             await s.call_tool("run_code", {
                 "code": "import time\n# %s\nwhile True: time.sleep(0.1)\n" % marker,
                 "timeout_seconds": 120}, read_timeout_seconds=8)
-        await s.send_ping()
+        names = await anyio.to_thread.run_sync(mine)
+        assert len(names) == 1 and names[0].startswith("mcp-")
+        end = time.monotonic() + 60
+        while (await anyio.to_thread.run_sync(c.get, names[0])).phase != "Cancelled":
+            assert time.monotonic() < end, c.get(names[0])
+            await anyio.sleep(0.2)
+        await s.send_ping()     # the session was open all along
+        return names[0]
 
-    session_run(server(cluster, namespace), body)
-    c = airlock.Client(namespace=namespace, kubeconfig=cluster["KUBECONFIG_ADMIN"])
-    items = c._api.list_namespaced_custom_object("airlock.dev", "v1alpha1", namespace,
-                                                 "codeexecutions")["items"]
-    mine = [o["metadata"]["name"] for o in items if marker in o["spec"]["source"]]
-    assert len(mine) == 1 and mine[0].startswith("mcp-")
-    end = time.monotonic() + 60
-    while c.get(mine[0]).phase != "Cancelled":
-        assert time.monotonic() < end, c.get(mine[0])
-        time.sleep(0.2)
-    assert c.get(mine[0]).reason == "Cancelled"
+    name = session_run(server(cluster, namespace), body)
+    assert c.get(name).reason == "Cancelled"
 
 
 def test_local(cluster):

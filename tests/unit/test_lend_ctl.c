@@ -77,19 +77,6 @@ holder(const char *name, const char *rv, const char *node, int ready,
 	return p;
 }
 
-/* The pod index the controller keeps (controller.c pod_owner_key). */
-static char *
-pod_index(json_t *pod)
-{
-	const char *owner = podspec_pod_execution(pod, NULL);
-	const char *pool = json_string_value(json_object_get(json_object_get(
-	    json_object_get(pod, "metadata"), "labels"), POOL_LABEL_UID));
-
-	if (owner)
-		return xasprintf("%s/%s", k8s_obj_namespace(pod), owner);
-	return pool ? ctl_pool_index(pool) : NULL;
-}
-
 static void
 push_list(struct fakeapi *api, json_t *items)
 {
@@ -166,7 +153,7 @@ setup(void **state)
 	    holder("h1", "22", "node-a", 0, NULL),
 	    holder("h2", "23", "node-a", 1, NULL),
 	    holder("h3", "24", "node-a", 1, "someone"),
-	    holder("h4", "25", NULL, 0, NULL)), ctl_trim_pod, pod_index);
+	    holder("h4", "25", NULL, 0, NULL)), ctl_trim_pod, ctl_pod_index);
 	fx->ctl.cx_inf = cache(fx, 2, &cx_resource, json_pack("[{s:{s:s, s:s,"
 	    " s:s, s:s}, s:{s:s}, s:{s:s}}]", "metadata", "name", "x",
 	    "namespace", "b", "uid", CX_UID, "resourceVersion", "7", "spec",
