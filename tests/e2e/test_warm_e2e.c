@@ -356,16 +356,23 @@ make_pool(const char *name, int replicas)
 	json_decref(o);
 }
 
+/*
+ * The pool at replicas, made if it is not there: each test sets up the
+ * pool it needs, whatever ran before it (AIRLOCK_TEST_FILTER runs one).
+ */
 static void
 scale_pool(const char *name, int replicas)
 {
 	struct k8s_patch_opts merge = { .type = K8S_PATCH_MERGE };
 	struct k8s_error err;
 	json_t *p = json_pack("{s:{s:i}}", "spec", "replicas", replicas);
+	int rc = k8s_patch(c, &pool_resource, ns, name, &merge, p, NULL, &err);
 
-	if (k8s_patch(c, &pool_resource, ns, name, &merge, p, NULL, &err) != 0)
-		fail_msg("scale pool %s: %s", name, err.message);
 	json_decref(p);
+	if (rc == K8S_ENOTFOUND)
+		make_pool(name, replicas);
+	else if (rc != 0)
+		fail_msg("scale pool %s: %s", name, err.message);
 }
 
 /* The pool's holders, idle and running: how many, and all, claimed or not. */
@@ -455,7 +462,7 @@ test_warm_freshness(void **state)
 	json_t *a, *b;
 
 	(void)state;
-	make_pool("py", 1);
+	scale_pool("py", 1);
 	wait_ready(1);
 	it_cx_create(c, ns, "dirty", "{\"runtime\":\"python\",\"source\":"
 	    "\"import os, subprocess\\n"
@@ -507,6 +514,7 @@ test_warm_tenant_scope(void **state)
 	long end;
 
 	(void)state;
+	scale_pool("py", 1);
 	wait_ready(1);
 	ctl2 = extra(start_controller_in(ns2, 0, NULL, 0));
 	agent2 = extra(it_spawn("airlock-node-agent",
@@ -1165,6 +1173,7 @@ test_warm_cli(void **state)
 
 	(void)state;
 	group_back();
+	scale_pool("py", 1);
 	wait_ready(1);
 	cli_run(&r, NULL, 60000, run);
 	cli_expect_status(&r, 0);
@@ -1196,6 +1205,18 @@ test_warm_observable(void **state)
 	group_back();
 	scale_pool("py", 1);
 	wait_ready(1);
+	/* A claim of its own, for the claims counter; then the pool refilled. */
+	{
+		json_t *st;
+
+		it_cx_create(c, ns, "observed", "{\"runtime\":\"python\",\"source\":"
+		    "\"print('seen')\\n\"}");
+		st = it_cx_wait(c, ns, "observed", 60000);
+		assert_string_equal(it_str(st, "stdout"), "seen\n");
+		expect_warm(st, "observed");
+		json_decref(st);
+		wait_ready(1);
+	}
 	snprintf(cmd, sizeof(cmd), "curl -sf http://%s/metrics | grep "
 	    "'^airlock_pool_sandboxes\\|^airlock_warm_claims_total'", ctl_metrics);
 	/* The controller's cache follows the API's within moments. */
