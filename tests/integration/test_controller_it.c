@@ -29,6 +29,7 @@
 #include "itutil.h"
 #include "pool.h"
 #include "podspec.h"
+#include "xmalloc.h"
 
 static const struct k8s_resource res_sa = { "", "v1", "serviceaccounts", 1 };
 static const struct k8s_resource res_np = { "networking.k8s.io", "v1", "networkpolicies", 1 };
@@ -762,6 +763,36 @@ test_rejected_and_ttl(void **state)
 	if (gone < (done + 2) * 1000 || gone > (done + 2) * 1000 + 4000)
 		fail_msg("deleted %lld ms after completionTime, not 2000 to 6000",
 		    gone - done * 1000);
+}
+
+/*
+ * The storage budget, cold, against the real API server: 180000 '<' in
+ * the source take 6 bytes each as stored (\u003c), 1.08 MB, past 1 MiB
+ * less 16 KiB and under etcd's limit: Rejected, no pod, the limit named.
+ */
+static void
+test_over_budget_rejected(void **state)
+{
+	struct fx *fx = *state;
+	char *src = malloc(180001), *spec;
+	const char *msg;
+	json_t *cx;
+
+	memset(src, '<', 180000);
+	src[180000] = '\0';
+	spec = xasprintf("{\"runtime\":\"python\",\"source\":\"%s\"}", src);
+	create_cx(fx, "big", spec);
+	free(spec);
+	free(src);
+	cx = wait_phase(fx, "big", "Failed");
+	assert_string_equal(st_str(cx, "reason"), "Rejected");
+	msg = st_str(cx, "message");
+	if (strncmp(msg, "spec: the execution takes 108", 29) != 0 ||
+	    strstr(msg, " bytes as stored (kubectl apply's copy of it included); at most "
+	    "1032192 leave room for its result") == NULL)
+		fail_msg("message: %s", msg);
+	assert_int_equal(count_pods(fx, k8s_obj_uid(cx)), 0);
+	json_decref(cx);
 }
 
 static void
@@ -2890,6 +2921,7 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_agent_away, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_start_deadline, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_holders_lent, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_over_budget_rejected, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_holders_own_namespace, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_foreign_object_refused, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_stored_quota, setup, teardown),

@@ -15,6 +15,7 @@
 #include "codetar.h"
 #include "ctl_config.h"
 #include "artifacts.h"
+#include "jsonsize.h"
 #include "podspec.h"
 
 static const char conf[] =
@@ -206,6 +207,46 @@ test_big_code_goes_to_configmap(void **state)
 	assert_null(r.configmap);
 	podspec_result_free(&r);
 	free(big);
+	json_decref(o);
+	ctl_config_free(c);
+}
+
+/*
+ * The storage budget, cold: an execution that takes 1 MiB less 16 KiB as
+ * stored is built; one byte more is Rejected, with the size and the
+ * limit. The size is the object's own, grown by its source.
+ */
+static void
+test_budget_rejected(void **state)
+{
+	struct ctl_config *c = config();
+	json_t *o = cx("{\"runtime\":\"python\",\"source\":\"\"}");
+	struct podspec_result r;
+	struct k8s_error err;
+	size_t base = jsonsize_value(o), want = CX_OBJECT_BUDGET - CX_STATUS_RESERVE;
+	char *src = malloc(want - base + 2), msg[300];
+
+	(void)state;
+	/* At the limit: "x" takes one byte each as stored. */
+	memset(src, 'x', want - base);
+	src[want - base] = '\0';
+	json_object_set_new(json_object_get(o, "spec"), "source", json_string(src));
+	assert_int_equal(jsonsize_value(o), want);
+	assert_int_equal(podspec_build(c, o, &r, &err), 0);
+	assert_non_null(r.pod);
+	podspec_result_free(&r);
+	/* One byte past it. */
+	src[want - base] = 'x';
+	src[want - base + 1] = '\0';
+	json_object_set_new(json_object_get(o, "spec"), "source", json_string(src));
+	assert_int_equal(jsonsize_value(o), want + 1);
+	assert_int_equal(podspec_build(c, o, &r, &err), K8S_EINVAL);
+	assert_null(r.pod);
+	snprintf(msg, sizeof(msg), "spec: the execution takes %zu bytes as stored (kubectl "
+	    "apply's copy of it included); at most %zu leave room for its result", want + 1,
+	    want);
+	assert_string_equal(err.message, msg);
+	free(src);
 	json_decref(o);
 	ctl_config_free(c);
 }
@@ -712,6 +753,7 @@ main(void)
 		cmocka_unit_test(test_direct_pod),
 		cmocka_unit_test(test_direct_pod_chunks),
 		cmocka_unit_test(test_big_code_goes_to_configmap),
+		cmocka_unit_test(test_budget_rejected),
 		cmocka_unit_test(test_rejections),
 		cmocka_unit_test(test_custom_image_allowed),
 		cmocka_unit_test(test_guardrails),
