@@ -207,6 +207,33 @@ test_minimal(void **state)
 	ctl_config_free(c);
 }
 
+/*
+ * config.artifacts: 1 MiB and 64 files unless given; maxBytes at most
+ * 1 MiB (the files, base64 in one object, stay under etcd's limit);
+ * maxFiles 0 to 256, 0 turning files out off (test_podspec checks a pod
+ * then carries no files-out setting).
+ */
+static void
+test_artifacts(void **state)
+{
+	struct ctl_config *c = load_ok("minimal.yaml");
+
+	(void)state;
+	assert_int_equal(c->artifacts_bytes, 1048576);
+	assert_int_equal(c->artifacts_files, 64);
+	ctl_config_free(c);
+	c = load_ok("artifacts-off.yaml");
+	assert_int_equal(c->artifacts_bytes, 1048576);
+	assert_int_equal(c->artifacts_files, 0);
+	ctl_config_free(c);
+	expect_fail("bad-artifacts-bytes.yaml", K8S_EINVAL, "artifacts.maxBytes '1048577' is "
+	    "above 1048576 (the files, base64 in one object, must stay under etcd's limit)");
+	expect_fail("bad-artifacts-files.yaml", K8S_EINVAL, "artifacts.maxFiles 257 is "
+	    "refused: it must be from 0 (files out off) to 256");
+	expect_fail("bad-artifacts-negative.yaml", K8S_EINVAL, "artifacts.maxFiles -1 is "
+	    "refused: it must be from 0 (files out off) to 256");
+}
+
 /* A block given in part keeps the defaults of the keys it leaves out. */
 static void
 test_partial(void **state)
@@ -659,6 +686,7 @@ main(void)
 		cmocka_unit_test(test_limits),
 		cmocka_unit_test(test_caps),
 		cmocka_unit_test(test_size_cap),
+		cmocka_unit_test(test_artifacts),
 		cmocka_unit_test(test_unreadable),
 	};
 

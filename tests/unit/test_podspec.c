@@ -550,6 +550,21 @@ test_direct_pod(void **state)
 	podspec_result_free(&r);
 	json_decref(o);
 
+	/*
+	 * config.artifacts.maxFiles 0: files out off. Neither the runner's
+	 * setting nor the agent's annotation, so nothing is collected.
+	 */
+	c->artifacts_files = 0;
+	o = cx("{\"runtime\":\"python\",\"source\":\"print(1)\"}");
+	assert_int_equal(podspec_build(c, o, &r, &err), 0);
+	json_array_foreach(jp_at(r.pod, "spec.containers[0].env"), n, env)
+		assert_string_not_equal(json_string_value(json_object_get(env, "name")),
+		    "AIRLOCK_OUT");
+	assert_null(json_object_get(jp_at(r.pod, "metadata.annotations"), "airlock.dev/out"));
+	podspec_result_free(&r);
+	json_decref(o);
+	c->artifacts_files = 64;
+
 	/* The tenant's own HOME is kept, not doubled. */
 	o = cx("{\"runtime\":\"python\",\"env\":[{\"name\":\"HOME\",\"value\":\"/h\"}]}");
 	assert_int_equal(podspec_build(c, o, &r, &err), 0);

@@ -626,6 +626,14 @@ test_claim_output_budget(void **state)
 	assert_string_equal(jp_key(p, "metadata.annotations",
 	    "airlock.dev/output-budget-bytes"), "0");
 	json_decref(p);
+	/* config.artifacts.maxFiles 0: files out off, as on the cold path. */
+	cfg->artifacts_files = 0;
+	p = claim(cx, h, NOW_S, 1000);
+	assert_null(json_object_get(jp_at(p, "metadata.annotations"), "airlock.dev/out"));
+	assert_null(strstr(jp_key(p, "metadata.annotations", "airlock.dev/warm-process"),
+	    "AIRLOCK_OUT"));
+	json_decref(p);
+	cfg->artifacts_files = 64;
 	/* Past it, refused as the cold path refuses it (Rejected). */
 	{
 		struct k8s_error err;
