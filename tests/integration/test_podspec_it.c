@@ -22,6 +22,7 @@
 #include "ctl_config.h"
 #include "itutil.h"
 #include "podspec.h"
+#include "pool.h"
 
 static const struct k8s_resource netpols = { "networking.k8s.io", "v1", "networkpolicies", 1 };
 static const struct k8s_resource quotas = { "", "v1", "resourcequotas", 1 };
@@ -216,6 +217,45 @@ test_direct_pod_admitted(void **state)
 	free(ns);
 }
 
+/*
+ * A pool's warm holder (execution/pool.c) is admitted under Pod Security
+ * "restricted" too, as the cold pods are, and a weakened copy is not.
+ */
+static void
+test_holder_admitted(void **state)
+{
+	char *ns = restricted_ns();
+	struct k8s_error err;
+	json_t *pool, *out, *holder, *weak;
+
+	(void)state;
+	pool = json_pack("{s:s, s:s, s:{s:s}, s:{s:s, s:i}}", "apiVersion",
+	    "airlock.dev/v1alpha1", "kind", "CodeExecutionPool", "metadata", "name", "py",
+	    "spec", "runtime", "direct", "replicas", 1);
+	if (k8s_create(c, &pool_resource, ns, pool, &out, &err) != 0)
+		fail_msg("create pool: %s", err.message);
+	json_decref(pool);
+	if ((holder = pool_holder(cfg, out, &err)) == NULL)
+		fail_msg("pool_holder: %s", err.message);
+	json_decref(out);
+	if (k8s_create(c, &k8s_res_pods, ns, holder, &out, &err) != 0)
+		fail_msg("holder refused: %s", err.message);
+	assert_string_equal(json_string_value(json_object_get(json_object_get(out, "spec"),
+	    "runtimeClassName")), "gvisor");
+	json_decref(out);
+	weak = json_deep_copy(holder);
+	json_object_set_new(json_object_get(json_array_get(json_object_get(json_object_get(weak,
+	    "spec"), "containers"), 0), "securityContext"), "allowPrivilegeEscalation", json_true());
+	assert_int_equal(k8s_create(c, &k8s_res_pods, ns, weak, NULL, &err), K8S_EFORBIDDEN);
+	if (strstr(err.message, "violates PodSecurity \"restricted:latest\": "
+	    "allowPrivilegeEscalation != false") == NULL)
+		fail_msg("unexpected refusal: %s", err.message);
+	json_decref(weak);
+	json_decref(holder);
+	it_namespace_delete(c, ns);
+	free(ns);
+}
+
 static void
 test_guardrails_admitted(void **state)
 {
@@ -251,6 +291,7 @@ main(void)
 		cmocka_unit_test(test_pod_admitted_under_restricted),
 		cmocka_unit_test(test_configmap_path_admitted),
 		cmocka_unit_test(test_direct_pod_admitted),
+		cmocka_unit_test(test_holder_admitted),
 		cmocka_unit_test(test_guardrails_admitted),
 	};
 

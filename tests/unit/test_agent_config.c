@@ -97,6 +97,42 @@ afx_stop(struct afx *f)
 	assert_int_equal(system(cmd), 0);
 }
 
+/*
+ * The agent's defaults, as agent_new gives them to what --flag leaves
+ * unset: 16 MiB of output in all before a run is stopped (the README's
+ * and the chart's hardOutputCap), the kubelet's paths, a sweep a minute.
+ */
+static void
+test_defaults(void **state)
+{
+	struct agent_opts o = { .node_name = "n1", .containerd_socket = NOSOCK };
+	struct fakeapi *api = fakeapi_start();
+	struct k8s_config *cfg = fakeapi_config(api, NULL);
+	struct metrics *m = metrics_new();
+	struct k8s_client *c;
+	struct k8s_error err;
+	struct agent *a;
+
+	(void)state;
+	assert_int_equal(k8s_client_new(cfg, NULL, &c, &err), 0);
+	a = agent_new(c, m, &o);
+	assert_non_null(a);
+	assert_int_equal(a->o.hard_cap, 16777216);
+	assert_string_equal(a->o.pod_logs_dir, "/var/log/pods");
+	assert_string_equal(a->o.exec_dir, "/run/airlock/exec");
+	assert_int_equal(a->o.sweep_ms, 60000);
+	agent_free(a);
+	/* What is given is kept. */
+	o.hard_cap = 4194304;
+	a = agent_new(c, m, &o);
+	assert_int_equal(a->o.hard_cap, 4194304);
+	agent_free(a);
+	metrics_free(m);
+	k8s_client_free(c);
+	k8s_config_free(cfg);
+	fakeapi_stop(api);
+}
+
 /* A verified cold run of pod t/airlock-x (uid pod-uid-1), started. */
 static struct run *
 running_run(struct afx *f)
@@ -336,6 +372,7 @@ main(void)
 		cmocka_unit_test(test_running_pod_log_dir_missing),
 		cmocka_unit_test(test_missing_log_result_lost),
 		cmocka_unit_test(test_empty_log_is_empty_output),
+		cmocka_unit_test(test_defaults),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
