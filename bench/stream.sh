@@ -7,7 +7,9 @@
 # (the output at the end, as before spec.output.stream). Also the write
 # amplification: the execution's status writes (watch events) and the
 # bytes the API server stored for them (each event's object, as JSON),
-# streaming or not. Cold and warm (a CodeExecutionPool of one).
+# streaming or not. Cold and warm (a CodeExecutionPool of one). And a
+# program that prints 100 lines a second for 3 s, faster than the agent's
+# throttle lets it write the status: what a line waits then.
 #
 # Not a test: it prints p50/p90/max and appends them to bench/RESULTS.md.
 # Needs `make cluster-up NODE=1` and `make`.
@@ -52,6 +54,10 @@ A = lib.Api(work, url)
 cxp = "/apis/airlock.dev/v1alpha1/namespaces/%s/codeexecutions" % ns
 PROG = ("import time\nfor i in range(10):\n    print('%.6f' % time.time(), flush=True)\n"
         "    time.sleep(0.3)\n")
+# Faster than the agent's throttle lets the status be written (issue 29):
+# 100 lines a second for 3 s.
+FAST = ("import time\nfor i in range(300):\n    print('%.6f' % time.time(), flush=True)\n"
+        "    time.sleep(0.01)\n")
 
 def pool(replicas):
     """Cold: no pool. Warm: a pool of one."""
@@ -98,17 +104,17 @@ class Writes(threading.Thread):
                                                          "TimedOut", "Cancelled")
         A.watch_until(path, done, self.opened.set)
 
-def one(name, stream):
+def one(name, stream, prog=PROG, lines=10):
     w = Writes(name)
     w.start()
     assert w.opened.wait(30), "the watch did not open in 30 s"  # before the create
-    args = [top + "/bin/airlock", "run", "--name", name, "-c", PROG, "-n", ns,
+    args = [top + "/bin/airlock", "run", "--name", name, "-c", prog, "-n", ns,
             "--kubeconfig", kubeconfig] + ([] if stream else ["--no-stream"])
     p = subprocess.Popen(args, stdout=subprocess.PIPE)
     lat = []
     for line in p.stdout:
         lat.append(time.time() - float(line))
-    assert p.wait() == 0 and len(lat) == 10, (p.returncode, lat)
+    assert p.wait() == 0 and len(lat) == lines, (p.returncode, len(lat))
     w.join(60)
     return lat, w.events, w.bytes
 
@@ -116,10 +122,11 @@ res = {}
 for warm in (False, True):
     pool(1 if warm else 0)
     for i in range(n):
-        for stream in (True, False):
+        for stream, fast in ((True, False), (False, False), (True, True)):
             quiesce(warm)
-            k = ("warm" if warm else "cold", "stream" if stream else "end")
-            lat, ev, by = one("s-%s-%s-%03d" % (k[0], k[1], i), stream)
+            k = ("warm" if warm else "cold", "fast" if fast else "stream" if stream else "end")
+            lat, ev, by = one("s-%s-%s-%03d" % (k[0], k[1], i), stream,
+                              *((FAST, 300) if fast else (PROG, 10)))
             r = res.setdefault(k, {"lat": [], "first": [], "ev": [], "by": []})
             r["lat"] += lat
             r["first"].append(lat[0])
@@ -146,9 +153,10 @@ print("Machine: 2 cores (%s); one node (tests/cluster NODE=1). bench/stream.sh. 
 print()
 print("| path | lines | line latency p50 / p90 / max ms | first line p50 ms | status writes (watch events) p50 | bytes stored p50 |")
 print("|---|---|---|---|---|---|")
-for k in ("cold/stream", "cold/end", "warm/stream", "warm/end"):
+for k in ("cold/stream", "cold/end", "cold/fast", "warm/stream", "warm/end", "warm/fast"):
     v = o[k]
     print("| %s | %d | %.0f / %.0f / %.0f | %.0f | %d | %d |" % (
-        k.replace("/end", ", --no-stream").replace("/stream", ", live"), v["n"], *v["lat"],
+        k.replace("/end", ", --no-stream").replace("/stream", ", live")
+        .replace("/fast", ", live, 100 lines a second for 3 s"), v["n"], *v["lat"],
         v["first"][0], v["ev"], v["by"]))
 PY
