@@ -2941,8 +2941,5 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_two_replicas_one_leader, setup, teardown),
 	};
 
-	/* One test, or a pattern of them, for the inner loop. */
-	if (getenv("AIRLOCK_TEST_FILTER"))
-		cmocka_set_test_filter(getenv("AIRLOCK_TEST_FILTER"));
 	return cmocka_run_group_tests(tests, group_setup, group_teardown);
 }
