@@ -105,9 +105,11 @@ mkdir -p "$logdir"
 
 # run_one BIN: run it, its output in its log, its status beside it.
 run_one() {
-	local log=$logdir/$(basename "$1").log
+	local log=$logdir/$(basename "$1").log t0=$EPOCHREALTIME
 	timeout --kill-after=10 "${TEST_TIMEOUT:-600}" "${wrap[@]}" "$1" > "$log" 2>&1
 	echo $? > "$log.rc"
+	# How long it took, for where make test's time goes (issue 29).
+	awk -v a="$t0" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.1f\n", b - a }' > "$log.secs"
 }
 
 # JOBS=N (make check): up to N binaries at once, for tiers that use no
@@ -136,6 +138,7 @@ for bin in "$@"; do
 	while read -r line; do echo "  $tier/$name: $line"; done < <(grep -E '^(not )?ok ' "$log" |
 		sed -E 's/^(not )?ok [0-9]* (- )?# *SKIP *(.*)/SKIP \3/; s/^ok [0-9]* - (.*) # *SKIP.*/SKIP \1/;
 		    s/^ok [0-9]* - /PASS /; s/^not ok [0-9]* - /FAIL /')
+	echo "  $tier/$name: took $(cat "$log.secs" 2>/dev/null || echo ?) s"
 	if [ "$rc" -ne 0 ] && [ "$f" -eq 0 ]; then
 		f=1
 		echo "  $tier/$name: FAIL exited with status $rc"
@@ -158,5 +161,5 @@ for bin in "$@"; do
 done
 read -r op of os 2>/dev/null < "$results/$tier" || { op=0; of=0; os=0; }
 echo "$((op + pass)) $((of + fail)) $((${os:-0} + skip))" > "$results/$tier"
-echo "$tier: $pass passed, $fail failed, $skip skipped"
+echo "$tier: $pass passed, $fail failed, $skip skipped ($SECONDS s)"
 [ "$fail" -eq 0 ]
