@@ -91,7 +91,7 @@ pod_event(struct controller *ctl, json_t *old, json_t *pod)
 		free(key);
 	} else if (old && (key = holder_pool_key(old)) != NULL) {
 		/* Claimed: the pool's status says so now; see ctl_pool_claimed. */
-		ctl_pool_claimed(ctl, json_string_value(json_object_get(
+		ctl_pool_claimed(ctl, ns, json_string_value(json_object_get(
 		    json_object_get(json_object_get(old, "metadata"), "labels"),
 		    POOL_LABEL_UID)));
 		workqueue_add(ctl->queue, key);
@@ -106,7 +106,7 @@ pod_add(void *arg, json_t *obj)
 	    json_object_get(obj, "metadata"), "labels"), POOL_LABEL_UID));
 
 	if (pool)
-		ctl_pool_seen(arg, pool);
+		ctl_pool_seen(arg, k8s_obj_namespace(obj), pool);
 	pod_event(arg, NULL, obj);
 }
 

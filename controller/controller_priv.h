@@ -288,12 +288,15 @@ char *ctl_pod_index(json_t *pod);
 /* The pool that owns a holder pod (its name), or NULL. */
 const char *ctl_holder_pool(json_t *pod);
 /*
- * A holder of pool_uid was claimed (NULL: nothing). Its replacement is
- * made opts.refill_delay_ms later, so that starting a sandbox (about half
- * a second of both cores on the test node) does not compete with the
- * program the claim is for, which most often ends within it.
+ * A holder in namespace ns of pool_uid was claimed (NULL: nothing). Its
+ * replacement is made opts.refill_delay_ms later, so that starting a
+ * sandbox (about half a second of both cores on the test node) does not
+ * compete with the program the claim is for, which most often ends
+ * within it. Only for a pool of that uid in ns (a pod's label is its
+ * tenant's to write: no other namespace's pool is delayed, and no entry
+ * is kept for a uid no pool has).
  */
-void ctl_pool_claimed(struct controller *ctl, const char *pool_uid);
+void ctl_pool_claimed(struct controller *ctl, const char *ns, const char *pool_uid);
 
 /*
  * A create the namespace ns's quota refused (kind "execution" or "pool";
@@ -328,8 +331,8 @@ void ctl_pool_forget(struct controller *ctl, json_t *pool);
 json_t *ctl_trim_cx(json_t *cx);
 json_t *ctl_trim_pod(json_t *pod);
 json_t *ctl_trim_pool(json_t *pool);
-/* A holder of pool_uid appeared in the cache; a claimed one went. */
-void ctl_pool_seen(struct controller *ctl, const char *pool_uid);
+/* A holder in ns of pool_uid appeared in the cache (a pool of ns's only). */
+void ctl_pool_seen(struct controller *ctl, const char *ns, const char *pool_uid);
 void ctl_holder_gone(struct controller *ctl, const char *pod_uid);
 /* Make the pool's holders match spec.replicas; its status. */
 int ctl_pool_reconcile(struct controller *ctl, const char *ns,

@@ -61,12 +61,31 @@ ctl_holder_pool(json_t *pod)
 	return NULL;
 }
 
-/* A create of a holder for pool uid was seen in the cache (lock held). */
+/* Whether namespace ns has a pool of uid pool_uid, by the pool cache. */
+static int
+pool_in(struct controller *ctl, const char *ns, const char *pool_uid)
+{
+	json_t *pools, *pool;
+	size_t i;
+	int found = 0;
+
+	if (ns == NULL || pool_uid == NULL)
+		return 0;
+	pools = informer_by_index(ctl->pool_inf, ns);
+	json_array_foreach(pools, i, pool)
+		found |= k8s_obj_uid(pool) && strcmp(k8s_obj_uid(pool), pool_uid) == 0;
+	json_decref(pools);
+	return found;
+}
+
+/* A create of a holder for pool uid was seen in the cache. */
 void
-ctl_pool_seen(struct controller *ctl, const char *pool_uid)
+ctl_pool_seen(struct controller *ctl, const char *ns, const char *pool_uid)
 {
 	json_t *e;
 
+	if (!pool_in(ctl, ns, pool_uid))
+		return;
 	pthread_mutex_lock(&ctl->lock);
 	e = json_object_get(ctl->pool_expect, pool_uid);
 	if (e && json_integer_value(json_array_get(e, 0)) > 0)
@@ -76,9 +95,9 @@ ctl_pool_seen(struct controller *ctl, const char *pool_uid)
 }
 
 void
-ctl_pool_claimed(struct controller *ctl, const char *pool_uid)
+ctl_pool_claimed(struct controller *ctl, const char *ns, const char *pool_uid)
 {
-	if (pool_uid == NULL)
+	if (!pool_in(ctl, ns, pool_uid))
 		return;
 	/*
 	 * The first claim of a burst starts the wait; later ones do not
@@ -822,7 +841,21 @@ ctl_warm_resume(struct controller *ctl, json_t *cached, json_t *cached_pod)
 		json_decref(pod);
 		return rc;
 	}
-	/* Named, never claimed (the controller stopped between): claim it. */
+	/*
+	 * Named, never claimed (the controller stopped between). The name is
+	 * all the status keeps: the pod there now must still be an idle
+	 * holder of a pool of this namespace, not one made anew under the
+	 * name (the holder deleted, a pod of the tenant's own put there).
+	 */
+	if (!pool_holder_idle(pod) || !pool_in(ctl, k8s_obj_namespace(pod),
+	    json_string_value(json_object_get(json_object_get(json_object_get(pod,
+	    "metadata"), "labels"), POOL_LABEL_UID)))) {
+		rc = ctl_warm_fallback(ctl, cached, k8s_obj_name(pod),
+		    "its warm sandbox is no longer an idle sandbox of a pool here");
+		json_decref(pod);
+		return rc;
+	}
+	/* Claim it. */
 	rc = k8s_get(ctl->client, &cx_resource, k8s_obj_namespace(cached),
 	    k8s_obj_name(cached), &cx, &err);
 	if (rc != 0) {

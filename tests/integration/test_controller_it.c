@@ -1456,6 +1456,149 @@ test_holders_own_namespace(void **state)
 	free(b.ns);
 }
 
+/* Write the status a controller writes before a claim (pools.c, step 1). */
+static void
+named_warm(struct fx *fx, const char *cx, const char *pod)
+{
+	struct k8s_patch_opts st = { .type = K8S_PATCH_MERGE, .subresource = "status" };
+	struct k8s_error err;
+	json_t *p = json_pack("{s:{s:s, s:s, s:s}}", "status", "phase", "Running",
+	    "startMode", "Warm", "podName", pod);
+
+	if (k8s_patch(c, &cx_resource, fx->ns, cx, &st, p, NULL, &err) != 0)
+		fail_msg("status of %s: %s", cx, err.message);
+	json_decref(p);
+}
+
+/* The pod's airlock.dev/execution-uid label, or "" (a new string). */
+static char *
+pod_claim(struct fx *fx, const char *pod)
+{
+	struct k8s_error err;
+	json_t *o = NULL;
+	const char *v = NULL;
+	char *out;
+
+	if (k8s_get(c, &k8s_res_pods, fx->ns, pod, &o, &err) == 0)
+		v = json_string_value(json_object_get(json_object_get(json_object_get(o,
+		    "metadata"), "labels"), CX_LABEL_UID));
+	out = xstrdup(v ? v : "");
+	json_decref(o);
+	return out;
+}
+
+struct claim_wait {
+	struct fx	*fx;
+	const char	*pod, *uid;
+};
+
+static int
+claimed_by(void *arg)
+{
+	struct claim_wait *w = arg;
+	char *v = pod_claim(w->fx, w->pod);
+	int ok = strcmp(v, w->uid) == 0;
+
+	free(v);
+	return ok;
+}
+
+/*
+ * A controller stopped between its two writes (the status names a holder,
+ * the claim never landed) is resumed by the next one from the status
+ * (ctl_warm_resume): the named holder is claimed. But the name is all the
+ * status keeps: a pod put under it since, that is no idle holder of a
+ * pool here (the tenant's own, with the labels that bring it into the
+ * controller's cache, no pool's), is not claimed; the execution runs cold.
+ * Before the check, the tenant's pod got the execution's code.
+ */
+static void
+test_warm_resume(void **state)
+{
+	struct fx *fx = *state;
+	struct pool_counts one = { fx, "resume", 1, 1 };
+	struct wait_phase cold = { fx, "renamed", NULL };
+	struct k8s_list_opts lo = { 0 };
+	struct k8s_error err;
+	struct claim_wait w = { fx, NULL, NULL };
+	json_t *o, *items, *holder, *imp;
+	char sel[128], hname[64], named_uid[64], *rv, *v;
+
+	o = json_pack("{s:s, s:s, s:{s:s}, s:{s:s, s:i}}", "apiVersion",
+	    "airlock.dev/v1alpha1", "kind", "CodeExecutionPool", "metadata",
+	    "name", "resume", "spec", "runtime", "warm", "replicas", 1);
+	if (k8s_create(c, &pool_resource, fx->ns, o, &holder, &err) != 0)
+		fail_msg("create pool: %s", err.message);
+	snprintf(sel, sizeof(sel), "%s=%s", POOL_LABEL_UID, k8s_obj_uid(holder));
+	json_decref(holder);
+	json_decref(o);
+	lo.label_selector = sel;
+	for (long end = it_mono_ms() + 20000;; it_sleep_ms(100)) {
+		if (k8s_list_all(c, &k8s_res_pods, fx->ns, &lo, &items, &rv, &err) != 0)
+			fail_msg("list holders: %s", err.message);
+		free(rv);
+		if (json_array_size(items) == 1)
+			break;
+		json_decref(items);
+		if (it_mono_ms() > end)
+			fail_msg("the pool made no sandbox in 20 s");
+	}
+	holder = json_incref(json_array_get(items, 0));
+	json_decref(items);
+	snprintf(hname, sizeof(hname), "%s", k8s_obj_name(holder));
+	bind_pod_to(fx, hname, "node-resume");
+	holder_ready(fx, hname);
+	if (!it_wait_for(pool_counts_are, &one, 10000))
+		fail_msg("pool resume never had its one sandbox ready");
+
+	/* The controller is gone; two executions named as if it stopped mid-claim. */
+	assert_int_equal(it_stop(fx->pid[0], SIGTERM), 0);
+	fx->pid[0] = 0;
+	create_cx(fx, "named", "{\"runtime\":\"warm\",\"source\":\"print(1)\"}");
+	o = get_cx(fx, "named");
+	snprintf(named_uid, sizeof(named_uid), "%s", k8s_obj_uid(o));
+	json_decref(o);
+	named_warm(fx, "named", hname);
+	/* The tenant's pod: the holder's spec and the cache's labels, no pool's. */
+	imp = json_pack("{s:s, s:s, s:{s:s, s:{s:s, s:s}}, s:O}", "apiVersion", "v1",
+	    "kind", "Pod", "metadata", "name", "impostor", "labels", CX_LABEL_MANAGED,
+	    CX_MANAGER, CX_LABEL_COMPONENT, CX_COMPONENT, "spec",
+	    json_object_get(holder, "spec"));
+	json_object_del(json_object_get(imp, "spec"), "nodeName");
+	json_decref(holder);
+	if (k8s_create(c, &k8s_res_pods, fx->ns, imp, NULL, &err) != 0)
+		fail_msg("create impostor: %s", err.message);
+	json_decref(imp);
+	create_cx(fx, "renamed", "{\"runtime\":\"warm\",\"source\":\"print(2)\"}");
+	named_warm(fx, "renamed", "impostor");
+
+	start_controller(fx, 0, "ctl-1");
+	/* The named holder: claimed for named. */
+	w.pod = hname;
+	w.uid = named_uid;
+	if (!it_wait_for(claimed_by, &w, 10000)) {
+		v = pod_claim(fx, hname);
+		fail_msg("holder %s not claimed for named after the restart (label '%s')",
+		    hname, v);
+	}
+	/* The impostor: not claimed; renamed runs cold. */
+	if (!it_wait_for(has_start_mode, &cold, 10000))
+		fail_msg("renamed lost its startMode");
+	for (long end = it_mono_ms() + 10000;; it_sleep_ms(100)) {
+		o = get_cx(fx, "renamed");
+		if (strcmp(st_str(o, "startMode") ? st_str(o, "startMode") : "", "Cold") == 0)
+			break;
+		json_decref(o);
+		if (it_mono_ms() > end)
+			fail_msg("renamed did not fall back to cold in 10 s");
+	}
+	assert_string_not_equal(st_str(o, "podName") ? st_str(o, "podName") : "", "impostor");
+	json_decref(o);
+	v = pod_claim(fx, "impostor");
+	assert_string_equal(v, "");
+	free(v);
+}
+
 /* The pool's Ready condition's field, or "". */
 static char *
 pool_ready_field(struct fx *fx, const char *name, const char *field)
@@ -2923,6 +3066,7 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_holders_lent, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_over_budget_rejected, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_holders_own_namespace, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_warm_resume, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_foreign_object_refused, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_stored_quota, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_create_unanswered, setup, teardown),

@@ -148,12 +148,21 @@ setup(void **state)
 	    " s:s, s:i}, s:{s:s, s:i}}]", "metadata", "name", "py", "namespace",
 	    "a", "uid", POOL_UID, "generation", 1, "spec", "runtime", "python",
 	    "replicas", 3), NULL, pool_ns_index);
-	fx->ctl.pod_inf = cache(fx, 1, &k8s_res_pods, json_pack("[o, o, o, o, o]",
+	/*
+	 * And hb: a copy of an idle holder of py, ready on node-a, made in
+	 * namespace b by its tenant (labels are the tenant's to write). It is
+	 * not py's: never taken back for py (with holders indexed by pool uid
+	 * alone, test_fewest, test_claimed_never and test_reserved_left fail).
+	 */
+	json_t *copy = holder("hb", "26", "node-a", 1, NULL);
+
+	json_object_set_new(json_object_get(copy, "metadata"), "namespace", json_string("b"));
+	fx->ctl.pod_inf = cache(fx, 1, &k8s_res_pods, json_pack("[o, o, o, o, o, o]",
 	    holder("h0", "21", "node-a", 1, NULL),
 	    holder("h1", "22", "node-a", 0, NULL),
 	    holder("h2", "23", "node-a", 1, NULL),
 	    holder("h3", "24", "node-a", 1, "someone"),
-	    holder("h4", "25", NULL, 0, NULL)), ctl_trim_pod, ctl_pod_index);
+	    holder("h4", "25", NULL, 0, NULL), copy), ctl_trim_pod, ctl_pod_index);
 	fx->ctl.cx_inf = cache(fx, 2, &cx_resource, json_pack("[{s:{s:s, s:s,"
 	    " s:s, s:s}, s:{s:s}, s:{s:s}}]", "metadata", "name", "x",
 	    "namespace", "b", "uid", CX_UID, "resourceVersion", "7", "spec",
