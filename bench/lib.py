@@ -58,18 +58,37 @@ class Api:
                     c.close()
                     return ev["object"]
 
-    def run_job(self, ns, name, image):
-        """A plain Job, runtimeClassName gvisor, print(1): create -> complete
-        -> logs read, in seconds; the Job deleted after, untimed."""
+    @staticmethod
+    def _pod_spec(image, runtime_class):
+        return {"restartPolicy": "Never", "runtimeClassName": runtime_class,
+                "automountServiceAccountToken": False,
+                "containers": [{"name": "run", "image": image, "imagePullPolicy": "Never",
+                                "command": ["python3", "-c", "print(1)"],
+                                "resources": {"requests": {"cpu": "500m", "memory": "256Mi"},
+                                              "limits": {"cpu": "500m", "memory": "256Mi"}}}]}
+
+    def run_pod(self, ns, name, image, runtime_class="gvisor"):
+        """A plain Pod, print(1): create -> Succeeded -> logs read, in
+        seconds, no controller between; the Pod deleted after, untimed."""
+        podp = "/api/v1/namespaces/%s/pods" % ns
+        t0 = time.monotonic()
+        self.req("POST", podp, {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name},
+                                "spec": self._pod_spec(image, runtime_class)})
+        o = self.watch_until("%s?watch=1&fieldSelector=metadata.name%%3D%s" % (podp, name),
+                             lambda o: o.get("status", {}).get("phase") in ("Succeeded", "Failed"))
+        out = self.req("GET", "%s/%s/log" % (podp, name))
+        t = time.monotonic() - t0
+        assert o["status"]["phase"] == "Succeeded" and out == b"1\n", (o["status"], out)
+        self.req("DELETE", "%s/%s" % (podp, name))
+        return t
+
+    def run_job(self, ns, name, image, runtime_class="gvisor"):
+        """A plain Job, print(1): create -> complete -> logs read, in
+        seconds; the Job deleted after, untimed."""
         jobp = "/apis/batch/v1/namespaces/%s/jobs" % ns
         t0 = time.monotonic()
         self.req("POST", jobp, {"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": name},
-            "spec": {"backoffLimit": 0, "template": {"spec": {"restartPolicy": "Never",
-            "runtimeClassName": "gvisor", "automountServiceAccountToken": False,
-            "containers": [{"name": "run", "image": image, "imagePullPolicy": "Never",
-                            "command": ["python3", "-c", "print(1)"],
-                            "resources": {"requests": {"cpu": "500m", "memory": "256Mi"},
-                                          "limits": {"cpu": "500m", "memory": "256Mi"}}}]}}}})
+            "spec": {"backoffLimit": 0, "template": {"spec": self._pod_spec(image, runtime_class)}}})
         self.watch_until("%s?watch=1&fieldSelector=metadata.name%%3D%s" % (jobp, name),
                          lambda o: o.get("status", {}).get("succeeded", 0) >= 1 or
                          o.get("status", {}).get("failed", 0) >= 1)
