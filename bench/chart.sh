@@ -24,7 +24,9 @@
 #
 # Then what a refilled pool does not promise: 20 warm-api in a row, each
 # created when the last ended (the pool of 2 refilling meanwhile), and 10
-# at once; how many ran warm, and their times.
+# at once; how many ran warm, and their times. Then live output, warm: a
+# line every 300 ms, 100 lines a second (past the agent's throttle), and
+# the same with --no-stream, each line's latency to `airlock run`'s stdout.
 #
 # Not a test: it prints medians and appends them to bench/RESULTS.md with
 # the commit. Needs `make cluster-up NODE=1` and `make`.
@@ -194,8 +196,33 @@ for t in ts:
     t.join(300)
 assert all(burst), "a burst execution did not end"
 
+# Live output, warm (a refilled pool): a line's latency from the program's
+# print to `airlock run`'s stdout (one clock), a line every 300 ms; then 100
+# lines a second for 3 s, faster than the agent's throttle writes the
+# status; and --no-stream, the output at the end.
+SLOW = ("import time\nfor i in range(10):\n    print('%.6f' % time.time(), flush=True)\n"
+        "    time.sleep(0.3)\n")
+FAST = ("import time\nfor i in range(300):\n    print('%.6f' % time.time(), flush=True)\n"
+        "    time.sleep(0.01)\n")
+def stream(i, prog, lines, live):
+    p = subprocess.Popen([top + "/bin/airlock", "run", "--name", "s-%s-%03d" % (
+        "live" if live else "end", i), "-c", prog, "-n", wns, "--kubeconfig", kubeconfig] +
+        ([] if live else ["--no-stream"]), stdout=subprocess.PIPE)
+    lat = [time.time() - float(l) for l in p.stdout]
+    assert p.wait() == 0 and len(lat) == lines, (p.returncode, len(lat))
+    return lat
+lines = {"live": [], "fast": [], "end": []}
+for i in range(max(3, n // 4)):
+    for k, prog, nl, live in (("live", SLOW, 10, True), ("fast", FAST, 300, True),
+                              ("end", SLOW, 10, False)):
+        quiesce()
+        lines[k] += stream(len(lines[k]), prog, nl, live)
+
 q = lib.q
 out = {k: {"p50": q(v, 50) * 1000, "max": max(v) * 1000, "n": len(v)} for k, v in res.items()}
+for k, v in lines.items():
+    out["lines-" + k] = {"p50": q(v, 50) * 1000, "p90": q(v, 90) * 1000, "max": max(v) * 1000,
+                         "n": len(v)}
 for k, v in (("row", row), ("burst", burst)):
     t = [x[0] for x in v]
     out[k] = {"p50": q(t, 50) * 1000, "max": max(t) * 1000, "n": len(t),
@@ -237,4 +264,14 @@ for k, what in (("row", "20 in a row, each created when the last ended"), ("burs
     v = o[k]
     print("| %s | %d of %d | %.0f (%.0f / %.0f) | %.0f |" % (what, v["warm"], v["n"], v["p50"],
           v["warm_p50"], v["cold_p50"], v["max"]))
+print()
+print("Live output, warm: a line's latency, the program's print to `airlock run`'s stdout:")
+print()
+print("| program | lines | p50 / p90 / max ms |")
+print("|---|---|---|")
+for k, what in (("lines-live", "a line every 300 ms, 10 lines"),
+                ("lines-fast", "100 lines a second for 3 s (past the agent's throttle)"),
+                ("lines-end", "a line every 300 ms, `--no-stream` (the output at the end)")):
+    v = o[k]
+    print("| %s | %d | %.0f / %.0f / %.0f |" % (what, v["n"], v["p50"], v["p90"], v["max"]))
 PY
