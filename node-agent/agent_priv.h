@@ -114,6 +114,17 @@ struct run {
 	uint32_t	 status;
 	int64_t		 exited_ns;
 	long long	 exit_seen_ms;
+	/*
+	 * A TaskExit that came when the run could not take it (a warm exec
+	 * not marked started yet: print(1) can end before Tasks.Start's
+	 * answer is back; or the run busy): kept, applied by the next tick
+	 * that can (agent_run_exit_pending). Dropped, the run waited for its
+	 * deadline and ended TimedOut with its output whole (bench/chart.sh,
+	 * the chart's default agent, this stop).
+	 */
+	int		 pend_exit;
+	uint32_t	 pend_status;
+	int64_t		 pend_exited_ns;
 	int		 oom;
 	/*
 	 * Its end is not the program's: the kubelet says containerd lost
@@ -322,6 +333,15 @@ void agent_ctrd_note(struct agent *a, const struct run *r, char *note,
     size_t note_size);
 /* r's output so far into its running execution's status (r busy). */
 void agent_flush(struct agent *a, struct run *r);
+
+/*
+ * events.c (lock held): containerd's TaskExit ev for run r, its program's
+ * (its init, or a warm run's exec or sandbox): applied now if r can take
+ * it, else kept for agent_run_exit_pending, which tick.c calls for each
+ * run it may touch (not busy).
+ */
+void agent_run_exit(struct agent *a, struct run *r, const struct ctrd_event *ev);
+void agent_run_exit_pending(struct agent *a, struct run *r);
 
 /* warm.c (lock held for both) */
 #define WARM_EXEC_ID	"airlock-run"	/* a holder's one exec */

@@ -416,34 +416,64 @@ on_task_event(void *arg, const struct ctrd_event *ev)
 			/* The sandbox told first: the quiet wait counts now. */
 			r->exit_early = 0;
 			r->exit_seen_ms = clock_mono_ms();
-		} else if (ev->kind == CTRD_EV_TASK_EXIT && !r->exit_exact &&
-		    !r->busy && !r->recorded &&
-		    (r->warm ? r->warm_started && (agent_exit_is_init(ev) ||
-		    strcmp(ev->exec_id, WARM_EXEC_ID) == 0) :
-		    agent_exit_is_init(ev))) {
-			/*
-			 * A warm run: its exec's exit, or its sandbox's (the
-			 * deadline's kill takes the whole sandbox). Over an
-			 * exit the pod's status gave first (whole seconds).
-			 */
-			if (!r->exited)
-				r->exit_seen_ms = clock_mono_ms();
-			r->exited = 1;
-			r->exit_exact = 1;
-			r->status = ev->exit_status;
-			r->exited_ns = ev->exited_ns ? ev->exited_ns : ev->ts_ns;
-			/*
-			 * Killed with its sandbox: the program stopped when
-			 * the signal landed, not when the shim noticed.
-			 */
-			if (r->sandbox_killed_ns &&
-			    r->sandbox_killed_ns < r->exited_ns)
-				r->exited_ns = r->sandbox_killed_ns;
-			agent_warm_maybe_record(a, r);
+		} else if (ev->kind == CTRD_EV_TASK_EXIT) {
+			agent_run_exit(a, r, ev);
 		}
 	}
 	pthread_mutex_unlock(&a->lock);
 	return 0;
+}
+
+/* The exit (status, at exited_ns) taken by run r, which can take it. */
+static void
+take_exit(struct agent *a, struct run *r, uint32_t status, int64_t exited_ns)
+{
+	/* Over an exit the pod's status gave first (whole seconds). */
+	if (!r->exited)
+		r->exit_seen_ms = clock_mono_ms();
+	r->exited = 1;
+	r->exit_exact = 1;
+	r->status = status;
+	r->exited_ns = exited_ns;
+	/*
+	 * Killed with its sandbox: the program stopped when the signal
+	 * landed, not when the shim noticed.
+	 */
+	if (r->sandbox_killed_ns && r->sandbox_killed_ns < r->exited_ns)
+		r->exited_ns = r->sandbox_killed_ns;
+	agent_warm_maybe_record(a, r);
+}
+
+void
+agent_run_exit(struct agent *a, struct run *r, const struct ctrd_event *ev)
+{
+	/*
+	 * A warm run's: its exec's exit, or its sandbox's (the deadline's
+	 * kill takes the whole sandbox). A cold run's: its init's.
+	 */
+	if (r->exit_exact || r->recorded || !(r->warm ? agent_exit_is_init(ev) ||
+	    (ev->exec_id && strcmp(ev->exec_id, WARM_EXEC_ID) == 0) :
+	    agent_exit_is_init(ev)))
+		return;
+	if (r->busy || (r->warm && !r->warm_started)) {
+		if (!r->pend_exit) {
+			r->pend_exit = 1;
+			r->pend_status = ev->exit_status;
+			r->pend_exited_ns = ev->exited_ns ? ev->exited_ns : ev->ts_ns;
+		}
+		return;
+	}
+	take_exit(a, r, ev->exit_status, ev->exited_ns ? ev->exited_ns : ev->ts_ns);
+}
+
+void
+agent_run_exit_pending(struct agent *a, struct run *r)
+{
+	if (!r->pend_exit || r->busy || (r->warm && !r->warm_started))
+		return;
+	r->pend_exit = 0;
+	if (!r->exit_exact && !r->recorded)
+		take_exit(a, r, r->pend_status, r->pend_exited_ns);
 }
 
 void *

@@ -431,6 +431,8 @@ tick(struct agent *a)
 			pp = &r->next;
 			continue;
 		}
+		/* An exit that came while it could not take it. */
+		agent_run_exit_pending(a, r);
 		if (!r->verified && !r->refused && r->learned && !r->recorded) {
 			/* Its execution asked (trust.c), and again if not yet. */
 			if (now >= r->verify_ms) {

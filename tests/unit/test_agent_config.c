@@ -133,6 +133,61 @@ test_defaults(void **state)
 	fakeapi_stop(api);
 }
 
+/*
+ * A TaskExit the run cannot take when it comes is kept, not dropped: a
+ * warm exec's exit before its start is marked (print(1) ends before
+ * Tasks.Start's answer is back), a run's while a worker holds it. Dropped,
+ * the run waited for its deadline: TimedOut with its output whole
+ * (bench/chart.sh on the chart's default agent).
+ */
+static void
+test_exit_kept_until_taken(void **state)
+{
+	struct agent *a = calloc(1, sizeof(*a));
+	struct run w = { .warm = 1, .uid = "w" }, c = { .uid = "c" };
+	struct ctrd_event ev = { .kind = CTRD_EV_TASK_EXIT, .container_id = "c1",
+	    .exec_id = WARM_EXEC_ID, .exit_status = 3, .exited_ns = 1000 };
+
+	(void)state;
+	/* Warm, not marked started yet: kept. */
+	agent_run_exit(a, &w, &ev);
+	assert_int_equal(w.exited, 0);
+	assert_int_equal(w.pend_exit, 1);
+	agent_run_exit_pending(a, &w);
+	assert_int_equal(w.exited, 0);
+	/* Marked started: taken, as it came. */
+	w.warm_started = 1;
+	agent_run_exit_pending(a, &w);
+	assert_int_equal(w.exited, 1);
+	assert_int_equal(w.exit_exact, 1);
+	assert_int_equal(w.status, 3);
+	assert_int_equal(w.exited_ns, 1000);
+	assert_int_equal(w.pend_exit, 0);
+
+	/* Cold and busy: kept until the worker lets it go; a kubectl exec's is not its. */
+	c.busy = 1;
+	ev.exec_id = "exec-1";
+	agent_run_exit(a, &c, &ev);
+	assert_int_equal(c.pend_exit, 0);
+	ev.exec_id = "c1";
+	ev.exit_status = 0;
+	ev.exited_ns = 2000;
+	agent_run_exit(a, &c, &ev);
+	assert_int_equal(c.exited, 0);
+	assert_int_equal(c.pend_exit, 1);
+	c.busy = 0;
+	agent_run_exit_pending(a, &c);
+	assert_int_equal(c.exited, 1);
+	assert_int_equal(c.status, 0);
+	assert_int_equal(c.exited_ns, 2000);
+	/* Taken, no second exit replaces it. */
+	ev.exit_status = 9;
+	agent_run_exit(a, &c, &ev);
+	assert_int_equal(c.status, 0);
+	assert_int_equal(c.pend_exit, 0);
+	free(a);
+}
+
 /* A verified cold run of pod t/airlock-x (uid pod-uid-1), started. */
 static struct run *
 running_run(struct afx *f)
@@ -373,6 +428,7 @@ main(void)
 		cmocka_unit_test(test_missing_log_result_lost),
 		cmocka_unit_test(test_empty_log_is_empty_output),
 		cmocka_unit_test(test_defaults),
+		cmocka_unit_test(test_exit_kept_until_taken),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
