@@ -40,6 +40,16 @@ HELM=${HELM:-$("$top/tests/cluster/build.sh" helm | sed -n 's/^HELM_BIN_DIR=//p'
 rel=bench relns=bench-system
 wns=bench-warm-$$ cns=bench-cold-$$ bns=bench-base-$$
 cleanup() {
+	local rc=$?
+	# A failed run keeps the daemons' logs, for why.
+	if [ "$rc" != 0 ]; then
+		mkdir -p "$top/build/logs"
+		for c in controller node-agent; do
+			k -n "$relns" logs -l "app.kubernetes.io/component=$c" --tail=-1 \
+				>"$top/build/logs/bench-chart-$c.log" 2>&1 || true
+		done
+		echo "bench/chart.sh: the daemons' logs in build/logs/bench-chart-*.log" >&2
+	fi
 	"$HELM" uninstall "$rel" -n "$relns" --wait >/dev/null 2>&1 || true
 	k label node "$NODE_NAME" node-restriction.kubernetes.io/airlock-gvisor- >/dev/null 2>&1 || true
 	k delete ns "$wns" "$cns" "$bns" "$relns" --wait=false >/dev/null 2>&1 || true
