@@ -214,10 +214,10 @@ SLOW = ("import time\nfor i in range(10):\n    print('%.6f' % time.time(), flush
         "    time.sleep(0.3)\n")
 FAST = ("import time\nfor i in range(300):\n    print('%.6f' % time.time(), flush=True)\n"
         "    time.sleep(0.01)\n")
-def stream(i, prog, lines, live):
-    p = subprocess.Popen([top + "/bin/airlock", "run", "--name", "s-%s-%03d" % (
-        "live" if live else "end", i), "-c", prog, "-n", wns, "--kubeconfig", kubeconfig] +
-        ([] if live else ["--no-stream"]), stdout=subprocess.PIPE)
+def stream(name, prog, lines, live):
+    p = subprocess.Popen([top + "/bin/airlock", "run", "--name", name, "-c", prog, "-n", wns,
+                          "--kubeconfig", kubeconfig] + ([] if live else ["--no-stream"]),
+                         stdout=subprocess.PIPE)
     lat = [time.time() - float(l) for l in p.stdout]
     assert p.wait() == 0 and len(lat) == lines, (p.returncode, len(lat))
     return lat
@@ -226,7 +226,7 @@ for i in range(max(3, n // 4)):
     for k, prog, nl, live in (("live", SLOW, 10, True), ("fast", FAST, 300, True),
                               ("end", SLOW, 10, False)):
         quiesce()
-        lines[k] += stream(len(lines[k]), prog, nl, live)
+        lines[k] += stream("s-%s-%03d" % (k, i), prog, nl, live)
 
 q = lib.q
 out = {k: {"p50": q(v, 50) * 1000, "max": max(v) * 1000, "n": len(v)} for k, v in res.items()}
