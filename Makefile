@@ -229,6 +229,7 @@ CHECK_RESULTS ?= $(CURDIR)/build/results-check
 check:
 	@$(MAKE) --no-print-directory -j2 check-plain check-asan
 	@tests/layering.sh $(B) build/asan
+	@python3 tests/figures.py
 	@rm -rf $(CURDIR)/build/results-check
 	@export AIRLOCK_RESULTS=$(CHECK_RESULTS) JOBS=4; \
 	  tests/run.sh check $(B) $(UNIT_BIN) > build/check.log 2>&1 & \
