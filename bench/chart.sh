@@ -37,6 +37,10 @@ n=${1:-20}
 . "$(dirname "$0")/lib.sh"
 bench_need_node chart.sh
 HELM=${HELM:-$("$top/tests/cluster/build.sh" helm | sed -n 's/^HELM_BIN_DIR=//p')/helm}
+# Every helm call's, the uninstall's too: without it the uninstall failed,
+# the namespace's delete took the release's record, and the release's
+# cluster-wide objects (its admission policies among them) stayed.
+export KUBECONFIG=$KUBECONFIG_ADMIN
 rel=bench relns=bench-system
 wns=bench-warm-$$ cns=bench-cold-$$ bns=bench-base-$$
 cleanup() {
@@ -78,7 +82,7 @@ k label node "$NODE_NAME" node-restriction.kubernetes.io/airlock-gvisor=true --o
 if "$HELM" status "$rel" -n "$relns" >/dev/null 2>&1; then
 	"$HELM" uninstall "$rel" -n "$relns" --wait >/dev/null
 fi
-KUBECONFIG=$KUBECONFIG_ADMIN "$HELM" install "$rel" "$top/charts/airlock" -n "$relns" \
+"$HELM" install "$rel" "$top/charts/airlock" -n "$relns" \
 	--create-namespace -f "$work/values.yaml" --wait --timeout 180s >/dev/null
 for s in "$wns" "$cns" "$bns"; do
 	k create ns "$s" >/dev/null
