@@ -141,12 +141,12 @@ json.dump(out, open(work + "/out.json", "w"))
 PY
 
 cpu=$(awk -F': ' '/model name/ { print $2; exit }' /proc/cpuinfo)
-python3 - "$work" "$n" "$cpu" "$(date -u +%Y-%m-%d)" <<'PY' | tee -a "$top/bench/RESULTS.md"
+python3 - "$work" "$n" "$cpu" "$(date -u +%Y-%m-%d)" "$(git -C "$top" rev-parse --short HEAD)" <<'PY' | tee -a "$top/bench/RESULTS.md"
 import json, sys
-work, n, cpu, day = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4]
+work, n, cpu, day, commit = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4], sys.argv[5]
 o = json.load(open(work + "/out.json"))
 print()
-print("## live output, %s - a line every 300 ms, 10 lines, `bin/airlock run`, N=%d runs each" % (day, n))
+print("## live output, %s (%s) - a line every 300 ms, 10 lines, `bin/airlock run`, N=%d runs each" % (day, commit, n))
 print()
 print("Machine: 2 cores (%s); one node (tests/cluster NODE=1). bench/stream.sh. A line's latency:"
       " the CLI wrote it to its stdout less the program printed it (one clock)." % cpu)
