@@ -78,6 +78,34 @@ pool_in(struct controller *ctl, const char *ns, const char *pool_uid)
 	return found;
 }
 
+/*
+ * Whether holder pod is its pool's, read afresh (a controller resuming a
+ * claim may not have its pool cache yet): the pool its controller owner
+ * names, in the pod's namespace, has the uid its label says. 1, 0, or a
+ * K8S_E* code when the pool cannot be read.
+ */
+static int
+pool_owns(struct controller *ctl, json_t *pod)
+{
+	const char *name = ctl_holder_pool(pod), *uid = json_string_value(
+	    json_object_get(json_object_get(json_object_get(pod, "metadata"),
+	    "labels"), POOL_LABEL_UID));
+	struct k8s_error err;
+	json_t *pool = NULL;
+	int rc;
+
+	if (name == NULL || uid == NULL)
+		return 0;
+	rc = k8s_get(ctl->client, &pool_resource, k8s_obj_namespace(pod), name,
+	    &pool, &err);
+	if (rc == 0)
+		rc = k8s_obj_uid(pool) && strcmp(k8s_obj_uid(pool), uid) == 0;
+	else if (rc == K8S_ENOTFOUND)
+		rc = 0;
+	json_decref(pool);
+	return rc;
+}
+
 /* A create of a holder for pool uid was seen in the cache. */
 void
 ctl_pool_seen(struct controller *ctl, const char *ns, const char *pool_uid)
@@ -847,10 +875,8 @@ ctl_warm_resume(struct controller *ctl, json_t *cached, json_t *cached_pod)
 	 * holder of a pool of this namespace, not one made anew under the
 	 * name (the holder deleted, a pod of the tenant's own put there).
 	 */
-	if (!pool_holder_idle(pod) || !pool_in(ctl, k8s_obj_namespace(pod),
-	    json_string_value(json_object_get(json_object_get(json_object_get(pod,
-	    "metadata"), "labels"), POOL_LABEL_UID)))) {
-		rc = ctl_warm_fallback(ctl, cached, k8s_obj_name(pod),
+	if ((rc = pool_owns(ctl, pod)) < 0 || !pool_holder_idle(pod) || rc == 0) {
+		rc = rc < 0 ? rc : ctl_warm_fallback(ctl, cached, k8s_obj_name(pod),
 		    "its warm sandbox is no longer an idle sandbox of a pool here");
 		json_decref(pod);
 		return rc;
