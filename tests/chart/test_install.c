@@ -444,6 +444,8 @@ many_labels(int first, int n)
 }
 
 /* airlock-stored counts the executions the namespace has now. */
+static char stored_seen[96];
+
 static int
 stored_counted(void *arg)
 {
@@ -464,6 +466,8 @@ stored_counted(void *arg)
 	used = json_string_value(json_object_get(json_object_get(json_object_get(q, "status"),
 	    "used"), "count/codeexecutions.airlock.dev"));
 	ok = used && strcmp(used, n) == 0;
+	snprintf(stored_seen, sizeof(stored_seen), "%s executions, counted %s", n,
+	    used ? used : "(none)");
 	json_decref(list);
 	json_decref(q);
 	return ok;
@@ -511,7 +515,7 @@ test_metadata_guard(void **state)
 	 * miss the newest and let an 11th in (CI, stop 38). Its count first.
 	 */
 	if (!it_wait_for(stored_counted, NULL, 30000))
-		fail_msg("airlock-stored never counted the executions left");
+		fail_msg("airlock-stored never counted the executions left: %s", stored_seen);
 
 	/* Pools: the guard, then the quota's 10. */
 	o = json_pack("{s:s, s:s, s:{s:s, s:o}, s:{s:s, s:i}}", "apiVersion",
@@ -1073,12 +1077,16 @@ test_ttl(void **state)
 	json_t *st;
 
 	(void)state;
+	/*
+	 * 5 s, not 1: run_cx reads the finished execution by polling, and a
+	 * 1 s TTL could take it first ("not found": here, and CI in stop 37).
+	 */
 	st = run_cx(c, "short-lived", "{\"runtime\":\"bash\",\"source\":\"echo bye\\n\","
-	    "\"ttlSecondsAfterFinished\":1}");
+	    "\"ttlSecondsAfterFinished\":5}");
 	assert_string_equal(json_string_value(json_object_get(st, "stdout")), "bye\n");
 	json_decref(st);
 	if (!it_wait_for(cx_gone, "short-lived", 30000))
-		fail_msg("short-lived is still there 30 s after its 1 s TTL");
+		fail_msg("short-lived is still there 30 s after its 5 s TTL");
 }
 
 /* The name of the release's node agent pod, on the test node. */
