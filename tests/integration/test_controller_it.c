@@ -1356,6 +1356,43 @@ has_start_mode(void *arg)
 }
 
 /*
+ * A warm pool name of one replica in fx's namespace; its one holder, once
+ * the controller made it, bound to node (a new reference, as listed).
+ */
+static json_t *
+pool_of_one(struct fx *fx, const char *name, const char *node)
+{
+	struct k8s_list_opts lo = { 0 };
+	struct k8s_error err;
+	json_t *o, *made, *items, *holder;
+	char sel[128], *rv;
+
+	o = json_pack("{s:s, s:s, s:{s:s}, s:{s:s, s:i}}", "apiVersion",
+	    "airlock.dev/v1alpha1", "kind", "CodeExecutionPool", "metadata",
+	    "name", name, "spec", "runtime", "warm", "replicas", 1);
+	if (k8s_create(c, &pool_resource, fx->ns, o, &made, &err) != 0)
+		fail_msg("create pool %s: %s", name, err.message);
+	snprintf(sel, sizeof(sel), "%s=%s", POOL_LABEL_UID, k8s_obj_uid(made));
+	json_decref(made);
+	json_decref(o);
+	lo.label_selector = sel;
+	for (long end = it_mono_ms() + 20000;; it_sleep_ms(100)) {
+		if (k8s_list_all(c, &k8s_res_pods, fx->ns, &lo, &items, &rv, &err) != 0)
+			fail_msg("list holders: %s", err.message);
+		free(rv);
+		if (json_array_size(items) == 1)
+			break;
+		json_decref(items);
+		if (it_mono_ms() > end)
+			fail_msg("the pool made no sandbox in 20 s");
+	}
+	holder = json_incref(json_array_get(items, 0));
+	json_decref(items);
+	bind_pod_to(fx, k8s_obj_name(holder), node);
+	return holder;
+}
+
+/*
  * Issue 29, item 1: one controller for the whole cluster, as the chart
  * runs it. A tenant of namespace B makes a pod that copies a holder of
  * namespace A's pool, labels and all, bound and ready (what the chart's
@@ -1369,10 +1406,9 @@ test_holders_own_namespace(void **state)
 {
 	struct fx *fx = *state, b = { 0 };
 	struct pool_counts one = { fx, "scope", 1, 1 };
-	struct k8s_list_opts lo = { 0 };
 	struct k8s_error err;
-	json_t *o, *items, *real, *copy, *md;
-	char sel[128], real_name[64], *rv, *text = NULL;
+	json_t *o, *real, *copy, *md;
+	char real_name[64], *text = NULL;
 
 	/*
 	 * The namespace's controller gives way to one for every namespace,
@@ -1390,29 +1426,8 @@ test_holders_own_namespace(void **state)
 	start_controller(fx, 0, "ctl-wide");
 	b.ns = it_namespace_new(c, "it-ctl-b");
 
-	o = json_pack("{s:s, s:s, s:{s:s}, s:{s:s, s:i}}", "apiVersion",
-	    "airlock.dev/v1alpha1", "kind", "CodeExecutionPool", "metadata",
-	    "name", "scope", "spec", "runtime", "warm", "replicas", 1);
-	if (k8s_create(c, &pool_resource, fx->ns, o, &real, &err) != 0)
-		fail_msg("create pool: %s", err.message);
-	snprintf(sel, sizeof(sel), "%s=%s", POOL_LABEL_UID, k8s_obj_uid(real));
-	json_decref(real);
-	json_decref(o);
-	lo.label_selector = sel;
-	for (long end = it_mono_ms() + 20000;; it_sleep_ms(100)) {
-		if (k8s_list_all(c, &k8s_res_pods, fx->ns, &lo, &items, &rv, &err) != 0)
-			fail_msg("list holders: %s", err.message);
-		free(rv);
-		if (json_array_size(items) == 1)
-			break;
-		json_decref(items);
-		if (it_mono_ms() > end)
-			fail_msg("the pool made no sandbox in 20 s");
-	}
-	real = json_incref(json_array_get(items, 0));
-	json_decref(items);
+	real = pool_of_one(fx, "scope", "node-scope");
 	snprintf(real_name, sizeof(real_name), "%s", k8s_obj_name(real));
-	bind_pod_to(fx, real_name, "node-scope");
 
 	/* B's copy: the holder's labels and spec, in B, bound and ready. */
 	md = json_object_get(real, "metadata");
@@ -1522,35 +1537,13 @@ test_warm_resume(void **state)
 	struct fx *fx = *state;
 	struct pool_counts one = { fx, "resume", 1, 1 };
 	struct wait_phase cold = { fx, "renamed", NULL };
-	struct k8s_list_opts lo = { 0 };
 	struct k8s_error err;
 	struct claim_wait w = { fx, NULL, NULL };
-	json_t *o, *items, *holder, *imp;
-	char sel[128], hname[64], named_uid[64], *rv, *v;
+	json_t *o, *holder, *imp;
+	char hname[64], named_uid[64], *v;
 
-	o = json_pack("{s:s, s:s, s:{s:s}, s:{s:s, s:i}}", "apiVersion",
-	    "airlock.dev/v1alpha1", "kind", "CodeExecutionPool", "metadata",
-	    "name", "resume", "spec", "runtime", "warm", "replicas", 1);
-	if (k8s_create(c, &pool_resource, fx->ns, o, &holder, &err) != 0)
-		fail_msg("create pool: %s", err.message);
-	snprintf(sel, sizeof(sel), "%s=%s", POOL_LABEL_UID, k8s_obj_uid(holder));
-	json_decref(holder);
-	json_decref(o);
-	lo.label_selector = sel;
-	for (long end = it_mono_ms() + 20000;; it_sleep_ms(100)) {
-		if (k8s_list_all(c, &k8s_res_pods, fx->ns, &lo, &items, &rv, &err) != 0)
-			fail_msg("list holders: %s", err.message);
-		free(rv);
-		if (json_array_size(items) == 1)
-			break;
-		json_decref(items);
-		if (it_mono_ms() > end)
-			fail_msg("the pool made no sandbox in 20 s");
-	}
-	holder = json_incref(json_array_get(items, 0));
-	json_decref(items);
+	holder = pool_of_one(fx, "resume", "node-resume");
 	snprintf(hname, sizeof(hname), "%s", k8s_obj_name(holder));
-	bind_pod_to(fx, hname, "node-resume");
 	holder_ready(fx, hname);
 	if (!it_wait_for(pool_counts_are, &one, 10000))
 		fail_msg("pool resume never had its one sandbox ready");
