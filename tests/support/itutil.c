@@ -236,6 +236,14 @@ it_sleep_ms(long ms)
 }
 
 int
+it_under_valgrind(void)
+{
+	const char *p = getenv("LD_PRELOAD");
+
+	return p != NULL && strstr(p, "vgpreload") != NULL;
+}
+
+int
 it_wait_for(int (*cond)(void *arg), void *arg, long timeout_ms)
 {
 	long end = it_mono_ms() + timeout_ms;

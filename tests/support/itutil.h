@@ -77,6 +77,9 @@ int it_free_port(void);
 long it_mono_ms(void);
 void it_sleep_ms(long ms);
 
+/* 1 when this process runs under valgrind (its preload is in LD_PRELOAD). */
+int it_under_valgrind(void);
+
 /*
  * Fields of a status object: the test fails with "status.K is missing"
  * when K is absent or of another type.

@@ -18,6 +18,7 @@
 #include "clock.h"
 #include "artifacts.h"
 #include "fakeapi.h"
+#include "itutil.h"
 #include "xmalloc.h"
 
 #define CAP	1000		/* hard_cap, bytes */
@@ -979,7 +980,7 @@ test_memory_bound(void **state)
 	assert_true(crilog_budget_peak(a.out_mem) <= (size_t)AGENT_OUTPUT_MEMORY);
 	/* A sanitizer's or valgrind's RSS is its own, not the program's. */
 #if !defined(__SANITIZE_ADDRESS__)
-	if (getenv("LD_PRELOAD") == NULL || strstr(getenv("LD_PRELOAD"), "vgpreload") == NULL)
+	if (!it_under_valgrind())
 		assert_true(hwm - rss0 <= ((AGENT_OUTPUT_MEMORY + NRUNS * 4 *
 		    (long long)AGENT_OUTPUT_FLOOR) >> 10) + 16 * 1024);
 #endif

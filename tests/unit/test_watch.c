@@ -19,6 +19,7 @@
 #include "client.h"
 #include "clock.h"
 #include "fakeapi.h"
+#include "itutil.h"
 #include "watch.h"
 
 #define STREAM \
@@ -69,30 +70,57 @@ check_seen(const struct seen *s)
 		assert_string_equal(s->ev[i], expect[i]);
 }
 
+/*
+ * A cut point the pair test uses. Under valgrind (100k decodes took 52 s
+ * there) only every 11th byte and the bytes next to a line end: each kind
+ * of chunk the full run makes (empty, ending in '\r', a split "\r\n", a
+ * line whole or in three) is still made; plain and ASan cut everywhere.
+ */
+static int
+cut_point(const char *st, size_t len, size_t k, int sparse)
+{
+	if (!sparse || k == 0 || k == len || k % 11 == 0)
+		return 1;
+	for (size_t d = k > 1 ? k - 2 : 0; d <= k + 1 && d < len; d++)
+		if (st[d] == '\n' || st[d] == '\r')
+			return 1;
+	return 0;
+}
+
 static void
 test_decoder_every_split(void **state)
 {
 	const char *st = STREAM;
 	size_t len = strlen(st);
+	int sparse = it_under_valgrind();
 	struct watch_decoder d;
 	struct k8s_error err;
+	long pairs = 0;
 
 	(void)state;
 	watch_decoder_init(&d, 4096);
 	/* Every pair of cut points: three chunks, each possibly empty. */
 	for (size_t i = 0; i <= len; i++) {
+		if (!cut_point(st, len, i, sparse))
+			continue;
 		for (size_t j = i; j <= len; j++) {
 			struct seen s = { .n = 0 };
 
+			if (!cut_point(st, len, j, sparse))
+				continue;
 			watch_decoder_reset(&d);
 			assert_int_equal(watch_decoder_feed(&d, st, i, record, &s, &err), 0);
 			assert_int_equal(watch_decoder_feed(&d, st + i, j - i, record, &s, &err), 0);
 			assert_int_equal(watch_decoder_feed(&d, st + j, len - j, record, &s, &err), 0);
 			check_seen(&s);
 			assert_int_equal(d.line.len, 0);
+			pairs++;
 		}
 	}
 	watch_decoder_free(&d);
+	if (!sparse)
+		assert_int_equal(pairs, (long)((len + 1) * (len + 2) / 2));
+	print_message("# %ld pairs of cut points over %zu bytes\n", pairs, len);
 }
 
 static void
