@@ -12,6 +12,8 @@
 
 #define BLOCK		512
 #define DROPPED_NAME	".airlock-dropped"
+#define STEP_NAME	".airlock-step"
+#define VALUE_NAME	".airlock-value"
 
 const struct k8s_resource artifacts_resource = {
 	"airlock.dev", "v1alpha1", "codeexecutionartifacts", 1
@@ -133,6 +135,35 @@ read_dropped(struct artifacts *a, const char *p, size_t len)
 	}
 }
 
+/* ".airlock-step": "KIND CODE RESTARTED DROPPED\n"; a bad one is no report. */
+static void
+read_step(struct step_report *r, const char *data, size_t len)
+{
+	static const char *const kinds[] = { [STEP_OK] = "ok", [STEP_ERROR] =
+	    "error", [STEP_EXIT] = "exit", [STEP_TIMEOUT] = "timeout",
+	    [STEP_DIED] = "died", [STEP_FAILED] = "failed" };
+	char line[128], kind[16], end;
+	long code, restarted;
+	long long dropped;
+
+	r->kind = STEP_NONE;
+	if (len == 0 || len >= sizeof(line) || memchr(data, '\n', len) != data + len - 1)
+		return;
+	memcpy(line, data, len);
+	line[len] = '\0';
+	if (sscanf(line, "%15[a-z] %ld %ld %lld%c", kind, &code, &restarted,
+	    &dropped, &end) != 5 || end != '\n' || code < 0 || code > 255 ||
+	    restarted < 0 || restarted > 2 || dropped < 0)
+		return;
+	for (size_t k = STEP_OK; k < sizeof(kinds) / sizeof(kinds[0]); k++)
+		if (strcmp(kind, kinds[k]) == 0) {
+			r->kind = (enum step_kind)k;
+			r->code = (int)code;
+			r->restarted = (int)restarted;
+			r->dropped = dropped;
+		}
+}
+
 void
 artifacts_parse(const char *b64, size_t len, size_t max_bytes,
     size_t max_files, struct artifacts *a)
@@ -185,6 +216,16 @@ artifacts_parse(const char *b64, size_t len, size_t max_bytes,
 		}
 		if (strcmp(name, DROPPED_NAME) == 0) {
 			read_dropped(a, data, (size_t)size);
+			continue;
+		}
+		if (strcmp(name, STEP_NAME) == 0) {
+			read_step(&a->step, data, (size_t)size);
+			continue;
+		}
+		if (strcmp(name, VALUE_NAME) == 0) {
+			a->step.value = data;
+			a->step.value_len = (size_t)size < ARTIFACTS_VALUE_MAX ?
+			    (size_t)size : ARTIFACTS_VALUE_MAX;
 			continue;
 		}
 		if (!artifacts_path_ok(name)) {

@@ -61,6 +61,34 @@ struct artifact_dropped {
 	char		*why;
 };
 
+/*
+ * A session step's report (warm --step, docs/sessions.md): the archive's
+ * ".airlock-step", "KIND CODE RESTARTED DROPPED\n", and ".airlock-value",
+ * the text of the step's last expression. The program can write files of
+ * those names too: the last of each wins, and warm writes its own last.
+ * They only mean something for a session's execution.
+ */
+#define ARTIFACTS_VALUE_MAX	4096
+
+enum step_kind {
+	STEP_NONE,		/* no report in the archive */
+	STEP_OK,		/* the code ran to its end */
+	STEP_ERROR,		/* an exception; its traceback on stderr */
+	STEP_EXIT,		/* it exited (sys.exit, exit): the kernel restarted */
+	STEP_TIMEOUT,		/* interrupted at its timeout */
+	STEP_DIED,		/* the kernel died under it: restarted */
+	STEP_FAILED,		/* the kernel could not run it */
+};
+
+struct step_report {
+	enum step_kind	 kind;
+	int		 code;		/* the exit status it stands for, 0-255 */
+	int		 restarted;	/* 0, 1 (a new kernel), 2 (none could start) */
+	long long	 dropped;	/* bytes written between steps, dropped */
+	const char	*value;		/* into the archive; NULL: none */
+	size_t		 value_len;	/* <= ARTIFACTS_VALUE_MAX */
+};
+
 struct artifacts {
 	char			*archive;	/* the decoded tar, owned */
 	struct artifact		*files;
@@ -68,6 +96,7 @@ struct artifacts {
 	struct artifact_dropped	*dropped;
 	size_t			 ndropped;
 	size_t			 bytes;		/* of the files kept */
+	struct step_report	 step;
 	/* Set when nothing could be read: why (the frame's or the tar's fault). */
 	char			 error[256];
 };

@@ -46,11 +46,14 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -158,6 +161,14 @@ parents(char *path)
 	}
 }
 
+/*
+ * A session step's unpack (warm --step): the entry named step_code goes to
+ * step_code_path instead, and a file already there is replaced (unlinked
+ * first; never written through a symlink, never a directory).
+ */
+static const char *step_code, *step_code_path;
+static int replace_files;
+
 /* Unpack the archive from fd, at most limit bytes (-1: to its end). */
 static void
 unpack(int fd, long limit)
@@ -198,9 +209,21 @@ unpack(int fd, long limit)
 		if ((size = octal(h + 124, 12)) < 0 || total + size > MAX_TOTAL ||
 		    (limit >= 0 && total + size > limit))
 			die("bad size for '%s'", name);
-		parents(name);
-		if ((out = open(name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW |
-		    O_CLOEXEC, 0644)) < 0)
+		if (step_code != NULL && strcmp(name, step_code) == 0) {
+			(void)unlink(step_code_path);
+			out = open(step_code_path, O_WRONLY | O_CREAT | O_EXCL |
+			    O_NOFOLLOW | O_CLOEXEC, 0600);
+		} else {
+			struct stat st;
+
+			parents(name);
+			if (replace_files && lstat(name, &st) == 0 &&
+			    !S_ISDIR(st.st_mode) && unlink(name) != 0)
+				die("cannot replace '%s'", name);
+			out = open(name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW |
+			    O_CLOEXEC, 0644);
+		}
+		if (out < 0)
 			die("cannot create '%s'", name);
 		for (left = size; left > 0;) {
 			size_t want = left < (long)sizeof(buf) ? (size_t)left :
@@ -324,6 +347,9 @@ become(int fd, char **argv)
 #define OUT_DIR		"/airlock/out"	/* -> OUT_REAL in the runner images */
 #define OUT_REAL	"/dev/shm/airlock-out"
 #endif
+#define OUT_DIR_MAX	128
+/* The unit tests' build (WARM_TEST) takes both from AIRLOCK_TEST_OUT. */
+static const char *out_dir = OUT_DIR, *out_real = OUT_REAL;
 #define OUT_DROPPED	".airlock-dropped"
 #define OUT_MAX_WALK	4096	/* entries looked at, files and directories */
 #define OUT_MAX_DEPTH	16
@@ -338,6 +364,15 @@ struct outfile {
 
 static struct outfile *outs;
 static size_t nouts, aouts, walked;
+
+/* Entries of the archive made here, not files (a session step's report). */
+struct extra {
+	const char	*name;
+	const char	*data;
+	size_t		 len;
+};
+static struct extra extras[2];
+static size_t nextras;
 static char out_nonce[65];
 static long long out_max_bytes, out_max_files;
 
@@ -370,12 +405,12 @@ out_name_ok(const char *p)
 static void
 out_walk(const char *rel, int depth)
 {
-	char dir[OUT_PATH_MAX + sizeof(OUT_DIR) + 2], path[OUT_PATH_MAX + 1];
+	char dir[OUT_PATH_MAX + OUT_DIR_MAX + 2], path[OUT_PATH_MAX + 1];
 	struct dirent *e;
 	struct stat st;
 	DIR *d;
 
-	snprintf(dir, sizeof(dir), "%s%s%s", OUT_DIR, *rel ? "/" : "", rel);
+	snprintf(dir, sizeof(dir), "%s%s%s", out_dir, *rel ? "/" : "", rel);
 	if ((d = opendir(dir)) == NULL)
 		return;
 	while ((e = readdir(d)) != NULL) {
@@ -422,12 +457,12 @@ out_cmp(const void *a, const void *b)
 }
 
 static void
-raw_write(const void *p, size_t n)
+raw_write_fd(int fd, const void *p, size_t n)
 {
 	const char *c = p;
 
 	while (n > 0) {
-		ssize_t w = write(1, c, n);
+		ssize_t w = write(fd, c, n);
 
 		if (w < 0 && errno == EINTR)
 			continue;
@@ -436,6 +471,12 @@ raw_write(const void *p, size_t n)
 		c += w;
 		n -= (size_t)w;
 	}
+}
+
+static void
+raw_write(const void *p, size_t n)
+{
+	raw_write_fd(1, p, n);
 }
 
 /*
@@ -557,9 +598,10 @@ out_send(void)
 	size_t i, lcap = 0, llen = 0;
 
 	out_walk("", 0);
-	if (nouts == 0)
+	if (nouts == 0 && nextras == 0)
 		return;
-	qsort(outs, nouts, sizeof(*outs), out_cmp);
+	if (nouts > 0)
+		qsort(outs, nouts, sizeof(*outs), out_cmp);
 	for (i = 0; i < nouts; i++) {
 		struct outfile *f = &outs[i];
 
@@ -597,6 +639,8 @@ out_send(void)
 		dlen = (long long)llen;
 		len += BLOCK + (dlen + BLOCK - 1) / BLOCK * BLOCK;
 	}
+	for (i = 0; i < nextras; i++)
+		len += BLOCK + ((long long)extras[i].len + BLOCK - 1) / BLOCK * BLOCK;
 	/* The length of the base64 text. */
 	snprintf(line, sizeof(line), "\x1e" "AIRLOCK-OUT %s %lld\n", out_nonce,
 	    (len + 2) / 3 * 4);
@@ -604,14 +648,14 @@ out_send(void)
 	for (i = 0; i < nouts; i++) {
 		struct outfile *f = &outs[i];
 		long long left = f->size;
-		char path[sizeof(OUT_DIR) + OUT_PATH_MAX + 2];
+		char path[OUT_DIR_MAX + OUT_PATH_MAX + 2];
 		int fd;
 
 		if (f->why != NULL)
 			continue;
 		out_header(h, f->path, f->size);
 		out_write(h, BLOCK);
-		snprintf(path, sizeof(path), "%s/%s", OUT_DIR, f->path);
+		snprintf(path, sizeof(path), "%s/%s", out_dir, f->path);
 		fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
 		/* As long as it said: cut if it grew, zeros if it shrank. */
 		while (left > 0) {
@@ -639,6 +683,13 @@ out_send(void)
 		out_write(list, (size_t)dlen);
 		if (dlen % BLOCK)
 			out_write(zero, BLOCK - (size_t)(dlen % BLOCK));
+	}
+	for (i = 0; i < nextras; i++) {
+		out_header(h, extras[i].name, (long long)extras[i].len);
+		out_write(h, BLOCK);
+		out_write(extras[i].data, extras[i].len);
+		if (extras[i].len % BLOCK)
+			out_write(zero, BLOCK - extras[i].len % BLOCK);
 	}
 	out_write(zero, BLOCK);
 	out_write(zero, BLOCK);
@@ -699,7 +750,7 @@ run_then_send(int fd, char **argv)
 	 * There for the program, which may mkdir -p it or not. (The root
 	 * filesystem is read-only: /airlock/out is a symlink to /dev/shm.)
 	 */
-	(void)mkdir(OUT_REAL, 0755);
+	(void)mkdir(out_real, 0755);
 	fflush(NULL);
 	if ((child = fork()) < 0)
 		die("%s", "cannot fork");
@@ -725,12 +776,474 @@ run_then_send(int fd, char **argv)
 	return 128 + (WIFSIGNALED(st) ? WTERMSIG(st) : 0);
 }
 
+/* --- a session's step (docs/sessions.md) --------------------------------- */
+
+#define SESSION_DIR	"/dev/shm/airlock-session"
+#define VALUE_MAX	4096
+#define KERNEL_START_MS	60000
+
+static char sdir[512];
+static pid_t kernel_pid;
+
+static long long
+now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* sdir/name, in buf of n bytes. */
+static char *
+spath(char *buf, size_t n, const char *name)
+{
+	if ((size_t)snprintf(buf, n, "%s/%s", sdir, name) >= n)
+		die("%s", "the session directory's path is too long");
+	return buf;
+}
+
+/* A FIFO at sdir/name, made if it is not there; never a symlink. */
+static void
+fifo(const char *name)
+{
+	char p[600];
+	struct stat st;
+
+	if (mkfifo(spath(p, sizeof(p), name), 0600) != 0 && (errno != EEXIST ||
+	    lstat(p, &st) != 0 || !S_ISFIFO(st.st_mode)))
+		die("cannot make the FIFO %s", p);
+}
+
+/* Read what fd holds now (non-blocking), and drop it. */
+static void
+drain_drop(int fd)
+{
+	char buf[4096];
+
+	while (read(fd, buf, sizeof(buf)) > 0)
+		;
+}
+
+/* 1 if a kernel holds sdir/kernel.lock. */
+static int
+kernel_alive(void)
+{
+	char p[600];
+	int fd = open(spath(p, sizeof(p), "kernel.lock"), O_RDWR | O_CREAT |
+	    O_NOFOLLOW | O_CLOEXEC, 0600), alive;
+
+	if (fd < 0)
+		die("cannot open %s", p);
+	alive = flock(fd, LOCK_EX | LOCK_NB) != 0 && errno == EWOULDBLOCK;
+	close(fd);
+	return alive;
+}
+
+/* Its pid, as the kernel's READY said (sdir/kernel.pid), or 0. */
+static pid_t
+kernel_pid_read(void)
+{
+	char p[600], buf[32];
+	int fd = open(spath(p, sizeof(p), "kernel.pid"), O_RDONLY | O_NOFOLLOW |
+	    O_CLOEXEC);
+	ssize_t n = fd >= 0 ? read(fd, buf, sizeof(buf) - 1) : -1;
+	long v;
+
+	if (fd >= 0)
+		close(fd);
+	if (n <= 0)
+		return 0;
+	buf[n] = '\0';
+	v = strtol(buf, NULL, 10);
+	return v > 1 ? (pid_t)v : 0;
+}
+
+/*
+ * A line from the ack FIFO, waiting until deadline (ms); "" at the
+ * deadline. Partial lines are kept in lbuf between calls.
+ */
+static char lbuf[256];
+static size_t llen;
+
+static int
+ack_line(int ack, char *line, size_t n)
+{
+	char *nl = memchr(lbuf, '\n', llen);
+	size_t l;
+	ssize_t r;
+
+	if (nl == NULL && llen < sizeof(lbuf)) {
+		r = read(ack, lbuf + llen, sizeof(lbuf) - llen);
+		if (r > 0)
+			llen += (size_t)r;
+		nl = memchr(lbuf, '\n', llen);
+	}
+	if (nl == NULL) {
+		if (llen == sizeof(lbuf))
+			llen = 0;	/* no line in 256 bytes: not the kernel's */
+		return 0;
+	}
+	l = (size_t)(nl - lbuf);
+	snprintf(line, n, "%.*s", (int)l, lbuf);
+	memmove(lbuf, nl + 1, llen - l - 1);
+	llen -= l + 1;
+	return 1;
+}
+
+/*
+ * Start the kernel (argv) in a session of its own, its output to
+ * sdir/kernel.log, and wait for its READY on ack: 0, or -1 with why on
+ * stderr (its log's end with it).
+ */
+static int
+kernel_start(char **argv, int ack, long long deadline)
+{
+	char p[600], line[256];
+	pid_t pid;
+	int st;
+
+	llen = 0;
+	drain_drop(ack);
+	fflush(NULL);
+	if ((pid = fork()) < 0)
+		die("%s", "cannot fork");
+	if (pid == 0) {
+		int null = open("/dev/null", O_RDONLY), log = open(spath(p,
+		    sizeof(p), "kernel.log"), O_WRONLY | O_CREAT | O_TRUNC |
+		    O_NOFOLLOW, 0600);
+
+		if (null < 0 || log < 0 || dup2(null, 0) < 0 || dup2(log, 1) < 0 ||
+		    dup2(log, 2) < 0)
+			_exit(125);
+		setsid();
+		setenv("AIRLOCK_SESSION_DIR", sdir, 1);
+		setenv("AIRLOCK_OUT_DIR", out_dir, 1);
+		execvp(argv[0], argv);
+		fprintf(stderr, "cannot run %s: %s\n", argv[0], strerror(errno));
+		_exit(127);
+	}
+	for (;;) {
+		struct pollfd pf = { .fd = ack, .events = POLLIN };
+		long long left = deadline - now_ms();
+
+		if (ack_line(ack, line, sizeof(line))) {
+			long v;
+
+			if (sscanf(line, "READY %ld", &v) == 1 && v == pid) {
+				int fd = open(spath(p, sizeof(p), "kernel.pid"),
+				    O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW |
+				    O_CLOEXEC, 0600);
+
+				if (fd < 0 || dprintf(fd, "%ld\n", v) < 0 || close(fd) != 0)
+					die("cannot write %s", p);
+				kernel_pid = pid;
+				return 0;
+			}
+			continue;
+		}
+		if (waitpid(pid, &st, WNOHANG) == pid) {
+			char buf[2048];
+			int fd = open(spath(p, sizeof(p), "kernel.log"), O_RDONLY);
+			ssize_t n = fd >= 0 ? read(fd, buf, sizeof(buf) - 1) : 0;
+
+			if (fd >= 0)
+				close(fd);
+			buf[n > 0 ? n : 0] = '\0';
+			fprintf(stderr, "warm: the session's kernel exited (%d) before it "
+			    "was ready%s%s", WIFEXITED(st) ? WEXITSTATUS(st) :
+			    128 + WTERMSIG(st), *buf ? ":\n" : "\n", buf);
+			return -1;
+		}
+		if (left <= 0) {
+			kill(-pid, SIGKILL);
+			fprintf(stderr, "warm: the session's kernel was not ready in "
+			    "time\n");
+			return -1;
+		}
+		(void)poll(&pf, 1, left < 50 ? (int)left : 50);
+	}
+}
+
+/* Empty dir (OUT_REAL: each step's files out are its own). */
+static void
+rm_tree(const char *dir, int depth)
+{
+	DIR *d = opendir(dir);
+	struct dirent *e;
+	char p[OUT_PATH_MAX + OUT_DIR_MAX + 64];
+	struct stat st;
+
+	if (d == NULL)
+		return;
+	while ((e = readdir(d)) != NULL) {
+		if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
+			continue;
+		if ((size_t)snprintf(p, sizeof(p), "%s/%s", dir, e->d_name) >= sizeof(p))
+			continue;
+		if (lstat(p, &st) == 0 && S_ISDIR(st.st_mode) && depth < OUT_MAX_DEPTH) {
+			rm_tree(p, depth + 1);
+			(void)rmdir(p);
+		} else
+			(void)unlink(p);
+	}
+	closedir(d);
+}
+
+/* Copy what fd has now to out (1 or 2): 0 at EOF, 1 if more may come. */
+static int
+relay(int fd, int out)
+{
+	char buf[65536];
+	ssize_t n = read(fd, buf, sizeof(buf));
+
+	if (n == 0)
+		return 0;
+	if (n < 0)
+		return errno == EAGAIN || errno == EINTR;
+	raw_write_fd(out, buf, (size_t)n);
+	return 1;
+}
+
+/*
+ * warm --step BYTES|- TIMEOUT_MS GRACE_MS CODE KERNEL [ARG...]
+ *
+ * One execution of a session: unpack the archive (the entry named CODE is
+ * the step's program, the others files of the working directory, replaced
+ * if there), start the kernel if none runs, have it run the step, relay
+ * its output, and interrupt it at TIMEOUT_MS (SIGINT to its group): one
+ * that is not back GRACE_MS later is killed, and a new one started. Then
+ * the files out, with the step's report and value (".airlock-step",
+ * ".airlock-value") in the archive; the exit status is the step's.
+ */
+static int
+step_main(char **argv)
+{
+	char p[600], q[600], line[256], report[128], kind[16] = "died";
+	static char value[VALUE_MAX + 1];
+	long long timeout, grace, start = now_ms(), deadline, hard = 0;
+	long limit = -1, code = 137, dropped = 0;
+	int slock, ctl, ack, o, e, o_open = 1, e_open = 1;
+	int done = 0, interrupted = 0, restarted = 0;
+	const char *env = getenv("AIRLOCK_SESSION_DIR");
+	unsigned seq = (unsigned)getpid();
+	char *end, **kargv = argv + 4;
+	struct stat st;
+	ssize_t vn;
+
+	if (strcmp(argv[0], "-") != 0) {
+		errno = 0;
+		limit = strtol(argv[0], &end, 10);
+		if (errno || *end || end == argv[0] || limit < 0 || limit > MAX_TOTAL)
+			die("'%s' is not a byte count", argv[0]);
+	}
+	timeout = strtoll(argv[1], &end, 10);
+	if (*end || timeout <= 0)
+		die("'%s' is not a timeout in ms", argv[1]);
+	grace = strtoll(argv[2], &end, 10);
+	if (*end || grace < 0)
+		die("'%s' is not a grace in ms", argv[2]);
+	snprintf(sdir, sizeof(sdir), "%s", env && *env ? env : SESSION_DIR);
+	if ((mkdir(sdir, 0700) != 0 && errno != EEXIST) || lstat(sdir, &st) != 0 ||
+	    !S_ISDIR(st.st_mode))
+		die("cannot make the session directory %s", sdir);
+	if ((mkdir(spath(p, sizeof(p), "step"), 0700) != 0 && errno != EEXIST) ||
+	    lstat(p, &st) != 0 || !S_ISDIR(st.st_mode))
+		die("cannot make %s", p);
+	slock = open(spath(p, sizeof(p), "step.lock"), O_RDWR | O_CREAT | O_NOFOLLOW |
+	    O_CLOEXEC, 0600);
+	if (slock < 0 || flock(slock, LOCK_EX | LOCK_NB) != 0)
+		die("%s", "another step of this session is running");
+	fifo("ctl");
+	fifo("ack");
+	if ((ctl = open(spath(p, sizeof(p), "ctl"), O_RDWR | O_NONBLOCK | O_CLOEXEC)) < 0 ||
+	    (ack = open(spath(q, sizeof(q), "ack"), O_RDWR | O_NONBLOCK | O_CLOEXEC)) < 0)
+		die("%s", "cannot open the session's FIFOs");
+	/* What a step that was killed left there is not this one's. */
+	drain_drop(ctl);
+	drain_drop(ack);
+	static const char *const stale[] = { "step/code", "step/stdin", "step/env", "step/value",
+	    "step/value.tmp", "step/out", "step/err" };
+	for (size_t i = 0; i < sizeof(stale) / sizeof(stale[0]); i++)
+		(void)unlink(spath(p, sizeof(p), stale[i]));
+
+	step_code = argv[3];
+	step_code_path = strdup(spath(p, sizeof(p), "step/code"));
+	replace_files = 1;
+	unpack(0, limit);
+	if (limit >= 0) {	/* the rest of stdin is the program's */
+		char buf[65536];
+		int fd = open(spath(p, sizeof(p), "step/stdin"), O_WRONLY | O_CREAT |
+		    O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+		ssize_t n;
+
+		if (fd < 0)
+			die("cannot create %s", p);
+		while ((n = read(0, buf, sizeof(buf))) != 0) {
+			if (n < 0 && errno == EINTR)
+				continue;
+			if (n < 0 || write(fd, buf, (size_t)n) != n)
+				die("%s", "cannot keep the program's stdin");
+		}
+		close(fd);
+	}
+	if (access(step_code_path, F_OK) != 0)
+		die("the archive has no '%s'", step_code);
+	{	/* The step's environment, for the kernel to set while it runs. */
+		extern char **environ;
+		FILE *f = fopen(spath(p, sizeof(p), "step/env"), "we");
+
+		if (f == NULL)
+			die("cannot write %s", p);
+		for (char **v = environ; *v; v++)
+			fwrite(*v, 1, strlen(*v) + 1, f);
+		if (fclose(f) != 0)
+			die("cannot write %s", p);
+	}
+
+	deadline = start + timeout;
+	if ((!kernel_alive() || (kernel_pid = kernel_pid_read()) <= 0) &&
+	    kernel_start(kargv, ack, start + KERNEL_START_MS) != 0) {
+		snprintf(report, sizeof(report), "failed 125 2 0\n");
+		extras[nextras++] = (struct extra){ ".airlock-step", report,
+		    strlen(report) };
+		out_send();
+		return 125;
+	}
+
+	spath(p, sizeof(p), "step/out");
+	spath(q, sizeof(q), "step/err");
+	if (mkfifo(p, 0600) != 0 || mkfifo(q, 0600) != 0 ||
+	    (o = open(p, O_RDONLY | O_NONBLOCK | O_CLOEXEC)) < 0 ||
+	    (e = open(q, O_RDONLY | O_NONBLOCK | O_CLOEXEC)) < 0)
+		die("%s", "cannot make the step's FIFOs");
+	(void)mkdir(out_real, 0755);
+	rm_tree(out_real, 0);
+	llen = 0;
+	if (dprintf(ctl, "RUN %u\n", seq) < 0)
+		die("%s", "cannot reach the kernel");
+
+	/*
+	 * Until DONE: relay, interrupt at the deadline, kill at the grace's
+	 * end. The FIFOs are at EOF only once every writer has closed them:
+	 * the kernel and what it started.
+	 */
+	while (!done) {
+		struct pollfd pf[3] = { { .fd = ack, .events = POLLIN },
+		    { .fd = o_open ? o : -1, .events = POLLIN },
+		    { .fd = e_open ? e : -1, .events = POLLIN } };
+		long long now = now_ms(), wake = interrupted ? hard : deadline;
+
+		if (!interrupted && now >= deadline) {
+			kill(-kernel_pid, SIGINT);
+			interrupted = 1;
+			hard = now + grace;
+			continue;
+		}
+		if (interrupted && now >= hard)
+			break;
+		(void)poll(pf, 3, wake - now > 100 ? 100 : (int)(wake - now));
+		if (pf[1].revents)
+			o_open = relay(o, 1);
+		if (pf[2].revents)
+			e_open = relay(e, 2);
+		while (ack_line(ack, line, sizeof(line))) {
+			unsigned s;
+			char k[16];
+			long c, d;
+
+			if (sscanf(line, "DONE %u %15s %ld %ld", &s, k, &c, &d) == 4 &&
+			    s == seq) {
+				snprintf(kind, sizeof(kind), "%s", k);
+				code = c;
+				dropped = d;
+				done = 1;
+			} else if (sscanf(line, "FAIL %u", &s) == 1 && s == seq) {
+				fprintf(stderr, "warm: the kernel could not run the step: %s\n",
+				    line);
+				snprintf(kind, sizeof(kind), "failed");
+				code = 125;
+				done = 1;
+			}
+		}
+		if (!done && !kernel_alive())
+			break;	/* it died: a C extension's crash, os._exit, OOM */
+	}
+	/* What it wrote before DONE; not what a process it left writes after. */
+	while (o_open && (o_open = relay(o, 1)) == 1) {
+		struct pollfd pf = { .fd = o, .events = POLLIN };
+
+		if (poll(&pf, 1, 0) <= 0)
+			break;
+	}
+	while (e_open && (e_open = relay(e, 2)) == 1) {
+		struct pollfd pf = { .fd = e, .events = POLLIN };
+
+		if (poll(&pf, 1, 0) <= 0)
+			break;
+	}
+	close(o);
+	close(e);
+	(void)unlink(p);
+	(void)unlink(q);
+	if (interrupted)
+		snprintf(kind, sizeof(kind), "timeout");
+	if (!done) {
+		/* Not back in its grace, or dead: a new kernel, the state lost. */
+		kill(-kernel_pid, SIGKILL);
+		for (long long t = now_ms() + 2000; kernel_alive() && now_ms() < t;)
+			(void)poll(NULL, 0, 10);
+		restarted = 1;
+		code = interrupted ? 124 : 137;
+		if (!interrupted)
+			snprintf(kind, sizeof(kind), "died");
+		fprintf(stderr, "airlock: the session's kernel %s; a new one was "
+		    "started, and the session's state is lost\n", interrupted ?
+		    "did not stop within the grace after the timeout" : "died");
+	} else if (strcmp(kind, "exit") == 0) {
+		for (long long t = now_ms() + 2000; kernel_alive() && now_ms() < t;)
+			(void)poll(NULL, 0, 10);
+		restarted = 1;
+	} else if (interrupted)
+		code = 124;
+	if (restarted && kernel_start(kargv, ack, now_ms() + KERNEL_START_MS) != 0)
+		restarted = 2;	/* no new kernel: the next step tries again */
+
+	vn = 0;
+	if (done) {
+		int fd = open(spath(p, sizeof(p), "step/value"), O_RDONLY | O_NOFOLLOW |
+		    O_CLOEXEC);
+
+		if (fd >= 0) {
+			vn = read_full(fd, value, VALUE_MAX);
+			close(fd);
+		}
+	}
+	snprintf(report, sizeof(report), "%s %ld %d %ld\n", kind, code, restarted,
+	    dropped);
+	extras[nextras++] = (struct extra){ ".airlock-step", report, strlen(report) };
+	if (vn > 0)
+		extras[nextras++] = (struct extra){ ".airlock-value", value, (size_t)vn };
+	out_send();
+	close(slock);
+	return (int)(code & 0xff);
+}
+
 int
 main(int argc, char **argv)
 {
 	long limit = -1;
 	char *end;
 	int fd = -1, out = out_wanted();
+
+#ifdef WARM_TEST
+	{
+		const char *t = getenv("AIRLOCK_TEST_OUT");
+
+		if (t != NULL && *t == '/' && strlen(t) < OUT_DIR_MAX)
+			out_dir = out_real = t;
+	}
+#endif
 
 	if (argc >= 4 && strcmp(argv[1], "--env") == 0) {
 		from_env(argv[2]);
@@ -743,6 +1256,11 @@ main(int argc, char **argv)
 		    (fd = open("/dev/null", O_RDONLY)) < 0)
 			die("%s", "cannot open .stdin or /dev/null");
 		return out ? run_then_send(fd, argv + 3) : become(fd, argv + 3);
+	}
+	if (argc >= 7 && strcmp(argv[1], "--step") == 0) {
+		if (!out)
+			die("%s", "--step needs AIRLOCK_OUT");
+		return step_main(argv + 2);
 	}
 	if (argc >= 3 && strcmp(argv[1], "--run") == 0)
 		return out ? run_then_send(-1, argv + 2) : become(-1, argv + 2);

@@ -35,7 +35,7 @@ entry(struct tar *t, const char *name, char type, const char *data, size_t len,
 	memset(h, 0, sizeof(h));
 	memcpy(h, name, strlen(name) < 100 ? strlen(name) : 100);
 	snprintf(h + 100, 8, "%07o", 0644);
-	snprintf(h + 124, 12, "%011zo", len);
+	snprintf(h + 124, 12, "%011o", (unsigned)len);
 	h[156] = type;
 	memcpy(h + 257, "ustar", 6);
 	memcpy(h + 263, "00", 2);
@@ -210,6 +210,78 @@ test_nonce(void **state)
 	assert_string_equal(a, b);
 }
 
+/* One step report from an archive of entries (name, text) pairs. */
+static struct step_report
+report_of(const char *const *e, char *value, size_t vcap)
+{
+	struct tar t = { 0 };
+	struct artifacts a;
+	struct step_report r;
+	char *b;
+	size_t len;
+
+	for (; e[0]; e += 2)
+		entry(&t, e[0], '0', e[1], strlen(e[1]), 0);
+	b = finish(&t, &len);
+	artifacts_parse(b, len, 1000, 4, &a);
+	assert_string_equal(a.error, "");
+	/* The report's entries are not files out. */
+	assert_int_equal(a.nfiles, 0);
+	assert_int_equal(a.ndropped, 0);
+	r = a.step;
+	value[0] = '\0';
+	if (r.value != NULL)
+		snprintf(value, vcap, "%.*s", (int)r.value_len, r.value);
+	r.value = NULL;
+	artifacts_free(&a);
+	free(b);
+	return r;
+}
+
+/*
+ * A session step's report (warm --step): its fields; anything malformed
+ * is no report at all; the last of each entry wins; a value is cut to
+ * ARTIFACTS_VALUE_MAX.
+ */
+static void
+test_step_report(void **state)
+{
+	static char big[ARTIFACTS_VALUE_MAX + 100];
+	char v[ARTIFACTS_VALUE_MAX + 200];
+	struct step_report r;
+
+	(void)state;
+	r = report_of((const char *const[]){ ".airlock-step", "timeout 124 1 50\n",
+	    ".airlock-value", "'x'", NULL }, v, sizeof(v));
+	assert_int_equal(r.kind, STEP_TIMEOUT);
+	assert_int_equal(r.code, 124);
+	assert_int_equal(r.restarted, 1);
+	assert_int_equal(r.dropped, 50);
+	assert_string_equal(v, "'x'");
+	r = report_of((const char *const[]){ ".airlock-step", "ok 0 0 0\n", NULL }, v,
+	    sizeof(v));
+	assert_int_equal(r.kind, STEP_OK);
+	assert_string_equal(v, "");
+	/* The program's own file first, warm's last: warm's counts. */
+	r = report_of((const char *const[]){ ".airlock-step", "ok 0 0 0\n",
+	    ".airlock-step", "exit 3 1 0\n", NULL }, v, sizeof(v));
+	assert_int_equal(r.kind, STEP_EXIT);
+	assert_int_equal(r.code, 3);
+	static const char *const bad[] = { "ok 0 0 0", "ok 0 0 0\nmore\n", "fine 0 0 0\n",
+	    "ok 256 0 0\n", "ok -1 0 0\n", "ok 0 3 0\n", "ok 0 0 -5\n", "ok 0 0\n",
+	    "OK 0 0 0\n", "" };
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		r = report_of((const char *const[]){ ".airlock-step", bad[i], NULL }, v,
+		    sizeof(v));
+		if (r.kind != STEP_NONE)
+			fail_msg("report '%s' taken as kind %d", bad[i], r.kind);
+	}
+	memset(big, 'a', sizeof(big) - 1);
+	r = report_of((const char *const[]){ ".airlock-value", big, NULL }, v, sizeof(v));
+	assert_int_equal(r.kind, STEP_NONE);
+	assert_int_equal(strlen(v), ARTIFACTS_VALUE_MAX);
+}
+
 int
 main(void)
 {
@@ -218,6 +290,7 @@ main(void)
 		cmocka_unit_test(test_parse_unreadable),
 		cmocka_unit_test(test_content_type),
 		cmocka_unit_test(test_nonce),
+		cmocka_unit_test(test_step_report),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1,0 +1,448 @@
+/*
+ * Unit tests: a session's steps in the sandbox (docs/sessions.md):
+ * `warm --step` (images/runner/warm.c, built for the host as
+ * $(B)/images/warm) with the Python kernel (images/runner/kernel.py) on
+ * the host's python3, read back through the node agent's own parsers
+ * (crilog's frame filter, artifacts_parse's step report). State, files,
+ * values, exceptions, timeouts with the state kept and with the kernel
+ * restarted, exits, output written between steps, and each step's own
+ * environment and stdin.
+ */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <cmocka.h>
+
+#include "artifacts.h"
+#include "buf.h"
+#include "codetar.h"
+#include "crilog.h"
+#include "itutil.h"
+
+#define NONCE	"5e55105e55105e55105e55105e55105e"
+
+static char warm[4096 + 16], kernel[4096 + 64], kernel_cmd[4096 + 128];
+
+struct sess {
+	char	dir[64];	/* the test's: work/, session/, out/ in it */
+};
+
+struct step {
+	int		 status;	/* warm's exit status */
+	char		*out, *err;	/* the program's, the frame taken out */
+	struct step_report report;
+	char		 value[ARTIFACTS_VALUE_MAX + 1];
+	size_t		 nfiles;
+	char		 files[8][64];
+};
+
+static int
+group_setup(void **state)
+{
+	char self[4096];
+	ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+	const char *top = getenv("AIRLOCK_TOP");
+	char *d;
+
+	(void)state;
+	if (n <= 0 || top == NULL)
+		return -1;
+	self[n] = '\0';
+	for (int i = 0; i < 3; i++)	/* $(B)/tests/unit/x -> $(B) */
+		if ((d = strrchr(self, '/')) != NULL)
+			*d = '\0';
+	snprintf(warm, sizeof(warm), "%s/images/warm", self);
+	snprintf(kernel, sizeof(kernel), "%s/images/runner/kernel.py", top);
+	snprintf(kernel_cmd, sizeof(kernel_cmd), "python3 %s", kernel);
+	return access(warm, X_OK) == 0 && access(kernel, R_OK) == 0 ? 0 : -1;
+}
+
+static int
+setup(void **state)
+{
+	struct sess *s = calloc(1, sizeof(*s));
+	char p[128];
+
+	snprintf(s->dir, sizeof(s->dir), "/tmp/airlock-session-test-XXXXXX");
+	if (mkdtemp(s->dir) == NULL)
+		return -1;
+	snprintf(p, sizeof(p), "%s/work", s->dir);
+	mkdir(p, 0700);
+	*state = s;
+	return 0;
+}
+
+static int
+teardown(void **state)
+{
+	struct sess *s = *state;
+	char cmd[256], *o = NULL;
+	int rc;
+
+	/* The kernel, by its lock's holder, then the directory. */
+	snprintf(cmd, sizeof(cmd), "p=$(cat %s/session/kernel.pid 2>/dev/null) && "
+	    "kill -9 -$p; rm -rf %s", s->dir, s->dir);
+	rc = it_sh(cmd, &o, NULL);
+	free(o);
+	free(s);
+	return rc == 0 ? 0 : -1;
+}
+
+static int
+exists(void *path)
+{
+	return access(path, F_OK) == 0;
+}
+
+static void
+step_free(struct step *r)
+{
+	free(r->out);
+	free(r->err);
+}
+
+/*
+ * Run one step: code as main.py, with files (name, text pairs, NULL
+ * ended), stdin (NULL: none), env ("NAME=VALUE ..." for env(1), or ""),
+ * its timeout and grace in ms.
+ */
+static void
+run_step(struct sess *s, const char *code, const char *const *files,
+    const char *stdin_, const char *env, long timeout_ms, long grace_ms,
+    struct step *r)
+{
+	struct codetar_entry e[8];
+	size_t n = 0, bad, len;
+	struct buf tar;
+	char tarpath[128], cmd[16384], bytes[32] = "-";
+	struct crilog *l;
+	struct artifacts a;
+	const char *body;
+	FILE *f;
+	int st;
+
+	memset(r, 0, sizeof(*r));
+	e[n++] = (struct codetar_entry){ "main.py", code, strlen(code) };
+	for (; files && files[0]; files += 2)
+		e[n++] = (struct codetar_entry){ files[0], files[1], strlen(files[1]) };
+	buf_init(&tar, 1 << 20);
+	assert_int_equal(codetar_build(e, n, &tar, &bad), 0);
+	snprintf(tarpath, sizeof(tarpath), "%s/in.tar", s->dir);
+	assert_non_null(f = fopen(tarpath, "w"));
+	assert_int_equal(fwrite(tar.data, 1, tar.len, f), tar.len);
+	if (stdin_ != NULL) {
+		fputs(stdin_, f);
+		snprintf(bytes, sizeof(bytes), "%zu", tar.len);
+	}
+	fclose(f);
+	buf_free(&tar);
+	snprintf(cmd, sizeof(cmd), "{ cd %s/work && env %s AIRLOCK_SESSION_DIR=%s/session "
+	    "AIRLOCK_TEST_OUT=%s/out AIRLOCK_OUT='" NONCE " 100000 8' %s --step %s "
+	    "%ld %ld main.py %s < %s; echo \"%s$?\"; }", s->dir, env, s->dir,
+	    s->dir, warm, bytes, timeout_ms, grace_ms, kernel_cmd, tarpath, "\x1f");
+	assert_int_equal(it_sh(cmd, &r->out, &r->err), 0);
+	/* The status, after the \x1f the shell printed last. */
+	{
+		char *m = strrchr(r->out, '\x1f');
+
+		assert_non_null(m);
+		r->status = atoi(m + 1);
+		*m = '\0';
+	}
+	l = crilog_new(1 << 20, 1 << 20);
+	crilog_out_frame(l, NONCE, 1 << 20);
+	crilog_feed_stream(l, 0, r->out, strlen(r->out));
+	crilog_finish(l);
+	body = crilog_frame(l, &len, &st);
+	assert_int_equal(st, CRILOG_FRAME_COMPLETE);
+	artifacts_parse(body, len, 100000, 8, &a);
+	assert_string_equal(a.error, "");
+	r->report = a.step;
+	r->report.value = NULL;
+	if (a.step.value != NULL)
+		memcpy(r->value, a.step.value, a.step.value_len);
+	r->nfiles = a.nfiles;
+	for (size_t i = 0; i < a.nfiles && i < 8; i++)
+		snprintf(r->files[i], sizeof(r->files[i]), "%s", a.files[i].path);
+	free(r->out);
+	r->out = strdup(crilog_text(crilog_stdout(l), NULL));
+	artifacts_free(&a);
+	crilog_free(l);
+}
+
+#define STEP(s, code, r)	run_step((s), (code), NULL, NULL, "", 10000, 2000, (r))
+
+/* Globals and imports across three steps; the last expression's value. */
+static void
+test_state_across_steps(void **state)
+{
+	struct step r;
+
+	STEP(*state, "import json\nx = 41\n", &r);
+	assert_int_equal(r.status, 0);
+	assert_int_equal(r.report.kind, STEP_OK);
+	assert_string_equal(r.out, "");
+	assert_string_equal(r.value, "");
+	step_free(&r);
+	STEP(*state, "x += 1\nprint(x)\n", &r);
+	assert_string_equal(r.out, "42\n");
+	assert_string_equal(r.err, "");
+	step_free(&r);
+	STEP(*state, "print(json.dumps({'x': x}))\n{'x': x}\n", &r);
+	assert_int_equal(r.status, 0);
+	assert_string_equal(r.out, "{\"x\": 42}\n");
+	assert_string_equal(r.value, "{'x': 42}");
+	assert_int_equal(r.report.restarted, 0);
+	step_free(&r);
+	/* None shows nothing; a statement last shows nothing. */
+	STEP(*state, "x\nNone\n", &r);
+	assert_string_equal(r.value, "");
+	step_free(&r);
+}
+
+/* The working directory's files are kept; a step's files replace them. */
+static void
+test_files_kept(void **state)
+{
+	static const char *const files[] = { "data.csv", "a,b\n1,2\n", NULL };
+	static const char *const again[] = { "data.csv", "a,b\n3,4\n", NULL };
+	struct step r;
+
+	run_step(*state, "open('made.txt', 'w').write('kept')\n", files, NULL, "",
+	    10000, 2000, &r);
+	assert_int_equal(r.status, 0);
+	step_free(&r);
+	STEP(*state, "print(open('made.txt').read(), open('data.csv').read())\n", &r);
+	assert_string_equal(r.out, "kept a,b\n1,2\n\n");
+	step_free(&r);
+	run_step(*state, "print(open('data.csv').read())\n", again, NULL, "", 10000,
+	    2000, &r);
+	assert_string_equal(r.out, "a,b\n3,4\n\n");
+	step_free(&r);
+}
+
+/* An exception: exit 1, the traceback on stderr (its line, not the kernel's). */
+static void
+test_exception_keeps_state(void **state)
+{
+	struct step r;
+
+	STEP(*state, "y = 7\n", &r);
+	step_free(&r);
+	STEP(*state, "print('before')\n1 / 0\n", &r);
+	assert_int_equal(r.status, 1);
+	assert_int_equal(r.report.kind, STEP_ERROR);
+	assert_string_equal(r.out, "before\n");
+	assert_string_equal(r.err, "Traceback (most recent call last):\n"
+	    "  File \"<step 2>\", line 2, in <module>\n"
+	    "    1 / 0\n"
+	    "    ~~^~~\n"
+	    "ZeroDivisionError: division by zero\n");
+	step_free(&r);
+	STEP(*state, "y\n", &r);
+	assert_int_equal(r.status, 0);
+	assert_string_equal(r.value, "7");
+	step_free(&r);
+	STEP(*state, "y +\n", &r);
+	assert_int_equal(r.status, 1);
+	assert_non_null(strstr(r.err, "SyntaxError: invalid syntax\n"));
+	assert_null(strstr(r.err, "kernel.py"));
+	step_free(&r);
+}
+
+/* At its timeout the step is interrupted; the state stays. */
+static void
+test_timeout_keeps_state(void **state)
+{
+	struct step r;
+
+	STEP(*state, "z = 'kept'\n", &r);
+	step_free(&r);
+	run_step(*state, "import time\nprint('started', flush=True)\ntime.sleep(30)\n",
+	    NULL, NULL, "", 500, 2000, &r);
+	assert_int_equal(r.status, 124);
+	assert_int_equal(r.report.kind, STEP_TIMEOUT);
+	assert_int_equal(r.report.restarted, 0);
+	assert_string_equal(r.out, "started\n");
+	assert_non_null(strstr(r.err, "KeyboardInterrupt\n"));
+	assert_null(strstr(r.err, "kernel.py"));
+	step_free(&r);
+	STEP(*state, "z\n", &r);
+	assert_string_equal(r.value, "'kept'");
+	step_free(&r);
+}
+
+/* A loop that swallows the interrupt: killed at the grace's end, restarted. */
+static void
+test_uninterruptible_restarts(void **state)
+{
+	struct step r;
+	long t0;
+
+	STEP(*state, "w = 1\n", &r);
+	step_free(&r);
+	t0 = it_mono_ms();
+	run_step(*state, "import time\nwhile True:\n    try:\n        time.sleep(1)\n"
+	    "    except KeyboardInterrupt:\n        pass\n", NULL, NULL, "", 500, 500, &r);
+	assert_true(it_mono_ms() - t0 < 5000);
+	assert_int_equal(r.status, 124);
+	assert_int_equal(r.report.kind, STEP_TIMEOUT);
+	assert_int_equal(r.report.restarted, 1);
+	assert_string_equal(r.err, "airlock: the session's kernel did not stop within "
+	    "the grace after the timeout; a new one was started, and the session's "
+	    "state is lost\n");
+	step_free(&r);
+	STEP(*state, "print('w' in globals())\n", &r);
+	assert_string_equal(r.out, "False\n");
+	assert_int_equal(r.report.restarted, 0);
+	step_free(&r);
+}
+
+/* sys.exit: its status, and a new kernel; exit() too. */
+static void
+test_exit_restarts(void **state)
+{
+	struct step r;
+
+	STEP(*state, "v = 1\n", &r);
+	step_free(&r);
+	STEP(*state, "import sys\nprint('bye')\nsys.exit(3)\n", &r);
+	assert_int_equal(r.status, 3);
+	assert_int_equal(r.report.kind, STEP_EXIT);
+	assert_int_equal(r.report.code, 3);
+	assert_int_equal(r.report.restarted, 1);
+	assert_string_equal(r.out, "bye\n");
+	step_free(&r);
+	STEP(*state, "print('v' in globals())\n", &r);
+	assert_string_equal(r.out, "False\n");
+	step_free(&r);
+	STEP(*state, "exit()\n", &r);
+	assert_int_equal(r.status, 0);
+	assert_int_equal(r.report.kind, STEP_EXIT);
+	step_free(&r);
+}
+
+/*
+ * What a thread writes while no step runs is dropped, and counted in the
+ * next step's report; the next step's output is its own. The thread
+ * writes when the test (between steps) makes a file, and says it has.
+ */
+static void
+test_output_between_steps_dropped(void **state)
+{
+	struct sess *s = *state;
+	char go[128], done[128], cmd[512];
+	struct step r;
+
+	snprintf(go, sizeof(go), "%s/go", s->dir);
+	snprintf(done, sizeof(done), "%s/done", s->dir);
+	snprintf(cmd, sizeof(cmd), "import os, threading, time\n"
+	    "def bg():\n    while not os.path.exists('%s'):\n        time.sleep(0.01)\n"
+	    "    print('y' * 49, flush=True)\n    open('%s', 'w').close()\n"
+	    "threading.Thread(target=bg).start()\n", go, done);
+	STEP(s, cmd, &r);
+	assert_string_equal(r.out, "");
+	assert_int_equal(r.report.dropped, 0);
+	step_free(&r);
+	fclose(fopen(go, "w"));
+	assert_int_equal(it_wait_for(exists, done, 10000), 1);
+	STEP(s, "print('mine')\n", &r);
+	assert_string_equal(r.out, "mine\n");
+	assert_int_equal(r.report.dropped, 50);
+	step_free(&r);
+	STEP(s, "pass\n", &r);
+	assert_int_equal(r.report.dropped, 0);
+	step_free(&r);
+}
+
+/* Each step's env and stdin are its own. */
+static void
+test_env_and_stdin_per_step(void **state)
+{
+	struct step r;
+
+	run_step(*state, "import os, sys\nprint(os.environ.get('TOKEN'), sys.stdin.read())\n",
+	    NULL, "from stdin", "TOKEN=t1", 10000, 2000, &r);
+	assert_string_equal(r.out, "t1 from stdin\n");
+	step_free(&r);
+	STEP(*state, "import os, sys\nprint(os.environ.get('TOKEN'), repr(sys.stdin.read()))\n",
+	    &r);
+	assert_string_equal(r.out, "None ''\n");
+	step_free(&r);
+}
+
+/* A value's text is cut to ARTIFACTS_VALUE_MAX bytes, on a character. */
+static void
+test_value_capped(void **state)
+{
+	struct step r;
+
+	STEP(*state, "'\\u00e9' * 5000\n", &r);
+	assert_int_equal(r.status, 0);
+	/* "'" then 2047 two-byte characters fit in 4096 bytes. */
+	assert_int_equal(strlen(r.value), 4095);
+	assert_memory_equal(r.value, "'\xc3\xa9\xc3\xa9", 5);
+	step_free(&r);
+}
+
+/* Files out are each step's own: /airlock/out is emptied before each. */
+static void
+test_files_out_per_step(void **state)
+{
+	struct step r;
+
+	STEP(*state, "import os\nout = os.environ['AIRLOCK_TEST_OUT']\n"
+	    "open(out + '/one.txt', 'w').write('1')\n", &r);
+	assert_int_equal(r.nfiles, 1);
+	assert_string_equal(r.files[0], "one.txt");
+	step_free(&r);
+	STEP(*state, "open(out + '/two.txt', 'w').write('2')\n", &r);
+	assert_int_equal(r.nfiles, 1);
+	assert_string_equal(r.files[0], "two.txt");
+	step_free(&r);
+}
+
+/* A kernel that cannot start: 125, why, and the report says no kernel. */
+static void
+test_kernel_cannot_start(void **state)
+{
+	struct step r;
+
+	snprintf(kernel_cmd, sizeof(kernel_cmd), "/nonexistent/python3");
+	STEP(*state, "print(1)\n", &r);
+	snprintf(kernel_cmd, sizeof(kernel_cmd), "python3 %s", kernel);
+	assert_int_equal(r.status, 125);
+	assert_int_equal(r.report.kind, STEP_FAILED);
+	assert_int_equal(r.report.restarted, 2);
+	assert_string_equal(r.out, "");
+	assert_string_equal(r.err, "warm: the session's kernel exited (127) before it "
+	    "was ready:\ncannot run /nonexistent/python3: No such file or directory\n");
+	step_free(&r);
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(test_state_across_steps, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_files_kept, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_exception_keeps_state, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_timeout_keeps_state, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_uninterruptible_restarts, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_exit_restarts, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_output_between_steps_dropped, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_env_and_stdin_per_step, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_value_capped, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_files_out_per_step, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_kernel_cannot_start, setup, teardown),
+	};
+
+	return cmocka_run_group_tests(tests, group_setup, NULL);
+}
