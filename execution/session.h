@@ -1,0 +1,76 @@
+/*
+ * session.h - CodeSession, a sandbox kept across executions (issue 30,
+ * docs/sessions.md): what a session may be, and its pod. Pure, as pool.h
+ * is: the controller makes the API calls, the unit tests check every
+ * field.
+ *
+ * A session's pod is a pool's holder in every respect (pool_holder: the
+ * same hardening, `run --hold`, the startup probe) but its owner, the
+ * session, its label SESSION_LABEL_UID (the session's uid) in place of
+ * the pool's, its name (SESSION_POD_PREFIX + the session's uid: a second
+ * create of it is a 409, never a second pod) and its
+ * activeDeadlineSeconds: maxLifetimeSeconds + SESSION_DEADLINE_SLACK, the
+ * kubelet's backstop for the lifetime.
+ */
+#ifndef AIRLOCK_SESSION_H
+#define AIRLOCK_SESSION_H
+
+#include <jansson.h>
+
+#include "ctl_config.h"
+#include "k8s_error.h"
+
+/* airlock.dev/v1alpha1 codesessions, namespaced. */
+extern const struct k8s_resource session_resource;
+
+#define SESSION_LABEL_UID	"airlock.dev/session-uid"
+#define SESSION_POD_PREFIX	"airlock-session-"
+#define SESSION_DEFAULT_IDLE_S	600	/* the CRD's defaults and ranges */
+#define SESSION_DEFAULT_LIFE_S	3600
+#define SESSION_MIN_S		10
+#define SESSION_MAX_S		86400
+#define SESSION_DEFAULT_TTL_S	3600
+#define SESSION_DEADLINE_SLACK	30
+/* In the sandbox: the kernel a Python session's steps run in. */
+#define SESSION_KERNEL_PY	"/airlock/bin/kernel.py"
+
+/* status.phase */
+#define SESSION_PENDING		"Pending"
+#define SESSION_READY		"Ready"
+#define SESSION_ENDED		"Ended"
+
+/*
+ * Whether the session (borrowed) can be served as its spec says: its
+ * runtime a profile of the config that starts its program with the
+ * runner and a Python interpreter, with no code policy (the policy's
+ * guards run in front of a program, not of a kernel), its resources
+ * within the caps. 0, or K8S_EINVAL with err naming the field.
+ */
+int session_check(const struct ctl_config *cfg, json_t *session,
+    struct k8s_error *err) __attribute__((warn_unused_result));
+
+/*
+ * The kernel's argv for the session's runtime (NULL-terminated, static
+ * strings and the profile's), into argv (room for 4), or -1 when the
+ * runtime offers no sessions.
+ */
+int session_kernel(const struct ctl_config *cfg, const char *runtime,
+    const char *argv[4]);
+
+/* The pod's name for a session's uid, into out. */
+void session_pod_name(const char *uid, char out[80]);
+
+/*
+ * The session's pod (session borrowed, as the API server returned it): a
+ * new reference, or NULL with err (K8S_EINVAL) when session_check
+ * refuses it.
+ */
+json_t *session_pod(const struct ctl_config *cfg, json_t *session,
+    struct k8s_error *err);
+
+/* spec.idleTimeoutSeconds, spec.maxLifetimeSeconds, defaults and ranges applied. */
+long long session_idle_s(json_t *session);
+long long session_lifetime_s(json_t *session);
+long long session_ttl_s(json_t *session);
+
+#endif

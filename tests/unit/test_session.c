@@ -1,0 +1,208 @@
+/*
+ * Unit tests: execution/session.c, what a CodeSession may be and its pod
+ * (docs/sessions.md): the runtimes that offer sessions, the checks that
+ * name the field, and the pod, field by field against a pool's holder.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "jpath.h"
+
+#include "client.h"
+#include "ctl_config.h"
+#include "pool.h"
+#include "session.h"
+
+static const char conf[] =
+    "profiles:\n"
+    "  python:\n"
+    "    image: airlock/runner-python:0.1\n"
+    "    command: [/airlock/bin/run, python3, main.py]\n"
+    "    sourceFile: main.py\n"
+    "  python-data:\n"
+    "    image: airlock/runner-python-data:0.1\n"
+    "    command: [/airlock/bin/run, /usr/bin/python3, main.py]\n"
+    "    sourceFile: main.py\n"
+    "  node:\n"
+    "    image: airlock/runner-node:0.1\n"
+    "    command: [/airlock/bin/run, node, index.js]\n"
+    "    sourceFile: index.js\n"
+    "  guarded:\n"
+    "    image: airlock/runner-python:0.1\n"
+    "    command: [/airlock/bin/run, python3, main.py]\n"
+    "    sourceFile: main.py\n"
+    "    policy: {denyImports: [subprocess]}\n"
+    "  raw:\n"
+    "    image: airlock/runner-python:0.1\n"
+    "    command: [python3, main.py]\n"
+    "    sourceFile: main.py\n";
+
+static struct ctl_config *cfg;
+
+static int
+setup(void **state)
+{
+	struct k8s_error err;
+
+	(void)state;
+	if (ctl_config_parse(conf, sizeof(conf) - 1, "test", &cfg, &err) != 0)
+		fail_msg("config: %s", err.message);
+	return 0;
+}
+
+static int
+teardown(void **state)
+{
+	(void)state;
+	ctl_config_free(cfg);
+	return 0;
+}
+
+static json_t *
+session(const char *spec)
+{
+	char text[2048];
+	json_error_t e;
+	json_t *j;
+
+	snprintf(text, sizeof(text), "{\"metadata\": {\"name\": \"an\", \"namespace\": "
+	    "\"team-a\", \"uid\": \"5e55-1011\"}, \"spec\": %s}", spec);
+	if ((j = json_loads(text, 0, &e)) == NULL)
+		fail_msg("bad test JSON (%s): %s", e.text, text);
+	return j;
+}
+
+/* Which runtimes offer sessions, and the kernel each runs. */
+static void
+test_kernel(void **state)
+{
+	const char *argv[4];
+
+	(void)state;
+	assert_int_equal(session_kernel(cfg, "python", argv), 0);
+	assert_string_equal(argv[0], "python3");
+	assert_string_equal(argv[1], SESSION_KERNEL_PY);
+	assert_null(argv[2]);
+	assert_int_equal(session_kernel(cfg, "python-data", argv), 0);
+	assert_string_equal(argv[0], "/usr/bin/python3");
+	assert_int_equal(session_kernel(cfg, "node", argv), -1);
+	assert_int_equal(session_kernel(cfg, "guarded", argv), -1);
+	assert_int_equal(session_kernel(cfg, "raw", argv), -1);
+	assert_int_equal(session_kernel(cfg, "nope", argv), -1);
+	assert_int_equal(session_kernel(cfg, NULL, argv), -1);
+}
+
+/* Refusals name the field and say why. */
+static void
+test_check(void **state)
+{
+	static const struct {
+		const char *spec, *msg;
+	} bad[] = {
+		{ "{}", "spec.runtime: required" },
+		{ "{\"runtime\": \"ruby\"}", "spec.runtime: 'ruby' is not a runtime of "
+		  "this cluster" },
+		{ "{\"runtime\": \"node\"}", "spec.runtime: sessions are not offered "
+		  "for runtime 'node' (only Python runtimes without a code policy, for "
+		  "now)" },
+		{ "{\"runtime\": \"guarded\"}", "spec.runtime: sessions are not offered "
+		  "for runtime 'guarded' (only Python runtimes without a code policy, "
+		  "for now)" },
+	};
+	struct k8s_error err;
+	json_t *s;
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		s = session(bad[i].spec);
+		assert_int_equal(session_check(cfg, s, &err), K8S_EINVAL);
+		assert_string_equal(err.message, bad[i].msg);
+		json_decref(s);
+	}
+	s = session("{\"runtime\": \"python\", \"resources\": {\"memory\": \"64Gi\"}}");
+	assert_int_equal(session_check(cfg, s, &err), K8S_EINVAL);
+	assert_non_null(strstr(err.message, "spec.resources.memory"));
+	json_decref(s);
+	s = session("{\"runtime\": \"python\", \"resources\": {\"memory\": \"1Gi\"}}");
+	assert_int_equal(session_check(cfg, s, &err), 0);
+	json_decref(s);
+}
+
+/*
+ * The pod: a holder of the session's runtime and resources, with the
+ * session as owner, its uid label, a fixed name, and the lifetime's
+ * backstop.
+ */
+static void
+test_pod(void **state)
+{
+	struct k8s_error err;
+	json_t *s = session("{\"runtime\": \"python\", \"maxLifetimeSeconds\": 120, "
+	    "\"resources\": {\"memory\": \"1Gi\"}}"), *pod, *pool, *holder, *a, *b;
+
+	(void)state;
+	pod = session_pod(cfg, s, &err);
+	assert_non_null(pod);
+	assert_string_equal(jp_str(pod, "metadata.name"), "airlock-session-5e55-1011");
+	assert_null(jp_at(pod, "metadata.generateName"));
+	assert_string_equal(jp_str(pod, "metadata.namespace"), "team-a");
+	assert_string_equal(jp_key(pod, "metadata.labels", SESSION_LABEL_UID), "5e55-1011");
+	assert_null(json_object_get(jp_at(pod, "metadata.labels"), POOL_LABEL_UID));
+	assert_null(json_object_get(jp_at(pod, "metadata.annotations"), POOL_ANN_KEY));
+	assert_json(jp_at(pod, "metadata.ownerReferences"), "[{\"apiVersion\": "
+	    "\"airlock.dev/v1alpha1\", \"kind\": \"CodeSession\", \"name\": \"an\", "
+	    "\"uid\": \"5e55-1011\", \"controller\": true, \"blockOwnerDeletion\": true}]");
+	assert_int_equal(jp_num(pod, "spec.activeDeadlineSeconds"), 150);
+	/* Everything else is a holder's for the same spec. */
+	pool = json_pack("{s:{s:s, s:s, s:s}, s:O}", "metadata", "name", "an",
+	    "namespace", "team-a", "uid", "5e55-1011", "spec", json_object_get(s, "spec"));
+	holder = pool_holder(cfg, pool, &err);
+	assert_non_null(holder);
+	a = json_deep_copy(json_object_get(pod, "spec"));
+	b = json_deep_copy(json_object_get(holder, "spec"));
+	json_object_del(a, "activeDeadlineSeconds");
+	assert_true(json_equal(a, b));
+	assert_string_equal(jp_str(pod, "spec.containers[0].resources.limits.memory"),
+	    "1Gi");
+	json_decref(a);
+	json_decref(b);
+	json_decref(holder);
+	json_decref(pool);
+	json_decref(pod);
+	json_decref(s);
+	/* Defaults and ranges: the lifetime 3600, a bad value clamped. */
+	s = session("{\"runtime\": \"python\"}");
+	assert_int_equal(session_lifetime_s(s), 3600);
+	assert_int_equal(session_idle_s(s), 600);
+	assert_int_equal(session_ttl_s(s), 3600);
+	json_decref(s);
+	s = session("{\"runtime\": \"python\", \"idleTimeoutSeconds\": 1, "
+	    "\"maxLifetimeSeconds\": 999999, \"ttlSecondsAfterFinished\": 0}");
+	assert_int_equal(session_idle_s(s), SESSION_MIN_S);
+	assert_int_equal(session_lifetime_s(s), SESSION_MAX_S);
+	assert_int_equal(session_ttl_s(s), 0);
+	json_decref(s);
+	/* A refused one makes no pod. */
+	s = session("{\"runtime\": \"node\"}");
+	assert_null(session_pod(cfg, s, &err));
+	assert_int_equal(err.code, K8S_EINVAL);
+	json_decref(s);
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_kernel),
+		cmocka_unit_test(test_check),
+		cmocka_unit_test(test_pod),
+	};
+
+	return cmocka_run_group_tests(tests, setup, teardown);
+}
