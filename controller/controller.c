@@ -16,6 +16,7 @@
 #include "log.h"
 #include "podspec.h"
 #include "pool.h"
+#include "session.h"
 #include "sha256.h"
 #include "workqueue.h"
 #include "xmalloc.h"
@@ -83,6 +84,11 @@ pod_event(struct controller *ctl, json_t *old, json_t *pod)
 		return;
 	if (owner) {
 		key = xasprintf("%s/%s", ns, owner);
+		workqueue_add(ctl->queue, key);
+		free(key);
+	}
+	if (ctl_session_of_pod(pod)) {
+		key = ctl_session_key(ns, ctl_session_of_pod(pod));
 		workqueue_add(ctl->queue, key);
 		free(key);
 	}
@@ -176,6 +182,54 @@ ctl_trim_pool(json_t *pool)
 	json_object_set_new(out, "metadata", trim_metadata(json_object_get(pool,
 	    "metadata")));
 	return out;
+}
+
+/*
+ * Of a session: trim_metadata's, its spec but its files (up to 256 KiB:
+ * read afresh when wanted), its status whole (the CRD holds it small).
+ */
+json_t *
+ctl_trim_session(json_t *session)
+{
+	json_t *out = json_copy(session), *spec;
+
+	if (out == NULL)
+		return json_incref(session);
+	json_object_set_new(out, "metadata", trim_metadata(json_object_get(session,
+	    "metadata")));
+	spec = json_copy(json_object_get(session, "spec"));
+	if (spec) {
+		json_object_del(spec, "files");
+		json_object_set_new(out, "spec", spec);
+	}
+	return out;
+}
+
+static void
+session_enqueue(void *arg, json_t *obj)
+{
+	struct controller *ctl = arg;
+	char *key;
+
+	if (k8s_obj_namespace(obj) == NULL || k8s_obj_name(obj) == NULL)
+		return;
+	key = ctl_session_key(k8s_obj_namespace(obj), k8s_obj_name(obj));
+	workqueue_add(ctl->queue, key);
+	free(key);
+}
+
+static void
+session_update(void *arg, json_t *old, json_t *cur)
+{
+	(void)old;
+	session_enqueue(arg, cur);
+}
+
+static void
+session_delete(void *arg, json_t *obj, int unknown)
+{
+	(void)unknown;
+	session_enqueue(arg, obj);	/* the reconcile finds it gone: its pod goes */
 }
 
 static char *
@@ -433,16 +487,21 @@ ctl_trim_pod(json_t *pod)
 	{
 		json_t *pl = json_object_get(json_object_get(md, "labels"),
 		    POOL_LABEL_UID), *ref;
+		json_t *sl = json_object_get(json_object_get(md, "labels"),
+		    SESSION_LABEL_UID);
 		size_t i;
 
-		if (pl) {
+		if (pl || sl) {
 			json_t *l = json_object_get(json_object_get(out,
 			    "metadata"), "labels");
 
 			if (l == NULL)
 				json_object_set_new(json_object_get(out,
 				    "metadata"), "labels", l = json_object());
-			json_object_set(l, POOL_LABEL_UID, pl);
+			if (pl)
+				json_object_set(l, POOL_LABEL_UID, pl);
+			if (sl)
+				json_object_set(l, SESSION_LABEL_UID, sl);
 		}
 		json_array_foreach(json_object_get(md, "ownerReferences"), i, ref)
 			if (json_is_true(json_object_get(ref, "controller")))
@@ -487,6 +546,8 @@ ctl_pod_index(json_t *pod)
 
 	if (ns && owner)
 		return xasprintf("%s/%s", ns, owner);
+	if (ns && ctl_session_of_pod(pod))
+		return ctl_session_key(ns, ctl_session_of_pod(pod));
 	return pool ? ctl_pool_index(ns, pool) : NULL;
 }
 
@@ -707,6 +768,10 @@ controller_new(struct k8s_client *c, const struct ctl_config *cfg,
 	    .index = pool_ns, .transform = ctl_trim_pool,
 	    .page_bytes = LIST_PAGE_BYTES };
 	struct informer_handlers plh = { pool_add, pool_update, pool_delete, ctl };
+	struct informer_opts so = { .res = &session_resource, .packed = 1,
+	    .transform = ctl_trim_session, .page_bytes = LIST_PAGE_BYTES };
+	struct informer_handlers sh = { session_enqueue, session_update,
+	    session_delete, ctl };
 
 	ctl->client = c;
 	ctl->cfg = cfg;
@@ -731,6 +796,9 @@ controller_new(struct k8s_client *c, const struct ctl_config *cfg,
 	plo.ns = ctl->opts.namespace;
 	plo.resync_ms = ctl->opts.resync_ms;
 	ctl->pool_inf = informer_new(c, &plo, &plh);
+	so.ns = ctl->opts.namespace;
+	so.resync_ms = ctl->opts.resync_ms;
+	ctl->session_inf = informer_new(c, &so, &sh);
 	go.ns = ctl->opts.namespace;
 	for (int i = 0; i < 3; i++) {
 		go.res = ctl_guard_res[i];
@@ -806,6 +874,7 @@ controller_start(struct controller *ctl)
 	if (informer_start(ctl->cx_inf) != 0 ||
 	    informer_start(ctl->pod_inf) != 0 ||
 	    informer_start(ctl->pool_inf) != 0 ||
+	    informer_start(ctl->session_inf) != 0 ||
 	    informer_start(ctl->lease_inf) != 0 ||
 	    (ctl->agent_inf && informer_start(ctl->agent_inf) != 0))
 		return K8S_EINVAL;
@@ -837,6 +906,14 @@ controller_set_leading(struct controller *ctl, int leading)
 
 		workqueue_add(ctl->queue, pk);
 		free(pk);
+	}
+	json_decref(keys);
+	keys = leading ? informer_keys(ctl->session_inf) : NULL;
+	json_array_foreach(keys, i, k) {
+		char *sk = xasprintf("session:%s", json_string_value(k));
+
+		workqueue_add(ctl->queue, sk);
+		free(sk);
 	}
 	json_decref(keys);
 	if (leading)
@@ -892,6 +969,7 @@ controller_stop(struct controller *ctl)
 	informer_stop(ctl->cx_inf);
 	informer_stop(ctl->pod_inf);
 	informer_stop(ctl->pool_inf);
+	informer_stop(ctl->session_inf);
 	informer_stop(ctl->lease_inf);
 	if (ctl->agent_inf)
 		informer_stop(ctl->agent_inf);
@@ -907,6 +985,7 @@ controller_free(struct controller *ctl)
 	informer_free(ctl->cx_inf);
 	informer_free(ctl->pod_inf);
 	informer_free(ctl->pool_inf);
+	informer_free(ctl->session_inf);
 	informer_free(ctl->lease_inf);
 	informer_free(ctl->agent_inf);
 	json_decref(ctl->nodes);

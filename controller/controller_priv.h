@@ -21,6 +21,7 @@ struct controller {
 	struct informer		*cx_inf;
 	struct informer		*pod_inf;
 	struct informer		*pool_inf;	/* indexed by namespace */
+	struct informer		*session_inf;	/* CodeSessions (sessions.c) */
 	struct informer		*guard_inf[3];	/* see ctl_guard_res */
 	struct informer		*lease_inf;	/* kube-node-lease (nodes.c) */
 	struct informer		*agent_inf;	/* agents' leases (agents.c); NULL: none */
@@ -204,6 +205,9 @@ void ctl_emit_event_kind(struct controller *ctl, json_t *obj,
  */
 int ctl_write_status(struct controller *ctl, json_t *cx, json_t *status,
     struct notes *notes);
+/* The same for an object of res (a CodeSession: sessions.c). */
+int ctl_write_status_of(struct controller *ctl, const struct k8s_resource *res,
+    json_t *obj, json_t *status, struct notes *notes);
 /*
  * End the execution cx here: phase, reason and message into status (the
  * caller's copy of cx's, changed in place), Complete True, an Event.
@@ -400,6 +404,25 @@ json_t *ctl_audit_record(const struct ctl_config *cfg, json_t *cx,
 int ctl_audit_finished(struct controller *ctl, json_t *cx);
 /* Deleted (the cache's last copy): its record if it has no mark. */
 void ctl_audit_deleted(struct controller *ctl, json_t *cx);
+
+/*
+ * sessions.c: CodeSessions (docs/sessions.md). Queue keys and the pod
+ * cache's index of a session's pods: "session:<ns>/<name>". New string.
+ */
+char *ctl_session_key(const char *ns, const char *name);
+/* The session that owns pod (its name; borrowed), or NULL. */
+const char *ctl_session_of_pod(json_t *pod);
+/* What the session cache keeps (controller.c): not spec.files. */
+json_t *ctl_trim_session(json_t *session);
+int ctl_session_reconcile(struct controller *ctl, const char *ns,
+    const char *name);
+/*
+ * The execution cx (cached; status its copy) names a session: 1 when it
+ * was dealt with here (*rcp: the reconcile's result), 0 when it names
+ * none.
+ */
+int ctl_session_step(struct controller *ctl, json_t *cx, json_t *status,
+    int *rcp);
 
 /* Where the cache keeps the hash of an execution's program (trim_cx). */
 #define CTL_CACHED_SHA	"airlock.dev/codeSha256"

@@ -853,6 +853,12 @@ controller_reconcile(struct controller *ctl, const char *key)
 		free(ns);
 		return rc;
 	}
+	if (strncmp(key, "session:", 8) == 0) {
+		ns = xstrndup(key + 8, (size_t)(slash - key - 8));
+		rc = ctl_session_reconcile(ctl, ns, slash + 1);
+		free(ns);
+		return rc;
+	}
 	ns = xstrndup(key, (size_t)(slash - key));
 	name = slash + 1;
 	if (name[0] == '\0') {
@@ -916,6 +922,8 @@ controller_reconcile(struct controller *ctl, const char *key)
 			rc = ctl_finish(ctl, cx, status, "Cancelled", "Cancelled",
 			    "cancelled by spec.cancel");
 	} else if ((rc = sweep(ctl, ns, name, k8s_obj_uid(cx))) != 0) {
+		;
+	} else if (ctl_session_step(ctl, cx, status, &rc)) {
 		;
 	} else if (pod && node_lost_end(ctl, cx, pod, status, &rc)) {
 		;

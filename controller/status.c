@@ -134,6 +134,13 @@ int
 ctl_write_status(struct controller *ctl, json_t *cx, json_t *status,
     struct notes *notes)
 {
+	return ctl_write_status_of(ctl, &cx_resource, cx, status, notes);
+}
+
+int
+ctl_write_status_of(struct controller *ctl, const struct k8s_resource *res,
+    json_t *cx, json_t *status, struct notes *notes)
+{
 	struct k8s_patch_opts po = { .type = K8S_PATCH_MERGE,
 	    .subresource = "status" };
 	json_t *old = json_object_get(cx, "status"), *diff, *patch, *v;
@@ -155,7 +162,7 @@ ctl_write_status(struct controller *ctl, json_t *cx, json_t *status,
 	}
 	patch = json_pack("{s:{s:s?}, s:o}", "metadata", "resourceVersion",
 	    k8s_obj_rv(cx), "status", diff);
-	rc = k8s_patch(ctl->client, &cx_resource, k8s_obj_namespace(cx),
+	rc = k8s_patch(ctl->client, res, k8s_obj_namespace(cx),
 	    k8s_obj_name(cx), &po, patch, &out, &err);
 	json_decref(patch);
 	/*
@@ -171,8 +178,8 @@ ctl_write_status(struct controller *ctl, json_t *cx, json_t *status,
 	}
 	json_decref(out);
 	if (rc != 0 && rc != K8S_ECONFLICT && rc != K8S_ENOTFOUND)
-		log_warn("cannot write status", "execution=%s/%s error=\"%s\"",
-		    k8s_obj_namespace(cx), k8s_obj_name(cx), err.message);
+		log_warn("cannot write status", "%s=%s/%s error=\"%s\"",
+		    res->plural, k8s_obj_namespace(cx), k8s_obj_name(cx), err.message);
 	/*
 	 * Never stored, however often tried: the API server's limit (413), or
 	 * etcd's ("request is too large"): the object has grown past what a
@@ -182,8 +189,9 @@ ctl_write_status(struct controller *ctl, json_t *cx, json_t *status,
 		rc = CTL_ETOOLARGE;
 	if (rc == 0 && notes) {
 		for (int i = 0; i < notes->n; i++)
-			ctl_emit_event(ctl, cx, notes->e[i].type, notes->e[i].reason,
-			    notes->e[i].msg);
+			ctl_emit_event_kind(ctl, cx, res == &cx_resource ?
+			    "CodeExecution" : "CodeSession", notes->e[i].type,
+			    notes->e[i].reason, notes->e[i].msg);
 		if (notes->phase)
 			metric_inc(ctl->m_phase, notes->phase);
 	}

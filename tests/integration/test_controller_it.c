@@ -28,6 +28,7 @@
 #include "clock.h"
 #include "itutil.h"
 #include "pool.h"
+#include "session.h"
 #include "podspec.h"
 #include "xmalloc.h"
 
@@ -3046,6 +3047,219 @@ test_two_replicas_one_leader(void **state)
 	}
 }
 
+/* --- sessions (issue 30, docs/sessions.md) ------------------------------ */
+
+static void
+create_session(struct fx *fx, const char *name, const char *spec)
+{
+	struct k8s_error err;
+	json_t *o = json_pack("{s:s, s:s, s:{s:s}, s:o}", "apiVersion", "airlock.dev/v1alpha1",
+	    "kind", "CodeSession", "metadata", "name", name, "spec", json_loads(spec, 0, NULL));
+
+	if (k8s_create(c, &session_resource, fx->ns, o, NULL, &err) != 0)
+		fail_msg("create session %s: %s", name, err.message);
+	json_decref(o);
+}
+
+static json_t *
+get_session(struct fx *fx, const char *name)
+{
+	struct k8s_error err;
+	json_t *o = NULL;
+
+	if (k8s_get(c, &session_resource, fx->ns, name, &o, &err) != 0)
+		return NULL;
+	return o;
+}
+
+static int
+session_has_phase(void *arg)
+{
+	struct wait_phase *w = arg;
+	json_t *o = get_session(w->fx, w->name);
+	int ok = o && st_str(o, "phase") && strcmp(st_str(o, "phase"), w->phase) == 0;
+
+	json_decref(o);
+	return ok;
+}
+
+/* The session once in phase (within timeout_ms), a new reference. */
+static json_t *
+wait_session(struct fx *fx, const char *name, const char *phase, long timeout_ms)
+{
+	struct wait_phase w = { fx, name, phase };
+
+	if (!it_wait_for(session_has_phase, &w, timeout_ms)) {
+		json_t *o = get_session(fx, name);
+		char *t = json_dumps(json_object_get(o, "status"), 0);
+
+		fail_msg("session %s never reached %s; status %s", name, phase,
+		    t ? t : "(none)");
+	}
+	return get_session(fx, name);
+}
+
+/* A session made Ready: its pod made, bound and its probe passed. */
+static json_t *
+ready_session(struct fx *fx, const char *name, const char *spec)
+{
+	json_t *o;
+	char pod[80];
+
+	create_session(fx, name, spec);
+	o = wait_session(fx, name, "Pending", 10000);
+	assert_string_equal(st_str(o, "startMode"), "Cold");
+	session_pod_name(k8s_obj_uid(o), pod);
+	assert_string_equal(st_str(o, "podName"), pod);
+	json_decref(o);
+	bind_pod_to(fx, pod, "node-1");
+	holder_ready(fx, pod);
+	return wait_session(fx, name, "Ready", 10000);
+}
+
+/*
+ * A session's life: its pod (a holder, the session its owner), Ready once
+ * the pod's probe passed; executions naming it, a missing one or one of
+ * another runtime refused with the field named (and, until the node agent
+ * runs steps, its own too: never run as a one-shot); closed: its pod gone
+ * at once, Ended Closed; an execution naming it then refused; deleted
+ * after its TTL.
+ */
+static void
+test_session_life(void **state)
+{
+	struct fx *fx = *state;
+	struct gone pod_gone = { fx, &k8s_res_pods, NULL }, s_gone = { fx,
+	    &session_resource, "life" };
+	struct k8s_patch_opts merge = { .type = K8S_PATCH_MERGE };
+	struct k8s_error err;
+	json_t *o, *pod, *p;
+	char pname[80];
+
+	o = ready_session(fx, "life", "{\"runtime\":\"warm\",\"ttlSecondsAfterFinished\":2}");
+	assert_string_equal(st_str(o, "nodeName"), "node-1");
+	assert_string_equal(cond(o, "Ready", "status"), "True");
+	assert_non_null(st_str(o, "startTime"));
+	session_pod_name(k8s_obj_uid(o), pname);
+	assert_int_equal(k8s_get(c, &k8s_res_pods, fx->ns, pname, &pod, &err), 0);
+	assert_string_equal(json_string_value(json_object_get(json_array_get(json_object_get(
+	    json_object_get(pod, "metadata"), "ownerReferences"), 0), "kind")), "CodeSession");
+	assert_string_equal(json_string_value(json_object_get(json_object_get(json_object_get(
+	    pod, "metadata"), "labels"), SESSION_LABEL_UID)), k8s_obj_uid(o));
+	assert_int_equal(json_integer_value(json_object_get(json_object_get(pod, "spec"),
+	    "activeDeadlineSeconds")), 3600 + SESSION_DEADLINE_SLACK);
+	json_decref(pod);
+	json_decref(o);
+
+	create_cx(fx, "no-such", "{\"runtime\":\"warm\",\"source\":\"x\",\"session\":\"nope\"}");
+	o = wait_phase(fx, "no-such", "Failed");
+	assert_string_equal(st_str(o, "reason"), "Rejected");
+	assert_string_equal(st_str(o, "message"), "spec.session: no session 'nope' in this "
+	    "namespace");
+	json_decref(o);
+	create_cx(fx, "other-rt", "{\"runtime\":\"python\",\"source\":\"x\",\"session\":\"life\"}");
+	o = wait_phase(fx, "other-rt", "Failed");
+	assert_string_equal(st_str(o, "message"), "spec.runtime: not the runtime of session "
+	    "'life'");
+	json_decref(o);
+	create_cx(fx, "step", "{\"runtime\":\"warm\",\"source\":\"x = 1\",\"session\":\"life\"}");
+	o = wait_phase(fx, "step", "Failed");
+	assert_string_equal(st_str(o, "message"), "spec.session: the steps of a session are "
+	    "not run yet by this version (docs/sessions.md)");
+	assert_null(st_str(o, "podName"));
+	json_decref(o);
+	/* No pod was made for any of them. */
+	assert_int_equal(count_pods(fx, NULL), 1);
+
+	p = json_pack("{s:{s:b}}", "spec", "close", 1);
+	assert_int_equal(k8s_patch(c, &session_resource, fx->ns, "life", &merge, p, NULL, &err), 0);
+	json_decref(p);
+	pod_gone.name = pname;
+	if (!it_wait_for(is_gone, &pod_gone, 5000))
+		fail_msg("the closed session's pod was not gone in 5 s");
+	o = wait_session(fx, "life", "Ended", 5000);
+	assert_string_equal(st_str(o, "reason"), "Closed");
+	assert_string_equal(st_str(o, "message"), "closed by spec.close");
+	assert_string_equal(cond(o, "Ready", "status"), "False");
+	json_decref(o);
+	create_cx(fx, "late", "{\"runtime\":\"warm\",\"source\":\"x\",\"session\":\"life\"}");
+	o = wait_phase(fx, "late", "Failed");
+	assert_string_equal(st_str(o, "message"), "spec.session: session 'life' has ended "
+	    "(Closed)");
+	json_decref(o);
+	if (!it_wait_for(is_gone, &s_gone, 10000))
+		fail_msg("the ended session was not deleted after its TTL (2 s)");
+}
+
+/* A runtime without sessions, and one the cluster does not have: refused. */
+static void
+test_session_rejected(void **state)
+{
+	struct fx *fx = *state;
+	json_t *o;
+
+	create_session(fx, "plain", "{\"runtime\":\"python\"}");
+	o = wait_session(fx, "plain", "Ended", 10000);
+	assert_string_equal(st_str(o, "reason"), "Rejected");
+	assert_string_equal(st_str(o, "message"), "spec.runtime: sessions are not offered for "
+	    "runtime 'python' (only Python runtimes without a code policy, for now)");
+	json_decref(o);
+	create_session(fx, "ruby", "{\"runtime\":\"ruby\"}");
+	o = wait_session(fx, "ruby", "Ended", 10000);
+	assert_string_equal(st_str(o, "message"), "spec.runtime: 'ruby' is not a runtime of "
+	    "this cluster");
+	json_decref(o);
+	assert_int_equal(count_pods(fx, NULL), 0);
+}
+
+/*
+ * Its pod deleted under it: Ended Failed. The session deleted: its pod
+ * goes at once (the controller's delete, not the garbage collector's).
+ * Past maxLifetimeSeconds: Expired; idle for idleTimeoutSeconds:
+ * IdleTimeout; both at once here, 10 s each (the CRD's least).
+ */
+static void
+test_session_ends(void **state)
+{
+	struct fx *fx = *state;
+	struct gone pod_gone = { fx, &k8s_res_pods, NULL };
+	struct k8s_error err;
+	json_t *o;
+	char pname[80];
+	long long t0;
+
+	o = ready_session(fx, "lost-pod", "{\"runtime\":\"warm\"}");
+	session_pod_name(k8s_obj_uid(o), pname);
+	json_decref(o);
+	assert_int_equal(k8s_delete(c, &k8s_res_pods, fx->ns, pname, NULL, NULL, &err), 0);
+	o = wait_session(fx, "lost-pod", "Ended", 10000);
+	assert_string_equal(st_str(o, "reason"), "Failed");
+	assert_string_equal(st_str(o, "message"), "its sandbox's pod was deleted");
+	json_decref(o);
+
+	o = ready_session(fx, "deleted", "{\"runtime\":\"warm\"}");
+	session_pod_name(k8s_obj_uid(o), pname);
+	json_decref(o);
+	assert_int_equal(k8s_delete(c, &session_resource, fx->ns, "deleted", NULL, NULL,
+	    &err), 0);
+	pod_gone.name = pname;
+	if (!it_wait_for(is_gone, &pod_gone, 5000))
+		fail_msg("the deleted session's pod was not gone in 5 s");
+
+	t0 = it_mono_ms();
+	json_decref(ready_session(fx, "short", "{\"runtime\":\"warm\",\"maxLifetimeSeconds\":10}"));
+	json_decref(ready_session(fx, "idle", "{\"runtime\":\"warm\",\"idleTimeoutSeconds\":10,"
+	    "\"maxLifetimeSeconds\":60}"));
+	o = wait_session(fx, "short", "Ended", 20000);
+	assert_string_equal(st_str(o, "reason"), "Expired");
+	assert_true(it_mono_ms() - t0 >= 9000);
+	json_decref(o);
+	o = wait_session(fx, "idle", "Ended", 20000);
+	assert_string_equal(st_str(o, "reason"), "IdleTimeout");
+	json_decref(o);
+	assert_int_equal(count_pods(fx, NULL), 0);
+}
+
 int
 main(void)
 {
@@ -3080,6 +3294,9 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_same_name_swept, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_terminating_namespace, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_two_replicas_one_leader, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_session_life, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_session_rejected, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_session_ends, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, group_setup, group_teardown);

@@ -1,0 +1,411 @@
+/*
+ * sessions.c - CodeSessions (issue 30, docs/sessions.md): a session's
+ * sandbox, its phases and its end. Queue keys "session:<ns>/<name>"; the
+ * pod cache indexes a session's pods under "session:<ns>/<name>" (the
+ * owner's name: a session deleted and made again under the same name
+ * finds the old one's pod, and deletes it).
+ *
+ *   (new)    checked (session_check): refused -> Ended, Rejected;
+ *            else its pod made (session_pod, a fixed name), Pending
+ *   Pending  the pod's startup probe passed -> Ready
+ *   Ready    kept while the pod runs
+ *   Ended    spec.close (Closed), past maxLifetimeSeconds since Ready
+ *            (Expired), idle for idleTimeoutSeconds (IdleTimeout), the
+ *            pod gone or failed (Failed, OOMKilled, NodeLost); the pod is
+ *            deleted at once (grace 0); ttlSecondsAfterFinished later the
+ *            session is deleted
+ *
+ * Executions naming a session (spec.session): ctl_session_step.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "clock.h"
+#include "controller_priv.h"
+#include "cx.h"
+#include "log.h"
+#include "podspec.h"
+#include "pool.h"
+#include "session.h"
+#include "xmalloc.h"
+
+char *
+ctl_session_key(const char *ns, const char *name)
+{
+	return xasprintf("session:%s/%s", ns, name);
+}
+
+/* The session that owns pod (its name), or NULL. */
+const char *
+ctl_session_of_pod(json_t *pod)
+{
+	json_t *md = json_object_get(pod, "metadata"), *ref;
+	size_t i;
+
+	if (json_object_get(json_object_get(md, "labels"), SESSION_LABEL_UID) == NULL)
+		return NULL;
+	json_array_foreach(json_object_get(md, "ownerReferences"), i, ref)
+		if (json_is_true(json_object_get(ref, "controller")) &&
+		    json_is_string(json_object_get(ref, "kind")) &&
+		    strcmp(json_string_value(json_object_get(ref, "kind")),
+		    "CodeSession") == 0)
+			return json_string_value(json_object_get(ref, "name"));
+	return NULL;
+}
+
+/* Wall-clock seconds of an RFC 3339 time, or 0. */
+static long long
+rfc3339_s(const char *t)
+{
+	struct tm tm;
+
+	memset(&tm, 0, sizeof(tm));
+	if (t == NULL || strptime(t, "%Y-%m-%dT%H:%M:%S", &tm) == NULL)
+		return 0;
+	return (long long)timegm(&tm);
+}
+
+static long long
+now_s(void)
+{
+	return (long long)time(NULL);
+}
+
+/* Delete pod (by name, uid as precondition when given) at once. */
+static int
+delete_pod(struct controller *ctl, const char *ns, const char *name,
+    const char *uid)
+{
+	struct k8s_delete_opts now = { .grace_period_set = 1,
+	    .grace_period_seconds = 0, .propagation_policy = "Background",
+	    .precondition_uid = uid };
+	struct k8s_error err;
+	int rc = k8s_delete(ctl->client, &k8s_res_pods, ns, name, &now, NULL, &err);
+
+	if (rc == K8S_ENOTFOUND || rc == K8S_ECONFLICT)
+		return 0;	/* gone, or another pod by now */
+	if (rc != 0)
+		log_warn("cannot delete a session's pod", "pod=%s/%s error=\"%s\"",
+		    ns, name, err.message);
+	return rc;
+}
+
+/*
+ * The session's pods but the one of its uid (keep_uid NULL: all): a pod a
+ * session of the same name left, or all of a session gone.
+ */
+static int
+sweep_pods(struct controller *ctl, const char *ns, const char *name,
+    const char *keep_uid)
+{
+	char *key = ctl_session_key(ns, name);
+	json_t *pods = informer_by_index(ctl->pod_inf, key), *p;
+	size_t i;
+	int rc = 0;
+
+	free(key);
+	json_array_foreach(pods, i, p) {
+		const char *label = json_string_value(json_object_get(json_object_get(
+		    json_object_get(p, "metadata"), "labels"), SESSION_LABEL_UID));
+
+		if (keep_uid && label && strcmp(label, keep_uid) == 0)
+			continue;
+		if (json_object_get(json_object_get(p, "metadata"), "deletionTimestamp"))
+			continue;
+		if (delete_pod(ctl, ns, k8s_obj_name(p), k8s_obj_uid(p)) != 0)
+			rc = K8S_EIO;
+	}
+	json_decref(pods);
+	return rc;
+}
+
+/* End it: phase Ended, reason, message, endTime, Ready False. */
+static int
+end(struct controller *ctl, json_t *s, json_t *status, const char *reason,
+    const char *msg)
+{
+	char now[CLOCK_RFC3339_LEN];
+	struct notes notes = { 0 };
+
+	ctl_now_rfc3339(now);
+	json_object_set_new(status, "phase", json_string(SESSION_ENDED));
+	json_object_set_new(status, "reason", json_string(reason));
+	json_object_set_new(status, "message", json_string(msg));
+	json_object_set_new(status, "endTime", json_string(now));
+	ctl_set_condition(status, "Ready", "False", reason, msg,
+	    json_integer_value(json_object_get(json_object_get(s, "metadata"),
+	    "generation")));
+	ctl_note(&notes, strcmp(reason, "Closed") == 0 ? "Normal" : "Warning",
+	    reason, msg);
+	log_info("session ended", "session=%s/%s reason=%s", k8s_obj_namespace(s),
+	    k8s_obj_name(s), reason);
+	return ctl_write_status_of(ctl, &session_resource, s, status, &notes);
+}
+
+/* The pod's first container's terminated reason, or "". */
+static const char *
+pod_end_reason(json_t *pod)
+{
+	const char *r = json_string_value(json_object_get(json_object_get(
+	    json_object_get(json_array_get(json_object_get(json_object_get(pod,
+	    "status"), "containerStatuses"), 0), "state"), "terminated"),
+	    "reason"));
+
+	return r ? r : "";
+}
+
+/*
+ * Make the session's pod (a fixed name: 409 means made before, by this
+ * process or one before it). 0, or the create's error; *refused: the
+ * API server will never take it (the session ends Failed with why).
+ */
+static int
+make_pod(struct controller *ctl, json_t *s, json_t *status, const char *pname)
+{
+	struct k8s_error err;
+	json_t *pod = session_pod(ctl->cfg, s, &err), *out = NULL;
+	int rc;
+
+	if (pod == NULL)
+		return end(ctl, s, status, "Rejected", err.message);
+	ctl_avoid_lost_nodes(ctl, pod);
+	rc = k8s_create(ctl->client, &k8s_res_pods, k8s_obj_namespace(s), pod,
+	    &out, &err);
+	json_decref(pod);
+	json_decref(out);
+	if (rc == K8S_EEXIST)
+		rc = 0;
+	if (rc != 0 && ctl_quota_full(&err)) {
+		char key[600];
+
+		/* Pending until the namespace has room; said, and tried again. */
+		json_object_set_new(status, "message", json_pack("s+", "waiting for "
+		    "room in the namespace's quota: ", err.message));
+		(void)ctl_write_status_of(ctl, &session_resource, s, status, NULL);
+		snprintf(key, sizeof(key), "session:%s/%s", k8s_obj_namespace(s),
+		    k8s_obj_name(s));
+		workqueue_add_after(ctl->queue, key, ctl_quota_retry_in(ctl,
+		    k8s_obj_namespace(s), "session", 1000));
+		return 0;
+	}
+	if (rc != 0 && ctl_create_refused(&err))
+		return end(ctl, s, status, "Failed", err.message);
+	if (rc != 0)
+		return rc;
+	json_object_set_new(status, "phase", json_string(SESSION_PENDING));
+	json_object_set_new(status, "startMode", json_string("Cold"));
+	json_object_set_new(status, "podName", json_string(pname));
+	json_object_del(status, "message");
+	ctl_set_condition(status, "Ready", "False", "Starting", "its sandbox is "
+	    "starting", json_integer_value(json_object_get(json_object_get(s,
+	    "metadata"), "generation")));
+	return ctl_write_status_of(ctl, &session_resource, s, status, NULL);
+}
+
+/* Ended: deleted ttlSecondsAfterFinished after endTime. */
+static int
+ttl(struct controller *ctl, json_t *s, json_t *status, const char *key)
+{
+	long long ended = rfc3339_s(json_string_value(json_object_get(status,
+	    "endTime"))), left = ended + session_ttl_s(s) - now_s();
+	struct k8s_delete_opts del = { .precondition_uid = k8s_obj_uid(s) };
+	struct k8s_error err;
+	int rc;
+
+	if (ended == 0)
+		return 0;
+	if (left > 0) {
+		workqueue_add_after(ctl->queue, key, left * 1000 + 100);
+		return 0;
+	}
+	rc = k8s_delete(ctl->client, &session_resource, k8s_obj_namespace(s),
+	    k8s_obj_name(s), &del, NULL, &err);
+	return rc == K8S_ENOTFOUND || rc == K8S_ECONFLICT ? 0 : rc;
+}
+
+int
+ctl_session_reconcile(struct controller *ctl, const char *ns, const char *name)
+{
+	json_t *s = informer_get(ctl->session_inf, ns, name), *status, *pod = NULL;
+	char *key = ctl_session_key(ns, name), pname[80], msg[600];
+	const char *phase;
+	long long now = now_s(), at;
+	int rc = 0;
+
+	if (s == NULL) {
+		/* Gone: its pod goes now, not when the garbage collector gets to it. */
+		rc = sweep_pods(ctl, ns, name, NULL);
+		free(key);
+		return rc;
+	}
+	status = json_deep_copy(json_object_get(s, "status"));
+	if (status == NULL)
+		status = json_object();
+	phase = json_string_value(json_object_get(status, "phase"));
+	session_pod_name(k8s_obj_uid(s), pname);
+	if ((rc = sweep_pods(ctl, ns, name, k8s_obj_uid(s))) != 0)
+		goto out;
+	pod = informer_get(ctl->pod_inf, ns, pname);
+	if (json_object_get(json_object_get(s, "metadata"), "deletionTimestamp")) {
+		rc = pod ? delete_pod(ctl, ns, pname, k8s_obj_uid(pod)) : 0;
+		goto out;
+	}
+	if (phase && strcmp(phase, SESSION_ENDED) == 0) {
+		rc = pod ? delete_pod(ctl, ns, pname, k8s_obj_uid(pod)) : 0;
+		if (rc == 0)
+			rc = ttl(ctl, s, status, key);
+		goto out;
+	}
+	if (json_is_true(json_object_get(json_object_get(s, "spec"), "close"))) {
+		rc = pod ? delete_pod(ctl, ns, pname, k8s_obj_uid(pod)) : 0;
+		if (rc == 0)
+			rc = end(ctl, s, status, "Closed", "closed by spec.close");
+		goto out;
+	}
+	if (phase == NULL || json_object_get(status, "podName") == NULL) {
+		rc = ctl_ensure_guardrails(ctl, ns);
+		if (rc == K8S_ECANCELED)
+			rc = 0;
+		else if (rc == CTL_EUNCOUNTED) {
+			workqueue_add_after(ctl->queue, key, 1000);
+			rc = 0;
+		} else if (rc == 0)
+			rc = make_pod(ctl, s, status, pname);
+		goto out;
+	}
+	if (pod == NULL) {
+		/* Named, and not in the cache: a fresh read decides. */
+		struct k8s_error err;
+		json_t *fresh = NULL;
+
+		rc = k8s_get(ctl->client, &k8s_res_pods, ns, pname, &fresh, &err);
+		json_decref(fresh);
+		if (rc == K8S_ENOTFOUND)
+			rc = end(ctl, s, status, "Failed", "its sandbox's pod was "
+			    "deleted");
+		else if (rc == 0)
+			workqueue_add_after(ctl->queue, key, 1000);	/* the cache lags */
+		goto out;
+	}
+	if (ctl_node_lost(ctl, pod, msg, sizeof(msg))) {
+		rc = delete_pod(ctl, ns, pname, k8s_obj_uid(pod));
+		if (rc == 0)
+			rc = end(ctl, s, status, "NodeLost", msg);
+		goto out;
+	}
+	{
+		const char *pp = json_string_value(json_object_get(json_object_get(
+		    pod, "status"), "phase"));
+
+		if (pp && (strcmp(pp, "Failed") == 0 || strcmp(pp, "Succeeded") == 0)) {
+			int oom = strcmp(pod_end_reason(pod), "OOMKilled") == 0;
+
+			rc = delete_pod(ctl, ns, pname, k8s_obj_uid(pod));
+			if (rc == 0)
+				rc = end(ctl, s, status, oom ? "OOMKilled" : "Failed",
+				    oom ? "its sandbox ran out of memory" :
+				    "its sandbox ended");
+			goto out;
+		}
+	}
+	if (strcmp(phase, SESSION_PENDING) == 0) {
+		char t[CLOCK_RFC3339_LEN];
+
+		if (!pool_holder_ready(pod))
+			goto out;	/* its pod's events bring it back */
+		ctl_now_rfc3339(t);
+		json_object_set_new(status, "phase", json_string(SESSION_READY));
+		json_object_set_new(status, "startTime", json_string(t));
+		json_object_set_new(status, "lastActivityTime", json_string(t));
+		json_object_set(status, "nodeName", json_object_get(json_object_get(pod,
+		    "spec"), "nodeName"));
+		ctl_set_condition(status, "Ready", "True", "Ready", "its sandbox is "
+		    "ready", json_integer_value(json_object_get(json_object_get(s,
+		    "metadata"), "generation")));
+		rc = ctl_write_status_of(ctl, &session_resource, s, status, NULL);
+		if (rc == 0)
+			workqueue_add_after(ctl->queue, key, 1000 * (session_idle_s(s) <
+			    session_lifetime_s(s) ? session_idle_s(s) :
+			    session_lifetime_s(s)) + 100);
+		goto out;
+	}
+	/* Ready: its lifetime, then its idle time (the node agent's too). */
+	at = rfc3339_s(json_string_value(json_object_get(status, "startTime")));
+	if (at > 0 && now >= at + session_lifetime_s(s)) {
+		rc = delete_pod(ctl, ns, pname, k8s_obj_uid(pod));
+		if (rc == 0)
+			rc = end(ctl, s, status, "Expired", "its maxLifetimeSeconds "
+			    "passed");
+		goto out;
+	}
+	{
+		long long idle = rfc3339_s(json_string_value(json_object_get(status,
+		    "lastActivityTime"))), next;
+
+		if (idle > 0 && now >= idle + session_idle_s(s) &&
+		    !json_object_get(status, "currentExecution")) {
+			rc = delete_pod(ctl, ns, pname, k8s_obj_uid(pod));
+			if (rc == 0)
+				rc = end(ctl, s, status, "IdleTimeout", "no execution "
+				    "for its idleTimeoutSeconds");
+			goto out;
+		}
+		next = at + session_lifetime_s(s);
+		if (idle > 0 && idle + session_idle_s(s) < next)
+			next = idle + session_idle_s(s);
+		workqueue_add_after(ctl->queue, key, (next - now) * 1000 + 100);
+	}
+out:
+	json_decref(pod);
+	json_decref(status);
+	json_decref(s);
+	free(key);
+	return rc;
+}
+
+/*
+ * An execution naming a session (spec.session; cx cached, status its
+ * copy): 1 when handled here (*rcp the result), 0 when it is not a
+ * session's. Until the node agent runs a session's steps, every one is
+ * refused, saying why: never run as a one-shot execution, which would
+ * lose what the tenant meant to keep.
+ */
+int
+ctl_session_step(struct controller *ctl, json_t *cx, json_t *status, int *rcp)
+{
+	const char *sname = json_string_value(json_object_get(json_object_get(cx,
+	    "spec"), "session"));
+	const char *ns = k8s_obj_namespace(cx);
+	json_t *s;
+	char msg[700];
+
+	if (sname == NULL)
+		return 0;
+	s = informer_get(ctl->session_inf, ns, sname);
+	if (s == NULL)
+		snprintf(msg, sizeof(msg), "spec.session: no session '%.253s' in "
+		    "this namespace", sname);
+	else if (strcmp(json_string_value(json_object_get(json_object_get(s,
+	    "status"), "phase")) ? json_string_value(json_object_get(
+	    json_object_get(s, "status"), "phase")) : "", SESSION_ENDED) == 0)
+		snprintf(msg, sizeof(msg), "spec.session: session '%.253s' has "
+		    "ended (%.64s)", sname, json_string_value(json_object_get(
+		    json_object_get(s, "status"), "reason")) ? json_string_value(
+		    json_object_get(json_object_get(s, "status"), "reason")) : "");
+	else if (strcmp(json_string_value(json_object_get(json_object_get(s,
+	    "spec"), "runtime")) ? json_string_value(json_object_get(
+	    json_object_get(s, "spec"), "runtime")) : "",
+	    json_string_value(json_object_get(json_object_get(cx, "spec"),
+	    "runtime")) ? json_string_value(json_object_get(json_object_get(cx,
+	    "spec"), "runtime")) : "") != 0)
+		snprintf(msg, sizeof(msg), "spec.runtime: not the runtime of "
+		    "session '%.253s'", sname);
+	else
+		snprintf(msg, sizeof(msg), "spec.session: the steps of a session "
+		    "are not run yet by this version (docs/sessions.md)");
+	json_decref(s);
+	*rcp = ctl_finish(ctl, cx, status, "Failed", "Rejected", msg);
+	return 1;
+}
