@@ -358,7 +358,8 @@ soak: all
 # The chart's CRDs are crds/'s; test_render fails when they drift.
 chart-crds:
 	cp crds/airlock.dev_codeexecutions.yaml crds/airlock.dev_codeexecutionpools.yaml \
-		crds/airlock.dev_codeexecutionartifacts.yaml charts/airlock/crds/
+		crds/airlock.dev_codeexecutionartifacts.yaml crds/airlock.dev_codesessions.yaml \
+		charts/airlock/crds/
 
 cluster-down:
 	@tests/cluster/down.sh

@@ -265,7 +265,8 @@ test_crd_in_sync(void **state)
 {
 	static const char *const files[] = { "airlock.dev_codeexecutions.yaml",
 	    "airlock.dev_codeexecutionpools.yaml",
-	    "airlock.dev_codeexecutionartifacts.yaml" };
+	    "airlock.dev_codeexecutionartifacts.yaml",
+	    "airlock.dev_codesessions.yaml" };
 	char a[4352], b[4352], cmd[9000];
 
 	(void)state;
@@ -413,6 +414,45 @@ test_defaults(void **state)
 	assert_non_null(x = find(all, "ValidatingAdmissionPolicy", "rel-airlock-node-agent-status-guard"));
 	assert_string_equal(str(x, "spec.matchConstraints.resourceRules[0].resources[0]"),
 	    "codeexecutions/status");
+	assert_string_equal(str(x, "spec.validations[1].message"),
+	    "the node agent may write the status of executions on its own node only");
+	assert_string_equal(str(x, "spec.validations[2].message"),
+	    "the node agent may not mark an execution audited");
+	/* The same guard for sessions' status, the agent's too (docs/sessions.md). */
+	assert_non_null(x = find(all, "ValidatingAdmissionPolicy",
+	    "rel-airlock-node-agent-session-status-guard"));
+	assert_int_equal(json_array_size(at(x, "spec.matchConstraints.resourceRules")), 1);
+	assert_int_equal(json_array_size(at(x, "spec.matchConstraints.resourceRules[0].resources")), 1);
+	assert_string_equal(str(x, "spec.matchConstraints.resourceRules[0].resources[0]"),
+	    "codesessions/status");
+	assert_string_equal(str(x, "spec.matchConstraints.resourceRules[0].operations[0]"),
+	    "UPDATE");
+	assert_string_equal(str(x, "spec.matchConditions[0].expression"),
+	    "request.userInfo.username == \"system:serviceaccount:airlock-system:rel-airlock-node-agent\"");
+	assert_int_equal(json_array_size(at(x, "spec.validations")), 3);
+	assert_string_equal(str(x, "spec.validations[0].message"),
+	    "the node agent's token names no node");
+	assert_string_equal(str(x, "spec.validations[1].expression"),
+	    "has(oldObject.status) && has(oldObject.status.nodeName) && "
+	    "request.userInfo.extra[\"authentication.kubernetes.io/node-name\"][0] == "
+	    "oldObject.status.nodeName");
+	assert_string_equal(str(x, "spec.validations[1].message"),
+	    "the node agent may write the status of sessions on its own node only");
+	assert_string_equal(str(x, "spec.validations[2].message"),
+	    "the node agent may not mark a session audited");
+	assert_non_null(x = find(all, "ValidatingAdmissionPolicyBinding",
+	    "rel-airlock-node-agent-session-status-guard"));
+	assert_string_equal(str(x, "spec.policyName"), "rel-airlock-node-agent-session-status-guard");
+	assert_string_equal(str(x, "spec.validationActions[0]"), "Deny");
+	/* Sessions' metadata is capped, and their creator stamped, as executions'. */
+	assert_non_null(x = find(all, "ValidatingAdmissionPolicy", "rel-airlock-controller-metadata-guard"));
+	assert_string_equal(str(x, "spec.matchConstraints.resourceRules[0].resources[2]"), "codesessions");
+	assert_string_equal(str(x, "spec.validations[0].message"),
+	    "metadata.labels: at most 64 on a CodeExecution, CodeExecutionPool or CodeSession");
+	assert_non_null(x = find(all, "MutatingAdmissionPolicy", "rel-airlock-controller-created-by"));
+	assert_string_equal(str(x, "spec.matchConstraints.resourceRules[0].resources[1]"), "codesessions");
+	assert_non_null(x = find(all, "ValidatingAdmissionPolicy", "rel-airlock-controller-created-by"));
+	assert_string_equal(str(x, "spec.matchConstraints.resourceRules[0].resources[1]"), "codesessions");
 
 	/* The node agent: host PID, logs read-only, only KILL. */
 	assert_non_null(ds = find(all, "DaemonSet", "rel-airlock-node-agent"));
@@ -454,7 +494,7 @@ test_defaults(void **state)
 	 * files out (and reads them back, for a retry). No more.
 	 */
 	assert_non_null(role = find(all, "ClusterRole", "rel-airlock-node-agent"));
-	assert_int_equal(json_array_size(at(role, "rules")), 3);
+	assert_int_equal(json_array_size(at(role, "rules")), 4);
 	verbs_are(role, "airlock.dev", "codeexecutionartifacts", "create,get");
 	assert_string_equal(str(role, "rules[0].resources[0]"), "pods");
 	assert_int_equal(json_array_size(at(role, "rules[0].verbs")), 4);
@@ -465,6 +505,9 @@ test_defaults(void **state)
 	assert_int_equal(json_array_size(at(role, "rules[1].verbs")), 1);
 	assert_string_equal(str(role, "rules[1].verbs[0]"), "patch");
 	verbs_are(role, "airlock.dev", "codeexecutionpools", "");
+	/* A session's status (steps, its ends), never the session itself. */
+	verbs_are(role, "airlock.dev", "codesessions/status", "patch");
+	verbs_are(role, "airlock.dev", "codesessions", "");
 	assert_non_null(find(all, "ValidatingAdmissionPolicy", "rel-airlock-node-agent-delete-guard"));
 	/* The controller deletes executions past their TTL, nothing else of theirs. */
 	assert_non_null(role = find(all, "ClusterRole", "rel-airlock-controller"));
@@ -480,6 +523,9 @@ test_defaults(void **state)
 	verbs_are(role, "airlock.dev", "codeexecutionpools", "get,list,watch");
 	verbs_are(role, "airlock.dev", "codeexecutionpools/status", "get,patch,update");
 	verbs_are(role, "airlock.dev", "codeexecutionpools/scale", "");
+	/* Sessions: read, deleted past their TTL, their status written; never changed. */
+	verbs_are(role, "airlock.dev", "codesessions", "get,list,watch,delete");
+	verbs_are(role, "airlock.dev", "codesessions/status", "get,patch,update");
 	verbs_are(role, "", "events", "create");
 	/* The agent's warm runs: the exec directory; runsc only when asked. */
 	assert_true(has(c, "args", "--exec-dir=/run/airlock/exec"));
@@ -522,6 +568,10 @@ test_defaults(void **state)
 	/* Files out: read and deleted by those who run code, made by none. */
 	verbs_are(role, "airlock.dev", "codeexecutionartifacts",
 	    "get,list,watch,delete,deletecollection");
+	/* Sessions: as executions (close is a patch); never their status. */
+	verbs_are(role, "airlock.dev", "codesessions",
+	    "get,list,watch,create,update,patch,delete,deletecollection");
+	verbs_are(role, "airlock.dev", "codesessions/status", "get");
 	assert_non_null(role = find(all, "ClusterRole", "airlock-viewer"));
 	assert_string_equal(str(role, "metadata.labels.rbac\\.authorization\\.k8s\\.io/aggregate-to-view"), "true");
 	assert_false(has(role, "rules[0].verbs", "create"));
@@ -529,6 +579,8 @@ test_defaults(void **state)
 	verbs_are(role, "airlock.dev", "codeexecutionpools", "get,list,watch");
 	verbs_are(role, "airlock.dev", "codeexecutionpools/status", "get,list,watch");
 	verbs_are(role, "airlock.dev", "codeexecutionpools/scale", "get,list,watch");
+	verbs_are(role, "airlock.dev", "codesessions", "get,list,watch");
+	verbs_are(role, "airlock.dev", "codesessions/status", "get,list,watch");
 	/* Not what a program wrote: that is for those who run code. */
 	verbs_are(role, "airlock.dev", "codeexecutionartifacts", "");
 	json_array_foreach(at(role, "rules"), i, x)

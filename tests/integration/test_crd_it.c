@@ -1,6 +1,6 @@
 /*
- * Integration: the CodeExecution and CodeExecutionPool CRDs (crds/) on the
- * real kube-apiserver. Installed by server-side apply from the YAML files
+ * Integration: the CodeExecution, CodeExecutionPool and CodeSession CRDs
+ * (crds/) on the real kube-apiserver. Installed by server-side apply from the YAML files
  * themselves; then valid objects are admitted with their defaults, and
  * invalid ones refused with the field named, including updates to the
  * immutable spec; the status and scale subresources, and what kubectl
@@ -22,6 +22,9 @@
 
 static const struct k8s_resource crds = { "apiextensions.k8s.io", "v1",
     "customresourcedefinitions", 0 };
+/* Sessions have no resource of execution/ yet (docs/sessions.md). */
+static const struct k8s_resource cxs = { "airlock.dev", "v1alpha1",
+    "codesessions", 1 };
 #define cx cx_resource
 
 static struct k8s_client *c;
@@ -489,51 +492,61 @@ test_status_subresource(void **state)
 	assert_int_equal(pclose(f), 0);
 }
 
-/* A CodeExecutionPool named name with spec (JSON text): 0, or the error. */
+/*
+ * An object of res (a CodeExecutionPool, a CodeSession, or a
+ * CodeExecution made without the CLI's check) named name with spec (JSON
+ * text): 0, or the error.
+ */
 static int
-pool_create(const char *name, const char *spec, json_t **out,
-    struct k8s_error *err)
+kind_create(const struct k8s_resource *res, const char *name, const char *spec,
+    json_t **out, struct k8s_error *err)
 {
+	const char *kind = res == &pool_resource ? "CodeExecutionPool" :
+	    res == &cxs ? "CodeSession" : "CodeExecution";
 	json_t *o = json_pack("{s:s, s:s, s:{s:s}, s:o}", "apiVersion",
-	    "airlock.dev/v1alpha1", "kind", "CodeExecutionPool", "metadata",
+	    "airlock.dev/v1alpha1", "kind", kind, "metadata",
 	    "name", name, "spec", spec_json(spec));
-	int rc = k8s_create(c, &pool_resource, ns, o, out, err);
+	int rc = k8s_create(c, res, ns, o, out, err);
 
 	json_decref(o);
 	return rc;
 }
 
-/* A pool with spec is refused (422 Invalid), the message holding want. */
+/* An object of res with spec is refused (422 Invalid), the message holding want. */
 static void
-pool_refused(const char *spec, const char *want)
+kind_refused(const struct k8s_resource *res, const char *spec, const char *want)
 {
 	struct k8s_error err;
-	int rc = pool_create("bad", spec, NULL, &err);
+	int rc = kind_create(res, "bad", spec, NULL, &err);
 
 	if (rc == 0)
-		fail_msg("pool %s: admitted, expected '%s'", spec, want);
+		fail_msg("%s %s: admitted, expected '%s'", res->plural, spec, want);
 	assert_int_equal(rc, K8S_EHTTP);
 	assert_int_equal(err.http_status, 422);
 	assert_string_equal(err.reason, "Invalid");
 	if (strstr(err.message, want) == NULL)
-		fail_msg("pool %s: wanted '%s', got '%s'", spec, want, err.message);
+		fail_msg("%s %s: wanted '%s', got '%s'", res->plural, spec, want, err.message);
 }
 
-/* The pool's spec as created from spec, compared whole to want (JSON text). */
+/* The object's spec as created from spec, compared whole to want (JSON text). */
 static void
-pool_admitted(const char *name, const char *spec, const char *want)
+kind_admitted(const struct k8s_resource *res, const char *name, const char *spec,
+    const char *want)
 {
 	struct k8s_error err;
 	json_t *out, *w = spec_json(want);
 
-	if (pool_create(name, spec, &out, &err) != 0)
-		fail_msg("pool %s refused: %s", spec, err.message);
+	if (kind_create(res, name, spec, &out, &err) != 0)
+		fail_msg("%s %s refused: %s", res->plural, spec, err.message);
 	if (!json_equal(json_object_get(out, "spec"), w))
-		fail_msg("pool %s: spec %s, wanted %s", spec, json_dumps(json_object_get(out,
-		    "spec"), JSON_SORT_KEYS), want);
+		fail_msg("%s %s: spec %s, wanted %s", res->plural, spec,
+		    json_dumps(json_object_get(out, "spec"), JSON_SORT_KEYS), want);
 	json_decref(w);
 	json_decref(out);
 }
+
+#define pool_refused(spec, want)	kind_refused(&pool_resource, spec, want)
+#define pool_admitted(name, spec, want)	kind_admitted(&pool_resource, name, spec, want)
 
 /*
  * A merge patch (JSON text) to pool or execution name, on the object or
@@ -925,7 +938,7 @@ test_start_mode(void **state)
 	(void)state;
 	json_decref(admit("mode", spec_json("{\"runtime\":\"python\"}")));
 	patch_refused(&cx, "mode", "status", "{\"status\":{\"startMode\":\"Hot\"}}",
-	    "status.startMode: Unsupported value: \"Hot\": supported values: \"Warm\", \"Cold\"");
+	    "status.startMode: Unsupported value: \"Hot\": supported values: \"Warm\", \"Cold\", \"Session\"");
 	patch_refused(&cx, "mode", "status", "{\"status\":{\"startMode\":\"warm\"}}",
 	    "status.startMode: Unsupported value: \"warm\"");
 	out = patched(&cx, "mode", NULL, "{\"status\":{\"startMode\":\"Warm\"}}");
@@ -957,6 +970,304 @@ test_start_mode(void **state)
 	free(text);
 }
 
+/*
+ * The session CRD as installed: its names, scope, one version, the status
+ * subresource and no other, the printer columns (Reason and Pod with -o
+ * wide only); discovery resolves cxs.
+ */
+static void
+test_session_identity(void **state)
+{
+	static const char *const cols[][4] = {	/* name, type, jsonPath, priority */
+		{ "Runtime", "string", ".spec.runtime", NULL },
+		{ "Phase", "string", ".status.phase", NULL },
+		{ "Executions", "integer", ".status.executions", NULL },
+		{ "Reason", "string", ".status.reason", "1" },
+		{ "Pod", "string", ".status.podName", "1" },
+		{ "Age", "date", ".metadata.creationTimestamp", NULL },
+	};
+	struct k8s_error err;
+	json_t *crd, *sp, *names, *v, *sub, *col, *r, *disc;
+	size_t i;
+	int seen = 0;
+
+	(void)state;
+	assert_int_equal(k8s_get(c, &crds, NULL, "codesessions.airlock.dev", &crd, &err), 0);
+	sp = json_object_get(crd, "spec");
+	names = json_object_get(sp, "names");
+	assert_string_equal(json_string_value(json_object_get(sp, "group")), "airlock.dev");
+	assert_string_equal(json_string_value(json_object_get(sp, "scope")), "Namespaced");
+	assert_string_equal(json_string_value(json_object_get(names, "kind")), "CodeSession");
+	assert_string_equal(json_string_value(json_object_get(names, "listKind")), "CodeSessionList");
+	assert_string_equal(json_string_value(json_object_get(names, "plural")), "codesessions");
+	assert_string_equal(json_string_value(json_object_get(names, "singular")), "codesession");
+	only_string(names, "shortNames", "cxs");
+	only_string(names, "categories", "airlock");
+	assert_int_equal(json_array_size(json_object_get(sp, "versions")), 1);
+	v = json_array_get(json_object_get(sp, "versions"), 0);
+	assert_string_equal(json_string_value(json_object_get(v, "name")), "v1alpha1");
+	assert_true(json_is_true(json_object_get(v, "served")));
+	assert_true(json_is_true(json_object_get(v, "storage")));
+	sub = json_object_get(v, "subresources");
+	assert_int_equal(json_object_size(sub), 1);
+	assert_true(json_is_object(json_object_get(sub, "status")));
+	assert_int_equal(json_array_size(json_object_get(v, "additionalPrinterColumns")), 6);
+	json_array_foreach(json_object_get(v, "additionalPrinterColumns"), i, col) {
+		assert_string_equal(json_string_value(json_object_get(col, "name")), cols[i][0]);
+		assert_string_equal(json_string_value(json_object_get(col, "type")), cols[i][1]);
+		assert_string_equal(json_string_value(json_object_get(col, "jsonPath")), cols[i][2]);
+		if (cols[i][3] == NULL)
+			assert_null(json_object_get(col, "priority"));
+		else
+			assert_int_equal(json_integer_value(json_object_get(col, "priority")), 1);
+	}
+	json_decref(crd);
+
+	assert_int_equal(k8s_request(c, "GET", "/apis/airlock.dev/v1alpha1", NULL, NULL, 0,
+	    NULL, &disc, &err), 0);
+	json_array_foreach(json_object_get(disc, "resources"), i, r) {
+		const char *n = json_string_value(json_object_get(r, "name"));
+
+		if (strcmp(n, "codesessions") == 0) {
+			seen |= 1;
+			assert_string_equal(json_string_value(json_object_get(r, "kind")), "CodeSession");
+			assert_true(json_is_true(json_object_get(r, "namespaced")));
+			only_string(r, "shortNames", "cxs");
+			only_string(r, "categories", "airlock");
+		} else if (strcmp(n, "codesessions/status") == 0) {
+			seen |= 2;
+		} else if (strcmp(n, "codesessions/scale") == 0) {
+			seen |= 4;
+		}
+	}
+	assert_int_equal(seen, 3);
+	json_decref(disc);
+}
+
+/*
+ * A session's spec: the defaults (idle 600 s, lifetime 3600 s, TTL 3600
+ * s) read back; the bounds refused with the field named.
+ */
+static void
+test_session_spec(void **state)
+{
+	(void)state;
+	kind_admitted(&cxs, "minimal", "{\"runtime\":\"python\"}",
+	    "{\"runtime\":\"python\",\"idleTimeoutSeconds\":600,\"maxLifetimeSeconds\":3600,"
+	    "\"ttlSecondsAfterFinished\":3600}");
+	kind_admitted(&cxs, "edges", "{\"runtime\":\"python-data\",\"idleTimeoutSeconds\":10,"
+	    "\"maxLifetimeSeconds\":86400,\"ttlSecondsAfterFinished\":0,\"close\":false,"
+	    "\"resources\":{\"cpu\":\"500m\",\"memory\":\"1Gi\",\"ephemeralStorage\":\"64Mi\"},"
+	    "\"files\":[{\"path\":\"data.csv\",\"content\":\"a,b\\n1,2\\n\"}]}",
+	    "{\"runtime\":\"python-data\",\"idleTimeoutSeconds\":10,\"maxLifetimeSeconds\":86400,"
+	    "\"ttlSecondsAfterFinished\":0,\"close\":false,"
+	    "\"resources\":{\"cpu\":\"500m\",\"memory\":\"1Gi\",\"ephemeralStorage\":\"64Mi\"},"
+	    "\"files\":[{\"path\":\"data.csv\",\"content\":\"a,b\\n1,2\\n\"}]}");
+
+	kind_refused(&cxs, "{\"idleTimeoutSeconds\":60}", "spec.runtime: Required value");
+	kind_refused(&cxs, "{\"runtime\":\"Py!\"}",
+	    "spec.runtime: Invalid value: \"Py!\": spec.runtime in body should match '^[a-z0-9]([-a-z0-9]*[a-z0-9])?$'");
+	kind_refused(&cxs, "{\"runtime\":\"python\",\"idleTimeoutSeconds\":5}",
+	    "spec.idleTimeoutSeconds: Invalid value: 5: spec.idleTimeoutSeconds in body should be greater than or equal to 10");
+	kind_refused(&cxs, "{\"runtime\":\"python\",\"idleTimeoutSeconds\":90000}",
+	    "spec.idleTimeoutSeconds: Invalid value: 90000: spec.idleTimeoutSeconds in body should be less than or equal to 86400");
+	kind_refused(&cxs, "{\"runtime\":\"python\",\"maxLifetimeSeconds\":0}",
+	    "spec.maxLifetimeSeconds: Invalid value: 0: spec.maxLifetimeSeconds in body should be greater than or equal to 10");
+	kind_refused(&cxs, "{\"runtime\":\"python\",\"maxLifetimeSeconds\":86401}",
+	    "spec.maxLifetimeSeconds: Invalid value: 86401: spec.maxLifetimeSeconds in body should be less than or equal to 86400");
+	kind_refused(&cxs, "{\"runtime\":\"python\",\"ttlSecondsAfterFinished\":2592001}",
+	    "spec.ttlSecondsAfterFinished: Invalid value: 2592001: spec.ttlSecondsAfterFinished in body should be less than or equal to 2592000");
+	kind_refused(&cxs, "{\"runtime\":\"python\",\"close\":\"yes\"}",
+	    "spec.close: Invalid value: \"string\": spec.close in body must be of type boolean");
+	kind_refused(&cxs, "{\"runtime\":\"python\",\"resources\":{\"cpu\":\"0\"}}",
+	    "spec.resources.cpu: Invalid value: \"0\": must be a positive quantity such as 500m or 1");
+	/* files are an execution's files, with the same rules. */
+	kind_refused(&cxs, "{\"runtime\":\"python\",\"files\":[{\"path\":\"/etc/passwd\",\"content\":\"x\"}]}",
+	    "spec.files[0].path: Invalid value: \"/etc/passwd\": must be a relative path");
+	kind_refused(&cxs, "{\"runtime\":\"python\",\"files\":[{\"path\":\"lib\",\"content\":\"\"},"
+	    "{\"path\":\"lib/a.py\",\"content\":\"x\"}]}",
+	    "spec.files: Invalid value: a path cannot be both a file and a directory holding others");
+}
+
+/*
+ * Only spec.close changes after creation, and once true it stays true. A
+ * refused change leaves the session as it was.
+ */
+static void
+test_session_immutable(void **state)
+{
+	struct k8s_error err;
+	json_t *out, *want;
+
+	(void)state;
+	kind_admitted(&cxs, "fixed", "{\"runtime\":\"python\",\"resources\":{\"memory\":\"1Gi\"}}",
+	    "{\"runtime\":\"python\",\"idleTimeoutSeconds\":600,\"maxLifetimeSeconds\":3600,"
+	    "\"ttlSecondsAfterFinished\":3600,\"resources\":{\"memory\":\"1Gi\"}}");
+	patch_refused(&cxs, "fixed", NULL, "{\"spec\":{\"runtime\":\"bash\"}}",
+	    "spec.runtime: Invalid value: \"bash\": is immutable");
+	patch_refused(&cxs, "fixed", NULL, "{\"spec\":{\"idleTimeoutSeconds\":60}}",
+	    "spec.idleTimeoutSeconds: Invalid value: 60: is immutable");
+	patch_refused(&cxs, "fixed", NULL, "{\"spec\":{\"maxLifetimeSeconds\":60}}",
+	    "spec.maxLifetimeSeconds: Invalid value: 60: is immutable");
+	patch_refused(&cxs, "fixed", NULL, "{\"spec\":{\"resources\":{\"memory\":\"2Gi\"}}}",
+	    "spec.resources: Invalid value: is immutable");
+	patch_refused(&cxs, "fixed", NULL, "{\"spec\":{\"files\":[{\"path\":\"a\",\"content\":\"\"}]}}",
+	    "spec: Invalid value: the spec is immutable after creation, except spec.close");
+	patch_refused(&cxs, "fixed", NULL, "{\"spec\":{\"resources\":null}}",
+	    "spec: Invalid value: the spec is immutable after creation, except spec.close");
+	/* close: to true, the one change allowed... */
+	out = patched(&cxs, "fixed", NULL, "{\"spec\":{\"close\":true}}");
+	assert_true(json_is_true(json_object_get(json_object_get(out, "spec"), "close")));
+	assert_int_equal(int_at(out, "metadata", "generation"), 2);
+	json_decref(out);
+	/* ...and not back, by false or by removal. */
+	patch_refused(&cxs, "fixed", NULL, "{\"spec\":{\"close\":false}}",
+	    "spec: Invalid value: spec.close cannot be unset once true");
+	patch_refused(&cxs, "fixed", NULL, "{\"spec\":{\"close\":null}}",
+	    "spec: Invalid value: spec.close cannot be unset once true");
+	assert_int_equal(k8s_get(c, &cxs, ns, "fixed", &out, &err), 0);
+	want = spec_json("{\"runtime\":\"python\",\"idleTimeoutSeconds\":600,\"maxLifetimeSeconds\":3600,"
+	    "\"ttlSecondsAfterFinished\":3600,\"resources\":{\"memory\":\"1Gi\"},\"close\":true}");
+	if (!json_equal(json_object_get(out, "spec"), want))
+		fail_msg("fixed: spec %s", json_dumps(json_object_get(out, "spec"), JSON_SORT_KEYS));
+	assert_int_equal(int_at(out, "metadata", "generation"), 2);
+	json_decref(want);
+	json_decref(out);
+}
+
+/*
+ * The status only through /status (the controller's and the node
+ * agent's), its enums and bounds checked there; what kubectl shows.
+ */
+static void
+test_session_status(void **state)
+{
+	json_t *out, *st;
+	char *text, a[8][16];
+
+	(void)state;
+	kind_admitted(&cxs, "st", "{\"runtime\":\"python\"}",
+	    "{\"runtime\":\"python\",\"idleTimeoutSeconds\":600,\"maxLifetimeSeconds\":3600,"
+	    "\"ttlSecondsAfterFinished\":3600}");
+	out = patched(&cxs, "st", NULL, "{\"status\":{\"phase\":\"Ready\"}}");
+	assert_null(json_object_get(out, "status"));
+	json_decref(out);
+	out = patched(&cxs, "st", "status", "{\"status\":{\"observedGeneration\":1,\"phase\":\"Ready\","
+	    "\"startMode\":\"Warm\",\"podName\":\"holder-1\",\"nodeName\":\"n1\","
+	    "\"executions\":3,\"restarts\":1,\"droppedOutputBytes\":12,\"peakMemoryBytes\":104857600,"
+	    "\"cpuTimeMillis\":250,\"lastActivityTime\":\"2026-11-27T10:00:00Z\","
+	    "\"startTime\":\"2026-11-27T09:58:00Z\",\"conditions\":[{\"type\":\"Ready\","
+	    "\"status\":\"True\",\"reason\":\"Claimed\",\"observedGeneration\":1,"
+	    "\"lastTransitionTime\":\"2026-11-27T09:58:00Z\"}]}}");
+	st = json_object_get(out, "status");
+	assert_string_equal(json_string_value(json_object_get(st, "phase")), "Ready");
+	assert_int_equal(int_at(out, "status", "executions"), 3);
+	assert_int_equal(int_at(out, "status", "restarts"), 1);
+	assert_int_equal(int_at(out, "status", "droppedOutputBytes"), 12);
+	json_decref(out);
+	patch_refused(&cxs, "st", "status", "{\"status\":{\"phase\":\"Running\"}}",
+	    "status.phase: Unsupported value: \"Running\": supported values: \"Pending\", \"Ready\", \"Ended\"");
+	patch_refused(&cxs, "st", "status", "{\"status\":{\"reason\":\"TimedOut\"}}",
+	    "status.reason: Unsupported value: \"TimedOut\": supported values: \"Closed\", \"IdleTimeout\", "
+	    "\"Expired\", \"OOMKilled\", \"Failed\", \"NodeLost\", \"Deleted\", \"Rejected\"");
+	patch_refused(&cxs, "st", "status", "{\"status\":{\"startMode\":\"Session\"}}",
+	    "status.startMode: Unsupported value: \"Session\": supported values: \"Warm\", \"Cold\"");
+	patch_refused(&cxs, "st", "status", "{\"status\":{\"executions\":-1}}",
+	    "status.executions: Invalid value: -1: executions in body should be greater than or equal to 0");
+	patch_refused(&cxs, "st", "status", "{\"status\":{\"conditions\":[{\"type\":\"Started\","
+	    "\"status\":\"True\",\"lastTransitionTime\":\"2026-11-23T01:00:00Z\"}]}}",
+	    "status.conditions[0].type: Unsupported value: \"Started\": supported values: \"Ready\"");
+	out = patched(&cxs, "st", "status", "{\"status\":{\"phase\":\"Ended\",\"reason\":\"IdleTimeout\","
+	    "\"endTime\":\"2026-11-27T10:10:00Z\",\"audited\":true}}");
+	assert_string_equal(json_string_value(json_object_get(json_object_get(out, "status"),
+	    "reason")), "IdleTimeout");
+	json_decref(out);
+
+	/* kubectl get cxs: runtime, phase, steps; -o wide adds reason and pod. */
+	text = kubectl("get cxs st");
+	assert_int_equal(sscanf(text, "%15s %15s %15s %15s %15s", a[0], a[1], a[2], a[3], a[4]), 5);
+	assert_string_equal(a[1], "RUNTIME");
+	assert_string_equal(a[2], "PHASE");
+	assert_string_equal(a[3], "EXECUTIONS");
+	assert_string_equal(a[4], "AGE");
+	assert_non_null(strchr(text, '\n'));
+	assert_int_equal(sscanf(strchr(text, '\n') + 1, "%15s %15s %15s %15s", a[0], a[1], a[2], a[3]), 4);
+	assert_string_equal(a[0], "st");
+	assert_string_equal(a[1], "python");
+	assert_string_equal(a[2], "Ended");
+	assert_string_equal(a[3], "3");
+	free(text);
+	text = kubectl("get cxs st -o wide");
+	assert_int_equal(sscanf(text, "%15s %15s %15s %15s %15s %15s %15s", a[0], a[1], a[2],
+	    a[3], a[4], a[5], a[6]), 7);
+	assert_string_equal(a[4], "REASON");
+	assert_string_equal(a[5], "POD");
+	assert_string_equal(a[6], "AGE");
+	assert_int_equal(sscanf(strchr(text, '\n') + 1, "%15s %15s %15s %15s %15s %15s", a[0], a[1],
+	    a[2], a[3], a[4], a[5]), 6);
+	assert_string_equal(a[4], "IdleTimeout");
+	assert_string_equal(a[5], "holder-1");
+	free(text);
+	text = kubectl("get airlock -o name");
+	assert_non_null(strstr(text, "codesession.airlock.dev/st\n"));
+	free(text);
+}
+
+/*
+ * An execution's spec.session: a name, fixed at creation (neither
+ * changed, added nor removed), never with a custom image; its step's
+ * status.value and startMode Session. Made without the CLI's check
+ * (cli_agrees): the CLI does not know spec.session yet.
+ */
+static void
+test_execution_session(void **state)
+{
+	json_t *out;
+	char *big;
+	int n;
+
+	(void)state;
+	kind_admitted(&cx, "step-1", "{\"runtime\":\"python\",\"session\":\"analysis\",\"source\":\"1+1\"}",
+	    "{\"runtime\":\"python\",\"session\":\"analysis\",\"source\":\"1+1\",\"timeoutSeconds\":30,"
+	    "\"ttlSecondsAfterFinished\":3600,\"output\":{\"maxBytes\":65536}}");
+	kind_refused(&cx, "{\"runtime\":\"python\",\"session\":\"analysis\",\"image\":\"registry.example/x:1\"}",
+	    "spec: Invalid value: spec.image cannot be set with spec.session");
+	kind_refused(&cx, "{\"runtime\":\"python\",\"session\":\"Bad_Name\"}",
+	    "spec.session: Invalid value: \"Bad_Name\": spec.session in body should match");
+	kind_refused(&cx, "{\"runtime\":\"python\",\"session\":\"\"}",
+	    "spec.session: Invalid value: \"\": spec.session in body should be at least 1 chars long");
+	patch_refused(&cx, "step-1", NULL, "{\"spec\":{\"session\":\"other\"}}",
+	    "spec.session: Invalid value: \"other\": is immutable");
+	patch_refused(&cx, "step-1", NULL, "{\"spec\":{\"session\":null}}",
+	    "spec: Invalid value: the spec is immutable after creation, except spec.cancel");
+	/* One made without a session cannot be given one. */
+	kind_admitted(&cx, "lone", "{\"runtime\":\"python\",\"source\":\"1\"}",
+	    "{\"runtime\":\"python\",\"source\":\"1\",\"timeoutSeconds\":30,"
+	    "\"ttlSecondsAfterFinished\":3600,\"output\":{\"maxBytes\":65536}}");
+	patch_refused(&cx, "lone", NULL, "{\"spec\":{\"session\":\"analysis\"}}",
+	    "spec: Invalid value: the spec is immutable after creation, except spec.cancel");
+	/* A step is cancelled as any execution is. */
+	out = patched(&cx, "step-1", NULL, "{\"spec\":{\"cancel\":true}}");
+	assert_true(json_is_true(json_object_get(json_object_get(out, "spec"), "cancel")));
+	json_decref(out);
+
+	/* Its value, at most 4096, and startMode Session, through /status. */
+	out = patched(&cx, "step-1", "status", "{\"status\":{\"phase\":\"Succeeded\",\"exitCode\":0,"
+	    "\"startMode\":\"Session\",\"value\":\"2\"}}");
+	assert_string_equal(json_string_value(json_object_get(json_object_get(out, "status"),
+	    "value")), "2");
+	assert_string_equal(json_string_value(json_object_get(json_object_get(out, "status"),
+	    "startMode")), "Session");
+	json_decref(out);
+	big = malloc(4200);
+	n = snprintf(big, 4200, "{\"status\":{\"value\":\"");
+	memset(big + n, 'v', 4097);
+	snprintf(big + n + 4097, 4200 - (size_t)n - 4097, "\"}}");
+	patch_refused(&cx, "step-1", "status", big,
+	    "status.value: Too long: may not be more than 4096 bytes");
+	free(big);
+}
+
 int
 main(void)
 {
@@ -971,6 +1282,11 @@ main(void)
 		cmocka_unit_test(test_pool_immutable),
 		cmocka_unit_test(test_pool_status_and_scale),
 		cmocka_unit_test(test_start_mode),
+		cmocka_unit_test(test_session_identity),
+		cmocka_unit_test(test_session_spec),
+		cmocka_unit_test(test_session_immutable),
+		cmocka_unit_test(test_session_status),
+		cmocka_unit_test(test_execution_session),
 	};
 
 	return cmocka_run_group_tests(tests, group_setup, group_teardown);

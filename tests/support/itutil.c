@@ -287,7 +287,7 @@ void
 it_install_crd(struct k8s_client *c)
 {
 	static const char *const plurals[] = { "codeexecutions",
-	    "codeexecutionpools", "codeexecutionartifacts" };
+	    "codeexecutionpools", "codeexecutionartifacts", "codesessions" };
 	struct k8s_patch_opts apply = { K8S_PATCH_APPLY, "airlock-tests", 1, NULL };
 	struct k8s_error err;
 	char path[1024], name[64];

@@ -38,8 +38,9 @@ char *it_configmap(struct k8s_client *c, const char *ns, const char *name,
 
 
 /*
- * Install both CRDs of crds/ (CodeExecution, CodeExecutionPool) from their
- * files by server-side apply, and wait until each is Established; every
+ * Install the CRDs of crds/ (CodeExecution, CodeExecutionPool,
+ * CodeExecutionArtifacts, CodeSession) from their files by server-side
+ * apply, and wait until each is Established; every
  * integration and e2e test that needs the API calls this. Fails the test
  * (cmocka) on any error.
  */
