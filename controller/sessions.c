@@ -289,6 +289,14 @@ ctl_session_reconcile(struct controller *ctl, const char *ns, const char *name)
 			workqueue_add_after(ctl->queue, key, 1000);	/* the cache lags */
 		goto out;
 	}
+	if (json_object_get(json_object_get(pod, "metadata"), "deletionTimestamp")) {
+		/* Deleted by someone else: it is going; hurried, and said. */
+		rc = delete_pod(ctl, ns, pname, k8s_obj_uid(pod));
+		if (rc == 0)
+			rc = end(ctl, s, status, "Failed", "its sandbox's pod was "
+			    "deleted");
+		goto out;
+	}
 	if (ctl_node_lost(ctl, pod, msg, sizeof(msg))) {
 		rc = delete_pod(ctl, ns, pname, k8s_obj_uid(pod));
 		if (rc == 0)
@@ -313,7 +321,7 @@ ctl_session_reconcile(struct controller *ctl, const char *ns, const char *name)
 	if (strcmp(phase, SESSION_PENDING) == 0) {
 		char t[CLOCK_RFC3339_LEN];
 
-		if (!pool_holder_ready(pod))
+		if (!pool_sandbox_ready(pod))
 			goto out;	/* its pod's events bring it back */
 		ctl_now_rfc3339(t);
 		json_object_set_new(status, "phase", json_string(SESSION_READY));

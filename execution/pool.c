@@ -238,15 +238,23 @@ pool_holder_idle(json_t *pod)
 }
 
 int
-pool_holder_ready(json_t *pod)
+pool_sandbox_ready(json_t *pod)
 {
 	json_t *ps = json_object_get(pod, "status");
 	json_t *cs = json_array_get(json_object_get(ps, "containerStatuses"), 0);
 	const char *ph = json_string_value(json_object_get(ps, "phase"));
 
-	return pool_holder_idle(pod) && ph && strcmp(ph, "Running") == 0 &&
+	return ph && strcmp(ph, "Running") == 0 &&
+	    json_object_get(json_object_get(pod, "metadata"),
+	    "deletionTimestamp") == NULL &&
 	    json_object_get(json_object_get(cs, "state"), "running") != NULL &&
 	    json_is_true(json_object_get(cs, "ready"));
+}
+
+int
+pool_holder_ready(json_t *pod)
+{
+	return pool_holder_idle(pod) && pool_sandbox_ready(pod);
 }
 
 int

@@ -143,6 +143,11 @@ int pool_holder_idle(json_t *pod);
 /* An unclaimed holder whose pod ended (Failed, Succeeded): replaced. */
 int pool_holder_dead(json_t *pod);
 int pool_holder_ready(json_t *pod);
+/*
+ * Whether a holder-shaped pod (a pool's or a session's) runs and its
+ * warm-up is over (the startup probe passed), and it is not being deleted.
+ */
+int pool_sandbox_ready(json_t *pod);
 
 /*
  * Whether the execution cx (borrowed, as read afresh) can run warm at
