@@ -458,3 +458,13 @@ def test_e2b_readme_and_errors(fake, monkeypatch):
         assert sandbox.kill() is False
         assert not sandbox.is_running()
     assert len(fake.requests("codesessions", "PATCH")) == 1
+
+
+def test_no_session_crd(fake):
+    """An API server without the CodeSession CRD: the error says which."""
+    fake.answer = lambda method, path, body: fake.status(
+        404, "the server could not find the requested resource")
+    with pytest.raises(airlock.AirlockError) as e:
+        fake.client().session("python")
+    assert str(e.value) == ("create: the server could not find the requested resource "
+                            "(is Airlock's CodeSession CRD installed?) (HTTP 404)")

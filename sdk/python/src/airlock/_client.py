@@ -220,7 +220,7 @@ def _status_message(e: ApiException) -> str:
         return e.reason or str(e.status)
 
 
-def _api_error(what: str, e: ApiException) -> AirlockError:
+def _api_error(what: str, e: ApiException, kind: str = "CodeExecution") -> AirlockError:
     """An API refusal as the SDK's error: 400/422 name the field."""
     import json
 
@@ -235,7 +235,7 @@ def _api_error(what: str, e: ApiException) -> AirlockError:
     if e.status in (400, 422):
         return RejectedError("%s: %s" % (what, msg), fld)
     if e.status == 404 and "could not find the requested resource" in msg:
-        msg += " (is Airlock's CodeExecution CRD installed?)"
+        msg += " (is Airlock's %s CRD installed?)" % kind
     return AirlockError("%s: %s (HTTP %s)" % (what, msg, e.status))
 
 
@@ -363,7 +363,7 @@ class Client:
                         n = new_name(prefix)
                         continue    # another's name: draw again
                     if mine is False:
-                        raise _api_error("create", e) from None
+                        raise _api_error("create", e, kind) from None
                     said = mine     # whose it is is not known yet: again
                 elif (e.status == 403 and "status unknown for quota" in (e.body or "")
                         and time.monotonic() < uncounted_until):
@@ -375,7 +375,7 @@ class Client:
                 elif e.status in RETRY_STATUS:
                     said, wait = e, _retry_after(e)
                 else:
-                    raise _api_error("create", e) from None
+                    raise _api_error("create", e, kind) from None
             except urllib3.exceptions.HTTPError as e:
                 if not _transient(e):
                     raise AirlockError("create: %s" % e) from None
@@ -385,7 +385,7 @@ class Client:
                 took = int(round(now - start))
                 if self.create_retry == 0:
                     if isinstance(said, ApiException):
-                        raise _api_error("create", said) from None
+                        raise _api_error("create", said, kind) from None
                     raise AirlockError("create: %s" % said) from None
                 if isinstance(said, ApiException):
                     raise AirlockError(
