@@ -468,3 +468,79 @@ def test_no_session_crd(fake):
         fake.client().session("python")
     assert str(e.value) == ("create: the server could not find the requested resource "
                             "(is Airlock's CodeSession CRD installed?) (HTTP 404)")
+
+
+# --- the same against the sandbox's own kernel (images/runner/kernel.py) -------
+
+KERNEL_HARNESS = r'''
+import importlib.util, io, json, sys
+spec = importlib.util.spec_from_file_location("airlock_kernel", sys.argv[1])
+m = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(m)
+k = m.Kernel()
+sys.displayhook = k.displayhook
+real = sys.stdout, sys.stderr
+res = []
+for src in json.load(sys.stdin):
+    out, err = io.StringIO(), io.StringIO()
+    sys.stdout, sys.stderr = out, err
+    try:
+        kind, code = k.run(1, src)
+    finally:
+        sys.stdout, sys.stderr = real
+    v = k.value_text()
+    res.append([kind, out.getvalue(), err.getvalue(), v.decode() if v is not None else None,
+                sorted(n for n in k.main.__dict__ if not n.startswith("__"))])
+print(json.dumps(res))
+'''
+
+
+def kernel_steps(srcs, cwd, out):
+    """Each src run as a step by kernel.py's Kernel, in one python3: for
+    each, [kind, stdout, stderr, value, the session's global names]."""
+    from conftest import TOP
+
+    p = subprocess.run([sys.executable, "-c", KERNEL_HARNESS,
+                        os.path.join(TOP, "images", "runner", "kernel.py")],
+                       input=json.dumps(srcs), cwd=cwd, capture_output=True, text=True,
+                       env=dict(os.environ, AIRLOCK_OUT_DIR=str(out)))
+    assert p.returncode == 0, p.stderr
+    return json.loads(p.stdout)
+
+
+def test_kernel_tracebacks_and_values(tmp_path):
+    """What split_traceback and build_execution are given is what the
+    kernel prints: its tracebacks (its own frames left out), its values."""
+    got = kernel_steps(["x = 1", "x += 1; x",
+                        "def f():\n    return 1/0\nprint('p')\nf()",
+                        "x = (",
+                        "try:\n    1/0\nexcept ZeroDivisionError as e:\n"
+                        "    raise KeyError(1) from e"], tmp_path, tmp_path / "out")
+    assert [g[0] for g in got] == ["ok", "ok", "error", "error", "error"]
+    assert [g[3] for g in got] == [None, "2", None, None, None]
+    tb = got[2][2]
+    assert tb == ('Traceback (most recent call last):\n  File "<step 3>", line 4, in <module>\n'
+                  '    f()\n  File "<step 3>", line 2, in f\n    return 1/0\n'
+                  '           ~^~\nZeroDivisionError: division by zero\n')
+    assert _session.split_traceback(tb) == ("", "ZeroDivisionError", "division by zero", tb)
+    assert _session.split_traceback(got[3][2]) == (
+        "", "SyntaxError", "'(' was never closed", got[3][2])
+    assert _session.split_traceback(got[4][2])[:3] == ("", "KeyError", "1")
+    assert "direct cause" in got[4][2]
+
+
+def test_kernel_files_steps(tmp_path):
+    """The files' steps in the kernel's own namespace: they work, and the
+    session's globals are as the user left them."""
+    out = tmp_path / "out"
+    data = bytes(range(256)) * 400              # 102400 bytes: two steps
+    code, name = _session.read_step("d/x.bin")
+    got = kernel_steps(["f = 'mine'"] + _session.write_steps("d/x.bin", data) +
+                       [code, _session.list_step("d"), "f"], tmp_path, out)
+    assert [g[0] for g in got] == ["ok"] * 6
+    assert [g[4] for g in got] == [["f"]] * 6
+    assert [g[1] for g in got[1:3]] == [str(tmp_path / "d/x.bin") + "\n"] * 2
+    assert [g[3] for g in got] == [None] * 5 + ["'mine'"]
+    assert (got[3][1], (out / name).read_bytes()) == ("102400\n", data)
+    assert json.loads(got[4][1]) == [{"name": "x.bin", "path": str(tmp_path / "d/x.bin"),
+                                      "type": "file", "size": 102400}]
