@@ -382,6 +382,17 @@ def test_async_session(fake):
             got = await s.files.read("f", format="bytes")
             st = await s.status()
         return s, r, out, got, st
+    async def not_open():
+        s = airlock.AsyncClient(api_client=fake.client().api_client, namespace="ns1").session()
+        with pytest.raises(airlock.AirlockError) as e:
+            await s.run("1")
+        assert str(e.value) == ("the session is not open yet: await client.session(...) or "
+                                "use async with")
+        s = await s
+        assert (await s.run("1")).value == "1"
+        await s.close()
+        return s
+    assert asyncio.run(not_open()).sync.closed
     s, r, out, got, st = asyncio.run(main())
     assert (r.stdout, r.value, "".join(out)) == ("aaa\n", "1", "aaa\n")
     assert got == b"\x00\x01"

@@ -90,7 +90,13 @@ class AsyncSession:
 
     @property
     def name(self) -> str:
-        return self.sync.name
+        return self._open_one().name
+
+    def _open_one(self) -> Session:
+        if self.sync is None:
+            raise AirlockError("the session is not open yet: await client.session(...) or "
+                               "use async with")
+        return self.sync
 
     @property
     def runtime(self) -> str:
@@ -127,7 +133,7 @@ class AsyncSession:
 
     async def run(self, code, **kwargs) -> Result:
         """``Session.run``; a cancelled task cancels the step."""
-        self.sync._check_open()
+        self._open_one()._check_open()
         try:
             return await self.client.run(code, self.runtime, session=self.name, **kwargs)
         except RejectedError as e:
@@ -137,7 +143,7 @@ class AsyncSession:
             raise err from e
 
     async def status(self) -> SessionStatus:
-        return await self.client._call(self.sync.status)
+        return await self.client._call(self._open_one().status)
 
     async def close(self) -> None:
         if self.sync is not None:
@@ -151,10 +157,10 @@ class AsyncSessionFiles:
         self.session = session
 
     async def write(self, path, data) -> str:
-        return await self.session.client._call(self.session.sync.files.write, path, data)
+        return await self.session.client._call(self.session._open_one().files.write, path, data)
 
     async def read(self, path, format="text"):
-        return await self.session.client._call(self.session.sync.files.read, path, format)
+        return await self.session.client._call(self.session._open_one().files.read, path, format)
 
     async def list(self, path="."):
-        return await self.session.client._call(self.session.sync.files.list, path)
+        return await self.session.client._call(self.session._open_one().files.list, path)

@@ -25,7 +25,7 @@ from enum import Enum
 from typing import IO, Any, Callable, Dict, List, Optional, Union
 
 from ._client import Client, Result as _StepResult
-from ._session import Session, split_traceback
+from ._session import WRITE_MAX, Session, split_traceback
 from .errors import AirlockError, RejectedError, SessionEndedError, SessionFileNotFoundError
 
 __all__ = ["Sandbox", "Execution", "Result", "Logs", "ExecutionError", "OutputMessage",
@@ -294,7 +294,7 @@ class Filesystem:
 
     def write(self, path: str, data: Union[str, bytes, IO], **ignored) -> WriteInfo:
         if hasattr(data, "read"):
-            data = data.read()
+            data = data.read(WRITE_MAX + 1)     # over: refused by Session.files.write
         try:
             full = self._files.write(path, data)
         except AirlockError as e:
