@@ -30,7 +30,10 @@ def test_state_across_steps(session_client):
         assert (r2.phase, r2.value, r2.stdout) == ("Succeeded", "2", "")
         r3 = s.run("print(x * 10)\nos.getcwd() == cwd")
         assert (r3.stdout, r3.value, r3.exit_code) == ("20\n", "True", 0)
-        st = s.status()
+        # The session's count is written after the step's own status.
+        end = time.monotonic() + 10
+        while (st := s.status()).executions < 3 and time.monotonic() < end:
+            time.sleep(0.2)
         assert (st.phase, st.reason, st.executions, st.restarts) == ("Ready", None, 3, 0)
         assert st.pod_name and st.node_name
         name = s.name
