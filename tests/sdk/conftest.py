@@ -159,3 +159,88 @@ def client(cluster, namespace):
     import airlock
 
     return airlock.Client(namespace=namespace, kubeconfig=cluster["KUBECONFIG_ADMIN"])
+
+
+def start_daemons(env, ns, conf_text, work):
+    """This clone's controller (with conf_text as its config) and node
+    agent, watching ns; the processes, once the agent is ready."""
+    conf = work / "config.yaml"
+    conf.write_text(conf_text)
+    logs = os.path.join(TOP, "build", "logs")
+    os.makedirs(logs, exist_ok=True)
+    aaddr = "127.0.0.1:%d" % free_port()
+    common = ["--kubeconfig", env["KUBECONFIG_ADMIN"], "--namespace", ns]
+    procs = []
+    for what, argv in (
+            ("controller", [os.path.join(BIN, "airlock-controller"), "--config", str(conf)] +
+             common + ["--lease-namespace", ns, "--metrics-addr",
+                       "127.0.0.1:%d" % free_port()]),
+            ("agent", [os.path.join(BIN, "airlock-node-agent")] + common +
+             ["--node-name", env["NODE_NAME"], "--pod-logs-dir", env["POD_LOGS_DIR"],
+              "--containerd-socket", env["CONTAINERD_SOCK"], "--cgroup-root",
+              env["CGROUP_ROOT"], "--metrics-addr", aaddr, "--runsc", env["RUNSC"],
+              "--runsc-root", env["RUNSC_ROOT"]])):
+        with open(os.path.join(logs, "sdk-%s-%s.log" % (what, ns)), "w") as log:
+            procs.append(subprocess.Popen(argv, stdout=log, stderr=log))
+    end = time.monotonic() + 60
+    while True:
+        try:
+            urllib.request.urlopen("http://%s/readyz" % aaddr, timeout=1)
+            return procs
+        except OSError:
+            if time.monotonic() > end:
+                raise RuntimeError("the node agent was not ready in 60 s")
+            time.sleep(0.2)
+
+
+SESSION_CRDS = ("codeexecutions", "codeexecutionartifacts", "codesessions")
+
+
+@pytest.fixture(scope="session")
+def session_namespace(cluster, tmp_path_factory):
+    """A namespace for sessions' tests (test_session.py): the CodeSession
+    CRD too, and python-data (airlock.e2b's runtime) among the profiles."""
+    env = cluster
+    ns = "sdks-" + secrets.token_hex(4)
+    for crd in SESSION_CRDS:
+        kubectl(env, "apply", "--server-side", "-f",
+                os.path.join(TOP, "crds", "airlock.dev_%s.yaml" % crd))
+        kubectl(env, "wait", "--for=condition=Established", "crd/%s.airlock.dev" % crd)
+    kubectl(env, "apply", "--server-side", "-f", "-", stdin=INSTALL)
+    kubectl(env, "create", "namespace", ns)
+    profile = "  %s:\n    image: %s\n    command: [/airlock/bin/run, %s, %s]\n" \
+              "    sourceFile: %s\n"
+    procs = start_daemons(env, ns, "profiles:\n" + "".join(
+        profile % (name, env[image], interp, src, src) for name, image, interp, src in (
+            ("python", "RUNNER_PYTHON_IMAGE", "python3", "main.py"),
+            ("python-data", "RUNNER_PYTHON_DATA_IMAGE", "python3", "main.py"),
+            ("bash", "RUNNER_BASH_IMAGE", "bash", "main.sh"))),
+        tmp_path_factory.mktemp("session-daemons"))
+    yield ns
+    for p in procs:
+        p.send_signal(signal.SIGTERM)
+    codes = [p.wait(timeout=30) for p in procs]
+    kubectl(env, "delete", "namespace", ns, "--wait=false")
+    assert codes == [0, 0], "the daemons did not exit cleanly on SIGTERM: %s" % codes
+
+
+@pytest.fixture
+def session_client(cluster, session_namespace):
+    import airlock
+
+    return airlock.Client(namespace=session_namespace, kubeconfig=cluster["KUBECONFIG_ADMIN"])
+
+
+@pytest.fixture
+def e2b_kubeconfig(cluster, session_namespace, tmp_path, monkeypatch):
+    """$KUBECONFIG with session_namespace as its contexts' namespace: what
+    airlock.e2b.Sandbox() (Client()'s defaults) uses."""
+    import shutil
+
+    path = str(tmp_path / "kubeconfig")
+    shutil.copyfile(cluster["KUBECONFIG_ADMIN"], path)
+    subprocess.run([cluster["KUBECTL"], "--kubeconfig", path, "config", "set-context",
+                    "--current", "--namespace", session_namespace], check=True,
+                   capture_output=True)
+    monkeypatch.setenv("KUBECONFIG", path)
+    return session_namespace

@@ -8,10 +8,12 @@ Kubernetes, as CodeExecutions (airlock.dev/v1alpha1).
 """
 
 from . import tools
-from ._async import AsyncClient
+from ._async import AsyncClient, AsyncSession
 from ._client import Artifact, Client, Result, build_spec
-from .errors import AirlockError, RejectedError
+from ._session import FileEntry, Session, SessionStatus
+from .errors import AirlockError, RejectedError, SessionEndedError, SessionFileNotFoundError
 
 __all__ = ["Client", "AsyncClient", "Result", "Artifact", "AirlockError", "RejectedError", "tools",
-           "build_spec"]
+           "build_spec", "Session", "AsyncSession", "SessionStatus", "FileEntry",
+           "SessionEndedError", "SessionFileNotFoundError"]
 __version__ = "0.1.0"

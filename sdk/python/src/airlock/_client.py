@@ -95,6 +95,9 @@ class Result:
     duration_ms: Optional[int]
     status: dict = field(repr=False)
     artifacts: List[Artifact] = field(default_factory=list)
+    # A session's step: the text/plain of its last expression (at most
+    # 4 KiB), None when it had none; always None for a one-shot execution.
+    value: Optional[str] = None
 
     @property
     def ok(self) -> bool:
@@ -120,6 +123,7 @@ class Result:
             duration_ms=st.get("durationMillis"),
             status=st,
             artifacts=arts,
+            value=st.get("value"),
         )
 
 
@@ -137,8 +141,17 @@ def _text(value, where: str) -> str:
                         where)
 
 
+def files_spec(files) -> List[dict]:
+    """spec.files (an execution's or a session's) from a mapping of
+    relative path to str or UTF-8 bytes."""
+    if not isinstance(files, Mapping):
+        raise RejectedError("spec.files: must be a mapping of path to content", "spec.files")
+    return [{"path": p, "content": _text(c, "spec.files[%s].content" % p)}
+            for p, c in files.items()]
+
+
 def build_spec(code, runtime="python", stdin=None, files=None, env=None, args=None,
-               timeout=None, memory=None, cpu=None, stream=False) -> dict:
+               timeout=None, memory=None, cpu=None, stream=False, session=None) -> dict:
     """The CodeExecution spec for these arguments. Types are checked here,
     naming the field; ranges and sizes are the API server's to refuse."""
     spec = {"runtime": runtime, "source": _text(code, "spec.source")}
@@ -147,11 +160,7 @@ def build_spec(code, runtime="python", stdin=None, files=None, env=None, args=No
     if stdin is not None:
         spec["stdin"] = _text(stdin, "spec.stdin")
     if files:
-        if not isinstance(files, Mapping):
-            raise RejectedError("spec.files: must be a mapping of path to content",
-                                "spec.files")
-        spec["files"] = [{"path": p, "content": _text(c, "spec.files[%s].content" % p)}
-                         for p, c in files.items()]
+        spec["files"] = files_spec(files)
     if env:
         if not isinstance(env, Mapping):
             raise RejectedError("spec.env: must be a mapping of name to value", "spec.env")
@@ -176,6 +185,10 @@ def build_spec(code, runtime="python", stdin=None, files=None, env=None, args=No
         spec["resources"] = res
     if stream:
         spec["output"] = {"stream": True}
+    if session is not None:
+        if not isinstance(session, str):
+            raise RejectedError("spec.session: must be a session's name", "spec.session")
+        spec["session"] = session
     return spec
 
 
@@ -207,7 +220,7 @@ def _status_message(e: ApiException) -> str:
         return e.reason or str(e.status)
 
 
-def _api_error(what: str, e: ApiException) -> AirlockError:
+def _api_error(what: str, e: ApiException, kind: str = "CodeExecution") -> AirlockError:
     """An API refusal as the SDK's error: 400/422 name the field."""
     import json
 
@@ -222,7 +235,7 @@ def _api_error(what: str, e: ApiException) -> AirlockError:
     if e.status in (400, 422):
         return RejectedError("%s: %s" % (what, msg), fld)
     if e.status == 404 and "could not find the requested resource" in msg:
-        msg += " (is Airlock's CodeExecution CRD installed?)"
+        msg += " (is Airlock's %s CRD installed?)" % kind
     return AirlockError("%s: %s (HTTP %s)" % (what, msg, e.status))
 
 
@@ -295,8 +308,9 @@ class Client:
                env: Optional[Mapping[str, str]] = None, args: Optional[List[str]] = None,
                timeout: Optional[float] = None, memory: Union[str, int, None] = None,
                cpu: Union[str, int, None] = None, name: Optional[str] = None,
-               stream: bool = False) -> str:
-        """Make the CodeExecution; its name (``run-`` and five random
+               stream: bool = False, session: Optional[str] = None) -> str:
+        """Make the CodeExecution (a step of ``session`` when named: see
+        ``Client.session``); its name (``run-`` and five random
         characters when not given, as ``generateName`` would, but chosen
         here so that an interrupted create can still be cancelled).
 
@@ -311,39 +325,45 @@ class Client:
         random token (``airlock.dev/create-token``), so a 409 for an
         object with our token is our own earlier try whose answer was lost.
         """
+        spec = build_spec(code, runtime, stdin, files, env, args, timeout, memory, cpu,
+                          stream, session)
+        return self._create_object(PLURAL, "CodeExecution", spec, name, "run-")
+
+    def _create_object(self, plural: str, kind: str, spec: dict, name: Optional[str],
+                       prefix: str) -> str:
+        """Create's retries and name (see ``create``) for an object of any
+        of Airlock's kinds: a CodeExecution, a CodeSession. Its name."""
         import random
         import secrets
 
-        spec = build_spec(code, runtime, stdin, files, env, args, timeout, memory, cpu,
-                          stream)
         token = secrets.token_hex(16)
-        n = name or new_name()
+        n = name or new_name(prefix)
         start = time.monotonic()
         until = start + max(0.0, self.create_retry or 0.0)
         uncounted_until = start + QUOTA_UNCOUNTED_WAIT
         tries, redraws, backoff, said = 0, 0, 0.25, None
         while True:
-            body = {"apiVersion": "%s/%s" % (GROUP, VERSION), "kind": "CodeExecution",
+            body = {"apiVersion": "%s/%s" % (GROUP, VERSION), "kind": kind,
                     "metadata": {"name": n, "annotations": {TOKEN_ANNOTATION: token}},
                     "spec": spec}
             tries += 1
             wait = None
             try:
                 self._api.create_namespaced_custom_object(GROUP, VERSION, self.namespace,
-                                                          PLURAL, body,
+                                                          plural, body,
                                                           _request_timeout=REQUEST_TIMEOUT)
                 return n
             except ApiException as e:
                 if e.status == 409:
-                    mine = self._ours(n, token)
+                    mine = self._ours(plural, n, token)
                     if mine is True:
                         return n    # an earlier try landed; its answer was lost
                     if mine is False and name is None and redraws < 3:
                         redraws += 1
-                        n = new_name()
+                        n = new_name(prefix)
                         continue    # another's name: draw again
                     if mine is False:
-                        raise _api_error("create", e) from None
+                        raise _api_error("create", e, kind) from None
                     said = mine     # whose it is is not known yet: again
                 elif (e.status == 403 and "status unknown for quota" in (e.body or "")
                         and time.monotonic() < uncounted_until):
@@ -355,7 +375,7 @@ class Client:
                 elif e.status in RETRY_STATUS:
                     said, wait = e, _retry_after(e)
                 else:
-                    raise _api_error("create", e) from None
+                    raise _api_error("create", e, kind) from None
             except urllib3.exceptions.HTTPError as e:
                 if not _transient(e):
                     raise AirlockError("create: %s" % e) from None
@@ -365,7 +385,7 @@ class Client:
                 took = int(round(now - start))
                 if self.create_retry == 0:
                     if isinstance(said, ApiException):
-                        raise _api_error("create", said) from None
+                        raise _api_error("create", said, kind) from None
                     raise AirlockError("create: %s" % said) from None
                 if isinstance(said, ApiException):
                     raise AirlockError(
@@ -379,12 +399,12 @@ class Client:
                 backoff = min(backoff * 2, 2.0)
             time.sleep(min(wait, until - now))
 
-    def _ours(self, name: str, token: str):
+    def _ours(self, plural: str, name: str, token: str):
         """Whether the object named name is this create's (True), another's
         (False), or unknown yet (the exception that hid it)."""
         try:
             o = self._api.get_namespaced_custom_object(GROUP, VERSION, self.namespace,
-                                                       PLURAL, name,
+                                                       plural, name,
                                                        _request_timeout=REQUEST_TIMEOUT)
         except ApiException as e:
             return e if e.status in RETRY_STATUS + (404,) else False
@@ -418,10 +438,10 @@ class Client:
             return cache[0]
         return load
 
-    def _get(self, name: str) -> dict:
+    def _get(self, name: str, plural: str = PLURAL) -> dict:
         try:
             return self._api.get_namespaced_custom_object(GROUP, VERSION, self.namespace,
-                                                          PLURAL, name,
+                                                          plural, name,
                                                           _request_timeout=REQUEST_TIMEOUT)
         except ApiException as e:
             raise _api_error("get %s" % name, e) from None
@@ -450,35 +470,52 @@ class Client:
         """Wait for the execution's end on a watch of it alone, handing the
         callbacks each stream's new text as the status shows it. Raises
         RejectedError if it was refused before running (``Rejected``)."""
-        import time
-
         emit = _Emitter(on_stdout, on_stderr)
-        end = None if timeout is None else time.monotonic() + timeout
-        obj = self._get(name)
-        while True:
+
+        def ended(obj):
             emit.feed(obj.get("status") or {})
-            if (obj.get("status") or {}).get("phase") in TERMINAL:
-                return self._ended(obj)
+            return (obj.get("status") or {}).get("phase") in TERMINAL
+
+        obj = self._watch_until(PLURAL, name, ended, timeout,
+                                "%s was deleted before it ended" % name)
+        if obj is None:
+            raise AirlockError("%s did not end within %g s" % (name, timeout))
+        return self._ended(obj)
+
+    def _watch_until(self, plural: str, name: str, done: Callable[[dict], bool],
+                     timeout: Optional[float], deleted: str,
+                     last: Optional[list] = None) -> Optional[dict]:
+        """The object named name once done(it) is true, on a watch of it
+        alone (segments of at most 60 s, a 410 or a silent connection
+        answered by a fresh get); None when timeout seconds passed first
+        (its last state then appended to ``last``). A DELETED event raises
+        AirlockError(deleted)."""
+        end = None if timeout is None else time.monotonic() + timeout
+        obj = self._get(name, plural)
+        while True:
+            if done(obj):
+                return obj
             left = None if end is None else end - time.monotonic()
             if left is not None and left <= 0:
-                raise AirlockError("%s did not end within %g s" % (name, timeout))
+                if last is not None:
+                    last.append(obj)
+                return None
             seg = 60 if left is None else max(1, min(60, int(math.ceil(left))))
             w = kubernetes.watch.Watch()
             try:
                 for ev in w.stream(self._api.list_namespaced_custom_object, GROUP, VERSION,
-                                   self.namespace, PLURAL,
+                                   self.namespace, plural,
                                    field_selector="metadata.name=" + name,
                                    resource_version=obj["metadata"]["resourceVersion"],
                                    timeout_seconds=seg, allow_watch_bookmarks=False,
                                    _request_timeout=(REQUEST_TIMEOUT[0], seg + WATCH_SLACK)):
                     if ev["type"] == "DELETED":
-                        raise AirlockError("%s was deleted before it ended" % name)
+                        raise AirlockError(deleted)
                     if ev["type"] not in ("ADDED", "MODIFIED"):
                         continue
                     obj = ev["object"]
-                    emit.feed(obj.get("status") or {})
-                    if (obj.get("status") or {}).get("phase") in TERMINAL:
-                        return self._ended(obj)
+                    if done(obj):
+                        return obj
                 continue            # the segment ended: a new watch from obj
             except ApiException as e:
                 if e.status != 410:
@@ -487,7 +524,7 @@ class Client:
                 pass                # a silent connection: a fresh get, a new watch
             finally:
                 w.stop()
-            obj = self._get(name)
+            obj = self._get(name, plural)
 
     def _ended(self, obj: dict) -> Result:
         r = Result.from_object(obj, self._files_out(obj))
@@ -507,17 +544,20 @@ class Client:
             env: Optional[Mapping[str, str]] = None, args: Optional[List[str]] = None,
             timeout: Optional[float] = None, memory: Union[str, int, None] = None,
             cpu: Union[str, int, None] = None, name: Optional[str] = None,
-            on_stdout: Callback = None, on_stderr: Callback = None) -> Result:
+            on_stdout: Callback = None, on_stderr: Callback = None,
+            session: Optional[str] = None) -> Result:
         """Run code and return how it ended. A non-zero exit is a result
         (``r.exit_code``); a KeyboardInterrupt cancels the execution, waits
-        briefly for its Cancelled, and is raised again."""
+        briefly for its Cancelled, and is raised again. ``session``: a step
+        of that session (``Client.session``'s ``Session.run`` names it)."""
         n = name or new_name()
         try:
             # With a callback, the output is copied into the status as it
             # comes (spec.output.stream), and handed on as it grows.
             self.create(code, runtime, stdin=stdin, files=files, env=env, args=args,
                         timeout=timeout, memory=memory, cpu=cpu, name=n,
-                        stream=on_stdout is not None or on_stderr is not None)
+                        stream=on_stdout is not None or on_stderr is not None,
+                        session=session)
             return self.wait(n, on_stdout=on_stdout, on_stderr=on_stderr)
         except KeyboardInterrupt:
             self._cancel_after_interrupt(n)
@@ -540,3 +580,19 @@ class Client:
             self.wait(name, timeout=10)
         except (AirlockError, KeyboardInterrupt):
             pass
+
+    # --- sessions -----------------------------------------------------------
+
+    def session(self, runtime: str = "python", *, resources: Optional[Mapping] = None,
+                idle_timeout: Optional[float] = None, max_lifetime: Optional[float] = None,
+                files: Optional[Mapping[str, Union[str, bytes]]] = None,
+                name: Optional[str] = None, ready_timeout: Optional[float] = 60):
+        """Open a CodeSession (docs/sessions.md): one sandbox and one
+        interpreter kept across steps. Waits up to ``ready_timeout`` seconds
+        for it to be Ready; see ``airlock.Session``. Use it as a context
+        manager to close it on exit."""
+        from ._session import Session
+
+        return Session.open(self, runtime, resources=resources, idle_timeout=idle_timeout,
+                            max_lifetime=max_lifetime, files=files, name=name,
+                            ready_timeout=ready_timeout)

@@ -16,3 +16,20 @@ class RejectedError(AirlockError):
     def __init__(self, message, field=None):
         super().__init__(message)
         self.field = field
+
+
+class SessionEndedError(AirlockError):
+    """The session has ended (or was closed here): no step can run in it.
+
+    ``reason`` is the session's ``status.reason`` (``IdleTimeout``,
+    ``Expired``, ``OOMKilled``, ``Closed``, ...); ``session`` its name.
+    """
+
+    def __init__(self, message, session=None, reason=None):
+        super().__init__(message)
+        self.session = session
+        self.reason = reason
+
+
+class SessionFileNotFoundError(AirlockError):
+    """``Session.files`` was asked for a path the sandbox does not have."""

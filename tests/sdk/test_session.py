@@ -1,0 +1,144 @@
+"""Sessions (docs/sessions.md) through the SDK and airlock.e2b against
+the real cluster: state kept across steps, a step's value, files in and
+out, E2B's README example and the issue's typical use, end to end."""
+import asyncio
+import time
+
+import pytest
+
+import airlock
+from airlock import e2b
+
+
+def wait_session(client, name, phase, timeout=30):
+    end = time.monotonic() + timeout
+    while True:
+        st = client._get(name, "codesessions").get("status") or {}
+        if st.get("phase") == phase or time.monotonic() > end:
+            return st
+        time.sleep(0.2)
+
+
+def test_state_across_steps(session_client):
+    c = session_client
+    with c.session("python", idle_timeout=600) as s:
+        assert s.name.startswith("session-")
+        r1 = s.run("x = 1\nimport os\ncwd = os.getcwd()")
+        assert (r1.phase, r1.value, r1.stdout, r1.start_mode) == (
+            "Succeeded", None, "", "Session")
+        r2 = s.run("x += 1\nx")
+        assert (r2.phase, r2.value, r2.stdout) == ("Succeeded", "2", "")
+        r3 = s.run("print(x * 10)\nos.getcwd() == cwd")
+        assert (r3.stdout, r3.value, r3.exit_code) == ("20\n", "True", 0)
+        # The session's count is written after the step's own status.
+        end = time.monotonic() + 10
+        while (st := s.status()).executions < 3 and time.monotonic() < end:
+            time.sleep(0.2)
+        assert (st.phase, st.reason, st.executions, st.restarts) == ("Ready", None, 3, 0)
+        assert st.pod_name and st.node_name
+        name = s.name
+    # Closed, not deleted: the record stays for its TTL.
+    st = wait_session(c, name, "Ended")
+    assert (st.get("phase"), st.get("reason")) == ("Ended", "Closed")
+    assert c._get(name, "codesessions")["spec"]["close"] is True
+    with pytest.raises(airlock.SessionEndedError) as e:
+        s.run("x")
+    assert e.value.reason == "Closed"
+
+
+def test_value_and_error(session_client):
+    with session_client.session("python") as s:
+        assert s.run("'a' * 3").value == "'aaa'"
+        assert s.run("None").value is None
+        r = s.run("print('before')\n1/0")
+        assert (r.phase, r.reason, r.exit_code, r.stdout) == ("Failed", "Error", 1, "before\n")
+        assert r.stderr.startswith("Traceback (most recent call last):\n")
+        assert r.stderr.endswith("ZeroDivisionError: division by zero\n")
+        assert r.value is None
+        # The exception did not end the session.
+        assert s.run("6 * 7").value == "42"
+
+
+def test_files(session_client):
+    data = bytes(range(256)) * 512                         # 128 KiB: two write steps
+    with session_client.session("python", files={"data.csv": "a,b\n1,2\n"}) as s:
+        path = s.files.write("sub/blob.bin", data)
+        assert path.endswith("/sub/blob.bin") and path.startswith("/")
+        assert s.files.read("sub/blob.bin", format="bytes") == data
+        assert s.files.read(path, format="bytes") == data
+        assert s.run("len(open('sub/blob.bin', 'rb').read())").value == str(len(data))
+        assert s.files.read("data.csv") == "a,b\n1,2\n"
+        assert [(f.name, f.type) for f in s.files.list("sub")] == [("blob.bin", "file")]
+        with pytest.raises(airlock.SessionFileNotFoundError):
+            s.files.read("missing.txt")
+        # The files' steps left nothing in the session's globals.
+        assert s.run("sorted(k for k in globals() if not k.startswith('__'))").value == "[]"
+
+
+def test_rejected_runtime(session_client):
+    with pytest.raises(airlock.RejectedError) as e:
+        session_client.session("cobol")
+    assert e.value.field == "spec.runtime"
+
+
+def test_async_session(cluster, session_namespace):
+    async def main():
+        ac = airlock.AsyncClient(namespace=session_namespace,
+                                 kubeconfig=cluster["KUBECONFIG_ADMIN"])
+        async with ac.session("python") as s:
+            await s.run("n = 5")
+            r = await s.run("n * 2")
+            await s.files.write("f.txt", "hello")
+            text = await s.files.read("f.txt")
+        return r, text, s
+    r, text, s = asyncio.run(main())
+    assert (r.value, text) == ("10", "hello")
+    assert s.sync.closed
+
+
+def test_e2b_readme(e2b_kubeconfig):
+    """E2B's README example, only the import changed."""
+    with e2b.Sandbox.create() as sandbox:
+        sandbox.run_code("x = 1")
+        execution = sandbox.run_code("x+=1; x")
+        assert execution.text == "2"
+        assert execution.logs.stdout == [] and execution.error is None
+
+
+def test_e2b_exception(e2b_kubeconfig):
+    with e2b.Sandbox() as sandbox:
+        execution = sandbox.run_code("print('a')\n1/0")
+        assert execution.error.name == "ZeroDivisionError"
+        assert execution.error.value == "division by zero"
+        assert execution.error.traceback.startswith("Traceback (most recent call last):")
+        assert execution.logs.stdout == ["a\n"]
+        assert execution.logs.stderr == []
+        assert execution.text is None
+        with pytest.raises(e2b.TimeoutException):
+            sandbox.run_code("import time\nwhile True: time.sleep(0.1)", timeout=2)
+        assert sandbox.run_code("x = 3; x").text == "3"
+
+
+def test_e2b_typical(e2b_kubeconfig):
+    """The issue's typical use: a DataFrame, a plot saved and read back."""
+    sandbox = e2b.Sandbox()
+    try:
+        sandbox.run_code("import pandas as pd\n"
+                         "df = pd.DataFrame({'a': [1, 2, 3, 4], 'b': [2.0, 4.0, 6.0, 8.0]})")
+        execution = sandbox.run_code(
+            "import matplotlib.pyplot as plt\n"
+            "df.plot(x='a', y='b')\n"
+            "plt.savefig('/tmp/plot.png')\n"
+            "print(df.describe())")
+        assert execution.error is None
+        out = "".join(execution.logs.stdout)
+        assert out.splitlines()[0].split() == ["a", "b"]
+        assert out.splitlines()[1].split() == ["count", "4.000000", "4.000000"]
+        assert out.splitlines()[2].split() == ["mean", "2.500000", "5.000000"]
+        # The figure left open is a display result too, as in a notebook.
+        assert [(r.is_main_result, r.text) for r in execution.results] == [(False, "<Figure>")]
+        png = sandbox.files.read("/tmp/plot.png", format="bytes")
+        assert png.startswith(b"\x89PNG")
+        assert execution.results[0].png is not None
+    finally:
+        assert sandbox.close() is True
