@@ -367,7 +367,7 @@ cli_check_spec(json_t *spec, struct k8s_error *err)
 {
 	static const char *const known[] = { "runtime", "image", "source",
 	    "files", "stdin", "args", "env", "timeoutSeconds", "resources",
-	    "output", "ttlSecondsAfterFinished", "cancel" };
+	    "output", "ttlSecondsAfterFinished", "cancel", "session" };
 	const char *k;
 	json_t *v, *x;
 	size_t i, total = 0;
@@ -512,6 +512,19 @@ cli_check_spec(json_t *spec, struct k8s_error *err)
 		    "1048576");
 	if ((v = json_object_get(spec, "cancel")) != NULL && !json_is_boolean(v))
 		return bad(err, "cancel", "must be true or false");
+	if ((v = json_object_get(spec, "session")) != NULL) {
+		/* The CRD's: a session's name, and never a custom image with it. */
+		const char *n = json_string_value(v);
+		size_t len = n ? strlen(n) : 0;
+
+		if (n == NULL || len == 0 || len > 253 ||
+		    strspn(n, "abcdefghijklmnopqrstuvwxyz0123456789-.") != len ||
+		    !isalnum((unsigned char)n[0]) || !isalnum((unsigned char)n[len - 1]))
+			return bad(err, "session", "must be a session's name (lowercase "
+			    "letters, digits, '-' and '.', at most 253)");
+		if (json_object_get(spec, "image"))
+			return bad(err, "image", "cannot be set with spec.session");
+	}
 	return 0;
 }
 

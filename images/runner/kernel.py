@@ -40,6 +40,7 @@ import builtins
 import fcntl
 import linecache
 import os
+import select
 import signal
 import sys
 import threading
@@ -70,22 +71,36 @@ class Kernel:
     def sink(self):
         r, w = os.pipe()
         os.set_inheritable(w, False)
+        os.set_blocking(r, False)
+        self.sinkr = r
 
         def drain():
             while True:
-                try:
-                    b = os.read(r, 65536)
-                except OSError:
+                select.select([r], [], [])
+                if not self.drain_sink():
                     return
-                if not b:
-                    return
-                with self.lock:
-                    self.dropped += len(b)
 
         threading.Thread(target=drain, daemon=True).start()
         return w
 
+    def drain_sink(self):
+        """Count what the sink holds now: False at its end."""
+        with self.lock:
+            while True:
+                try:
+                    b = os.read(self.sinkr, 65536)
+                except BlockingIOError:
+                    return True
+                except OSError:
+                    return False
+                if not b:
+                    return False
+                self.dropped += len(b)
+
     def take_dropped(self):
+        # What was written before now is counted now, not when the
+        # thread gets to it.
+        self.drain_sink()
         with self.lock:
             n, self.dropped = self.dropped, 0
         return n

@@ -161,6 +161,9 @@ test_spec_defaults(void **state)
 	assert_int_equal(cli_check_spec(s, &err), 0);
 	assert_int_equal(json_integer_value(json_object_get(s, "timeoutSeconds")), 3600);
 	json_decref(s);
+	s = spec("{\"runtime\":\"python\",\"session\":\"analysis-1.a\"}");
+	assert_int_equal(cli_check_spec(s, &err), 0);
+	json_decref(s);
 }
 
 /* Each bad spec is refused, and the message names the field. */
@@ -201,6 +204,12 @@ test_spec_refused(void **state)
 		{ "{\"runtime\":\"python\",\"output\":{\"stream\":\"yes\"}}", "spec.output.stream: must be true or false" },
 		{ "{\"runtime\":\"python\",\"output\":{\"live\":true}}", "spec.output: unknown field live" },
 		{ "{\"runtime\":\"python\",\"cancel\":\"yes\"}", "spec.cancel:" },
+		{ "{\"runtime\":\"python\",\"session\":\"Big\"}", "spec.session: must be a "
+		  "session's name" },
+		{ "{\"runtime\":\"python\",\"session\":7}", "spec.session:" },
+		{ "{\"runtime\":\"python\",\"session\":\"-a\"}", "spec.session:" },
+		{ "{\"runtime\":\"python\",\"session\":\"s\",\"image\":\"x\"}",
+		  "spec.image: cannot be set with spec.session" },
 		{ "[]", "spec: must be an object" },
 	};
 	struct k8s_error err;
