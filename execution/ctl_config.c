@@ -37,6 +37,7 @@
 #define EXECUTIONS_MAX		INT64_C(1000000)
 #define STORED_MAX		INT64_C(1000000)
 #define POOLS_MAX		INT64_C(1000)
+#define SESSIONS_MAX		INT64_C(1000)
 #define POLICY_MAX_ITEMS	256
 #define POLICY_ITEM_MAX		128
 
@@ -51,7 +52,7 @@ static const char *const policy_keys[] = { "denyImports", "allowCommands",
 static const char *const resource_keys[] = { "cpu", "memory",
     "ephemeralStorage", NULL };
 static const char *const quota_keys[] = { "executions", "cpu", "memory",
-    "storedExecutions", "storedPools", NULL };
+    "storedExecutions", "storedPools", "storedSessions", NULL };
 
 /* "" at the top level, "." below it, to join a field path. */
 static const char *
@@ -618,7 +619,7 @@ get_bounded(struct yamlwalk *w, yaml_node_t *map, const char *key,
 static int
 walk_resources(struct yamlwalk *w, yaml_node_t *root, const char *key,
     struct ctl_resources *r, int64_t *executions, int64_t *stored,
-    int64_t *pools)
+    int64_t *pools, int64_t *sessions)
 {
 	yaml_node_t *map;
 	int rc;
@@ -639,7 +640,9 @@ walk_resources(struct yamlwalk *w, yaml_node_t *root, const char *key,
 	    (rc = get_bounded(w, map, key, "storedExecutions", 1, STORED_MAX,
 	    stored)) != 0)
 		return rc;
-	return get_bounded(w, map, key, "storedPools", 0, POOLS_MAX, pools);
+	if ((rc = get_bounded(w, map, key, "storedPools", 0, POOLS_MAX, pools)) != 0)
+		return rc;
+	return get_bounded(w, map, key, "storedSessions", 0, SESSIONS_MAX, sessions);
 }
 
 /* Fail if a default is above its cap: every execution starts at one. */
@@ -693,6 +696,7 @@ config_defaults(void)
 	c->quota_executions = 20;
 	c->quota_stored = 1000;
 	c->quota_pools = 10;
+	c->quota_sessions = 20;
 	c->artifacts_bytes = ARTIFACTS_DEFAULT_BYTES;
 	c->artifacts_files = ARTIFACTS_DEFAULT_FILES;
 	resources_set(&c->quota, "8", 8000, "8Gi", INT64_C(8) << 30, NULL, 0);
@@ -763,11 +767,12 @@ config_walk(struct yamlwalk *w, yaml_node_t *root, struct ctl_config *c)
 	if ((rc = get_quantity(w, root, "", "tmpSizeLimit", 0,
 	    &c->tmp_size_limit, &c->tmp_size_bytes)) != 0 ||
 	    (rc = walk_resources(w, root, "defaults", &c->defaults,
-	    NULL, NULL, NULL)) != 0 ||
+	    NULL, NULL, NULL, NULL)) != 0 ||
 	    (rc = walk_resources(w, root, "caps", &c->caps, NULL, NULL,
-	    NULL)) != 0 ||
+	    NULL, NULL)) != 0 ||
 	    (rc = walk_resources(w, root, "quota", &c->quota,
-	    &c->quota_executions, &c->quota_stored, &c->quota_pools)) != 0 ||
+	    &c->quota_executions, &c->quota_stored, &c->quota_pools,
+	    &c->quota_sessions)) != 0 ||
 	    (rc = check_caps(w, c)) != 0 ||
 	    (rc = walk_artifacts(w, root, c)) != 0)
 		return rc;

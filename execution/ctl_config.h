@@ -15,7 +15,7 @@
  *   defaults: {cpu: 500m, memory: 256Mi, ephemeralStorage: 64Mi}
  *   caps:     {cpu: "2",  memory: 2Gi,   ephemeralStorage: 1Gi}
  *   quota:    {executions: 20, cpu: "8", memory: 8Gi, storedExecutions: 1000,
- *             storedPools: 10}
+ *             storedPools: 10, storedSessions: 20}
  *
  * Quantities are kept both as the text (for the objects we write) and
  * parsed (for comparisons): cpu in millicores, the rest in bytes.
@@ -83,6 +83,12 @@ struct ctl_config {
 	 * reconcile in the controller, whatever its replicas.
 	 */
 	int64_t			 quota_pools;
+	/*
+	 * quota.storedSessions: how many CodeSessions a namespace may hold,
+	 * by the same quota; default 20. Each is a cache entry and, while it
+	 * lives, a sandbox (counted by the pods quota too).
+	 */
+	int64_t			 quota_sessions;
 	struct ctl_resources	 quota;			/* cpu/memory; default 8/8Gi; ephemeral unused */
 	/* Files out's budget per execution (artifacts.h); files 0: off. */
 	int64_t			 artifacts_bytes;	/* default 1 MiB, at most 1 MiB */

@@ -683,11 +683,12 @@ podspec_object_quota(const struct ctl_config *cfg, const char *ns,
 	    "metadata"), "annotations");
 	const char *v = json_string_value(json_object_get(ann,
 	    PODSPEC_ANN_QUOTA_STORED));
-	char n[32], pools[32];
+	char n[32], pools[32], sessions[32];
 
 	*warning = NULL;
 	snprintf(n, sizeof(n), "%lld", (long long)cfg->quota_stored);
 	snprintf(pools, sizeof(pools), "%lld", (long long)cfg->quota_pools);
+	snprintf(sessions, sizeof(sessions), "%lld", (long long)cfg->quota_sessions);
 	if (v && (strlen(v) == 0 || strlen(v) > 9 ||
 	    strspn(v, "0123456789") != strlen(v) || atoll(v) < 1))
 		*warning = xasprintf("namespace annotation %s: '%.64s' is not "
@@ -701,11 +702,12 @@ podspec_object_quota(const struct ctl_config *cfg, const char *ns,
 	 * otherwise grow etcd without bound (its tenant may delete them).
 	 */
 	return json_pack("{s:s, s:s, s:{s:s, s:s, s:{s:s}}, s:{s:{s:s, s:s,"
-	    " s:s}}}",
+	    " s:s, s:s}}}",
 	    "apiVersion", "v1", "kind", "ResourceQuota",
 	    "metadata", "name", PODSPEC_QUOTA_STORED, "namespace", ns,
 	    "labels", CX_LABEL_MANAGED, CX_MANAGER,
 	    "spec", "hard", "count/codeexecutions.airlock.dev", n,
 	    "count/codeexecutionartifacts.airlock.dev", n,
-	    "count/codeexecutionpools.airlock.dev", pools);
+	    "count/codeexecutionpools.airlock.dev", pools,
+	    "count/codesessions.airlock.dev", sessions);
 }

@@ -133,7 +133,8 @@ json_t *podspec_resource_quota(const struct ctl_config *cfg, const char *ns,
  * so that no tenant grows the controller's caches or lists without bound.
  * CodeExecutionPools too (count/codeexecutionpools.airlock.dev, the
  * config's quota.storedPools): each costs the controller a cache entry
- * and a reconcile, whatever its replicas.
+ * and a reconcile, whatever its replicas. CodeSessions too
+ * (count/codesessions.airlock.dev, quota.storedSessions).
  * Not scoped: an object count has no PriorityClass. A cluster admin
  * overrides it per namespace with the annotation below; a bad one is
  * ignored and described in *warning (caller frees). A new reference.

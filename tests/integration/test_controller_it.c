@@ -1883,6 +1883,9 @@ test_stored_quota(void **state)
 	assert_int_equal(k8s_get(c, &res_rq, fx->ns, "airlock-stored", &o, &err), 0);
 	assert_string_equal(json_string_value(json_object_get(json_object_get(json_object_get(o,
 	    "spec"), "hard"), "count/codeexecutions.airlock.dev")), "1k");	/* 1000, as the server writes it */
+	/* Sessions too: each a cache entry and a sandbox (quota.storedSessions). */
+	assert_string_equal(json_string_value(json_object_get(json_object_get(json_object_get(o,
+	    "spec"), "hard"), "count/codesessions.airlock.dev")), "20");
 	assert_null(json_object_get(json_object_get(o, "spec"), "scopeSelector"));
 	json_decref(o);
 	annotate_ns(fx, "airlock.dev/quota-stored-executions", "2");

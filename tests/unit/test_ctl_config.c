@@ -135,6 +135,7 @@ assert_defaults(const struct ctl_config *c)
 	assert_int_equal(c->quota_executions, 20);
 	assert_int_equal(c->quota_stored, 1000);
 	assert_int_equal(c->quota_pools, 10);
+	assert_int_equal(c->quota_sessions, 20);
 	assert_resources(&c->quota, "8", 8000, "8Gi", INT64_C(8589934592),
 	    NULL, 0);
 }
@@ -171,6 +172,7 @@ test_full(void **state)
 	assert_int_equal(c->quota_executions, 50);
 	assert_int_equal(c->quota_stored, 300);
 	assert_int_equal(c->quota_pools, 3);
+	assert_int_equal(c->quota_sessions, 7);
 	assert_resources(&c->quota, "16", 16000, "32Gi",
 	    INT64_C(34359738368), NULL, 0);
 	ctl_config_free(c);
@@ -455,6 +457,8 @@ test_malformed(void **state)
 		    "quota.executions must be between 1 and 1000000" },
 		{ "bad-stored-pools.yaml",
 		    "quota.storedPools must be between 0 and 1000" },
+		{ "bad-stored-sessions.yaml",
+		    "quota.storedSessions must be between 0 and 1000" },
 	};
 	size_t i;
 
