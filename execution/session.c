@@ -26,15 +26,20 @@ session_kernel(const struct ctl_config *cfg, const char *runtime,
 {
 	const struct ctl_profile *p = runtime ? ctl_config_profile(cfg, runtime) :
 	    NULL;
+	const char *b;
 
 	if (p == NULL || p->policy != CTL_POLICY_NONE || p->command[0] == NULL ||
-	    strcmp(p->command[0], POOL_RUNNER) != 0 || p->command[1] == NULL ||
-	    (strcmp(base(p->command[1]), "python3") != 0 &&
-	    strcmp(base(p->command[1]), "python") != 0))
+	    strcmp(p->command[0], POOL_RUNNER) != 0 || p->command[1] == NULL)
 		return -1;
+	b = base(p->command[1]);
 	argv[0] = p->command[1];
-	argv[1] = SESSION_KERNEL_PY;
 	argv[2] = NULL;
+	if (strcmp(b, "python3") == 0 || strcmp(b, "python") == 0)
+		argv[1] = SESSION_KERNEL_PY;
+	else if (strcmp(b, "bash") == 0)
+		argv[1] = SESSION_KERNEL_SH;
+	else
+		return -1;
 	return 0;
 }
 
@@ -56,7 +61,7 @@ session_check(const struct ctl_config *cfg, json_t *session,
 	if (session_kernel(cfg, rt, argv) != 0)
 		return k8s_error_set(err, K8S_EINVAL, 0, NULL,
 		    "spec.runtime: sessions are not offered for runtime '%s' "
-		    "(only Python runtimes without a code policy, for now)", rt);
+		    "(only Python and bash runtimes without a code policy)", rt);
 	/* The caps and defaults, as a pool's: the same key a holder has. */
 	return pool_key(cfg, spec, key, err);
 }

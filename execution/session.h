@@ -31,8 +31,9 @@ extern const struct k8s_resource session_resource;
 #define SESSION_MAX_S		86400
 #define SESSION_DEFAULT_TTL_S	3600
 #define SESSION_DEADLINE_SLACK	30
-/* In the sandbox: the kernel a Python session's steps run in. */
+/* In the sandbox: the kernels a session's steps run in. */
 #define SESSION_KERNEL_PY	"/airlock/bin/kernel.py"
+#define SESSION_KERNEL_SH	"/airlock/bin/kernel.sh"
 
 /* status.phase */
 #define SESSION_PENDING		"Pending"
@@ -42,7 +43,7 @@ extern const struct k8s_resource session_resource;
 /*
  * Whether the session (borrowed) can be served as its spec says: its
  * runtime a profile of the config that starts its program with the
- * runner and a Python interpreter, with no code policy (the policy's
+ * runner and a Python interpreter or bash, with no code policy (the policy's
  * guards run in front of a program, not of a kernel), its resources
  * within the caps. 0, or K8S_EINVAL with err naming the field.
  */

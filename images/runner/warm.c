@@ -1095,8 +1095,11 @@ step_main(char **argv)
 
 		if (f == NULL)
 			die("cannot write %s", p);
+		/* Not the shell's own: the kernel's are its working directory's. */
 		for (char **v = environ; *v; v++)
-			fwrite(*v, 1, strlen(*v) + 1, f);
+			if (strncmp(*v, "PWD=", 4) != 0 && strncmp(*v, "OLDPWD=", 7) != 0 &&
+			    strncmp(*v, "SHLVL=", 6) != 0 && strncmp(*v, "_=", 2) != 0)
+				fwrite(*v, 1, strlen(*v) + 1, f);
 		if (fclose(f) != 0)
 			die("cannot write %s", p);
 	}

@@ -3205,7 +3205,7 @@ test_session_rejected(void **state)
 	o = wait_session(fx, "plain", "Ended", 10000);
 	assert_string_equal(st_str(o, "reason"), "Rejected");
 	assert_string_equal(st_str(o, "message"), "spec.runtime: sessions are not offered for "
-	    "runtime 'python' (only Python runtimes without a code policy, for now)");
+	    "runtime 'python' (only Python and bash runtimes without a code policy)");
 	json_decref(o);
 	create_session(fx, "ruby", "{\"runtime\":\"ruby\"}");
 	o = wait_session(fx, "ruby", "Ended", 10000);

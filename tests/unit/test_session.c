@@ -33,6 +33,10 @@ static const char conf[] =
     "    image: airlock/runner-node:0.1\n"
     "    command: [/airlock/bin/run, node, index.js]\n"
     "    sourceFile: index.js\n"
+    "  bash:\n"
+    "    image: airlock/runner-bash:0.1\n"
+    "    command: [/airlock/bin/run, bash, main.sh]\n"
+    "    sourceFile: main.sh\n"
     "  guarded:\n"
     "    image: airlock/runner-python:0.1\n"
     "    command: [/airlock/bin/run, python3, main.py]\n"
@@ -91,6 +95,10 @@ test_kernel(void **state)
 	assert_null(argv[2]);
 	assert_int_equal(session_kernel(cfg, "python-data", argv), 0);
 	assert_string_equal(argv[0], "/usr/bin/python3");
+	assert_int_equal(session_kernel(cfg, "bash", argv), 0);
+	assert_string_equal(argv[0], "bash");
+	assert_string_equal(argv[1], SESSION_KERNEL_SH);
+	assert_null(argv[2]);
 	assert_int_equal(session_kernel(cfg, "node", argv), -1);
 	assert_int_equal(session_kernel(cfg, "guarded", argv), -1);
 	assert_int_equal(session_kernel(cfg, "raw", argv), -1);
@@ -109,11 +117,11 @@ test_check(void **state)
 		{ "{\"runtime\": \"ruby\"}", "spec.runtime: 'ruby' is not a runtime of "
 		  "this cluster" },
 		{ "{\"runtime\": \"node\"}", "spec.runtime: sessions are not offered "
-		  "for runtime 'node' (only Python runtimes without a code policy, for "
-		  "now)" },
+		  "for runtime 'node' (only Python and bash runtimes without a code "
+		  "policy)" },
 		{ "{\"runtime\": \"guarded\"}", "spec.runtime: sessions are not offered "
-		  "for runtime 'guarded' (only Python runtimes without a code policy, "
-		  "for now)" },
+		  "for runtime 'guarded' (only Python and bash runtimes without a code "
+		  "policy)" },
 	};
 	struct k8s_error err;
 	json_t *s;

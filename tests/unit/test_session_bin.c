@@ -29,6 +29,8 @@
 #define NONCE	"5e55105e55105e55105e55105e55105e"
 
 static char warm[4096 + 16], kernel[4096 + 64], kernel_cmd[4096 + 128];
+static char kernel_sh[4096 + 64];
+static const char *code_name = "main.py";
 
 struct sess {
 	char	dir[64];	/* the test's: work/, session/, out/ in it */
@@ -61,7 +63,9 @@ group_setup(void **state)
 	snprintf(warm, sizeof(warm), "%s/images/warm", self);
 	snprintf(kernel, sizeof(kernel), "%s/images/runner/kernel.py", top);
 	snprintf(kernel_cmd, sizeof(kernel_cmd), "python3 %s", kernel);
-	return access(warm, X_OK) == 0 && access(kernel, R_OK) == 0 ? 0 : -1;
+	snprintf(kernel_sh, sizeof(kernel_sh), "%s/images/runner/kernel.sh", top);
+	return access(warm, X_OK) == 0 && access(kernel, R_OK) == 0 &&
+	    access(kernel_sh, R_OK) == 0 ? 0 : -1;
 }
 
 static int
@@ -129,7 +133,7 @@ run_step(struct sess *s, const char *code, const char *const *files,
 	int st;
 
 	memset(r, 0, sizeof(*r));
-	e[n++] = (struct codetar_entry){ "main.py", code, strlen(code) };
+	e[n++] = (struct codetar_entry){ code_name, code, strlen(code) };
 	for (; files && files[0]; files += 2)
 		e[n++] = (struct codetar_entry){ files[0], files[1], strlen(files[1]) };
 	buf_init(&tar, 1 << 20);
@@ -145,8 +149,9 @@ run_step(struct sess *s, const char *code, const char *const *files,
 	buf_free(&tar);
 	snprintf(cmd, sizeof(cmd), "{ cd %s/work && env %s AIRLOCK_SESSION_DIR=%s/session "
 	    "AIRLOCK_TEST_OUT=%s/out AIRLOCK_OUT='" NONCE " 100000 8' %s --step %s "
-	    "%ld %ld main.py %s < %s; echo \"%s$?\"; }", s->dir, env, s->dir,
-	    s->dir, warm, bytes, timeout_ms, grace_ms, kernel_cmd, tarpath, "\x1f");
+	    "%ld %ld %s %s < %s; echo \"%s$?\"; }", s->dir, env, s->dir,
+	    s->dir, warm, bytes, timeout_ms, grace_ms, code_name, kernel_cmd, tarpath,
+	    "\x1f");
 	assert_int_equal(it_sh(cmd, &r->out, &r->err), 0);
 	/* The status, after the \x1f the shell printed last. */
 	{
@@ -427,6 +432,76 @@ test_kernel_cannot_start(void **state)
 	step_free(&r);
 }
 
+/* bash's kernel: the step as it would be at a bash prompt. */
+static int
+bash_setup(void **state)
+{
+	snprintf(kernel_cmd, sizeof(kernel_cmd), "bash %s", kernel_sh);
+	code_name = "main.sh";
+	return setup(state);
+}
+
+static int
+bash_teardown(void **state)
+{
+	snprintf(kernel_cmd, sizeof(kernel_cmd), "python3 %s", kernel);
+	code_name = "main.py";
+	return teardown(state);
+}
+
+/*
+ * Variables, functions, the working directory and options kept; a
+ * failing command Failed with its status, the state kept; interrupted at
+ * the timeout, kept; exit: its status, and a new shell.
+ */
+static void
+test_bash_session(void **state)
+{
+	struct step r;
+
+	STEP(*state, "x=41\nf() { echo \"f:$1\"; }\nmkdir -p sub && cd sub\n", &r);
+	assert_int_equal(r.status, 0);
+	assert_int_equal(r.report.kind, STEP_OK);
+	step_free(&r);
+	STEP(*state, "x=$((x + 1)); echo $x; f hi; basename \"$PWD\"\n", &r);
+	assert_string_equal(r.out, "42\nf:hi\nsub\n");
+	step_free(&r);
+	STEP(*state, "echo before; ls /nonexistent-airlock\n", &r);
+	assert_int_equal(r.status, 2);
+	assert_int_equal(r.report.kind, STEP_ERROR);
+	assert_string_equal(r.out, "before\n");
+	assert_non_null(strstr(r.err, "/nonexistent-airlock"));
+	step_free(&r);
+	run_step(*state, "echo started; sleep 30; echo not-reached\n", NULL, NULL, "",
+	    500, 2000, &r);
+	assert_int_equal(r.status, 124);
+	assert_int_equal(r.report.kind, STEP_TIMEOUT);
+	assert_int_equal(r.report.restarted, 0);
+	assert_string_equal(r.out, "started\n");
+	step_free(&r);
+	STEP(*state, "echo $x\n", &r);
+	assert_string_equal(r.out, "42\n");
+	step_free(&r);
+	STEP(*state, "echo bye; exit 4\n", &r);
+	assert_int_equal(r.status, 4);
+	assert_int_equal(r.report.kind, STEP_EXIT);
+	assert_int_equal(r.report.restarted, 1);
+	assert_string_equal(r.out, "bye\n");
+	step_free(&r);
+	STEP(*state, "echo \"${x:-gone}\"\n", &r);
+	assert_string_equal(r.out, "gone\n");
+	step_free(&r);
+	/* set -e is kept: a failing command then ends the shell, as a script. */
+	STEP(*state, "set -e\n", &r);
+	step_free(&r);
+	STEP(*state, "false\necho not-reached\n", &r);
+	assert_int_equal(r.status, 1);
+	assert_int_equal(r.report.kind, STEP_EXIT);
+	assert_string_equal(r.out, "");
+	step_free(&r);
+}
+
+
 int
 main(void)
 {
@@ -442,6 +517,7 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_value_capped, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_files_out_per_step, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_kernel_cannot_start, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_bash_session, bash_setup, bash_teardown),
 	};
 
 	return cmocka_run_group_tests(tests, group_setup, NULL);
