@@ -234,6 +234,15 @@ ctl_session_reconcile(struct controller *ctl, const char *ns, const char *name)
 	long long now = now_s(), at;
 	int rc = 0;
 
+	if (s == NULL && informer_wait_synced(ctl->session_inf, 0) != 0) {
+		/*
+		 * Not listed yet (the controller's start: wait_leading waits for
+		 * the executions' and pods' caches only): absent says nothing.
+		 */
+		workqueue_add_after(ctl->queue, key, 1000);
+		free(key);
+		return 0;
+	}
 	if (s == NULL) {
 		/* Gone: its pod goes now, not when the garbage collector gets to it. */
 		rc = sweep_pods(ctl, ns, name, NULL);
