@@ -82,10 +82,16 @@ requeue_node(struct controller *ctl, const char *node)
 		const char *owner = podspec_pod_execution(pod, NULL);
 		char *key;
 
-		if (owner == NULL || pn == NULL || strcmp(pn, node) != 0 ||
+		if (pn == NULL || strcmp(pn, node) != 0 ||
 		    k8s_obj_namespace(pod) == NULL)
 			continue;
-		key = xasprintf("%s/%s", k8s_obj_namespace(pod), owner);
+		if (owner == NULL && ctl_session_of_pod(pod))
+			key = ctl_session_key(k8s_obj_namespace(pod),
+			    ctl_session_of_pod(pod));
+		else if (owner == NULL)
+			continue;
+		else
+			key = xasprintf("%s/%s", k8s_obj_namespace(pod), owner);
 		workqueue_add(ctl->queue, key);
 		free(key);
 	}

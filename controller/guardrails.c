@@ -88,14 +88,15 @@ key_in_ns(const char *key, const char *ns)
  * count/codeexecutionartifacts) are seeded with the same count, at most
  * one per execution: over, if anything, until that sync (their orphans
  * aside, which the sync counts). Pools with the pools this controller
- * caches in the namespace.
+ * caches in the namespace; sessions likewise.
  */
 static void
 seed_quota_status(struct controller *ctl, const char *ns, json_t *quota)
 {
 	static const char *const keys[] = { "count/codeexecutions.airlock.dev",
 	    "count/codeexecutionartifacts.airlock.dev",
-	    "count/codeexecutionpools.airlock.dev" };
+	    "count/codeexecutionpools.airlock.dev",
+	    "count/codesessions.airlock.dev" };
 	struct k8s_patch_opts po = { .type = K8S_PATCH_MERGE,
 	    .subresource = "status" };
 	json_t *st = json_object_get(quota, "status"), *all, *o, *p;
@@ -129,6 +130,18 @@ seed_quota_status(struct controller *ctl, const char *ns, json_t *quota)
 			all = informer_by_index(ctl->pool_inf, ns);
 			snprintf(used, sizeof(used), "%zu", json_array_size(all));
 			json_decref(all);
+			json_object_set_new(used_out, key, json_string(used));
+			continue;
+		}
+		if (k == 3) {
+			/* The sessions it sees there, by key: none unpacked. */
+			size_t ns_n = 0;
+
+			all = informer_keys(ctl->session_inf);
+			json_array_foreach(all, i, o)
+				ns_n += key_in_ns(json_string_value(o), ns) != NULL;
+			json_decref(all);
+			snprintf(used, sizeof(used), "%zu", ns_n);
 			json_object_set_new(used_out, key, json_string(used));
 			continue;
 		}

@@ -332,6 +332,12 @@ ctl_nodes_check(struct controller *ctl)
 
 			workqueue_add(ctl->queue, key);
 			free(key);
+		} else if (ctl_session_of_pod(pod)) {
+			/* Its session ends NodeLost (sessions.c). */
+			char *key = ctl_session_key(ns, ctl_session_of_pod(pod));
+
+			workqueue_add(ctl->queue, key);
+			free(key);
 		} else if (ctl_holder_pool(pod) && !json_object_get(
 		    json_object_get(pod, "metadata"), "deletionTimestamp")) {
 			struct k8s_delete_opts now0 = { .grace_period_set = 1,

@@ -161,6 +161,38 @@ pod_end_reason(json_t *pod)
  * process or one before it). 0, or the create's error; *refused: the
  * API server will never take it (the session ends Failed with why).
  */
+/*
+ * Whether pod (as read) is this session's own: its uid label, Airlock's
+ * managed-by label, and the session its controller owner by uid. A pod
+ * of that name that is not (a tenant who may create pods made it first)
+ * is never adopted.
+ */
+static int
+pod_is_sessions(json_t *pod, json_t *s)
+{
+	json_t *md = json_object_get(pod, "metadata"), *ref;
+	const char *l = json_string_value(json_object_get(json_object_get(md,
+	    "labels"), SESSION_LABEL_UID));
+	const char *m = json_string_value(json_object_get(json_object_get(md,
+	    "labels"), CX_LABEL_MANAGED));
+	size_t i;
+
+	if (l == NULL || strcmp(l, k8s_obj_uid(s)) != 0 || m == NULL ||
+	    strcmp(m, CX_MANAGER) != 0)
+		return 0;
+	json_array_foreach(json_object_get(md, "ownerReferences"), i, ref)
+		if (json_is_true(json_object_get(ref, "controller")))
+			return json_is_string(json_object_get(ref, "uid")) &&
+			    strcmp(json_string_value(json_object_get(ref, "uid")),
+			    k8s_obj_uid(s)) == 0;
+	return 0;
+}
+
+/*
+ * Make the session's pod (a fixed name: a 409 is a pod made before, by
+ * this process or one before it, if it is the session's own). 0, or the
+ * create's error.
+ */
 static int
 make_pod(struct controller *ctl, json_t *s, json_t *status, const char *pname)
 {
@@ -175,19 +207,29 @@ make_pod(struct controller *ctl, json_t *s, json_t *status, const char *pname)
 	    &out, &err);
 	json_decref(pod);
 	json_decref(out);
-	if (rc == K8S_EEXIST)
-		rc = 0;
+	out = NULL;
+	if (rc == K8S_EEXIST) {
+		rc = k8s_get(ctl->client, &k8s_res_pods, k8s_obj_namespace(s), pname,
+		    &out, &err);
+		if (rc == 0 && !pod_is_sessions(out, s)) {
+			json_decref(out);
+			return end(ctl, s, status, "Failed", "a pod of its sandbox's "
+			    "name exists and is not its own");
+		}
+		json_decref(out);
+		if (rc != 0)
+			return rc;	/* gone meanwhile: made again next time */
+	}
 	if (rc != 0 && ctl_quota_full(&err)) {
-		char key[600];
+		char *key = ctl_session_key(k8s_obj_namespace(s), k8s_obj_name(s));
 
 		/* Pending until the namespace has room; said, and tried again. */
 		json_object_set_new(status, "message", json_pack("s+", "waiting for "
 		    "room in the namespace's quota: ", err.message));
 		(void)ctl_write_status_of(ctl, &session_resource, s, status, NULL);
-		snprintf(key, sizeof(key), "session:%s/%s", k8s_obj_namespace(s),
-		    k8s_obj_name(s));
 		workqueue_add_after(ctl->queue, key, ctl_quota_retry_in(ctl,
 		    k8s_obj_namespace(s), "session", 1000));
+		free(key);
 		return 0;
 	}
 	if (rc != 0 && ctl_create_refused(&err))
@@ -204,6 +246,13 @@ make_pod(struct controller *ctl, json_t *s, json_t *status, const char *pname)
 	return ctl_write_status_of(ctl, &session_resource, s, status, NULL);
 }
 
+/* Requeue key in secs seconds (at least one: a past time is now + 1 s). */
+static void
+requeue_in(struct controller *ctl, const char *key, long long secs)
+{
+	workqueue_add_after(ctl->queue, key, (secs > 0 ? secs : 1) * 1000 + 100);
+}
+
 /* Ended: deleted ttlSecondsAfterFinished after endTime. */
 static int
 ttl(struct controller *ctl, json_t *s, json_t *status, const char *key)
@@ -217,7 +266,7 @@ ttl(struct controller *ctl, json_t *s, json_t *status, const char *key)
 	if (ended == 0)
 		return 0;
 	if (left > 0) {
-		workqueue_add_after(ctl->queue, key, left * 1000 + 100);
+		requeue_in(ctl, key, left);
 		return 0;
 	}
 	rc = k8s_delete(ctl->client, &session_resource, k8s_obj_namespace(s),
@@ -262,15 +311,18 @@ ctl_session_reconcile(struct controller *ctl, const char *ns, const char *name)
 		goto out;
 	}
 	if (phase && strcmp(phase, SESSION_ENDED) == 0) {
-		rc = pod ? delete_pod(ctl, ns, pname, k8s_obj_uid(pod)) : 0;
+		rc = pod && !json_object_get(json_object_get(pod, "metadata"),
+		    "deletionTimestamp") ? delete_pod(ctl, ns, pname,
+		    k8s_obj_uid(pod)) : 0;
 		if (rc == 0)
 			rc = ttl(ctl, s, status, key);
 		goto out;
 	}
 	if (json_is_true(json_object_get(json_object_get(s, "spec"), "close"))) {
-		rc = pod ? delete_pod(ctl, ns, pname, k8s_obj_uid(pod)) : 0;
-		if (rc == 0)
-			rc = end(ctl, s, status, "Closed", "closed by spec.close");
+		/* Said first: the pod's delete can wait for the next pass. */
+		rc = end(ctl, s, status, "Closed", "closed by spec.close");
+		if (rc == 0 && pod)
+			rc = delete_pod(ctl, ns, pname, k8s_obj_uid(pod));
 		goto out;
 	}
 	if (phase == NULL || json_object_get(status, "podName") == NULL) {
@@ -278,7 +330,7 @@ ctl_session_reconcile(struct controller *ctl, const char *ns, const char *name)
 		if (rc == K8S_ECANCELED)
 			rc = 0;
 		else if (rc == CTL_EUNCOUNTED) {
-			workqueue_add_after(ctl->queue, key, 1000);
+			requeue_in(ctl, key, 1);
 			rc = 0;
 		} else if (rc == 0)
 			rc = make_pod(ctl, s, status, pname);
@@ -290,26 +342,29 @@ ctl_session_reconcile(struct controller *ctl, const char *ns, const char *name)
 		json_t *fresh = NULL;
 
 		rc = k8s_get(ctl->client, &k8s_res_pods, ns, pname, &fresh, &err);
-		json_decref(fresh);
 		if (rc == K8S_ENOTFOUND)
 			rc = end(ctl, s, status, "Failed", "its sandbox's pod was "
 			    "deleted");
+		else if (rc == 0 && !pod_is_sessions(fresh, s))
+			rc = end(ctl, s, status, "Failed", "a pod of its sandbox's "
+			    "name exists and is not its own");
 		else if (rc == 0)
-			workqueue_add_after(ctl->queue, key, 1000);	/* the cache lags */
+			requeue_in(ctl, key, 1);	/* the cache lags */
+		json_decref(fresh);
 		goto out;
 	}
 	if (json_object_get(json_object_get(pod, "metadata"), "deletionTimestamp")) {
 		/* Deleted by someone else: it is going; hurried, and said. */
-		rc = delete_pod(ctl, ns, pname, k8s_obj_uid(pod));
-		if (rc == 0)
-			rc = end(ctl, s, status, "Failed", "its sandbox's pod was "
+		rc = end(ctl, s, status, "Failed", "its sandbox's pod was "
 			    "deleted");
+		if (rc == 0)
+			rc = delete_pod(ctl, ns, pname, k8s_obj_uid(pod));
 		goto out;
 	}
 	if (ctl_node_lost(ctl, pod, msg, sizeof(msg))) {
-		rc = delete_pod(ctl, ns, pname, k8s_obj_uid(pod));
+		rc = end(ctl, s, status, "NodeLost", msg);
 		if (rc == 0)
-			rc = end(ctl, s, status, "NodeLost", msg);
+			rc = delete_pod(ctl, ns, pname, k8s_obj_uid(pod));
 		goto out;
 	}
 	{
@@ -318,20 +373,44 @@ ctl_session_reconcile(struct controller *ctl, const char *ns, const char *name)
 
 		if (pp && (strcmp(pp, "Failed") == 0 || strcmp(pp, "Succeeded") == 0)) {
 			int oom = strcmp(pod_end_reason(pod), "OOMKilled") == 0;
+			const char *pr = json_string_value(json_object_get(
+			    json_object_get(pod, "status"), "reason"));
 
-			rc = delete_pod(ctl, ns, pname, k8s_obj_uid(pod));
-			if (rc == 0)
-				rc = end(ctl, s, status, oom ? "OOMKilled" : "Failed",
+			/* The kubelet's backstop for the lifetime (session.h). */
+			if (pr && strcmp(pr, "DeadlineExceeded") == 0) {
+				rc = end(ctl, s, status, "Expired", "its "
+				    "maxLifetimeSeconds passed");
+				if (rc == 0)
+					rc = delete_pod(ctl, ns, pname, k8s_obj_uid(pod));
+				goto out;
+			}
+
+			rc = end(ctl, s, status, oom ? "OOMKilled" : "Failed",
 				    oom ? "its sandbox ran out of memory" :
 				    "its sandbox ended");
+			if (rc == 0)
+				rc = delete_pod(ctl, ns, pname, k8s_obj_uid(pod));
 			goto out;
 		}
 	}
 	if (strcmp(phase, SESSION_PENDING) == 0) {
 		char t[CLOCK_RFC3339_LEN];
+		long long made = rfc3339_s(json_string_value(json_object_get(
+		    json_object_get(s, "metadata"), "creationTimestamp")));
+		long long limit = ctl->opts.start_deadline_ms / 1000;
 
-		if (!pool_sandbox_ready(pod))
-			goto out;	/* its pod's events bring it back */
+		if (!pool_sandbox_ready(pod)) {
+			/* Its pod's events bring it back; the start deadline ends it. */
+			if (made > 0 && now >= made + limit) {
+				snprintf(msg, sizeof(msg), "its sandbox was not ready "
+				    "within %lld s", limit);
+				rc = end(ctl, s, status, "Failed", msg);
+				if (rc == 0)
+					rc = delete_pod(ctl, ns, pname, k8s_obj_uid(pod));
+			} else if (made > 0)
+				requeue_in(ctl, key, made + limit - now);
+			goto out;
+		}
 		ctl_now_rfc3339(t);
 		json_object_set_new(status, "phase", json_string(SESSION_READY));
 		json_object_set_new(status, "startTime", json_string(t));
@@ -343,18 +422,17 @@ ctl_session_reconcile(struct controller *ctl, const char *ns, const char *name)
 		    "metadata"), "generation")));
 		rc = ctl_write_status_of(ctl, &session_resource, s, status, NULL);
 		if (rc == 0)
-			workqueue_add_after(ctl->queue, key, 1000 * (session_idle_s(s) <
-			    session_lifetime_s(s) ? session_idle_s(s) :
-			    session_lifetime_s(s)) + 100);
+			requeue_in(ctl, key, session_idle_s(s) < session_lifetime_s(s) ?
+			    session_idle_s(s) : session_lifetime_s(s));
 		goto out;
 	}
 	/* Ready: its lifetime, then its idle time (the node agent's too). */
 	at = rfc3339_s(json_string_value(json_object_get(status, "startTime")));
 	if (at > 0 && now >= at + session_lifetime_s(s)) {
-		rc = delete_pod(ctl, ns, pname, k8s_obj_uid(pod));
-		if (rc == 0)
-			rc = end(ctl, s, status, "Expired", "its maxLifetimeSeconds "
+		rc = end(ctl, s, status, "Expired", "its maxLifetimeSeconds "
 			    "passed");
+		if (rc == 0)
+			rc = delete_pod(ctl, ns, pname, k8s_obj_uid(pod));
 		goto out;
 	}
 	{
@@ -363,16 +441,16 @@ ctl_session_reconcile(struct controller *ctl, const char *ns, const char *name)
 
 		if (idle > 0 && now >= idle + session_idle_s(s) &&
 		    !json_object_get(status, "currentExecution")) {
-			rc = delete_pod(ctl, ns, pname, k8s_obj_uid(pod));
-			if (rc == 0)
-				rc = end(ctl, s, status, "IdleTimeout", "no execution "
+			rc = end(ctl, s, status, "IdleTimeout", "no execution "
 				    "for its idleTimeoutSeconds");
+			if (rc == 0)
+				rc = delete_pod(ctl, ns, pname, k8s_obj_uid(pod));
 			goto out;
 		}
 		next = at + session_lifetime_s(s);
 		if (idle > 0 && idle + session_idle_s(s) < next)
 			next = idle + session_idle_s(s);
-		workqueue_add_after(ctl->queue, key, (next - now) * 1000 + 100);
+		requeue_in(ctl, key, next - now);
 	}
 out:
 	json_decref(pod);
@@ -395,28 +473,47 @@ ctl_session_step(struct controller *ctl, json_t *cx, json_t *status, int *rcp)
 	const char *sname = json_string_value(json_object_get(json_object_get(cx,
 	    "spec"), "session"));
 	const char *ns = k8s_obj_namespace(cx);
+	const char *phase, *reason, *rt, *srt;
 	json_t *s;
 	char msg[700];
 
 	if (sname == NULL)
 		return 0;
+	*rcp = 0;
+	if (informer_wait_synced(ctl->session_inf, 0) != 0) {
+		/* Not listed yet: absent would say nothing. Never a pod meanwhile. */
+		char *key = xasprintf("%s/%s", ns, k8s_obj_name(cx));
+
+		workqueue_add_after(ctl->queue, key, 1000);
+		free(key);
+		return 1;
+	}
 	s = informer_get(ctl->session_inf, ns, sname);
+	if (s == NULL) {
+		/* Made a moment ago, maybe: the cache may lag the executions'. */
+		struct k8s_error err;
+		int rc = k8s_get(ctl->client, &session_resource, ns, sname, &s, &err);
+
+		if (rc != 0 && rc != K8S_ENOTFOUND) {
+			*rcp = rc;
+			return 1;
+		}
+	}
+	phase = json_string_value(json_object_get(json_object_get(s, "status"),
+	    "phase"));
+	reason = json_string_value(json_object_get(json_object_get(s, "status"),
+	    "reason"));
+	srt = json_string_value(json_object_get(json_object_get(s, "spec"),
+	    "runtime"));
+	rt = json_string_value(json_object_get(json_object_get(cx, "spec"),
+	    "runtime"));
 	if (s == NULL)
 		snprintf(msg, sizeof(msg), "spec.session: no session '%.253s' in "
 		    "this namespace", sname);
-	else if (strcmp(json_string_value(json_object_get(json_object_get(s,
-	    "status"), "phase")) ? json_string_value(json_object_get(
-	    json_object_get(s, "status"), "phase")) : "", SESSION_ENDED) == 0)
+	else if (phase && strcmp(phase, SESSION_ENDED) == 0)
 		snprintf(msg, sizeof(msg), "spec.session: session '%.253s' has "
-		    "ended (%.64s)", sname, json_string_value(json_object_get(
-		    json_object_get(s, "status"), "reason")) ? json_string_value(
-		    json_object_get(json_object_get(s, "status"), "reason")) : "");
-	else if (strcmp(json_string_value(json_object_get(json_object_get(s,
-	    "spec"), "runtime")) ? json_string_value(json_object_get(
-	    json_object_get(s, "spec"), "runtime")) : "",
-	    json_string_value(json_object_get(json_object_get(cx, "spec"),
-	    "runtime")) ? json_string_value(json_object_get(json_object_get(cx,
-	    "spec"), "runtime")) : "") != 0)
+		    "ended (%.64s)", sname, reason ? reason : "");
+	else if (srt == NULL || rt == NULL || strcmp(srt, rt) != 0)
 		snprintf(msg, sizeof(msg), "spec.runtime: not the runtime of "
 		    "session '%.253s'", sname);
 	else

@@ -343,6 +343,14 @@ podspec_build_sized(const struct ctl_config *cfg, json_t *cx, size_t size,
 	if (image && !cfg->allow_custom_images)
 		return k8s_error_set(err, K8S_EINVAL, 0, NULL,
 		    "spec.image: custom images are not allowed on this cluster");
+	/*
+	 * Never a pod of its own for a session's step (docs/sessions.md): the
+	 * controller routes it first; this holds whatever the order.
+	 */
+	if (json_object_get(spec, "session"))
+		return k8s_error_set(err, K8S_EINVAL, 0, NULL,
+		    "spec.session: a session's step runs in its session's sandbox, "
+		    "never in a pod of its own");
 	if (podspec_check_reserved(spec, p, err) != 0)
 		return K8S_EINVAL;
 	/* The guard is the runner image's: a tenant's image would bring its own. */

@@ -260,7 +260,9 @@ pool_holder_ready(json_t *pod)
 int
 pool_cx_warmable(json_t *cx)
 {
-	return json_object_get(json_object_get(cx, "spec"), "image") == NULL;
+	/* A session's step is its session's alone (docs/sessions.md). */
+	return json_object_get(json_object_get(cx, "spec"), "image") == NULL &&
+	    json_object_get(json_object_get(cx, "spec"), "session") == NULL;
 }
 
 /* Add annotation "airlock.dev/<k>" = v to ann, and its path to files. */

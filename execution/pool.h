@@ -151,7 +151,8 @@ int pool_sandbox_ready(json_t *pod);
 
 /*
  * Whether the execution cx (borrowed, as read afresh) can run warm at
- * all, whatever the pools: no custom image. The code's size is the
+ * all, whatever the pools: no custom image, not a session's step. The
+ * code's size is the
  * claim's to judge (pool_claim_patch).
  */
 int pool_cx_warmable(json_t *cx);

@@ -264,6 +264,11 @@ class Kernel:
 
     def step(self, seq):
         d = os.path.join(SESSION, "step")
+        # Not an earlier step's, renamed in late: this step's or none.
+        try:
+            os.unlink(os.path.join(d, "value"))
+        except FileNotFoundError:
+            pass
         with open(os.path.join(d, "code"), "rb") as f:
             src = f.read()
         try:

@@ -106,6 +106,28 @@ read_full(int fd, void *buf, size_t n)
 	return got;
 }
 
+/*
+ * Open a regular file (flags as open's, O_CREAT's mode): never a symlink,
+ * and never a FIFO or device, which the session's own code could have put
+ * in its place and whose open would block. -1 otherwise.
+ */
+static int
+open_reg(const char *path, int flags, mode_t mode)
+{
+	int fd = open(path, flags | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC, mode);
+	struct stat st;
+
+	if (fd < 0)
+		return -1;
+	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) ||
+	    fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK) != 0) {
+		close(fd);
+		errno = EINVAL;
+		return -1;
+	}
+	return fd;
+}
+
 /* An octal field of a header: its value, or -1. */
 static long
 octal(const char *p, size_t n)
@@ -656,7 +678,8 @@ out_send(void)
 		out_header(h, f->path, f->size);
 		out_write(h, BLOCK);
 		snprintf(path, sizeof(path), "%s/%s", out_dir, f->path);
-		fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+		/* A file walked; a FIFO by now would block: read as zeros. */
+		fd = open_reg(path, O_RDONLY, 0);
 		/* As long as it said: cut if it grew, zeros if it shrank. */
 		while (left > 0) {
 			size_t want = left < (long long)sizeof(buf) ? (size_t)left :
@@ -830,8 +853,8 @@ static int
 kernel_alive(void)
 {
 	char p[600];
-	int fd = open(spath(p, sizeof(p), "kernel.lock"), O_RDWR | O_CREAT |
-	    O_NOFOLLOW | O_CLOEXEC, 0600), alive;
+	int fd = open_reg(spath(p, sizeof(p), "kernel.lock"), O_RDWR | O_CREAT,
+	    0600), alive;
 
 	if (fd < 0)
 		die("cannot open %s", p);
@@ -845,8 +868,7 @@ static pid_t
 kernel_pid_read(void)
 {
 	char p[600], buf[32];
-	int fd = open(spath(p, sizeof(p), "kernel.pid"), O_RDONLY | O_NOFOLLOW |
-	    O_CLOEXEC);
+	int fd = open_reg(spath(p, sizeof(p), "kernel.pid"), O_RDONLY, 0);
 	ssize_t n = fd >= 0 ? read(fd, buf, sizeof(buf) - 1) : -1;
 	long v;
 
@@ -909,14 +931,20 @@ kernel_start(char **argv, int ack, long long deadline)
 	if ((pid = fork()) < 0)
 		die("%s", "cannot fork");
 	if (pid == 0) {
-		int null = open("/dev/null", O_RDONLY), log = open(spath(p,
-		    sizeof(p), "kernel.log"), O_WRONLY | O_CREAT | O_TRUNC |
-		    O_NOFOLLOW, 0600);
+		int null, log;
 
+		/* Its own group first: a kill of it reaches it, whatever follows. */
+		setsid();
+		(void)unlink(spath(p, sizeof(p), "kernel.log"));
+		null = open("/dev/null", O_RDONLY);
+		log = open(p, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, 0600);
 		if (null < 0 || log < 0 || dup2(null, 0) < 0 || dup2(log, 1) < 0 ||
 		    dup2(log, 2) < 0)
 			_exit(125);
-		setsid();
+		if (null > 2)
+			close(null);
+		if (log > 2)
+			close(log);
 		setenv("AIRLOCK_SESSION_DIR", sdir, 1);
 		setenv("AIRLOCK_OUT_DIR", out_dir, 1);
 		execvp(argv[0], argv);
@@ -931,8 +959,10 @@ kernel_start(char **argv, int ack, long long deadline)
 			long v;
 
 			if (sscanf(line, "READY %ld", &v) == 1 && v == pid) {
-				int fd = open(spath(p, sizeof(p), "kernel.pid"),
-				    O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW |
+				int fd;
+
+				(void)unlink(spath(p, sizeof(p), "kernel.pid"));
+				fd = open(p, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW |
 				    O_CLOEXEC, 0600);
 
 				if (fd < 0 || dprintf(fd, "%ld\n", v) < 0 || close(fd) != 0)
@@ -944,7 +974,7 @@ kernel_start(char **argv, int ack, long long deadline)
 		}
 		if (waitpid(pid, &st, WNOHANG) == pid) {
 			char buf[2048];
-			int fd = open(spath(p, sizeof(p), "kernel.log"), O_RDONLY);
+			int fd = open_reg(spath(p, sizeof(p), "kernel.log"), O_RDONLY, 0);
 			ssize_t n = fd >= 0 ? read(fd, buf, sizeof(buf) - 1) : 0;
 
 			if (fd >= 0)
@@ -1050,8 +1080,7 @@ step_main(char **argv)
 	if ((mkdir(spath(p, sizeof(p), "step"), 0700) != 0 && errno != EEXIST) ||
 	    lstat(p, &st) != 0 || !S_ISDIR(st.st_mode))
 		die("cannot make %s", p);
-	slock = open(spath(p, sizeof(p), "step.lock"), O_RDWR | O_CREAT | O_NOFOLLOW |
-	    O_CLOEXEC, 0600);
+	slock = open_reg(spath(p, sizeof(p), "step.lock"), O_RDWR | O_CREAT, 0600);
 	if (slock < 0 || flock(slock, LOCK_EX | LOCK_NB) != 0)
 		die("%s", "another step of this session is running");
 	fifo("ctl");
@@ -1091,7 +1120,9 @@ step_main(char **argv)
 		die("the archive has no '%s'", step_code);
 	{	/* The step's environment, for the kernel to set while it runs. */
 		extern char **environ;
-		FILE *f = fopen(spath(p, sizeof(p), "step/env"), "we");
+		int efd = open(spath(p, sizeof(p), "step/env"), O_WRONLY | O_CREAT |
+		    O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+		FILE *f = efd >= 0 ? fdopen(efd, "w") : NULL;
 
 		if (f == NULL)
 			die("cannot write %s", p);
@@ -1214,8 +1245,7 @@ step_main(char **argv)
 
 	vn = 0;
 	if (done) {
-		int fd = open(spath(p, sizeof(p), "step/value"), O_RDONLY | O_NOFOLLOW |
-		    O_CLOEXEC);
+		int fd = open_reg(spath(p, sizeof(p), "step/value"), O_RDONLY, 0);
 
 		if (fd >= 0) {
 			vn = read_full(fd, value, VALUE_MAX);

@@ -863,14 +863,16 @@ connect_refusal(struct k8s_client *tc, const char *name, const char *sub)
  * With "edit" a tenant may exec, attach and port-forward into its pods,
  * and add ephemeral containers to them: never into an Airlock sandbox
  * (an idle warm holder would keep what it left for the next execution).
- * Its own pods, whatever their name, are not the guard's.
+ * Its own pods, whatever their name, are not the guard's. A session's
+ * sandbox is one (docs/sessions.md): its kernel is the session's state.
  */
 static void
 test_sandbox_guard(void **state)
 {
 	static const char *const subs[] = { "exec", "attach", "portforward" };
 	const char *names[] = { "airlock-warm-x7k2p",
-	    "airlock-0b9c4b1e-1111-2222-3333-444455556666", NULL };
+	    "airlock-0b9c4b1e-1111-2222-3333-444455556666",
+	    "airlock-session-0b9c4b1e-1111-2222-3333-444455556666", NULL };
 	struct k8s_patch_opts sp = { .type = K8S_PATCH_STRATEGIC,
 	    .subresource = "ephemeralcontainers" };
 	struct k8s_config *tcfg;
@@ -913,7 +915,7 @@ test_sandbox_guard(void **state)
 	}
 	if (pod == NULL)
 		fail_msg("the execution was not running within 60 s");
-	names[2] = pod;
+	names[3] = pod;
 	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
 		for (size_t j = 0; j < sizeof(subs) / sizeof(subs[0]); j++) {
 			m = connect_refusal(tc, names[i], subs[j]);
@@ -928,6 +930,9 @@ test_sandbox_guard(void **state)
 	assert_string_equal(m, "");
 	free(m);
 	m = connect_refusal(tc, "airlock-mine", "exec");
+	assert_string_equal(m, "");
+	free(m);
+	m = connect_refusal(tc, "airlock-session-mine", "exec");
 	assert_string_equal(m, "");
 	free(m);
 	p = json_pack("{s:{s:[{s:s, s:s}]}}", "spec", "ephemeralContainers", "name", "dbg",

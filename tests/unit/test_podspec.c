@@ -258,6 +258,9 @@ test_rejections(void **state)
 		{ "{\"runtime\":\"cobol\"}", "spec.runtime: unknown runtime profile 'cobol'" },
 		{ "{\"runtime\":\"python\",\"image\":\"evil:latest\"}",
 		  "spec.image: custom images are not allowed on this cluster" },
+		{ "{\"runtime\":\"python\",\"session\":\"s\"}",
+		  "spec.session: a session's step runs in its session's sandbox, never "
+		  "in a pod of its own" },
 		{ "{\"runtime\":\"python\",\"resources\":{\"cpu\":\"2001m\"}}",
 		  "spec.resources.cpu: 2001m is above this cluster's cap of 2" },
 		{ "{\"runtime\":\"python\",\"resources\":{\"cpu\":3}}",

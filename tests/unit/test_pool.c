@@ -505,6 +505,9 @@ test_cx_warmable(void **state)
 	assert_int_equal(pool_cx_warmable(cx), 1);
 	json_object_set_new(jp_at(cx, "spec"), "image", json_string("my/image:1"));
 	assert_int_equal(pool_cx_warmable(cx), 0);
+	json_object_del(jp_at(cx, "spec"), "image");
+	json_object_set_new(jp_at(cx, "spec"), "session", json_string("s"));
+	assert_int_equal(pool_cx_warmable(cx), 0);
 	json_decref(cx);
 }
 

@@ -432,6 +432,31 @@ test_kernel_cannot_start(void **state)
 	step_free(&r);
 }
 
+/*
+ * The step's own code puts FIFOs where the step client reads files (its
+ * value, and the files out): the client does not block on them (it did,
+ * past the step's timeout and grace, holding the session's step lock).
+ */
+static void
+test_planted_fifo(void **state)
+{
+	struct step r;
+	long t0 = it_mono_ms();
+
+	run_step(*state, "import os\nd = os.environ['AIRLOCK_SESSION_DIR']\n"
+	    "os.mkfifo(d + '/step/value')\n"
+	    "os.mkfifo(os.environ['AIRLOCK_TEST_OUT'] + '/pipe')\n", NULL, NULL, "",
+	    2000, 500, &r);
+	assert_true(it_mono_ms() - t0 < 2000);
+	assert_int_equal(r.status, 0);
+	assert_int_equal(r.report.kind, STEP_OK);
+	assert_string_equal(r.value, "");
+	step_free(&r);
+	STEP(*state, "print('next')\n", &r);
+	assert_string_equal(r.out, "next\n");
+	step_free(&r);
+}
+
 /* bash's kernel: the step as it would be at a bash prompt. */
 static int
 bash_setup(void **state)
@@ -517,6 +542,7 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_value_capped, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_files_out_per_step, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_kernel_cannot_start, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_planted_fifo, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_bash_session, bash_setup, bash_teardown),
 	};
 
