@@ -309,6 +309,17 @@ class Kernel:
             sys.exit(3)  # a kernel runs already
         ctl = os.open(os.path.join(SESSION, "ctl"), os.O_RDWR)
         ack = os.open(os.path.join(SESSION, "ack"), os.O_RDWR)
+
+        def forked():
+            # A child the program forks (multiprocessing) is not the kernel:
+            # holding the lock, it would make a dead kernel look alive.
+            for fd in (lock, ctl, ack):
+                try:
+                    os.close(fd)
+                except OSError:
+                    pass
+
+        os.register_at_fork(after_in_child=forked)
         self.null = os.open(os.devnull, os.O_RDONLY)
         self.sinkw = self.sink()
         self.set_stdio(self.null, self.sinkw, self.sinkw)

@@ -457,6 +457,32 @@ test_planted_fifo(void **state)
 	step_free(&r);
 }
 
+/*
+ * The kernel dies under a step while a child it forked lives on: a dead
+ * kernel, seen at once (the child does not hold the kernel's lock), not a
+ * step that times out.
+ */
+static void
+test_kernel_dies_forked_child(void **state)
+{
+	struct step r;
+	long t0;
+
+	STEP(*state, "v = 1\n", &r);
+	step_free(&r);
+	t0 = it_mono_ms();
+	run_step(*state, "import os, time\nif os.fork() == 0:\n    time.sleep(30)\n"
+	    "    os._exit(0)\nos._exit(1)\n", NULL, NULL, "", 5000, 500, &r);
+	assert_true(it_mono_ms() - t0 < 4000);
+	assert_int_equal(r.report.kind, STEP_DIED);
+	assert_int_equal(r.status, 137);
+	assert_int_equal(r.report.restarted, 1);
+	step_free(&r);
+	STEP(*state, "print('v' in globals())\n", &r);
+	assert_string_equal(r.out, "False\n");
+	step_free(&r);
+}
+
 /* bash's kernel: the step as it would be at a bash prompt. */
 static int
 bash_setup(void **state)
@@ -543,6 +569,7 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_files_out_per_step, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_kernel_cannot_start, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_planted_fifo, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_kernel_dies_forked_child, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_bash_session, bash_setup, bash_teardown),
 	};
 
