@@ -267,7 +267,7 @@ VALGRIND_INTEG = $(filter-out %/test_controller_it,$(INTEG_BIN))
 ASAN_INTEG = $(INTEG_SRC:tests/integration/%.c=build/asan/tests/integration/%)
 memory:
 	-$(ASAN_MAKE) all
-	@tests/cluster/up.sh
+	@tests/cluster/up.sh || tests/cluster/up.sh
 	-@VALGRIND=1 tests/run.sh valgrind $(B) $(UNIT_BIN) > build/valgrind-unit.log 2>&1 & \
 	  tests/run.sh asan build/asan $(ASAN_INTEG); \
 	  wait; cat build/valgrind-unit.log
@@ -333,7 +333,8 @@ sdk: all
 # lost and brought back (tests/nodes, tests/cluster/restart.sh).
 # up.sh is tried twice: twice in this stop's runs a first NODES=2 start,
 # right after a teardown, failed with the apiserver gone in its first 2 s
-# (not understood yet; the second start worked each time).
+# (not understood yet; the second start worked each time); make memory's
+# start too (once, 2026-11-27, with no node).
 nodes: all
 	@tests/cluster/node-deps.sh
 	@NODES=2 tests/cluster/up.sh || NODES=2 tests/cluster/up.sh
