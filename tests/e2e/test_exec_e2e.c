@@ -1574,6 +1574,15 @@ test_network_policy_enforced(void **state)
 	w.to = pods[0].ip;
 	if (!it_wait_for(np_refused, &w, 60000))
 		fail_msg("a still reaches sealed 60 s after the deny-all policy");
+	/*
+	 * And its egress: kube-router programs the two directions apart
+	 * (a clean-clone run, 2026-11-27, saw sealed reach b just after a
+	 * was refused).
+	 */
+	w.from = "sealed";
+	w.to = pods[2].ip;
+	if (!it_wait_for(np_refused, &w, 60000))
+		fail_msg("sealed still reaches b 60 s after the deny-all policy");
 	print_message("# the policy was in force within %ld ms\n", it_mono_ms() - t0);
 
 	np_expect("sealed", pods[2].ip, "b", "fail");	/* egress */

@@ -10,6 +10,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/random.h>
 #include <sys/wait.h>
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -125,9 +126,22 @@ it_namespace_new(struct k8s_client *c, const char *prefix)
 	json_t *ns;
 	char *name;
 
-	clock_gettime(CLOCK_REALTIME, &ts);
-	name = xasprintf("%s-%x%04lx", prefix, (unsigned)getpid() & 0xffff,
-	    (ts.tv_nsec / 1000) & 0xffff);
+	/*
+	 * 32 random bits. The pid and the microseconds mod 65536 were as
+	 * likely to repeat within one binary as 1 in 65536 a pair, and did:
+	 * a name still being deleted by an earlier test (clean-clone run,
+	 * 2026-11-27: "object is being deleted: namespaces ... already
+	 * exists").
+	 */
+	{
+		unsigned r;
+
+		if (getrandom(&r, sizeof(r), 0) != (ssize_t)sizeof(r)) {
+			clock_gettime(CLOCK_REALTIME, &ts);
+			r = (unsigned)ts.tv_nsec ^ ((unsigned)getpid() << 16);
+		}
+		name = xasprintf("%s-%08x", prefix, r);
+	}
 	ns = json_pack("{s:s, s:s, s:{s:s}}", "apiVersion", "v1",
 	    "kind", "Namespace", "metadata", "name", name);
 	if (k8s_create(c, &k8s_res_namespaces, NULL, ns, NULL, &err) != 0)
