@@ -288,7 +288,7 @@ cluster-up:
 # End to end, on the real node: gVisor, containerd, a kubelet.
 e2e: all
 	@tests/cluster/node-deps.sh
-	@NODE=1 tests/cluster/up.sh
+	@NODE=1 tests/cluster/up.sh || NODE=1 tests/cluster/up.sh
 	@images/local.sh
 	@tests/run.sh e2e $(B) $(E2E_BIN) tests/e2e/test_readme.py
 
