@@ -55,18 +55,6 @@ ctl_session_of_pod(json_t *pod)
 	return NULL;
 }
 
-/* Wall-clock seconds of an RFC 3339 time, or 0. */
-static long long
-rfc3339_s(const char *t)
-{
-	struct tm tm;
-
-	memset(&tm, 0, sizeof(tm));
-	if (t == NULL || strptime(t, "%Y-%m-%dT%H:%M:%S", &tm) == NULL)
-		return 0;
-	return (long long)timegm(&tm);
-}
-
 static long long
 now_s(void)
 {
@@ -257,13 +245,13 @@ requeue_in(struct controller *ctl, const char *key, long long secs)
 static int
 ttl(struct controller *ctl, json_t *s, json_t *status, const char *key)
 {
-	long long ended = rfc3339_s(json_string_value(json_object_get(status,
-	    "endTime"))), left = ended + session_ttl_s(s) - now_s();
+	long long ended = clock_parse_rfc3339(json_string_value(
+	    json_object_get(status, "endTime"))), left = ended + session_ttl_s(s) - now_s();
 	struct k8s_delete_opts del = { .precondition_uid = k8s_obj_uid(s) };
 	struct k8s_error err;
 	int rc;
 
-	if (ended == 0)
+	if (ended <= 0)
 		return 0;
 	if (left > 0) {
 		requeue_in(ctl, key, left);
@@ -395,7 +383,7 @@ ctl_session_reconcile(struct controller *ctl, const char *ns, const char *name)
 	}
 	if (strcmp(phase, SESSION_PENDING) == 0) {
 		char t[CLOCK_RFC3339_LEN];
-		long long made = rfc3339_s(json_string_value(json_object_get(
+		long long made = clock_parse_rfc3339(json_string_value(json_object_get(
 		    json_object_get(s, "metadata"), "creationTimestamp")));
 		long long limit = ctl->opts.start_deadline_ms / 1000;
 
@@ -427,7 +415,8 @@ ctl_session_reconcile(struct controller *ctl, const char *ns, const char *name)
 		goto out;
 	}
 	/* Ready: its lifetime, then its idle time (the node agent's too). */
-	at = rfc3339_s(json_string_value(json_object_get(status, "startTime")));
+	at = clock_parse_rfc3339(json_string_value(json_object_get(status,
+	    "startTime")));
 	if (at > 0 && now >= at + session_lifetime_s(s)) {
 		rc = end(ctl, s, status, "Expired", "its maxLifetimeSeconds "
 			    "passed");
@@ -436,13 +425,13 @@ ctl_session_reconcile(struct controller *ctl, const char *ns, const char *name)
 		goto out;
 	}
 	{
-		long long idle = rfc3339_s(json_string_value(json_object_get(status,
-		    "lastActivityTime"))), next;
+		long long idle = clock_parse_rfc3339(json_string_value(
+		    json_object_get(status, "lastActivityTime"))), next;
 
 		if (idle > 0 && now >= idle + session_idle_s(s) &&
 		    !json_object_get(status, "currentExecution")) {
 			rc = end(ctl, s, status, "IdleTimeout", "no execution "
-				    "for its idleTimeoutSeconds");
+			    "for its idleTimeoutSeconds");
 			if (rc == 0)
 				rc = delete_pod(ctl, ns, pname, k8s_obj_uid(pod));
 			goto out;
