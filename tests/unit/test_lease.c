@@ -51,6 +51,39 @@ runner(void *arg)
 	return NULL;
 }
 
+/*
+ * Polls lease_is_leader() until it turns false or `limit` ms pass, and
+ * checks the safety property at every poll, whatever the scheduler does:
+ * a replica that says it leads at instant T has renewed within the renew
+ * deadline before T. The last renewal that succeeded is request `good`;
+ * the lease dates a renewal from before it sent it, so from no later than
+ * the fake server's arrival time, which makes this bound a safe one to
+ * hold the lease to. Returns when the lease was first seen not leading.
+ */
+static long long
+watch_leadership(struct fakeapi *api, struct run *r, int good, long deadline,
+    long long limit)
+{
+	long long t, end = clock_mono_ms() + limit;
+
+	for (;;) {
+		t = clock_mono_ms();
+		if (!lease_is_leader(r->l))
+			return t;
+		assert_true(t < fakeapi_time(api, good) + deadline);
+		assert_true(t < end);
+		nap();
+	}
+}
+
+/*
+ * Timing bounds here are the lease's promises, and only those: under
+ * valgrind, beside another test tier on two cores, this thread may not run
+ * for hundreds of ms, so an upper bound on when the test *saw* something
+ * would measure the scheduler. Lower bounds (nothing stops early) and the
+ * safety check above hold under any delay; liveness is checked with room
+ * (seconds, where the wrong behaviour takes far longer or forever).
+ */
 static void
 test_failed_renewals_stop_acting(void **state)
 {
@@ -61,7 +94,8 @@ test_failed_renewals_stop_acting(void **state)
 	struct lease_callbacks cb = { on_start, on_stop, NULL, &r };
 	struct k8s_client *c;
 	struct k8s_error err;
-	long long t0, lost_at = 0;
+	long long t0, lost_at;
+	int i, n, gets = 0;
 
 	(void)state;
 	assert_int_equal(k8s_client_new(cfg, NULL, &c, &err), 0);
@@ -71,24 +105,25 @@ test_failed_renewals_stop_acting(void **state)
 	assert_int_equal(lease_new(c, &lc, &cb, &r.l, &err), 0);
 	t0 = clock_mono_ms();
 	pthread_create(&r.th, NULL, runner, &r);
-	while (!lease_is_leader(r.l) && clock_mono_ms() - t0 < 2000)
+	while (!lease_is_leader(r.l) && clock_mono_ms() - t0 < 10000)
 		nap();
 	assert_true(lease_is_leader(r.l));
-	while (lease_is_leader(r.l) && clock_mono_ms() - t0 < 5000)
-		nap();
-	lost_at = clock_mono_ms();
-	assert_false(lease_is_leader(r.l));
-	/* Acting stops at the renew deadline, counted from the last good renewal. */
-	assert_true(lost_at - t0 >= 1000);
-	assert_true(lost_at - t0 < 1300);
-	/* The callback follows within one short retry (P/4). */
-	while (r.stopped == 0 && clock_mono_ms() - t0 < 3000)
+	/* Acting stops by the renew deadline, counted from the create. */
+	lost_at = watch_leadership(api, &r, 1, 1000, 10000);
+	assert_true(lost_at >= t0 + 1000);
+	/* The callback follows; not before the deadline. */
+	while (r.stopped == 0 && clock_mono_ms() - lost_at < 10000)
 		nap();
 	assert_true(r.started > 0);
 	assert_true(r.stopped >= t0 + 1000);
-	assert_true(r.stopped < t0 + 1400);
-	/* It kept trying meanwhile: a GET every P/4 after the first failure. */
-	assert_true(fakeapi_count(api) >= 6);
+	/* It kept trying meanwhile, a GET every P/4 (125 ms) after the first
+	 * failure: at least 3 before the deadline, however slow this run. */
+	n = fakeapi_count(api);
+	for (i = 2; i < n; i++)
+		if (fakeapi_time(api, i) < fakeapi_time(api, 1) + 1000 &&
+		    strncmp(fakeapi_request(api, i), "GET ", 4) == 0)
+			gets++;
+	assert_true(gets >= 3);
 	lease_stop(r.l);
 	pthread_join(r.th, NULL);
 	lease_free(r.l);
@@ -103,7 +138,7 @@ test_hung_renewal_stops_acting(void **state)
 	struct fakeapi *api = fakeapi_start();
 	struct k8s_config *cfg = fakeapi_config(api, NULL);
 	struct lease_config lc = { "ns1", "ctl", "me", 3000, 1000, 500 };
-	struct k8s_client_opts co = { .timeout_ms = 2500 };
+	struct k8s_client_opts co = { .timeout_ms = 60000 };
 	struct run r = { 0 };
 	struct lease_callbacks cb = { on_start, on_stop, NULL, &r };
 	struct k8s_client *c;
@@ -114,27 +149,25 @@ test_hung_renewal_stops_acting(void **state)
 	assert_int_equal(k8s_client_new(cfg, &co, &c, &err), 0);
 	fakeapi_push(api, 404, NULL, "{\"kind\":\"Status\",\"reason\":\"NotFound\",\"code\":404}", 0);
 	fakeapi_push(api, 201, NULL, "{}", 0);
-	/* The first renewal's GET hangs for 4 s. The client given allows 2.5 s;
-	 * the lease's own requests end at the 1 s renew deadline. */
-	fakeapi_push(api, 200, NULL, "{}", 4000);
+	/* The first renewal's GET never gets its answer while the test runs.
+	 * The client given allows 60 s; the lease's own requests end at the
+	 * 1 s renew deadline. */
+	fakeapi_push(api, 200, NULL, "{}", FAKEAPI_HOLD);
 	assert_int_equal(lease_new(c, &lc, &cb, &r.l, &err), 0);
 	t0 = clock_mono_ms();
 	pthread_create(&r.th, NULL, runner, &r);
-	while (!lease_is_leader(r.l) && clock_mono_ms() - t0 < 2000)
+	while (!lease_is_leader(r.l) && clock_mono_ms() - t0 < 10000)
 		nap();
 	assert_true(lease_is_leader(r.l));
-	while (lease_is_leader(r.l) && clock_mono_ms() - t0 < 5000)
-		nap();
-	lost_at = clock_mono_ms();
-	/* Not acting at the deadline even though the request is still out. */
-	assert_true(lost_at - t0 >= 1000);
-	assert_true(lost_at - t0 < 1300);
+	/* Not acting past the deadline even though the request is still out. */
+	lost_at = watch_leadership(api, &r, 1, 1000, 10000);
+	assert_true(lost_at >= t0 + 1000);
 	/* The callback follows when the lease's request times out (renewal
-	 * started at +500 ms, times out at +1500 ms), not at 2.5 s. */
-	while (r.stopped == 0 && clock_mono_ms() - t0 < 4000)
+	 * started at +500 ms, times out at +1500 ms), not at the client's 60 s:
+	 * 10 s is room for a slow run and far from 60. */
+	while (r.stopped == 0 && clock_mono_ms() - lost_at < 10000)
 		nap();
 	assert_true(r.stopped >= t0 + 1400);
-	assert_true(r.stopped < t0 + 1900);
 	lease_stop(r.l);
 	pthread_join(r.th, NULL);
 	lease_free(r.l);
@@ -184,9 +217,10 @@ test_stale_follower_waits(void **state)
 			put = i;
 	assert_true(put > changed);
 	assert_string_equal(fakeapi_request(api, changed), "GET /apis/coordination.k8s.io/v1/namespaces/ns1/leases/ctl");
-	/* Not before D - P after the poll that saw the new record. */
+	/* Not before D - P after the poll that saw the new record; and it
+	 * does take over: D + P is the promise, 3 s is room for a slow run. */
 	assert_true(fakeapi_time(api, put) - fakeapi_time(api, changed) >= 1000 - 250 - 50);
-	assert_true(fakeapi_time(api, put) - fakeapi_time(api, changed) <= 1000 + 300);
+	assert_true(fakeapi_time(api, put) - fakeapi_time(api, changed) <= 3000);
 	assert_true(r.started > 0);
 	lease_free(r.l);
 	k8s_client_free(c);
