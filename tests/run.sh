@@ -39,8 +39,12 @@ if [ "${1:-}" = summary ]; then
 	# the end of the output still says what failed and why.
 	for r in "$results"/failures/*; do
 		[ -f "$r" ] || continue
+		case $r in *.names) continue ;; esac
 		cat "$r"
 	done
+	# And their names alone, on the last lines (a long sanitizer report
+	# above can push everything else out of a CI's tail).
+	cat "$results"/failures/*.names 2>/dev/null | sed 's/^/failed: /'
 	echo "$p passed, $f failed, $s skipped"
 	[ "$f" -eq 0 ]
 	exit
@@ -150,6 +154,10 @@ for bin in "$@"; do
 	fi
 	if [ "$rc" -ne 0 ] || [ "$f" -ne 0 ]; then
 		mkdir -p "$results/failures"
+		{
+			grep -E '^not ok ' "$log" | sed -E "s|^not ok [0-9]* (- )?|$tier/$name: |"
+			[ "$rc" -eq 0 ] || echo "$tier/$name: exited with status $rc"
+		} | cut -c1-200 >> "$results/failures/$tier.names"
 		{
 			grep -E '^not ok ' "$log" | sed "s|^|  $tier/$name: |"
 			[ "$rc" -eq 0 ] || echo "  $tier/$name: exited with status $rc"
