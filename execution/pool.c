@@ -281,22 +281,21 @@ add_file(json_t *ann, json_t *files, const char *k, const char *path,
 }
 
 json_t *
-pool_claim_patch(const struct ctl_config *cfg, json_t *cx, json_t *holder,
-    long long now_s, size_t stored, struct k8s_error *err)
+pool_run_annotations(const struct ctl_config *cfg, json_t *cx, size_t stored,
+    json_t *extra, struct k8s_error *err)
 {
 	json_t *spec = json_object_get(cx, "spec"), *ann, *files, *argv, *env;
-	json_t *f, *e, *proc, *patch;
+	json_t *f, *e, *proc;
 	const char *uid = k8s_obj_uid(cx), *name = k8s_obj_name(cx);
 	const struct ctl_profile *p;
-	long long started, deadline;
 	size_t i, bytes = 0;
 	char v[32], key[32];
 
-	if (uid == NULL || name == NULL || !pool_cx_warmable(cx) ||
+	if (uid == NULL || name == NULL || json_object_get(spec, "image") ||
 	    (p = ctl_config_profile(cfg, json_string_value(json_object_get(spec,
 	    "runtime")))) == NULL) {
 		k8s_error_set(err, K8S_EINVAL, 0, NULL,
-		    "not an execution that can run warm");
+		    "not an execution that can run in a kept sandbox");
 		return NULL;
 	}
 	/* A cold start refuses these (Rejected); so does a warm one. */
@@ -359,6 +358,8 @@ pool_claim_patch(const struct ctl_config *cfg, json_t *cx, json_t *holder,
 	}
 	proc = json_pack("{s:o, s:o, s:o, s:b}", "argv", argv, "env", env,
 	    "files", files, "stdin", json_object_get(spec, "stdin") != NULL);
+	if (extra)
+		json_object_update(proc, extra);
 	bytes += jsonsize_value(proc);
 	if (bytes > PODSPEC_ANNOTATION_BUDGET) {
 		json_decref(proc);
@@ -387,7 +388,24 @@ pool_claim_patch(const struct ctl_config *cfg, json_t *cx, json_t *holder,
 		json_object_set_new(ann, CX_ANN_STREAM, json_string("true"));
 	if (p->policy != CTL_POLICY_NONE)
 		json_object_set_new(ann, CX_ANN_POLICY, json_string("true"));
+	return ann;
+}
 
+json_t *
+pool_claim_patch(const struct ctl_config *cfg, json_t *cx, json_t *holder,
+    long long now_s, size_t stored, struct k8s_error *err)
+{
+	const char *uid = k8s_obj_uid(cx), *name = k8s_obj_name(cx);
+	long long started, deadline;
+	json_t *ann, *patch;
+
+	if (!pool_cx_warmable(cx)) {
+		k8s_error_set(err, K8S_EINVAL, 0, NULL,
+		    "not an execution that can run warm");
+		return NULL;
+	}
+	if ((ann = pool_run_annotations(cfg, cx, stored, NULL, err)) == NULL)
+		return NULL;
 	/* activeDeadlineSeconds counts from the pod's start. */
 	started = clock_parse_rfc3339(json_string_value(json_object_get(
 	    json_object_get(holder, "status"), "startTime")));

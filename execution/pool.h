@@ -170,6 +170,18 @@ json_t *pool_claim_patch(const struct ctl_config *cfg, json_t *cx,
     json_t *holder, long long now_s, size_t stored, struct k8s_error *err);
 
 /*
+ * The annotations that carry an execution's run into a sandbox already
+ * running (a claim, a session's step): its files (the code annotations,
+ * airlock.dev/source, file-N, stdin), the process (POOL_ANN_PROCESS, with
+ * the members of extra, borrowed, added), its name and limits (CX_ANN_*)
+ * and the files out's (ARTIFACTS_ANN). A new object, or NULL with err:
+ * K8S_ETOOBIG past the annotation budget, K8S_EINVAL for what
+ * podspec_build refuses.
+ */
+json_t *pool_run_annotations(const struct ctl_config *cfg, json_t *cx,
+    size_t stored, json_t *extra, struct k8s_error *err);
+
+/*
  * What the node agent runs in a claimed holder, read back from its
  * annotations (pod borrowed; the strings point into it): argv, the env
  * entries (name, value) to set over the container's, and the files in the

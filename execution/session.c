@@ -4,7 +4,9 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "artifacts.h"
 #include "client.h"
+#include "cx.h"
 #include "pool.h"
 #include "session.h"
 
@@ -144,4 +146,83 @@ session_pod(const struct ctl_config *cfg, json_t *session,
 	json_object_set_new(json_object_get(pod, "spec"), "activeDeadlineSeconds",
 	    json_integer(session_lifetime_s(session) + SESSION_DEADLINE_SLACK));
 	return pod;
+}
+
+/* The annotations a step writes (pool_run_annotations): a new step's replace the last one's. */
+static int
+step_key(const char *k)
+{
+	static const char *const keys[] = { "airlock.dev/source",
+	    "airlock.dev/stdin", POOL_ANN_PROCESS, CX_ANN_NAME,
+	    CX_ANN_TIMEOUT_MS, CX_ANN_MAX_OUTPUT, CX_ANN_OUTPUT_BUDGET,
+	    CX_ANN_STREAM, CX_ANN_POLICY, ARTIFACTS_ANN, SESSION_ANN_STEP };
+
+	for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++)
+		if (strcmp(k, keys[i]) == 0)
+			return 1;
+	return strncmp(k, "airlock.dev/file-", 17) == 0;
+}
+
+json_t *
+session_step_patch(const struct ctl_config *cfg, json_t *cx, json_t *pod,
+    size_t stored, struct k8s_error *err)
+{
+	json_t *spec = json_object_get(cx, "spec"), *ann, *extra, *kv, *v;
+	const char *rt = json_string_value(json_object_get(spec, "runtime"));
+	const struct ctl_profile *p = rt ? ctl_config_profile(cfg, rt) : NULL;
+	const char *argv[4], *k;
+
+	if (p == NULL || session_kernel(cfg, rt, argv) != 0) {
+		k8s_error_set(err, K8S_EINVAL, 0, NULL, "spec.runtime: sessions "
+		    "are not offered for runtime '%s'", rt ? rt : "");
+		return NULL;
+	}
+	kv = json_array();
+	for (int i = 0; argv[i]; i++)
+		json_array_append_new(kv, json_string(argv[i]));
+	extra = json_pack("{s:{s:s, s:o, s:I, s:I}}", "step", "code",
+	    p->source_file, "kernel", kv, "timeoutMs", (json_int_t)cx_timeout_ms(cx),
+	    "graceMs", (json_int_t)SESSION_STEP_GRACE_MS);
+	ann = pool_run_annotations(cfg, cx, stored, extra, err);
+	json_decref(extra);
+	if (ann == NULL)
+		return NULL;
+	json_object_set_new(ann, SESSION_ANN_STEP, json_string(k8s_obj_uid(cx)));
+	json_object_foreach(json_object_get(json_object_get(pod, "metadata"),
+	    "annotations"), k, v)
+		if (step_key(k) && json_object_get(ann, k) == NULL)
+			json_object_set_new(ann, k, json_null());
+	return json_pack("{s:{s:O*, s:o}}", "metadata", "resourceVersion",
+	    json_object_get(json_object_get(pod, "metadata"), "resourceVersion"),
+	    "annotations", ann);
+}
+
+int
+session_pod_step(json_t *pod, const char **cx, const char **cx_uid)
+{
+	json_t *md = json_object_get(pod, "metadata"), *ref, *owner = NULL;
+	json_t *ann = json_object_get(md, "annotations");
+	const char *suid = json_string_value(json_object_get(json_object_get(md,
+	    "labels"), SESSION_LABEL_UID)), *ouid, *kind, *api;
+	size_t i;
+
+	*cx = json_string_value(json_object_get(ann, CX_ANN_NAME));
+	*cx_uid = json_string_value(json_object_get(ann, SESSION_ANN_STEP));
+	json_array_foreach(json_object_get(md, "ownerReferences"), i, ref)
+		if (json_is_true(json_object_get(ref, "controller")))
+			owner = ref;
+	ouid = json_string_value(json_object_get(owner, "uid"));
+	kind = json_string_value(json_object_get(owner, "kind"));
+	api = json_string_value(json_object_get(owner, "apiVersion"));
+	/*
+	 * Its controller is the session its label names, as the controller
+	 * made it. Not what vouches for a step (the execution's status naming
+	 * this pod does, trust.c): what keeps other pods out before asking.
+	 */
+	if (suid == NULL || ouid == NULL || strcmp(suid, ouid) != 0 ||
+	    kind == NULL || strcmp(kind, "CodeSession") != 0 || api == NULL ||
+	    strncmp(api, "airlock.dev/", 12) != 0 || *cx == NULL ||
+	    *cx_uid == NULL || **cx_uid == '\0')
+		return -1;
+	return 0;
 }

@@ -35,6 +35,22 @@ extern const struct k8s_resource session_resource;
 #define SESSION_KERNEL_PY	"/airlock/bin/kernel.py"
 #define SESSION_KERNEL_SH	"/airlock/bin/kernel.sh"
 
+/*
+ * A step on the session's pod (session_step_patch): the execution's uid
+ * in this annotation, its name in CX_ANN_NAME, its run in
+ * pool_run_annotations' annotations, with the process's "step" member:
+ * {"code": the program's file, "kernel": [argv], "timeoutMs", "graceMs"},
+ * what `warm --step` is given (images/runner/warm.c).
+ */
+#define SESSION_ANN_STEP	"airlock.dev/step-uid"
+/*
+ * After a step's timeout, the kernel's SIGINT has this long to bring it
+ * back before it is killed and started again (docs/sessions.md); the node
+ * agent's own backstop is SESSION_STEP_BACKSTOP_MS after that.
+ */
+#define SESSION_STEP_GRACE_MS		5000
+#define SESSION_STEP_BACKSTOP_MS	10000
+
 /* status.phase */
 #define SESSION_PENDING		"Pending"
 #define SESSION_READY		"Ready"
@@ -68,6 +84,25 @@ void session_pod_name(const char *uid, char out[80]);
  */
 json_t *session_pod(const struct ctl_config *cfg, json_t *session,
     struct k8s_error *err);
+
+/*
+ * The merge patch that puts step cx (borrowed, read afresh; stored: its
+ * size as stored, 0 for cx's own) on the session's pod (borrowed: its
+ * resourceVersion, and the previous step's annotations, set to null). A
+ * new reference, or NULL with err: K8S_ETOOBIG (its code, args and env
+ * past the annotation budget), K8S_EINVAL (its runtime offers no
+ * sessions, or what podspec_build refuses).
+ */
+json_t *session_step_patch(const struct ctl_config *cfg, json_t *cx,
+    json_t *pod, size_t stored, struct k8s_error *err);
+
+/*
+ * What a step on pod (borrowed) is, read back for the node agent: the
+ * execution's name and uid (borrowed from pod), 0; or -1 when the pod is
+ * not a session's (its controller owner a CodeSession whose uid its
+ * SESSION_LABEL_UID label carries) or carries no step.
+ */
+int session_pod_step(json_t *pod, const char **cx, const char **cx_uid);
 
 /* spec.idleTimeoutSeconds, spec.maxLifetimeSeconds, defaults and ranges applied. */
 long long session_idle_s(json_t *session);

@@ -203,6 +203,102 @@ test_pod(void **state)
 	json_decref(s);
 }
 
+/*
+ * A step on the session's pod: its run in the annotations the warm path
+ * reads (pool_process_read), what `warm --step` is given, the last step's
+ * annotations removed; and read back, only from a session's own pod.
+ */
+static void
+test_step(void **state)
+{
+	struct k8s_error err;
+	json_t *s = session("{\"runtime\": \"python\"}"), *pod, *cx, *patch, *ann;
+	struct pool_process pp;
+	const char *name, *uid;
+
+	(void)state;
+	pod = session_pod(cfg, s, &err);
+	assert_non_null(pod);
+	json_object_set_new(json_object_get(pod, "metadata"), "resourceVersion",
+	    json_string("77"));
+	/* The last step's: two files, stdin, its uid. */
+	json_object_update(json_object_get(json_object_get(pod, "metadata"),
+	    "annotations"), json_pack("{s:s, s:s, s:s, s:s, s:s}",
+	    "airlock.dev/file-0", "old", "airlock.dev/file-1", "old",
+	    "airlock.dev/stdin", "old", SESSION_ANN_STEP, "0ld-uid",
+	    "other.io/kept", "yes"));
+	cx = json_loads("{\"metadata\": {\"name\": \"step-2\", \"namespace\": "
+	    "\"team-a\", \"uid\": \"cx-2\"}, \"spec\": {\"runtime\": \"python\", "
+	    "\"session\": \"an\", \"source\": \"x + 1\", \"timeoutSeconds\": 7, "
+	    "\"files\": [{\"path\": \"d.csv\", \"content\": \"a,b\"}], "
+	    "\"env\": [{\"name\": \"K\", \"value\": \"v\"}]}}", 0, NULL);
+	assert_non_null(cx);
+	patch = session_step_patch(cfg, cx, pod, 0, &err);
+	assert_non_null(patch);
+	assert_string_equal(jp_str(patch, "metadata.resourceVersion"), "77");
+	/* Nothing but annotations: the owner, labels, deadline stay. */
+	assert_int_equal(json_object_size(patch), 1);
+	assert_int_equal(json_object_size(json_object_get(patch, "metadata")), 2);
+	ann = jp_at(patch, "metadata.annotations");
+	assert_string_equal(jp_key(patch, "metadata.annotations", SESSION_ANN_STEP), "cx-2");
+	assert_string_equal(jp_key(patch, "metadata.annotations", "airlock.dev/execution"),
+	    "step-2");
+	assert_string_equal(jp_key(patch, "metadata.annotations", "airlock.dev/timeout-ms"),
+	    "7000");
+	assert_string_equal(jp_key(patch, "metadata.annotations", "airlock.dev/source"),
+	    "x + 1");
+	assert_string_equal(jp_key(patch, "metadata.annotations", "airlock.dev/file-0"),
+	    "a,b");
+	assert_true(json_is_null(json_object_get(ann, "airlock.dev/file-1")));
+	assert_true(json_is_null(json_object_get(ann, "airlock.dev/stdin")));
+	assert_null(json_object_get(ann, "other.io/kept"));
+	/* Applied, the agent reads the run back as the warm path does. */
+	json_object_update(json_object_get(json_object_get(pod, "metadata"),
+	    "annotations"), ann);
+	{
+		json_t *a = json_object_get(json_object_get(pod, "metadata"),
+		    "annotations");
+		const char *k;
+		json_t *v;
+		void *it;
+
+		json_object_foreach_safe(a, it, k, v)
+			if (json_is_null(v))
+				json_object_del(a, k);	/* as a merge patch does */
+	}
+	assert_int_equal(pool_process_read(pod, &pp), 0);
+	assert_int_equal(pp.nfiles, 2);
+	assert_string_equal(pp.files[0].path, "main.py");
+	assert_string_equal(pp.files[0].data, "x + 1");
+	assert_string_equal(pp.files[1].path, "d.csv");
+	assert_null(pp.stdin_data);
+	assert_json(json_object_get(pp.proc, "step"), "{\"code\": \"main.py\", "
+	    "\"kernel\": [\"python3\", \"" SESSION_KERNEL_PY "\"], \"timeoutMs\": 7000, "
+	    "\"graceMs\": 5000}");
+	pool_process_free(&pp);
+	assert_int_equal(session_pod_step(pod, &name, &uid), 0);
+	assert_string_equal(name, "step-2");
+	assert_string_equal(uid, "cx-2");
+	/* Not a session's: its owner another kind, or its label another uid. */
+	json_object_set_new(json_array_get(jp_at(pod, "metadata.ownerReferences"), 0),
+	    "uid", json_string("someone-else"));
+	assert_int_equal(session_pod_step(pod, &name, &uid), -1);
+	json_object_set_new(json_array_get(jp_at(pod, "metadata.ownerReferences"), 0),
+	    "uid", json_string("5e55-1011"));
+	json_object_set_new(json_array_get(jp_at(pod, "metadata.ownerReferences"), 0),
+	    "kind", json_string("CodeExecutionPool"));
+	assert_int_equal(session_pod_step(pod, &name, &uid), -1);
+	json_decref(patch);
+	/* A runtime with no sessions: refused, the field named. */
+	json_object_set_new(json_object_get(cx, "spec"), "runtime", json_string("node"));
+	assert_null(session_step_patch(cfg, cx, pod, 0, &err));
+	assert_int_equal(err.code, K8S_EINVAL);
+	assert_non_null(strstr(err.message, "spec.runtime"));
+	json_decref(cx);
+	json_decref(pod);
+	json_decref(s);
+}
+
 int
 main(void)
 {
@@ -210,6 +306,7 @@ main(void)
 		cmocka_unit_test(test_kernel),
 		cmocka_unit_test(test_check),
 		cmocka_unit_test(test_pod),
+		cmocka_unit_test(test_step),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);
