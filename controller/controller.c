@@ -520,6 +520,23 @@ ctl_trim_pod(json_t *pod)
 	if (json_is_string(ann) && json_string_length(ann) <= 253)
 		json_object_set_new(json_object_get(out, "metadata"),
 		    "annotations", json_pack("{s:O}", CX_ANN_NAME, ann));
+	/* A session's pod: the step on it (a uid), for sessions.c. */
+	{
+		json_t *step = json_object_get(json_object_get(md, "annotations"),
+		    SESSION_ANN_STEP);
+
+		if (json_is_string(step) && json_string_length(step) <= 64 &&
+		    json_object_get(json_object_get(md, "labels"),
+		    SESSION_LABEL_UID)) {
+			json_t *a = json_object_get(json_object_get(out,
+			    "metadata"), "annotations");
+
+			if (a == NULL)
+				json_object_set_new(json_object_get(out,
+				    "metadata"), "annotations", a = json_object());
+			json_object_set(a, SESSION_ANN_STEP, step);
+		}
+	}
 	if (sched)
 		json_object_set_new(json_object_get(out, "status"),
 		    "conditions", json_pack("[o]", sched));
@@ -686,6 +703,11 @@ ctl_trim_cx(json_t *cx)
 				    "podName");
 			free(cold);
 		}
+		/* A session's step: its session's queue (sessions.c) still counts it. */
+		if (out && json_is_string(json_object_get(json_object_get(cx,
+		    "spec"), "session")))
+			json_object_set(json_object_get(out, "spec"), "session",
+			    json_object_get(json_object_get(cx, "spec"), "session"));
 		if (out)
 			return out;
 	}
@@ -739,6 +761,17 @@ ctl_trim_cx(json_t *cx)
 	return out;
 }
 
+/* An execution's index value: its session's key (a step), else none. */
+static char *
+cx_index(json_t *cx)
+{
+	const char *s = json_string_value(json_object_get(json_object_get(cx,
+	    "spec"), "session"));
+	const char *ns = k8s_obj_namespace(cx);
+
+	return s && ns ? ctl_session_key(ns, s) : NULL;
+}
+
 /* A list page's most: two of the largest objects etcd stores, and room. */
 #define LIST_PAGE_BYTES	(4u << 20)
 
@@ -754,7 +787,7 @@ controller_new(struct k8s_client *c, const struct ctl_config *cfg,
 	 * start (bench/hostile.sh); the cache keeps under a kilobyte of each.
 	 */
 	struct informer_opts cxo = { .res = &cx_resource, .transform = ctl_trim_cx,
-	    .packed = 1, .page_bytes = LIST_PAGE_BYTES };
+	    .packed = 1, .page_bytes = LIST_PAGE_BYTES, .index = cx_index };
 	struct informer_opts po = { .res = &k8s_res_pods, .transform = ctl_trim_pod,
 	    .packed = 1, .index = ctl_pod_index, .page_bytes = LIST_PAGE_BYTES,
 	    .label_selector = CX_LABEL_MANAGED "=" CX_MANAGER "," 

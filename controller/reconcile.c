@@ -15,6 +15,7 @@
 #include "jsonsize.h"
 #include "log.h"
 #include "podspec.h"
+#include "session.h"
 #include "xmalloc.h"
 
 /*
@@ -113,7 +114,9 @@ named_pod(json_t *cx)
 
 /*
  * Delete the execution's pod (pod, or its own when NULL) and ConfigMap,
- * whatever state they are in.
+ * whatever state they are in. A session's pod, which a step names, is
+ * never a step's to delete: it is the session's (sessions.c), and the
+ * next step's.
  */
 static int
 delete_children(struct controller *ctl, const char *ns, const char *uid,
@@ -125,8 +128,12 @@ delete_children(struct controller *ctl, const char *ns, const char *uid,
 	char *name = podspec_pod_name(uid);
 	int rc, rc2;
 
-	rc = k8s_delete(ctl->client, &k8s_res_pods, ns, pod ? pod : name, &now,
-	    NULL, &err);
+	if (pod && strncmp(pod, SESSION_POD_PREFIX,
+	    strlen(SESSION_POD_PREFIX)) == 0)
+		rc = 0;
+	else
+		rc = k8s_delete(ctl->client, &k8s_res_pods, ns, pod ? pod :
+		    name, &now, NULL, &err);
 	rc2 = k8s_delete(ctl->client, &k8s_res_configmaps, ns, name, NULL, NULL,
 	    &err);
 	free(name);
@@ -914,6 +921,15 @@ controller_reconcile(struct controller *ctl, const char *key)
 			rc = ctl_audit_finished(ctl, cx);
 		if (rc == 0)
 			rc = ttl(ctl, cx, key);
+		/* A session's step: the next one in its queue may start. */
+		if (json_is_string(json_object_get(json_object_get(cx, "spec"),
+		    "session"))) {
+			char *skey = ctl_session_key(ns, json_string_value(
+			    json_object_get(json_object_get(cx, "spec"), "session")));
+
+			workqueue_add(ctl->queue, skey);
+			free(skey);
+		}
 	}
 	else if (json_is_true(json_object_get(json_object_get(cx, "spec"), "cancel"))) {
 		rc = delete_children(ctl, ns, k8s_obj_uid(cx), mine ?

@@ -262,6 +262,224 @@ ttl(struct controller *ctl, json_t *s, json_t *status, const char *key)
 	return rc == K8S_ENOTFOUND || rc == K8S_ECONFLICT ? 0 : rc;
 }
 
+/* --- steps ----------------------------------------------------------------- */
+
+/* Every execution of the session's queue (the cache's index): new array. */
+static json_t *
+steps_of(struct controller *ctl, const char *ns, const char *name)
+{
+	char *key = ctl_session_key(ns, name);
+	json_t *a = informer_by_index(ctl->cx_inf, key);
+
+	free(key);
+	return a;
+}
+
+/* Enqueue every step of the session not ended (they end with it). */
+static void
+kick_steps(struct controller *ctl, const char *ns, const char *name)
+{
+	json_t *steps = steps_of(ctl, ns, name), *cx;
+	size_t i;
+
+	json_array_foreach(steps, i, cx) {
+		char *key;
+
+		if (cx_phase_terminal(json_string_value(json_object_get(
+		    json_object_get(cx, "status"), "phase"))))
+			continue;
+		key = xasprintf("%s/%s", ns, k8s_obj_name(cx));
+		workqueue_add(ctl->queue, key);
+		free(key);
+	}
+	json_decref(steps);
+}
+
+/* Creation order: creationTimestamp, then name (a second's resolution). */
+static int
+before(json_t *a, json_t *b)
+{
+	const char *ta = json_string_value(json_object_get(json_object_get(a,
+	    "metadata"), "creationTimestamp"));
+	const char *tb = json_string_value(json_object_get(json_object_get(b,
+	    "metadata"), "creationTimestamp"));
+	int c = strcmp(ta ? ta : "", tb ? tb : "");
+
+	return c < 0 || (c == 0 && strcmp(k8s_obj_name(a), k8s_obj_name(b)) < 0);
+}
+
+/* Put step cx (read afresh) on the session's pod, read afresh. 0, or why not. */
+static int
+put_step(struct controller *ctl, json_t *cx, const char *ns, const char *pname,
+    struct k8s_error *err)
+{
+	struct k8s_patch_opts po = { .type = K8S_PATCH_MERGE };
+	json_t *pod = NULL, *patch;
+	const char *c, *u;
+	int rc = k8s_get(ctl->client, &k8s_res_pods, ns, pname, &pod, err);
+
+	if (rc != 0)
+		return rc;
+	if (session_pod_step(pod, &c, &u) == 0 && strcmp(u, k8s_obj_uid(cx)) == 0) {
+		json_decref(pod);
+		return 0;	/* there already */
+	}
+	patch = session_step_patch(ctl->cfg, cx, pod, 0, err);
+	json_decref(pod);
+	if (patch == NULL)
+		return err->code;
+	rc = k8s_patch(ctl->client, &k8s_res_pods, ns, pname, &po, patch, NULL,
+	    err);
+	json_decref(patch);
+	return rc;
+}
+
+/*
+ * Start step cached (the first of the queue) in the session's pod: its
+ * status first (Running, the pod named: what the node agent checks before
+ * it runs anything), then the step on the pod, at the version read. A
+ * step the pod cannot carry is Rejected, saying why. 1 started; 0 not
+ * (the cache lagged, or it was refused); or an error.
+ */
+static int
+start_step(struct controller *ctl, json_t *s, json_t *cached, json_t *pod)
+{
+	const char *ns = k8s_obj_namespace(s), *pname = k8s_obj_name(pod);
+	const char *node = json_string_value(json_object_get(json_object_get(pod,
+	    "spec"), "nodeName"));
+	json_t *cx = NULL, *status, *st, *probe;
+	struct k8s_error err;
+	char now[CLOCK_RFC3339_LEN], msg[400], sha[65];
+	json_int_t gen;
+	int rc;
+
+	rc = k8s_get(ctl->client, &cx_resource, ns, k8s_obj_name(cached), &cx, &err);
+	if (rc != 0)
+		return rc == K8S_ENOTFOUND ? 0 : rc;
+	st = json_object_get(cx, "status");
+	if (strcmp(k8s_obj_uid(cx) ? k8s_obj_uid(cx) : "", k8s_obj_uid(cached)) ||
+	    json_object_get(st, "podName") ||
+	    cx_phase_terminal(json_string_value(json_object_get(st, "phase")))) {
+		json_decref(cx);
+		return 0;	/* the cache lags: its event comes */
+	}
+	status = st ? json_deep_copy(st) : json_object();
+	if ((probe = session_step_patch(ctl->cfg, cx, pod, 0, &err)) == NULL) {
+		rc = ctl_finish(ctl, cx, status, "Failed", "Rejected", err.message);
+		json_decref(status);
+		json_decref(cx);
+		return rc;
+	}
+	json_decref(probe);
+	gen = json_integer_value(json_object_get(json_object_get(cx, "metadata"),
+	    "generation"));
+	ctl_now_rfc3339(now);
+	podspec_code_sha256(cx, sha);
+	json_object_set_new(status, "podName", json_string(pname));
+	json_object_set_new(status, "nodeName", json_string(node ? node : ""));
+	json_object_set_new(status, "startMode", json_string("Session"));
+	json_object_set_new(status, "codeSha256", json_string(sha));
+	json_object_set_new(status, "phase", json_string("Running"));
+	json_object_set_new(status, "startTime", json_string(now));
+	json_object_set_new(status, "observedGeneration", json_integer(gen));
+	snprintf(msg, sizeof(msg), "in session %.253s's sandbox %s on node %s",
+	    k8s_obj_name(s), pname, node ? node : "");
+	ctl_set_condition(status, "Scheduled", "True", "Scheduled", msg, gen);
+	ctl_set_condition(status, "Started", "True", "Started",
+	    "delivered to its session's sandbox", gen);
+	ctl_set_condition(status, "Complete", "False", "Pending", "not finished",
+	    gen);
+	rc = ctl_write_status(ctl, cx, status, NULL);
+	json_decref(status);
+	/* Named in its status: from here on the step is put on the pod. */
+	if (rc == 0)
+		rc = put_step(ctl, cx, ns, pname, &err);
+	if (rc == 0) {
+		ctl_emit_event(ctl, cx, "Normal", "Started", msg);
+		metric_inc(ctl->m_phase, "Running");
+		rc = 1;
+	} else if (rc != K8S_ECONFLICT) {
+		log_warn("cannot start a session's step yet", "execution=%s/%s "
+		    "pod=%s error=\"%s\"", ns, k8s_obj_name(cx), pname,
+		    err.message);
+	}
+	json_decref(cx);
+	return rc;
+}
+
+/*
+ * A Ready session's queue: the step running (one at a time), checked to
+ * be on the pod (a controller that stopped between the two writes); else
+ * the first in creation order started. The session's executions and
+ * lastActivityTime follow the steps (*busy: one is running). 0, or an
+ * error.
+ */
+static int
+dispatch(struct controller *ctl, json_t *s, json_t *pod, json_t *status,
+    int *busy)
+{
+	const char *ns = k8s_obj_namespace(s), *pname = k8s_obj_name(pod);
+	json_t *steps = steps_of(ctl, ns, k8s_obj_name(s)), *cx, *running = NULL;
+	json_t *next = NULL, *ann = json_object_get(json_object_get(pod,
+	    "metadata"), "annotations");
+	const char *last = json_string_value(json_object_get(status,
+	    "lastActivityTime")), *on;
+	char latest[CLOCK_RFC3339_LEN] = "";
+	size_t i;
+	int rc = 0;
+
+	json_array_foreach(steps, i, cx) {
+		json_t *st = json_object_get(cx, "status");
+		const char *ph = json_string_value(json_object_get(st, "phase"));
+		const char *named = json_string_value(json_object_get(st, "podName"));
+		const char *t = json_string_value(json_object_get(st,
+		    cx_phase_terminal(ph) ? "completionTime" : "startTime"));
+
+		if (named && strcmp(named, pname) == 0 && t && strlen(t) <
+		    sizeof(latest) && strcmp(t, latest) > 0)
+			snprintf(latest, sizeof(latest), "%s", t);
+		if (cx_phase_terminal(ph))
+			continue;
+		if (named)
+			running = cx;
+		else if (next == NULL || before(cx, next))
+			next = cx;
+	}
+	*busy = running != NULL;
+	on = json_string_value(json_object_get(ann, SESSION_ANN_STEP));
+	if (running && strcmp(json_string_value(json_object_get(json_object_get(
+	    running, "status"), "podName")), pname) == 0 &&
+	    (on == NULL || strcmp(on, k8s_obj_uid(running)) != 0)) {
+		/* Named, not on the pod yet as the cache has it: put it there. */
+		json_t *fresh = NULL;
+		struct k8s_error err;
+
+		rc = k8s_get(ctl->client, &cx_resource, ns, k8s_obj_name(running),
+		    &fresh, &err);
+		if (rc == 0 && strcmp(k8s_obj_uid(fresh) ? k8s_obj_uid(fresh) : "",
+		    k8s_obj_uid(running)) == 0 && !cx_phase_terminal(
+		    json_string_value(json_object_get(json_object_get(fresh,
+		    "status"), "phase"))))
+			rc = put_step(ctl, fresh, ns, pname, &err);
+		else if (rc == K8S_ENOTFOUND)
+			rc = 0;
+		json_decref(fresh);
+	} else if (running == NULL && next != NULL &&
+	    (rc = start_step(ctl, s, next, pod)) == 1) {
+		/* Counted as it starts: a step its TTL deleted still counts. */
+		*busy = 1;
+		rc = 0;
+		json_object_set_new(status, "executions", json_integer(
+		    json_integer_value(json_object_get(status, "executions")) + 1));
+		ctl_now_rfc3339(latest);
+	}
+	/* The last step's start or end: only ever forward. */
+	if (latest[0] && (last == NULL || strcmp(latest, last) > 0))
+		json_object_set_new(status, "lastActivityTime", json_string(latest));
+	json_decref(steps);
+	return rc;
+}
+
 int
 ctl_session_reconcile(struct controller *ctl, const char *ns, const char *name)
 {
@@ -269,7 +487,7 @@ ctl_session_reconcile(struct controller *ctl, const char *ns, const char *name)
 	char *key = ctl_session_key(ns, name), pname[80], msg[600];
 	const char *phase;
 	long long now = now_s(), at;
-	int rc = 0;
+	int rc = 0, busy = 0;
 
 	if (s == NULL && informer_wait_synced(ctl->session_inf, 0) != 0) {
 		/*
@@ -299,6 +517,8 @@ ctl_session_reconcile(struct controller *ctl, const char *ns, const char *name)
 		goto out;
 	}
 	if (phase && strcmp(phase, SESSION_ENDED) == 0) {
+		/* Its steps end with it: queued ones Rejected, a running one too. */
+		kick_steps(ctl, ns, name);
 		rc = pod && !json_object_get(json_object_get(pod, "metadata"),
 		    "deletionTimestamp") ? delete_pod(ctl, ns, pname,
 		    k8s_obj_uid(pod)) : 0;
@@ -414,7 +634,19 @@ ctl_session_reconcile(struct controller *ctl, const char *ns, const char *name)
 			    session_idle_s(s) : session_lifetime_s(s));
 		goto out;
 	}
-	/* Ready: its lifetime, then its idle time (the node agent's too). */
+	/* Ready: its steps, its lifetime, then its idle time. */
+	{
+		json_t *before_st = json_deep_copy(status);
+
+		rc = pool_sandbox_ready(pod) ? dispatch(ctl, s, pod, status, &busy) :
+		    0;
+		if (rc == 0 && !json_equal(before_st, status))
+			rc = ctl_write_status_of(ctl, &session_resource, s, status,
+			    NULL);
+		json_decref(before_st);
+		if (rc != 0)
+			goto out;
+	}
 	at = clock_parse_rfc3339(json_string_value(json_object_get(status,
 	    "startTime")));
 	if (at > 0 && now >= at + session_lifetime_s(s)) {
@@ -428,8 +660,7 @@ ctl_session_reconcile(struct controller *ctl, const char *ns, const char *name)
 		long long idle = clock_parse_rfc3339(json_string_value(
 		    json_object_get(status, "lastActivityTime"))), next;
 
-		if (idle > 0 && now >= idle + session_idle_s(s) &&
-		    !json_object_get(status, "currentExecution")) {
+		if (idle > 0 && now >= idle + session_idle_s(s) && !busy) {
 			rc = end(ctl, s, status, "IdleTimeout", "no execution "
 			    "for its idleTimeoutSeconds");
 			if (rc == 0)
@@ -451,10 +682,12 @@ out:
 
 /*
  * An execution naming a session (spec.session; cx cached, status its
- * copy): 1 when handled here (*rcp the result), 0 when it is not a
- * session's. Until the node agent runs a session's steps, every one is
- * refused, saying why: never run as a one-shot execution, which would
- * lose what the tenant meant to keep.
+ * copy), not ended: 1 when it is a session's (*rcp the result), 0 when
+ * not. One that names no session here, an ended one, or one of another
+ * runtime is Rejected, the field named; one running when its session
+ * ended ends with it. Else the session's queue (ctl_session_reconcile)
+ * starts it in turn: never as a one-shot execution, which would lose
+ * what the tenant meant to keep.
  */
 int
 ctl_session_step(struct controller *ctl, json_t *cx, json_t *status, int *rcp)
@@ -462,17 +695,16 @@ ctl_session_step(struct controller *ctl, json_t *cx, json_t *status, int *rcp)
 	const char *sname = json_string_value(json_object_get(json_object_get(cx,
 	    "spec"), "session"));
 	const char *ns = k8s_obj_namespace(cx);
-	const char *phase, *reason, *rt, *srt;
-	json_t *s;
-	char msg[700];
+	const char *phase, *reason, *rt, *srt, *named;
+	json_t *s, *sst;
+	char msg[700], *key;
 
 	if (sname == NULL)
 		return 0;
 	*rcp = 0;
 	if (informer_wait_synced(ctl->session_inf, 0) != 0) {
 		/* Not listed yet: absent would say nothing. Never a pod meanwhile. */
-		char *key = xasprintf("%s/%s", ns, k8s_obj_name(cx));
-
+		key = xasprintf("%s/%s", ns, k8s_obj_name(cx));
 		workqueue_add_after(ctl->queue, key, 1000);
 		free(key);
 		return 1;
@@ -488,14 +720,34 @@ ctl_session_step(struct controller *ctl, json_t *cx, json_t *status, int *rcp)
 			return 1;
 		}
 	}
-	phase = json_string_value(json_object_get(json_object_get(s, "status"),
-	    "phase"));
-	reason = json_string_value(json_object_get(json_object_get(s, "status"),
-	    "reason"));
+	sst = json_object_get(s, "status");
+	phase = json_string_value(json_object_get(sst, "phase"));
+	reason = json_string_value(json_object_get(sst, "reason"));
 	srt = json_string_value(json_object_get(json_object_get(s, "spec"),
 	    "runtime"));
 	rt = json_string_value(json_object_get(json_object_get(cx, "spec"),
 	    "runtime"));
+	named = json_string_value(json_object_get(status, "podName"));
+	if (named && (s == NULL || (phase && strcmp(phase, SESSION_ENDED) == 0) ||
+	    json_object_get(json_object_get(s, "metadata"), "deletionTimestamp"))) {
+		/* It ran in the session's sandbox, which is gone or going. */
+		int quiet = reason && (strcmp(reason, "Closed") == 0 ||
+		    strcmp(reason, "Expired") == 0 ||
+		    strcmp(reason, "IdleTimeout") == 0);
+
+		snprintf(msg, sizeof(msg), "its session '%.253s' ended (%.64s) "
+		    "while it ran", sname, s == NULL ? "deleted" : reason ? reason :
+		    "deleted");
+		*rcp = ctl_finish(ctl, cx, status, quiet ? "Cancelled" : "Failed",
+		    quiet ? "Cancelled" : "PodDeleted", msg);
+		json_decref(s);
+		return 1;
+	}
+	if (named) {
+		/* Running: its result is the node agent's to write. */
+		json_decref(s);
+		return 1;
+	}
 	if (s == NULL)
 		snprintf(msg, sizeof(msg), "spec.session: no session '%.253s' in "
 		    "this namespace", sname);
@@ -505,9 +757,14 @@ ctl_session_step(struct controller *ctl, json_t *cx, json_t *status, int *rcp)
 	else if (srt == NULL || rt == NULL || strcmp(srt, rt) != 0)
 		snprintf(msg, sizeof(msg), "spec.runtime: not the runtime of "
 		    "session '%.253s'", sname);
-	else
-		snprintf(msg, sizeof(msg), "spec.session: the steps of a session "
-		    "are not run yet by this version (docs/sessions.md)");
+	else {
+		/* In the session's queue: its reconcile starts it in turn. */
+		key = ctl_session_key(ns, sname);
+		workqueue_add(ctl->queue, key);
+		free(key);
+		json_decref(s);
+		return 1;
+	}
 	json_decref(s);
 	*rcp = ctl_finish(ctl, cx, status, "Failed", "Rejected", msg);
 	return 1;

@@ -15,6 +15,8 @@
 #define STEP_NAME	".airlock-step"
 #define VALUE_NAME	".airlock-value"
 
+static int is_text(const unsigned char *p, size_t len);
+
 const struct k8s_resource artifacts_resource = {
 	"airlock.dev", "v1alpha1", "codeexecutionartifacts", 1
 };
@@ -223,9 +225,20 @@ artifacts_parse(const char *b64, size_t len, size_t max_bytes,
 			continue;
 		}
 		if (strcmp(name, VALUE_NAME) == 0) {
-			a->step.value = data;
-			a->step.value_len = (size_t)size < ARTIFACTS_VALUE_MAX ?
+			/*
+			 * Text (the status is JSON), cut between characters;
+			 * the program can write this file too: anything else
+			 * is no value.
+			 */
+			size_t n = (size_t)size < ARTIFACTS_VALUE_MAX ?
 			    (size_t)size : ARTIFACTS_VALUE_MAX;
+
+			for (int back = 0; back < 3 && (size_t)size > n && n > 0 &&
+			    !is_text((const unsigned char *)data, n); back++)
+				n--;
+			a->step.value = is_text((const unsigned char *)data, n) ?
+			    data : NULL;
+			a->step.value_len = a->step.value ? n : 0;
 			continue;
 		}
 		if (!artifacts_path_ok(name)) {

@@ -62,6 +62,12 @@ cx_result_outcome(const struct cx_run_end *e, struct cx_outcome *o)
 		break;
 	case CX_KILL_DEADLINE:
 		o->reason = CX_REASON_DEADLINE_EXCEEDED;
+		if (e->interrupted) {
+			o->exit_code = 124;	/* timeout(1)'s */
+			snprintf(o->message, sizeof(o->message), "interrupted at "
+			    "its %lld ms timeout", e->timeout_ms);
+			break;
+		}
 		snprintf(o->message, sizeof(o->message), "killed at its %lld ms "
 		    "deadline", e->timeout_ms);
 		break;

@@ -45,6 +45,11 @@ struct cx_run_end {
 	int		 exit_status;	/* the program's; -1 unknown */
 	int		 signal;	/* CX_KILL_CANCEL: the one received */
 	long long	 timeout_ms;	/* CX_KILL_DEADLINE: the deadline */
+	/*
+	 * CX_KILL_DEADLINE of a session's step: its kernel was interrupted
+	 * at its timeout (SIGINT), not the sandbox killed: exit code 124.
+	 */
+	int		 interrupted;
 	long long	 hard_cap;	/* CX_KILL_OUTPUT: the cap, bytes */
 	const char	*isolation;	/* CX_KILL_ISOLATION: why; may be NULL */
 	/*

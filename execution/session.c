@@ -155,7 +155,8 @@ step_key(const char *k)
 	static const char *const keys[] = { "airlock.dev/source",
 	    "airlock.dev/stdin", POOL_ANN_PROCESS, CX_ANN_NAME,
 	    CX_ANN_TIMEOUT_MS, CX_ANN_MAX_OUTPUT, CX_ANN_OUTPUT_BUDGET,
-	    CX_ANN_STREAM, CX_ANN_POLICY, ARTIFACTS_ANN, SESSION_ANN_STEP };
+	    CX_ANN_STREAM, CX_ANN_POLICY, ARTIFACTS_ANN, SESSION_ANN_STEP,
+	    SESSION_ANN_STEP_NAME };
 
 	for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++)
 		if (strcmp(k, keys[i]) == 0)
@@ -187,7 +188,9 @@ session_step_patch(const struct ctl_config *cfg, json_t *cx, json_t *pod,
 	json_decref(extra);
 	if (ann == NULL)
 		return NULL;
+	json_object_del(ann, CX_ANN_NAME);
 	json_object_set_new(ann, SESSION_ANN_STEP, json_string(k8s_obj_uid(cx)));
+	json_object_set_new(ann, SESSION_ANN_STEP_NAME, json_string(k8s_obj_name(cx)));
 	json_object_foreach(json_object_get(json_object_get(pod, "metadata"),
 	    "annotations"), k, v)
 		if (step_key(k) && json_object_get(ann, k) == NULL)
@@ -206,7 +209,7 @@ session_pod_step(json_t *pod, const char **cx, const char **cx_uid)
 	    "labels"), SESSION_LABEL_UID)), *ouid, *kind, *api;
 	size_t i;
 
-	*cx = json_string_value(json_object_get(ann, CX_ANN_NAME));
+	*cx = json_string_value(json_object_get(ann, SESSION_ANN_STEP_NAME));
 	*cx_uid = json_string_value(json_object_get(ann, SESSION_ANN_STEP));
 	json_array_foreach(json_object_get(md, "ownerReferences"), i, ref)
 		if (json_is_true(json_object_get(ref, "controller")))

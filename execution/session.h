@@ -37,12 +37,14 @@ extern const struct k8s_resource session_resource;
 
 /*
  * A step on the session's pod (session_step_patch): the execution's uid
- * in this annotation, its name in CX_ANN_NAME, its run in
+ * and name in these annotations (not CX_LABEL_UID and CX_ANN_NAME, which
+ * make a pod an execution's own: its to delete), its run in
  * pool_run_annotations' annotations, with the process's "step" member:
  * {"code": the program's file, "kernel": [argv], "timeoutMs", "graceMs"},
  * what `warm --step` is given (images/runner/warm.c).
  */
 #define SESSION_ANN_STEP	"airlock.dev/step-uid"
+#define SESSION_ANN_STEP_NAME	"airlock.dev/step"
 /*
  * After a step's timeout, the kernel's SIGINT has this long to bring it
  * back before it is killed and started again (docs/sessions.md); the node

@@ -31,6 +31,7 @@
 #include "podspec.h"
 #include "pool.h"
 #include "quantity.h"
+#include "session.h"
 #include "xmalloc.h"
 
 int64_t
@@ -101,6 +102,9 @@ agent_free_run(struct run *r)
 	free(r->cx_uid);
 	free(r->isolation);
 	free(r->cid);
+	free(r->exec_id);
+	free(r->lost);
+	free(r->note);
 	json_decref(r->process);
 	free(r);
 }
@@ -117,6 +121,8 @@ ann_number(json_t *ann, const char *key, long long lo, long long hi,
 		return dflt;
 	return n < lo ? lo : n > hi ? hi : n;
 }
+
+static void ann_limits(json_t *ann, struct agent_limits *out);
 
 int
 agent_pod_limits(json_t *pod, struct agent_limits *out)
@@ -145,6 +151,26 @@ agent_pod_limits(json_t *pod, struct agent_limits *out)
 	    strcmp(kind, "CodeExecution") != 0 || api == NULL ||
 	    strncmp(api, "airlock.dev/", 12) != 0)
 		return -1;
+	ann_limits(ann, out);
+	return 0;
+}
+
+/* A session's pod with a step on it (session_pod_step): 0, else -1. */
+static int
+step_limits(json_t *pod, struct agent_limits *out)
+{
+	memset(out, 0, sizeof(*out));
+	if (session_pod_step(pod, &out->cx, &out->cx_uid) != 0)
+		return -1;
+	ann_limits(json_object_get(json_object_get(pod, "metadata"),
+	    "annotations"), out);
+	return 0;
+}
+
+/* The limits the run's annotations give (its identity already read). */
+static void
+ann_limits(json_t *ann, struct agent_limits *out)
+{
 	/* The CRD's ranges: 1 to 3600 s, 1 byte to 1 MiB per stream. */
 	out->timeout_ms = ann_number(ann, CX_ANN_TIMEOUT_MS, 1000,
 	    CX_MAX_TIMEOUT_S * 1000LL, CX_DEFAULT_TIMEOUT_S * 1000LL);
@@ -170,14 +196,30 @@ agent_pod_limits(json_t *pod, struct agent_limits *out)
 			out->out_files = (size_t)f;
 		}
 	}
-	return 0;
 }
 
 void
 agent_arm_deadline(struct run *r)
 {
+	/*
+	 * A step's own timeout is the step client's (SIGINT, then the
+	 * kernel killed after the grace): the agent's is the backstop, which
+	 * takes the sandbox, and the session with it.
+	 */
+	long long ms = r->timeout_ms + (r->step ? SESSION_STEP_GRACE_MS +
+	    SESSION_STEP_BACKSTOP_MS : 0);
+
 	r->deadline_ns = r->verified && r->start_ns ? r->start_ns +
-	    r->timeout_ms * 1000000 : 0;
+	    ms * 1000000 : 0;
+}
+
+int
+agent_pod_keeps_sandbox(json_t *pod)
+{
+	json_t *l = json_object_get(json_object_get(pod, "metadata"), "labels");
+
+	return json_object_get(l, POOL_LABEL_UID) != NULL ||
+	    json_object_get(l, SESSION_LABEL_UID) != NULL;
 }
 
 /* What the run learns from its pod (lock held). */
@@ -187,7 +229,8 @@ agent_learn_pod(struct run *r, json_t *pod)
 	struct agent_limits lim;
 
 	/* Learned only: verified (and its log made) by trust.c. */
-	if (!r->learned && agent_pod_limits(pod, &lim) == 0) {
+	if (!r->learned && (r->step ? step_limits(pod, &lim) :
+	    agent_pod_limits(pod, &lim)) == 0) {
 		r->learned = 1;
 		r->cx = xstrdup(lim.cx);
 		r->cx_uid = xstrdup(lim.cx_uid);
@@ -262,6 +305,66 @@ warm_seen(struct agent *a, json_t *pod, const char *cid, json_t *state)
 }
 
 /*
+ * A session's pod (docs/sessions.md): nothing until the controller puts a
+ * step on it; then a warm run of that step, `warm --step` exec'd by
+ * warm.c once verified. The run is the pod's: a step recorded stays
+ * parked until the next one is on the pod (tick.c frees it, and sees the
+ * pod again). A run the sandbox's TaskStart made is taken over, as a
+ * holder's is.
+ */
+static void
+step_seen(struct agent *a, json_t *pod, const char *cid, json_t *state)
+{
+	struct agent_limits lim;
+	struct run *r;
+	int ask;
+
+	if (step_limits(pod, &lim) != 0)
+		return;			/* no step on it */
+	pthread_mutex_lock(&a->lock);
+	r = agent_find_run(a, k8s_obj_uid(pod));
+	if (r && r->step && r->cx_uid && strcmp(r->cx_uid, lim.cx_uid) != 0) {
+		/* The last step's, not freed yet: the ticker sees this pod again. */
+		pthread_mutex_unlock(&a->lock);
+		return;
+	}
+	if (r == NULL && json_object_get(json_object_get(pod, "metadata"),
+	    "deletionTimestamp")) {
+		pthread_mutex_unlock(&a->lock);
+		return;
+	}
+	if (r == NULL)
+		r = agent_new_run(a, k8s_obj_uid(pod), k8s_obj_namespace(pod),
+		    k8s_obj_name(pod));
+	if (!r->step) {
+		/* The sandbox's own run: its pid and check kept, not its start. */
+		char id[80];
+
+		r->warm = 1;
+		r->step = 1;
+		r->start_ns = 0;
+		r->deadline_ns = 0;
+		r->exited = 0;
+		r->kill_sent = 0;
+		r->why = CX_KILL_NONE;
+		snprintf(id, sizeof(id), "step-%.60s", lim.cx_uid);
+		r->exec_id = xstrdup(id);
+		agent_learn_pod(r, pod);
+	}
+	if (r->cid == NULL && cid && strncmp(cid, "containerd://", 13) == 0)
+		r->cid = xstrdup(cid + 13);
+	if (!r->warm_spawned && r->verified && r->cid &&
+	    json_object_get(state, "running") && !r->recorded &&
+	    !json_object_get(json_object_get(pod, "metadata"),
+	    "deletionTimestamp"))
+		agent_warm_spawn(a, r);
+	ask = r->learned && !r->verified && !r->refused && !r->recorded;
+	pthread_mutex_unlock(&a->lock);
+	if (ask)
+		agent_wake(a);
+}
+
+/*
  * The kubelet's terminated state of r's container (agent_priv.h), taken
  * as its exit when none came before. Called locked.
  */
@@ -320,6 +423,10 @@ agent_pod_seen(struct agent *a, json_t *pod)
 		return;
 	if (json_object_get(json_object_get(md, "labels"), POOL_LABEL_UID)) {
 		warm_seen(a, pod, cid, state);
+		return;
+	}
+	if (json_object_get(json_object_get(md, "labels"), SESSION_LABEL_UID)) {
+		step_seen(a, pod, cid, state);
 		return;
 	}
 	pthread_mutex_lock(&a->lock);
@@ -431,6 +538,8 @@ trim_pod(json_t *pod)
 
 	json_t *pool = json_object_get(json_object_get(md, "labels"),
 	    POOL_LABEL_UID);
+	json_t *sess = json_object_get(json_object_get(md, "labels"),
+	    SESSION_LABEL_UID);
 	const char *k;
 	json_t *v;
 
@@ -446,6 +555,17 @@ trim_pod(json_t *pod)
 	if (pool) {
 		json_object_set(l, POOL_LABEL_UID, pool);
 		if (euid)
+			json_object_foreach(ann, k, v)
+				if (strncmp(k, "airlock.dev/", 12) == 0)
+					json_object_set(a, k, v);
+	}
+	/*
+	 * A session's pod: its step's code too, until the next step
+	 * replaces it (at most one step's, 192 KiB, per session pod).
+	 */
+	if (sess) {
+		json_object_set(l, SESSION_LABEL_UID, sess);
+		if (json_object_get(ann, SESSION_ANN_STEP))
 			json_object_foreach(ann, k, v)
 				if (strncmp(k, "airlock.dev/", 12) == 0)
 					json_object_set(a, k, v);

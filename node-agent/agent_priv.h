@@ -152,6 +152,19 @@ struct run {
 	int64_t		 cpu_before_ns;		/* the holder's, at the start; -1 */
 	int64_t		 oom_before;		/* the holder's OOM kills then; -1 */
 	json_t		*process;		/* its OCI process, from TaskStart */
+	/*
+	 * A session's step (docs/sessions.md): a warm run on the session's
+	 * pod, `warm --step` exec'd as exec_id; the run is the pod's (its
+	 * uid), one step at a time. Recorded, it stays parked (never the
+	 * pod deleted) until the pod carries another step or goes (tick.c).
+	 * lost: why its output cannot be had (an agent that restarted
+	 * during it), recorded ResultLost; note: what its message adds
+	 * (why it could not start).
+	 */
+	int		 step;
+	char		*exec_id;
+	char		*lost;
+	char		*note;
 
 	/* Live output (spec.output.stream): copies into the status so far. */
 	int		 stream;
@@ -273,6 +286,11 @@ void agent_arm_deadline(struct run *r);
 
 /* A pod the cache announced: make or complete its run (lock not held). */
 void agent_pod_seen(struct agent *a, json_t *pod);
+/*
+ * A session's pod (SESSION_LABEL_UID), or a holder's: the agent keeps its
+ * sandbox's run (pid, isolation check, OCI process) for the exec to come.
+ */
+int agent_pod_keeps_sandbox(json_t *pod);
 
 /* trust.c */
 /*

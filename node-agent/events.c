@@ -17,6 +17,7 @@
 #include "clock.h"
 #include "log.h"
 #include "pool.h"
+#include "session.h"
 #include "xmalloc.h"
 
 const char *
@@ -278,7 +279,8 @@ on_start(struct agent *a, const struct ctrd_event *ev, const char *uid,
 	 * (warm.c), off that path.
 	 */
 	holder = strncmp(pod, POOL_HOLDER_PREFIX,
-	    strlen(POOL_HOLDER_PREFIX)) == 0;
+	    strlen(POOL_HOLDER_PREFIX)) == 0 || strncmp(pod,
+	    SESSION_POD_PREFIX, strlen(SESSION_POD_PREFIX)) == 0;
 	if (holder && ctrd_container_process(a->ctrd, ev->container_id,
 	    &proc, &err) != 0)
 		proc = NULL;
@@ -452,8 +454,8 @@ agent_run_exit(struct agent *a, struct run *r, const struct ctrd_event *ev)
 	 * kill takes the whole sandbox). A cold run's: its init's.
 	 */
 	if (r->exit_exact || r->recorded || !(r->warm ? agent_exit_is_init(ev) ||
-	    (ev->exec_id && strcmp(ev->exec_id, WARM_EXEC_ID) == 0) :
-	    agent_exit_is_init(ev)))
+	    (ev->exec_id && strcmp(ev->exec_id, r->exec_id ? r->exec_id :
+	    WARM_EXEC_ID) == 0) : agent_exit_is_init(ev)))
 		return;
 	if (r->busy || (r->warm && !r->warm_started)) {
 		if (!r->pend_exit) {

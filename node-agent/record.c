@@ -13,6 +13,7 @@
 #include "artifacts.h"
 #include "jsonsize.h"
 #include "log.h"
+#include "session.h"
 #include "xmalloc.h"
 
 void
@@ -47,7 +48,7 @@ transient(int rc, const struct k8s_error *err)
  */
 static int
 files_out(struct agent *a, struct run *r, json_t **list, char *note,
-    size_t note_size)
+    size_t note_size, struct step_report *step, char **value)
 {
 	struct artifacts arts;
 	struct k8s_error err;
@@ -87,6 +88,13 @@ files_out(struct agent *a, struct run *r, json_t **list, char *note,
 	}
 	artifacts_parse(body, len, r->out_bytes, r->out_files, &arts);
 	artifacts_message(&arts, note, note_size);
+	if (r->step) {
+		/* A session step's report (artifacts.h), and its value. */
+		*step = arts.step;
+		step->value = NULL;
+		if (arts.step.value)
+			*value = xstrndup(arts.step.value, arts.step.value_len);
+	}
 	if (arts.nfiles == 0) {
 		artifacts_free(&arts);
 		return 0;
@@ -155,7 +163,8 @@ files_out(struct agent *a, struct run *r, json_t **list, char *note,
  */
 static json_t *
 result_patch(struct agent *a, struct run *r, const char *expect,
-    const char *refused, const char **reasonp, json_t *arts, const char *note)
+    const char *refused, const char **reasonp, json_t *arts, const char *note,
+    const struct step_report *step, const char *value)
 {
 	char sched[300];
 	struct cx_run_end e = { .why = r->why, .oom = r->oom, .policy = r->policy,
@@ -189,8 +198,24 @@ result_patch(struct agent *a, struct run *r, const char *expect,
 		e.lost = lost;
 	}
 
-	agent_fit_output(otext, olen, etext, elen, r->budget, &e.out_keep,
-	    &e.err_keep);
+	if (r->lost)
+		e.lost = r->lost;
+	/* A step's value is stored beside its output, within its budget. */
+	{
+		json_t *vs = value ? json_string(value) : NULL;
+		size_t vsize = vs ? jsonsize_value(vs) : 0;
+		size_t budget = r->budget > vsize ? r->budget - vsize : 0;
+
+		json_decref(vs);
+		/* Interrupted at its timeout by the step client, not killed. */
+		if (step && step->kind == STEP_TIMEOUT && e.why == CX_KILL_NONE) {
+			e.why = CX_KILL_DEADLINE;
+			e.interrupted = 1;
+		}
+
+		agent_fit_output(otext, olen, etext, elen, budget, &e.out_keep,
+		    &e.err_keep);
+	}
 	snprintf(sched, sizeof(sched), "scheduled to node %s", a->o.node_name);
 	if ((st = cx_result_status(&e, &oc)) == NULL)
 		return NULL;
@@ -235,6 +260,9 @@ result_patch(struct agent *a, struct run *r, const char *expect,
 		json_array_append_new(p, json_pack("{s:s, s:s, s:O}", "op", "add",
 		    "path", path, "value", v));
 	}
+	if (value && !e.lost && !refused)
+		json_array_append_new(p, json_pack("{s:s, s:s, s:s}", "op", "add",
+		    "path", "/status/value", "value", value));
 	json_decref(st);
 	return p;
 }
@@ -334,6 +362,41 @@ agent_ctrd_note(struct agent *a, const struct run *r, char *note,
 }
 
 /*
+ * What a session step's message adds (docs/sessions.md, "Failure
+ * semantics"): the kernel restarted (the session's state lost), or could
+ * not start; output its background work wrote between steps, dropped.
+ */
+static void
+step_note(const struct run *r, const struct step_report *st, char *note,
+    size_t note_size)
+{
+	size_t n = strlen(note);
+
+	if (r->note)
+		snprintf(note + n, note_size - n, "%s", r->note);
+	else if (st->kind == STEP_NONE && !r->lost && r->out_files > 0)
+		snprintf(note + n, note_size - n, "; the session's step client "
+		    "sent no report (its stderr says why)");
+	else if (st->kind == STEP_FAILED)
+		snprintf(note + n, note_size - n, "; the session's kernel could "
+		    "not start");
+	else if (st->kind == STEP_DIED)
+		snprintf(note + n, note_size - n, "; the session's kernel died "
+		    "under it and was started again: its state is lost");
+	else if (st->kind == STEP_EXIT)
+		snprintf(note + n, note_size - n, "; the program exited the "
+		    "session's kernel, which was started again: its state is lost");
+	else if (st->kind == STEP_TIMEOUT && st->restarted)
+		snprintf(note + n, note_size - n, "; the kernel was not back "
+		    "within %d ms of the interrupt and was started again: the "
+		    "session's state is lost", SESSION_STEP_GRACE_MS);
+	n = strlen(note);
+	if (st->dropped > 0)
+		snprintf(note + n, note_size - n, "; %lld bytes written between "
+		    "steps were dropped", st->dropped);
+}
+
+/*
  * Record r's result (r is busy: the ticker leaves it alone). 1 when the
  * execution has its final result, whoever wrote it; 0 to try again later.
  * A result refused as too large is not retried as it is: it is recorded
@@ -348,13 +411,18 @@ agent_record(struct agent *a, struct run *r)
 	struct k8s_error err;
 	const char *reason = NULL;
 	json_t *patch[2], *arts;
-	char *ph, refused[256], note[1024];
+	struct step_report step = { .kind = STEP_NONE };
+	char *ph, refused[256], note[1024], *value = NULL;
 	int gone, done = -1, rc = K8S_EHTTP, big = 0;
 
 	refused[0] = '\0';
 	/* Files out first: a moment's refusal to store them holds the result. */
-	if (files_out(a, r, &arts, note, sizeof(note)) != 0)
+	if (files_out(a, r, &arts, note, sizeof(note), &step, &value) != 0) {
+		free(value);
 		return 0;
+	}
+	if (r->step)
+		step_note(r, &step, note, sizeof(note));
 	agent_ctrd_note(a, r, note, sizeof(note));
 	agent_memory_note(a, r, note, sizeof(note));
 	for (int attempt = 0; attempt < 2 && done < 0; attempt++) {
@@ -368,7 +436,8 @@ agent_record(struct agent *a, struct run *r)
 		pthread_mutex_lock(&a->lock);
 		for (int i = 0; i < 2; i++)
 			patch[i] = result_patch(a, r, expect[i], attempt ?
-			    refused : NULL, &reason, arts, note);
+			    refused : NULL, &reason, arts, note, r->step ? &step :
+			    NULL, value);
 		pthread_mutex_unlock(&a->lock);
 		for (int i = 0; i < 2 && done < 0 && !big; i++) {
 			rc = k8s_patch(a->client, &cx_resource, r->ns, r->cx, &po,
@@ -405,6 +474,7 @@ agent_record(struct agent *a, struct run *r)
 		json_decref(patch[1]);
 	}
 	json_decref(arts);
+	free(value);
 	if (done >= 0)
 		return done;
 	/* The tests failed: see what the execution is now. */

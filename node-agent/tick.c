@@ -19,6 +19,7 @@
 #include "clock.h"
 #include "log.h"
 #include "pool.h"
+#include "session.h"
 #include "xmalloc.h"
 
 static size_t
@@ -344,8 +345,9 @@ agent_decide(const struct run *r, long long hard_cap, long poll_ms,
 	if (r->refused && !r->exited && r->cid && (!r->kill_sent ||
 	    now - r->kill_at_ms >= KILL_RETRY_MS))
 		return AGENT_KILL;
-	if (r->recorded)
-		return now >= r->retry_ms ? AGENT_DELETE : AGENT_WAIT;
+	if (r->recorded)	/* a session's pod stays (tick parks the step) */
+		return now >= r->retry_ms && !r->step ? AGENT_DELETE :
+		    AGENT_WAIT;
 	if (r->exited && r->unknown)	/* the controller decides */
 		return AGENT_WAIT;
 	if (r->exited && r->warm)	/* its output comes from FIFOs: warm.c */
@@ -418,7 +420,8 @@ static void
 tick(struct agent *a)
 {
 	char *kills[64];
-	int n = 0, active = 0;
+	json_t *again[64];
+	int n = 0, active = 0, nagain = 0;
 	long long now = clock_mono_ms();
 	int64_t wall = agent_now_ns();
 	struct run *r, **pp;
@@ -429,6 +432,29 @@ tick(struct agent *a)
 	for (pp = &a->runs; (r = *pp) != NULL;) {
 		if (r->busy) {
 			pp = &r->next;
+			continue;
+		}
+		/*
+		 * A session's step recorded (or refused): parked until the pod
+		 * carries another step, then freed and the pod seen again,
+		 * which makes that step's run; or until the pod goes.
+		 */
+		if (r->step && r->recorded && !r->flushing) {
+			json_t *pod = informer_get(a->pods, r->ns, r->pod);
+			const char *c, *u = NULL;
+			int same = pod && strcmp(k8s_obj_uid(pod), r->uid) == 0;
+
+			if (same && session_pod_step(pod, &c, &u) == 0 &&
+			    strcmp(u, r->cx_uid) == 0) {
+				json_decref(pod);
+				pp = &r->next;
+				continue;
+			}
+			if (same && u && nagain < 64)
+				again[nagain++] = json_incref(pod);
+			json_decref(pod);
+			*pp = r->next;
+			agent_free_run(r);
 			continue;
 		}
 		/* An exit that came while it could not take it. */
@@ -457,9 +483,7 @@ tick(struct agent *a)
 				 * deadline from the holder's start would kill
 				 * it as soon as it is claimed.
 				 */
-				holder = json_object_get(json_object_get(
-				    json_object_get(pod, "metadata"), "labels"),
-				    POOL_LABEL_UID) != NULL;
+				holder = agent_pod_keeps_sandbox(pod);
 				if (!holder)
 					agent_learn_pod(r, pod);
 			}
@@ -572,6 +596,10 @@ tick(struct agent *a)
 	for (int i = 0; i < n; i++) {
 		kill_now(a, kills[i]);
 		free(kills[i]);
+	}
+	for (int i = 0; i < nagain; i++) {
+		agent_pod_seen(a, again[i]);
+		json_decref(again[i]);
 	}
 }
 

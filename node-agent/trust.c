@@ -163,9 +163,20 @@ agent_verify(struct agent *a, struct run *r)
 	case AGENT_ENDED:
 	case AGENT_OTHER_POD:
 	case AGENT_GONE:
+		r->recorded = 1;
+		if (r->step) {
+			/*
+			 * A session's step seen again after its end (an agent
+			 * restarted, the pod changed): never started here,
+			 * nothing to kill, the session's pod kept (parked).
+			 */
+			log_debug("session step not run: its execution does "
+			    "not expect it", "pod=%s/%s execution=%s why=%s",
+			    ns, pod, cx, trust_names[v]);
+			break;
+		}
 		/* The ticker kills it (if it runs) and deletes the pod. */
 		r->refused = 1;
-		r->recorded = 1;
 		log_warn("pod refused: its execution does not expect it",
 		    "pod=%s/%s execution=%s why=%s started=%d", ns, pod, cx,
 		    trust_names[v], r->start_ns != 0);

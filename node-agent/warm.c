@@ -55,6 +55,7 @@
 #include "codetar.h"
 #include "log.h"
 #include "pool.h"
+#include "session.h"
 #include "xmalloc.h"
 
 #define IO_CHUNK	(64 * 1024)
@@ -64,6 +65,11 @@ struct warm {
 	struct agent	*a;
 	char		*uid;		/* the pod's */
 	char		*ns, *pod, *cid;
+	/*
+	 * The exec's id (WARM_EXEC_ID, or a session step's own); a step's
+	 * execution uid (NULL: not a step), which names its exec directory.
+	 */
+	char		*exec_id, *step_uid;
 	long long	 seen_ms;
 };
 
@@ -74,6 +80,8 @@ warm_free(struct warm *w)
 	free(w->ns);
 	free(w->pod);
 	free(w->cid);
+	free(w->exec_id);
+	free(w->step_uid);
 	free(w);
 }
 
@@ -167,7 +175,8 @@ fall_back(struct agent *a, const char *ns, const char *cx, const char *cx_uid,
  * with the runner.
  */
 static char *
-exec_process(json_t *base, const struct pool_process *pp, size_t tar_len)
+exec_process(json_t *base, const struct pool_process *pp, size_t tar_len,
+    int step)
 {
 	json_t *p = json_deep_copy(base), *args = json_array(), *env = json_array();
 	json_t *v, *e;
@@ -187,10 +196,45 @@ exec_process(json_t *base, const struct pool_process *pp, size_t tar_len)
 	else
 		snprintf(n, sizeof(n), "%zu", tar_len);
 	json_array_append_new(args, json_string(POOL_WARM));
-	json_array_append_new(args, json_string(n));
-	json_array_foreach(pp->argv, i, v)
-		if (i > 0)
+	if (step) {
+		/* warm --step BYTES TIMEOUT_MS GRACE_MS CODE KERNEL... */
+		json_t *st = json_object_get(pp->proc, "step");
+		json_t *code = json_object_get(st, "code");
+		json_t *kernel = json_object_get(st, "kernel");
+		char t[32], g[32];
+
+		snprintf(t, sizeof(t), "%lld", (long long)json_integer_value(
+		    json_object_get(st, "timeoutMs")));
+		snprintf(g, sizeof(g), "%lld", (long long)json_integer_value(
+		    json_object_get(st, "graceMs")));
+		if (!json_is_string(code) || !json_is_array(kernel) ||
+		    json_array_size(kernel) == 0 || json_integer_value(
+		    json_object_get(st, "timeoutMs")) <= 0) {
+			json_decref(p);
+			json_decref(args);
+			json_decref(env);
+			return NULL;
+		}
+		json_array_append_new(args, json_string("--step"));
+		json_array_append_new(args, json_string(n));
+		json_array_append_new(args, json_string(t));
+		json_array_append_new(args, json_string(g));
+		json_array_append(args, code);
+		json_array_foreach(kernel, i, v) {
+			if (!json_is_string(v)) {
+				json_decref(p);
+				json_decref(args);
+				json_decref(env);
+				return NULL;
+			}
 			json_array_append(args, v);
+		}
+	} else {
+		json_array_append_new(args, json_string(n));
+		json_array_foreach(pp->argv, i, v)
+			if (i > 0)
+				json_array_append(args, v);
+	}
 	json_array_foreach(json_object_get(p, "env"), i, v) {
 		const char *s = json_string_value(v), *eq;
 		int over = 0;
@@ -257,6 +301,7 @@ set_io_done(struct agent *a, const char *uid)
 
 static void end_unstarted(struct warm *w, const char *isolation,
     const char *why);
+static void tried_before(struct warm *w);
 static void start_failed(struct warm *w, int sent, const char *why);
 
 /* A runsc exec client the agent started (start_runsc), until reaped. */
@@ -371,7 +416,7 @@ pump(struct warm *w, int fd[3], struct buf *in, size_t *off, struct child *c)
 
 			close(fd[0]);
 			fd[0] = -1;
-			if (ctrd_exec_close_stdin(a->ctrd, w->cid, WARM_EXEC_ID,
+			if (ctrd_exec_close_stdin(a->ctrd, w->cid, w->exec_id,
 			    &err) != 0)
 				log_debug("cannot close a warm exec's stdin",
 				    "pod=%s/%s error=\"%s\"", w->ns, w->pod,
@@ -402,7 +447,6 @@ start_ctrd(struct warm *w, const char *proc, struct buf *in, size_t *off,
 {
 	struct agent *a = w->a;
 	struct k8s_error err;
-	struct run *r;
 
 	for (int i = 0; i < 3; i++) {
 		snprintf(path[i], 600, "%s/%s", dir,
@@ -421,9 +465,9 @@ start_ctrd(struct warm *w, const char *proc, struct buf *in, size_t *off,
 
 		*off = got > 0 ? (size_t)got : 0;
 	}
-	if (ctrd_exec_create(a->ctrd, w->cid, WARM_EXEC_ID, proc, path[0],
+	if (ctrd_exec_create(a->ctrd, w->cid, w->exec_id, proc, path[0],
 	    path[1], path[2], &err) == 0) {
-		if (ctrd_exec_start(a->ctrd, w->cid, WARM_EXEC_ID, NULL, &err) == 0)
+		if (ctrd_exec_start(a->ctrd, w->cid, w->exec_id, NULL, &err) == 0)
 			return 0;
 		/*
 		 * Ended first: the abort may wait out containerd's timeouts
@@ -431,17 +475,14 @@ start_ctrd(struct warm *w, const char *proc, struct buf *in, size_t *off,
 		 */
 		start_failed(w, 1, err.message);
 		if (!atomic_load(&a->stop))
-			ctrd_exec_abort(a->ctrd, w->cid, WARM_EXEC_ID);
+			ctrd_exec_abort(a->ctrd, w->cid, w->exec_id);
 		return -1;
 	}
 	if (err.code == K8S_EEXIST) {
 		/* Made before (an agent restarted): never twice. */
 		log_warn("warm exec already made; not run again", "pod=%s/%s",
 		    w->ns, w->pod);
-		pthread_mutex_lock(&a->lock);
-		if ((r = agent_find_run(a, w->uid)) != NULL)
-			r->recorded = 1;
-		pthread_mutex_unlock(&a->lock);
+		tried_before(w);
 	} else {
 		start_failed(w, 0, err.message);
 	}
@@ -551,6 +592,32 @@ end_killed(struct agent *a, struct run *r, enum cx_kill why)
 	agent_warm_maybe_record(a, r);
 }
 
+/*
+ * Its exec was made before, by an agent that then restarted: never run
+ * twice. A warm run's pod is deleted (the controller ends it, PodDeleted);
+ * a session's step ends here, ResultLost: its output went with that agent.
+ */
+static void
+tried_before(struct warm *w)
+{
+	struct agent *a = w->a;
+	struct run *r;
+
+	pthread_mutex_lock(&a->lock);
+	if ((r = agent_find_run(a, w->uid)) != NULL) {
+		if (w->step_uid && !r->recorded) {
+			free(r->lost);
+			r->lost = xstrdup("the node agent restarted while it "
+			    "ran: its output cannot be had, and it is not run "
+			    "again");
+			end_killed(a, r, CX_KILL_NONE);
+		} else {
+			r->recorded = 1;
+		}
+	}
+	pthread_mutex_unlock(&a->lock);
+}
+
 /* Stop before the program ran: refused (isolation) or given back. */
 static void
 end_unstarted(struct warm *w, const char *isolation, const char *why)
@@ -566,6 +633,17 @@ end_unstarted(struct warm *w, const char *isolation, const char *why)
 			free(r->isolation);
 			r->isolation = xstrdup(isolation);
 			end_killed(a, r, CX_KILL_ISOLATION);
+		} else if (w->step_uid) {
+			/*
+			 * A session's step has no cold path to go back to: it
+			 * ends, StartFailed, saying why.
+			 */
+			log_warn("session step not started", "pod=%s/%s "
+			    "why=\"%s\"", w->ns, w->pod, why);
+			free(r->note);
+			r->note = xasprintf("; its session's sandbox could not "
+			    "start it: %.400s", why);
+			end_killed(a, r, CX_KILL_START);
 		} else {
 			cx = xstrdup(r->cx);
 			cx_uid = xstrdup(r->cx_uid);
@@ -627,6 +705,7 @@ warm_main(void *arg)
 	const char *bad = NULL;
 	char dir[512], path[3][600] = { "", "", "" }, *proc = NULL;
 	char *refused = NULL;
+	const char *sname, *suid;
 	struct child child = { -1, -1, 0 };
 	size_t tar_len = 0, off = 0;
 	uint32_t pid = 0;
@@ -635,6 +714,8 @@ warm_main(void *arg)
 
 	buf_init(&in, 0);
 	if (pod == NULL || strcmp(k8s_obj_uid(pod), w->uid) != 0 ||
+	    (w->step_uid && (session_pod_step(pod, &sname, &suid) != 0 ||
+	    strcmp(suid, w->step_uid) != 0)) ||
 	    pool_process_read(pod, &pp) != 0) {
 		pool_process_free(&pp);
 		end_unstarted(w, NULL, "its claim cannot be read");
@@ -674,14 +755,17 @@ warm_main(void *arg)
 	if ((bad = build_input(&pp, &in, &tar_len)) != NULL ||
 	    (base == NULL && ctrd_container_process(a->ctrd, w->cid, &base,
 	    &err) != 0) ||
-	    (proc = exec_process(base, &pp, tar_len)) == NULL) {
+	    (proc = exec_process(base, &pp, tar_len, w->step_uid != NULL)) ==
+	    NULL) {
 		pool_process_free(&pp);
 		end_unstarted(w, NULL, bad ? bad : base ? "its command does not "
 		    "start with the runner" : err.message);
 		goto out;
 	}
 	pool_process_free(&pp);
-	snprintf(dir, sizeof(dir), "%s/%s", a->o.exec_dir, w->uid);
+	/* A step's mark is its own: the pod runs many. */
+	snprintf(dir, sizeof(dir), "%s/%s", a->o.exec_dir, w->step_uid ?
+	    w->step_uid : w->uid);
 	(void)mkdir(a->o.exec_dir, 0700);
 	/*
 	 * The directory is the mark that this pod's program was tried: it
@@ -692,10 +776,7 @@ warm_main(void *arg)
 		if (errno == EEXIST) {
 			log_warn("warm run tried before on this node; not run "
 			    "again", "pod=%s/%s", w->ns, w->pod);
-			pthread_mutex_lock(&a->lock);
-			if ((r = agent_find_run(a, w->uid)) != NULL)
-				r->recorded = 1;
-			pthread_mutex_unlock(&a->lock);
+			tried_before(w);
 		} else {
 			end_unstarted(w, NULL, "cannot make the exec's directory");
 		}
@@ -737,6 +818,18 @@ warm_main(void *arg)
 	    w->ns, w->pod, clock_mono_ms() - w->seen_ms);
 	pump(w, fd, &in, &off, &child);
 	set_io_done(a, w->uid);
+	/*
+	 * A step's exec, ended, is removed from its task: the shim would
+	 * keep every step's of a long session. (A warm run's goes with its
+	 * pod.)
+	 */
+	if (w->step_uid && !a->o.runsc) {
+		struct k8s_error derr;
+
+		if (ctrd_exec_delete(a->ctrd, w->cid, w->exec_id, &derr) != 0)
+			log_debug("cannot remove a step's exec", "pod=%s/%s "
+			    "error=\"%s\"", w->ns, w->pod, derr.message);
+	}
 out:
 	for (int i = 0; i < 3; i++)
 		if (fd[i] >= 0)
@@ -777,6 +870,8 @@ agent_warm_spawn(struct agent *a, struct run *r)
 	w->ns = xstrdup(r->ns);
 	w->pod = xstrdup(r->pod);
 	w->cid = xstrdup(r->cid);
+	w->exec_id = xstrdup(r->exec_id ? r->exec_id : WARM_EXEC_ID);
+	w->step_uid = r->step && r->cx_uid ? xstrdup(r->cx_uid) : NULL;
 	w->seen_ms = clock_mono_ms();
 	r->warm_spawned = 1;
 	atomic_fetch_add(&a->warm_threads, 1);

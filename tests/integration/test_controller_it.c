@@ -3126,6 +3126,46 @@ ready_session(struct fx *fx, const char *name, const char *spec)
 	return wait_session(fx, name, "Ready", 10000);
 }
 
+struct session_count {
+	struct fx	*fx;
+	const char	*name;
+	json_int_t	 n;
+};
+
+static int
+session_counts(void *arg)
+{
+	struct session_count *sc = arg;
+	json_t *o = get_session(sc->fx, sc->name);
+	int ok = json_integer_value(json_object_get(json_object_get(o, "status"),
+	    "executions")) == sc->n;
+
+	json_decref(o);
+	return ok;
+}
+
+struct pod_step {
+	struct fx	*fx;
+	const char	*pod, *uid;
+};
+
+/* The session's pod carries step uid. */
+static int
+pod_has_step(void *arg)
+{
+	struct pod_step *ps = arg;
+	struct k8s_error err;
+	json_t *pod = NULL;
+	const char *name, *uid;
+	int ok;
+
+	if (k8s_get(c, &k8s_res_pods, ps->fx->ns, ps->pod, &pod, &err) != 0)
+		return 0;
+	ok = session_pod_step(pod, &name, &uid) == 0 && strcmp(uid, ps->uid) == 0;
+	json_decref(pod);
+	return ok;
+}
+
 /*
  * A session's life: its pod (a holder, the session its owner), Ready once
  * the pod's probe passed; executions naming it, a missing one or one of
@@ -3171,12 +3211,75 @@ test_session_life(void **state)
 	assert_string_equal(st_str(o, "message"), "spec.runtime: not the runtime of session "
 	    "'life'");
 	json_decref(o);
+	/*
+	 * Steps: the first goes on the session's pod (its status first, then
+	 * the pod's step annotations); the second waits its turn, and starts
+	 * once the first ended (here, as the node agent would write it).
+	 */
 	create_cx(fx, "step", "{\"runtime\":\"warm\",\"source\":\"x = 1\",\"session\":\"life\"}");
-	o = wait_phase(fx, "step", "Failed");
-	assert_string_equal(st_str(o, "message"), "spec.session: the steps of a session are "
-	    "not run yet by this version (docs/sessions.md)");
-	assert_null(st_str(o, "podName"));
+	o = wait_phase(fx, "step", "Running");
+	assert_string_equal(st_str(o, "podName"), pname);
+	assert_string_equal(st_str(o, "startMode"), "Session");
+	assert_string_equal(st_str(o, "nodeName"), "node-1");
+	assert_string_equal(cond(o, "Started", "status"), "True");
+	{
+		struct pod_step ps = { fx, pname, k8s_obj_uid(o) };
+
+		if (!it_wait_for(pod_has_step, &ps, 5000))
+			fail_msg("the step was not put on the session's pod in 5 s");
+	}
+	assert_int_equal(k8s_get(c, &k8s_res_pods, fx->ns, pname, &pod, &err), 0);
+	{
+		json_t *ann = json_object_get(json_object_get(pod, "metadata"), "annotations");
+
+		assert_string_equal(json_string_value(json_object_get(ann, SESSION_ANN_STEP_NAME)),
+		    "step");
+		assert_string_equal(json_string_value(json_object_get(ann, "airlock.dev/source")),
+		    "x = 1");
+		/* Not an execution's own pod: nothing deletes it with the step. */
+		assert_null(json_object_get(ann, "airlock.dev/execution"));
+		assert_null(json_object_get(json_object_get(json_object_get(pod, "metadata"),
+		    "labels"), "airlock.dev/execution-uid"));
+	}
+	json_decref(pod);
+	create_cx(fx, "step2", "{\"runtime\":\"warm\",\"source\":\"x + 1\",\"session\":\"life\"}");
+	{
+		json_t *o2;
+
+		/*
+		 * Queued while the first runs: neither started nor refused.
+		 * (A negative: given the 300 ms a dispatch takes well under.)
+		 */
+		usleep(300000);
+		o2 = get_cx(fx, "step2");
+		assert_null(st_str(o2, "podName"));
+		assert_true(st_str(o2, "phase") == NULL ||
+		    strcmp(st_str(o2, "phase"), "Pending") == 0);
+		json_decref(o2);
+	}
+	p = json_pack("{s:{s:s, s:s, s:s}}", "status", "phase", "Succeeded", "reason",
+	    "Completed", "completionTime", "2026-11-27T12:00:00Z");
+	merge.subresource = "status";
+	assert_int_equal(k8s_patch(c, &cx_resource, fx->ns, "step", &merge, p, NULL, &err), 0);
+	merge.subresource = NULL;
+	json_decref(p);
 	json_decref(o);
+	o = wait_phase(fx, "step2", "Running");
+	assert_string_equal(st_str(o, "podName"), pname);
+	{
+		struct pod_step ps = { fx, pname, k8s_obj_uid(o) };
+
+		if (!it_wait_for(pod_has_step, &ps, 5000))
+			fail_msg("the second step was not put on the session's pod in 5 s");
+	}
+	json_decref(o);
+	/* Both counted, as they started. */
+	{
+		struct session_count sc = { fx, "life", 2 };
+
+		if (!it_wait_for(session_counts, &sc, 5000))
+			fail_msg("the session's executions did not reach 2 in 5 s");
+	}
 	/* No pod was made for any of them. */
 	assert_int_equal(count_pods(fx, NULL), 1);
 
@@ -3190,6 +3293,11 @@ test_session_life(void **state)
 	assert_string_equal(st_str(o, "reason"), "Closed");
 	assert_string_equal(st_str(o, "message"), "closed by spec.close");
 	assert_string_equal(cond(o, "Ready", "status"), "False");
+	json_decref(o);
+	/* The step running then ends with it. */
+	o = wait_phase(fx, "step2", "Cancelled");
+	assert_string_equal(st_str(o, "message"), "its session 'life' ended (Closed) while "
+	    "it ran");
 	json_decref(o);
 	create_cx(fx, "late", "{\"runtime\":\"warm\",\"source\":\"x\",\"session\":\"life\"}");
 	o = wait_phase(fx, "late", "Failed");

@@ -280,6 +280,21 @@ test_step_report(void **state)
 	r = report_of((const char *const[]){ ".airlock-value", big, NULL }, v, sizeof(v));
 	assert_int_equal(r.kind, STEP_NONE);
 	assert_int_equal(strlen(v), ARTIFACTS_VALUE_MAX);
+	/* Cut between characters: a 2-byte one across the limit goes whole. */
+	big[ARTIFACTS_VALUE_MAX - 1] = (char)0xc3;
+	big[ARTIFACTS_VALUE_MAX] = (char)0xa9;
+	r = report_of((const char *const[]){ ".airlock-value", big, NULL }, v, sizeof(v));
+	assert_int_equal(strlen(v), ARTIFACTS_VALUE_MAX - 1);
+	/* Not text (the program wrote it): no value. */
+	r = report_of((const char *const[]){ ".airlock-value", "a\xff", NULL }, v,
+	    sizeof(v));
+	assert_string_equal(v, "");
+	r = report_of((const char *const[]){ ".airlock-value", "a\x01b", NULL }, v,
+	    sizeof(v));
+	assert_string_equal(v, "");
+	r = report_of((const char *const[]){ ".airlock-value", "caf\xc3\xa9\n", NULL },
+	    v, sizeof(v));
+	assert_string_equal(v, "caf\xc3\xa9\n");
 }
 
 int

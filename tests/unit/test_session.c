@@ -222,11 +222,13 @@ test_step(void **state)
 	json_object_set_new(json_object_get(pod, "metadata"), "resourceVersion",
 	    json_string("77"));
 	/* The last step's: two files, stdin, its uid. */
-	json_object_update(json_object_get(json_object_get(pod, "metadata"),
-	    "annotations"), json_pack("{s:s, s:s, s:s, s:s, s:s}",
+	ann = json_pack("{s:s, s:s, s:s, s:s, s:s}",
 	    "airlock.dev/file-0", "old", "airlock.dev/file-1", "old",
 	    "airlock.dev/stdin", "old", SESSION_ANN_STEP, "0ld-uid",
-	    "other.io/kept", "yes"));
+	    "other.io/kept", "yes");
+	json_object_update(json_object_get(json_object_get(pod, "metadata"),
+	    "annotations"), ann);
+	json_decref(ann);
 	cx = json_loads("{\"metadata\": {\"name\": \"step-2\", \"namespace\": "
 	    "\"team-a\", \"uid\": \"cx-2\"}, \"spec\": {\"runtime\": \"python\", "
 	    "\"session\": \"an\", \"source\": \"x + 1\", \"timeoutSeconds\": 7, "
@@ -241,8 +243,11 @@ test_step(void **state)
 	assert_int_equal(json_object_size(json_object_get(patch, "metadata")), 2);
 	ann = jp_at(patch, "metadata.annotations");
 	assert_string_equal(jp_key(patch, "metadata.annotations", SESSION_ANN_STEP), "cx-2");
-	assert_string_equal(jp_key(patch, "metadata.annotations", "airlock.dev/execution"),
+	assert_string_equal(jp_key(patch, "metadata.annotations", SESSION_ANN_STEP_NAME),
 	    "step-2");
+	/* Never an execution's own pod's marks: the session's pod is not one. */
+	assert_null(json_object_get(ann, "airlock.dev/execution"));
+	assert_null(jp_at(patch, "metadata.labels"));
 	assert_string_equal(jp_key(patch, "metadata.annotations", "airlock.dev/timeout-ms"),
 	    "7000");
 	assert_string_equal(jp_key(patch, "metadata.annotations", "airlock.dev/source"),
