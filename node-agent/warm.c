@@ -32,6 +32,13 @@
  * WARM_EXEC_ID (an agent restarted after it) is refused by containerd:
  * the program is never run twice; that execution's pod is deleted and the
  * controller ends it (PodDeleted).
+ *
+ * A session's step (docs/sessions.md) is the same run on the session's
+ * pod, with `warm --step` in place of the program (the kernel is started
+ * by the first step and kept), its own exec id ("step-" + the execution's
+ * uid) and its own exec directory (the execution's uid: the pod runs
+ * many). It never falls back (there is no cold path for a step): a step
+ * that cannot start ends StartFailed, one tried before ResultLost.
  */
 #include <dirent.h>
 #include <errno.h>

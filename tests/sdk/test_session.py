@@ -9,13 +9,6 @@ import pytest
 import airlock
 from airlock import e2b
 
-# Steps need the controller to dispatch them to the session's sandbox and
-# the node agent to run them there: not built yet (docs/sessions.md, "What
-# is built"). A session refused by the controller is, and runs below.
-needs_steps = pytest.mark.skip(
-    reason="steps are not dispatched to a session's sandbox yet (docs/sessions.md)")
-
-
 def wait_session(client, name, phase, timeout=30):
     end = time.monotonic() + timeout
     while True:
@@ -25,7 +18,6 @@ def wait_session(client, name, phase, timeout=30):
         time.sleep(0.2)
 
 
-@needs_steps
 def test_state_across_steps(session_client):
     c = session_client
     with c.session("python", idle_timeout=600) as s:
@@ -53,7 +45,6 @@ def test_state_across_steps(session_client):
     assert e.value.reason == "Closed"
 
 
-@needs_steps
 def test_value_and_error(session_client):
     with session_client.session("python") as s:
         assert s.run("'a' * 3").value == "'aaa'"
@@ -67,7 +58,6 @@ def test_value_and_error(session_client):
         assert s.run("6 * 7").value == "42"
 
 
-@needs_steps
 def test_files(session_client):
     data = bytes(range(256)) * 512                         # 128 KiB: two write steps
     with session_client.session("python", files={"data.csv": "a,b\n1,2\n"}) as s:
@@ -90,7 +80,6 @@ def test_rejected_runtime(session_client):
     assert e.value.field == "spec.runtime"
 
 
-@needs_steps
 def test_async_session(cluster, session_namespace):
     async def main():
         ac = airlock.AsyncClient(namespace=session_namespace,
@@ -106,7 +95,6 @@ def test_async_session(cluster, session_namespace):
     assert s.sync.closed
 
 
-@needs_steps
 def test_e2b_readme(e2b_kubeconfig):
     """E2B's README example, only the import changed."""
     with e2b.Sandbox.create() as sandbox:
@@ -116,7 +104,6 @@ def test_e2b_readme(e2b_kubeconfig):
         assert execution.logs.stdout == [] and execution.error is None
 
 
-@needs_steps
 def test_e2b_exception(e2b_kubeconfig):
     with e2b.Sandbox() as sandbox:
         execution = sandbox.run_code("print('a')\n1/0")
@@ -131,7 +118,6 @@ def test_e2b_exception(e2b_kubeconfig):
         assert sandbox.run_code("x = 3; x").text == "3"
 
 
-@needs_steps
 def test_e2b_typical(e2b_kubeconfig):
     """The issue's typical use: a DataFrame, a plot saved and read back."""
     sandbox = e2b.Sandbox()

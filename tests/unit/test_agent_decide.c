@@ -15,10 +15,11 @@
 #include <cmocka.h>
 
 #include "agent_priv.h"
-#include "clock.h"
 #include "artifacts.h"
+#include "clock.h"
 #include "fakeapi.h"
 #include "itutil.h"
+#include "session.h"
 #include "xmalloc.h"
 
 #define CAP	1000		/* hard_cap, bytes */
@@ -447,6 +448,30 @@ test_recorded(void **state)
 	assert_int_equal(decide(&f->r, NOW, WALL, &why), AGENT_WAIT);
 	f->r.exited = 1;
 	assert_int_equal(decide(&f->r, NOW + 1000, WALL, &why), AGENT_DELETE);
+	/* A session's step: the pod is the session's, never deleted for it. */
+	f->r.step = 1;
+	f->r.warm = 1;
+	assert_int_equal(decide(&f->r, NOW + 1000, WALL, &why), AGENT_WAIT);
+	assert_int_equal(decide(&f->r, NOW + 100000, WALL + 100000 * MS, &why),
+	    AGENT_WAIT);
+}
+
+/*
+ * A session's step: its own timeout is the step client's; the agent's
+ * deadline is the backstop, the grace and SESSION_STEP_BACKSTOP_MS later.
+ */
+static void
+test_step_deadline(void **state)
+{
+	struct run r = { .verified = 1, .start_ns = 1000000000LL, .timeout_ms = 7000 };
+
+	(void)state;
+	agent_arm_deadline(&r);
+	assert_int_equal(r.deadline_ns, 1000000000LL + 7000LL * 1000000);
+	r.step = 1;
+	agent_arm_deadline(&r);
+	assert_int_equal(r.deadline_ns, 1000000000LL + (7000LL + SESSION_STEP_GRACE_MS +
+	    SESSION_STEP_BACKSTOP_MS) * 1000000);
 }
 
 /*
@@ -1041,6 +1066,7 @@ main(void)
 		T(test_oom),
 		T(test_oom_from_cgroup),
 		T(test_recorded),
+		T(test_step_deadline),
 		T(test_unknown_end),
 		T(test_learn_exit),
 		T(test_ctrd_note),
