@@ -334,6 +334,51 @@ put_step(struct controller *ctl, json_t *cx, const char *ns, const char *pname,
 	return rc;
 }
 
+/* The most files a step carries, the session's and its own (pool.h). */
+#define STEP_FILES_MAX	64
+
+/*
+ * Put the session's spec.files (read afresh) into cx's (a copy, read
+ * afresh), ahead of its own, which win on the same path. 0; K8S_EINVAL
+ * with err when there are too many; or the read's error.
+ */
+static int
+with_session_files(struct controller *ctl, json_t *s, json_t *cx,
+    struct k8s_error *err)
+{
+	json_t *fresh = NULL, *files, *mine, *f, *g;
+	size_t i, j;
+	int rc = k8s_get(ctl->client, &session_resource, k8s_obj_namespace(s),
+	    k8s_obj_name(s), &fresh, err);
+
+	if (rc != 0)
+		return rc == K8S_ENOTFOUND ? 0 : rc;
+	files = json_array();
+	mine = json_object_get(json_object_get(cx, "spec"), "files");
+	json_array_foreach(json_object_get(json_object_get(fresh, "spec"), "files"),
+	    i, f) {
+		int over = 0;
+
+		json_array_foreach(mine, j, g)
+			over |= json_equal(json_object_get(f, "path"),
+			    json_object_get(g, "path"));
+		if (!over)
+			json_array_append(files, f);
+	}
+	if (mine)
+		json_array_extend(files, mine);
+	json_decref(fresh);
+	if (json_array_size(files) > STEP_FILES_MAX) {
+		rc = k8s_error_set(err, K8S_EINVAL, 0, NULL, "spec.files: the "
+		    "session's files and the first step's are %zu, past the %d "
+		    "a step carries", json_array_size(files), STEP_FILES_MAX);
+		json_decref(files);
+		return rc;
+	}
+	json_object_set_new(json_object_get(cx, "spec"), "files", files);
+	return 0;
+}
+
 /*
  * Start step cached (the first of the queue) in the session's pod: its
  * status first (Running, the pod named: what the node agent checks before
@@ -342,7 +387,8 @@ put_step(struct controller *ctl, json_t *cx, const char *ns, const char *pname,
  * (the cache lagged, or it was refused); or an error.
  */
 static int
-start_step(struct controller *ctl, json_t *s, json_t *cached, json_t *pod)
+start_step(struct controller *ctl, json_t *s, json_t *cached, json_t *pod,
+    int first)
 {
 	const char *ns = k8s_obj_namespace(s), *pname = k8s_obj_name(pod);
 	const char *node = json_string_value(json_object_get(json_object_get(pod,
@@ -364,6 +410,19 @@ start_step(struct controller *ctl, json_t *s, json_t *cached, json_t *pod)
 		return 0;	/* the cache lags: its event comes */
 	}
 	status = st ? json_deep_copy(st) : json_object();
+	podspec_code_sha256(cx, sha);		/* its own code's */
+	/*
+	 * The session's spec.files travel with its first step (the cache
+	 * keeps no files: read afresh), unpacked before its own.
+	 */
+	if (first && (rc = with_session_files(ctl, s, cx, &err)) != 0) {
+		if (rc == K8S_EINVAL)
+			rc = ctl_finish(ctl, cx, status, "Failed", "Rejected",
+			    err.message);
+		json_decref(status);
+		json_decref(cx);
+		return rc;
+	}
 	if ((probe = session_step_patch(ctl->cfg, cx, pod, 0, &err)) == NULL) {
 		rc = ctl_finish(ctl, cx, status, "Failed", "Rejected", err.message);
 		json_decref(status);
@@ -374,7 +433,6 @@ start_step(struct controller *ctl, json_t *s, json_t *cached, json_t *pod)
 	gen = json_integer_value(json_object_get(json_object_get(cx, "metadata"),
 	    "generation"));
 	ctl_now_rfc3339(now);
-	podspec_code_sha256(cx, sha);
 	json_object_set_new(status, "podName", json_string(pname));
 	json_object_set_new(status, "nodeName", json_string(node ? node : ""));
 	json_object_set_new(status, "startMode", json_string("Session"));
@@ -465,7 +523,8 @@ dispatch(struct controller *ctl, json_t *s, json_t *pod, json_t *status,
 			rc = 0;
 		json_decref(fresh);
 	} else if (running == NULL && next != NULL &&
-	    (rc = start_step(ctl, s, next, pod)) == 1) {
+	    (rc = start_step(ctl, s, next, pod, json_integer_value(
+	    json_object_get(status, "executions")) == 0)) == 1) {
 		/* Counted as it starts: a step its TTL deleted still counts. */
 		*busy = 1;
 		rc = 0;

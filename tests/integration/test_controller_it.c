@@ -3185,7 +3185,8 @@ test_session_life(void **state)
 	json_t *o, *pod, *p;
 	char pname[80];
 
-	o = ready_session(fx, "life", "{\"runtime\":\"warm\",\"ttlSecondsAfterFinished\":2}");
+	o = ready_session(fx, "life", "{\"runtime\":\"warm\",\"ttlSecondsAfterFinished\":2,"
+	    "\"files\":[{\"path\":\"data.csv\",\"content\":\"a,b\"}]}");
 	assert_string_equal(st_str(o, "nodeName"), "node-1");
 	assert_string_equal(cond(o, "Ready", "status"), "True");
 	assert_non_null(st_str(o, "startTime"));
@@ -3236,6 +3237,11 @@ test_session_life(void **state)
 		    "step");
 		assert_string_equal(json_string_value(json_object_get(ann, "airlock.dev/source")),
 		    "x = 1");
+		/* The session's files travel with its first step. */
+		assert_string_equal(json_string_value(json_object_get(ann, "airlock.dev/file-0")),
+		    "a,b");
+		assert_non_null(strstr(json_string_value(json_object_get(ann,
+		    "airlock.dev/warm-process")), "\"data.csv\""));
 		/* Not an execution's own pod: nothing deletes it with the step. */
 		assert_null(json_object_get(ann, "airlock.dev/execution"));
 		assert_null(json_object_get(json_object_get(json_object_get(pod, "metadata"),
@@ -3273,6 +3279,11 @@ test_session_life(void **state)
 			fail_msg("the second step was not put on the session's pod in 5 s");
 	}
 	json_decref(o);
+	/* Only the first: the second's annotations have none. */
+	assert_int_equal(k8s_get(c, &k8s_res_pods, fx->ns, pname, &pod, &err), 0);
+	assert_null(json_object_get(json_object_get(json_object_get(pod, "metadata"),
+	    "annotations"), "airlock.dev/file-0"));
+	json_decref(pod);
 	/* Both counted, as they started. */
 	{
 		struct session_count sc = { fx, "life", 2 };
