@@ -2,8 +2,6 @@
  * airlock - run untrusted code under gVisor: on a cluster through a
  * CodeExecution, or on this machine with --local. See cli/README.md.
  */
-#include <errno.h>
-#include <fcntl.h>
 #include <getopt.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -26,7 +24,7 @@ usage(void)
 	fprintf(stderr,
 	    "usage: airlock run [-r RUNTIME] (-c CODE | FILE | -) [--stdin FILE] [--timeout S]\n"
 	    "                   [--memory Q] [--cpu Q] [--name NAME] [--rm] [--no-stream]\n"
-	    "                   [--out DIR]\n"
+	    "                   [--out DIR] [--session NAME]\n"
 	    "                   [-o json|yaml]\n"
 	    "                   [--local [--runsc PATH] [--local-root DIR]\n"
 	    "                    [--local-config FILE]]\n"
@@ -38,6 +36,9 @@ usage(void)
 	    "       airlock delete NAME...\n"
 	    "       airlock mcp [--local [--runsc PATH] [--local-root DIR]\n"
 	    "                    [--local-config FILE]]\n"
+	    "       airlock session create|ls|close ... (airlock session --help)\n"
+	    "--session NAME: run as the next step of session NAME (its runtime unless\n"
+	    "           -r); the step's value is printed after its stdout\n"
 	    "--out DIR: the program's files out go to DIR/NAME/ (NAME the execution's,\n"
 	    "           a directory made new), never into DIR itself\n"
 	    "cluster commands also take [-n NAMESPACE] [--kubeconfig FILE] [--context NAME]\n"
@@ -65,40 +66,16 @@ die_usage(const char *fmt, ...)
 	exit(CLI_EXIT_USAGE);
 }
 
-/* A whole file ("-": standard input), at most INPUT_MAX bytes. */
+/* A whole file ("-": standard input), at most INPUT_MAX bytes, or exit 2. */
 static char *
 slurp(const char *path, size_t *lenp, const char *what)
 {
-	int fd = strcmp(path, "-") == 0 ? 0 : open(path, O_RDONLY | O_CLOEXEC);
-	size_t len = 0, cap = 65536;
-	char *buf;
-	ssize_t n;
+	char msg[256], *buf = cli_slurp(path, INPUT_MAX, lenp, msg, sizeof(msg));
 
-	if (fd < 0) {
-		fprintf(stderr, "airlock: %s %s: %s\n", what, path, strerror(errno));
+	if (buf == NULL) {
+		fprintf(stderr, "airlock: %s %s: %s\n", what, path, msg);
 		exit(CLI_EXIT_USAGE);
 	}
-	buf = xmalloc(cap + 1);
-	while ((n = read(fd, buf + len, cap - len)) != 0) {
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			fprintf(stderr, "airlock: %s %s: %s\n", what, path, strerror(errno));
-			exit(CLI_EXIT_USAGE);
-		}
-		len += (size_t)n;
-		if (len > INPUT_MAX) {
-			fprintf(stderr, "airlock: %s %s: more than %d bytes\n", what,
-			    path, INPUT_MAX);
-			exit(CLI_EXIT_USAGE);
-		}
-		if (len == cap)
-			buf = xrealloc(buf, (cap *= 2) + 1);
-	}
-	if (fd != 0)
-		close(fd);
-	buf[len] = '\0';
-	*lenp = len;
 	return buf;
 }
 
@@ -141,7 +118,7 @@ run_local(json_t *cx, const struct local_opts *lo, const char *output)
 enum {
 	OPT_STDIN = 256, OPT_TIMEOUT, OPT_MEMORY, OPT_CPU, OPT_NAME, OPT_RM,
 	OPT_LOCAL, OPT_RUNSC, OPT_ROOT, OPT_LOCAL_CONFIG, OPT_OUT, OPT_KUBECONFIG, OPT_CONTEXT, OPT_NO_STREAM,
-	OPT_API_RETRY,
+	OPT_API_RETRY, OPT_SESSION,
 };
 
 int
@@ -169,6 +146,7 @@ main(int argc, char **argv)
 		{ "kubeconfig", required_argument, NULL, OPT_KUBECONFIG },
 		{ "context", required_argument, NULL, OPT_CONTEXT },
 		{ "api-retry", required_argument, NULL, OPT_API_RETRY },
+		{ "session", required_argument, NULL, OPT_SESSION },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -176,6 +154,8 @@ main(int argc, char **argv)
 	struct local_opts lo = { 0 };
 	const char *cmd, *runtime = NULL, *code = NULL, *file = NULL;
 	const char *stdin_file = NULL, *memory = NULL, *cpu = NULL, *name = NULL;
+	const char *session = NULL;
+	char session_rt[64];
 	long long timeout = 0, retry_s;
 	int local = 0, no_stream = 0, ch, rc;
 	struct k8s_error err;
@@ -190,6 +170,9 @@ main(int argc, char **argv)
 	 */
 	log_set_level(getenv("AIRLOCK_DEBUG") ? LOG_LEVEL_DEBUG : LOG_LEVEL_ERROR);
 	cmd = argv[1];
+	/* Its own flags: --file and --timeout mean other things there. */
+	if (strcmp(cmd, "session") == 0)
+		return session_main(argc - 1, argv + 1);
 	argv++, argc--;
 	while ((ch = getopt_long(argc, argv, "r:c:f:n:o:Ah", longopts, NULL)) != -1) {
 		switch (ch) {
@@ -220,6 +203,7 @@ main(int argc, char **argv)
 		case OPT_OUT: co.out_dir = lo.out_dir = optarg; break;
 		case OPT_KUBECONFIG: co.kubeconfig = optarg; break;
 		case OPT_CONTEXT: co.context = optarg; break;
+		case OPT_SESSION: session = optarg; break;
 		case OPT_API_RETRY:
 			if (quantity_parse_int(optarg, 0, 3600, &retry_s) != 0)
 				die_usage("--api-retry: '%s': whole seconds, 0 to 3600",
@@ -280,6 +264,19 @@ main(int argc, char **argv)
 		if ((code != NULL) + (argc == 1) != 1 || argc > 1)
 			die_usage("run: give the program as -c CODE, a FILE, or - for "
 			    "standard input");
+		if (session && local)
+			die_usage("--session: sessions need a cluster (not with --local)");
+		if (session && runtime == NULL) {
+			/* A step's runtime must be its session's: ask it. */
+			char msg[1200];
+
+			if (cluster_session_runtime(&co, session, session_rt,
+			    sizeof(session_rt), msg, sizeof(msg)) != 0) {
+				fprintf(stderr, "airlock: --session: %s\n", msg);
+				return CLI_EXIT_ERROR;
+			}
+			runtime = session_rt;
+		}
 		if (code)
 			src = xstrdup(code), len = strlen(code);
 		else
@@ -311,6 +308,8 @@ main(int argc, char **argv)
 		}
 		if (timeout)
 			json_object_set_new(spec, "timeoutSeconds", json_integer(timeout));
+		if (session)
+			json_object_set_new(spec, "session", json_string(session));
 		if (memory || cpu) {
 			json_t *r = json_object();
 
