@@ -178,6 +178,7 @@ struct session_opts {
 	long long	 idle_s, life_s;	/* 0: the CRD's default */
 	char *const	*files;			/* --file PATH[=LOCAL], as given */
 	size_t		 nfiles;
+	int		 mcp;			/* refusals name MCP's arguments */
 };
 
 /*
@@ -194,8 +195,9 @@ int session_main(int argc, char **argv);
 
 /*
  * For run --session and MCP's run_code: the runtime of session name in
- * o's namespace into rt. 0, or -1 with why in msg ("spec.session: no
- * session 'x' in this namespace", or the API's error).
+ * o's namespace into rt. 0; -2 when there is no such session
+ * ("spec.session: no session 'x' in namespace NS" in msg); -1 with why
+ * in msg otherwise.
  */
 int cluster_session_runtime(const struct cli_cluster *o, const char *name,
     char *rt, size_t rtsz, char *msg, size_t msz);

@@ -270,10 +270,10 @@ main(int argc, char **argv)
 			/* A step's runtime must be its session's: ask it. */
 			char msg[1200];
 
-			if (cluster_session_runtime(&co, session, session_rt,
-			    sizeof(session_rt), msg, sizeof(msg)) != 0) {
+			if ((rc = cluster_session_runtime(&co, session, session_rt,
+			    sizeof(session_rt), msg, sizeof(msg))) != 0) {
 				fprintf(stderr, "airlock: --session: %s\n", msg);
-				return CLI_EXIT_ERROR;
+				return rc == -2 ? CLI_EXIT_USAGE : CLI_EXIT_ERROR;
 			}
 			runtime = session_rt;
 		}

@@ -2,10 +2,12 @@
  * mcp.c - bin/airlock mcp: a Model Context Protocol server on stdio.
  *
  * JSON-RPC 2.0, one message per line (MCP's stdio transport), the
- * initialize handshake's revisions 2024-11-05 to 2025-11-25. One tool,
+ * initialize handshake's revisions 2024-11-05 to 2025-11-25. The tool
  * run_code: each call is a CodeExecution made and awaited in a thread of
  * its own (cluster_exec), or a local run under gVisor (local_run), so that
- * ping, other calls and notifications/cancelled are answered meanwhile. A
+ * ping, other calls and notifications/cancelled are answered meanwhile; on
+ * a cluster also open_session and close_session (CodeSessions,
+ * docs/sessions.md), whose steps are run_code calls naming them. A
  * cancelled call cancels its execution and, as the protocol asks, gets no
  * response. Only protocol messages go to stdout; logs go to stderr.
  *
@@ -25,11 +27,14 @@
 #include "cli.h"
 #include "cx.h"
 #include "log.h"
+#include "session.h"
 #include "xmalloc.h"
 
 #define MCP_LINE_MAX	(4 << 20)	/* code + stdin + files fit twice */
 #define MCP_CALLS_MAX	8
 #define TOOL		"run_code"
+#define OPEN_WAIT_S	120	/* a session's start: the controller's deadline */
+#define CLOSE_WAIT_S	60
 
 /* JSON-RPC's error codes. */
 #define E_PARSE		-32700
@@ -62,6 +67,7 @@ struct mcp {
 
 struct call {
 	struct mcp	*m;
+	const struct tool *tool;
 	json_t		*id;
 	json_t		*args;
 	atomic_int	 cancel;
@@ -131,15 +137,20 @@ respond_error(struct mcp *m, json_t *id, int code, const char *message)
 /* --- the tool ------------------------------------------------------------ */
 
 static json_t *
-tool_schema(void)
+run_schema(int local)
 {
-	return json_pack("{s:s, s:s, s:{s:s, s:{s:{s:s, s:s}, s:{s:s, s:s},"
+	json_t *t = json_pack("{s:s, s:s, s:{s:s, s:{s:{s:s, s:s}, s:{s:s, s:s},"
 	    " s:{s:s, s:s}, s:{s:s, s:s, s:{s:s}}, s:{s:s, s:i, s:i, s:s}},"
 	    " s:[s], s:b}}",
 	    "name", TOOL,
-	    "description", "Run a program in a fresh, isolated sandbox (gVisor, "
-	    "no network) and return its stdout, stderr and exit code. Nothing "
-	    "persists between calls: pass every file the program needs.",
+	    "description", local ? "Run a program in a fresh, isolated sandbox "
+	    "(gVisor, no network) and return its stdout, stderr and exit code. "
+	    "Nothing persists between calls: pass every file the program needs." :
+	    "Run a program in a fresh, isolated sandbox (gVisor, no network) and "
+	    "return its stdout, stderr and exit code. Nothing persists between "
+	    "calls, unless they name a session (open_session): then each call is "
+	    "the session's next step, its variables, imports and files kept, and "
+	    "the last expression's value is returned too.",
 	    "inputSchema", "type", "object", "properties",
 	    "code", "type", "string", "description", "The program's source.",
 	    "runtime", "type", "string", "description",
@@ -153,6 +164,54 @@ tool_schema(void)
 	    "timeout_seconds", "type", "integer", "minimum", 1, "maximum", 3600,
 	    "description", "Wall-clock limit from the program's start.",
 	    "required", "code", "additionalProperties", 0);
+
+	if (!local)
+		json_object_set_new(json_object_get(json_object_get(t, "inputSchema"),
+		    "properties"), "session", json_pack("{s:s, s:i, s:s}", "type",
+		    "string", "maxLength", 253, "description", "A session's name "
+		    "(open_session): run as its next step, in its runtime unless "
+		    "runtime is given."));
+	return t;
+}
+
+static json_t *
+open_schema(void)
+{
+	return json_pack("{s:s, s:s, s:{s:s, s:{s:{s:s, s:i, s:s}, s:{s:s, s:i, s:s},"
+	    " s:{s:s, s:i, s:i, s:s}}, s:[s], s:b},"
+	    " s:{s:s, s:{s:{s:s}, s:{s:s}}, s:[s, s]}}",
+	    "name", "open_session",
+	    "description", "Open a session: one sandbox (gVisor, no network) whose "
+	    "interpreter is kept across run_code calls that name it, with its "
+	    "variables, imports and files. Returns its name. Close it with "
+	    "close_session when done; it also ends after idle_timeout_seconds "
+	    "without a step.",
+	    "inputSchema", "type", "object", "properties",
+	    "runtime", "type", "string", "maxLength", 63, "description",
+	    "The session's runtime: python, python-data or bash (the cluster's "
+	    "profiles that offer sessions).",
+	    "memory", "type", "string", "maxLength", 63, "description",
+	    "Memory for the sandbox, as 512Mi or 2Gi; the cluster's default if "
+	    "not given.",
+	    "idle_timeout_seconds", "type", "integer", "minimum", SESSION_MIN_S,
+	    "maximum", SESSION_MAX_S, "description", "The session ends after this "
+	    "long without a step (600 if not given).",
+	    "required", "runtime", "additionalProperties", 0,
+	    "outputSchema", "type", "object", "properties", "session", "type",
+	    "string", "runtime", "type", "string", "required", "session", "runtime");
+}
+
+static json_t *
+close_schema(void)
+{
+	return json_pack("{s:s, s:s, s:{s:s, s:{s:{s:s, s:i, s:s}}, s:[s], s:b}}",
+	    "name", "close_session",
+	    "description", "Close a session (open_session): its sandbox and "
+	    "everything in it are gone; a step still running is cancelled.",
+	    "inputSchema", "type", "object", "properties",
+	    "name", "type", "string", "maxLength", 253, "description",
+	    "The session's name, as open_session returned it.",
+	    "required", "name", "additionalProperties", 0);
 }
 
 static json_t *
@@ -174,37 +233,76 @@ tool_result(char *text, int is_error)
 }
 
 /*
+ * Whether args (an object) holds a key not among known's n: 1 with it
+ * named in msg (cut to 64 bytes, between characters), else 0.
+ */
+static int
+args_unknown(json_t *args, const char *const *known, size_t n, char *msg,
+    size_t msz)
+{
+	const char *key;
+	json_t *v;
+
+	json_object_foreach(args, key, v) {
+		size_t i;
+
+		for (i = 0; i < n; i++)
+			if (strcmp(key, known[i]) == 0)
+				break;
+		if (i == n) {
+			char k[65];
+
+			snprintf(k, sizeof(k), "%s", key);
+			utf8_trim(k);		/* cut between characters */
+			snprintf(msg, msz, "arguments: unknown argument \"%s\"", k);
+			return 1;
+		}
+	}
+	return 0;
+}
+
+/*
+ * An optional string argument: 0 with *s (NULL when absent or null), or -1
+ * with msg naming it when it is not a string of 1 to max bytes.
+ */
+static int
+arg_string(json_t *args, const char *key, size_t max, const char **s,
+    char *msg, size_t msz)
+{
+	json_t *v = json_object_get(args, key);
+
+	*s = NULL;
+	if (v == NULL || json_is_null(v))
+		return 0;
+	if (!json_is_string(v) || json_string_length(v) == 0 ||
+	    json_string_length(v) > max) {
+		snprintf(msg, msz, "%s: must be a string of 1 to %zu bytes", key, max);
+		return -1;
+	}
+	*s = json_string_value(v);
+	return 0;
+}
+
+/*
  * The CodeExecution for a call's arguments, or NULL with why (naming the
- * argument) in msg.
+ * argument) in msg. runtime: the default when the call gives none (the
+ * session's, or python).
  */
 static json_t *
-build_cx(json_t *args, char *msg, size_t msz)
+build_cx(json_t *args, const char *runtime, int local, char *msg, size_t msz)
 {
 	static const char *const known[] = { "code", "runtime", "stdin",
-	    "files", "timeout_seconds" };
+	    "files", "timeout_seconds", "session" };
 	json_t *spec, *v, *files;
-	const char *key;
+	const char *key, *session;
 	struct k8s_error err;
 
 	if (!json_is_object(args)) {
 		snprintf(msg, msz, "arguments: must be an object");
 		return NULL;
 	}
-	json_object_foreach(args, key, v) {
-		size_t i;
-
-		for (i = 0; i < sizeof(known) / sizeof(known[0]); i++)
-			if (strcmp(key, known[i]) == 0)
-				break;
-		if (i == sizeof(known) / sizeof(known[0])) {
-			char k[65];
-
-			snprintf(k, sizeof(k), "%s", key);
-			utf8_trim(k);		/* cut between characters */
-			snprintf(msg, msz, "arguments: unknown argument \"%s\"", k);
-			return NULL;
-		}
-	}
+	if (args_unknown(args, known, sizeof(known) / sizeof(known[0]), msg, msz))
+		return NULL;
 	v = json_object_get(args, "code");
 	if (!json_is_string(v) || json_string_length(v) == 0) {
 		snprintf(msg, msz, "code: required, a non-empty string");
@@ -219,8 +317,17 @@ build_cx(json_t *args, char *msg, size_t msz)
 		}
 		json_object_set(spec, "runtime", v);
 	} else {
-		json_object_set_new(spec, "runtime", json_string("python"));
+		json_object_set_new(spec, "runtime", json_string(runtime));
 	}
+	if (arg_string(args, "session", 253, &session, msg, msz) != 0)
+		goto bad;
+	if (session && local) {
+		snprintf(msg, msz, "session: sessions need a cluster (this server "
+		    "runs with --local)");
+		goto bad;
+	}
+	if (session)
+		json_object_set_new(spec, "session", json_string(session));
 	if ((v = json_object_get(args, "stdin")) != NULL && !json_is_null(v)) {
 		if (!json_is_string(v)) {
 			snprintf(msg, msz, "stdin: must be a string");
@@ -322,6 +429,14 @@ describe(json_t *obj, int *is_error, size_t *len)
 			    n && s[n - 1] != '\n' ? "\n" : "", streams[i]);
 		any = 1;
 	}
+	if (json_is_string(json_object_get(st, "value"))) {
+		/* A session's step: its last expression, as a REPL shows it. */
+		json_t *v = json_object_get(st, "value");
+
+		fprintf(f, "\n--- value ---\n");
+		fwrite(json_string_value(v), 1, json_string_length(v), f);
+		any = 1;
+	}
 	if (any)
 		fputc('\n', f);
 	{
@@ -378,14 +493,31 @@ add_images(json_t *res, json_t *done, json_t *files)
 static json_t *
 run_tool(struct mcp *m, json_t *args, atomic_int *cancel)
 {
-	char msg[2048];
-	json_t *cx, *done = NULL, *res, *files = NULL;
+	char msg[2048], rt[64] = "python";
+	json_t *cx, *done = NULL, *res, *files = NULL, *v;
 	struct k8s_error err;
 	char *text;
 	int is_error, rc;
 
 	msg[0] = '\0';
-	if ((cx = build_cx(args, msg, sizeof(msg))) == NULL) {
+	v = json_is_object(args) ? json_object_get(args, "session") : NULL;
+	/* A session argument build_cx would refuse is refused there. */
+	if (!m->local && json_is_string(v) && json_string_length(v) >= 1 &&
+	    json_string_length(v) <= 253 &&
+	    (json_object_get(args, "runtime") == NULL ||
+	    json_is_null(json_object_get(args, "runtime")))) {
+		/* A step's runtime must be its session's: ask it. */
+		rc = cluster_session_runtime(m->co, json_string_value(v), rt,
+		    sizeof(rt), msg, sizeof(msg));
+		if (rc != 0) {
+			text = xasprintf(rc == -2 ? "error: the call was refused: %s" :
+			    "error: the sandbox could not run it: %s", msg);
+			res = tool_result(text, 1);
+			free(text);
+			return res;
+		}
+	}
+	if ((cx = build_cx(args, rt, m->local, msg, sizeof(msg))) == NULL) {
 		text = xasprintf("error: the call was refused: %s", msg);
 		res = tool_result(text, 1);
 		free(text);
@@ -434,12 +566,152 @@ run_tool(struct mcp *m, json_t *args, atomic_int *cancel)
 	return res;
 }
 
+/* "REASON: message" of a session, for a model to read. */
+static char *
+session_end(json_t *obj)
+{
+	json_t *st = json_object_get(obj, "status");
+	const char *why = json_string_value(json_object_get(st, "reason"));
+	const char *m = json_string_value(json_object_get(st, "message"));
+	const char *ph = json_string_value(json_object_get(st, "phase"));
+
+	return xasprintf("%s%s%s", why ? why : ph ? ph : "Pending",
+	    m && *m ? ": " : "", m && *m ? m : "");
+}
+
+static json_t *
+open_tool(struct mcp *m, json_t *args, atomic_int *cancel)
+{
+	static const char *const known[] = { "runtime", "memory",
+	    "idle_timeout_seconds" };
+	struct session_opts so = { .mcp = 1 };
+	char msg[2048], *text;
+	json_t *s = NULL, *v, *out = NULL, *res;
+	int rc;
+
+	msg[0] = '\0';
+	if (!json_is_object(args)) {
+		snprintf(msg, sizeof(msg), "arguments: must be an object");
+		goto refuse;
+	}
+	if (args_unknown(args, known, sizeof(known) / sizeof(known[0]), msg,
+	    sizeof(msg)) ||
+	    arg_string(args, "runtime", 63, &so.runtime, msg, sizeof(msg)) ||
+	    arg_string(args, "memory", 63, &so.memory, msg, sizeof(msg)))
+		goto refuse;
+	if ((v = json_object_get(args, "idle_timeout_seconds")) != NULL &&
+	    !json_is_null(v)) {
+		if (!json_is_integer(v) || json_integer_value(v) < SESSION_MIN_S ||
+		    json_integer_value(v) > SESSION_MAX_S) {
+			snprintf(msg, sizeof(msg), "idle_timeout_seconds: must be an "
+			    "integer from %d to %d", SESSION_MIN_S, SESSION_MAX_S);
+			goto refuse;
+		}
+		so.idle_s = json_integer_value(v);
+	}
+	if ((s = session_build(&so, msg, sizeof(msg))) == NULL)
+		goto refuse;
+	rc = cluster_session_open(m->co, s, OPEN_WAIT_S, cancel, &out, msg,
+	    sizeof(msg));
+	json_decref(s);
+	if (rc != 0) {
+		text = xasprintf(rc == -2 ? "error: the call was refused: %s" :
+		    "error: the session could not be opened: %s", msg);
+		res = tool_result(text, 1);
+	} else if (strcmp(json_string_value(json_object_get(json_object_get(out,
+	    "status"), "phase")), "Ready") != 0) {
+		text = session_end(out);	/* Ended: Rejected, Failed, ... */
+		res = tool_result(text, 1);
+	} else {
+		text = xstrdup(k8s_obj_name(out));
+		res = tool_result(text, 0);
+		json_object_set_new(res, "structuredContent", json_pack("{s:s, s:s}",
+		    "session", k8s_obj_name(out), "runtime", so.runtime));
+	}
+	free(text);
+	json_decref(out);
+	return res;
+refuse:
+	text = xasprintf("error: the call was refused: %s", msg);
+	res = tool_result(text, 1);
+	free(text);
+	return res;
+}
+
+static json_t *
+close_tool(struct mcp *m, json_t *args, atomic_int *cancel)
+{
+	static const char *const known[] = { "name" };
+	const char *name = NULL;
+	char msg[2048], *text, *end;
+	json_t *out = NULL, *res;
+	int rc;
+
+	msg[0] = '\0';
+	if (!json_is_object(args))
+		snprintf(msg, sizeof(msg), "arguments: must be an object");
+	else if (args_unknown(args, known, 1, msg, sizeof(msg)) ||
+	    arg_string(args, "name", 253, &name, msg, sizeof(msg)))
+		;
+	else if (name == NULL)
+		snprintf(msg, sizeof(msg), "name: required, a session's name");
+	if (msg[0]) {
+		text = xasprintf("error: the call was refused: %s", msg);
+		res = tool_result(text, 1);
+		free(text);
+		return res;
+	}
+	rc = cluster_session_close(m->co, name, CLOSE_WAIT_S, cancel, &out, msg,
+	    sizeof(msg));
+	if (rc != 0) {
+		text = xasprintf(rc == -2 ? "error: the call was refused: name: %s" :
+		    "error: the session could not be closed: %s", msg);
+		res = tool_result(text, 1);
+	} else {
+		end = session_end(out);
+		text = xasprintf("session %s has ended: %s", name, end);
+		free(end);
+		res = tool_result(text, 0);
+	}
+	free(text);
+	json_decref(out);
+	return res;
+}
+
+/* The tools: run_code everywhere, sessions on a cluster only. */
+struct tool {
+	const char	*name;
+	int		 cluster_only;
+	json_t		*(*schema)(int local);
+	json_t		*(*call)(struct mcp *m, json_t *args, atomic_int *cancel);
+};
+
+static json_t *open_schema_(int local) { (void)local; return open_schema(); }
+static json_t *close_schema_(int local) { (void)local; return close_schema(); }
+
+static const struct tool tools[] = {
+	{ TOOL, 0, run_schema, run_tool },
+	{ "open_session", 1, open_schema_, open_tool },
+	{ "close_session", 1, close_schema_, close_tool },
+};
+
+static json_t *
+tools_list(int local)
+{
+	json_t *l = json_array();
+
+	for (size_t i = 0; i < sizeof(tools) / sizeof(tools[0]); i++)
+		if (!local || !tools[i].cluster_only)
+			json_array_append_new(l, tools[i].schema(local));
+	return json_pack("{s:o}", "tools", l);
+}
+
 static void *
 call_main(void *arg)
 {
 	struct call *c = arg;
 	struct mcp *m = c->m;
-	json_t *res = run_tool(m, c->args, &c->cancel);
+	json_t *res = c->tool->call(m, c->args, &c->cancel);
 
 	pthread_mutex_lock(&m->lock);
 	for (struct call **pp = &m->calls; *pp; pp = &(*pp)->next)
@@ -482,7 +754,9 @@ on_initialize(struct mcp *m, json_t *id, json_t *params)
 	    "instructions", m->local ?
 	    "run_code runs each program in a fresh gVisor sandbox on this machine." :
 	    "run_code runs each program as a CodeExecution: a fresh gVisor "
-	    "sandbox on the cluster, with no network."));
+	    "sandbox on the cluster, with no network. To keep variables and "
+	    "files across calls, open_session, pass its name as run_code's "
+	    "session, and close_session when done."));
 }
 
 static void
@@ -494,8 +768,16 @@ on_call(struct mcp *m, json_t *id, json_t *params)
 	pthread_attr_t at;
 	pthread_t th;
 
-	if (name == NULL || strcmp(name, TOOL) != 0) {
-		respond_error(m, id, E_PARAMS, "unknown tool: tools/list has run_code");
+	const struct tool *tool = NULL;
+
+	for (size_t i = 0; name && i < sizeof(tools) / sizeof(tools[0]); i++)
+		if (strcmp(name, tools[i].name) == 0 && (!m->local ||
+		    !tools[i].cluster_only))
+			tool = &tools[i];
+	if (tool == NULL) {
+		respond_error(m, id, E_PARAMS, m->local ? "unknown tool: tools/list "
+		    "has run_code" : "unknown tool: tools/list has run_code, "
+		    "open_session and close_session");
 		return;
 	}
 	pthread_mutex_lock(&m->lock);
@@ -509,6 +791,7 @@ on_call(struct mcp *m, json_t *id, json_t *params)
 	}
 	c = xcalloc(1, sizeof(*c));
 	c->m = m;
+	c->tool = tool;
 	c->id = json_incref(id);
 	c->args = args ? json_incref(args) : json_object();
 	c->next = m->calls;
@@ -581,7 +864,7 @@ dispatch(struct mcp *m, json_t *msg)
 	else if (strcmp(method, "ping") == 0)
 		respond(m, id, json_object());
 	else if (strcmp(method, "tools/list") == 0)
-		respond(m, id, json_pack("{s:[o]}", "tools", tool_schema()));
+		respond(m, id, tools_list(m->local));
 	else if (strcmp(method, "tools/call") == 0)
 		on_call(m, id, params);
 	else

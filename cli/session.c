@@ -27,18 +27,19 @@
 /* --- building ---------------------------------------------------------- */
 
 /*
- * Which flag sets which field: a refusal of the spec check names both
- * (`--file: spec.files[1]: path '../x' must be relative, ...`).
+ * Which flag (and MCP argument) sets which field: a refusal of the spec
+ * check names both (`--file: spec.files[1]: path '../x' must be
+ * relative, ...`).
  */
 static const struct {
-	const char	*field, *flag;
+	const char	*field, *flag, *arg;
 } flags[] = {
-	{ "spec.runtime", "--runtime" },
-	{ "spec.resources.memory", "--memory" },
-	{ "spec.resources.cpu", "--cpu" },
-	{ "spec.idleTimeoutSeconds", "--idle-timeout" },
-	{ "spec.maxLifetimeSeconds", "--max-lifetime" },
-	{ "spec.files", "--file" },
+	{ "spec.runtime", "--runtime", "runtime" },
+	{ "spec.resources.memory", "--memory", "memory" },
+	{ "spec.resources.cpu", "--cpu", NULL },
+	{ "spec.idleTimeoutSeconds", "--idle-timeout", "idle_timeout_seconds" },
+	{ "spec.maxLifetimeSeconds", "--max-lifetime", NULL },
+	{ "spec.files", "--file", NULL },
 };
 
 /* --file PATH[=LOCAL]: {path, content} from LOCAL, or NULL with msg. */
@@ -82,7 +83,8 @@ session_build(const struct session_opts *o, char *msg, size_t msz)
 	json_t *s;
 
 	if (o->runtime == NULL) {
-		snprintf(msg, msz, "--runtime: required (python, python-data, bash)");
+		snprintf(msg, msz, "%s: required (python, python-data, bash)",
+		    o->mcp ? "runtime" : "--runtime");
 		goto bad;
 	}
 	json_object_set_new(spec, "runtime", json_string(o->runtime));
@@ -114,7 +116,7 @@ session_build(const struct session_opts *o, char *msg, size_t msz)
 		for (size_t i = 0; i < sizeof(flags) / sizeof(flags[0]); i++)
 			if (strncmp(err.message, flags[i].field,
 			    strlen(flags[i].field)) == 0)
-				flag = flags[i].flag;
+				flag = o->mcp ? flags[i].arg : flags[i].flag;
 		snprintf(msg, msz, "%s%s%s", flag ? flag : "", flag ? ": " : "",
 		    err.message);
 		goto bad;
@@ -302,10 +304,11 @@ cluster_session_runtime(const struct cli_cluster *o, const char *name,
 		return -1;
 	}
 	if (k8s_get(k.c, &session_resource, k.ns, name, &obj, &err) != 0) {
-		if (err.code == K8S_ENOTFOUND)
+		if (err.code == K8S_ENOTFOUND) {
 			snprintf(msg, msz, "spec.session: no session '%s' in namespace "
 			    "%s", name, k.ns);
-		else
+			rc = -2;
+		} else
 			snprintf(msg, msz, "session %s: %s", name, err.message);
 	} else if ((r = json_string_value(json_object_get(json_object_get(obj,
 	    "spec"), "runtime"))) == NULL || strlen(r) >= rtsz) {

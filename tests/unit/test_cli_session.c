@@ -6,6 +6,7 @@
  * tests/support/fakeapi.c, the requests create, close and run --session's
  * runtime lookup send, and what they make of the answers.
  */
+#include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -479,7 +480,7 @@ test_session_runtime(void **state)
 	assert_string_equal(fakeapi_request(fx->f, 0), "GET " SESSIONS "/an");
 	fakeapi_push(fx->f, 404, NULL, not_found, 0);
 	assert_int_equal(cluster_session_runtime(&fx->o, "gone", rt, sizeof(rt), msg,
-	    sizeof(msg)), -1);
+	    sizeof(msg)), -2);
 	assert_string_equal(msg, "spec.session: no session 'gone' in namespace ns1");
 	/* A runtime too long for the buffer is not cut into another's name. */
 	fakeapi_push(fx->f, 200, NULL, "{\"metadata\":{\"name\":\"an\"},\"spec\":"
@@ -487,6 +488,169 @@ test_session_runtime(void **state)
 	assert_int_equal(cluster_session_runtime(&fx->o, "an", rt, 6, msg,
 	    sizeof(msg)), -1);
 	assert_string_equal(msg, "session an has no spec.runtime");
+}
+
+/* --- the MCP server's session tools, over pipes ------------------------- */
+
+struct srv {
+	struct cli_cluster	*o;
+	FILE			*in, *out;
+	pthread_t		 th;
+	int			 to_srv;
+	FILE			*from_srv;
+};
+
+static void *
+serve(void *arg)
+{
+	struct srv *s = arg;
+	struct local_opts lo = { 0 };
+
+	(void)mcp_serve(s->o, &lo, 0, s->in, s->out);
+	fclose(s->in);
+	fclose(s->out);
+	return NULL;
+}
+
+static void
+srv_start(struct srv *s, struct cli_cluster *o)
+{
+	int a[2], b[2];
+
+	assert_int_equal(pipe(a), 0);
+	assert_int_equal(pipe(b), 0);
+	s->o = o;
+	s->in = fdopen(a[0], "r");
+	s->to_srv = a[1];
+	s->out = fdopen(b[1], "w");
+	s->from_srv = fdopen(b[0], "r");
+	assert_int_equal(pthread_create(&s->th, NULL, serve, s), 0);
+}
+
+/* One request in, its response's result out (new reference). */
+static json_t *
+call(struct srv *s, const char *req)
+{
+	char line[65536];
+	json_t *r, *res;
+
+	assert_int_equal(write(s->to_srv, req, strlen(req)), (ssize_t)strlen(req));
+	assert_int_equal(write(s->to_srv, "\n", 1), 1);
+	assert_non_null(fgets(line, sizeof(line), s->from_srv));
+	r = json_loads(line, 0, NULL);
+	assert_non_null(r);
+	res = json_incref(json_object_get(r, "result"));
+	json_decref(r);
+	if (res == NULL)
+		fail_msg("no result: %s", line);
+	return res;
+}
+
+static void
+srv_stop(struct srv *s)
+{
+	close(s->to_srv);
+	pthread_join(s->th, NULL);
+	fclose(s->from_srv);
+}
+
+static const char *
+result_text(json_t *res)
+{
+	return json_string_value(json_object_get(json_array_get(json_object_get(res,
+	    "content"), 0), "text"));
+}
+
+/*
+ * open_session: the name as text and as structured content; run_code with
+ * session: the session's runtime read, spec.session sent, the value after
+ * the streams; close_session: spec.close, then how it ended.
+ */
+static void
+test_mcp_tools(void **state)
+{
+	struct fx *fx = *state;
+	static const char ready[] = "{\"kind\":\"CodeSessionList\",\"metadata\":"
+	    "{\"resourceVersion\":\"7\"},\"items\":[{\"metadata\":{\"name\":"
+	    "\"session-x\",\"namespace\":\"ns1\"},\"status\":{\"phase\":\"Ready\"}}]}";
+	static const char step[] = "{\"kind\":\"CodeExecutionList\",\"metadata\":"
+	    "{\"resourceVersion\":\"8\"},\"items\":[{\"metadata\":{\"name\":\"m\","
+	    "\"namespace\":\"ns1\"},\"status\":{\"phase\":\"Succeeded\",\"reason\":"
+	    "\"Completed\",\"exitCode\":0,\"stdout\":\"hi\\n\",\"value\":\"42\"}}]}";
+	static const char closed[] = "{\"kind\":\"CodeSessionList\",\"metadata\":"
+	    "{\"resourceVersion\":\"9\"},\"items\":[{\"metadata\":{\"name\":\"an\","
+	    "\"namespace\":\"ns1\"},\"status\":{\"phase\":\"Ended\",\"reason\":"
+	    "\"Closed\",\"message\":\"closed by spec.close\"}}]}";
+	struct srv s;
+	json_t *res, *body, *sc;
+	char *d;
+
+	srv_start(&s, &fx->o);
+	fakeapi_push_echo(fx->f, 201, 0);
+	fakeapi_push(fx->f, 200, NULL, ready, 0);
+	res = call(&s, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\","
+	    "\"params\":{\"name\":\"open_session\",\"arguments\":{\"runtime\":"
+	    "\"python-data\",\"memory\":\"1Gi\",\"idle_timeout_seconds\":60}}}");
+	body = json_loads(fakeapi_body(fx->f, 0), 0, NULL);
+	d = dump(json_object_get(body, "spec"));
+	assert_string_equal(d, "{\"idleTimeoutSeconds\":60,\"resources\":"
+	    "{\"memory\":\"1Gi\"},\"runtime\":\"python-data\"}");
+	free(d);
+	assert_false(json_is_true(json_object_get(res, "isError")));
+	assert_int_equal(strncmp(json_string_value(json_object_get(json_object_get(
+	    body, "metadata"), "name")), "session-", 8), 0);
+	/* The name of the session that was Ready (the fake's list's). */
+	assert_string_equal(result_text(res), "session-x");
+	sc = json_object_get(res, "structuredContent");
+	assert_string_equal(json_string_value(json_object_get(sc, "session")),
+	    result_text(res));
+	assert_string_equal(json_string_value(json_object_get(sc, "runtime")),
+	    "python-data");
+	assert_int_equal(json_object_size(sc), 2);
+	json_decref(body);
+	json_decref(res);
+
+	fakeapi_push(fx->f, 200, NULL, "{\"metadata\":{\"name\":\"an\"},\"spec\":"
+	    "{\"runtime\":\"python-data\"}}", 0);
+	fakeapi_push_echo(fx->f, 201, 3);
+	fakeapi_push(fx->f, 200, NULL, step, 0);
+	res = call(&s, "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"tools/call\","
+	    "\"params\":{\"name\":\"run_code\",\"arguments\":{\"code\":"
+	    "\"print('hi')\\nx + 1\",\"session\":\"an\"}}}");
+	assert_string_equal(fakeapi_request(fx->f, 2), "GET " SESSIONS "/an");
+	body = json_loads(fakeapi_body(fx->f, 3), 0, NULL);
+	assert_string_equal(json_string_value(json_object_get(json_object_get(body,
+	    "spec"), "session")), "an");
+	assert_string_equal(json_string_value(json_object_get(json_object_get(body,
+	    "spec"), "runtime")), "python-data");
+	assert_string_equal(result_text(res), "exit code: 0\n--- stdout ---\nhi\n"
+	    "--- value ---\n42\n");
+	assert_false(json_is_true(json_object_get(res, "isError")));
+	json_decref(body);
+	json_decref(res);
+
+	/* No such session: refused, named; nothing created. */
+	fakeapi_push(fx->f, 404, NULL, not_found, 0);
+	res = call(&s, "{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"tools/call\","
+	    "\"params\":{\"name\":\"run_code\",\"arguments\":{\"code\":\"1\","
+	    "\"session\":\"gone\"}}}");
+	assert_string_equal(result_text(res), "error: the call was refused: "
+	    "spec.session: no session 'gone' in namespace ns1");
+	assert_true(json_is_true(json_object_get(res, "isError")));
+	assert_int_equal(fakeapi_count(fx->f), 6);
+	json_decref(res);
+
+	fakeapi_push(fx->f, 200, NULL, "{\"metadata\":{\"name\":\"an\"}}", 0);
+	fakeapi_push(fx->f, 200, NULL, closed, 0);
+	res = call(&s, "{\"jsonrpc\":\"2.0\",\"id\":4,\"method\":\"tools/call\","
+	    "\"params\":{\"name\":\"close_session\",\"arguments\":{\"name\":\"an\"}}}");
+	assert_string_equal(fakeapi_request(fx->f, 6), "PATCH " SESSIONS "/an");
+	assert_string_equal(fakeapi_body(fx->f, 6), "{\"spec\":{\"close\":true}}");
+	assert_string_equal(result_text(res), "session an has ended: Closed: closed "
+	    "by spec.close");
+	assert_false(json_is_true(json_object_get(res, "isError")));
+	json_decref(res);
+	srv_stop(&s);
 }
 
 int
@@ -502,6 +666,7 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_open_refused, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_close, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_session_runtime, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_mcp_tools, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
