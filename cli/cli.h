@@ -50,6 +50,10 @@ void cli_print_streams_from(json_t *status, size_t ofrom, size_t efrom);
  */
 void cli_print_value(FILE *f, json_t *status, int tty);
 
+/* "airlock: " and the message on stderr, then exit 2: a bad flag. */
+void cli_die_usage(const char *fmt, ...)
+    __attribute__((format(printf, 1, 2), noreturn));
+
 /*
  * A whole file (path "-": standard input), at most max bytes: a new
  * NUL-terminated buffer (caller frees), its length in *lenp; or NULL with
@@ -124,6 +128,21 @@ struct cli_cluster {
 };
 
 #define CLI_RETRY_DEFAULT_MS	30000
+
+/*
+ * The flags every cluster command takes, for getopt_long: -n, -o, -A and
+ * these long ones (values above any command's own). cli_cluster_flag sets
+ * o from one (a bad value: exit 2, named); 0 for a flag not among them.
+ */
+enum { CLI_OPT_KUBECONFIG = 1000, CLI_OPT_CONTEXT, CLI_OPT_API_RETRY };
+#define CLI_CLUSTER_LONGOPTS \
+	{ "namespace", required_argument, NULL, 'n' }, \
+	{ "output", required_argument, NULL, 'o' }, \
+	{ "all-namespaces", no_argument, NULL, 'A' }, \
+	{ "kubeconfig", required_argument, NULL, CLI_OPT_KUBECONFIG }, \
+	{ "context", required_argument, NULL, CLI_OPT_CONTEXT }, \
+	{ "api-retry", required_argument, NULL, CLI_OPT_API_RETRY }
+int cli_cluster_flag(struct cli_cluster *o, int ch, const char *arg);
 
 /*
  * The annotation a create carries, a random token of the client's own:

@@ -22,6 +22,43 @@
 #include "sha256.h"
 #include "xmalloc.h"
 
+void
+cli_die_usage(const char *fmt, ...)
+{
+	va_list ap;
+
+	fprintf(stderr, "airlock: ");
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+	exit(CLI_EXIT_USAGE);
+}
+
+int
+cli_cluster_flag(struct cli_cluster *o, int ch, const char *arg)
+{
+	long long s;
+
+	switch (ch) {
+	case 'n': o->ns = arg; return 1;
+	case 'A': o->all_ns = 1; return 1;
+	case 'o':
+		if (strcmp(arg, "json") != 0 && strcmp(arg, "yaml") != 0)
+			cli_die_usage("-o: '%s': json or yaml", arg);
+		o->output = arg;
+		return 1;
+	case CLI_OPT_KUBECONFIG: o->kubeconfig = arg; return 1;
+	case CLI_OPT_CONTEXT: o->context = arg; return 1;
+	case CLI_OPT_API_RETRY:
+		if (quantity_parse_int(arg, 0, 3600, &s) != 0)
+			cli_die_usage("--api-retry: '%s': whole seconds, 0 to 3600", arg);
+		o->retry_ms = (long)s * 1000;
+		return 1;
+	}
+	return 0;
+}
+
 char *
 cli_slurp(const char *path, size_t max, size_t *lenp, char *msg, size_t msz)
 {

@@ -3,7 +3,6 @@
  * CodeExecution, or on this machine with --local. See cli/README.md.
  */
 #include <getopt.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -47,22 +46,6 @@ usage(void)
 	    "exit: the program's code; 124 timeout, 125 out of memory, 123 output\n"
 	    "      limit, 120 refused by the code policy, 121 not run, 130 cancelled,\n"
 	    "      2 bad input, 1 airlock failed\n");
-	exit(CLI_EXIT_USAGE);
-}
-
-static void die_usage(const char *fmt, ...)
-    __attribute__((format(printf, 1, 2), noreturn));
-
-static void
-die_usage(const char *fmt, ...)
-{
-	va_list ap;
-
-	fprintf(stderr, "airlock: ");
-	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
-	va_end(ap);
-	fputc('\n', stderr);
 	exit(CLI_EXIT_USAGE);
 }
 
@@ -117,8 +100,8 @@ run_local(json_t *cx, const struct local_opts *lo, const char *output)
 
 enum {
 	OPT_STDIN = 256, OPT_TIMEOUT, OPT_MEMORY, OPT_CPU, OPT_NAME, OPT_RM,
-	OPT_LOCAL, OPT_RUNSC, OPT_ROOT, OPT_LOCAL_CONFIG, OPT_OUT, OPT_KUBECONFIG, OPT_CONTEXT, OPT_NO_STREAM,
-	OPT_API_RETRY, OPT_SESSION,
+	OPT_LOCAL, OPT_RUNSC, OPT_ROOT, OPT_LOCAL_CONFIG, OPT_OUT, OPT_NO_STREAM,
+	OPT_SESSION,
 };
 
 int
@@ -128,9 +111,6 @@ main(int argc, char **argv)
 		{ "runtime", required_argument, NULL, 'r' },
 		{ "code", required_argument, NULL, 'c' },
 		{ "file", required_argument, NULL, 'f' },
-		{ "namespace", required_argument, NULL, 'n' },
-		{ "output", required_argument, NULL, 'o' },
-		{ "all-namespaces", no_argument, NULL, 'A' },
 		{ "stdin", required_argument, NULL, OPT_STDIN },
 		{ "timeout", required_argument, NULL, OPT_TIMEOUT },
 		{ "memory", required_argument, NULL, OPT_MEMORY },
@@ -143,9 +123,7 @@ main(int argc, char **argv)
 		{ "local-root", required_argument, NULL, OPT_ROOT },
 		{ "local-config", required_argument, NULL, OPT_LOCAL_CONFIG },
 		{ "out", required_argument, NULL, OPT_OUT },
-		{ "kubeconfig", required_argument, NULL, OPT_KUBECONFIG },
-		{ "context", required_argument, NULL, OPT_CONTEXT },
-		{ "api-retry", required_argument, NULL, OPT_API_RETRY },
+		CLI_CLUSTER_LONGOPTS,
 		{ "session", required_argument, NULL, OPT_SESSION },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
@@ -156,7 +134,7 @@ main(int argc, char **argv)
 	const char *stdin_file = NULL, *memory = NULL, *cpu = NULL, *name = NULL;
 	const char *session = NULL;
 	char session_rt[64];
-	long long timeout = 0, retry_s;
+	long long timeout = 0;
 	int local = 0, no_stream = 0, ch, rc;
 	struct k8s_error err;
 	json_t *cx, *spec;
@@ -179,17 +157,10 @@ main(int argc, char **argv)
 		case 'r': runtime = optarg; break;
 		case 'c': code = optarg; break;
 		case 'f': file = optarg; break;
-		case 'n': co.ns = optarg; break;
-		case 'o':
-			if (strcmp(optarg, "json") != 0 && strcmp(optarg, "yaml") != 0)
-				die_usage("-o: '%s': json or yaml", optarg);
-			co.output = optarg;
-			break;
-		case 'A': co.all_ns = 1; break;
 		case OPT_STDIN: stdin_file = optarg; break;
 		case OPT_TIMEOUT:
 			if (quantity_parse_int(optarg, 1, 3600, &timeout) != 0)
-				die_usage("--timeout: '%s': whole seconds, 1 to 3600", optarg);
+				cli_die_usage("--timeout: '%s': whole seconds, 1 to 3600", optarg);
 			break;
 		case OPT_MEMORY: memory = optarg; break;
 		case OPT_CPU: cpu = optarg; break;
@@ -201,16 +172,10 @@ main(int argc, char **argv)
 		case OPT_ROOT: lo.root = optarg; break;
 		case OPT_LOCAL_CONFIG: lo.config = optarg; break;
 		case OPT_OUT: co.out_dir = lo.out_dir = optarg; break;
-		case OPT_KUBECONFIG: co.kubeconfig = optarg; break;
-		case OPT_CONTEXT: co.context = optarg; break;
 		case OPT_SESSION: session = optarg; break;
-		case OPT_API_RETRY:
-			if (quantity_parse_int(optarg, 0, 3600, &retry_s) != 0)
-				die_usage("--api-retry: '%s': whole seconds, 0 to 3600",
-				    optarg);
-			co.retry_ms = (long)retry_s * 1000;
-			break;
-		default: usage();
+		default:
+			if (!cli_cluster_flag(&co, ch, optarg))
+				usage();
 		}
 	}
 	argc -= optind;
@@ -246,26 +211,26 @@ main(int argc, char **argv)
 
 	if (strcmp(cmd, "apply") == 0) {
 		if (file == NULL || argc != 0)
-			die_usage("apply: -f FILE is required");
+			cli_die_usage("apply: -f FILE is required");
 		if (yamljson_load_file(file, "manifest", 0, &cx, &err) != 0)
-			die_usage("%s", err.message);
+			cli_die_usage("%s", err.message);
 		if (!json_is_object(cx) || strcmp(json_string_value(json_object_get(cx,
 		    "kind")) ? json_string_value(json_object_get(cx, "kind")) : "",
 		    "CodeExecution") != 0 ||
 		    strcmp(json_string_value(json_object_get(cx, "apiVersion")) ?
 		    json_string_value(json_object_get(cx, "apiVersion")) : "",
 		    "airlock.dev/v1alpha1") != 0)
-			die_usage("%s: not an airlock.dev/v1alpha1 CodeExecution", file);
+			cli_die_usage("%s: not an airlock.dev/v1alpha1 CodeExecution", file);
 		json_object_del(cx, "status");
 	} else if (strcmp(cmd, "run") == 0) {
 		size_t len;
 		char *src;
 
 		if ((code != NULL) + (argc == 1) != 1 || argc > 1)
-			die_usage("run: give the program as -c CODE, a FILE, or - for "
+			cli_die_usage("run: give the program as -c CODE, a FILE, or - for "
 			    "standard input");
 		if (session && local)
-			die_usage("--session: sessions need a cluster (not with --local)");
+			cli_die_usage("--session: sessions need a cluster (not with --local)");
 		if (session && runtime == NULL) {
 			/* A step's runtime must be its session's: ask it. */
 			char msg[1200];
@@ -285,12 +250,12 @@ main(int argc, char **argv)
 		json_object_set_new(spec, "runtime", json_string(runtime ? runtime :
 		    runtime_of(code ? NULL : argv[0])));
 		if (memchr(src, '\0', len))
-			die_usage("the program holds a NUL byte");
+			cli_die_usage("the program holds a NUL byte");
 		{
 			json_t *j = json_stringn(src, len);
 
 			if (j == NULL)
-				die_usage("the program is not valid UTF-8 (spec.source "
+				cli_die_usage("the program is not valid UTF-8 (spec.source "
 				    "is text)");
 			json_object_set_new(spec, "source", j);
 		}
@@ -301,7 +266,7 @@ main(int argc, char **argv)
 			json_t *j = json_stringn(in, len);
 
 			if (j == NULL)
-				die_usage("--stdin %s: not valid UTF-8 (spec.stdin is text)",
+				cli_die_usage("--stdin %s: not valid UTF-8 (spec.stdin is text)",
 				    stdin_file);
 			json_object_set_new(spec, "stdin", j);
 			free(in);

@@ -6,7 +6,6 @@
  */
 #include <getopt.h>
 #include <signal.h>
-#include <stdarg.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -224,19 +223,29 @@ open_in(struct conn *k, json_t *session, long retry_ms, int say,
 	return *out ? 0 : 1;
 }
 
+/* conn_open, its error into msg. */
+static int
+conn_open_msg(const struct cli_cluster *o, struct conn *k, char *msg,
+    size_t msz)
+{
+	struct k8s_error err;
+
+	if (conn_open(o, k, &err) == 0)
+		return 0;
+	snprintf(msg, msz, "%s", err.message);
+	return -1;
+}
+
 int
 cluster_session_open(const struct cli_cluster *o, json_t *session,
     long timeout_s, atomic_int *stop, json_t **out, char *msg, size_t msz)
 {
 	struct conn k;
-	struct k8s_error err;
 	int rc;
 
 	*out = NULL;
-	if (conn_open(o, &k, &err) != 0) {
-		snprintf(msg, msz, "%s", err.message);
+	if (conn_open_msg(o, &k, msg, msz) != 0)
 		return -1;
-	}
 	rc = open_in(&k, session, o->retry_ms, 0, timeout_s, stop, out, msg, msz);
 	conn_close(&k);
 	return rc > 0 ? -1 : rc;
@@ -276,14 +285,11 @@ cluster_session_close(const struct cli_cluster *o, const char *name,
     long timeout_s, atomic_int *stop, json_t **out, char *msg, size_t msz)
 {
 	struct conn k;
-	struct k8s_error err;
 	int rc;
 
 	*out = NULL;
-	if (conn_open(o, &k, &err) != 0) {
-		snprintf(msg, msz, "%s", err.message);
+	if (conn_open_msg(o, &k, msg, msz) != 0)
 		return -1;
-	}
 	rc = close_in(&k, name, timeout_s, stop, out, msg, msz);
 	conn_close(&k);
 	return rc;
@@ -299,10 +305,8 @@ cluster_session_runtime(const struct cli_cluster *o, const char *name,
 	const char *r;
 	int rc = -1;
 
-	if (conn_open(o, &k, &err) != 0) {
-		snprintf(msg, msz, "%s", err.message);
+	if (conn_open_msg(o, &k, msg, msz) != 0)
 		return -1;
-	}
 	if (k8s_get(k.c, &session_resource, k.ns, name, &obj, &err) != 0) {
 		if (err.code == K8S_ENOTFOUND) {
 			snprintf(msg, msz, "spec.session: no session '%s' in namespace "
@@ -355,22 +359,6 @@ usage(void)
 	    "       airlock session close NAME [--no-wait] [--timeout S]\n"
 	    "each also takes [-n NAMESPACE] [--kubeconfig FILE] [--context NAME]\n"
 	    "steps: airlock run --session NAME (-c CODE | FILE | -)\n");
-	exit(CLI_EXIT_USAGE);
-}
-
-static void die_usage(const char *fmt, ...)
-    __attribute__((format(printf, 1, 2), noreturn));
-
-static void
-die_usage(const char *fmt, ...)
-{
-	va_list ap;
-
-	fprintf(stderr, "airlock: ");
-	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
-	va_end(ap);
-	fputc('\n', stderr);
 	exit(CLI_EXIT_USAGE);
 }
 
@@ -494,7 +482,7 @@ ls(const struct cli_cluster *co)
 
 enum {
 	OPT_NAME = 256, OPT_MEMORY, OPT_CPU, OPT_IDLE, OPT_LIFE, OPT_FILE,
-	OPT_NO_WAIT, OPT_TIMEOUT, OPT_KUBECONFIG, OPT_CONTEXT, OPT_API_RETRY,
+	OPT_NO_WAIT, OPT_TIMEOUT,
 };
 
 int
@@ -502,9 +490,6 @@ session_main(int argc, char **argv)
 {
 	static const struct option longopts[] = {
 		{ "runtime", required_argument, NULL, 'r' },
-		{ "namespace", required_argument, NULL, 'n' },
-		{ "output", required_argument, NULL, 'o' },
-		{ "all-namespaces", no_argument, NULL, 'A' },
 		{ "name", required_argument, NULL, OPT_NAME },
 		{ "memory", required_argument, NULL, OPT_MEMORY },
 		{ "cpu", required_argument, NULL, OPT_CPU },
@@ -513,16 +498,14 @@ session_main(int argc, char **argv)
 		{ "file", required_argument, NULL, OPT_FILE },
 		{ "no-wait", no_argument, NULL, OPT_NO_WAIT },
 		{ "timeout", required_argument, NULL, OPT_TIMEOUT },
-		{ "kubeconfig", required_argument, NULL, OPT_KUBECONFIG },
-		{ "context", required_argument, NULL, OPT_CONTEXT },
-		{ "api-retry", required_argument, NULL, OPT_API_RETRY },
+		CLI_CLUSTER_LONGOPTS,
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
 	struct cli_cluster co = { .retry_ms = CLI_RETRY_DEFAULT_MS };
 	struct session_opts so = { 0 };
 	char **files;
-	long long timeout = -1, n;
+	long long timeout = -1;
 	const char *sub;
 	int no_wait = 0, ch, rc;
 
@@ -535,43 +518,30 @@ session_main(int argc, char **argv)
 	while ((ch = getopt_long(argc, argv, "r:n:o:Ah", longopts, NULL)) != -1) {
 		switch (ch) {
 		case 'r': so.runtime = optarg; break;
-		case 'n': co.ns = optarg; break;
-		case 'o':
-			if (strcmp(optarg, "json") != 0 && strcmp(optarg, "yaml") != 0)
-				die_usage("-o: '%s': json or yaml", optarg);
-			co.output = optarg;
-			break;
-		case 'A': co.all_ns = 1; break;
 		case OPT_NAME: so.name = optarg; break;
 		case OPT_MEMORY: so.memory = optarg; break;
 		case OPT_CPU: so.cpu = optarg; break;
 		case OPT_IDLE:
 			if (quantity_parse_int(optarg, SESSION_MIN_S, SESSION_MAX_S,
 			    &so.idle_s) != 0)
-				die_usage("--idle-timeout: '%s': whole seconds, %d to %d",
+				cli_die_usage("--idle-timeout: '%s': whole seconds, %d to %d",
 				    optarg, SESSION_MIN_S, SESSION_MAX_S);
 			break;
 		case OPT_LIFE:
 			if (quantity_parse_int(optarg, SESSION_MIN_S, SESSION_MAX_S,
 			    &so.life_s) != 0)
-				die_usage("--max-lifetime: '%s': whole seconds, %d to %d",
+				cli_die_usage("--max-lifetime: '%s': whole seconds, %d to %d",
 				    optarg, SESSION_MIN_S, SESSION_MAX_S);
 			break;
 		case OPT_FILE: files[so.nfiles++] = optarg; break;
 		case OPT_NO_WAIT: no_wait = 1; break;
 		case OPT_TIMEOUT:
 			if (quantity_parse_int(optarg, 1, 3600, &timeout) != 0)
-				die_usage("--timeout: '%s': whole seconds, 1 to 3600", optarg);
+				cli_die_usage("--timeout: '%s': whole seconds, 1 to 3600", optarg);
 			break;
-		case OPT_KUBECONFIG: co.kubeconfig = optarg; break;
-		case OPT_CONTEXT: co.context = optarg; break;
-		case OPT_API_RETRY:
-			if (quantity_parse_int(optarg, 0, 3600, &n) != 0)
-				die_usage("--api-retry: '%s': whole seconds, 0 to 3600",
-				    optarg);
-			co.retry_ms = (long)n * 1000;
-			break;
-		default: usage();
+		default:
+			if (!cli_cluster_flag(&co, ch, optarg))
+				usage();
 		}
 	}
 	argc -= optind;
@@ -579,7 +549,7 @@ session_main(int argc, char **argv)
 	so.files = files;
 	if (strcmp(sub, "create") == 0) {
 		if (argc != 0)
-			die_usage("session create: unexpected '%s' (the name is "
+			cli_die_usage("session create: unexpected '%s' (the name is "
 			    "--name)", argv[0]);
 		rc = create(&co, &so, no_wait, timeout > 0 ? (long)timeout :
 		    CREATE_WAIT_S);
@@ -589,7 +559,7 @@ session_main(int argc, char **argv)
 		rc = ls(&co);
 	} else if (strcmp(sub, "close") == 0) {
 		if (argc != 1)
-			die_usage("session close: give one NAME");
+			cli_die_usage("session close: give one NAME");
 		rc = close_cmd(&co, argv[0], no_wait, timeout > 0 ? (long)timeout :
 		    CLOSE_WAIT_S);
 	} else {

@@ -19,6 +19,7 @@
 
 #include "cli.h"
 #include "fakeapi.h"
+#include "xmalloc.h"
 
 #define SESSIONS "/apis/airlock.dev/v1alpha1/namespaces/ns1/codesessions"
 
@@ -362,6 +363,19 @@ teardown(void **state)
 	return 0;
 }
 
+/* A list of one object, as a watch's first GET returns it. Caller frees. */
+static char *
+list_of(const char *kind, const char *name, const char *status)
+{
+	return xasprintf("{\"kind\":\"%sList\",\"metadata\":{\"resourceVersion\":"
+	    "\"7\"},\"items\":[{\"metadata\":{\"name\":\"%s\",\"namespace\":"
+	    "\"ns1\"},\"status\":%s}]}", kind, name, status);
+}
+
+#define READY	"{\"phase\":\"Ready\"}"
+#define CLOSED	"{\"phase\":\"Ended\",\"reason\":\"Closed\",\"message\":" \
+		"\"closed by spec.close\"}"
+
 static const char not_found[] = "{\"kind\":\"Status\",\"status\":\"Failure\","
     "\"message\":\"codesessions.airlock.dev \\\"gone\\\" not found\","
     "\"reason\":\"NotFound\",\"code\":404}";
@@ -374,10 +388,7 @@ static void
 test_open_ready(void **state)
 {
 	struct fx *fx = *state;
-	static const char ready[] = "{\"kind\":\"CodeSessionList\",\"metadata\":"
-	    "{\"resourceVersion\":\"7\"},\"items\":[{\"metadata\":{\"name\":"
-	    "\"session-x\",\"namespace\":\"ns1\"},\"spec\":{\"runtime\":\"python\"},"
-	    "\"status\":{\"phase\":\"Ready\"}}]}";
+	char *ready = list_of("CodeSession", "session-x", READY);
 	struct session_opts so = { .runtime = "python", .memory = "256Mi" };
 	char msg[512], want[256];
 	json_t *s = session_build(&so, msg, sizeof(msg)), *out = NULL, *body;
@@ -409,6 +420,7 @@ test_open_ready(void **state)
 	json_decref(body);
 	json_decref(out);
 	json_decref(s);
+	free(ready);
 }
 
 /* Refused by the API server (422): -2, its words. */
@@ -438,10 +450,7 @@ static void
 test_close(void **state)
 {
 	struct fx *fx = *state;
-	static const char closed[] = "{\"kind\":\"CodeSessionList\",\"metadata\":"
-	    "{\"resourceVersion\":\"9\"},\"items\":[{\"metadata\":{\"name\":\"an\","
-	    "\"namespace\":\"ns1\"},\"status\":{\"phase\":\"Ended\",\"reason\":"
-	    "\"Closed\",\"message\":\"closed by spec.close\"}}]}";
+	char *closed = list_of("CodeSession", "an", CLOSED);
 	char msg[512];
 	json_t *out = NULL;
 
@@ -463,6 +472,7 @@ test_close(void **state)
 	assert_null(out);
 	assert_string_equal(msg, "no session 'gone' in namespace ns1");
 	assert_int_equal(fakeapi_count(fx->f), 3);
+	free(closed);
 }
 
 /* run --session without -r: the session's runtime, read. */
@@ -570,17 +580,11 @@ static void
 test_mcp_tools(void **state)
 {
 	struct fx *fx = *state;
-	static const char ready[] = "{\"kind\":\"CodeSessionList\",\"metadata\":"
-	    "{\"resourceVersion\":\"7\"},\"items\":[{\"metadata\":{\"name\":"
-	    "\"session-x\",\"namespace\":\"ns1\"},\"status\":{\"phase\":\"Ready\"}}]}";
-	static const char step[] = "{\"kind\":\"CodeExecutionList\",\"metadata\":"
-	    "{\"resourceVersion\":\"8\"},\"items\":[{\"metadata\":{\"name\":\"m\","
-	    "\"namespace\":\"ns1\"},\"status\":{\"phase\":\"Succeeded\",\"reason\":"
-	    "\"Completed\",\"exitCode\":0,\"stdout\":\"hi\\n\",\"value\":\"42\"}}]}";
-	static const char closed[] = "{\"kind\":\"CodeSessionList\",\"metadata\":"
-	    "{\"resourceVersion\":\"9\"},\"items\":[{\"metadata\":{\"name\":\"an\","
-	    "\"namespace\":\"ns1\"},\"status\":{\"phase\":\"Ended\",\"reason\":"
-	    "\"Closed\",\"message\":\"closed by spec.close\"}}]}";
+	char *ready = list_of("CodeSession", "session-x", READY);
+	char *step = list_of("CodeExecution", "m", "{\"phase\":\"Succeeded\","
+	    "\"reason\":\"Completed\",\"exitCode\":0,\"stdout\":\"hi\\n\","
+	    "\"value\":\"42\"}");
+	char *closed = list_of("CodeSession", "an", CLOSED);
 	struct srv s;
 	json_t *res, *body, *sc;
 	char *d;
@@ -651,6 +655,9 @@ test_mcp_tools(void **state)
 	assert_false(json_is_true(json_object_get(res, "isError")));
 	json_decref(res);
 	srv_stop(&s);
+	free(ready);
+	free(step);
+	free(closed);
 }
 
 int
