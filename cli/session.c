@@ -272,7 +272,10 @@ close_in(struct conn *k, const char *name, long timeout_s, atomic_int *stop,
 		return 0;
 	if ((*out = cli_wait(k, &session_resource, name, ended, timeout_s, stop,
 	    NULL, msg, msz)) == NULL) {
-		if (msg[0] == '\0')
+		if (msg[0] == '\0' && stop && atomic_load(stop))
+			snprintf(msg, msz, "session %s: spec.close is set; stopped "
+			    "waiting for its end", name);
+		else if (msg[0] == '\0')
 			snprintf(msg, msz, "session %s did not end within %ld s of "
 			    "spec.close", name, timeout_s);
 		return -1;
