@@ -89,6 +89,9 @@ int cli_report_from(json_t *obj, const char *output, size_t ofrom,
 int cli_check_spec(json_t *spec, struct k8s_error *err)
     __attribute__((warn_unused_result));
 
+/* The first key of obj (an object) not among known's n (borrowed), or NULL. */
+const char *cli_unknown_key(json_t *obj, const char *const *known, size_t n);
+
 /*
  * The same for a CodeSession's spec (crds/airlock.dev_codesessions.yaml):
  * runtime, resources, idleTimeoutSeconds and maxLifetimeSeconds (10 to

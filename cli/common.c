@@ -466,24 +466,32 @@ check_runtime(json_t *spec, struct k8s_error *err)
 	return 0;
 }
 
-/* Every key of spec one of known's n, else the first other named. */
-static int
-check_known(json_t *spec, const char *const *known, size_t n,
-    struct k8s_error *err)
+const char *
+cli_unknown_key(json_t *obj, const char *const *known, size_t n)
 {
 	const char *k;
 	json_t *v;
 
-	json_object_foreach(spec, k, v) {
+	json_object_foreach(obj, k, v) {
 		size_t j;
 
 		for (j = 0; j < n; j++)
 			if (strcmp(k, known[j]) == 0)
 				break;
 		if (j == n)
-			return bad(err, k, "unknown field");
+			return k;
 	}
-	return 0;
+	return NULL;
+}
+
+/* Every key of spec one of known's n, else the first other named. */
+static int
+check_known(json_t *spec, const char *const *known, size_t n,
+    struct k8s_error *err)
+{
+	const char *k = cli_unknown_key(spec, known, n);
+
+	return k ? bad(err, k, "unknown field") : 0;
 }
 
 /* spec.files, an execution's or a session's: the CRDs' rules. */

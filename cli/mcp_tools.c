@@ -150,25 +150,15 @@ static int
 args_unknown(json_t *args, const char *const *known, size_t n, char *msg,
     size_t msz)
 {
-	const char *key;
-	json_t *v;
+	const char *key = cli_unknown_key(args, known, n);
+	char k[65];
 
-	json_object_foreach(args, key, v) {
-		size_t i;
-
-		for (i = 0; i < n; i++)
-			if (strcmp(key, known[i]) == 0)
-				break;
-		if (i == n) {
-			char k[65];
-
-			snprintf(k, sizeof(k), "%s", key);
-			utf8_trim(k);		/* cut between characters */
-			snprintf(msg, msz, "arguments: unknown argument \"%s\"", k);
-			return 1;
-		}
-	}
-	return 0;
+	if (key == NULL)
+		return 0;
+	snprintf(k, sizeof(k), "%s", key);
+	utf8_trim(k);		/* cut between characters */
+	snprintf(msg, msz, "arguments: unknown argument \"%s\"", k);
+	return 1;
 }
 
 /*
