@@ -138,13 +138,6 @@ def test_cancel(cluster, namespace):
     assert c.get(name).reason == "Cancelled"
 
 
-# Steps need the controller to dispatch them to the session's sandbox and
-# the node agent to run them there (docs/sessions.md, "What is built"); as
-# test_session.py's, to be taken off when they are.
-needs_steps = pytest.mark.skip(
-    reason="steps are not dispatched to a session's sandbox yet (docs/sessions.md)")
-
-
 def test_session_tools(cluster, session_namespace):
     """open_session: the name as text and as structured content (its
     outputSchema's); close_session: Closed, and again the same; a runtime
@@ -187,7 +180,6 @@ def test_session_tools(cluster, session_namespace):
     session_run(server(cluster, session_namespace), body)
 
 
-@needs_steps
 def test_session_steps(cluster, session_namespace):
     """run_code naming a session: each call its next step, the state kept,
     the last expression's value after the streams."""
