@@ -365,6 +365,19 @@ usage(void)
 	exit(CLI_EXIT_USAGE);
 }
 
+/*
+ * "airlock: " and msg on stderr: it may quote the session's status
+ * message, which may quote the tenant's own strings (never raw to a
+ * terminal).
+ */
+static void
+say(const char *msg)
+{
+	fputs("airlock: ", stderr);
+	cli_write_text(stderr, msg, strlen(msg), isatty(STDERR_FILENO));
+	fputc('\n', stderr);
+}
+
 static int
 create(const struct cli_cluster *co, const struct session_opts *so,
     int no_wait, long timeout_s)
@@ -388,17 +401,15 @@ create(const struct cli_cluster *co, const struct session_opts *so,
 	json_decref(s);
 	conn_close(&k);
 	if (rc != 0) {
-		fprintf(stderr, "airlock: %s\n", msg);
+		say(msg);
 		return rc == -2 ? CLI_EXIT_USAGE : atomic_load(&interrupted) ?
 		    CX_EXIT_CANCELLED : CLI_EXIT_ERROR;
 	}
 	if (ended(out)) {
 		end_text(out, why, sizeof(why));
-		fprintf(stderr, "airlock: session %s ended before it was Ready: ",
-		    k8s_obj_name(out));
-		/* The message may quote the tenant's own strings. */
-		cli_write_text(stderr, why, strlen(why), isatty(STDERR_FILENO));
-		fputc('\n', stderr);
+		snprintf(msg, sizeof(msg), "session %s ended before it was Ready: %s",
+		    k8s_obj_name(out), why);
+		say(msg);
 		json_decref(out);
 		return CX_EXIT_NOT_RUN;
 	}
@@ -423,7 +434,7 @@ close_cmd(const struct cli_cluster *co, const char *name, int no_wait,
 	    sizeof(msg));
 	conn_close(&k);
 	if (rc != 0) {
-		fprintf(stderr, "airlock: %s\n", msg);
+		say(msg);
 		return atomic_load(&interrupted) ? CX_EXIT_CANCELLED : CLI_EXIT_ERROR;
 	}
 	if (out) {
