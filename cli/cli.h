@@ -43,6 +43,26 @@ void cli_print_streams(json_t *status);
 void cli_print_streams_from(json_t *status, size_t ofrom, size_t efrom);
 
 /*
+ * status.value (a session's step: its last expression's repr), if set, to
+ * f on a line of its own (a newline first when status.stdout does not end
+ * with one), as a REPL shows it; neutralised as cli_write_text when tty.
+ * cli_print_streams prints it after stdout.
+ */
+void cli_print_value(FILE *f, json_t *status, int tty);
+
+/* "airlock: " and the message on stderr, then exit 2: a bad flag. */
+void cli_die_usage(const char *fmt, ...)
+    __attribute__((format(printf, 1, 2), noreturn));
+
+/*
+ * A whole file (path "-": standard input), at most max bytes: a new
+ * NUL-terminated buffer (caller frees), its length in *lenp; or NULL with
+ * why in msg (strerror's words, "more than N bytes").
+ */
+char *cli_slurp(const char *path, size_t max, size_t *lenp, char *msg,
+    size_t msz);
+
+/*
  * Untrusted text to f: byte for byte unless tty. To a terminal, the
  * control characters that would drive it (ESC and the other C0 controls
  * but newline and tab, DEL, and the C1 controls U+0080..U+009F) are shown
@@ -67,6 +87,18 @@ int cli_report_from(json_t *obj, const char *output, size_t ofrom,
  * K8S_EINVAL naming the field ("spec.timeoutSeconds: ...").
  */
 int cli_check_spec(json_t *spec, struct k8s_error *err)
+    __attribute__((warn_unused_result));
+
+/* The first key of obj (an object) not among known's n (borrowed), or NULL. */
+const char *cli_unknown_key(json_t *obj, const char *const *known, size_t n);
+
+/*
+ * The same for a CodeSession's spec (crds/airlock.dev_codesessions.yaml):
+ * runtime, resources, idleTimeoutSeconds and maxLifetimeSeconds (10 to
+ * 86400), files, ttlSecondsAfterFinished, close. No defaults are set: the
+ * API server's are. 0, or K8S_EINVAL naming the field.
+ */
+int cli_check_session_spec(json_t *spec, struct k8s_error *err)
     __attribute__((warn_unused_result));
 
 /*
@@ -99,6 +131,21 @@ struct cli_cluster {
 };
 
 #define CLI_RETRY_DEFAULT_MS	30000
+
+/*
+ * The flags every cluster command takes, for getopt_long: -n, -o, -A and
+ * these long ones (values above any command's own). cli_cluster_flag sets
+ * o from one (a bad value: exit 2, named); 0 for a flag not among them.
+ */
+enum { CLI_OPT_KUBECONFIG = 1000, CLI_OPT_CONTEXT, CLI_OPT_API_RETRY };
+#define CLI_CLUSTER_LONGOPTS \
+	{ "namespace", required_argument, NULL, 'n' }, \
+	{ "output", required_argument, NULL, 'o' }, \
+	{ "all-namespaces", no_argument, NULL, 'A' }, \
+	{ "kubeconfig", required_argument, NULL, CLI_OPT_KUBECONFIG }, \
+	{ "context", required_argument, NULL, CLI_OPT_CONTEXT }, \
+	{ "api-retry", required_argument, NULL, CLI_OPT_API_RETRY }
+int cli_cluster_flag(struct cli_cluster *o, int ch, const char *arg);
 
 /*
  * The annotation a create carries, a random token of the client's own:
@@ -142,6 +189,58 @@ int cluster_exec(const struct cli_cluster *o, json_t *cx, atomic_int *cancel,
  * `files`, if it has any and they are its own; else NULL. New reference.
  */
 json_t *cluster_files_out(const struct cli_cluster *o, json_t *done);
+
+/* --- sessions (cli/session.c) ---------------------------------------------- */
+
+/* What `airlock session create` and MCP's open_session were given. */
+struct session_opts {
+	const char	*runtime;		/* required */
+	const char	*name;			/* NULL: generateName "session-" */
+	const char	*memory, *cpu;		/* NULL: the operator's default */
+	long long	 idle_s, life_s;	/* 0: the CRD's default */
+	char *const	*files;			/* --file PATH[=LOCAL], as given */
+	size_t		 nfiles;
+	int		 mcp;			/* refusals name MCP's arguments */
+};
+
+/*
+ * The CodeSession o describes, its spec checked as the API server would
+ * (cli_check_session_spec): a new reference, or NULL with why in msg,
+ * naming the flag (--memory, --file PATH=LOCAL, ...) and the field. Each
+ * --file is read here: LOCAL (PATH when there is no '='), UTF-8 text
+ * without NUL bytes, at most 262144 bytes (the spec's cap for all).
+ */
+json_t *session_build(const struct session_opts *o, char *msg, size_t msz);
+
+/* bin/airlock session SUBCOMMAND ...: argv[0] is "session". Exit code. */
+int session_main(int argc, char **argv);
+
+/*
+ * For run --session and MCP's run_code: the runtime of session name in
+ * o's namespace into rt. 0; -2 when there is no such session
+ * ("spec.session: no session 'x' in namespace NS" in msg); -1 with why
+ * in msg otherwise.
+ */
+int cluster_session_runtime(const struct cli_cluster *o, const char *name,
+    char *rt, size_t rtsz, char *msg, size_t msz);
+
+/*
+ * For MCP: make session (as run makes an execution: tried again for
+ * o->retry_ms, never twice) and wait up to timeout_s for it to be Ready
+ * or Ended. 0 and *out (new reference, Ready or Ended: the caller reads
+ * status.phase); -2 when the API server refused it (its words in msg);
+ * -1 with msg otherwise. Not Ready in time, or *stop set: closed, -1.
+ */
+int cluster_session_open(const struct cli_cluster *o, json_t *session,
+    long timeout_s, atomic_int *stop, json_t **out, char *msg, size_t msz);
+
+/*
+ * Close session name (spec.close) and wait up to timeout_s for it to be
+ * Ended: 0 and *out (new reference); -2 when there is no such session;
+ * -1 with msg otherwise.
+ */
+int cluster_session_close(const struct cli_cluster *o, const char *name,
+    long timeout_s, atomic_int *stop, json_t **out, char *msg, size_t msz);
 
 /* --- local mode (cli/local.c) --------------------------------------------- */
 

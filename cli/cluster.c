@@ -19,6 +19,7 @@
 #include "artifacts.h"
 #include "backoff.h"
 #include "cli.h"
+#include "cluster_priv.h"
 #include "cx.h"
 #include "client.h"
 #include "clock.h"
@@ -28,35 +29,40 @@
 #include "xmalloc.h"
 
 
-struct conn {
-	struct k8s_config	*cfg;
-	struct k8s_client	*c;
-	const char		*ns;
-};
-
-static int
-connect_(const struct cli_cluster *o, struct conn *k)
+int
+conn_open(const struct cli_cluster *o, struct conn *k, struct k8s_error *err)
 {
-	struct k8s_error err;
-
-	if (k8s_config_load_default(o->kubeconfig, o->context, &k->cfg, &err) != 0 ||
-	    k8s_client_new(k->cfg, NULL, &k->c, &err) != 0) {
-		fprintf(stderr, "airlock: %s\n", err.message);
+	if (k8s_config_load_default(o->kubeconfig, o->context, &k->cfg, err) != 0)
+		return -1;
+	if (k8s_client_new(k->cfg, NULL, &k->c, err) != 0) {
+		k8s_config_free(k->cfg);
 		return -1;
 	}
 	k->ns = o->ns ? o->ns : k->cfg->namespace ? k->cfg->namespace : "default";
 	return 0;
 }
 
-static void
-disconnect(struct conn *k)
+int
+cli_connect(const struct cli_cluster *o, struct conn *k)
+{
+	struct k8s_error err;
+
+	if (conn_open(o, k, &err) != 0) {
+		fprintf(stderr, "airlock: %s\n", err.message);
+		return -1;
+	}
+	return 0;
+}
+
+void
+conn_close(struct conn *k)
 {
 	k8s_client_free(k->c);
 	k8s_config_free(k->cfg);
 }
 
-static int
-api_error(const char *what, const struct k8s_error *err)
+int
+cli_api_error(const char *what, const struct k8s_error *err)
 {
 	fprintf(stderr, "airlock: %s: %s\n", what, err->message);
 	return err->http_status == 422 || err->http_status == 400 ?
@@ -76,6 +82,11 @@ struct waiter {
 	char		 failed[1100];	/* a refusal retrying cannot fix */
 	atomic_int	*cancel;	/* set: cancel the execution, once */
 	int		 cancel_sent;
+	/* cli_wait's: another kind, its own end, a caller's stop. */
+	const struct k8s_resource *res;	/* NULL: cx_resource */
+	int		(*done)(json_t *obj);
+	atomic_int	*stop;		/* set: stop waiting */
+	json_t		*last;		/* the object as last seen (done) */
 };
 
 static void
@@ -83,7 +94,8 @@ on_tick(void *arg)
 {
 	struct waiter *wt = arg;
 
-	if (wt->end && clock_mono_ms() >= wt->end)
+	if ((wt->end && clock_mono_ms() >= wt->end) ||
+	    (wt->stop && atomic_load(wt->stop)))
 		watch_stop(wt->w);
 	if (wt->cancel && !wt->cancel_sent && atomic_load(wt->cancel)) {
 		struct k8s_patch_opts mp = { .type = K8S_PATCH_MERGE };
@@ -189,13 +201,13 @@ pick_name(json_t *md, const char *prefix)
  * -1 unknown (it could not be read; err says why).
  */
 static int
-ours(struct conn *k, const char *name, const char *token, json_t **got,
-    struct k8s_error *err)
+ours(struct conn *k, const struct k8s_resource *res, const char *name,
+    const char *token, json_t **got, struct k8s_error *err)
 {
 	json_t *obj = NULL;
 	const char *t;
 
-	if (k8s_get(k->c, &cx_resource, k->ns, name, &obj, err) != 0)
+	if (k8s_get(k->c, res, k->ns, name, &obj, err) != 0)
 		return -1;
 	t = json_string_value(json_object_get(json_object_get(json_object_get(obj,
 	    "metadata"), "annotations"), CLI_ANN_CREATE_TOKEN));
@@ -229,9 +241,10 @@ ours(struct conn *k, const char *name, const char *token, json_t **got,
  * without it is another's (for a name we drew, we draw another: nothing
  * of ours can be under the taken one).
  */
-static int
-create_cx(struct conn *k, json_t *cx, atomic_int *cancel, long retry_ms,
-    int say, json_t **created, struct k8s_error *err)
+int
+cli_create(struct conn *k, const struct k8s_resource *res, json_t *cx,
+    atomic_int *cancel, long retry_ms, int say, json_t **created,
+    struct k8s_error *err)
 {
 	long long start = clock_mono_ms();
 	long long quota_until = start + QUOTA_UNCOUNTED_WAIT_MS;
@@ -265,13 +278,13 @@ create_cx(struct conn *k, json_t *cx, atomic_int *cancel, long retry_ms,
 		long long now;
 		long wait;
 
-		rc = k8s_create(k->c, &cx_resource, k->ns, cx, created, err);
+		rc = k8s_create(k->c, res, k->ns, cx, created, err);
 		tries++;
 		if (rc == 0)
 			break;
 		if (rc == K8S_EEXIST) {
 			struct k8s_error gerr;
-			int mine = ours(k, name, token, created, &gerr);
+			int mine = ours(k, res, name, token, created, &gerr);
 
 			if (mine == 1) {
 				log_debug("an earlier try made it", "execution=%s/%s "
@@ -321,7 +334,8 @@ create_cx(struct conn *k, json_t *cx, atomic_int *cancel, long retry_ms,
 		}
 		if (say && !said) {
 			fprintf(stderr, "airlock: the API server could not take the "
-			    "execution (%s); trying again for up to %ld s\n",
+			    "%s (%s); trying again for up to %ld s\n",
+			    res == &cx_resource ? "execution" : "session",
 			    err->message, (retry_ms + 999) / 1000);
 			said = 1;
 		}
@@ -362,7 +376,12 @@ take(struct waiter *wt, json_t *o)
 	const char *ph = json_string_value(json_object_get(json_object_get(o,
 	    "status"), "phase"));
 
-	if (!cx_phase_terminal(ph)) {
+	if (wt->done) {
+		json_decref(wt->last);
+		wt->last = json_incref(o);
+		if (!wt->done(o))
+			return 0;
+	} else if (!cx_phase_terminal(ph)) {
 		if (live && ph && strcmp(ph, "Running") == 0)
 			print_new(json_object_get(o, "status"));
 		return 0;
@@ -390,7 +409,8 @@ relist(void *arg, char **rv, struct k8s_error *err)
 	struct waiter *wt = arg;
 	struct k8s_list_opts lo = { .field_selector = wt->selector };
 	json_t *list = NULL, *item;
-	int rc = k8s_list(wt->k->c, &cx_resource, wt->k->ns, &lo, &list, err);
+	int rc = k8s_list(wt->k->c, wt->res ? wt->res : &cx_resource, wt->k->ns,
+	    &lo, &list, err);
 
 	if (rc == K8S_EFORBIDDEN || rc == K8S_EUNAUTH || rc == K8S_ENOTFOUND) {
 		/* Not allowed to list (or no such API): waiting will not help. */
@@ -508,6 +528,36 @@ wait_for(struct conn *k, const char *name, long timeout_s, int cancel_on_int)
 	return wait_for_msg(k, name, timeout_s, cancel_on_int, NULL, NULL, 0);
 }
 
+json_t *
+cli_wait(struct conn *k, const struct k8s_resource *res, const char *name,
+    int (*done)(json_t *obj), long timeout_s, atomic_int *stop, json_t **last,
+    char *msg, size_t msz)
+{
+	struct waiter wt = { .k = k, .name = name, .res = res, .done = done,
+	    .stop = stop, .end = timeout_s > 0 ? clock_mono_ms() +
+	    timeout_s * 1000 : 0 };
+	/* Ticks for the timeout and the caller's stop. */
+	struct watch_opts wo = { .res = res, .ns = k->ns, .tick_ms = 50 };
+	struct watch_handlers h = { relist, on_event, on_tick, &wt };
+
+	msg[0] = '\0';
+	wt.selector = xasprintf("metadata.name=%s", name);
+	wo.field_selector = wt.selector;
+	wt.w = watch_new(k->c, &wo, &h);
+	(void)watch_run(wt.w, NULL);
+	watch_free(wt.w);
+	free(wt.selector);
+	if (wt.failed[0])
+		snprintf(msg, msz, "cannot watch %s/%s: %s", k->ns, name, wt.failed);
+	else if (wt.deleted && wt.obj == NULL)
+		snprintf(msg, msz, "%s/%s was deleted", k->ns, name);
+	if (last)
+		*last = wt.last;
+	else
+		json_decref(wt.last);
+	return wt.obj;
+}
+
 int
 cluster_exec(const struct cli_cluster *o, json_t *cx, atomic_int *cancel,
     json_t **done, char *msg, size_t msz)
@@ -518,19 +568,14 @@ cluster_exec(const struct cli_cluster *o, json_t *cx, atomic_int *cancel,
 	char *name;
 
 	*done = NULL;
-	if (k8s_config_load_default(o->kubeconfig, o->context, &k.cfg, &err) != 0) {
+	if (conn_open(o, &k, &err) != 0) {
 		snprintf(msg, msz, "%s", err.message);
 		return -1;
 	}
-	if (k8s_client_new(k.cfg, NULL, &k.c, &err) != 0) {
-		snprintf(msg, msz, "%s", err.message);
-		k8s_config_free(k.cfg);
-		return -1;
-	}
-	k.ns = o->ns ? o->ns : k.cfg->namespace ? k.cfg->namespace : "default";
-	if (create_cx(&k, cx, cancel, o->retry_ms, 0, &created, &err) != 0) {
+	if (cli_create(&k, &cx_resource, cx, cancel, o->retry_ms, 0, &created,
+	    &err) != 0) {
 		snprintf(msg, msz, "create: %s", err.message);
-		disconnect(&k);
+		conn_close(&k);
 		return err.http_status == 422 || err.http_status == 400 ? -2 : -1;
 	}
 	name = xstrdup(json_string_value(json_object_get(json_object_get(created,
@@ -538,7 +583,7 @@ cluster_exec(const struct cli_cluster *o, json_t *cx, atomic_int *cancel,
 	json_decref(created);
 	*done = wait_for_msg(&k, name, 0, 0, cancel, msg, msz);
 	free(name);
-	disconnect(&k);
+	conn_close(&k);
 	return *done ? 0 : -1;
 }
 
@@ -595,12 +640,8 @@ cluster_files_out(const struct cli_cluster *o, json_t *done)
 	if (json_array_size(json_object_get(json_object_get(done, "status"),
 	    "artifacts")) == 0)
 		return NULL;
-	if (k8s_config_load_default(o->kubeconfig, o->context, &k.cfg, &err) != 0)
+	if (conn_open(o, &k, &err) != 0)
 		return NULL;
-	if (k8s_client_new(k.cfg, NULL, &k.c, &err) != 0) {
-		k8s_config_free(k.cfg);
-		return NULL;
-	}
 	k.ns = k8s_obj_namespace(done) ? k8s_obj_namespace(done) : "default";
 	if (k8s_get(k.c, &artifacts_resource, k.ns, k8s_obj_name(done), &obj,
 	    &err) == 0) {
@@ -610,7 +651,7 @@ cluster_files_out(const struct cli_cluster *o, json_t *done)
 			files = json_incref(json_object_get(obj, "files"));
 	}
 	json_decref(obj);
-	disconnect(&k);
+	conn_close(&k);
 	return files;
 }
 
@@ -623,12 +664,13 @@ cluster_run(const struct cli_cluster *o, json_t *cx)
 	char *name;
 	int code;
 
-	if (connect_(o, &k) != 0)
+	if (cli_connect(o, &k) != 0)
 		return CLI_EXIT_ERROR;
 	live = o->output == NULL && cx_stream(cx);
-	if (create_cx(&k, cx, NULL, o->retry_ms, 1, &created, &err) != 0) {
-		code = api_error("create", &err);
-		disconnect(&k);
+	if (cli_create(&k, &cx_resource, cx, NULL, o->retry_ms, 1, &created,
+	    &err) != 0) {
+		code = cli_api_error("create", &err);
+		conn_close(&k);
 		return code;
 	}
 	name = xstrdup(json_string_value(json_object_get(json_object_get(created,
@@ -646,7 +688,7 @@ cluster_run(const struct cli_cluster *o, json_t *cx)
 	    err.code != K8S_ENOTFOUND)
 		fprintf(stderr, "airlock: delete %s: %s\n", name, err.message);
 	free(name);
-	disconnect(&k);
+	conn_close(&k);
 	return code;
 }
 
@@ -657,7 +699,7 @@ cluster_wait(const struct cli_cluster *o, const char *name)
 	json_t *done;
 	int code;
 
-	if (connect_(o, &k) != 0)
+	if (cli_connect(o, &k) != 0)
 		return CLI_EXIT_ERROR;
 	if ((done = wait_for(&k, name, o->wait_s, 0)) == NULL) {
 		code = CLI_EXIT_ERROR;
@@ -667,8 +709,27 @@ cluster_wait(const struct cli_cluster *o, const char *name)
 		    cx_exit_code(json_object_get(done, "status"));
 		json_decref(done);
 	}
-	disconnect(&k);
+	conn_close(&k);
 	return code;
+}
+
+void
+cli_age(json_t *obj, long long now, char *a, size_t n)
+{
+	long long made = clock_parse_rfc3339(json_string_value(json_object_get(
+	    json_object_get(obj, "metadata"), "creationTimestamp")));
+	long long age = made > 0 ? now - made : -1;
+
+	if (age >= 86400)
+		snprintf(a, n, "%lldd", age / 86400);
+	else if (age >= 3600)
+		snprintf(a, n, "%lldh", age / 3600);
+	else if (age >= 60)
+		snprintf(a, n, "%lldm", age / 60);
+	else if (age >= 0)
+		snprintf(a, n, "%llds", age);
+	else
+		snprintf(a, n, "?");
 }
 
 /* NAME RUNTIME PHASE EXIT DURATION AGE, as kubectl get cx prints. */
@@ -678,24 +739,14 @@ row(json_t *o, int with_ns)
 	json_t *md = json_object_get(o, "metadata"), *st = json_object_get(o, "status");
 	json_t *code = json_object_get(st, "exitCode");
 	json_t *dur = json_object_get(st, "durationMillis");
-	long long made = clock_parse_rfc3339(json_string_value(json_object_get(md,
-	    "creationTimestamp")));
-	long long age = made > 0 ? (long long)time(NULL) - made : -1;
-	char c[16] = "", d[24] = "", a[24] = "?";
+	char c[16] = "", d[24] = "", a[24];
 	const char *ph = json_string_value(json_object_get(st, "phase"));
 
 	if (json_is_integer(code))
 		snprintf(c, sizeof(c), "%lld", (long long)json_integer_value(code));
 	if (json_is_integer(dur))
 		snprintf(d, sizeof(d), "%lldms", (long long)json_integer_value(dur));
-	if (age >= 86400)
-		snprintf(a, sizeof(a), "%lldd", age / 86400);
-	else if (age >= 3600)
-		snprintf(a, sizeof(a), "%lldh", age / 3600);
-	else if (age >= 60)
-		snprintf(a, sizeof(a), "%lldm", age / 60);
-	else if (age >= 0)
-		snprintf(a, sizeof(a), "%llds", age);
+	cli_age(o, (long long)time(NULL), a, sizeof(a));
 	if (with_ns)
 		printf("%-20s ", json_string_value(json_object_get(md, "namespace")));
 	printf("%-30s %-8s %-10s %-5s %-10s %s\n",
@@ -721,10 +772,10 @@ cluster_get(const struct cli_cluster *o, const char *name)
 	json_t *obj = NULL;
 	int code = 0;
 
-	if (connect_(o, &k) != 0)
+	if (cli_connect(o, &k) != 0)
 		return CLI_EXIT_ERROR;
 	if (k8s_get(k.c, &cx_resource, k.ns, name, &obj, &err) != 0) {
-		code = api_error(name, &err);
+		code = cli_api_error(name, &err);
 	} else if (o->output) {
 		code = cli_print(stdout, obj, o->output) == 0 ? 0 : CLI_EXIT_ERROR;
 	} else {
@@ -734,7 +785,7 @@ cluster_get(const struct cli_cluster *o, const char *name)
 	if (code == 0 && obj && o->out_dir)
 		code = files_out(&k, obj, o->out_dir);
 	json_decref(obj);
-	disconnect(&k);
+	conn_close(&k);
 	return code;
 }
 
@@ -747,10 +798,10 @@ cluster_list(const struct cli_cluster *o)
 	size_t i;
 	int code = 0;
 
-	if (connect_(o, &k) != 0)
+	if (cli_connect(o, &k) != 0)
 		return CLI_EXIT_ERROR;
 	if (k8s_list(k.c, &cx_resource, o->all_ns ? NULL : k.ns, NULL, &list, &err) != 0) {
-		code = api_error("list", &err);
+		code = cli_api_error("list", &err);
 	} else if (o->output) {
 		code = cli_print(stdout, list, o->output) == 0 ? 0 : CLI_EXIT_ERROR;
 	} else {
@@ -759,7 +810,7 @@ cluster_list(const struct cli_cluster *o)
 			row(item, o->all_ns);
 	}
 	json_decref(list);
-	disconnect(&k);
+	conn_close(&k);
 	return code;
 }
 
@@ -771,10 +822,10 @@ cluster_logs(const struct cli_cluster *o, const char *name)
 	json_t *obj = NULL, *st;
 	int code = 0;
 
-	if (connect_(o, &k) != 0)
+	if (cli_connect(o, &k) != 0)
 		return CLI_EXIT_ERROR;
 	if (k8s_get(k.c, &cx_resource, k.ns, name, &obj, &err) != 0) {
-		code = api_error(name, &err);
+		code = cli_api_error(name, &err);
 	} else {
 		st = json_object_get(obj, "status");
 		if (!cx_phase_terminal(json_string_value(json_object_get(st, "phase")))) {
@@ -786,7 +837,7 @@ cluster_logs(const struct cli_cluster *o, const char *name)
 		}
 	}
 	json_decref(obj);
-	disconnect(&k);
+	conn_close(&k);
 	return code;
 }
 
@@ -797,14 +848,14 @@ cluster_delete(const struct cli_cluster *o, char *const *names, int n)
 	struct k8s_error err;
 	int code = 0;
 
-	if (connect_(o, &k) != 0)
+	if (cli_connect(o, &k) != 0)
 		return CLI_EXIT_ERROR;
 	for (int i = 0; i < n; i++) {
 		if (k8s_delete(k.c, &cx_resource, k.ns, names[i], NULL, NULL, &err) != 0)
-			code = api_error(names[i], &err);
+			code = cli_api_error(names[i], &err);
 		else
 			printf("codeexecution.airlock.dev \"%s\" deleted\n", names[i]);
 	}
-	disconnect(&k);
+	conn_close(&k);
 	return code;
 }

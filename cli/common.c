@@ -18,8 +18,82 @@
 #include "base64.h"
 #include "cli.h"
 #include "quantity.h"
+#include "session.h"
 #include "sha256.h"
 #include "xmalloc.h"
+
+void
+cli_die_usage(const char *fmt, ...)
+{
+	va_list ap;
+
+	fprintf(stderr, "airlock: ");
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+	exit(CLI_EXIT_USAGE);
+}
+
+int
+cli_cluster_flag(struct cli_cluster *o, int ch, const char *arg)
+{
+	long long s;
+
+	switch (ch) {
+	case 'n': o->ns = arg; return 1;
+	case 'A': o->all_ns = 1; return 1;
+	case 'o':
+		if (strcmp(arg, "json") != 0 && strcmp(arg, "yaml") != 0)
+			cli_die_usage("-o: '%s': json or yaml", arg);
+		o->output = arg;
+		return 1;
+	case CLI_OPT_KUBECONFIG: o->kubeconfig = arg; return 1;
+	case CLI_OPT_CONTEXT: o->context = arg; return 1;
+	case CLI_OPT_API_RETRY:
+		if (quantity_parse_int(arg, 0, 3600, &s) != 0)
+			cli_die_usage("--api-retry: '%s': whole seconds, 0 to 3600", arg);
+		o->retry_ms = (long)s * 1000;
+		return 1;
+	}
+	return 0;
+}
+
+char *
+cli_slurp(const char *path, size_t max, size_t *lenp, char *msg, size_t msz)
+{
+	int fd = strcmp(path, "-") == 0 ? 0 : open(path, O_RDONLY | O_CLOEXEC);
+	size_t len = 0, cap = 65536;
+	char *buf;
+	ssize_t n;
+
+	if (fd < 0) {
+		snprintf(msg, msz, "%s", strerror(errno));
+		return NULL;
+	}
+	buf = xmalloc(cap + 1);
+	while ((n = read(fd, buf + len, cap - len)) != 0) {
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 || (len += (size_t)n) > max) {
+			if (n < 0)
+				snprintf(msg, msz, "%s", strerror(errno));
+			else
+				snprintf(msg, msz, "more than %zu bytes", max);
+			free(buf);
+			if (fd != 0)
+				close(fd);
+			return NULL;
+		}
+		if (len == cap)
+			buf = xrealloc(buf, (cap *= 2) + 1);
+	}
+	if (fd != 0)
+		close(fd);
+	buf[len] = '\0';
+	*lenp = len;
+	return buf;
+}
 
 /* --- output --------------------------------------------------------------- */
 
@@ -183,6 +257,7 @@ cli_print_streams_from(json_t *st, size_t ofrom, size_t efrom)
 	if (json_is_string(o) && json_string_length(o) > ofrom)
 		cli_write_text(stdout, json_string_value(o) + ofrom,
 		    json_string_length(o) - ofrom, isatty(STDOUT_FILENO));
+	cli_print_value(stdout, st, isatty(STDOUT_FILENO));
 	fflush(stdout);
 	if (json_is_string(e) && json_string_length(e) > efrom)
 		cli_write_text(stderr, json_string_value(e) + efrom,
@@ -196,6 +271,21 @@ cli_print_streams_from(json_t *st, size_t ofrom, size_t efrom)
 		    "(spec.output.maxBytes)\n", json_string_length(e),
 		    (long long)json_integer_value(json_object_get(st, "stderrBytes")));
 	fflush(stderr);
+}
+
+void
+cli_print_value(FILE *f, json_t *st, int tty)
+{
+	json_t *v = json_object_get(st, "value"), *o = json_object_get(st, "stdout");
+	size_t n = json_string_length(o);
+
+	if (!json_is_string(v))
+		return;
+	/* On a line of its own, as a REPL shows it. */
+	if (n > 0 && json_string_value(o)[n - 1] != '\n')
+		fputc('\n', f);
+	cli_write_text(f, json_string_value(v), json_string_length(v), tty);
+	fputc('\n', f);
 }
 
 void
@@ -362,6 +452,132 @@ check_int(json_t *spec, const char *key, json_int_t lo, json_int_t hi,
 	return 0;
 }
 
+/* spec.runtime, required: a profile's name. */
+static int
+check_runtime(json_t *spec, struct k8s_error *err)
+{
+	json_t *v = json_object_get(spec, "runtime");
+
+	if (v == NULL)
+		return bad(err, "runtime", "required");
+	if (!json_is_string(v) || !dns_label(json_string_value(v)))
+		return bad(err, "runtime", "must be a lower-case name such as "
+		    "python");
+	return 0;
+}
+
+const char *
+cli_unknown_key(json_t *obj, const char *const *known, size_t n)
+{
+	const char *k;
+	json_t *v;
+
+	json_object_foreach(obj, k, v) {
+		size_t j;
+
+		for (j = 0; j < n; j++)
+			if (strcmp(k, known[j]) == 0)
+				break;
+		if (j == n)
+			return k;
+	}
+	return NULL;
+}
+
+/* Every key of spec one of known's n, else the first other named. */
+static int
+check_known(json_t *spec, const char *const *known, size_t n,
+    struct k8s_error *err)
+{
+	const char *k = cli_unknown_key(spec, known, n);
+
+	return k ? bad(err, k, "unknown field") : 0;
+}
+
+/* spec.files, an execution's or a session's: the CRDs' rules. */
+static int
+check_files(json_t *spec, struct k8s_error *err)
+{
+	json_t *v, *x;
+	size_t i, total = 0;
+
+	if ((v = json_object_get(spec, "files")) == NULL)
+		return 0;
+	if (!json_is_array(v) || json_array_size(v) > 64)
+		return bad(err, "files", "must be a list of at most 64");
+	json_array_foreach(v, i, x) {
+		const char *p = json_string_value(json_object_get(x, "path"));
+		json_t *c = json_object_get(x, "content");
+		char f[64];
+
+		snprintf(f, sizeof(f), "files[%zu]", i);
+		if (!json_is_object(x) || json_object_size(x) != 2 || p == NULL ||
+		    !json_is_string(c))
+			return bad(err, f, "needs path and content, strings, "
+			    "and nothing else");
+		if (!safe_path(p) || strlen(p) != json_string_length(
+		    json_object_get(x, "path")))	/* a NUL in it */
+			return bad(err, f, "path '%s' must be relative, not "
+			    "start with '..', without '.' or '..' segments "
+			    "or control characters", p);
+		for (size_t j = 0; j < i; j++)
+			if (strcmp(p, json_string_value(json_object_get(
+			    json_array_get(v, j), "path"))) == 0)
+				return bad(err, f, "path '%s' is given twice", p);
+		total += json_string_length(c);
+	}
+	if (total > 262144)
+		return bad(err, "files", "at most 262144 bytes in all");
+	json_array_foreach(v, i, x) {
+		const char *p = json_string_value(json_object_get(x, "path"));
+		size_t pl = strlen(p);
+
+		for (size_t j = 0; j < json_array_size(v); j++) {
+			const char *q = json_string_value(json_object_get(
+			    json_array_get(v, j), "path"));
+
+			if (strncmp(q, p, pl) == 0 && q[pl] == '/')
+				return bad(err, "files", "'%s' cannot be "
+				    "both a file and the directory of '%s'",
+				    p, q);
+		}
+	}
+	return 0;
+}
+
+/* spec.resources: cpu, memory, ephemeralStorage, positive quantities. */
+static int
+check_resources(json_t *spec, struct k8s_error *err)
+{
+	const char *k;
+	json_t *v, *x;
+
+	if ((v = json_object_get(spec, "resources")) == NULL)
+		return 0;
+	if (!json_is_object(v))
+		return bad(err, "resources", "must be an object");
+	json_object_foreach(v, k, x) {
+		char f[64], q[64];
+		int64_t n;
+
+		snprintf(f, sizeof(f), "resources.%s", k);
+		if (strcmp(k, "cpu") != 0 && strcmp(k, "memory") != 0 &&
+		    strcmp(k, "ephemeralStorage") != 0)
+			return bad(err, f, "unknown field");
+		if (json_is_integer(x))
+			snprintf(q, sizeof(q), "%" JSON_INTEGER_FORMAT, json_integer_value(x));
+		else if (json_is_string(x) && json_string_length(x) < sizeof(q))
+			snprintf(q, sizeof(q), "%s", json_string_value(x));
+		else
+			return bad(err, f, "must be a quantity such as 500m or 1Gi");
+		if ((strcmp(k, "cpu") == 0 ? quantity_parse_milli(q, &n, NULL) :
+		    quantity_parse(q, &n, NULL)) != 0 || n <= 0)
+			return bad(err, f, "must be a positive quantity such as "
+			    "500m or 1Gi, not '%s'", q);
+	}
+	return 0;
+}
+
 int
 cli_check_spec(json_t *spec, struct k8s_error *err)
 {
@@ -370,70 +586,20 @@ cli_check_spec(json_t *spec, struct k8s_error *err)
 	    "output", "ttlSecondsAfterFinished", "cancel", "session" };
 	const char *k;
 	json_t *v, *x;
-	size_t i, total = 0;
+	size_t i;
 
 	if (!json_is_object(spec))
 		return k8s_error_set(err, K8S_EINVAL, 0, "Invalid", "spec: must be an object");
-	json_object_foreach(spec, k, v) {
-		size_t j;
-
-		for (j = 0; j < sizeof(known) / sizeof(known[0]); j++)
-			if (strcmp(k, known[j]) == 0)
-				break;
-		if (j == sizeof(known) / sizeof(known[0]))
-			return bad(err, k, "unknown field");
-	}
-	v = json_object_get(spec, "runtime");
-	if (v == NULL)
-		return bad(err, "runtime", "required");
-	if (!json_is_string(v) || !dns_label(json_string_value(v)))
-		return bad(err, "runtime", "must be a lower-case name such as "
-		    "python");
+	if (check_known(spec, known, sizeof(known) / sizeof(known[0]), err) != 0)
+		return K8S_EINVAL;
+	if (check_runtime(spec, err) != 0)
+		return K8S_EINVAL;
 	if (check_string(spec, "image", 512, err) ||
 	    check_string(spec, "source", 262144, err) ||
 	    check_string(spec, "stdin", 262144, err))
 		return K8S_EINVAL;
-	if ((v = json_object_get(spec, "files")) != NULL) {
-		if (!json_is_array(v) || json_array_size(v) > 64)
-			return bad(err, "files", "must be a list of at most 64");
-		json_array_foreach(v, i, x) {
-			const char *p = json_string_value(json_object_get(x, "path"));
-			json_t *c = json_object_get(x, "content");
-			char f[64];
-
-			snprintf(f, sizeof(f), "files[%zu]", i);
-			if (!json_is_object(x) || json_object_size(x) != 2 || p == NULL ||
-			    !json_is_string(c))
-				return bad(err, f, "needs path and content, strings, "
-				    "and nothing else");
-			if (!safe_path(p) || strlen(p) != json_string_length(
-			    json_object_get(x, "path")))	/* a NUL in it */
-				return bad(err, f, "path '%s' must be relative, not "
-				    "start with '..', without '.' or '..' segments "
-				    "or control characters", p);
-			for (size_t j = 0; j < i; j++)
-				if (strcmp(p, json_string_value(json_object_get(
-				    json_array_get(v, j), "path"))) == 0)
-					return bad(err, f, "path '%s' is given twice", p);
-			total += json_string_length(c);
-		}
-		if (total > 262144)
-			return bad(err, "files", "at most 262144 bytes in all");
-		json_array_foreach(v, i, x) {
-			const char *p = json_string_value(json_object_get(x, "path"));
-			size_t pl = strlen(p);
-
-			for (size_t j = 0; j < json_array_size(v); j++) {
-				const char *q = json_string_value(json_object_get(
-				    json_array_get(v, j), "path"));
-
-				if (strncmp(q, p, pl) == 0 && q[pl] == '/')
-					return bad(err, "files", "'%s' cannot be "
-					    "both a file and the directory of '%s'",
-					    p, q);
-			}
-		}
-	}
+	if (check_files(spec, err) != 0)
+		return K8S_EINVAL;
 	if ((v = json_object_get(spec, "args")) != NULL) {
 		if (!json_is_array(v) || json_array_size(v) > 64)
 			return bad(err, "args", "must be a list of at most 64 strings");
@@ -473,29 +639,8 @@ cli_check_spec(json_t *spec, struct k8s_error *err)
 	    check_int(spec, "ttlSecondsAfterFinished", 0, CX_MAX_TTL_S,
 	    CX_DEFAULT_TTL_S, err))
 		return K8S_EINVAL;
-	if ((v = json_object_get(spec, "resources")) != NULL) {
-		if (!json_is_object(v))
-			return bad(err, "resources", "must be an object");
-		json_object_foreach(v, k, x) {
-			char f[64], q[64];
-			int64_t n;
-
-			snprintf(f, sizeof(f), "resources.%s", k);
-			if (strcmp(k, "cpu") != 0 && strcmp(k, "memory") != 0 &&
-			    strcmp(k, "ephemeralStorage") != 0)
-				return bad(err, f, "unknown field");
-			if (json_is_integer(x))
-				snprintf(q, sizeof(q), "%" JSON_INTEGER_FORMAT, json_integer_value(x));
-			else if (json_is_string(x) && json_string_length(x) < sizeof(q))
-				snprintf(q, sizeof(q), "%s", json_string_value(x));
-			else
-				return bad(err, f, "must be a quantity such as 500m or 1Gi");
-			if ((strcmp(k, "cpu") == 0 ? quantity_parse_milli(q, &n, NULL) :
-			    quantity_parse(q, &n, NULL)) != 0 || n <= 0)
-				return bad(err, f, "must be a positive quantity such as "
-				    "500m or 1Gi, not '%s'", q);
-		}
-	}
+	if (check_resources(spec, err) != 0)
+		return K8S_EINVAL;
 	if ((v = json_object_get(spec, "output")) == NULL)
 		json_object_set_new(spec, "output", v = json_object());
 	if (!json_is_object(v))
@@ -525,6 +670,31 @@ cli_check_spec(json_t *spec, struct k8s_error *err)
 		if (json_object_get(spec, "image"))
 			return bad(err, "image", "cannot be set with spec.session");
 	}
+	return 0;
+}
+
+int
+cli_check_session_spec(json_t *spec, struct k8s_error *err)
+{
+	static const char *const known[] = { "runtime", "resources",
+	    "idleTimeoutSeconds", "maxLifetimeSeconds", "files",
+	    "ttlSecondsAfterFinished", "close" };
+	json_t *v;
+
+	if (!json_is_object(spec))
+		return k8s_error_set(err, K8S_EINVAL, 0, "Invalid", "spec: must be an object");
+	/* The API server fills the defaults in: none set here (-1). */
+	if (check_known(spec, known, sizeof(known) / sizeof(known[0]), err) ||
+	    check_runtime(spec, err) || check_resources(spec, err) ||
+	    check_files(spec, err) ||
+	    check_int(spec, "idleTimeoutSeconds", SESSION_MIN_S, SESSION_MAX_S,
+	    -1, err) ||
+	    check_int(spec, "maxLifetimeSeconds", SESSION_MIN_S, SESSION_MAX_S,
+	    -1, err) ||
+	    check_int(spec, "ttlSecondsAfterFinished", 0, CX_MAX_TTL_S, -1, err))
+		return K8S_EINVAL;
+	if ((v = json_object_get(spec, "close")) != NULL && !json_is_boolean(v))
+		return bad(err, "close", "must be true or false");
 	return 0;
 }
 

@@ -2,10 +2,7 @@
  * airlock - run untrusted code under gVisor: on a cluster through a
  * CodeExecution, or on this machine with --local. See cli/README.md.
  */
-#include <errno.h>
-#include <fcntl.h>
 #include <getopt.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,7 +23,7 @@ usage(void)
 	fprintf(stderr,
 	    "usage: airlock run [-r RUNTIME] (-c CODE | FILE | -) [--stdin FILE] [--timeout S]\n"
 	    "                   [--memory Q] [--cpu Q] [--name NAME] [--rm] [--no-stream]\n"
-	    "                   [--out DIR]\n"
+	    "                   [--out DIR] [--session NAME]\n"
 	    "                   [-o json|yaml]\n"
 	    "                   [--local [--runsc PATH] [--local-root DIR]\n"
 	    "                    [--local-config FILE]]\n"
@@ -38,6 +35,9 @@ usage(void)
 	    "       airlock delete NAME...\n"
 	    "       airlock mcp [--local [--runsc PATH] [--local-root DIR]\n"
 	    "                    [--local-config FILE]]\n"
+	    "       airlock session create|ls|close ... (airlock session --help)\n"
+	    "--session NAME: run as the next step of session NAME (its runtime unless\n"
+	    "           -r); the step's value is printed after its stdout\n"
 	    "--out DIR: the program's files out go to DIR/NAME/ (NAME the execution's,\n"
 	    "           a directory made new), never into DIR itself\n"
 	    "cluster commands also take [-n NAMESPACE] [--kubeconfig FILE] [--context NAME]\n"
@@ -49,56 +49,16 @@ usage(void)
 	exit(CLI_EXIT_USAGE);
 }
 
-static void die_usage(const char *fmt, ...)
-    __attribute__((format(printf, 1, 2), noreturn));
-
-static void
-die_usage(const char *fmt, ...)
-{
-	va_list ap;
-
-	fprintf(stderr, "airlock: ");
-	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
-	va_end(ap);
-	fputc('\n', stderr);
-	exit(CLI_EXIT_USAGE);
-}
-
-/* A whole file ("-": standard input), at most INPUT_MAX bytes. */
+/* A whole file ("-": standard input), at most INPUT_MAX bytes, or exit 2. */
 static char *
 slurp(const char *path, size_t *lenp, const char *what)
 {
-	int fd = strcmp(path, "-") == 0 ? 0 : open(path, O_RDONLY | O_CLOEXEC);
-	size_t len = 0, cap = 65536;
-	char *buf;
-	ssize_t n;
+	char msg[256], *buf = cli_slurp(path, INPUT_MAX, lenp, msg, sizeof(msg));
 
-	if (fd < 0) {
-		fprintf(stderr, "airlock: %s %s: %s\n", what, path, strerror(errno));
+	if (buf == NULL) {
+		fprintf(stderr, "airlock: %s %s: %s\n", what, path, msg);
 		exit(CLI_EXIT_USAGE);
 	}
-	buf = xmalloc(cap + 1);
-	while ((n = read(fd, buf + len, cap - len)) != 0) {
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			fprintf(stderr, "airlock: %s %s: %s\n", what, path, strerror(errno));
-			exit(CLI_EXIT_USAGE);
-		}
-		len += (size_t)n;
-		if (len > INPUT_MAX) {
-			fprintf(stderr, "airlock: %s %s: more than %d bytes\n", what,
-			    path, INPUT_MAX);
-			exit(CLI_EXIT_USAGE);
-		}
-		if (len == cap)
-			buf = xrealloc(buf, (cap *= 2) + 1);
-	}
-	if (fd != 0)
-		close(fd);
-	buf[len] = '\0';
-	*lenp = len;
 	return buf;
 }
 
@@ -140,8 +100,8 @@ run_local(json_t *cx, const struct local_opts *lo, const char *output)
 
 enum {
 	OPT_STDIN = 256, OPT_TIMEOUT, OPT_MEMORY, OPT_CPU, OPT_NAME, OPT_RM,
-	OPT_LOCAL, OPT_RUNSC, OPT_ROOT, OPT_LOCAL_CONFIG, OPT_OUT, OPT_KUBECONFIG, OPT_CONTEXT, OPT_NO_STREAM,
-	OPT_API_RETRY,
+	OPT_LOCAL, OPT_RUNSC, OPT_ROOT, OPT_LOCAL_CONFIG, OPT_OUT, OPT_NO_STREAM,
+	OPT_SESSION,
 };
 
 int
@@ -151,9 +111,6 @@ main(int argc, char **argv)
 		{ "runtime", required_argument, NULL, 'r' },
 		{ "code", required_argument, NULL, 'c' },
 		{ "file", required_argument, NULL, 'f' },
-		{ "namespace", required_argument, NULL, 'n' },
-		{ "output", required_argument, NULL, 'o' },
-		{ "all-namespaces", no_argument, NULL, 'A' },
 		{ "stdin", required_argument, NULL, OPT_STDIN },
 		{ "timeout", required_argument, NULL, OPT_TIMEOUT },
 		{ "memory", required_argument, NULL, OPT_MEMORY },
@@ -166,9 +123,8 @@ main(int argc, char **argv)
 		{ "local-root", required_argument, NULL, OPT_ROOT },
 		{ "local-config", required_argument, NULL, OPT_LOCAL_CONFIG },
 		{ "out", required_argument, NULL, OPT_OUT },
-		{ "kubeconfig", required_argument, NULL, OPT_KUBECONFIG },
-		{ "context", required_argument, NULL, OPT_CONTEXT },
-		{ "api-retry", required_argument, NULL, OPT_API_RETRY },
+		CLI_CLUSTER_LONGOPTS,
+		{ "session", required_argument, NULL, OPT_SESSION },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -176,7 +132,9 @@ main(int argc, char **argv)
 	struct local_opts lo = { 0 };
 	const char *cmd, *runtime = NULL, *code = NULL, *file = NULL;
 	const char *stdin_file = NULL, *memory = NULL, *cpu = NULL, *name = NULL;
-	long long timeout = 0, retry_s;
+	const char *session = NULL;
+	char session_rt[64];
+	long long timeout = 0;
 	int local = 0, no_stream = 0, ch, rc;
 	struct k8s_error err;
 	json_t *cx, *spec;
@@ -190,23 +148,19 @@ main(int argc, char **argv)
 	 */
 	log_set_level(getenv("AIRLOCK_DEBUG") ? LOG_LEVEL_DEBUG : LOG_LEVEL_ERROR);
 	cmd = argv[1];
+	/* Its own flags: --file and --timeout mean other things there. */
+	if (strcmp(cmd, "session") == 0)
+		return session_main(argc - 1, argv + 1);
 	argv++, argc--;
 	while ((ch = getopt_long(argc, argv, "r:c:f:n:o:Ah", longopts, NULL)) != -1) {
 		switch (ch) {
 		case 'r': runtime = optarg; break;
 		case 'c': code = optarg; break;
 		case 'f': file = optarg; break;
-		case 'n': co.ns = optarg; break;
-		case 'o':
-			if (strcmp(optarg, "json") != 0 && strcmp(optarg, "yaml") != 0)
-				die_usage("-o: '%s': json or yaml", optarg);
-			co.output = optarg;
-			break;
-		case 'A': co.all_ns = 1; break;
 		case OPT_STDIN: stdin_file = optarg; break;
 		case OPT_TIMEOUT:
 			if (quantity_parse_int(optarg, 1, 3600, &timeout) != 0)
-				die_usage("--timeout: '%s': whole seconds, 1 to 3600", optarg);
+				cli_die_usage("--timeout: '%s': whole seconds, 1 to 3600", optarg);
 			break;
 		case OPT_MEMORY: memory = optarg; break;
 		case OPT_CPU: cpu = optarg; break;
@@ -218,15 +172,10 @@ main(int argc, char **argv)
 		case OPT_ROOT: lo.root = optarg; break;
 		case OPT_LOCAL_CONFIG: lo.config = optarg; break;
 		case OPT_OUT: co.out_dir = lo.out_dir = optarg; break;
-		case OPT_KUBECONFIG: co.kubeconfig = optarg; break;
-		case OPT_CONTEXT: co.context = optarg; break;
-		case OPT_API_RETRY:
-			if (quantity_parse_int(optarg, 0, 3600, &retry_s) != 0)
-				die_usage("--api-retry: '%s': whole seconds, 0 to 3600",
-				    optarg);
-			co.retry_ms = (long)retry_s * 1000;
-			break;
-		default: usage();
+		case OPT_SESSION: session = optarg; break;
+		default:
+			if (!cli_cluster_flag(&co, ch, optarg))
+				usage();
 		}
 	}
 	argc -= optind;
@@ -262,24 +211,37 @@ main(int argc, char **argv)
 
 	if (strcmp(cmd, "apply") == 0) {
 		if (file == NULL || argc != 0)
-			die_usage("apply: -f FILE is required");
+			cli_die_usage("apply: -f FILE is required");
 		if (yamljson_load_file(file, "manifest", 0, &cx, &err) != 0)
-			die_usage("%s", err.message);
+			cli_die_usage("%s", err.message);
 		if (!json_is_object(cx) || strcmp(json_string_value(json_object_get(cx,
 		    "kind")) ? json_string_value(json_object_get(cx, "kind")) : "",
 		    "CodeExecution") != 0 ||
 		    strcmp(json_string_value(json_object_get(cx, "apiVersion")) ?
 		    json_string_value(json_object_get(cx, "apiVersion")) : "",
 		    "airlock.dev/v1alpha1") != 0)
-			die_usage("%s: not an airlock.dev/v1alpha1 CodeExecution", file);
+			cli_die_usage("%s: not an airlock.dev/v1alpha1 CodeExecution", file);
 		json_object_del(cx, "status");
 	} else if (strcmp(cmd, "run") == 0) {
 		size_t len;
 		char *src;
 
 		if ((code != NULL) + (argc == 1) != 1 || argc > 1)
-			die_usage("run: give the program as -c CODE, a FILE, or - for "
+			cli_die_usage("run: give the program as -c CODE, a FILE, or - for "
 			    "standard input");
+		if (session && local)
+			cli_die_usage("--session: sessions need a cluster (not with --local)");
+		if (session && runtime == NULL) {
+			/* A step's runtime must be its session's: ask it. */
+			char msg[1200];
+
+			if ((rc = cluster_session_runtime(&co, session, session_rt,
+			    sizeof(session_rt), msg, sizeof(msg))) != 0) {
+				fprintf(stderr, "airlock: --session: %s\n", msg);
+				return rc == -2 ? CLI_EXIT_USAGE : CLI_EXIT_ERROR;
+			}
+			runtime = session_rt;
+		}
 		if (code)
 			src = xstrdup(code), len = strlen(code);
 		else
@@ -288,12 +250,12 @@ main(int argc, char **argv)
 		json_object_set_new(spec, "runtime", json_string(runtime ? runtime :
 		    runtime_of(code ? NULL : argv[0])));
 		if (memchr(src, '\0', len))
-			die_usage("the program holds a NUL byte");
+			cli_die_usage("the program holds a NUL byte");
 		{
 			json_t *j = json_stringn(src, len);
 
 			if (j == NULL)
-				die_usage("the program is not valid UTF-8 (spec.source "
+				cli_die_usage("the program is not valid UTF-8 (spec.source "
 				    "is text)");
 			json_object_set_new(spec, "source", j);
 		}
@@ -304,13 +266,15 @@ main(int argc, char **argv)
 			json_t *j = json_stringn(in, len);
 
 			if (j == NULL)
-				die_usage("--stdin %s: not valid UTF-8 (spec.stdin is text)",
+				cli_die_usage("--stdin %s: not valid UTF-8 (spec.stdin is text)",
 				    stdin_file);
 			json_object_set_new(spec, "stdin", j);
 			free(in);
 		}
 		if (timeout)
 			json_object_set_new(spec, "timeoutSeconds", json_integer(timeout));
+		if (session)
+			json_object_set_new(spec, "session", json_string(session));
 		if (memory || cpu) {
 			json_t *r = json_object();
 

@@ -2,10 +2,13 @@
  * mcp.c - bin/airlock mcp: a Model Context Protocol server on stdio.
  *
  * JSON-RPC 2.0, one message per line (MCP's stdio transport), the
- * initialize handshake's revisions 2024-11-05 to 2025-11-25. One tool,
+ * initialize handshake's revisions 2024-11-05 to 2025-11-25. The tool
  * run_code: each call is a CodeExecution made and awaited in a thread of
  * its own (cluster_exec), or a local run under gVisor (local_run), so that
- * ping, other calls and notifications/cancelled are answered meanwhile. A
+ * ping, other calls and notifications/cancelled are answered meanwhile; on
+ * a cluster also open_session and close_session (CodeSessions,
+ * docs/sessions.md), whose steps are run_code calls naming them (the
+ * tools themselves: mcp_tools.c). A
  * cancelled call cancels its execution and, as the protocol asks, gets no
  * response. Only protocol messages go to stdout; logs go to stderr.
  *
@@ -23,13 +26,12 @@
 #include <unistd.h>
 
 #include "cli.h"
-#include "cx.h"
 #include "log.h"
+#include "mcp_priv.h"
 #include "xmalloc.h"
 
 #define MCP_LINE_MAX	(4 << 20)	/* code + stdin + files fit twice */
 #define MCP_CALLS_MAX	8
-#define TOOL		"run_code"
 
 /* JSON-RPC's error codes. */
 #define E_PARSE		-32700
@@ -42,26 +44,9 @@ static const char *const versions[] = {
 	"2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05",
 };
 
-struct call;
-
-static pthread_mutex_t local_lock = PTHREAD_MUTEX_INITIALIZER;
-
-struct mcp {
-	FILE			*out;
-	pthread_mutex_t		 out_lock;
-	const struct cli_cluster *co;
-	const struct local_opts	*lo;
-	struct ctl_config	*cfg;		/* local mode's */
-	int			 local;
-
-	pthread_mutex_t		 lock;		/* calls, ncalls */
-	pthread_cond_t		 idle;
-	struct call		*calls;
-	int			 ncalls;
-};
-
 struct call {
 	struct mcp	*m;
+	const struct tool *tool;
 	json_t		*id;
 	json_t		*args;
 	atomic_int	 cancel;
@@ -102,24 +87,6 @@ respond(struct mcp *m, json_t *id, json_t *result)
 	    "result", result));
 }
 
-/* Cut s before a UTF-8 sequence left incomplete at its end (snprintf's). */
-static void
-utf8_trim(char *s)
-{
-	size_t n = strlen(s), i = n, need;
-
-	while (i > 0 && i > n - 4 && ((unsigned char)s[i - 1] & 0xc0) == 0x80)
-		i--;
-	if (i == 0)
-		return;
-	i--;
-	need = ((unsigned char)s[i] & 0xe0) == 0xc0 ? 2 :
-	    ((unsigned char)s[i] & 0xf0) == 0xe0 ? 3 :
-	    ((unsigned char)s[i] & 0xf8) == 0xf0 ? 4 : 1;
-	if (need > 1 && i + need > n)
-		s[i] = '\0';
-}
-
 static void
 respond_error(struct mcp *m, json_t *id, int code, const char *message)
 {
@@ -128,318 +95,12 @@ respond_error(struct mcp *m, json_t *id, int code, const char *message)
 	    message));
 }
 
-/* --- the tool ------------------------------------------------------------ */
-
-static json_t *
-tool_schema(void)
-{
-	return json_pack("{s:s, s:s, s:{s:s, s:{s:{s:s, s:s}, s:{s:s, s:s},"
-	    " s:{s:s, s:s}, s:{s:s, s:s, s:{s:s}}, s:{s:s, s:i, s:i, s:s}},"
-	    " s:[s], s:b}}",
-	    "name", TOOL,
-	    "description", "Run a program in a fresh, isolated sandbox (gVisor, "
-	    "no network) and return its stdout, stderr and exit code. Nothing "
-	    "persists between calls: pass every file the program needs.",
-	    "inputSchema", "type", "object", "properties",
-	    "code", "type", "string", "description", "The program's source.",
-	    "runtime", "type", "string", "description",
-	    "Language runtime (the cluster's profiles: python, node and bash by "
-	    "default); python if not given.",
-	    "stdin", "type", "string", "description",
-	    "Text given on standard input.",
-	    "files", "type", "object", "description",
-	    "Extra files in the working directory: relative path to content.",
-	    "additionalProperties", "type", "string",
-	    "timeout_seconds", "type", "integer", "minimum", 1, "maximum", 3600,
-	    "description", "Wall-clock limit from the program's start.",
-	    "required", "code", "additionalProperties", 0);
-}
-
-static json_t *
-tool_result_n(const char *text, size_t len, int is_error)
-{
-	json_t *t = json_stringn(text, len);
-
-	if (t == NULL)
-		t = json_string("error: the result is not valid UTF-8");
-	return json_pack("{s:[{s:s, s:o}], s:b}", "content", "type", "text",
-	    "text", t, "isError", is_error);
-}
-
-static json_t *
-tool_result(char *text, int is_error)
-{
-	utf8_trim(text);
-	return tool_result_n(text, strlen(text), is_error);
-}
-
-/*
- * The CodeExecution for a call's arguments, or NULL with why (naming the
- * argument) in msg.
- */
-static json_t *
-build_cx(json_t *args, char *msg, size_t msz)
-{
-	static const char *const known[] = { "code", "runtime", "stdin",
-	    "files", "timeout_seconds" };
-	json_t *spec, *v, *files;
-	const char *key;
-	struct k8s_error err;
-
-	if (!json_is_object(args)) {
-		snprintf(msg, msz, "arguments: must be an object");
-		return NULL;
-	}
-	json_object_foreach(args, key, v) {
-		size_t i;
-
-		for (i = 0; i < sizeof(known) / sizeof(known[0]); i++)
-			if (strcmp(key, known[i]) == 0)
-				break;
-		if (i == sizeof(known) / sizeof(known[0])) {
-			char k[65];
-
-			snprintf(k, sizeof(k), "%s", key);
-			utf8_trim(k);		/* cut between characters */
-			snprintf(msg, msz, "arguments: unknown argument \"%s\"", k);
-			return NULL;
-		}
-	}
-	v = json_object_get(args, "code");
-	if (!json_is_string(v) || json_string_length(v) == 0) {
-		snprintf(msg, msz, "code: required, a non-empty string");
-		return NULL;
-	}
-	spec = json_pack("{s:O}", "source", v);
-	if ((v = json_object_get(args, "runtime")) != NULL &&
-	    !json_is_null(v)) {
-		if (!json_is_string(v)) {
-			snprintf(msg, msz, "runtime: must be a string");
-			goto bad;
-		}
-		json_object_set(spec, "runtime", v);
-	} else {
-		json_object_set_new(spec, "runtime", json_string("python"));
-	}
-	if ((v = json_object_get(args, "stdin")) != NULL && !json_is_null(v)) {
-		if (!json_is_string(v)) {
-			snprintf(msg, msz, "stdin: must be a string");
-			goto bad;
-		}
-		json_object_set(spec, "stdin", v);
-	}
-	if ((v = json_object_get(args, "files")) != NULL && !json_is_null(v)) {
-		json_t *c;
-
-		if (!json_is_object(v)) {
-			snprintf(msg, msz, "files: must be an object of path to content");
-			goto bad;
-		}
-		files = json_array();
-		json_object_foreach(v, key, c) {
-			if (!json_is_string(c)) {
-				char k[256];
-
-				json_decref(files);
-				snprintf(k, sizeof(k), "%s", key);
-				utf8_trim(k);
-				snprintf(msg, msz, "files[\"%s\"]: must be a string", k);
-				goto bad;
-			}
-			json_array_append_new(files, json_pack("{s:s, s:O}", "path",
-			    key, "content", c));
-		}
-		json_object_set_new(spec, "files", files);
-	}
-	if ((v = json_object_get(args, "timeout_seconds")) != NULL &&
-	    !json_is_null(v)) {
-		if (!json_is_integer(v) || json_integer_value(v) < 1 ||
-		    json_integer_value(v) > 3600) {
-			snprintf(msg, msz, "timeout_seconds: must be an integer from 1 to 3600");
-			goto bad;
-		}
-		json_object_set(spec, "timeoutSeconds", v);
-	}
-	/* The API server's rules, here: a refusal names the spec's field. */
-	if (cli_check_spec(spec, &err) != 0) {
-		snprintf(msg, msz, "%s", err.message);
-		goto bad;
-	}
-	return json_pack("{s:s, s:s, s:{s:s}, s:o}", "apiVersion",
-	    "airlock.dev/v1alpha1", "kind", "CodeExecution", "metadata",
-	    "generateName", "mcp-", "spec", spec);
-bad:
-	json_decref(spec);
-	return NULL;
-}
-
-/*
- * How it ended, as a model should read it (airlock.tools.format_result's
- * text): the exit or the reason, then each stream, each section ending
- * with one newline. NUL bytes of the output kept (*len counts them).
- */
-static char *
-describe(json_t *obj, int *is_error, size_t *len)
-{
-	json_t *st = json_object_get(obj, "status");
-	const char *ph = json_string_value(json_object_get(st, "phase"));
-	const char *reason = json_string_value(json_object_get(st, "reason"));
-	const char *message = json_string_value(json_object_get(st, "message"));
-	json_t *code = json_object_get(st, "exitCode");
-	static const char *const streams[] = { "stdout", "stderr" };
-	char *text = NULL;
-	FILE *f = open_memstream(&text, len);
-	int any = 0;
-
-	if (f == NULL)
-		abort();
-	ph = ph ? ph : "";
-	*is_error = strcmp(ph, "Succeeded") != 0;
-	if (strcmp(ph, "Succeeded") == 0 || (strcmp(ph, "Failed") == 0 &&
-	    reason && strcmp(reason, "Error") == 0))
-		fprintf(f, "exit code: %lld", (long long)json_integer_value(code));
-	else if (json_is_integer(code))
-		fprintf(f, "%s: %s (exit code %lld)", reason ? reason : ph,
-		    message ? message : "", (long long)json_integer_value(code));
-	else
-		fprintf(f, "%s: %s", reason ? reason : ph, message ? message : "");
-	for (int i = 0; i < 2; i++) {
-		json_t *v = json_object_get(st, streams[i]);
-		const char *s = json_is_string(v) ? json_string_value(v) : "";
-		size_t n = json_is_string(v) ? json_string_length(v) : 0;
-		char key[32];
-		int cut;
-
-		snprintf(key, sizeof(key), "%sTruncated", streams[i]);
-		cut = json_is_true(json_object_get(st, key));
-		if (n == 0 && !cut)
-			continue;
-		fprintf(f, "\n--- %s ---\n", streams[i]);
-		/* A final newline is the next section's, or the last one. */
-		fwrite(s, 1, !cut && n && s[n - 1] == '\n' ? n - 1 : n, f);
-		if (cut)
-			fprintf(f, "%s[%s was cut by the sandbox's output limit]",
-			    n && s[n - 1] != '\n' ? "\n" : "", streams[i]);
-		any = 1;
-	}
-	if (any)
-		fputc('\n', f);
-	{
-		json_t *a;
-		size_t i;
-
-		if (json_array_size(json_object_get(st, "artifacts")) > 0)
-			fprintf(f, "%s--- files out ---\n", any ? "" : "\n");
-		json_array_foreach(json_object_get(st, "artifacts"), i, a)
-			fprintf(f, "%s (%s, %lld bytes)\n",
-			    json_string_value(json_object_get(a, "path")),
-			    json_string_value(json_object_get(a, "contentType")),
-			    (long long)json_integer_value(json_object_get(a, "size")));
-	}
-	if (fclose(f) != 0)
-		abort();
-	return text;
-}
-
-/*
- * Each PNG of the files out (files: a CodeExecutionArtifacts' `files`,
- * may be NULL) whose content has the sha256 the status lists, as image
- * content after res's text.
- */
-static void
-add_images(json_t *res, json_t *done, json_t *files)
-{
-	json_t *want = json_object_get(json_object_get(done, "status"), "artifacts");
-	json_t *f, *w;
-	size_t i, j;
-
-	json_array_foreach(files, i, f) {
-		const char *path = json_string_value(json_object_get(f, "path"));
-		const char *b64 = json_string_value(json_object_get(f, "content"));
-		const char *sha = json_string_value(json_object_get(f, "sha256"));
-		int ok = 0;
-
-		if (!path || !b64 || !sha || strcmp(json_string_value(json_object_get(f,
-		    "contentType")) ? json_string_value(json_object_get(f,
-		    "contentType")) : "", "image/png") != 0)
-			continue;
-		json_array_foreach(want, j, w)
-			ok |= strcmp(json_string_value(json_object_get(w, "path")) ?
-			    json_string_value(json_object_get(w, "path")) : "", path) == 0 &&
-			    strcmp(json_string_value(json_object_get(w, "sha256")) ?
-			    json_string_value(json_object_get(w, "sha256")) : "", sha) == 0;
-		if (ok)
-			json_array_append_new(json_object_get(res, "content"), json_pack(
-			    "{s:s, s:s, s:s}", "type", "image", "data", b64, "mimeType",
-			    "image/png"));
-	}
-}
-
-static json_t *
-run_tool(struct mcp *m, json_t *args, atomic_int *cancel)
-{
-	char msg[2048];
-	json_t *cx, *done = NULL, *res, *files = NULL;
-	struct k8s_error err;
-	char *text;
-	int is_error, rc;
-
-	msg[0] = '\0';
-	if ((cx = build_cx(args, msg, sizeof(msg))) == NULL) {
-		text = xasprintf("error: the call was refused: %s", msg);
-		res = tool_result(text, 1);
-		free(text);
-		return res;
-	}
-	if (m->local) {
-		/*
-		 * local_run keeps process-wide state (the signal mask its
-		 * children start with): one at a time. A cancel does not reach
-		 * it; its timeout does.
-		 */
-		pthread_mutex_lock(&local_lock);
-		if (atomic_load(cancel)) {	/* cancelled while it queued */
-			rc = -1;
-			snprintf(err.message, sizeof(err.message), "cancelled");
-		} else {
-			struct local_opts lo = *m->lo;
-
-			lo.files_out = &files;
-			rc = local_run(m->cfg, cx, &lo, &done, &err);
-		}
-		pthread_mutex_unlock(&local_lock);
-		if (rc != 0)
-			snprintf(msg, sizeof(msg), "%s", err.message);
-		rc = rc ? -1 : 0;
-	} else {
-		rc = cluster_exec(m->co, cx, cancel, &done, msg, sizeof(msg));
-		if (rc == 0)
-			files = cluster_files_out(m->co, done);
-	}
-	json_decref(cx);
-	if (rc != 0) {
-		text = xasprintf(rc == -2 ? "error: the call was refused: %s" :
-		    "error: the sandbox could not run it: %s", msg);
-		res = tool_result(text, 1);
-	} else {
-		size_t len;
-
-		text = describe(done, &is_error, &len);
-		res = tool_result_n(text, len, is_error);
-		add_images(res, done, files);
-	}
-	free(text);
-	json_decref(done);
-	json_decref(files);
-	return res;
-}
-
 static void *
 call_main(void *arg)
 {
 	struct call *c = arg;
 	struct mcp *m = c->m;
-	json_t *res = run_tool(m, c->args, &c->cancel);
+	json_t *res = c->tool->call(m, c->args, &c->cancel);
 
 	pthread_mutex_lock(&m->lock);
 	for (struct call **pp = &m->calls; *pp; pp = &(*pp)->next)
@@ -482,7 +143,9 @@ on_initialize(struct mcp *m, json_t *id, json_t *params)
 	    "instructions", m->local ?
 	    "run_code runs each program in a fresh gVisor sandbox on this machine." :
 	    "run_code runs each program as a CodeExecution: a fresh gVisor "
-	    "sandbox on the cluster, with no network."));
+	    "sandbox on the cluster, with no network. To keep variables and "
+	    "files across calls, open_session, pass its name as run_code's "
+	    "session, and close_session when done."));
 }
 
 static void
@@ -494,8 +157,16 @@ on_call(struct mcp *m, json_t *id, json_t *params)
 	pthread_attr_t at;
 	pthread_t th;
 
-	if (name == NULL || strcmp(name, TOOL) != 0) {
-		respond_error(m, id, E_PARAMS, "unknown tool: tools/list has run_code");
+	const struct tool *tool = NULL;
+
+	for (size_t i = 0; name && i < mcp_ntools; i++)
+		if (strcmp(name, mcp_tools[i].name) == 0 && (!m->local ||
+		    !mcp_tools[i].cluster_only))
+			tool = &mcp_tools[i];
+	if (tool == NULL) {
+		respond_error(m, id, E_PARAMS, m->local ? "unknown tool: tools/list "
+		    "has run_code" : "unknown tool: tools/list has run_code, "
+		    "open_session and close_session");
 		return;
 	}
 	pthread_mutex_lock(&m->lock);
@@ -504,11 +175,12 @@ on_call(struct mcp *m, json_t *id, json_t *params)
 		char busy[] = "error: too many calls at once (8 run at a "
 		    "time); try again when one has ended";
 
-		respond(m, id, tool_result(busy, 1));
+		respond(m, id, mcp_tool_result(busy, 1));
 		return;
 	}
 	c = xcalloc(1, sizeof(*c));
 	c->m = m;
+	c->tool = tool;
 	c->id = json_incref(id);
 	c->args = args ? json_incref(args) : json_object();
 	c->next = m->calls;
@@ -522,7 +194,7 @@ on_call(struct mcp *m, json_t *id, json_t *params)
 		pthread_mutex_unlock(&m->lock);
 		char nostart[] = "error: cannot start the call";
 
-		respond(m, id, tool_result(nostart, 1));
+		respond(m, id, mcp_tool_result(nostart, 1));
 		json_decref(c->id);
 		json_decref(c->args);
 		free(c);
@@ -581,7 +253,7 @@ dispatch(struct mcp *m, json_t *msg)
 	else if (strcmp(method, "ping") == 0)
 		respond(m, id, json_object());
 	else if (strcmp(method, "tools/list") == 0)
-		respond(m, id, json_pack("{s:[o]}", "tools", tool_schema()));
+		respond(m, id, mcp_tools_list(m->local));
 	else if (strcmp(method, "tools/call") == 0)
 		on_call(m, id, params);
 	else

@@ -2209,6 +2209,69 @@ test_cli_live(void **state)
 	json_decref(o);
 	cli_result_free(&r);
 }
+
+/*
+ * A session through the CLI (docs/sessions.md): create waits for Ready and
+ * prints its name; run --session keeps the state, the step's value on
+ * its own line after its stdout, the --file in the working directory; ls
+ * counts the steps; close ends it Closed.
+ */
+static void
+test_cli_session(void **state)
+{
+	char data[] = "/tmp/airlock-e2e-data-XXXXXX", file[128], name[32], want[256];
+	struct cli_result r;
+	int fd = mkstemp(data);
+
+	(void)state;
+	assert_true(fd >= 0);
+	assert_int_equal(write(fd, "a,b\n1,2\n", 8), 8);
+	close(fd);
+	snprintf(file, sizeof(file), "data.csv=%s", data);
+	CLI(&r, "session", "create", "--runtime", "python", "--file", file);
+	cli_expect_status(&r, 0);
+	assert_string_equal(r.err, "");
+	assert_int_equal(r.out_len, 14);
+	assert_int_equal(strncmp(r.out, "session-", 8), 0);
+	snprintf(name, sizeof(name), "%.13s", r.out);
+	cli_result_free(&r);
+	unlink(data);
+
+	CLI(&r, "run", "--session", name, "-c", "x = 41");
+	cli_expect_status(&r, 0);
+	assert_string_equal(r.out, "");
+	assert_string_equal(r.err, "");
+	cli_result_free(&r);
+	CLI(&r, "run", "--session", name, "-c", "print('hi')\nx + 1");
+	cli_expect_status(&r, 0);
+	assert_string_equal(r.out, "hi\n42\n");
+	cli_result_free(&r);
+	CLI(&r, "run", "--session", name, "-c", "import sys\nsys.stdout.write('no newline')\n"
+	    "open('data.csv').read()");
+	cli_expect_status(&r, 0);
+	assert_string_equal(r.out, "no newline\n'a,b\\n1,2\\n'\n");
+	cli_result_free(&r);
+
+	CLI(&r, "session", "ls");
+	cli_expect_status(&r, 0);
+	snprintf(want, sizeof(want), "\n%-30s %-12s %-8s %-12s %-5d ", name, "python",
+	    "Ready", "", 3);
+	if (strstr(r.out, want) == NULL)
+		fail_msg("no row '%s' in\n%s", want + 1, r.out);
+	cli_result_free(&r);
+
+	CLI(&r, "session", "close", name);
+	cli_expect_status(&r, 0);
+	assert_string_equal(r.out, "Closed: closed by spec.close\n");
+	cli_result_free(&r);
+	/* A step of a closed session: the controller's refusal, exit 121. */
+	CLI(&r, "run", "--session", name, "-c", "x");
+	cli_expect_status(&r, 121);
+	snprintf(want, sizeof(want), "airlock: Rejected: spec.session: session '%s' has "
+	    "ended (Closed)\n", name);
+	assert_string_equal(r.err, want);
+	cli_result_free(&r);
+}
 #endif
 
 /*
@@ -2312,6 +2375,7 @@ main(void)
 		COLD(cmocka_unit_test(test_cli_ctrl_c))
 		COLD(cmocka_unit_test(test_cli_uncounted_quota))
 		COLD(cmocka_unit_test(test_cli_live))
+		COLD(cmocka_unit_test(test_cli_session))
 		cmocka_unit_test(test_stream_status),
 		COLD(cmocka_unit_test(test_no_tenant_data_in_logs))
 	};

@@ -25,6 +25,7 @@
 
 #include "buf.h"
 #include "client.h"
+#include "clirun.h"
 #include "clock.h"
 #include "itutil.h"
 #include "pool.h"
@@ -3390,6 +3391,131 @@ test_session_ends(void **state)
 		fail_msg("%zu pods left 5 s after the sessions ended", count_pods(fx, NULL));
 }
 
+/* bin/airlock against this test's namespace, as the admin. */
+#define SESSION_CLI(fx, r, ...) do { \
+	const char *args_[] = { __VA_ARGS__, "--kubeconfig", \
+	    it_env_need("KUBECONFIG_ADMIN"), "-n", (fx)->ns, NULL }; \
+	cli_run((r), NULL, 60000, args_); \
+} while (0)
+
+/*
+ * airlock session create --no-wait, ls and close against the controller:
+ * with no node, the session stays Pending; close ends it Closed and says
+ * so. A runtime without sessions: create waits, then says the controller's
+ * Rejected with exit 121. Not Ready within --timeout: closed, exit 1. A
+ * missing session named by close or run --session: said, nothing made.
+ */
+static void
+test_session_cli(void **state)
+{
+	struct fx *fx = *state;
+	struct cli_result r;
+	char name[64], want[512], *nl;
+	json_t *o;
+	size_t n;
+
+	SESSION_CLI(fx, &r, "session", "create", "--runtime", "warm", "--idle-timeout",
+	    "60", "--no-wait");
+	cli_expect_status(&r, 0);
+	assert_string_equal(r.err, "");
+	/* session- and five characters, as generateName draws them. */
+	assert_int_equal(r.out_len, 14);
+	assert_int_equal(strncmp(r.out, "session-", 8), 0);
+	assert_int_equal(strspn(r.out + 8, "bcdfghjklmnpqrstvwxz2456789"), 5);
+	assert_int_equal(r.out[13], '\n');
+	snprintf(name, sizeof(name), "%.13s", r.out);
+	cli_result_free(&r);
+	o = wait_session(fx, name, "Pending", 10000);
+	assert_string_equal(json_string_value(json_object_get(json_object_get(o, "spec"),
+	    "runtime")), "warm");
+	assert_int_equal(json_integer_value(json_object_get(json_object_get(o, "spec"),
+	    "idleTimeoutSeconds")), 60);
+	assert_int_equal(strlen(json_string_value(json_object_get(json_object_get(
+	    json_object_get(o, "metadata"), "annotations"), "airlock.dev/create-token"))), 32);
+	json_decref(o);
+
+	SESSION_CLI(fx, &r, "session", "ls");
+	cli_expect_status(&r, 0);
+	nl = strchr(r.out, '\n');
+	assert_non_null(nl);
+	assert_int_equal(nl - r.out, 75);
+	assert_int_equal(strncmp(r.out, "NAME                           RUNTIME      PHASE    "
+	    "REASON       STEPS AGE\n", 76), 0);
+	/* Its row, but the age (seconds here: "3s"). */
+	n = (size_t)snprintf(want, sizeof(want), "%-30s %-12s %-8s %-12s %-5d ", name,
+	    "warm", "Pending", "", 0);
+	assert_int_equal(strncmp(nl + 1, want, n), 0);
+	{
+		const char *age = nl + 1 + n;
+		size_t d = strspn(age, "0123456789");
+
+		assert_true(d >= 1);
+		if (strcmp(age + d, "s\n") != 0 && strcmp(age + d, "m\n") != 0)
+			fail_msg("the row ends '%s', not its age", age);
+	}
+	cli_result_free(&r);
+
+	SESSION_CLI(fx, &r, "session", "close", name);
+	cli_expect_status(&r, 0);
+	assert_string_equal(r.out, "Closed: closed by spec.close\n");
+	assert_string_equal(r.err, "");
+	cli_result_free(&r);
+	o = get_session(fx, name);
+	assert_string_equal(st_str(o, "phase"), "Ended");
+	assert_true(json_is_true(json_object_get(json_object_get(o, "spec"), "close")));
+	json_decref(o);
+	SESSION_CLI(fx, &r, "session", "ls", "-o", "json");
+	cli_expect_status(&r, 0);
+	o = json_loads(r.out, 0, NULL);
+	assert_int_equal(json_array_size(json_object_get(o, "items")), 1);
+	assert_string_equal(st_str(json_array_get(json_object_get(o, "items"), 0), "reason"),
+	    "Closed");
+	json_decref(o);
+	cli_result_free(&r);
+
+	SESSION_CLI(fx, &r, "session", "close", "nope");
+	cli_expect_status(&r, 1);
+	snprintf(want, sizeof(want), "airlock: no session 'nope' in namespace %s\n", fx->ns);
+	assert_string_equal(r.err, want);
+	assert_string_equal(r.out, "");
+	cli_result_free(&r);
+	SESSION_CLI(fx, &r, "run", "--session", "nope", "-c", "1");
+	cli_expect_status(&r, 2);
+	snprintf(want, sizeof(want), "airlock: --session: spec.session: no session 'nope' "
+	    "in namespace %s\n", fx->ns);
+	assert_string_equal(r.err, want);
+	cli_result_free(&r);
+	{
+		struct k8s_error err;
+		json_t *list = NULL;
+
+		assert_int_equal(k8s_list(c, &cx_resource, fx->ns, NULL, &list, &err), 0);
+		assert_int_equal(json_array_size(json_object_get(list, "items")), 0);
+		json_decref(list);
+	}
+
+	/* python has no runner here: no sessions; said with the controller's words. */
+	SESSION_CLI(fx, &r, "session", "create", "--runtime", "python", "--name", "plain");
+	cli_expect_status(&r, 121);
+	assert_string_equal(r.out, "");
+	assert_string_equal(r.err, "airlock: session plain ended before it was Ready: "
+	    "Rejected: spec.runtime: sessions are not offered for runtime 'python' (only "
+	    "Python and bash runtimes without a code policy)\n");
+	cli_result_free(&r);
+
+	/* No node: never Ready; closed when the wait gives up. */
+	SESSION_CLI(fx, &r, "session", "create", "--runtime", "warm", "--name", "stuck",
+	    "--timeout", "2");
+	cli_expect_status(&r, 1);
+	assert_string_equal(r.out, "");
+	assert_string_equal(r.err, "airlock: session stuck was not Ready in time (phase "
+	    "Pending); closed\n");
+	cli_result_free(&r);
+	o = wait_session(fx, "stuck", "Ended", 10000);
+	assert_string_equal(st_str(o, "reason"), "Closed");
+	json_decref(o);
+}
+
 int
 main(void)
 {
@@ -3427,6 +3553,7 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_session_life, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_session_rejected, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_session_ends, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_session_cli, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, group_setup, group_teardown);

@@ -43,10 +43,10 @@ def test_session(cluster, namespace):
         assert init.capabilities.tools is not None
         await s.send_ping()
         tools = (await s.list_tools()).tools
-        assert [t.name for t in tools] == ["run_code"]
+        assert [t.name for t in tools] == ["run_code", "open_session", "close_session"]
         assert tools[0].input_schema["required"] == ["code"]
         assert set(tools[0].input_schema["properties"]) == \
-            {"code", "runtime", "stdin", "files", "timeout_seconds"}
+            {"code", "runtime", "stdin", "files", "timeout_seconds", "session"}
 
         r = await s.call_tool("run_code", {"code": "print(6*7)"})
         assert (text(r), r.is_error) == ("exit code: 0\n--- stdout ---\n42\n", False)
@@ -138,6 +138,73 @@ def test_cancel(cluster, namespace):
     assert c.get(name).reason == "Cancelled"
 
 
+def test_session_tools(cluster, session_namespace):
+    """open_session: the name as text and as structured content (its
+    outputSchema's); close_session: Closed, and again the same; a runtime
+    without sessions, a missing session: said, naming the field."""
+    c = airlock.Client(namespace=session_namespace, kubeconfig=cluster["KUBECONFIG_ADMIN"])
+
+    async def body(s):
+        await s.initialize()
+        tools = {t.name: t for t in (await s.list_tools()).tools}
+        assert tools["open_session"].input_schema["required"] == ["runtime"]
+        assert tools["open_session"].output_schema["required"] == ["session", "runtime"]
+        assert tools["close_session"].input_schema["required"] == ["name"]
+        r = await s.call_tool("open_session", {"runtime": "python", "idle_timeout_seconds": 60})
+        assert not r.is_error, text(r)
+        name = text(r)
+        assert name.startswith("session-") and len(name) == 13
+        assert r.structured_content == {"session": name, "runtime": "python"}
+        st = await anyio.to_thread.run_sync(c._get, name, "codesessions")
+        assert st["status"]["phase"] == "Ready"
+        assert st["spec"]["idleTimeoutSeconds"] == 60
+        r = await s.call_tool("close_session", {"name": name})
+        assert (text(r), r.is_error) == \
+            ("session %s has ended: Closed: closed by spec.close" % name, False)
+        r = await s.call_tool("close_session", {"name": name})
+        assert (text(r), r.is_error) == \
+            ("session %s has ended: Closed: closed by spec.close" % name, False)
+        r = await s.call_tool("close_session", {"name": "nope"})
+        assert (text(r), r.is_error) == ("error: the call was refused: name: no session "
+                                         "'nope' in namespace %s" % session_namespace, True)
+        r = await s.call_tool("run_code", {"code": "1", "session": "nope"})
+        assert (text(r), r.is_error) == ("error: the call was refused: spec.session: no "
+                                         "session 'nope' in namespace %s" % session_namespace,
+                                         True)
+        r = await s.call_tool("open_session", {"runtime": "cobol"})
+        assert (text(r), r.is_error) == \
+            ("Rejected: spec.runtime: 'cobol' is not a runtime of this cluster", True)
+        assert r.structured_content is None
+        await s.send_ping()
+
+    session_run(server(cluster, session_namespace), body)
+
+
+def test_session_steps(cluster, session_namespace):
+    """run_code naming a session: each call its next step, the state kept,
+    the last expression's value after the streams."""
+    async def body(s):
+        await s.initialize()
+        r = await s.call_tool("open_session", {"runtime": "python"})
+        assert not r.is_error, text(r)
+        name = r.structured_content["session"]
+        r = await s.call_tool("run_code", {"code": "x = 41", "session": name})
+        assert (text(r), r.is_error) == ("exit code: 0", False)
+        r = await s.call_tool("run_code", {"code": "print('hi')\nx + 1", "session": name})
+        assert (text(r), r.is_error) == \
+            ("exit code: 0\n--- stdout ---\nhi\n--- value ---\n42\n", False)
+        # The runtime is the session's; another is refused by the controller.
+        r = await s.call_tool("run_code", {"code": "x", "session": name, "runtime": "bash"})
+        assert r.is_error and text(r).startswith("Rejected: spec.runtime: ")
+        r = await s.call_tool("close_session", {"name": name})
+        assert not r.is_error
+        r = await s.call_tool("run_code", {"code": "x", "session": name})
+        assert (text(r), r.is_error) == \
+            ("Rejected: spec.session: session '%s' has ended (Closed)" % name, True)
+
+    session_run(server(cluster, session_namespace), body)
+
+
 def test_local(cluster):
     params = StdioServerParameters(command=os.path.join(BIN, "airlock"),
                                    args=["mcp", "--local", "--runsc", cluster["RUNSC"]])
@@ -145,6 +212,10 @@ def test_local(cluster):
     async def body(s):
         init = await s.initialize()
         assert "this machine" in init.instructions
+        # Sessions need a cluster: not offered here.
+        tools = (await s.list_tools()).tools
+        assert [t.name for t in tools] == ["run_code"]
+        assert "session" not in tools[0].input_schema["properties"]
         r = await s.call_tool("run_code", {"code": "import sys\nprint('here')\nsys.exit(1)"})
         first = text(r), r.is_error
         # A NUL in the output is kept, not an end of the text.
@@ -199,6 +270,64 @@ def test_raw_protocol():
     assert out[11]["result"]["content"][0]["text"] == \
         'error: the call was refused: arguments: unknown argument "%s"' % ("a" * 63)
     assert len(out) == 12
+
+
+def test_raw_session_refusals():
+    """The session tools' bad arguments, refused before any cluster is
+    asked, each naming the argument; with --local they are not tools."""
+    call = '{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"%s","arguments":%s}}'
+    # At most 8 calls in flight (MCP_CALLS_MAX): two servers.
+    out, _ = raw([
+        '{"jsonrpc":"2.0","id":1,"method":"tools/list"}',
+        call % (2, "open_session", '{}'),
+        call % (3, "open_session", '{"runtime":"python","idle_timeout_seconds":5}'),
+        call % (4, "open_session", '{"runtime":"python","memory":"lots"}'),
+        call % (5, "open_session", '{"runtime":"Python"}'),
+        call % (6, "open_session", '{"runtime":"python","files":{}}'),
+        call % (7, "open_session", '{"runtime":"%s"}' % ("p" * 64)),
+    ], "--kubeconfig", "/nonexistent", wait=1.5)
+    more, _ = raw([
+        call % (8, "close_session", '{}'),
+        call % (9, "close_session", '{"name":7}'),
+        call % (10, "run_code", '{"code":"1","session":""}'),
+        call % (11, "run_code", '{"code":"1","session":"%s"}' % ("s" * 254)),
+    ], "--kubeconfig", "/nonexistent", wait=1.5)
+    by_id = {o["id"]: o for o in out + more}
+    assert len(by_id) == 11
+    tools = by_id[1]["result"]["tools"]
+    assert [t["name"] for t in tools] == ["run_code", "open_session", "close_session"]
+    assert tools[1]["outputSchema"] == {
+        "type": "object", "properties": {"session": {"type": "string"},
+                                         "runtime": {"type": "string"}},
+        "required": ["session", "runtime"]}
+    refused = "error: the call was refused: "
+    assert {i: (by_id[i]["result"]["content"][0]["text"], by_id[i]["result"]["isError"])
+            for i in range(2, 12)} == {
+        2: (refused + "runtime: required (python, python-data, bash)", True),
+        3: (refused + "idle_timeout_seconds: must be an integer from 10 to 86400", True),
+        4: (refused + "memory: spec.resources.memory: must be a positive quantity such "
+            "as 500m or 1Gi, not 'lots'", True),
+        5: (refused + "runtime: spec.runtime: must be a lower-case name such as python",
+            True),
+        6: (refused + 'arguments: unknown argument "files"', True),
+        7: (refused + "runtime: must be a string of 1 to 63 bytes", True),
+        8: (refused + "name: required, a session's name", True),
+        9: (refused + "name: must be a string of 1 to 253 bytes", True),
+        10: (refused + "session: must be a string of 1 to 253 bytes", True),
+        11: (refused + "session: must be a string of 1 to 253 bytes", True),
+    }
+
+    out, _ = raw([
+        '{"jsonrpc":"2.0","id":1,"method":"tools/list"}',
+        call % (2, "open_session", '{"runtime":"python"}'),
+        call % (3, "run_code", '{"code":"1","session":"s"}'),
+    ], "--local", wait=1.5)
+    by_id = {o["id"]: o for o in out}
+    assert [t["name"] for t in by_id[1]["result"]["tools"]] == ["run_code"]
+    assert by_id[2]["error"] == {"code": -32602,
+                                 "message": "unknown tool: tools/list has run_code"}
+    assert by_id[3]["result"]["content"][0]["text"] == \
+        refused + "session: sessions need a cluster (this server runs with --local)"
 
 
 def test_raw_line_cap():
