@@ -24,10 +24,10 @@ class Api:
     def conn(self):
         return http.client.HTTPSConnection(self.host.hostname, self.host.port, context=self.ctx)
 
-    def req(self, method, path, body=None, c=None):
+    def req(self, method, path, body=None, c=None, ctype="application/json"):
         c = c or self.c
         c.request(method, path, json.dumps(body) if body is not None else None,
-                  {"Content-Type": "application/json"})
+                  {"Content-Type": ctype})
         r = c.getresponse()
         data = r.read()
         if r.status >= 300:

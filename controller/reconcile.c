@@ -909,6 +909,8 @@ controller_reconcile(struct controller *ctl, const char *key)
 	else if (ended_here(ctl, k8s_obj_uid(cx), cx_phase_terminal(phase)))
 		rc = 0;		/* our cache has not seen our own write yet */
 	else if (cx_phase_terminal(phase)) {
+		int audited = json_is_true(json_object_get(status, "audited"));
+
 		/*
 		 * A finished execution keeps no pod: the node agent deletes
 		 * its own once the result is in, and this catches one whose
@@ -921,9 +923,14 @@ controller_reconcile(struct controller *ctl, const char *key)
 			rc = ctl_audit_finished(ctl, cx);
 		if (rc == 0)
 			rc = ttl(ctl, cx, key);
-		/* A session's step: the next one in its queue may start. */
-		if (json_is_string(json_object_get(json_object_get(cx, "spec"),
-		    "session"))) {
+		/*
+		 * A session's step, at its first visit since it ended (its
+		 * audit record not written before): the next one in its
+		 * queue may start. Not at every resync: the session's visit
+		 * reads all its steps.
+		 */
+		if (!audited && json_is_string(json_object_get(json_object_get(cx,
+		    "spec"), "session"))) {
 			char *skey = ctl_session_key(ns, json_string_value(
 			    json_object_get(json_object_get(cx, "spec"), "session")));
 

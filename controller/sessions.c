@@ -295,6 +295,21 @@ kick_steps(struct controller *ctl, const char *ns, const char *name)
 	json_decref(steps);
 }
 
+/*
+ * Made before session s (an earlier session of the same name): never its
+ * step. (A second's resolution: one made in the same second is taken.)
+ */
+static int
+older_than_session(json_t *cx, json_t *s)
+{
+	long long c = clock_parse_rfc3339(json_string_value(json_object_get(
+	    json_object_get(cx, "metadata"), "creationTimestamp")));
+	long long m = clock_parse_rfc3339(json_string_value(json_object_get(
+	    json_object_get(s, "metadata"), "creationTimestamp")));
+
+	return c > 0 && m > 0 && c < m;
+}
+
 /* Creation order: creationTimestamp, then name (a second's resolution). */
 static int
 before(json_t *a, json_t *b)
@@ -332,6 +347,26 @@ put_step(struct controller *ctl, json_t *cx, const char *ns, const char *pname,
 	    err);
 	json_decref(patch);
 	return rc;
+}
+
+/*
+ * Whether step cx (read afresh) may start in session s: what its own
+ * visit (ctl_session_step) checks, again, as the session's queue may get
+ * to it first: the session's runtime, not cancelled, not being deleted,
+ * made after the session (a step of an earlier session of the name).
+ */
+static int
+step_startable(json_t *cx, json_t *s)
+{
+	json_t *spec = json_object_get(cx, "spec");
+	const char *rt = json_string_value(json_object_get(spec, "runtime"));
+	const char *srt = json_string_value(json_object_get(json_object_get(s,
+	    "spec"), "runtime"));
+
+	return rt && srt && strcmp(rt, srt) == 0 &&
+	    !json_is_true(json_object_get(spec, "cancel")) &&
+	    !json_object_get(json_object_get(cx, "metadata"),
+	    "deletionTimestamp") && !older_than_session(cx, s);
 }
 
 /* The most files a step carries, the session's and its own (pool.h). */
@@ -405,9 +440,10 @@ start_step(struct controller *ctl, json_t *s, json_t *cached, json_t *pod,
 	st = json_object_get(cx, "status");
 	if (strcmp(k8s_obj_uid(cx) ? k8s_obj_uid(cx) : "", k8s_obj_uid(cached)) ||
 	    json_object_get(st, "podName") ||
-	    cx_phase_terminal(json_string_value(json_object_get(st, "phase")))) {
+	    cx_phase_terminal(json_string_value(json_object_get(st, "phase"))) ||
+	    !step_startable(cx, s)) {
 		json_decref(cx);
-		return 0;	/* the cache lags: its event comes */
+		return 0;	/* the cache lags, or its own visit ends it */
 	}
 	status = st ? json_deep_copy(st) : json_object();
 	podspec_code_sha256(cx, sha);		/* its own code's */
@@ -483,8 +519,10 @@ dispatch(struct controller *ctl, json_t *s, json_t *pod, json_t *status,
 	const char *last = json_string_value(json_object_get(status,
 	    "lastActivityTime")), *on;
 	char latest[CLOCK_RFC3339_LEN] = "";
+	json_int_t had = json_integer_value(json_object_get(status, "executions"));
+	json_int_t here = 0;
 	size_t i;
-	int rc = 0;
+	int rc = 0, started = 0;
 
 	json_array_foreach(steps, i, cx) {
 		json_t *st = json_object_get(cx, "status");
@@ -496,6 +534,7 @@ dispatch(struct controller *ctl, json_t *s, json_t *pod, json_t *status,
 		if (named && strcmp(named, pname) == 0 && t && strlen(t) <
 		    sizeof(latest) && strcmp(t, latest) > 0)
 			snprintf(latest, sizeof(latest), "%s", t);
+		here += named && strcmp(named, pname) == 0;
 		if (cx_phase_terminal(ph))
 			continue;
 		if (named)
@@ -517,21 +556,34 @@ dispatch(struct controller *ctl, json_t *s, json_t *pod, json_t *status,
 		if (rc == 0 && strcmp(k8s_obj_uid(fresh) ? k8s_obj_uid(fresh) : "",
 		    k8s_obj_uid(running)) == 0 && !cx_phase_terminal(
 		    json_string_value(json_object_get(json_object_get(fresh,
-		    "status"), "phase"))))
-			rc = put_step(ctl, fresh, ns, pname, &err);
+		    "status"), "phase")))) {
+			/* The first (no other ran here): the session's files too. */
+			if (here <= 1 && had <= 1)
+				rc = with_session_files(ctl, s, fresh, &err);
+			if (rc == K8S_EINVAL)
+				rc = 0;	/* too many now: started without them */
+			if (rc == 0)
+				rc = put_step(ctl, fresh, ns, pname, &err);
+		}
 		else if (rc == K8S_ENOTFOUND)
 			rc = 0;
 		json_decref(fresh);
 	} else if (running == NULL && next != NULL &&
-	    (rc = start_step(ctl, s, next, pod, json_integer_value(
-	    json_object_get(status, "executions")) == 0)) == 1) {
-		/* Counted as it starts: a step its TTL deleted still counts. */
+	    (rc = start_step(ctl, s, next, pod, here == 0 && had == 0)) == 1) {
 		*busy = 1;
 		rc = 0;
-		json_object_set_new(status, "executions", json_integer(
-		    json_integer_value(json_object_get(status, "executions")) + 1));
+		started = 1;
 		ctl_now_rfc3339(latest);
 	}
+	/*
+	 * Steps run here: the count written, or those the cache names this
+	 * pod in if more (a write of the count lost); one more for the step
+	 * just started. A step its TTL deleted leaves the cache, not the
+	 * count: it only ever goes forward.
+	 */
+	if ((here > had ? here : had) + started > had)
+		json_object_set_new(status, "executions", json_integer(
+		    (here > had ? here : had) + started));
 	/* The last step's start or end: only ever forward. */
 	if (latest[0] && (last == NULL || strcmp(latest, last) > 0))
 		json_object_set_new(status, "lastActivityTime", json_string(latest));
@@ -559,6 +611,7 @@ ctl_session_reconcile(struct controller *ctl, const char *ns, const char *name)
 	}
 	if (s == NULL) {
 		/* Gone: its pod goes now, not when the garbage collector gets to it. */
+		kick_steps(ctl, ns, name);	/* they end with it */
 		rc = sweep_pods(ctl, ns, name, NULL);
 		free(key);
 		return rc;
@@ -754,7 +807,7 @@ ctl_session_step(struct controller *ctl, json_t *cx, json_t *status, int *rcp)
 	const char *sname = json_string_value(json_object_get(json_object_get(cx,
 	    "spec"), "session"));
 	const char *ns = k8s_obj_namespace(cx);
-	const char *phase, *reason, *rt, *srt, *named;
+	const char *phase, *reason, *rt, *srt, *named, *spod;
 	json_t *s, *sst;
 	char msg[700], *key;
 
@@ -787,6 +840,15 @@ ctl_session_step(struct controller *ctl, json_t *cx, json_t *status, int *rcp)
 	rt = json_string_value(json_object_get(json_object_get(cx, "spec"),
 	    "runtime"));
 	named = json_string_value(json_object_get(status, "podName"));
+	spod = json_string_value(json_object_get(sst, "podName"));
+	if (named && s && spod && strcmp(named, spod) != 0) {
+		/* Its session's sandbox is another now (the session made again). */
+		snprintf(msg, sizeof(msg), "its session '%.253s' was deleted while "
+		    "it ran", sname);
+		*rcp = ctl_finish(ctl, cx, status, "Failed", "PodDeleted", msg);
+		json_decref(s);
+		return 1;
+	}
 	if (named && (s == NULL || (phase && strcmp(phase, SESSION_ENDED) == 0) ||
 	    json_object_get(json_object_get(s, "metadata"), "deletionTimestamp"))) {
 		/* It ran in the session's sandbox, which is gone or going. */
@@ -803,13 +865,37 @@ ctl_session_step(struct controller *ctl, json_t *cx, json_t *status, int *rcp)
 		return 1;
 	}
 	if (named) {
-		/* Running: its result is the node agent's to write. */
+		/*
+		 * Running: its result is the node agent's to write, by the
+		 * step's timeout, the kernel's grace and the agent's backstop;
+		 * the controller's result grace past those, it is lost (an
+		 * agent gone with it, a node lost unnoticed), and said so.
+		 */
+		long long started = clock_parse_rfc3339(json_string_value(
+		    json_object_get(status, "startTime")));
+		long long limit = (cx_timeout_ms(cx) + SESSION_STEP_GRACE_MS +
+		    SESSION_STEP_BACKSTOP_MS + ctl->opts.result_grace_ms) / 1000 + 1;
+
 		json_decref(s);
+		if (started > 0 && now_s() >= started + limit) {
+			snprintf(msg, sizeof(msg), "no result from the node agent "
+			    "within %lld s of its start: its output cannot be had",
+			    limit);
+			*rcp = ctl_finish(ctl, cx, status, "Failed", "ResultLost", msg);
+		} else if (started > 0) {
+			key = xasprintf("%s/%s", ns, k8s_obj_name(cx));
+			requeue_in(ctl, key, started + limit - now_s());
+			free(key);
+		}
 		return 1;
 	}
 	if (s == NULL)
 		snprintf(msg, sizeof(msg), "spec.session: no session '%.253s' in "
 		    "this namespace", sname);
+	else if (older_than_session(cx, s))
+		snprintf(msg, sizeof(msg), "spec.session: session '%.253s' was "
+		    "made after this execution (an earlier one of the name is "
+		    "gone)", sname);
 	else if (phase && strcmp(phase, SESSION_ENDED) == 0)
 		snprintf(msg, sizeof(msg), "spec.session: session '%.253s' has "
 		    "ended (%.64s)", sname, reason ? reason : "");

@@ -297,7 +297,11 @@ ends_with(const char *s, const char *suffix)
 	return n >= m && strcmp(s + n - m, suffix) == 0;
 }
 
-/* Valid UTF-8 with no control bytes but tab, CR and LF: text. */
+/*
+ * Valid UTF-8 (RFC 3629: no overlong forms, no surrogates, nothing past
+ * U+10FFFF, as jansson checks it) with no control bytes but tab, CR and
+ * LF: text.
+ */
 static int
 is_text(const unsigned char *p, size_t len)
 {
@@ -305,16 +309,29 @@ is_text(const unsigned char *p, size_t len)
 
 	while (i < len) {
 		unsigned char c = p[i];
-		size_t n = c < 0x80 ? 1 : (c >> 5) == 6 ? 2 : (c >> 4) == 14 ? 3 :
-		    (c >> 3) == 30 ? 4 : 0;
+		size_t n = c < 0x80 ? 1 : c >= 0xc2 && c <= 0xdf ? 2 :
+		    c >= 0xe0 && c <= 0xef ? 3 : c >= 0xf0 && c <= 0xf4 ? 4 : 0;
+		unsigned char lo = 0x80, hi = 0xbf;
 
 		if (n == 0 || i + n > len)
 			return 0;
 		if (n == 1 && c < 0x20 && c != '\t' && c != '\n' && c != '\r')
 			return 0;
-		for (size_t k = 1; k < n; k++)
-			if ((p[i + k] & 0xc0) != 0x80)
+		/* The second byte's range rules out the overlong and the rest. */
+		if (c == 0xe0)
+			lo = 0xa0;
+		else if (c == 0xed)
+			hi = 0x9f;
+		else if (c == 0xf0)
+			lo = 0x90;
+		else if (c == 0xf4)
+			hi = 0x8f;
+		for (size_t k = 1; k < n; k++) {
+			unsigned char b = p[i + k];
+
+			if (k == 1 ? b < lo || b > hi : (b & 0xc0) != 0x80)
 				return 0;
+		}
 		i += n;
 	}
 	return 1;

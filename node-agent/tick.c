@@ -450,7 +450,13 @@ tick(struct agent *a)
 				pp = &r->next;
 				continue;
 			}
-			if (same && u && nagain < 64)
+			if (same && u && nagain == 64) {
+				/* No room to see it again now: the next tick. */
+				json_decref(pod);
+				pp = &r->next;
+				continue;
+			}
+			if (same && u)
 				again[nagain++] = json_incref(pod);
 			json_decref(pod);
 			*pp = r->next;

@@ -933,6 +933,10 @@ agent_warm_sweep(struct agent *a)
 			continue;
 		pthread_mutex_lock(&a->lock);
 		known = agent_find_run(a, de->d_name) != NULL;
+		/* A step's mark is named for its execution: kept while its run is. */
+		for (struct run *r = a->runs; r && !known; r = r->next)
+			known = r->step && r->cx_uid &&
+			    strcmp(r->cx_uid, de->d_name) == 0;
 		pthread_mutex_unlock(&a->lock);
 		if (!known)
 			agent_warm_forget(a, de->d_name);

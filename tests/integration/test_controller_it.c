@@ -3369,11 +3369,25 @@ test_session_ends(void **state)
 	o = ready_session(fx, "deleted", "{\"runtime\":\"warm\"}");
 	session_pod_name(k8s_obj_uid(o), pname);
 	json_decref(o);
+	/* A step running in it, one queued: both end with it, said so. */
+	create_cx(fx, "d-run", "{\"runtime\":\"warm\",\"source\":\"x\",\"session\":\"deleted\"}");
+	json_decref(wait_phase(fx, "d-run", "Running"));
+	create_cx(fx, "d-queued", "{\"runtime\":\"warm\",\"source\":\"x\",\"session\":\"deleted\"}");
 	assert_int_equal(k8s_delete(c, &session_resource, fx->ns, "deleted", NULL, NULL,
 	    &err), 0);
 	pod_gone.name = pname;
 	if (!it_wait_for(is_gone, &pod_gone, 5000))
 		fail_msg("the deleted session's pod was not gone in 5 s");
+	o = wait_phase(fx, "d-run", "Failed");
+	assert_string_equal(st_str(o, "reason"), "PodDeleted");
+	assert_string_equal(st_str(o, "message"), "its session 'deleted' ended (deleted) while "
+	    "it ran");
+	json_decref(o);
+	o = wait_phase(fx, "d-queued", "Failed");
+	assert_string_equal(st_str(o, "reason"), "Rejected");
+	assert_string_equal(st_str(o, "message"), "spec.session: no session 'deleted' in this "
+	    "namespace");
+	json_decref(o);
 
 	t0 = it_mono_ms();
 	json_decref(ready_session(fx, "short", "{\"runtime\":\"warm\",\"maxLifetimeSeconds\":10}"));

@@ -58,6 +58,38 @@ def test_value_and_error(session_client):
         assert s.run("6 * 7").value == "42"
 
 
+def test_timeout_and_exit(session_client):
+    """docs/sessions.md, "Failure semantics": a timeout interrupts the step
+    and keeps the state; sys.exit starts the kernel again, and loses it."""
+    with session_client.session("python") as s:
+        s.run("x = 7")
+        r = s.run("import time\nwhile True:\n    time.sleep(0.05)", timeout=2)
+        assert (r.phase, r.reason, r.exit_code) == ("TimedOut", "DeadlineExceeded", 124)
+        assert r.message.startswith("interrupted at its 2000 ms timeout"), r.message
+        assert "KeyboardInterrupt" in r.stderr
+        assert s.run("x").value == "7"
+        r = s.run("import sys\nsys.exit(3)")
+        assert (r.phase, r.reason, r.exit_code) == ("Failed", "Error", 3)
+        assert "started again: its state is lost" in r.message, r.message
+        r = s.run("x")
+        assert (r.phase, r.exit_code) == ("Failed", 1)
+        assert r.stderr.endswith("NameError: name 'x' is not defined\n"), r.stderr
+        assert s.run("y = 1\ny").value == "1"
+
+
+def test_bash_session(session_client):
+    """A bash session: one shell sources each step; variables, functions,
+    the working directory and its files are kept."""
+    with session_client.session("bash") as s:
+        r = s.run("A=41\nf() { echo \"f:$1\"; }\nmkdir -p d && cd d && echo hi > t")
+        assert (r.phase, r.stdout) == ("Succeeded", "")
+        r = s.run("f $((A + 1)); cat t; basename \"$PWD\"")
+        assert (r.phase, r.stdout, r.exit_code) == ("Succeeded", "f:42\nhi\nd\n", 0)
+        r = s.run("false")
+        assert (r.phase, r.exit_code) == ("Failed", 1)
+        assert s.run("echo $A").stdout == "41\n"
+
+
 def test_files(session_client):
     data = bytes(range(256)) * 512                         # 128 KiB: two write steps
     with session_client.session("python", files={"data.csv": "a,b\n1,2\n"}) as s:

@@ -295,6 +295,19 @@ test_step_report(void **state)
 	r = report_of((const char *const[]){ ".airlock-value", "caf\xc3\xa9\n", NULL },
 	    v, sizeof(v));
 	assert_string_equal(v, "caf\xc3\xa9\n");
+	/* What jansson refuses: overlong, a surrogate, past U+10FFFF. */
+	static const char *const nottext[] = { "\xc0\xaf", "\xe0\x80\xaf",
+	    "\xed\xa0\x80", "\xf4\x90\x80\x80", "\xf5\x80\x80\x80" };
+	for (size_t i = 0; i < sizeof(nottext) / sizeof(nottext[0]); i++) {
+		r = report_of((const char *const[]){ ".airlock-value", nottext[i], NULL },
+		    v, sizeof(v));
+		if (v[0] != '\0')
+			fail_msg("value %zu taken as text", i);
+	}
+	/* The highest there is, and a 3-byte one past the surrogates: text. */
+	r = report_of((const char *const[]){ ".airlock-value", "\xf4\x8f\xbf\xbf\xee\x80\x80",
+	    NULL }, v, sizeof(v));
+	assert_string_equal(v, "\xf4\x8f\xbf\xbf\xee\x80\x80");
 }
 
 int
