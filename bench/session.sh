@@ -9,8 +9,10 @@
 #   warm      the baseline: `print(1)` as a one-shot CodeExecution in a
 #             namespace with a CodeExecutionPool (replicas 2): create ->
 #             Succeeded.
-#   ready     a CodeSession's create -> Ready (a pod of its own: no warm
-#             claim for sessions yet), then closed, untimed.
+#   ready-warm  a CodeSession's create -> Ready, the pool's runtime and
+#             resources: a holder of the pool claimed; then closed, untimed
+#   ready-cold  the same with other resources (memory 200Mi): a pod of its
+#             own
 #
 # Before each sample, untimed: the pool's two holders ready and idle,
 # nothing terminating. The controller and agent are this clone's bin/ (the
@@ -89,21 +91,23 @@ def cx(name, spec):
                       lambda o: o.get("status", {}).get("phase") in END)
     return time.monotonic() - t0, o["status"]
 
-def session(name):
+def session(name, mode, spec=None):
     t0 = time.monotonic()
     A.req("POST", G + "codesessions", {"apiVersion": "airlock.dev/v1alpha1",
-          "kind": "CodeSession", "metadata": {"name": name}, "spec": {"runtime": "python"}})
+          "kind": "CodeSession", "metadata": {"name": name},
+          "spec": spec or {"runtime": "python"}})
     o = A.watch_until(G + "codesessions?watch=1&fieldSelector=metadata.name%%3D%s" % name,
                       lambda o: o.get("status", {}).get("phase") in ("Ready", "Ended"))
-    assert o["status"]["phase"] == "Ready", o["status"]
+    assert o["status"]["phase"] == "Ready" and o["status"]["startMode"] == mode, o["status"]
     return time.monotonic() - t0
 
 def close(name):
     A.req("PATCH", G + "codesessions/" + name, {"spec": {"close": True}},
           ctype="application/merge-patch+json")
 
-res = {"step": [], "warm": [], "ready": []}
-session("s")
+res = {"step": [], "warm": [], "ready-warm": [], "ready-cold": []}
+holders_idle()
+session("s", "Warm")
 t, st = cx("step-init", {"runtime": "python", "session": "s", "source": "x = 0\n"})
 assert st["phase"] == "Succeeded", st
 holders_idle()
@@ -120,8 +124,12 @@ for i in range(n):
     res["step"].append(t)
     if i < 10:
         holders_idle()
-        res["ready"].append(session("r-%03d" % i))
-        close("r-%03d" % i)
+        res["ready-warm"].append(session("rw-%03d" % i, "Warm"))
+        close("rw-%03d" % i)
+        holders_idle()
+        res["ready-cold"].append(session("rc-%03d" % i, "Cold", {"runtime": "python",
+                                 "resources": {"memory": "200Mi"}}))
+        close("rc-%03d" % i)
 close("s")
 q = lib.q
 out = {k: [q(v, 50) * 1000, q(v, 90) * 1000, max(v) * 1000, len(v)] for k, v in res.items()}
@@ -139,7 +147,8 @@ print("| what | p50 ms | p90 ms | max ms | N |")
 print("|---|---|---|---|---|")
 for k, label in (("step", "a session's step (`x = x + 1`, value back)"),
                  ("warm", "a one-shot warm execution (`print(1)`, pool of 2)"),
-                 ("ready", "a session created -> Ready (cold pod)")):
+                 ("ready-warm", "a session created -> Ready (a pool's holder claimed)"),
+                 ("ready-cold", "a session created -> Ready (a pod of its own)")):
     p50, p90, mx, cnt = o[k]
     print("| %s | %.0f | %.0f | %.0f | %d |" % (label, p50, p90, mx, cnt))
 print("\nstep / warm (p50): %.2f" % (o["step"][0] / o["warm"][0]))

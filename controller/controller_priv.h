@@ -301,6 +301,20 @@ const char *ctl_holder_pool(json_t *pod);
  * is kept for a uid no pool has).
  */
 void ctl_pool_claimed(struct controller *ctl, const char *ns, const char *pool_uid);
+/*
+ * A ready holder of a pool in obj's namespace matching obj's spec (an
+ * execution's or a session's runtime and resources), reserved for this
+ * worker for CTL_RESERVE_MS, or NULL; a new reference. Release the
+ * reservation with ctl_holder_release once its claim landed or failed.
+ */
+json_t *ctl_pick_holder(struct controller *ctl, json_t *obj);
+void ctl_holder_release(struct controller *ctl, const char *pod_uid);
+/*
+ * Whether holder pod is its pool's, read afresh: the pool its controller
+ * owner names, in the pod's namespace, has the uid its label says. 1, 0,
+ * or a K8S_E* code when the pool cannot be read.
+ */
+int ctl_pool_owns(struct controller *ctl, json_t *pod);
 
 /*
  * A create the namespace ns's quota refused (kind "execution" or "pool";

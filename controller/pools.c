@@ -84,8 +84,8 @@ pool_in(struct controller *ctl, const char *ns, const char *pool_uid)
  * names, in the pod's namespace, has the uid its label says. 1, 0, or a
  * K8S_E* code when the pool cannot be read.
  */
-static int
-pool_owns(struct controller *ctl, json_t *pod)
+int
+ctl_pool_owns(struct controller *ctl, json_t *pod)
 {
 	const char *name = ctl_holder_pool(pod), *uid = json_string_value(
 	    json_object_get(json_object_get(json_object_get(pod, "metadata"),
@@ -549,10 +549,11 @@ ctl_pool_match_key(struct controller *ctl, json_t *pool,
 
 /*
  * A ready holder of a pool in cx's namespace that matches it, reserved for
- * this worker (CTL_RESERVE_MS), or NULL. A new reference.
+ * this worker (CTL_RESERVE_MS), or NULL. A new reference. cx may be a
+ * CodeSession: the same spec.runtime and spec.resources.
  */
-static json_t *
-pick_holder(struct controller *ctl, json_t *cx)
+json_t *
+ctl_pick_holder(struct controller *ctl, json_t *cx)
 {
 	json_t *pools, *pool, *pods, *p, *found = NULL;
 	char want[POOL_KEY_LEN], have[POOL_KEY_LEN];
@@ -733,7 +734,14 @@ claimed_anyway(struct controller *ctl, const char *ns, const char *pod,
 		return rc;
 	podspec_pod_execution(o, &uid);
 	rc = uid != NULL && strcmp(uid, cx_uid) == 0;
-	if (uid == NULL) {
+	if (uid == NULL && !pool_holder_idle(o)) {
+		/*
+		 * No longer a pool's idle holder (a session claimed it): at
+		 * its new version no execution's claim lands, and it is not
+		 * ours to delete.
+		 */
+		rc = 0;
+	} else if (uid == NULL) {
 		/*
 		 * Unclaimed as read: deleted at that version before the
 		 * fallback, or another controller that read it too could
@@ -754,11 +762,19 @@ claimed_anyway(struct controller *ctl, const char *ns, const char *pod,
 	return rc;
 }
 
+void
+ctl_holder_release(struct controller *ctl, const char *pod_uid)
+{
+	pthread_mutex_lock(&ctl->lock);
+	json_object_del(ctl->reserved, pod_uid);
+	pthread_mutex_unlock(&ctl->lock);
+}
+
 int
 ctl_warm_start(struct controller *ctl, json_t *cached, long long seen_ms,
     int *rcp)
 {
-	json_t *pod = pick_holder(ctl, cached), *cx = NULL, *status = NULL, *fst;
+	json_t *pod = ctl_pick_holder(ctl, cached), *cx = NULL, *status = NULL, *fst;
 	json_t *probe;
 	struct k8s_error err;
 	size_t stored = 0;
@@ -832,9 +848,7 @@ ctl_warm_start(struct controller *ctl, json_t *cached, long long seen_ms,
 	json_decref(pod);
 	return 1;
 release:
-	pthread_mutex_lock(&ctl->lock);
-	json_object_del(ctl->reserved, k8s_obj_uid(pod));
-	pthread_mutex_unlock(&ctl->lock);
+	ctl_holder_release(ctl, k8s_obj_uid(pod));
 	json_decref(status);
 	json_decref(cx);
 	json_decref(pod);
@@ -875,7 +889,7 @@ ctl_warm_resume(struct controller *ctl, json_t *cached, json_t *cached_pod)
 	 * holder of a pool of this namespace, not one made anew under the
 	 * name (the holder deleted, a pod of the tenant's own put there).
 	 */
-	if ((rc = pool_owns(ctl, pod)) < 0 || !pool_holder_idle(pod) || rc == 0) {
+	if ((rc = ctl_pool_owns(ctl, pod)) < 0 || !pool_holder_idle(pod) || rc == 0) {
 		rc = rc < 0 ? rc : ctl_warm_fallback(ctl, cached, k8s_obj_name(pod),
 		    "its warm sandbox is no longer an idle sandbox of a pool here");
 		json_decref(pod);

@@ -149,6 +149,8 @@ pod_end_reason(json_t *pod)
  * process or one before it). 0, or the create's error; *refused: the
  * API server will never take it (the session ends Failed with why).
  */
+static int pod_owned(json_t *pod, json_t *s);
+
 /*
  * Whether pod (as read) is this session's own: its uid label, Airlock's
  * managed-by label, and the session its controller owner by uid. A pod
@@ -158,15 +160,25 @@ pod_end_reason(json_t *pod)
 static int
 pod_is_sessions(json_t *pod, json_t *s)
 {
+	const char *m = json_string_value(json_object_get(json_object_get(
+	    json_object_get(pod, "metadata"), "labels"), CX_LABEL_MANAGED));
+
+	return m && strcmp(m, CX_MANAGER) == 0 && pod_owned(pod, s);
+}
+
+/*
+ * The same of a pod from the cache, which selects Airlock's pods only
+ * (the managed-by label, trimmed off there): the label and the owner.
+ */
+static int
+pod_owned(json_t *pod, json_t *s)
+{
 	json_t *md = json_object_get(pod, "metadata"), *ref;
 	const char *l = json_string_value(json_object_get(json_object_get(md,
 	    "labels"), SESSION_LABEL_UID));
-	const char *m = json_string_value(json_object_get(json_object_get(md,
-	    "labels"), CX_LABEL_MANAGED));
 	size_t i;
 
-	if (l == NULL || strcmp(l, k8s_obj_uid(s)) != 0 || m == NULL ||
-	    strcmp(m, CX_MANAGER) != 0)
+	if (l == NULL || strcmp(l, k8s_obj_uid(s)) != 0)
 		return 0;
 	json_array_foreach(json_object_get(md, "ownerReferences"), i, ref)
 		if (json_is_true(json_object_get(ref, "controller")))
@@ -591,6 +603,135 @@ dispatch(struct controller *ctl, json_t *s, json_t *pod, json_t *status,
 	return rc;
 }
 
+/* --- a pool's holder for a session (docs/sessions.md, "The sandbox") ------ */
+
+/*
+ * The claim did not land and cannot: the session's status names no pod
+ * again (read afresh, if it still names this one, Warm and Pending), and
+ * its next visit makes a pod or claims another.
+ */
+static int
+unclaim(struct controller *ctl, json_t *cached, const char *pname)
+{
+	json_t *s = NULL, *st;
+	struct k8s_error err;
+	const char *named, *mode, *ph;
+	int rc = k8s_get(ctl->client, &session_resource, k8s_obj_namespace(cached),
+	    k8s_obj_name(cached), &s, &err);
+
+	if (rc != 0)
+		return rc == K8S_ENOTFOUND ? 0 : rc;
+	st = json_deep_copy(json_object_get(s, "status"));
+	named = json_string_value(json_object_get(st, "podName"));
+	mode = json_string_value(json_object_get(st, "startMode"));
+	ph = json_string_value(json_object_get(st, "phase"));
+	if (strcmp(k8s_obj_uid(s) ? k8s_obj_uid(s) : "", k8s_obj_uid(cached)) ||
+	    named == NULL || strcmp(named, pname) != 0 || mode == NULL ||
+	    strcmp(mode, "Warm") != 0 || ph == NULL ||
+	    strcmp(ph, SESSION_PENDING) != 0) {
+		json_decref(st);
+		json_decref(s);
+		return 0;
+	}
+	json_object_del(st, "podName");
+	json_object_del(st, "startMode");
+	log_info("session's warm claim fell back", "session=%s/%s pod=%s",
+	    k8s_obj_namespace(s), k8s_obj_name(s), pname);
+	rc = ctl_write_status_of(ctl, &session_resource, s, st, NULL);
+	json_decref(st);
+	json_decref(s);
+	return rc;
+}
+
+/*
+ * Patch the claim onto holder (as read: its version) for session s. 0
+ * when it landed (or had); else unclaimed, or the error.
+ */
+static int
+claim(struct controller *ctl, json_t *s, json_t *holder)
+{
+	struct k8s_patch_opts po = { .type = K8S_PATCH_MERGE };
+	const char *ns = k8s_obj_namespace(s), *hname = k8s_obj_name(holder);
+	json_t *patch = session_claim_patch(s, holder, now_s()), *o = NULL;
+	struct k8s_error err;
+	int rc = k8s_patch(ctl->client, &k8s_res_pods, ns, hname, &po, patch,
+	    NULL, &err);
+
+	json_decref(patch);
+	if (rc == 0) {
+		log_debug("session claimed a warm sandbox", "session=%s/%s pod=%s",
+		    ns, k8s_obj_name(s), hname);
+		return 0;
+	}
+	if (rc != K8S_ECONFLICT && rc != K8S_ENOTFOUND)
+		return rc;	/* landed or not, unknown: the next visit reads it */
+	/* Taken by another, or gone; or ours after all (another replica). */
+	rc = k8s_get(ctl->client, &k8s_res_pods, ns, hname, &o, &err);
+	if (rc == 0 && pod_is_sessions(o, s)) {
+		json_decref(o);
+		return 0;
+	}
+	json_decref(o);
+	return rc == 0 || rc == K8S_ENOTFOUND ? unclaim(ctl, s, hname) : rc;
+}
+
+/*
+ * A new session: a ready holder of a pool here that matches it, named in
+ * its status first (Pending, Warm), then claimed. 1 when one was (or it
+ * fell back: the next visit goes on), 0 when there is none, or an error.
+ */
+static int
+claim_holder(struct controller *ctl, json_t *s, json_t *status)
+{
+	json_t *h = ctl_pick_holder(ctl, s);
+	int rc;
+
+	if (h == NULL)
+		return 0;
+	json_object_set_new(status, "phase", json_string(SESSION_PENDING));
+	json_object_set_new(status, "startMode", json_string("Warm"));
+	json_object_set_new(status, "podName", json_string(k8s_obj_name(h)));
+	json_object_del(status, "message");
+	ctl_set_condition(status, "Ready", "False", "Starting", "its sandbox, a "
+	    "pool's, is being claimed", json_integer_value(json_object_get(
+	    json_object_get(s, "metadata"), "generation")));
+	rc = ctl_write_status_of(ctl, &session_resource, s, status, NULL);
+	/* Named in the status: from here on the claim lands, or falls back. */
+	if (rc == 0)
+		rc = claim(ctl, s, h);
+	ctl_holder_release(ctl, k8s_obj_uid(h));
+	json_decref(h);
+	return rc == 0 ? 1 : rc;
+}
+
+/*
+ * Named (Warm, Pending), the pod there not the session's yet: a
+ * controller stopped between the two writes, or the cache lags. Read
+ * afresh: the session's already; still an idle holder of a pool here
+ * (claimed now); or anything else (fall back).
+ */
+static int
+resume_claim(struct controller *ctl, json_t *s, const char *pname)
+{
+	struct k8s_error err;
+	json_t *pod = NULL;
+	int rc = k8s_get(ctl->client, &k8s_res_pods, k8s_obj_namespace(s), pname,
+	    &pod, &err);
+
+	if (rc == K8S_ENOTFOUND)
+		return unclaim(ctl, s, pname);
+	if (rc != 0)
+		return rc;
+	if (pod_is_sessions(pod, s))
+		rc = 0;		/* the cache lags: its event comes */
+	else if ((rc = ctl_pool_owns(ctl, pod)) == 1 && pool_holder_idle(pod))
+		rc = claim(ctl, s, pod);
+	else if (rc >= 0)
+		rc = unclaim(ctl, s, pname);
+	json_decref(pod);
+	return rc;
+}
+
 int
 ctl_session_reconcile(struct controller *ctl, const char *ns, const char *name)
 {
@@ -620,10 +761,35 @@ ctl_session_reconcile(struct controller *ctl, const char *ns, const char *name)
 	if (status == NULL)
 		status = json_object();
 	phase = json_string_value(json_object_get(status, "phase"));
-	session_pod_name(k8s_obj_uid(s), pname);
+	/* Its pod: a pool's holder it claimed, or its own. */
+	if (json_is_string(json_object_get(status, "podName")) &&
+	    json_string_length(json_object_get(status, "podName")) < sizeof(pname))
+		snprintf(pname, sizeof(pname), "%s", json_string_value(
+		    json_object_get(status, "podName")));
+	else
+		session_pod_name(k8s_obj_uid(s), pname);
 	if ((rc = sweep_pods(ctl, ns, name, k8s_obj_uid(s))) != 0)
 		goto out;
 	pod = informer_get(ctl->pod_inf, ns, pname);
+	if (pod && !pod_owned(pod, s)) {
+		/*
+		 * Not the session's: never deleted nor used from here. A
+		 * holder named, not claimed yet: the claim goes on.
+		 */
+		const char *mode = json_string_value(json_object_get(status,
+		    "startMode"));
+
+		json_decref(pod);
+		pod = NULL;
+		if (mode && strcmp(mode, "Warm") == 0 && phase &&
+		    strcmp(phase, SESSION_PENDING) == 0 &&
+		    !json_object_get(json_object_get(s, "metadata"),
+		    "deletionTimestamp") && !json_is_true(json_object_get(
+		    json_object_get(s, "spec"), "close"))) {
+			rc = resume_claim(ctl, s, pname);
+			goto out;
+		}
+	}
 	if (json_object_get(json_object_get(s, "metadata"), "deletionTimestamp")) {
 		rc = pod ? delete_pod(ctl, ns, pname, k8s_obj_uid(pod)) : 0;
 		goto out;
@@ -652,8 +818,19 @@ ctl_session_reconcile(struct controller *ctl, const char *ns, const char *name)
 		else if (rc == CTL_EUNCOUNTED) {
 			requeue_in(ctl, key, 1);
 			rc = 0;
-		} else if (rc == 0)
+		} else if (rc == 0 && (rc = claim_holder(ctl, s, status)) == 0) {
+			session_pod_name(k8s_obj_uid(s), pname);
 			rc = make_pod(ctl, s, status, pname);
+		} else if (rc == 1)
+			rc = 0;
+		goto out;
+	}
+	if (pod == NULL && strcmp(phase, SESSION_PENDING) == 0 &&
+	    json_is_string(json_object_get(status, "startMode")) &&
+	    strcmp(json_string_value(json_object_get(status, "startMode")),
+	    "Warm") == 0) {
+		/* A holder named, not in the cache: claimed, or fallen back. */
+		rc = resume_claim(ctl, s, pname);
 		goto out;
 	}
 	if (pod == NULL) {

@@ -6,6 +6,7 @@
 
 #include "artifacts.h"
 #include "client.h"
+#include "clock.h"
 #include "cx.h"
 #include "pool.h"
 #include "session.h"
@@ -228,4 +229,23 @@ session_pod_step(json_t *pod, const char **cx, const char **cx_uid)
 	    *cx_uid == NULL || **cx_uid == '\0')
 		return -1;
 	return 0;
+}
+
+json_t *
+session_claim_patch(json_t *session, json_t *holder, long long now_s)
+{
+	long long started = clock_parse_rfc3339(json_string_value(json_object_get(
+	    json_object_get(holder, "status"), "startTime")));
+	long long deadline = (started > 0 && now_s > started ? now_s - started :
+	    0) + session_lifetime_s(session) + SESSION_DEADLINE_SLACK;
+
+	return json_pack("{s:{s:O*, s:{s:n, s:s}, s:[{s:s, s:s, s:s, s:s, s:b,"
+	    " s:b}]}, s:{s:I}}",
+	    "metadata", "resourceVersion", json_object_get(json_object_get(holder,
+	    "metadata"), "resourceVersion"),
+	    "labels", POOL_LABEL_UID, SESSION_LABEL_UID, k8s_obj_uid(session),
+	    "ownerReferences", "apiVersion", "airlock.dev/v1alpha1",
+	    "kind", "CodeSession", "name", k8s_obj_name(session),
+	    "uid", k8s_obj_uid(session), "controller", 1, "blockOwnerDeletion", 1,
+	    "spec", "activeDeadlineSeconds", (json_int_t)deadline);
 }

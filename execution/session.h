@@ -99,6 +99,17 @@ json_t *session_step_patch(const struct ctl_config *cfg, json_t *cx,
     json_t *pod, size_t stored, struct k8s_error *err);
 
 /*
+ * The claim that makes a pool's idle holder (borrowed: its
+ * metadata.resourceVersion and status.startTime are read) the pod of
+ * session (borrowed): a merge patch at the holder's version, with the
+ * session's uid label in place of the pool's, the session its controller
+ * owner, and activeDeadlineSeconds its age + maxLifetimeSeconds +
+ * SESSION_DEADLINE_SLACK (as a cold session pod's counts from its start).
+ * now_s: the wall clock. A new reference.
+ */
+json_t *session_claim_patch(json_t *session, json_t *holder, long long now_s);
+
+/*
  * What a step on pod (borrowed) is, read back for the node agent: the
  * execution's name and uid (borrowed from pod), 0; or -1 when the pod is
  * not a session's (its controller owner a CodeSession whose uid its

@@ -3127,6 +3127,104 @@ ready_session(struct fx *fx, const char *name, const char *spec)
 	return wait_session(fx, name, "Ready", 10000);
 }
 
+struct pool_holders {
+	struct fx	*fx;
+	const char	*pool_uid, *not;
+};
+
+/* The pool has a holder again, and not the one given. */
+static int
+pool_has_new_holder(void *arg)
+{
+	struct pool_holders *w = arg;
+	struct k8s_list_opts lo = { 0 };
+	struct k8s_error err;
+	json_t *items, *p;
+	char sel[128], *rv;
+	size_t i;
+	int found = 0;
+
+	snprintf(sel, sizeof(sel), "%s=%s", POOL_LABEL_UID, w->pool_uid);
+	lo.label_selector = sel;
+	if (k8s_list_all(c, &k8s_res_pods, w->fx->ns, &lo, &items, &rv, &err) != 0)
+		return 0;
+	free(rv);
+	json_array_foreach(items, i, p)
+		found |= strcmp(k8s_obj_name(p), w->not) != 0;
+	json_decref(items);
+	return found;
+}
+
+/*
+ * A session with a pool of its runtime and resources here: the pool's
+ * ready holder becomes its pod (Warm, Ready at once): the session's uid
+ * label in place of the pool's, the session its owner, its lifetime as
+ * activeDeadlineSeconds; the pool makes another; steps go to it; closed,
+ * it is deleted as a cold session's pod is.
+ */
+static void
+test_session_warm(void **state)
+{
+	struct fx *fx = *state;
+	struct gone pod_gone = { fx, &k8s_res_pods, NULL };
+	struct k8s_patch_opts merge = { .type = K8S_PATCH_MERGE };
+	struct k8s_error err;
+	json_t *holder = pool_of_one(fx, "p", "node-1"), *o, *pod, *md, *p;
+	char hname[256], puid[64];
+	long long ads;
+
+	snprintf(hname, sizeof(hname), "%s", k8s_obj_name(holder));
+	snprintf(puid, sizeof(puid), "%s", json_string_value(json_object_get(json_object_get(
+	    json_object_get(holder, "metadata"), "labels"), POOL_LABEL_UID)));
+	json_decref(holder);
+	holder_ready(fx, hname);
+	{
+		struct pool_counts w = { fx, "p", 1, 1 };
+
+		if (!it_wait_for(pool_counts_are, &w, 10000))
+			fail_msg("the pool's holder was not counted ready in 10 s");
+	}
+	create_session(fx, "w", "{\"runtime\":\"warm\",\"maxLifetimeSeconds\":600}");
+	o = wait_session(fx, "w", "Ready", 10000);
+	assert_string_equal(st_str(o, "startMode"), "Warm");
+	assert_string_equal(st_str(o, "podName"), hname);
+	assert_string_equal(st_str(o, "nodeName"), "node-1");
+	assert_int_equal(k8s_get(c, &k8s_res_pods, fx->ns, hname, &pod, &err), 0);
+	md = json_object_get(pod, "metadata");
+	assert_string_equal(json_string_value(json_object_get(json_object_get(md, "labels"),
+	    SESSION_LABEL_UID)), k8s_obj_uid(o));
+	assert_null(json_object_get(json_object_get(md, "labels"), POOL_LABEL_UID));
+	assert_int_equal(json_array_size(json_object_get(md, "ownerReferences")), 1);
+	assert_string_equal(json_string_value(json_object_get(json_array_get(json_object_get(md,
+	    "ownerReferences"), 0), "kind")), "CodeSession");
+	assert_string_equal(json_string_value(json_object_get(json_array_get(json_object_get(md,
+	    "ownerReferences"), 0), "uid")), k8s_obj_uid(o));
+	/* Its age (seconds) + the lifetime + the slack. */
+	ads = json_integer_value(json_object_get(json_object_get(pod, "spec"),
+	    "activeDeadlineSeconds"));
+	assert_true(ads >= 600 + SESSION_DEADLINE_SLACK && ads <= 600 + SESSION_DEADLINE_SLACK + 60);
+	json_decref(pod);
+	json_decref(o);
+	{
+		struct pool_holders w = { fx, puid, hname };
+
+		if (!it_wait_for(pool_has_new_holder, &w, 10000))
+			fail_msg("the pool made no new holder in 10 s");
+	}
+	create_cx(fx, "ws", "{\"runtime\":\"warm\",\"source\":\"x\",\"session\":\"w\"}");
+	o = wait_phase(fx, "ws", "Running");
+	assert_string_equal(st_str(o, "podName"), hname);
+	assert_string_equal(st_str(o, "startMode"), "Session");
+	json_decref(o);
+	p = json_pack("{s:{s:b}}", "spec", "close", 1);
+	assert_int_equal(k8s_patch(c, &session_resource, fx->ns, "w", &merge, p, NULL, &err), 0);
+	json_decref(p);
+	pod_gone.name = hname;
+	if (!it_wait_for(is_gone, &pod_gone, 5000))
+		fail_msg("the closed session's pod was not gone in 5 s");
+	json_decref(wait_phase(fx, "ws", "Cancelled"));
+}
+
 struct session_count {
 	struct fx	*fx;
 	const char	*name;
@@ -3566,6 +3664,7 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_two_replicas_one_leader, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_session_life, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_session_rejected, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_session_warm, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_session_ends, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_session_cli, setup, teardown),
 	};
