@@ -94,12 +94,18 @@ ctl_pool_owns(struct controller *ctl, json_t *pod)
 	json_t *pool = NULL;
 	int rc;
 
-	if (name == NULL || uid == NULL)
+	const char *m = json_string_value(json_object_get(json_object_get(
+	    json_object_get(pod, "metadata"), "labels"), CX_LABEL_MANAGED));
+
+	/* Airlock's (a tenant's copy of a holder is not), of a pool not going. */
+	if (name == NULL || uid == NULL || m == NULL || strcmp(m, CX_MANAGER) != 0)
 		return 0;
 	rc = k8s_get(ctl->client, &pool_resource, k8s_obj_namespace(pod), name,
 	    &pool, &err);
 	if (rc == 0)
-		rc = k8s_obj_uid(pool) && strcmp(k8s_obj_uid(pool), uid) == 0;
+		rc = k8s_obj_uid(pool) && strcmp(k8s_obj_uid(pool), uid) == 0 &&
+		    !json_object_get(json_object_get(pool, "metadata"),
+		    "deletionTimestamp");
 	else if (rc == K8S_ENOTFOUND)
 		rc = 0;
 	json_decref(pool);

@@ -15,7 +15,6 @@
 #include "jsonsize.h"
 #include "log.h"
 #include "podspec.h"
-#include "session.h"
 #include "xmalloc.h"
 
 /*
@@ -114,9 +113,11 @@ named_pod(json_t *cx)
 
 /*
  * Delete the execution's pod (pod, or its own when NULL) and ConfigMap,
- * whatever state they are in. A session's pod, which a step names, is
- * never a step's to delete: it is the session's (sessions.c), and the
- * next step's.
+ * whatever state they are in. A pod named other than its own (a holder
+ * it claimed) is deleted only if the cache has it as this execution's,
+ * at that pod's uid: the name alone may be a session's pod now (a
+ * session's step names it; a session won the holder), which is never an
+ * execution's to delete. One the cache lags on goes with its owner.
  */
 static int
 delete_children(struct controller *ctl, const char *ns, const char *uid,
@@ -126,17 +127,31 @@ delete_children(struct controller *ctl, const char *ns, const char *uid,
 	    .grace_period_seconds = 0, .propagation_policy = "Background" };
 	struct k8s_error err;
 	char *name = podspec_pod_name(uid);
+	json_t *p = NULL;
 	int rc, rc2;
 
-	if (pod && strncmp(pod, SESSION_POD_PREFIX,
-	    strlen(SESSION_POD_PREFIX)) == 0)
-		rc = 0;
-	else
-		rc = k8s_delete(ctl->client, &k8s_res_pods, ns, pod ? pod :
-		    name, &now, NULL, &err);
+	if (pod && strcmp(pod, name) != 0) {
+		const char *puid = NULL;
+
+		if ((p = informer_get(ctl->pod_inf, ns, pod)) != NULL)
+			podspec_pod_execution(p, &puid);
+		if (puid && strcmp(puid, uid) == 0) {
+			now.precondition_uid = k8s_obj_uid(p);
+			rc = k8s_delete(ctl->client, &k8s_res_pods, ns, pod, &now,
+			    NULL, &err);
+			if (rc == K8S_ECONFLICT)
+				rc = 0;		/* another pod of the name by now */
+		} else {
+			rc = 0;
+		}
+	} else {
+		rc = k8s_delete(ctl->client, &k8s_res_pods, ns, name, &now, NULL,
+		    &err);
+	}
 	rc2 = k8s_delete(ctl->client, &k8s_res_configmaps, ns, name, NULL, NULL,
 	    &err);
 	free(name);
+	json_decref(p);
 	if (rc == K8S_ENOTFOUND)
 		rc = 0;
 	if (rc == 0 && rc2 != K8S_ENOTFOUND)

@@ -605,6 +605,26 @@ dispatch(struct controller *ctl, json_t *s, json_t *pod, json_t *status,
 
 /* --- a pool's holder for a session (docs/sessions.md, "The sandbox") ------ */
 
+/* Past its start deadline (--start-deadline-seconds) since it was made. */
+static int
+late(struct controller *ctl, json_t *s, long long now)
+{
+	long long made = clock_parse_rfc3339(json_string_value(json_object_get(
+	    json_object_get(s, "metadata"), "creationTimestamp")));
+
+	return made > 0 && now >= made + ctl->opts.start_deadline_ms / 1000;
+}
+
+static int
+end_late(struct controller *ctl, json_t *s, json_t *status)
+{
+	char msg[128];
+
+	snprintf(msg, sizeof(msg), "its sandbox was not ready within %lld s",
+	    (long long)(ctl->opts.start_deadline_ms / 1000));
+	return end(ctl, s, status, "Failed", msg);
+}
+
 /*
  * The claim did not land and cannot: the session's status names no pod
  * again (read afresh, if it still names this one, Warm and Pending), and
@@ -645,18 +665,22 @@ unclaim(struct controller *ctl, json_t *cached, const char *pname)
 
 /*
  * Patch the claim onto holder (as read: its version) for session s. 0
- * when it landed (or had); else unclaimed, or the error.
+ * when it landed (or had); else unclaimed (*undone set), or the error.
  */
 static int
-claim(struct controller *ctl, json_t *s, json_t *holder)
+claim(struct controller *ctl, json_t *s, json_t *holder, int *undone)
 {
 	struct k8s_patch_opts po = { .type = K8S_PATCH_MERGE };
 	const char *ns = k8s_obj_namespace(s), *hname = k8s_obj_name(holder);
 	json_t *patch = session_claim_patch(s, holder, now_s()), *o = NULL;
 	struct k8s_error err;
-	int rc = k8s_patch(ctl->client, &k8s_res_pods, ns, hname, &po, patch,
-	    NULL, &err);
+	int rc;
 
+	*undone = 0;
+	if (patch == NULL)
+		return K8S_EINVAL;	/* bad strings: never, from the API server */
+	rc = k8s_patch(ctl->client, &k8s_res_pods, ns, hname, &po, patch, NULL,
+	    &err);
 	json_decref(patch);
 	if (rc == 0) {
 		log_debug("session claimed a warm sandbox", "session=%s/%s pod=%s",
@@ -672,7 +696,10 @@ claim(struct controller *ctl, json_t *s, json_t *holder)
 		return 0;
 	}
 	json_decref(o);
-	return rc == 0 || rc == K8S_ENOTFOUND ? unclaim(ctl, s, hname) : rc;
+	if (rc != 0 && rc != K8S_ENOTFOUND)
+		return rc;
+	*undone = 1;
+	return unclaim(ctl, s, hname);
 }
 
 /*
@@ -684,7 +711,7 @@ static int
 claim_holder(struct controller *ctl, json_t *s, json_t *status)
 {
 	json_t *h = ctl_pick_holder(ctl, s);
-	int rc;
+	int rc, undone = 0;
 
 	if (h == NULL)
 		return 0;
@@ -696,10 +723,16 @@ claim_holder(struct controller *ctl, json_t *s, json_t *status)
 	    "pool's, is being claimed", json_integer_value(json_object_get(
 	    json_object_get(s, "metadata"), "generation")));
 	rc = ctl_write_status_of(ctl, &session_resource, s, status, NULL);
-	/* Named in the status: from here on the claim lands, or falls back. */
+	/*
+	 * Named in the status: from here on the claim lands, or falls back.
+	 * The holder stays reserved (it ages out, CTL_RESERVE_MS): claimed
+	 * (the cache may not show it yet), unknown, or lost to another (the
+	 * next try takes another). Not named: free again.
+	 */
 	if (rc == 0)
-		rc = claim(ctl, s, h);
-	ctl_holder_release(ctl, k8s_obj_uid(h));
+		rc = claim(ctl, s, h, &undone);
+	else
+		ctl_holder_release(ctl, k8s_obj_uid(h));
 	json_decref(h);
 	return rc == 0 ? 1 : rc;
 }
@@ -715,7 +748,7 @@ resume_claim(struct controller *ctl, json_t *s, const char *pname)
 {
 	struct k8s_error err;
 	json_t *pod = NULL;
-	int rc = k8s_get(ctl->client, &k8s_res_pods, k8s_obj_namespace(s), pname,
+	int undone, rc = k8s_get(ctl->client, &k8s_res_pods, k8s_obj_namespace(s), pname,
 	    &pod, &err);
 
 	if (rc == K8S_ENOTFOUND)
@@ -725,7 +758,7 @@ resume_claim(struct controller *ctl, json_t *s, const char *pname)
 	if (pod_is_sessions(pod, s))
 		rc = 0;		/* the cache lags: its event comes */
 	else if ((rc = ctl_pool_owns(ctl, pod)) == 1 && pool_holder_idle(pod))
-		rc = claim(ctl, s, pod);
+		rc = claim(ctl, s, pod, &undone);
 	else if (rc >= 0)
 		rc = unclaim(ctl, s, pname);
 	json_decref(pod);
@@ -786,7 +819,8 @@ ctl_session_reconcile(struct controller *ctl, const char *ns, const char *name)
 		    !json_object_get(json_object_get(s, "metadata"),
 		    "deletionTimestamp") && !json_is_true(json_object_get(
 		    json_object_get(s, "spec"), "close"))) {
-			rc = resume_claim(ctl, s, pname);
+			rc = late(ctl, s, now) ? end_late(ctl, s, status) :
+			    resume_claim(ctl, s, pname);
 			goto out;
 		}
 	}
@@ -830,7 +864,8 @@ ctl_session_reconcile(struct controller *ctl, const char *ns, const char *name)
 	    strcmp(json_string_value(json_object_get(status, "startMode")),
 	    "Warm") == 0) {
 		/* A holder named, not in the cache: claimed, or fallen back. */
-		rc = resume_claim(ctl, s, pname);
+		rc = late(ctl, s, now) ? end_late(ctl, s, status) :
+		    resume_claim(ctl, s, pname);
 		goto out;
 	}
 	if (pod == NULL) {

@@ -3211,10 +3211,37 @@ test_session_warm(void **state)
 		if (!it_wait_for(pool_has_new_holder, &w, 10000))
 			fail_msg("the pool made no new holder in 10 s");
 	}
+	/*
+	 * A step that ended and went at once (ttlSecondsAfterFinished 0)
+	 * names the holder: its end never deletes the session's pod (it
+	 * did: the name was not a session pod's name).
+	 */
+	create_cx(fx, "ws0", "{\"runtime\":\"warm\",\"source\":\"x\",\"session\":\"w\","
+	    "\"ttlSecondsAfterFinished\":0}");
+	o = wait_phase(fx, "ws0", "Running");
+	assert_string_equal(st_str(o, "podName"), hname);
+	json_decref(o);
+	p = json_pack("{s:{s:s, s:s}}", "status", "phase", "Succeeded", "reason", "Completed");
+	merge.subresource = "status";
+	assert_int_equal(k8s_patch(c, &cx_resource, fx->ns, "ws0", &merge, p, NULL, &err), 0);
+	merge.subresource = NULL;
+	json_decref(p);
+	{
+		struct gone cx_gone = { fx, &cx_resource, "ws0" };
+
+		if (!it_wait_for(is_gone, &cx_gone, 10000))
+			fail_msg("the step was not deleted at its TTL (0 s) in 10 s");
+	}
 	create_cx(fx, "ws", "{\"runtime\":\"warm\",\"source\":\"x\",\"session\":\"w\"}");
 	o = wait_phase(fx, "ws", "Running");
 	assert_string_equal(st_str(o, "podName"), hname);
 	assert_string_equal(st_str(o, "startMode"), "Session");
+	json_decref(o);
+	assert_int_equal(k8s_get(c, &k8s_res_pods, fx->ns, hname, &pod, &err), 0);
+	assert_null(json_object_get(json_object_get(pod, "metadata"), "deletionTimestamp"));
+	json_decref(pod);
+	o = get_session(fx, "w");
+	assert_string_equal(st_str(o, "phase"), "Ready");
 	json_decref(o);
 	p = json_pack("{s:{s:b}}", "spec", "close", 1);
 	assert_int_equal(k8s_patch(c, &session_resource, fx->ns, "w", &merge, p, NULL, &err), 0);

@@ -77,6 +77,34 @@ def test_timeout_and_exit(session_client):
         assert s.run("y = 1\ny").value == "1"
 
 
+def test_uninterruptible_restarts(session_client):
+    """A loop that ignores the interrupt: killed after the grace, a new
+    kernel started, and the message says the state is lost."""
+    with session_client.session("python") as s:
+        s.run("x = 1")
+        r = s.run("import signal, time\nsignal.signal(signal.SIGINT, signal.SIG_IGN)\n"
+                  "while True:\n    time.sleep(0.05)", timeout=1)
+        assert (r.phase, r.reason, r.exit_code) == ("TimedOut", "DeadlineExceeded", 124)
+        assert "was not back within 5000 ms of the interrupt and was started again: " \
+            "the session's state is lost" in r.message, r.message
+        r = s.run("x")
+        assert r.stderr.endswith("NameError: name 'x' is not defined\n"), r.stderr
+        assert s.run("2 + 2").value == "4"
+
+
+def test_sessions_apart(session_client):
+    """Two sessions never share a sandbox: their pods, globals and files
+    are their own."""
+    with session_client.session("python") as a, session_client.session("python") as b:
+        a.run("secret = 'a'\nopen('only-a.txt', 'w').write('a')")
+        assert a.status().pod_name != b.status().pod_name
+        r = b.run("secret")
+        assert r.stderr.endswith("NameError: name 'secret' is not defined\n"), r.stderr
+        r = b.run("import os\nos.path.exists('only-a.txt')")
+        assert r.value == "False"
+        assert a.run("open('only-a.txt').read()").value == "'a'"
+
+
 def test_bash_session(session_client):
     """A bash session: one shell sources each step; variables, functions,
     the working directory and its files are kept."""
