@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""The README's second section, "## Five minutes to a cluster", as a new
+"""The README's second section, "## Five minutes to a cluster", and then
+its "## Sessions: CodeSession" commands on that install, as a new
 user runs it on the real node: each command in a fresh shell (HOME, PATH
 with kubectl and helm, TERM, and KUBECONFIG: the user's kubeconfig), in
 this checkout, checked against what the README says it prints. TAP out,
@@ -144,11 +145,30 @@ def main():
             else:
                 ok = r.returncode == 0
             results.append((ok, cmd, r))
+        # "## Sessions: CodeSession", on the same install: its block as one
+        # script (its lines share $s), in a fresh shell. The chart's agent
+        # execs a step through containerd (no runsc given), not as the
+        # other tiers' agents do.
+        sess = section(open(os.path.join(TOP, "README.md")).read(), "Sessions: CodeSession")
+        block = re.findall(r"^```sh\n(.*?)^```", sess, re.S | re.M)[0]
+        script = "set -e\n" + "\n".join(l.partition("  #")[0].rstrip()
+                                         for l in block.splitlines() if l.strip())
+        r = fresh_shell(script)
+        out = r.stdout.splitlines()
+        # The two steps print nothing and 42; ls its header and the row;
+        # close how it ended.
+        ok = r.returncode == 0 and len(out) == 4 and out[0] == "42" and \
+            out[1].split() == ["NAME", "RUNTIME", "PHASE", "REASON", "STEPS", "AGE"] and \
+            out[2].split()[1:3] == ["python", "Ready"] and out[2].split()[-2] == "2" and \
+            out[3] == "Closed: closed by spec.close"
+        results.append((ok, "the Sessions section's commands", r))
     finally:
         kubectl("delete", "cx", "hello", "--ignore-not-found", "--wait=true", "--timeout=60s")
         # And what `bin/airlock run` made (run-XXXXX, in default too): a
         # second run of this test on the same cluster would list it.
         kubectl("delete", "cx", "--all", "-n", "default", "--wait=true", "--timeout=60s")
+        kubectl("delete", "codesessions", "--all", "-n", "default", "--wait=true",
+                "--timeout=60s")
         subprocess.run([helm, "uninstall", "airlock", "-n", RELNS, "--wait"],
                        env=dict(os.environ, KUBECONFIG=ce["KUBECONFIG_ADMIN"]),
                        capture_output=True, timeout=300)
@@ -164,7 +184,7 @@ def main():
                       "stderr: " + r.stderr[-800:]):
                 for x in l.splitlines():
                     print("# " + x)
-    return 0 if all(ok for ok, _, _ in results) and len(results) == 6 else 1
+    return 0 if all(ok for ok, _, _ in results) and len(results) == 7 else 1
 
 
 if __name__ == "__main__":
