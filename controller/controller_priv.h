@@ -310,6 +310,17 @@ void ctl_pool_claimed(struct controller *ctl, const char *ns, const char *pool_u
 json_t *ctl_pick_holder(struct controller *ctl, json_t *obj);
 void ctl_holder_release(struct controller *ctl, const char *pod_uid);
 /*
+ * Conditions and fields of an execution delivered to a sandbox already
+ * running (pod: a claimed holder, a session's pod): it is Running from
+ * there on (the agent starts the program as soon as it sees it; its
+ * result gives the program's own start). startMode mode, codeSha256 sha
+ * (NULL: cx's code's), the Scheduled message "WHERE POD on node NODE"
+ * (into msg too), the Started message started.
+ */
+void ctl_delivered_status(json_t *cx, json_t *status, json_t *pod,
+    const char *mode, const char *sha, const char *where, const char *started,
+    char msg[400]);
+/*
  * Whether holder pod is its pool's, read afresh: the pool its controller
  * owner names, in the pod's namespace, has the uid its label says. 1, 0,
  * or a K8S_E* code when the pool cannot be read.

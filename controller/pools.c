@@ -601,34 +601,32 @@ ctl_pick_holder(struct controller *ctl, json_t *cx)
 	return found;
 }
 
-/*
- * Conditions and fields of an execution that runs in the holder pod: it
- * is Running from the claim on (the agent starts the program as soon as
- * it sees the claim; its result gives the program's own start).
- */
-static void
-warm_status(json_t *cx, json_t *status, json_t *pod)
+void
+ctl_delivered_status(json_t *cx, json_t *status, json_t *pod, const char *mode,
+    const char *sha, const char *where, const char *started, char msg[400])
 {
 	json_int_t gen = json_integer_value(json_object_get(json_object_get(cx,
 	    "metadata"), "generation"));
 	const char *node = json_string_value(json_object_get(json_object_get(pod,
 	    "spec"), "nodeName"));
-	char now[CLOCK_RFC3339_LEN], msg[400], sha[65];
+	char now[CLOCK_RFC3339_LEN], own[65];
 
 	ctl_now_rfc3339(now);
-	podspec_code_sha256(cx, sha);
+	if (sha == NULL) {
+		podspec_code_sha256(cx, own);
+		sha = own;
+	}
 	json_object_set_new(status, "podName", json_string(k8s_obj_name(pod)));
 	json_object_set_new(status, "nodeName", json_string(node ? node : ""));
-	json_object_set_new(status, "startMode", json_string("Warm"));
+	json_object_set_new(status, "startMode", json_string(mode));
 	json_object_set_new(status, "codeSha256", json_string(sha));
 	json_object_set_new(status, "phase", json_string("Running"));
 	json_object_set_new(status, "startTime", json_string(now));
 	json_object_set_new(status, "observedGeneration", json_integer(gen));
-	snprintf(msg, sizeof(msg), "in warm sandbox %s on node %s",
-	    k8s_obj_name(pod), node ? node : "");
+	snprintf(msg, 400, "%s %s on node %s", where, k8s_obj_name(pod),
+	    node ? node : "");
 	ctl_set_condition(status, "Scheduled", "True", "Scheduled", msg, gen);
-	ctl_set_condition(status, "Started", "True", "Started",
-	    "delivered to a warm sandbox", gen);
+	ctl_set_condition(status, "Started", "True", "Started", started, gen);
 	ctl_set_condition(status, "Complete", "False", "Pending", "not finished",
 	    gen);
 }
@@ -819,7 +817,12 @@ ctl_warm_start(struct controller *ctl, json_t *cached, long long seen_ms,
 	}
 	json_decref(probe);
 	status = fst ? json_deep_copy(fst) : json_object();
-	warm_status(cx, status, pod);
+	{
+		char where[400];
+
+		ctl_delivered_status(cx, status, pod, "Warm", NULL,
+		    "in warm sandbox", "delivered to a warm sandbox", where);
+	}
 	if ((rc = ctl_write_status(ctl, cx, status, NULL)) != 0) {
 		*rcp = rc;
 		goto release;

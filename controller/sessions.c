@@ -438,12 +438,9 @@ start_step(struct controller *ctl, json_t *s, json_t *cached, json_t *pod,
     int first)
 {
 	const char *ns = k8s_obj_namespace(s), *pname = k8s_obj_name(pod);
-	const char *node = json_string_value(json_object_get(json_object_get(pod,
-	    "spec"), "nodeName"));
 	json_t *cx = NULL, *status, *st, *probe;
 	struct k8s_error err;
-	char now[CLOCK_RFC3339_LEN], msg[400], sha[65];
-	json_int_t gen;
+	char msg[400], where[300], sha[65];
 	int rc;
 
 	rc = k8s_get(ctl->client, &cx_resource, ns, k8s_obj_name(cached), &cx, &err);
@@ -478,23 +475,10 @@ start_step(struct controller *ctl, json_t *s, json_t *cached, json_t *pod,
 		return rc;
 	}
 	json_decref(probe);
-	gen = json_integer_value(json_object_get(json_object_get(cx, "metadata"),
-	    "generation"));
-	ctl_now_rfc3339(now);
-	json_object_set_new(status, "podName", json_string(pname));
-	json_object_set_new(status, "nodeName", json_string(node ? node : ""));
-	json_object_set_new(status, "startMode", json_string("Session"));
-	json_object_set_new(status, "codeSha256", json_string(sha));
-	json_object_set_new(status, "phase", json_string("Running"));
-	json_object_set_new(status, "startTime", json_string(now));
-	json_object_set_new(status, "observedGeneration", json_integer(gen));
-	snprintf(msg, sizeof(msg), "in session %.253s's sandbox %s on node %s",
-	    k8s_obj_name(s), pname, node ? node : "");
-	ctl_set_condition(status, "Scheduled", "True", "Scheduled", msg, gen);
-	ctl_set_condition(status, "Started", "True", "Started",
-	    "delivered to its session's sandbox", gen);
-	ctl_set_condition(status, "Complete", "False", "Pending", "not finished",
-	    gen);
+	snprintf(where, sizeof(where), "in session %.253s's sandbox",
+	    k8s_obj_name(s));
+	ctl_delivered_status(cx, status, pod, "Session", sha, where,
+	    "delivered to its session's sandbox", msg);
 	rc = ctl_write_status(ctl, cx, status, NULL);
 	json_decref(status);
 	/* Named in its status: from here on the step is put on the pod. */

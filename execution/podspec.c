@@ -36,6 +36,24 @@ podspec_pod_execution(json_t *pod, const char **uid)
 	    "annotations"), CX_ANN_NAME));
 }
 
+int
+podspec_controlled_by(json_t *obj, const char *kind, const char *uid)
+{
+	json_t *ref, *owner = NULL;
+	const char *ouid, *k, *api;
+	size_t i;
+
+	json_array_foreach(json_object_get(json_object_get(obj, "metadata"),
+	    "ownerReferences"), i, ref)
+		if (json_is_true(json_object_get(ref, "controller")))
+			owner = ref;
+	ouid = json_string_value(json_object_get(owner, "uid"));
+	k = json_string_value(json_object_get(owner, "kind"));
+	api = json_string_value(json_object_get(owner, "apiVersion"));
+	return uid && ouid && strcmp(ouid, uid) == 0 && k && strcmp(k, kind) == 0 &&
+	    api && strncmp(api, "airlock.dev/", 12) == 0;
+}
+
 char *
 podspec_pod_name(const char *uid)
 {

@@ -96,6 +96,14 @@ void podspec_code_sha256(json_t *cx, char out[65]);
  */
 const char *podspec_pod_execution(json_t *pod, const char **uid);
 
+/*
+ * Whether obj's controller owner reference (Kubernetes allows one) is an
+ * airlock.dev object of this kind and uid: a uid alone is not enough, a
+ * ReplicaSet's pods carry their ReplicaSet's, which a tenant can copy
+ * into a label (issue 27).
+ */
+int podspec_controlled_by(json_t *obj, const char *kind, const char *uid);
+
 /* The pod's name for an execution uid: "airlock-<uid>". Caller frees. */
 char *podspec_pod_name(const char *uid);
 

@@ -8,6 +8,7 @@
 #include "client.h"
 #include "clock.h"
 #include "cx.h"
+#include "podspec.h"
 #include "pool.h"
 #include "session.h"
 
@@ -204,29 +205,20 @@ session_step_patch(const struct ctl_config *cfg, json_t *cx, json_t *pod,
 int
 session_pod_step(json_t *pod, const char **cx, const char **cx_uid)
 {
-	json_t *md = json_object_get(pod, "metadata"), *ref, *owner = NULL;
+	json_t *md = json_object_get(pod, "metadata");
 	json_t *ann = json_object_get(md, "annotations");
 	const char *suid = json_string_value(json_object_get(json_object_get(md,
-	    "labels"), SESSION_LABEL_UID)), *ouid, *kind, *api;
-	size_t i;
+	    "labels"), SESSION_LABEL_UID));
 
 	*cx = json_string_value(json_object_get(ann, SESSION_ANN_STEP_NAME));
 	*cx_uid = json_string_value(json_object_get(ann, SESSION_ANN_STEP));
-	json_array_foreach(json_object_get(md, "ownerReferences"), i, ref)
-		if (json_is_true(json_object_get(ref, "controller")))
-			owner = ref;
-	ouid = json_string_value(json_object_get(owner, "uid"));
-	kind = json_string_value(json_object_get(owner, "kind"));
-	api = json_string_value(json_object_get(owner, "apiVersion"));
 	/*
 	 * Its controller is the session its label names, as the controller
 	 * made it. Not what vouches for a step (the execution's status naming
 	 * this pod does, trust.c): what keeps other pods out before asking.
 	 */
-	if (suid == NULL || ouid == NULL || strcmp(suid, ouid) != 0 ||
-	    kind == NULL || strcmp(kind, "CodeSession") != 0 || api == NULL ||
-	    strncmp(api, "airlock.dev/", 12) != 0 || *cx == NULL ||
-	    *cx_uid == NULL || **cx_uid == '\0')
+	if (suid == NULL || !podspec_controlled_by(pod, "CodeSession", suid) ||
+	    *cx == NULL || *cx_uid == NULL || **cx_uid == '\0')
 		return -1;
 	return 0;
 }

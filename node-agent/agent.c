@@ -127,31 +127,14 @@ static void ann_limits(json_t *ann, struct agent_limits *out);
 int
 agent_pod_limits(json_t *pod, struct agent_limits *out)
 {
-	json_t *md = json_object_get(pod, "metadata"), *ref, *owner = NULL;
-	json_t *ann = json_object_get(md, "annotations");
-	const char *ouid, *kind, *api;
-	size_t i;
-
 	memset(out, 0, sizeof(*out));
 	out->cx = podspec_pod_execution(pod, &out->cx_uid);
-	if (out->cx == NULL || out->cx_uid == NULL)
+	/* Its controller is that very execution. */
+	if (out->cx == NULL || out->cx_uid == NULL ||
+	    !podspec_controlled_by(pod, "CodeExecution", out->cx_uid))
 		return -1;
-	json_array_foreach(json_object_get(md, "ownerReferences"), i, ref)
-		if (json_is_true(json_object_get(ref, "controller")))
-			owner = ref;
-	/*
-	 * Its controller is that very execution: a uid alone is not enough,
-	 * a ReplicaSet's pods carry their ReplicaSet's, which a tenant can
-	 * copy into the label (issue 27).
-	 */
-	ouid = json_string_value(json_object_get(owner, "uid"));
-	kind = json_string_value(json_object_get(owner, "kind"));
-	api = json_string_value(json_object_get(owner, "apiVersion"));
-	if (ouid == NULL || strcmp(ouid, out->cx_uid) != 0 || kind == NULL ||
-	    strcmp(kind, "CodeExecution") != 0 || api == NULL ||
-	    strncmp(api, "airlock.dev/", 12) != 0)
-		return -1;
-	ann_limits(ann, out);
+	ann_limits(json_object_get(json_object_get(pod, "metadata"),
+	    "annotations"), out);
 	return 0;
 }
 
@@ -245,85 +228,30 @@ agent_learn_pod(struct run *r, json_t *pod)
 }
 
 /*
- * A holder pod (a pool's): nothing until an execution claims it; then a
- * warm run, its program exec'd by warm.c once the sandbox runs. A run
- * the holder's own TaskStart made is taken over: that start is the
- * sandbox's, not the program's. A holder that ended before its program
- * started is given back (warm.c does, from its thread).
+ * A holder pod (a pool's), or a session's (step set; docs/sessions.md):
+ * nothing until an execution claims it, or the controller puts a step on
+ * it; then a warm run, its program (or `warm --step`) exec'd by warm.c
+ * once verified and the sandbox runs. A run the sandbox's own TaskStart
+ * made is taken over: its pid and isolation check are the sandbox's,
+ * kept; its start is not the program's. A holder that ended before its
+ * program started is given back (warm.c does, from its thread). A
+ * session's run is the pod's: a step recorded stays parked until the
+ * next one is on the pod (tick.c frees it, and sees the pod again).
  */
 static void
-warm_seen(struct agent *a, json_t *pod, const char *cid, json_t *state)
+claimed_seen(struct agent *a, json_t *pod, const char *cid, json_t *state,
+    int step)
 {
 	struct agent_limits lim;
 	struct run *r;
 	int ask;
 
-	if (agent_pod_limits(pod, &lim) != 0)
-		return;			/* not claimed */
+	if ((step ? step_limits(pod, &lim) : agent_pod_limits(pod, &lim)) != 0)
+		return;			/* not claimed, no step on it */
 	pthread_mutex_lock(&a->lock);
 	r = agent_find_run(a, k8s_obj_uid(pod));
-	if (r == NULL && json_object_get(json_object_get(pod, "metadata"),
-	    "deletionTimestamp")) {
-		pthread_mutex_unlock(&a->lock);
-		return;
-	}
-	if (r == NULL)
-		r = agent_new_run(a, k8s_obj_uid(pod), k8s_obj_namespace(pod),
-		    k8s_obj_name(pod));
-	if (!r->warm) {
-		/*
-		 * The holder's TaskStart made this run: its pid and the
-		 * isolation check are the sandbox's, kept; its start is not
-		 * the program's.
-		 */
-		r->warm = 1;
-		r->start_ns = 0;
-		r->deadline_ns = 0;
-		r->exited = 0;
-		r->kill_sent = 0;
-		r->why = CX_KILL_NONE;
-		agent_learn_pod(r, pod);
-	}
-	if (r->cid == NULL && cid && strncmp(cid, "containerd://", 13) == 0)
-		r->cid = xstrdup(cid + 13);
-	if (!r->warm_spawned && r->verified && r->cid &&
-	    json_object_get(state, "running") && !r->recorded &&
-	    !json_object_get(json_object_get(pod, "metadata"),
-	    "deletionTimestamp"))
-		agent_warm_spawn(a, r);
-	else if (!r->warm_spawned && r->verified &&
-	    json_object_get(state, "terminated") && !r->recorded) {
-		/* The sandbox ended before the program could start. */
-		r->cid = r->cid ? r->cid : xstrdup("");
-		agent_warm_spawn(a, r);
-	}
-	ask = r->learned && !r->verified && !r->refused;
-	pthread_mutex_unlock(&a->lock);
-	/* The ticker asks about it now, not a poll later: a claim waits on it. */
-	if (ask)
-		agent_wake(a);
-}
-
-/*
- * A session's pod (docs/sessions.md): nothing until the controller puts a
- * step on it; then a warm run of that step, `warm --step` exec'd by
- * warm.c once verified. The run is the pod's: a step recorded stays
- * parked until the next one is on the pod (tick.c frees it, and sees the
- * pod again). A run the sandbox's TaskStart made is taken over, as a
- * holder's is.
- */
-static void
-step_seen(struct agent *a, json_t *pod, const char *cid, json_t *state)
-{
-	struct agent_limits lim;
-	struct run *r;
-	int ask;
-
-	if (step_limits(pod, &lim) != 0)
-		return;			/* no step on it */
-	pthread_mutex_lock(&a->lock);
-	r = agent_find_run(a, k8s_obj_uid(pod));
-	if (r && r->step && r->cx_uid && strcmp(r->cx_uid, lim.cx_uid) != 0) {
+	if (step && r && r->step && r->cx_uid &&
+	    strcmp(r->cx_uid, lim.cx_uid) != 0) {
 		/* The last step's, not freed yet: the ticker sees this pod again. */
 		pthread_mutex_unlock(&a->lock);
 		return;
@@ -336,19 +264,20 @@ step_seen(struct agent *a, json_t *pod, const char *cid, json_t *state)
 	if (r == NULL)
 		r = agent_new_run(a, k8s_obj_uid(pod), k8s_obj_namespace(pod),
 		    k8s_obj_name(pod));
-	if (!r->step) {
-		/* The sandbox's own run: its pid and check kept, not its start. */
-		char id[80];
-
+	if (step ? !r->step : !r->warm) {
 		r->warm = 1;
-		r->step = 1;
 		r->start_ns = 0;
 		r->deadline_ns = 0;
 		r->exited = 0;
 		r->kill_sent = 0;
 		r->why = CX_KILL_NONE;
-		snprintf(id, sizeof(id), "step-%.60s", lim.cx_uid);
-		r->exec_id = xstrdup(id);
+		if (step) {
+			char id[80];
+
+			r->step = 1;
+			snprintf(id, sizeof(id), "step-%.60s", lim.cx_uid);
+			r->exec_id = xstrdup(id);
+		}
 		agent_learn_pod(r, pod);
 	}
 	if (r->cid == NULL && cid && strncmp(cid, "containerd://", 13) == 0)
@@ -358,8 +287,16 @@ step_seen(struct agent *a, json_t *pod, const char *cid, json_t *state)
 	    !json_object_get(json_object_get(pod, "metadata"),
 	    "deletionTimestamp"))
 		agent_warm_spawn(a, r);
-	ask = r->learned && !r->verified && !r->refused && !r->recorded;
+	else if (!step && !r->warm_spawned && r->verified &&
+	    json_object_get(state, "terminated") && !r->recorded) {
+		/* The sandbox ended before the program could start. */
+		r->cid = r->cid ? r->cid : xstrdup("");
+		agent_warm_spawn(a, r);
+	}
+	ask = r->learned && !r->verified && !r->refused &&
+	    (!step || !r->recorded);
 	pthread_mutex_unlock(&a->lock);
+	/* The ticker asks about it now, not a poll later: a claim waits on it. */
 	if (ask)
 		agent_wake(a);
 }
@@ -422,11 +359,11 @@ agent_pod_seen(struct agent *a, json_t *pod)
 	if (uid == NULL || k8s_obj_namespace(pod) == NULL)
 		return;
 	if (json_object_get(json_object_get(md, "labels"), POOL_LABEL_UID)) {
-		warm_seen(a, pod, cid, state);
+		claimed_seen(a, pod, cid, state, 0);
 		return;
 	}
 	if (json_object_get(json_object_get(md, "labels"), SESSION_LABEL_UID)) {
-		step_seen(a, pod, cid, state);
+		claimed_seen(a, pod, cid, state, 1);
 		return;
 	}
 	pthread_mutex_lock(&a->lock);

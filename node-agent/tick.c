@@ -484,7 +484,7 @@ tick(struct agent *a)
 				/*
 				 * A holder: its run keeps the sandbox's pid
 				 * and isolation check for the claim, and is
-				 * learnt by warm_seen alone (agent.c), which
+				 * learnt by claimed_seen alone (agent.c), which
 				 * knows its start is not the program's: a
 				 * deadline from the holder's start would kill
 				 * it as soon as it is claimed.

@@ -186,7 +186,7 @@ agent_verify(struct agent *a, struct run *r)
 	pthread_mutex_unlock(&a->lock);
 	if (wait_uid)
 		agent_exitwait_spawn(a, wait_uid, wait_cid);
-	/* A claimed holder's program is started from its pod (warm_seen). */
+	/* A claimed holder's program is started from its pod (claimed_seen). */
 	if (v == AGENT_TRUST && a->pods &&
 	    (p = informer_get(a->pods, ns, pod)) != NULL) {
 		if (k8s_obj_uid(p) && strcmp(k8s_obj_uid(p), puid) == 0)
