@@ -39,11 +39,12 @@ if [ "${1:-}" = summary ]; then
 	# the end of the output still says what failed and why.
 	for r in "$results"/failures/*; do
 		[ -f "$r" ] || continue
-		case $r in *.names) continue ;; esac
+		case $r in *.names|*.why) continue ;; esac
 		cat "$r"
 	done
-	# And their names alone, on the last lines (a long sanitizer report
-	# above can push everything else out of a CI's tail).
+	# And their first messages and names alone, on the last lines (a long
+	# sanitizer report above can push everything else out of a CI's tail).
+	cat "$results"/failures/*.why 2>/dev/null | sed 's/^/why: /'
 	cat "$results"/failures/*.names 2>/dev/null | sed 's/^/failed: /'
 	echo "$p passed, $f failed, $s skipped"
 	[ "$f" -eq 0 ]
@@ -158,6 +159,9 @@ for bin in "$@"; do
 			grep -E '^not ok ' "$log" | sed -E "s|^not ok [0-9]* (- )?|$tier/$name: |"
 			[ "$rc" -eq 0 ] || echo "$tier/$name: exited with status $rc"
 		} | cut -c1-200 >> "$results/failures/$tier.names"
+		# The first lines of why, short, for the summary's last lines.
+		grep -E '^(ERROR|# .*(error|Failure)|SUMMARY: )|^E  ' "$log" | head -n 4 |
+		    sed "s|^|$tier/$name: |" | cut -c1-240 >> "$results/failures/$tier.why"
 		{
 			grep -E '^not ok ' "$log" | sed "s|^|  $tier/$name: |"
 			[ "$rc" -eq 0 ] || echo "  $tier/$name: exited with status $rc"

@@ -2350,7 +2350,7 @@ static void
 test_no_leader_elect_stops(void **state)
 {
 	struct fx *fx = *state;
-	char log[256], addr[32];
+	char log[256], addr[32], *text;
 	long long t0;
 	pid_t pid;
 	int st;
@@ -2367,6 +2367,17 @@ test_no_leader_elect_stops(void **state)
 	}
 	create_cx(fx, "solo", "{\"runtime\":\"python\",\"source\":\"print(8)\"}");
 	json_decref(wait_phase(fx, "solo", "Pending"));
+	/*
+	 * Replica 0 may have made it Pending before this one ran its first
+	 * line: a SIGTERM then would find the default action (CI, 4a81380).
+	 * Ready means it has started, and handles signals itself.
+	 */
+	for (t0 = it_mono_ms(); http_get(addr, "/readyz", &text) != 200; it_sleep_ms(20)) {
+		free(text);
+		if (it_mono_ms() - t0 > 20000)
+			fail_msg("the controller never became ready");
+	}
+	free(text);
 	t0 = it_mono_ms();
 	kill(pid, SIGTERM);
 	for (;;) {
