@@ -440,7 +440,7 @@ pod_condition(json_t *ps, const char *type)
  * Of a pod: its identity and creation time, the label and annotation naming its execution
  * (not the code annotations, up to 192 KiB each), the node, the phase,
  * PodScheduled (and when: nodes.c), and the first container's state; of a holder, its pool's
- * label and owner.
+ * label and owner; of a session's pod, its label, owner and activeDeadlineSeconds.
  */
 json_t *
 ctl_trim_pod(json_t *pod)
@@ -456,7 +456,7 @@ ctl_trim_pod(json_t *pod)
 	json_t *sched = pod_condition(ps, "PodScheduled");
 	json_t *out;
 
-	out = json_pack("{s:{s:O*, s:O*, s:O*, s:O*, s:O*}, s:{s:O*},"
+	out = json_pack("{s:{s:O*, s:O*, s:O*, s:O*, s:O*}, s:{s:O*, s:O*},"
 	    " s:{s:O*, s:O*}}",
 	    "metadata", "name", json_object_get(md, "name"),
 	    "namespace", json_object_get(md, "namespace"),
@@ -466,6 +466,9 @@ ctl_trim_pod(json_t *pod)
 	    "creationTimestamp", json_object_get(md, "creationTimestamp"),
 	    "spec", "nodeName", json_object_get(json_object_get(pod, "spec"),
 	    "nodeName"),
+	    /* A session's lifetime ends by it (session_pod_clock). */
+	    "activeDeadlineSeconds", json_object_get(json_object_get(pod,
+	    "spec"), "activeDeadlineSeconds"),
 	    "status", "phase", json_object_get(ps, "phase"),
 	    "startTime", json_object_get(ps, "startTime"));
 	/* Why a pod ended (its own deadline, eviction), capped: said to the tenant. */
@@ -507,8 +510,9 @@ ctl_trim_pod(json_t *pod)
 			if (json_is_true(json_object_get(ref, "controller")))
 				json_object_set_new(json_object_get(out,
 				    "metadata"), "ownerReferences", json_pack(
-				    "[{s:b, s:O*, s:O*, s:O*}]", "controller", 1,
-				    "kind", json_object_get(ref, "kind"),
+				    "[{s:b, s:O*, s:O*, s:O*, s:O*}]", "controller",
+				    1, "apiVersion", json_object_get(ref,
+				    "apiVersion"), "kind", json_object_get(ref, "kind"),
 				    "name", json_object_get(ref, "name"),
 				    "uid", json_object_get(ref, "uid")));
 		if (json_object_get(md, "deletionTimestamp"))

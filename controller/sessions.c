@@ -955,8 +955,19 @@ ctl_session_reconcile(struct controller *ctl, const char *ns, const char *name)
 		if (rc != 0)
 			goto out;
 	}
-	at = clock_parse_rfc3339(json_string_value(json_object_get(status,
-	    "startTime")));
+	/*
+	 * Its lifetime's end as the node agent reads it from the pod (its
+	 * start, activeDeadlineSeconds): the two clocks agree. From Ready
+	 * when the pod does not say.
+	 */
+	{
+		struct session_clock sc;
+
+		at = clock_parse_rfc3339(json_string_value(json_object_get(status,
+		    "startTime")));
+		if (session_pod_clock(pod, &sc) == 0 && sc.expires_s > 0)
+			at = sc.expires_s - session_lifetime_s(s);
+	}
 	if (at > 0 && now >= at + session_lifetime_s(s)) {
 		rc = end(ctl, s, status, "Expired", "its maxLifetimeSeconds "
 			    "passed");

@@ -60,6 +60,12 @@ cx_result_outcome(const struct cx_run_end *e, struct cx_outcome *o)
 		snprintf(o->message, sizeof(o->message), "stopped by %s",
 		    strsignal(e->signal));
 		break;
+	case CX_KILL_SESSION:
+		o->reason = CX_REASON_CANCELLED;
+		snprintf(o->message, sizeof(o->message), "%.900s",
+		    e->session_end ? e->session_end : "its session ended while "
+		    "it ran");
+		break;
 	case CX_KILL_DEADLINE:
 		o->reason = CX_REASON_DEADLINE_EXCEEDED;
 		if (e->interrupted) {

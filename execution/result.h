@@ -31,6 +31,12 @@ enum cx_kill {
 	 * it ends StartFailed rather than run a second time.
 	 */
 	CX_KILL_START,
+	/*
+	 * A session's step, running when its session ended by its clock
+	 * (the node agent's check: Expired): Cancelled, as the controller
+	 * ends such a step, with session_end's message.
+	 */
+	CX_KILL_SESSION,
 };
 
 struct cx_run_end {
@@ -52,6 +58,7 @@ struct cx_run_end {
 	int		 interrupted;
 	long long	 hard_cap;	/* CX_KILL_OUTPUT: the cap, bytes */
 	const char	*isolation;	/* CX_KILL_ISOLATION: why; may be NULL */
+	const char	*session_end;	/* CX_KILL_SESSION: the message */
 	/*
 	 * Set when the API server refused the result as too large (its
 	 * words): the output is then left out and the execution fails

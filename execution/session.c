@@ -2,6 +2,7 @@
  * session.c - see session.h.
  */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "artifacts.h"
@@ -147,6 +148,13 @@ session_pod(const struct ctl_config *cfg, json_t *session,
 	    "blockOwnerDeletion", 1));
 	json_object_set_new(json_object_get(pod, "spec"), "activeDeadlineSeconds",
 	    json_integer(session_lifetime_s(session) + SESSION_DEADLINE_SLACK));
+	{
+		char idle[24];
+
+		snprintf(idle, sizeof(idle), "%lld", session_idle_s(session));
+		json_object_set_new(json_object_get(md, "annotations"),
+		    SESSION_ANN_IDLE, json_string(idle));
+	}
 	return pod;
 }
 
@@ -231,13 +239,66 @@ session_claim_patch(json_t *session, json_t *holder, long long now_s)
 	long long deadline = (started > 0 && now_s > started ? now_s - started :
 	    0) + session_lifetime_s(session) + SESSION_DEADLINE_SLACK;
 
-	return json_pack("{s:{s:O*, s:{s:n, s:s}, s:[{s:s, s:s, s:s, s:s, s:b,"
-	    " s:b}]}, s:{s:I}}",
+	char idle[24];
+
+	snprintf(idle, sizeof(idle), "%lld", session_idle_s(session));
+	return json_pack("{s:{s:O*, s:{s:n, s:s}, s:{s:s}, s:[{s:s, s:s, s:s, "
+	    "s:s, s:b, s:b}]}, s:{s:I}}",
 	    "metadata", "resourceVersion", json_object_get(json_object_get(holder,
 	    "metadata"), "resourceVersion"),
 	    "labels", POOL_LABEL_UID, SESSION_LABEL_UID, k8s_obj_uid(session),
+	    "annotations", SESSION_ANN_IDLE, idle,
 	    "ownerReferences", "apiVersion", "airlock.dev/v1alpha1",
 	    "kind", "CodeSession", "name", k8s_obj_name(session),
 	    "uid", k8s_obj_uid(session), "controller", 1, "blockOwnerDeletion", 1,
 	    "spec", "activeDeadlineSeconds", (json_int_t)deadline);
+}
+
+int
+session_pod_clock(json_t *pod, struct session_clock *c)
+{
+	json_t *md = json_object_get(pod, "metadata"), *ref;
+	const char *suid = json_string_value(json_object_get(json_object_get(md,
+	    "labels"), SESSION_LABEL_UID));
+	const char *idle = json_string_value(json_object_get(json_object_get(md,
+	    "annotations"), SESSION_ANN_IDLE));
+	json_t *ads = json_object_get(json_object_get(pod, "spec"),
+	    "activeDeadlineSeconds");
+	long long started = clock_parse_rfc3339(json_string_value(
+	    json_object_get(json_object_get(pod, "status"), "startTime")));
+	size_t i;
+	char *end;
+
+	memset(c, 0, sizeof(*c));
+	if (suid == NULL || !podspec_controlled_by(pod, "CodeSession", suid))
+		return -1;
+	json_array_foreach(json_object_get(md, "ownerReferences"), i, ref)
+		if (json_is_true(json_object_get(ref, "controller")))
+			c->name = json_string_value(json_object_get(ref, "name"));
+	if (c->name == NULL)
+		return -1;
+	c->uid = suid;
+	if (idle) {
+		long long n = strtoll(idle, &end, 10);
+
+		if (*idle >= '0' && *idle <= '9' && *end == '\0' &&
+		    n >= SESSION_MIN_S && n <= SESSION_MAX_S)
+			c->idle_s = n;
+	}
+	if (started > 0 && json_is_integer(ads) && json_integer_value(ads) > 0 &&
+	    json_integer_value(ads) < 1000000000LL)
+		c->expires_s = started + json_integer_value(ads) -
+		    SESSION_DEADLINE_SLACK;
+	return 0;
+}
+
+const char *
+session_clock_due(const struct session_clock *c, int busy, long long idle_ms,
+    long long now_s)
+{
+	if (c->expires_s > 0 && now_s >= c->expires_s)
+		return "Expired";
+	if (c->idle_s > 0 && !busy && idle_ms >= c->idle_s * 1000)
+		return "IdleTimeout";
+	return NULL;
 }

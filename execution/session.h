@@ -53,6 +53,16 @@ extern const struct k8s_resource session_resource;
 #define SESSION_STEP_GRACE_MS		5000
 #define SESSION_STEP_BACKSTOP_MS	10000
 
+/*
+ * The session's idleTimeoutSeconds, on its pod (session_pod, and
+ * session_claim_patch for a holder claimed): the node agent's idle check
+ * reads it there, as it cannot read sessions. Its lifetime needs no
+ * annotation: its pod's start + activeDeadlineSeconds - the slack
+ * (session_pod_clock), which only the kubelet writes and no update can
+ * raise.
+ */
+#define SESSION_ANN_IDLE	"airlock.dev/session-idle-seconds"
+
 /* status.phase */
 #define SESSION_PENDING		"Pending"
 #define SESSION_READY		"Ready"
@@ -116,6 +126,32 @@ json_t *session_claim_patch(json_t *session, json_t *holder, long long now_s);
  * SESSION_LABEL_UID label carries) or carries no step.
  */
 int session_pod_step(json_t *pod, const char **cx, const char **cx_uid);
+
+/*
+ * A session's clock as its pod (borrowed) says it: the session's name and
+ * uid (borrowed from pod: its controller owner, a CodeSession, whose uid
+ * its SESSION_LABEL_UID label carries); idle_s from SESSION_ANN_IDLE
+ * (0: not there, or not a count in the CRD's range); expires_s, the wall
+ * second its lifetime ends: status.startTime + spec.activeDeadlineSeconds
+ * - SESSION_DEADLINE_SLACK (0: either not there). 0, or -1 when the pod
+ * is not a session's.
+ */
+struct session_clock {
+	const char	*name, *uid;
+	long long	 idle_s;
+	long long	 expires_s;
+};
+int session_pod_clock(json_t *pod, struct session_clock *c);
+
+/*
+ * What ends a session now by its clock, or NULL: "Expired" once now_s
+ * reaches expires_s (a step running or not), else "IdleTimeout" when no
+ * step runs (busy 0) and none has for idle_ms (the time since the last
+ * activity seen) >= idle_s seconds. Pure: the node agent's check and its
+ * unit tests.
+ */
+const char *session_clock_due(const struct session_clock *c, int busy,
+    long long idle_ms, long long now_s);
 
 /* spec.idleTimeoutSeconds, spec.maxLifetimeSeconds, defaults and ranges applied. */
 long long session_idle_s(json_t *session);

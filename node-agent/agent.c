@@ -105,6 +105,7 @@ agent_free_run(struct run *r)
 	free(r->exec_id);
 	free(r->lost);
 	free(r->note);
+	free(r->session_end);
 	json_decref(r->process);
 	free(r);
 }
@@ -681,6 +682,7 @@ agent_free(struct agent *a)
 		a->runs = r->next;
 		agent_free_run(r);
 	}
+	agent_sessions_free(a);
 	workqueue_shutdown(a->q);
 	workqueue_free(a->q);
 	agent_sbx_free_all(a);

@@ -10,6 +10,7 @@
  *   record.c   a run's result into its execution's status
  *   sweep.c    orphan pods and stale pod logs
  *   check.c    the configuration against the node: readiness
+ *   sessions.c a session's idle and lifetime ends, the controller down
  */
 #ifndef AIRLOCK_AGENT_PRIV_H
 #define AIRLOCK_AGENT_PRIV_H
@@ -165,6 +166,7 @@ struct run {
 	char		*exec_id;
 	char		*lost;
 	char		*note;
+	char		*session_end;	/* CX_KILL_SESSION's message */
 
 	/* Live output (spec.output.stream): copies into the status so far. */
 	int		 stream;
@@ -262,7 +264,20 @@ struct agent {
 	double			 flush_tokens;	/* agent_flush_take's bucket */
 	long long		 flush_last_ms;
 	int			 nflushing;	/* copies in flight */
+	/*
+	 * The session pods on this node, their clocks (sessions.c): at most
+	 * AGENT_SESSIONS_MAX (a node's pods are fewer), looked at every
+	 * AGENT_SESSIONS_MS by the ticker.
+	 */
+	struct agent_session	*sessions;
+	int			 nsessions;
+	long long		 next_sessions_ms;
 };
+
+#define AGENT_SESSIONS_MAX	1024
+#define AGENT_SESSIONS_MS	1000
+/* A step killed at its session's end is recorded before its pod goes, within this. */
+#define AGENT_SESSION_STEP_WAIT_MS	3000
 
 /* agent.c: the table (lock held for each). */
 int64_t agent_now_ns(void);
@@ -438,5 +453,15 @@ void agent_sweep_runsc(struct agent *a);
 enum agent_step { AGENT_WAIT, AGENT_KILL, AGENT_RECORD, AGENT_DELETE };
 enum agent_step agent_decide(const struct run *r, long long hard_cap,
     long poll_ms, long long now_ms, int64_t wall_ns, enum cx_kill *why);
+
+/*
+ * sessions.c: the session pods' clocks. agent_sessions_pass (the ticker,
+ * without the lock) looks at each and queues "session/POD-UID" for one
+ * whose end is due; agent_session_end (a worker) writes that end and
+ * deletes the pod. agent_sessions_free at the agent's end.
+ */
+void agent_sessions_pass(struct agent *a);
+void agent_session_end(struct agent *a, const char *pod_uid);
+void agent_sessions_free(struct agent *a);
 
 #endif

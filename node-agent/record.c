@@ -170,6 +170,7 @@ result_patch(struct agent *a, struct run *r, const char *expect,
 	struct cx_run_end e = { .why = r->why, .oom = r->oom, .policy = r->policy,
 	    .exit_status = (int)(int32_t)r->status, .timeout_ms = r->timeout_ms,
 	    .hard_cap = a->o.hard_cap, .isolation = r->isolation,
+	    .session_end = r->session_end,
 	    .refused = refused, .start_ns = r->start_ns,
 	    .exited_ns = r->exited_ns, .node = a->o.node_name,
 	    .scheduled = sched, .out = crilog_stdout(r->log),
@@ -421,7 +422,8 @@ agent_record(struct agent *a, struct run *r)
 		free(value);
 		return 0;
 	}
-	if (r->step)
+	/* Killed with its session (sessions.c): that is the whole story. */
+	if (r->step && r->why != CX_KILL_SESSION)
 		step_note(r, &step, note, sizeof(note));
 	agent_ctrd_note(a, r, note, sizeof(note));
 	agent_memory_note(a, r, note, sizeof(note));

@@ -255,7 +255,8 @@ kill_now(struct agent *a, const char *uid)
 	log_info("killed", "pod=%s/%s why=%s after_start_ms=%lld sandbox=%d",
 	    r->ns, r->pod, r->refused ? "refused" :
 	    r->why == CX_KILL_DEADLINE ? "deadline" :
-	    r->why == CX_KILL_OUTPUT ? "output" : "isolation",
+	    r->why == CX_KILL_OUTPUT ? "output" :
+	    r->why == CX_KILL_SESSION ? "session" : "isolation",
 	    (long long)(((t ? t : agent_now_ns()) - r->start_ns) / 1000000),
 	    t != 0);
 	pthread_mutex_unlock(&a->lock);
@@ -278,6 +279,10 @@ act(struct agent *a, const char *key)
 		pthread_mutex_lock(&a->lock);
 		a->checking = 0;
 		pthread_mutex_unlock(&a->lock);
+		return;
+	}
+	if (strncmp(key, "session/", 8) == 0) {
+		agent_session_end(a, key + 8);
 		return;
 	}
 	if (strcmp(key, "sweep") == 0) {
@@ -599,6 +604,10 @@ tick(struct agent *a)
 	}
 	pthread_mutex_unlock(&a->lock);
 	metric_set(a->m_active, NULL, active);
+	if (now >= a->next_sessions_ms) {
+		a->next_sessions_ms = now + AGENT_SESSIONS_MS;
+		agent_sessions_pass(a);
+	}
 	for (int i = 0; i < n; i++) {
 		kill_now(a, kills[i]);
 		free(kills[i]);

@@ -2,6 +2,10 @@
 the real cluster: state kept across steps, a step's value, files in and
 out, E2B's README example and the issue's typical use, end to end."""
 import asyncio
+import os
+import signal
+import subprocess
+import threading
 import time
 
 import pytest
@@ -16,6 +20,73 @@ def wait_session(client, name, phase, timeout=30):
         if st.get("phase") == phase or time.monotonic() > end:
             return st
         time.sleep(0.2)
+
+
+def pod_gone(cluster, ns, name, timeout=10):
+    from conftest import kubectl
+
+    end = time.monotonic() + timeout
+    while True:
+        try:
+            kubectl(cluster, "-n", ns, "get", "pod", name)
+        except Exception:       # noqa: BLE001 - NotFound, as kubectl says it
+            return True
+        if time.monotonic() > end:
+            return False
+        time.sleep(0.2)
+
+
+def test_agent_ends_sessions(cluster, session_client, session_namespace):
+    """docs/sessions.md, "Idle timeout and lifetime": with the controller
+    stopped, the node agent still ends a session idle past its
+    idleTimeoutSeconds and one past its maxLifetimeSeconds, whose running
+    step ends Cancelled; their pods are deleted."""
+    c = session_client
+    idle = c.session("python", idle_timeout=10)
+    life = c.session("python", max_lifetime=20)
+    assert idle.run("x = 1").phase == "Succeeded"
+    got = {}
+
+    def long_step():
+        got["r"] = life.run("import time\ntime.sleep(120)", timeout=120)
+
+    t = threading.Thread(target=long_step)
+    t.start()
+    end = time.monotonic() + 30
+    while not any(o["status"].get("phase") == "Running" for o in
+                  c._api.list_namespaced_custom_object(
+                      "airlock.dev", "v1alpha1", session_namespace,
+                      "codeexecutions")["items"]
+                  if o.get("spec", {}).get("session") == life.name and o.get("status")):
+        assert time.monotonic() < end, "the long step never ran"
+        time.sleep(0.2)
+    ctl = int(subprocess.check_output(
+        ["pgrep", "-f", "airlock-controller .*--namespace %s " % session_namespace]).split()[0])
+    os.kill(ctl, signal.SIGSTOP)
+    try:
+        a = wait_session(c, idle.name, "Ended", timeout=40)
+        b = wait_session(c, life.name, "Ended", timeout=40)
+        t.join(20)
+        assert (a.get("phase"), a.get("reason"), a.get("message")) == (
+            "Ended", "IdleTimeout", "no execution for its idleTimeoutSeconds")
+        assert (b.get("phase"), b.get("reason"), b.get("message")) == (
+            "Ended", "Expired", "its maxLifetimeSeconds passed")
+        assert [(x["type"], x["status"], x["reason"]) for x in a["conditions"]] == [
+            ("Ready", "False", "IdleTimeout")]
+        assert a.get("endTime")
+        r = got["r"]
+        assert (r.phase, r.reason, r.message) == (
+            "Cancelled", "Cancelled",
+            "its session '%s' ended (Expired) while it ran" % life.name), r
+        assert pod_gone(cluster, session_namespace, a["podName"])
+        assert pod_gone(cluster, session_namespace, b["podName"])
+    finally:
+        os.kill(ctl, signal.SIGCONT)
+        t.join(5)
+    # The controller back: the ends stand, and a step is refused with the reason.
+    with pytest.raises(airlock.SessionEndedError) as e:
+        idle.run("x")
+    assert e.value.reason == "IdleTimeout"
 
 
 def test_state_across_steps(session_client):

@@ -15,6 +15,7 @@
 #include "jpath.h"
 
 #include "client.h"
+#include "clock.h"
 #include "ctl_config.h"
 #include "pool.h"
 #include "session.h"
@@ -204,6 +205,90 @@ test_pod(void **state)
 }
 
 /*
+ * A session's clock as its pod says it, for the node agent (which cannot
+ * read sessions): the idle timeout from the annotation the controller
+ * puts there, the lifetime's end from the pod's start and
+ * activeDeadlineSeconds; and when each ends it.
+ */
+static void
+test_clock(void **state)
+{
+	struct k8s_error err;
+	struct session_clock c;
+	json_t *s = session("{\"runtime\": \"python\", \"idleTimeoutSeconds\": 45, "
+	    "\"maxLifetimeSeconds\": 120}"), *pod, *holder, *patch, *ann;
+	long long t0 = clock_parse_rfc3339("2026-11-27T10:00:00Z");
+
+	(void)state;
+	pod = session_pod(cfg, s, &err);
+	assert_non_null(pod);
+	assert_string_equal(jp_key(pod, "metadata.annotations", SESSION_ANN_IDLE), "45");
+	/* Not started: no lifetime's end known yet. */
+	assert_int_equal(session_pod_clock(pod, &c), 0);
+	assert_string_equal(c.name, "an");
+	assert_string_equal(c.uid, "5e55-1011");
+	assert_int_equal(c.idle_s, 45);
+	assert_int_equal(c.expires_s, 0);
+	json_object_set_new(pod, "status", json_pack("{s:s}", "startTime",
+	    "2026-11-27T10:00:00Z"));
+	assert_int_equal(session_pod_clock(pod, &c), 0);
+	assert_int_equal(c.expires_s, t0 + 120);
+	/* Idle: only with no step running, from 45 s on. */
+	assert_null(session_clock_due(&c, 0, 44999, t0 + 50));
+	assert_string_equal(session_clock_due(&c, 0, 45000, t0 + 50), "IdleTimeout");
+	assert_null(session_clock_due(&c, 1, 90000, t0 + 50));
+	/* The lifetime: whatever it is doing. */
+	assert_null(session_clock_due(&c, 1, 0, t0 + 119));
+	assert_string_equal(session_clock_due(&c, 1, 0, t0 + 120), "Expired");
+	assert_string_equal(session_clock_due(&c, 0, 90000, t0 + 121), "Expired");
+	/* An idle count that is not one in the CRD's range: no idle end here. */
+	ann = jp_at(pod, "metadata.annotations");
+	static const char *const bad[] = { "abc", "9", "86401", "-45", "", "45s" };
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		json_object_set_new(ann, SESSION_ANN_IDLE, json_string(bad[i]));
+		assert_int_equal(session_pod_clock(pod, &c), 0);
+		assert_int_equal(c.idle_s, 0);
+		assert_null(session_clock_due(&c, 0, 999999999, t0));
+	}
+	/* Not a session's pod: its label gone, or another kind its owner. */
+	json_object_del(jp_at(pod, "metadata.labels"), SESSION_LABEL_UID);
+	assert_int_equal(session_pod_clock(pod, &c), -1);
+	json_object_set_new(jp_at(pod, "metadata.labels"), SESSION_LABEL_UID,
+	    json_string("5e55-1011"));
+	json_object_set_new(json_array_get(jp_at(pod, "metadata.ownerReferences"), 0),
+	    "kind", json_string("CodeExecutionPool"));
+	assert_int_equal(session_pod_clock(pod, &c), -1);
+	json_decref(pod);
+
+	/*
+	 * A holder claimed 100 s after its start: its deadline counts its
+	 * age, and the lifetime's end is the claim + maxLifetimeSeconds.
+	 */
+	holder = json_pack("{s:{s:s, s:s, s:{s:s}, s:[{s:s, s:s, s:s, s:s, s:b}]}, "
+	    "s:{s:s}}", "metadata", "name", "h1", "resourceVersion", "7", "labels",
+	    POOL_LABEL_UID, "p-1", "ownerReferences", "apiVersion",
+	    "airlock.dev/v1alpha1", "kind", "CodeExecutionPool", "name", "p", "uid",
+	    "p-1", "controller", 1, "status", "startTime", "2026-11-27T10:00:00Z");
+	patch = session_claim_patch(s, holder, t0 + 100);
+	assert_string_equal(jp_key(patch, "metadata.annotations", SESSION_ANN_IDLE), "45");
+	assert_int_equal(jp_num(patch, "spec.activeDeadlineSeconds"), 100 + 120 + 30);
+	json_object_set(json_object_get(holder, "metadata"), "labels",
+	    jp_at(patch, "metadata.labels"));
+	json_object_del(jp_at(holder, "metadata.labels"), POOL_LABEL_UID);
+	json_object_set(json_object_get(holder, "metadata"), "annotations",
+	    jp_at(patch, "metadata.annotations"));
+	json_object_set(json_object_get(holder, "metadata"), "ownerReferences",
+	    jp_at(patch, "metadata.ownerReferences"));
+	json_object_set(holder, "spec", json_object_get(patch, "spec"));
+	assert_int_equal(session_pod_clock(holder, &c), 0);
+	assert_int_equal(c.expires_s, t0 + 100 + 120);
+	assert_int_equal(c.idle_s, 45);
+	json_decref(patch);
+	json_decref(holder);
+	json_decref(s);
+}
+
+/*
  * A step on the session's pod: its run in the annotations the warm path
  * reads (pool_process_read), what `warm --step` is given, the last step's
  * annotations removed; and read back, only from a session's own pod.
@@ -312,6 +397,7 @@ main(void)
 		cmocka_unit_test(test_check),
 		cmocka_unit_test(test_pod),
 		cmocka_unit_test(test_step),
+		cmocka_unit_test(test_clock),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);
