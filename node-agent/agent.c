@@ -503,13 +503,16 @@ trim_pod(json_t *pod)
 	 */
 	if (sess) {
 		json_object_set(l, SESSION_LABEL_UID, sess);
+		if (json_object_get(ann, SESSION_ANN_IDLE))
+			json_object_set(a, SESSION_ANN_IDLE, json_object_get(ann,
+			    SESSION_ANN_IDLE));
 		if (json_object_get(ann, SESSION_ANN_STEP))
 			json_object_foreach(ann, k, v)
 				if (strncmp(k, "airlock.dev/", 12) == 0)
 					json_object_set(a, k, v);
 	}
 	out = json_pack("{s:{s:O*, s:O*, s:O*, s:O*, s:O*, s:o, s:o},"
-	    " s:{s:O*}}",
+	    " s:{s:O*, s:O*, s:O*}}",
 	    "metadata", "name", json_object_get(md, "name"),
 	    "namespace", json_object_get(md, "namespace"),
 	    "uid", json_object_get(md, "uid"),
@@ -517,16 +520,26 @@ trim_pod(json_t *pod)
 	    "deletionTimestamp", json_object_get(md, "deletionTimestamp"),
 	    "annotations", a, "labels", l,
 	    "status", "containerStatuses", json_object_get(json_object_get(pod,
-	    "status"), "containerStatuses"));
+	    "status"), "containerStatuses"),
+	    /* A session's clock (sessions.c): running since, and its deadline. */
+	    "phase", json_object_get(json_object_get(pod, "status"), "phase"),
+	    "startTime", json_object_get(json_object_get(pod, "status"),
+	    "startTime"));
 	if (out == NULL)
 		return json_incref(pod);
+	if (sess && json_object_get(json_object_get(pod, "spec"),
+	    "activeDeadlineSeconds"))
+		json_object_set_new(out, "spec", json_pack("{s:O}",
+		    "activeDeadlineSeconds", json_object_get(json_object_get(pod,
+		    "spec"), "activeDeadlineSeconds")));
 	json_array_foreach(json_object_get(md, "ownerReferences"), j, ref)
 		if (json_is_true(json_object_get(ref, "controller")))
 			json_object_set_new(json_object_get(out, "metadata"),
 			    "ownerReferences", json_pack("[{s:b, s:O*, s:O*,"
-			    " s:O*}]", "controller", 1, "uid", json_object_get(ref,
+			    " s:O*, s:O*}]", "controller", 1, "uid", json_object_get(ref,
 			    "uid"), "kind", json_object_get(ref, "kind"),
-			    "apiVersion", json_object_get(ref, "apiVersion")));
+			    "apiVersion", json_object_get(ref, "apiVersion"),
+			    "name", json_object_get(ref, "name")));
 	return out;
 }
 
