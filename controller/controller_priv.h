@@ -448,6 +448,14 @@ int ctl_session_reconcile(struct controller *ctl, const char *ns,
  */
 int ctl_session_step(struct controller *ctl, json_t *cx, json_t *status,
     int *rcp);
+/*
+ * Step cx (cached; status its copy), cancelled while it runs: its
+ * session's pod told to interrupt it (SESSION_ANN_CANCEL; the node agent
+ * signals `warm --step`), before its Cancelled is written. 0 (done, or
+ * nothing to tell: not a running step, no longer on the pod), or the
+ * API's error.
+ */
+int ctl_session_interrupt(struct controller *ctl, json_t *cx, json_t *status);
 
 /* Where the cache keeps the hash of an execution's program (trim_cx). */
 #define CTL_CACHED_SHA	"airlock.dev/codeSha256"

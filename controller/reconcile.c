@@ -957,6 +957,8 @@ controller_reconcile(struct controller *ctl, const char *key)
 		rc = delete_children(ctl, ns, k8s_obj_uid(cx), mine ?
 		    named_pod(cx) : NULL);
 		if (rc == 0)
+			rc = ctl_session_interrupt(ctl, cx, status);
+		if (rc == 0)
 			rc = ctl_finish(ctl, cx, status, "Cancelled", "Cancelled",
 			    "cancelled by spec.cancel");
 	} else if ((rc = sweep(ctl, ns, name, k8s_obj_uid(cx))) != 0) {

@@ -361,6 +361,44 @@ put_step(struct controller *ctl, json_t *cx, const char *ns, const char *pname,
 	return rc;
 }
 
+int
+ctl_session_interrupt(struct controller *ctl, json_t *cx, json_t *status)
+{
+	struct k8s_patch_opts po = { .type = K8S_PATCH_MERGE };
+	const char *pname = json_string_value(json_object_get(status, "podName"));
+	const char *ns = k8s_obj_namespace(cx), *c, *u, *told;
+	struct k8s_error err;
+	json_t *pod = NULL, *patch;
+	int rc;
+
+	if (!json_is_string(json_object_get(json_object_get(cx, "spec"),
+	    "session")) || pname == NULL)
+		return 0;
+	rc = k8s_get(ctl->client, &k8s_res_pods, ns, pname, &pod, &err);
+	if (rc == K8S_ENOTFOUND)
+		return 0;
+	if (rc != 0)
+		return rc;
+	told = json_string_value(json_object_get(json_object_get(json_object_get(
+	    pod, "metadata"), "annotations"), SESSION_ANN_CANCEL));
+	if (session_pod_step(pod, &c, &u) != 0 || strcmp(u, k8s_obj_uid(cx)) != 0 ||
+	    (told && strcmp(told, u) == 0)) {
+		json_decref(pod);
+		return 0;
+	}
+	/* At its version: a next step put meanwhile is not interrupted. */
+	patch = json_pack("{s:{s:O*, s:{s:s}}}", "metadata", "resourceVersion",
+	    json_object_get(json_object_get(pod, "metadata"), "resourceVersion"),
+	    "annotations", SESSION_ANN_CANCEL, k8s_obj_uid(cx));
+	json_decref(pod);
+	rc = k8s_patch(ctl->client, &k8s_res_pods, ns, pname, &po, patch, NULL,
+	    &err);
+	json_decref(patch);
+	if (rc == K8S_ENOTFOUND)
+		rc = 0;
+	return rc;
+}
+
 /*
  * Whether step cx (read afresh) may start in session s: what its own
  * visit (ctl_session_step) checks, again, as the session's queue may get

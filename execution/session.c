@@ -166,7 +166,7 @@ step_key(const char *k)
 	    "airlock.dev/stdin", POOL_ANN_PROCESS, CX_ANN_NAME,
 	    CX_ANN_TIMEOUT_MS, CX_ANN_MAX_OUTPUT, CX_ANN_OUTPUT_BUDGET,
 	    CX_ANN_STREAM, CX_ANN_POLICY, ARTIFACTS_ANN, SESSION_ANN_STEP,
-	    SESSION_ANN_STEP_NAME };
+	    SESSION_ANN_STEP_NAME, SESSION_ANN_CANCEL };
 
 	for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++)
 		if (strcmp(k, keys[i]) == 0)

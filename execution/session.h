@@ -46,6 +46,12 @@ extern const struct k8s_resource session_resource;
 #define SESSION_ANN_STEP	"airlock.dev/step-uid"
 #define SESSION_ANN_STEP_NAME	"airlock.dev/step"
 /*
+ * The step of that uid was cancelled while it ran (spec.cancel): the
+ * node agent sends `warm --step` SIGTERM, which interrupts the kernel as
+ * at a timeout. The next step's patch removes it.
+ */
+#define SESSION_ANN_CANCEL	"airlock.dev/step-cancel"
+/*
  * After a step's timeout, the kernel's SIGINT has this long to bring it
  * back before it is killed and started again (docs/sessions.md); the node
  * agent's own backstop is SESSION_STEP_BACKSTOP_MS after that.

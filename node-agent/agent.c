@@ -283,6 +283,13 @@ claimed_seen(struct agent *a, json_t *pod, const char *cid, json_t *state,
 	}
 	if (r->cid == NULL && cid && strncmp(cid, "containerd://", 13) == 0)
 		r->cid = xstrdup(cid + 13);
+	if (step && r->cx_uid && !r->interrupt_sent) {
+		const char *told = json_string_value(json_object_get(json_object_get(
+		    json_object_get(pod, "metadata"), "annotations"),
+		    SESSION_ANN_CANCEL));
+
+		r->interrupt_wanted = told && strcmp(told, r->cx_uid) == 0;
+	}
 	if (!r->warm_spawned && r->verified && r->cid &&
 	    json_object_get(state, "running") && !r->recorded &&
 	    !json_object_get(json_object_get(pod, "metadata"),

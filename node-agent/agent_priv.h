@@ -167,6 +167,13 @@ struct run {
 	char		*lost;
 	char		*note;
 	char		*session_end;	/* CX_KILL_SESSION's message */
+	/*
+	 * The step was cancelled while it ran (SESSION_ANN_CANCEL on the
+	 * pod names it): `warm --step` is sent SIGTERM once, which
+	 * interrupts the kernel as at a timeout (its status is Cancelled
+	 * already; the session and its state stay).
+	 */
+	int		 interrupt_wanted, interrupt_sent;
 
 	/* Live output (spec.output.stream): copies into the status so far. */
 	int		 stream;

@@ -264,6 +264,35 @@ kill_now(struct agent *a, const char *uid)
 }
 
 /*
+ * A step cancelled while it runs: SIGTERM to its `warm --step`, which
+ * interrupts the kernel (images/runner/warm.c). Nothing of the run is
+ * held past the lock: the ticker may free it meanwhile.
+ */
+static void
+interrupt_step(struct agent *a, const char *uid)
+{
+	struct k8s_error err;
+	char *cid = NULL, *exec_id = NULL, *pod = NULL;
+	struct run *r;
+
+	pthread_mutex_lock(&a->lock);
+	if ((r = agent_find_run(a, uid)) != NULL && r->cid && r->exec_id) {
+		cid = xstrdup(r->cid);
+		exec_id = xstrdup(r->exec_id);
+		pod = xasprintf("%s/%s", r->ns, r->pod);
+	}
+	pthread_mutex_unlock(&a->lock);
+	if (cid && ctrd_exec_kill(a->ctrd, cid, exec_id, SIGTERM, &err) != 0)
+		log_warn("cannot interrupt a cancelled step", "pod=%s error=\"%s\"",
+		    pod, err.message);
+	else if (cid)
+		log_info("cancelled step interrupted", "pod=%s", pod);
+	free(cid);
+	free(exec_id);
+	free(pod);
+}
+
+/*
  * Carry out one key of the workers' queue (agent_priv.h): a record or a
  * delete (API calls, ~50 ms each) in parallel with the others, so a burst
  * of exits is recorded at once, not one after another; or the sweep.
@@ -283,6 +312,10 @@ act(struct agent *a, const char *key)
 	}
 	if (strncmp(key, "session/", 8) == 0) {
 		agent_session_end(a, key + 8);
+		return;
+	}
+	if (strncmp(key, "interrupt/", 10) == 0) {
+		interrupt_step(a, key + 10);
 		return;
 	}
 	if (strcmp(key, "sweep") == 0) {
@@ -513,6 +546,12 @@ tick(struct agent *a)
 			continue;
 		}
 		active++;
+		if (r->interrupt_wanted && !r->interrupt_sent && r->warm_started &&
+		    !r->exited && !r->recorded) {
+			r->interrupt_sent = 1;
+			snprintf(key, sizeof(key), "interrupt/%s", r->uid);
+			workqueue_add(a->q, key);
+		}
 		if (!r->recorded && !r->warm && r->cid)
 			tail(a, r);
 		if (r->verified)

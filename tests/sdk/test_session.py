@@ -89,6 +89,24 @@ def test_agent_ends_sessions(cluster, session_client, session_namespace):
     assert e.value.reason == "IdleTimeout"
 
 
+def test_oom_ends_session(session_client):
+    """docs/sessions.md, "Failure semantics": past its memory limit the
+    whole sandbox is killed (gVisor's sentry is one process on the host):
+    the step ends OOMKilled, and the session ends OOMKilled."""
+    c = session_client
+    s = c.session("python", resources={"memory": "128Mi"})
+    assert s.run("x = 1").phase == "Succeeded"
+    r = s.run("a = []\nprint('start', flush=True)\n"
+              "while True: a.append(bytearray(8 << 20))", timeout=60)
+    assert (r.phase, r.reason, r.stdout) == ("Failed", "OOMKilled", "start\n"), r
+    st = wait_session(c, s.name, "Ended")
+    assert (st.get("phase"), st.get("reason"), st.get("message")) == (
+        "Ended", "OOMKilled", "its sandbox ran out of memory"), st
+    with pytest.raises(airlock.SessionEndedError) as e:
+        s.run("x")
+    assert e.value.reason == "OOMKilled"
+
+
 def test_state_across_steps(session_client):
     c = session_client
     with c.session("python", idle_timeout=600) as s:

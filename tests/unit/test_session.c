@@ -306,11 +306,11 @@ test_step(void **state)
 	assert_non_null(pod);
 	json_object_set_new(json_object_get(pod, "metadata"), "resourceVersion",
 	    json_string("77"));
-	/* The last step's: two files, stdin, its uid. */
-	ann = json_pack("{s:s, s:s, s:s, s:s, s:s}",
+	/* The last step's: two files, stdin, its uid, its cancel. */
+	ann = json_pack("{s:s, s:s, s:s, s:s, s:s, s:s}",
 	    "airlock.dev/file-0", "old", "airlock.dev/file-1", "old",
 	    "airlock.dev/stdin", "old", SESSION_ANN_STEP, "0ld-uid",
-	    "other.io/kept", "yes");
+	    SESSION_ANN_CANCEL, "0ld-uid", "other.io/kept", "yes");
 	json_object_update(json_object_get(json_object_get(pod, "metadata"),
 	    "annotations"), ann);
 	json_decref(ann);
@@ -341,6 +341,7 @@ test_step(void **state)
 	    "a,b");
 	assert_true(json_is_null(json_object_get(ann, "airlock.dev/file-1")));
 	assert_true(json_is_null(json_object_get(ann, "airlock.dev/stdin")));
+	assert_true(json_is_null(json_object_get(ann, SESSION_ANN_CANCEL)));
 	assert_null(json_object_get(ann, "other.io/kept"));
 	/* Applied, the agent reads the run back as the warm path does. */
 	json_object_update(json_object_get(json_object_get(pod, "metadata"),
