@@ -10,7 +10,9 @@
  * when the leader sees the deletion.
  *
  * The record holds no code and no output: the program's hash, and what
- * the status says of how it ended.
+ * the status says of how it ended. A step of a session names it; a
+ * session (docs/sessions.md) has a record of its own, once it ended or
+ * went, marked the same way: who, its lifetime, its steps, how it ended.
  */
 #include <errno.h>
 #include <string.h>
@@ -20,6 +22,7 @@
 #include "controller_priv.h"
 #include "cx.h"
 #include "log.h"
+#include "session.h"
 #include "xmalloc.h"
 
 /* How long a uid recorded here is remembered without its mark seen. */
@@ -76,8 +79,61 @@ ctl_audit_record(const struct ctl_config *cfg, json_t *cx, const char *now,
 	    "peakMemoryBytes", nullable(json_object_get(st, "peakMemoryBytes")),
 	    "cpuTimeMillis", nullable(json_object_get(st, "cpuTimeMillis")),
 	    "startMode", nullable(json_object_get(st, "startMode")));
+	json_object_set_new(out, "session", nullable(json_object_get(spec,
+	    "session")));
 	json_decref(rec);
 	return out;
+}
+
+json_t *
+ctl_session_audit_record(const struct ctl_config *cfg, json_t *s,
+    const char *now, int deleted)
+{
+	json_t *md = json_object_get(s, "metadata");
+	json_t *spec = json_object_get(s, "spec");
+	json_t *st = json_object_get(s, "status");
+	const char *runtime = json_string_value(json_object_get(spec, "runtime"));
+	const char *phase = json_string_value(json_object_get(st, "phase"));
+	const struct ctl_profile *p = cfg && runtime ?
+	    ctl_config_profile(cfg, runtime) : NULL;
+	int ended = phase && strcmp(phase, "Ended") == 0;
+	long long made = clock_parse_rfc3339(json_string_value(json_object_get(md,
+	    "creationTimestamp")));
+	long long end = clock_parse_rfc3339(json_string_value(json_object_get(st,
+	    "endTime")));
+
+	/* Ended by its deletion: how far it got. */
+	if (deleted && !ended)
+		end = clock_parse_rfc3339(now);
+	return json_pack("{s:s, s:s, s:s, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o,"
+	    " s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o}",
+	    "apiVersion", "airlock.dev/v1alpha1",
+	    "kind", "CodeSessionAudit",
+	    "time", now,
+	    "namespace", nullable(json_object_get(md, "namespace")),
+	    "name", nullable(json_object_get(md, "name")),
+	    "uid", nullable(json_object_get(md, "uid")),
+	    "user", nullable(json_object_get(json_object_get(md, "annotations"),
+	    CX_ANN_CREATED_BY)),
+	    "runtime", nullable(json_object_get(spec, "runtime")),
+	    "image", p ? json_string(p->image) : json_null(),
+	    "phase", deleted && !ended ? json_string(phase ? phase : "Pending") :
+	    nullable(json_object_get(st, "phase")),
+	    "reason", deleted && !ended ? json_string("Deleted") :
+	    nullable(json_object_get(st, "reason")),
+	    "startMode", nullable(json_object_get(st, "startMode")),
+	    "nodeName", nullable(json_object_get(st, "nodeName")),
+	    "creationTimestamp", nullable(json_object_get(md, "creationTimestamp")),
+	    "startTime", nullable(json_object_get(st, "startTime")),
+	    "endTime", deleted && !ended ? json_string(now) :
+	    nullable(json_object_get(st, "endTime")),
+	    "lifetimeSeconds", made > 0 && end >= made ? json_integer(end - made) :
+	    json_null(),
+	    "executions", json_integer(json_integer_value(json_object_get(st,
+	    "executions"))),
+	    "restarts", json_integer(json_integer_value(json_object_get(st,
+	    "restarts"))),
+	    "maxLifetimeSeconds", json_integer(session_lifetime_s(s)));
 }
 
 /* Write the line whole: one write(2), so lines never interleave. */
@@ -109,9 +165,9 @@ emit(struct controller *ctl, json_t *rec)
 	free(line);
 }
 
-/* Record cx, once per process per uid; 1 if it was recorded now. */
+/* Record cx (or session s), once per process per uid; 1 if it was recorded now. */
 static int
-record_once(struct controller *ctl, json_t *cx, int deleted)
+record_once(struct controller *ctl, json_t *cx, int deleted, int session)
 {
 	const char *uid = k8s_obj_uid(cx), *k;
 	char now[CLOCK_RFC3339_LEN];
@@ -144,11 +200,12 @@ record_once(struct controller *ctl, json_t *cx, int deleted)
 		clock_format_rfc3339((long long)ts.tv_sec * 1000000000 + ts.tv_nsec,
 		    1, now);
 	}
-	rec = ctl_audit_record(ctl->cfg, cx, now, deleted);
+	rec = session ? ctl_session_audit_record(ctl->cfg, cx, now, deleted) :
+	    ctl_audit_record(ctl->cfg, cx, now, deleted);
 	if (rec == NULL)
 		return 0;
 	emit(ctl, rec);
-	{
+	if (!session) {
 		const char *labels[] = {
 			json_string_value(json_object_get(rec, "namespace")),
 			json_string_value(json_object_get(rec, "runtime")),
@@ -165,8 +222,8 @@ record_once(struct controller *ctl, json_t *cx, int deleted)
 	return 1;
 }
 
-int
-ctl_audit_finished(struct controller *ctl, json_t *cx)
+static int
+finished(struct controller *ctl, const struct k8s_resource *res, json_t *cx)
 {
 	struct k8s_patch_opts po = { .type = K8S_PATCH_JSON,
 	    .subresource = "status" };
@@ -182,12 +239,12 @@ ctl_audit_finished(struct controller *ctl, json_t *cx)
 		pthread_mutex_unlock(&ctl->lock);
 		return 0;
 	}
-	record_once(ctl, cx, 0);
-	/* The mark, on this execution only (a new one of the same name is not). */
+	record_once(ctl, cx, 0, res == &session_resource);
+	/* The mark, on this one only (a new one of the same name is not). */
 	patch = json_pack("[{s:s, s:s, s:s}, {s:s, s:s, s:b}]",
 	    "op", "test", "path", "/metadata/uid", "value", k8s_obj_uid(cx),
 	    "op", "add", "path", "/status/audited", "value", 1);
-	rc = k8s_patch(ctl->client, &cx_resource, k8s_obj_namespace(cx),
+	rc = k8s_patch(ctl->client, res, k8s_obj_namespace(cx),
 	    k8s_obj_name(cx), &po, patch, NULL, &err);
 	json_decref(patch);
 	if (rc == K8S_ENOTFOUND || (rc == K8S_EHTTP && err.http_status == 422))
@@ -211,11 +268,32 @@ ctl_audit_finished(struct controller *ctl, json_t *cx)
 	return rc;
 }
 
+int
+ctl_audit_finished(struct controller *ctl, json_t *cx)
+{
+	return finished(ctl, &cx_resource, cx);
+}
+
+int
+ctl_audit_session_finished(struct controller *ctl, json_t *s)
+{
+	return finished(ctl, &session_resource, s);
+}
+
 void
 ctl_audit_deleted(struct controller *ctl, json_t *cx)
 {
 	if (!atomic_load(&ctl->leading) ||
 	    json_is_true(json_object_get(json_object_get(cx, "status"), "audited")))
 		return;
-	record_once(ctl, cx, 1);
+	record_once(ctl, cx, 1, 0);
+}
+
+void
+ctl_audit_session_deleted(struct controller *ctl, json_t *s)
+{
+	if (!atomic_load(&ctl->leading) ||
+	    json_is_true(json_object_get(json_object_get(s, "status"), "audited")))
+		return;
+	record_once(ctl, s, 1, 1);
 }

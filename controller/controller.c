@@ -229,6 +229,7 @@ static void
 session_delete(void *arg, json_t *obj, int unknown)
 {
 	(void)unknown;
+	ctl_audit_session_deleted(arg, obj);
 	session_enqueue(arg, obj);	/* the reconcile finds it gone: its pod goes */
 }
 

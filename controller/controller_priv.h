@@ -429,6 +429,14 @@ json_t *ctl_audit_record(const struct ctl_config *cfg, json_t *cx,
 int ctl_audit_finished(struct controller *ctl, json_t *cx);
 /* Deleted (the cache's last copy): its record if it has no mark. */
 void ctl_audit_deleted(struct controller *ctl, json_t *cx);
+/*
+ * The same for a session (kind CodeSessionAudit): its record once Ended,
+ * then its mark; or when it is deleted unmarked.
+ */
+json_t *ctl_session_audit_record(const struct ctl_config *cfg, json_t *s,
+    const char *now, int deleted);
+int ctl_audit_session_finished(struct controller *ctl, json_t *s);
+void ctl_audit_session_deleted(struct controller *ctl, json_t *s);
 
 /*
  * sessions.c: CodeSessions (docs/sessions.md). Queue keys and the pod

@@ -856,6 +856,9 @@ ctl_session_reconcile(struct controller *ctl, const char *ns, const char *name)
 		rc = pod && !json_object_get(json_object_get(pod, "metadata"),
 		    "deletionTimestamp") ? delete_pod(ctl, ns, pname,
 		    k8s_obj_uid(pod)) : 0;
+		/* Its audit record, once (audit.c). */
+		if (rc == 0)
+			rc = ctl_audit_session_finished(ctl, s);
 		if (rc == 0)
 			rc = ttl(ctl, s, status, key);
 		goto out;

@@ -2684,7 +2684,7 @@ agent_result(struct fx *fx, const char *name, int exit_code)
 
 /* The audit lines of uid in replica 0's output (stdout and stderr, one file). */
 static int
-audit_lines(struct fx *fx, const char *uid, json_t **last)
+audit_lines_of(struct fx *fx, const char *kind, const char *uid, json_t **last)
 {
 	FILE *f = fopen(fx->log[0], "r");
 	char line[16384];
@@ -2699,7 +2699,7 @@ audit_lines(struct fx *fx, const char *uid, json_t **last)
 			continue;
 		if (strcmp(json_string_value(json_object_get(r, "uid")) ?: "", uid) == 0 &&
 		    strcmp(json_string_value(json_object_get(r, "kind")) ?: "",
-		    "CodeExecutionAudit") == 0) {
+		    kind) == 0) {
 			n++;
 			if (last) {
 				json_decref(*last);
@@ -2713,6 +2713,12 @@ audit_lines(struct fx *fx, const char *uid, json_t **last)
 	return n;
 }
 
+static int
+audit_lines(struct fx *fx, const char *uid, json_t **last)
+{
+	return audit_lines_of(fx, "CodeExecutionAudit", uid, last);
+}
+
 struct audited { struct fx *fx; const char *name; };
 
 static int
@@ -2723,6 +2729,19 @@ is_audited(void *arg)
 	int yes = json_is_true(json_object_get(json_object_get(cx, "status"), "audited"));
 
 	json_decref(cx);
+	return yes;
+}
+
+static int
+session_audited(void *arg)
+{
+	struct audited *a = arg;
+	struct k8s_error err;
+	json_t *o = NULL;
+	int yes = k8s_get(c, &session_resource, a->fx->ns, a->name, &o, &err) == 0 &&
+	    json_is_true(json_object_get(json_object_get(o, "status"), "audited"));
+
+	json_decref(o);
 	return yes;
 }
 
@@ -2768,7 +2787,7 @@ test_audit(void **state)
 		print_message("# %s\n", line);
 		free(line);
 	}
-	assert_int_equal(json_object_size(rec), 17);
+	assert_int_equal(json_object_size(rec), 18);
 	assert_string_equal(json_string_value(json_object_get(rec, "apiVersion")), "airlock.dev/v1alpha1");
 	assert_string_equal(json_string_value(json_object_get(rec, "namespace")), fx->ns);
 	assert_string_equal(json_string_value(json_object_get(rec, "name")), "aud-ok");
@@ -3489,8 +3508,8 @@ test_session_ends(void **state)
 	struct fx *fx = *state;
 	struct gone pod_gone = { fx, &k8s_res_pods, NULL };
 	struct k8s_error err;
-	json_t *o;
-	char pname[80];
+	json_t *o, *rec;
+	char pname[80], duid[64];
 	long long t0;
 
 	o = ready_session(fx, "lost-pod", "{\"runtime\":\"warm\"}");
@@ -3504,6 +3523,7 @@ test_session_ends(void **state)
 
 	o = ready_session(fx, "deleted", "{\"runtime\":\"warm\"}");
 	session_pod_name(k8s_obj_uid(o), pname);
+	snprintf(duid, sizeof(duid), "%s", k8s_obj_uid(o));
 	json_decref(o);
 	/* A step running in it, one queued: both end with it, said so. */
 	create_cx(fx, "d-run", "{\"runtime\":\"warm\",\"source\":\"x\",\"session\":\"deleted\"}");
@@ -3535,7 +3555,28 @@ test_session_ends(void **state)
 	json_decref(o);
 	o = wait_session(fx, "idle", "Ended", 20000);
 	assert_string_equal(st_str(o, "reason"), "IdleTimeout");
+	{
+		struct audited a = { fx, "idle" };
+
+		if (!it_wait_for(session_audited, &a, 10000))
+			fail_msg("the idle session was not marked audited");
+	}
+	/* Its audit record, once: how it ended, its steps, its lifetime. */
+	assert_int_equal(audit_lines_of(fx, "CodeSessionAudit", k8s_obj_uid(o), &rec), 1);
+	assert_string_equal(json_string_value(json_object_get(rec, "name")), "idle");
+	assert_string_equal(json_string_value(json_object_get(rec, "phase")), "Ended");
+	assert_string_equal(json_string_value(json_object_get(rec, "reason")), "IdleTimeout");
+	assert_int_equal(json_integer_value(json_object_get(rec, "executions")), 0);
+	assert_string_equal(json_string_value(json_object_get(rec, "endTime")),
+	    st_str(o, "endTime"));
+	assert_in_range(json_integer_value(json_object_get(rec, "lifetimeSeconds")), 10, 20);
+	json_decref(rec);
 	json_decref(o);
+	/* The one deleted while Ready: recorded at its deletion, reason Deleted. */
+	assert_int_equal(audit_lines_of(fx, "CodeSessionAudit", duid, &rec), 1);
+	assert_string_equal(json_string_value(json_object_get(rec, "phase")), "Ready");
+	assert_string_equal(json_string_value(json_object_get(rec, "reason")), "Deleted");
+	json_decref(rec);
 	/* The end is written first, the pod deleted right after. */
 	if (!it_wait_for(no_pods, fx, 5000))
 		fail_msg("%zu pods left 5 s after the sessions ended", count_pods(fx, NULL));

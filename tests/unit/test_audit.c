@@ -123,15 +123,16 @@ test_record_exact(void **state)
 	    "\"codeSha256\":\"" SHA "\",\"runtime\":\"python\","
 	    "\"image\":\"airlock.dev/runner-python:0.1.0\",\"phase\":\"Succeeded\","
 	    "\"reason\":\"Completed\",\"exitCode\":0,\"durationMillis\":61,"
-	    "\"peakMemoryBytes\":1048576,\"cpuTimeMillis\":12,\"startMode\":\"Warm\"}");
+	    "\"peakMemoryBytes\":1048576,\"cpuTimeMillis\":12,\"startMode\":\"Warm\","
+	    "\"session\":null}");
 	free(line);
 	json_decref(rec);
 
 	/* A custom image is the spec's; no status, no user: nulls; deleted. */
 	json_decref(cx);
-	cx = json_pack("{s:{s:s, s:s, s:s}, s:{s:s, s:s}, s:s}",
+	cx = json_pack("{s:{s:s, s:s, s:s}, s:{s:s, s:s, s:s}, s:s}",
 	    "metadata", "name", "x", "namespace", "t", "uid", UID,
-	    "spec", "runtime", "bash", "image", "example.com/mine:1",
+	    "spec", "runtime", "bash", "image", "example.com/mine:1", "session", "an",
 	    CTL_CACHED_SHA, SHA);
 	rec = ctl_audit_record(&cfg, cx, "2026-11-25T19:00:00.123Z", 1);
 	line = json_dumps(rec, JSON_COMPACT);
@@ -141,10 +142,62 @@ test_record_exact(void **state)
 	    "\"uid\":\"" UID "\",\"user\":null,\"codeSha256\":\"" SHA "\","
 	    "\"runtime\":\"bash\",\"image\":\"example.com/mine:1\",\"phase\":\"Pending\","
 	    "\"reason\":\"Deleted\",\"exitCode\":null,\"durationMillis\":null,"
-	    "\"peakMemoryBytes\":null,\"cpuTimeMillis\":null,\"startMode\":null}");
+	    "\"peakMemoryBytes\":null,\"cpuTimeMillis\":null,\"startMode\":null,"
+	    "\"session\":\"an\"}");
 	free(line);
 	json_decref(rec);
 	json_decref(cx);
+}
+
+/*
+ * A session's record: who, its runtime's image, how it ended, when, how
+ * long it lived, its steps and restarts; deleted before it ended: how far
+ * it got, reason Deleted, ended then.
+ */
+static void
+test_session_record_exact(void **state)
+{
+	struct ctl_profile prof = { .name = "python", .image = "airlock.dev/runner-python:0.1.0" };
+	struct ctl_config cfg = { .profiles = &prof, .nprofiles = 1 };
+	json_t *s = json_pack("{s:{s:s, s:s, s:s, s:s, s:{s:s}}, s:{s:s, s:i},"
+	    " s:{s:s, s:s, s:s, s:s, s:s, s:s, s:i, s:i, s:s}}",
+	    "metadata", "name", "an", "namespace", "t", "uid", UID,
+	    "creationTimestamp", "2026-11-25T18:00:00Z", "annotations",
+	    CX_ANN_CREATED_BY, "alice",
+	    "spec", "runtime", "python", "maxLifetimeSeconds", 7200,
+	    "status", "phase", "Ended", "reason", "IdleTimeout", "startMode", "Warm",
+	    "nodeName", "n1", "startTime", "2026-11-25T18:00:02Z",
+	    "endTime", "2026-11-25T18:30:00Z", "executions", 12, "restarts", 1,
+	    "message", "no execution for its idleTimeoutSeconds"), *rec;
+	char *line;
+
+	(void)state;
+	rec = ctl_session_audit_record(&cfg, s, "2026-11-25T19:00:00.123Z", 0);
+	line = json_dumps(rec, JSON_COMPACT);
+	assert_string_equal(line,
+	    "{\"apiVersion\":\"airlock.dev/v1alpha1\",\"kind\":\"CodeSessionAudit\","
+	    "\"time\":\"2026-11-25T19:00:00.123Z\",\"namespace\":\"t\",\"name\":\"an\","
+	    "\"uid\":\"" UID "\",\"user\":\"alice\",\"runtime\":\"python\","
+	    "\"image\":\"airlock.dev/runner-python:0.1.0\",\"phase\":\"Ended\","
+	    "\"reason\":\"IdleTimeout\",\"startMode\":\"Warm\",\"nodeName\":\"n1\","
+	    "\"creationTimestamp\":\"2026-11-25T18:00:00Z\","
+	    "\"startTime\":\"2026-11-25T18:00:02Z\",\"endTime\":\"2026-11-25T18:30:00Z\","
+	    "\"lifetimeSeconds\":1800,\"executions\":12,\"restarts\":1,"
+	    "\"maxLifetimeSeconds\":7200}");
+	free(line);
+	json_decref(rec);
+	/* Deleted while Ready: ended by its deletion, at the record's time. */
+	json_object_set_new(json_object_get(s, "status"), "phase", json_string("Ready"));
+	json_object_del(json_object_get(s, "status"), "reason");
+	json_object_del(json_object_get(s, "status"), "endTime");
+	rec = ctl_session_audit_record(&cfg, s, "2026-11-25T19:00:00.123Z", 1);
+	assert_string_equal(json_string_value(json_object_get(rec, "phase")), "Ready");
+	assert_string_equal(json_string_value(json_object_get(rec, "reason")), "Deleted");
+	assert_string_equal(json_string_value(json_object_get(rec, "endTime")),
+	    "2026-11-25T19:00:00.123Z");
+	assert_int_equal(json_integer_value(json_object_get(rec, "lifetimeSeconds")), 3600);
+	json_decref(rec);
+	json_decref(s);
 }
 
 /* Recorded once, then marked; a second pass (mark not yet seen) only marks. */
@@ -195,6 +248,37 @@ test_finished_once_then_marked(void **state)
 	assert_string_equal(drain(fx), "");
 	assert_null(json_object_get(fx->ctl.audited, UID));
 	json_decref(cx);
+}
+
+/* A session ended: its record, then its mark on the session; deleted marked: none. */
+static void
+test_session_finished_marked(void **state)
+{
+	struct fx *fx = *state;
+	json_t *s = json_pack("{s:{s:s, s:s, s:s}, s:{s:s}, s:{s:s, s:s}}",
+	    "metadata", "name", "an", "namespace", "t", "uid", UID,
+	    "spec", "runtime", "python", "status", "phase", "Ended", "reason", "Closed");
+	char *out;
+
+	fakeapi_push(fx->api, 200, NULL, "{}", 0);
+	assert_int_equal(ctl_audit_session_finished(&fx->ctl, s), 0);
+	out = drain(fx);
+	assert_non_null(strstr(out, "{\"apiVersion\":\"airlock.dev/v1alpha1\","
+	    "\"kind\":\"CodeSessionAudit\""));
+	assert_non_null(strstr(out, "\"phase\":\"Ended\",\"reason\":\"Closed\""));
+	assert_int_equal(fakeapi_count(fx->api), 1);
+	assert_string_equal(fakeapi_request(fx->api, 0),
+	    "PATCH /apis/airlock.dev/v1alpha1/namespaces/t/codesessions/an/status");
+	assert_string_equal(fakeapi_body(fx->api, 0),
+	    "[{\"op\":\"test\",\"path\":\"/metadata/uid\",\"value\":\"" UID "\"},"
+	    "{\"op\":\"add\",\"path\":\"/status/audited\",\"value\":true}]");
+	/* The mark seen, then deleted: no second record. */
+	json_object_set_new(json_object_get(s, "status"), "audited", json_true());
+	assert_int_equal(ctl_audit_session_finished(&fx->ctl, s), 0);
+	ctl_audit_session_deleted(&fx->ctl, s);
+	assert_string_equal(drain(fx), "");
+	assert_int_equal(fakeapi_count(fx->api), 1);
+	json_decref(s);
 }
 
 /* Gone before the mark, or another of its name now (422): done. */
@@ -264,7 +348,9 @@ main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_record_exact),
+		cmocka_unit_test(test_session_record_exact),
 		cmocka_unit_test_setup_teardown(test_finished_once_then_marked, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_session_finished_marked, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_mark_gone, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_mark_too_large, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_deleted, setup, teardown),
