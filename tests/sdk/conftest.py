@@ -161,36 +161,67 @@ def client(cluster, namespace):
     return airlock.Client(namespace=namespace, kubeconfig=cluster["KUBECONFIG_ADMIN"])
 
 
+def wait_ready(addr, what, timeout=60):
+    end = time.monotonic() + timeout
+    while True:
+        try:
+            urllib.request.urlopen("http://%s/readyz" % addr, timeout=1)
+            return
+        except OSError:
+            if time.monotonic() > end:
+                raise RuntimeError("the %s was not ready in %d s" % (what, timeout))
+            time.sleep(0.2)
+
+
+# The daemons each namespace's fixture started: [controller, agent], as
+# Popen objects with .argv, .log and .addr; restart_daemon replaces one.
+DAEMONS = {}
+
+
+def restart_daemon(ns, which):
+    """Stop ns's controller (which 0) or node agent (1) with SIGTERM (it
+    must exit 0), start it again with the same arguments, appending to
+    its log, and wait until it is ready."""
+    old = DAEMONS[ns][which]
+    old.send_signal(signal.SIGTERM)
+    assert old.wait(timeout=30) == 0, "the daemon did not exit cleanly on SIGTERM"
+    with open(old.log, "a") as log:
+        new = subprocess.Popen(old.argv, stdout=log, stderr=log)
+    new.argv, new.log, new.addr = old.argv, old.log, old.addr
+    DAEMONS[ns][which] = new
+    wait_ready(new.addr, ("controller", "node agent")[which])
+    return new
+
+
 def start_daemons(env, ns, conf_text, work):
     """This clone's controller (with conf_text as its config) and node
-    agent, watching ns; the processes, once the agent is ready."""
+    agent, watching ns; the processes, once the agent is ready (kept in
+    DAEMONS[ns])."""
     conf = work / "config.yaml"
     conf.write_text(conf_text)
     logs = os.path.join(TOP, "build", "logs")
     os.makedirs(logs, exist_ok=True)
     aaddr = "127.0.0.1:%d" % free_port()
+    caddr = "127.0.0.1:%d" % free_port()
     common = ["--kubeconfig", env["KUBECONFIG_ADMIN"], "--namespace", ns]
     procs = []
-    for what, argv in (
-            ("controller", [os.path.join(BIN, "airlock-controller"), "--config", str(conf)] +
-             common + ["--lease-namespace", ns, "--metrics-addr",
-                       "127.0.0.1:%d" % free_port()]),
-            ("agent", [os.path.join(BIN, "airlock-node-agent")] + common +
+    for what, addr, argv in (
+            ("controller", caddr, [os.path.join(BIN, "airlock-controller"), "--config",
+                                   str(conf)] +
+             common + ["--lease-namespace", ns, "--metrics-addr", caddr]),
+            ("agent", aaddr, [os.path.join(BIN, "airlock-node-agent")] + common +
              ["--node-name", env["NODE_NAME"], "--pod-logs-dir", env["POD_LOGS_DIR"],
               "--containerd-socket", env["CONTAINERD_SOCK"], "--cgroup-root",
               env["CGROUP_ROOT"], "--metrics-addr", aaddr, "--runsc", env["RUNSC"],
               "--runsc-root", env["RUNSC_ROOT"]])):
-        with open(os.path.join(logs, "sdk-%s-%s.log" % (what, ns)), "w") as log:
-            procs.append(subprocess.Popen(argv, stdout=log, stderr=log))
-    end = time.monotonic() + 60
-    while True:
-        try:
-            urllib.request.urlopen("http://%s/readyz" % aaddr, timeout=1)
-            return procs
-        except OSError:
-            if time.monotonic() > end:
-                raise RuntimeError("the node agent was not ready in 60 s")
-            time.sleep(0.2)
+        path = os.path.join(logs, "sdk-%s-%s.log" % (what, ns))
+        with open(path, "w") as log:
+            p = subprocess.Popen(argv, stdout=log, stderr=log)
+        p.argv, p.log, p.addr = argv, path, addr
+        procs.append(p)
+    DAEMONS[ns] = procs
+    wait_ready(aaddr, "node agent")
+    return procs
 
 
 SESSION_CRDS = ("codeexecutions", "codeexecutionartifacts", "codesessions")
@@ -217,6 +248,7 @@ def session_namespace(cluster, tmp_path_factory):
             ("bash", "RUNNER_BASH_IMAGE", "bash", "main.sh"))),
         tmp_path_factory.mktemp("session-daemons"))
     yield ns
+    procs = DAEMONS.pop(ns)         # as restarted, if they were
     for p in procs:
         p.send_signal(signal.SIGTERM)
     codes = [p.wait(timeout=30) for p in procs]

@@ -89,6 +89,38 @@ def test_agent_ends_sessions(cluster, session_client, session_namespace):
     assert e.value.reason == "IdleTimeout"
 
 
+def test_restarts_keep_session(session_client, session_namespace):
+    """docs/sessions.md, "Restarts": the controller restarted while a step
+    runs, then the node agent restarted between steps: the step's result
+    is whole, and the session's state is all there after."""
+    from conftest import restart_daemon
+
+    with session_client.session("python") as s:
+        assert s.run("x = 41").phase == "Succeeded"
+        got = {}
+
+        def step():
+            got["r"] = s.run("import time\ntime.sleep(3)\nx += 1\nprint('slept')\nx",
+                             timeout=60)
+
+        t = threading.Thread(target=step)
+        t.start()
+        name = s.name
+        end = time.monotonic() + 30
+        while s.status().executions < 2:
+            assert time.monotonic() < end, "the step never started"
+            time.sleep(0.1)
+        restart_daemon(session_namespace, 0)
+        t.join(60)
+        r = got["r"]
+        assert (r.phase, r.stdout, r.value) == ("Succeeded", "slept\n", "42"), r
+        restart_daemon(session_namespace, 1)
+        r = s.run("x + 1")
+        assert (r.phase, r.value) == ("Succeeded", "43"), r
+        st = s.status()
+        assert (st.name, st.phase, st.executions, st.restarts) == (name, "Ready", 3, 0)
+
+
 def test_oom_ends_session(session_client):
     """docs/sessions.md, "Failure semantics": past its memory limit the
     whole sandbox is killed (gVisor's sentry is one process on the host):
