@@ -1104,11 +1104,19 @@ ctl_session_step(struct controller *ctl, json_t *cx, json_t *status, int *rcp)
 		    strcmp(reason, "Expired") == 0 ||
 		    strcmp(reason, "IdleTimeout") == 0);
 
+		int lost = reason && strcmp(reason, "NodeLost") == 0;
+
 		snprintf(msg, sizeof(msg), "its session '%.253s' ended (%.64s) "
 		    "while it ran", sname, s == NULL ? "deleted" : reason ? reason :
 		    "deleted");
+		/* Lost with its node: said as an execution's own loss is, the node named. */
+		if (lost)
+			snprintf(msg, sizeof(msg), "its session '%.253s' was lost with "
+			    "its node: %.400s", sname, json_string_value(
+			    json_object_get(sst, "message")) ? json_string_value(
+			    json_object_get(sst, "message")) : "");
 		*rcp = ctl_finish(ctl, cx, status, quiet ? "Cancelled" : "Failed",
-		    quiet ? "Cancelled" : "PodDeleted", msg);
+		    quiet ? "Cancelled" : lost ? "NodeLost" : "PodDeleted", msg);
 		json_decref(s);
 		return 1;
 	}

@@ -16,7 +16,9 @@
  *  - a node lost (tests/cluster/restart.sh stop-node): its executions end
  *    Failed/NodeLost within two lease durations, those on the other node
  *    finish, nothing is re-run, a new execution runs on the surviving
- *    node; the node back, its leftovers are swept.
+ *    node; its sessions end NodeLost, and the step running in each
+ *    Failed/NodeLost, while the other node's go on; the node back, its
+ *    leftovers are swept.
  */
 #include <setjmp.h>
 #include <signal.h>
@@ -32,6 +34,7 @@
 #include "client.h"
 #include "cx.h"
 #include "itutil.h"
+#include "session.h"
 
 #define NODES	2
 /* The test cluster's kubelets: nodeLeaseDurationSeconds (node.sh). */
@@ -566,6 +569,80 @@ node_swept(void *arg)
 	return clean;
 }
 
+#define SESSIONS	6
+
+/* Session name's status (a new reference; {} if none yet). */
+static json_t *
+session_status(const char *name)
+{
+	struct k8s_error err;
+	json_t *o = NULL, *st;
+
+	if (k8s_get(c, &session_resource, ns, name, &o, &err) != 0)
+		fail_msg("get session %s: %s", name, err.message);
+	st = json_incref(json_object_get(o, "status"));
+	json_decref(o);
+	return st ? st : json_object();
+}
+
+static int
+sessions_ready(void *arg)
+{
+	char name[32];
+	int ok = 1;
+
+	(void)arg;
+	for (int i = 0; i < SESSIONS && ok; i++) {
+		json_t *st;
+
+		snprintf(name, sizeof(name), "ls-%d", i);
+		st = session_status(name);
+		ok = json_string_value(json_object_get(st, "phase")) &&
+		    strcmp(json_string_value(json_object_get(st, "phase")), "Ready") == 0;
+		json_decref(st);
+	}
+	return ok;
+}
+
+static int
+steps_running(void *arg)
+{
+	char name[32];
+	int ok = 1;
+
+	(void)arg;
+	for (int i = 0; i < SESSIONS && ok; i++) {
+		char *ph;
+
+		snprintf(name, sizeof(name), "ls-%d-step", i);
+		ph = phase_of(name);
+		ok = strcmp(ph, "Running") == 0;
+		free(ph);
+	}
+	return ok;
+}
+
+/* The sessions on node l->node have ended. */
+static int
+lost_sessions_ended(void *arg)
+{
+	struct lost *l = arg;
+	char name[32];
+	int ok = 1;
+
+	for (int i = 0; i < SESSIONS && ok; i++) {
+		json_t *st;
+
+		snprintf(name, sizeof(name), "ls-%d", i);
+		st = session_status(name);
+		if (node_index(json_string_value(json_object_get(st, "nodeName"))) == l->node)
+			ok = strcmp(json_string_value(json_object_get(st, "phase")) ?
+			    json_string_value(json_object_get(st, "phase")) : "", "Ended") == 0;
+		json_decref(st);
+	}
+	return ok;
+}
+
 /*
  * A node lost mid-run (its kubelet, containerd, shims and sandboxes
  * SIGKILLed, and its agent with them): its executions end Failed/NodeLost
@@ -584,6 +661,32 @@ test_node_lost(void **state)
 	json_t *st;
 
 	(void)state;
+	/* Sessions, each with a step running: those on the lost node end with it. */
+	for (int i = 0; i < SESSIONS; i++) {
+		struct k8s_error err;
+		json_t *o;
+
+		snprintf(name, sizeof(name), "ls-%d", i);
+		o = json_pack("{s:s, s:s, s:{s:s}, s:{s:s, s:i}}", "apiVersion",
+		    "airlock.dev/v1alpha1", "kind", "CodeSession", "metadata", "name",
+		    name, "spec", "runtime", "python", "maxLifetimeSeconds", 900);
+		if (k8s_create(c, &session_resource, ns, o, NULL, &err) != 0)
+			fail_msg("create session %s: %s", name, err.message);
+		json_decref(o);
+	}
+	if (!it_wait_for(sessions_ready, NULL, 120000))
+		fail_msg("the sessions were not all Ready after 120 s");
+	for (int i = 0; i < SESSIONS; i++) {
+		char spec[256];
+
+		snprintf(name, sizeof(name), "ls-%d-step", i);
+		snprintf(spec, sizeof(spec), "{\"runtime\":\"python\",\"session\":"
+		    "\"ls-%d\",\"timeoutSeconds\":300,\"source\":\"import time\\n"
+		    "time.sleep(200)\"}", i);
+		it_cx_create(c, ns, name, spec);
+	}
+	if (!it_wait_for(steps_running, NULL, 60000))
+		fail_msg("the sessions' steps were not all Running after 60 s");
 	for (int i = 0; i < l.n; i++) {
 		snprintf(name, sizeof(name), "lost-%d", i);
 		create_sleeper(name, 20000, 120);
@@ -636,6 +739,57 @@ test_node_lost(void **state)
 		}
 		json_decref(st);
 	}
+	/*
+	 * The sessions: those on the lost node ended NodeLost, their steps
+	 * Failed/NodeLost naming the node; the others go on, and are closed
+	 * (their steps Cancelled) so that no pod of theirs is left.
+	 */
+	if (!it_wait_for(lost_sessions_ended, &l, 2 * LEASE_S * 1000 + 5000))
+		fail_msg("sessions on the lost node did not end in two lease durations");
+	memset(on, 0, sizeof(on));
+	for (int i = 0; i < SESSIONS; i++) {
+		json_t *ss;
+		int where;
+
+		snprintf(name, sizeof(name), "ls-%d", i);
+		ss = session_status(name);
+		where = node_index(it_str(ss, "nodeName"));
+		on[where]++;
+		snprintf(name, sizeof(name), "ls-%d-step", i);
+		if (where == 2) {
+			assert_string_equal(it_str(ss, "phase"), "Ended");
+			assert_string_equal(it_str(ss, "reason"), "NodeLost");
+			st = it_cx_wait(c, ns, name, 30000);
+			assert_string_equal(it_str(st, "phase"), "Failed");
+			assert_string_equal(it_str(st, "reason"), "NodeLost");
+			if (strstr(it_str(st, "message"), node_name[2]) == NULL)
+				fail_msg("%s: the message does not name the node: %s",
+				    name, it_str(st, "message"));
+		} else {
+			struct k8s_patch_opts merge = { .type = K8S_PATCH_MERGE };
+			struct k8s_error err;
+			json_t *p = json_pack("{s:{s:b}}", "spec", "close", 1);
+			char sname[32];
+
+			assert_string_equal(it_str(ss, "phase"), "Ready");
+			st = status_of(name);
+			assert_string_equal(it_str(st, "phase"), "Running");
+			json_decref(st);
+			snprintf(sname, sizeof(sname), "ls-%d", i);
+			if (k8s_patch(c, &session_resource, ns, sname, &merge, p, NULL,
+			    &err) != 0)
+				fail_msg("close %s: %s", sname, err.message);
+			json_decref(p);
+			st = it_cx_wait(c, ns, name, 30000);
+			assert_string_equal(it_str(st, "phase"), "Cancelled");
+		}
+		json_decref(st);
+		json_decref(ss);
+	}
+	print_message("sessions: %d on %s, %d on %s\n", on[1], node_name[1], on[2],
+	    node_name[2]);
+	if (on[1] == 0 || on[2] == 0)
+		fail_msg("the %d sessions were all on one node: both are needed", SESSIONS);
 	/*
 	 * Not re-run anywhere: no pod left bound to either node, once node
 	 * 1's agent has collected the pods of what it recorded (it deletes
