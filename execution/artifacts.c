@@ -137,25 +137,38 @@ read_dropped(struct artifacts *a, const char *p, size_t len)
 	}
 }
 
-/* ".airlock-step": "KIND CODE RESTARTED DROPPED\n"; a bad one is no report. */
+/*
+ * ".airlock-step": "KIND CODE RESTARTED DROPPED RESTARTS\n", or an older
+ * runner's "KIND CODE RESTARTED DROPPED\n" (RESTARTED 0-2, restarts
+ * unknown); a bad one is no report.
+ */
 static void
 read_step(struct step_report *r, const char *data, size_t len)
 {
 	static const char *const kinds[] = { [STEP_OK] = "ok", [STEP_ERROR] =
 	    "error", [STEP_EXIT] = "exit", [STEP_TIMEOUT] = "timeout",
 	    [STEP_DIED] = "died", [STEP_FAILED] = "failed" };
-	char line[128], kind[16], end;
+	char line[128], kind[16], sep, end;
 	long code, restarted;
-	long long dropped;
+	long long dropped, restarts = -1;
+	int n;
 
 	r->kind = STEP_NONE;
+	r->restarts = -1;
 	if (len == 0 || len >= sizeof(line) || memchr(data, '\n', len) != data + len - 1)
 		return;
 	memcpy(line, data, len);
 	line[len] = '\0';
-	if (sscanf(line, "%15[a-z] %ld %ld %lld%c", kind, &code, &restarted,
-	    &dropped, &end) != 5 || end != '\n' || code < 0 || code > 255 ||
-	    restarted < 0 || restarted > 2 || dropped < 0)
+	n = sscanf(line, "%15[a-z] %ld %ld %lld%c%lld%c", kind, &code, &restarted,
+	    &dropped, &sep, &restarts, &end);
+	/* Four fields: "...DROPPED\n"; five: "...DROPPED RESTARTS\n". */
+	if (n == 5)
+		end = sep;
+	else if (n != 7 || sep != ' ')
+		return;
+	if (end != '\n' || code < 0 || code > 255 ||
+	    restarted < 0 || restarted > (n == 7 ? 3 : 2) || dropped < 0 ||
+	    (n == 7 && (restarts < 0 || restarts > ARTIFACTS_RESTARTS_MAX)))
 		return;
 	for (size_t k = STEP_OK; k < sizeof(kinds) / sizeof(kinds[0]); k++)
 		if (strcmp(kind, kinds[k]) == 0) {
@@ -163,6 +176,7 @@ read_step(struct step_report *r, const char *data, size_t len)
 			r->code = (int)code;
 			r->restarted = (int)restarted;
 			r->dropped = dropped;
+			r->restarts = restarts;
 		}
 }
 
@@ -173,6 +187,7 @@ artifacts_parse(const char *b64, size_t len, size_t max_bytes,
 	size_t alen = 0, off = 0;
 
 	memset(a, 0, sizeof(*a));
+	a->step.restarts = -1;	/* no report: unknown */
 	if (base64_decode(b64, len, &a->archive, &alen) != 0) {
 		snprintf(a->error, sizeof(a->error), "the files out are not base64");
 		a->archive = NULL;

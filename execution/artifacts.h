@@ -63,12 +63,15 @@ struct artifact_dropped {
 
 /*
  * A session step's report (warm --step, docs/sessions.md): the archive's
- * ".airlock-step", "KIND CODE RESTARTED DROPPED\n", and ".airlock-value",
- * the text of the step's last expression. The program can write files of
- * those names too: the last of each wins, and warm writes its own last.
- * They only mean something for a session's execution.
+ * ".airlock-step", "KIND CODE RESTARTED DROPPED RESTARTS\n" (a runner
+ * image older than RESTARTS writes the first four fields only), and
+ * ".airlock-value", the text of the step's last expression. The program
+ * can write files of those names too: the last of each wins, and warm
+ * writes its own last. They only mean something for a session's
+ * execution.
  */
 #define ARTIFACTS_VALUE_MAX	4096
+#define ARTIFACTS_RESTARTS_MAX	1000000	/* warm's count stops there */
 
 enum step_kind {
 	STEP_NONE,		/* no report in the archive */
@@ -83,8 +86,21 @@ enum step_kind {
 struct step_report {
 	enum step_kind	 kind;
 	int		 code;		/* the exit status it stands for, 0-255 */
-	int		 restarted;	/* 0, 1 (a new kernel), 2 (none could start) */
+	/*
+	 * 0; 1: a new kernel was started after this step (its state lost);
+	 * 2: none could start (the next step tries again); 3: the kernel had
+	 * died since the last step and a new one was started before this
+	 * step, which ran without the session's earlier state. One value:
+	 * 2 wins over 3, 3 over 1 (warm.c, step_main).
+	 */
+	int		 restarted;
 	long long	 dropped;	/* bytes written between steps, dropped */
+	/*
+	 * The session's kernel restarts so far, this step's included
+	 * (status.restarts): 0 to ARTIFACTS_RESTARTS_MAX; -1 unknown (no
+	 * report, or an older runner's four fields).
+	 */
+	long long	 restarts;
 	const char	*value;		/* into the archive; NULL: none */
 	size_t		 value_len;	/* <= ARTIFACTS_VALUE_MAX */
 };

@@ -364,8 +364,10 @@ agent_ctrd_note(struct agent *a, const struct run *r, char *note,
 
 /*
  * What a session step's message adds (docs/sessions.md, "Failure
- * semantics"): the kernel restarted (the session's state lost), or could
- * not start; output its background work wrote between steps, dropped.
+ * semantics"): the kernel gone before the step (it ran without the
+ * session's earlier state); the kernel restarted after it (the state
+ * lost), or could not start; output its background work wrote between
+ * steps, dropped.
  */
 static void
 step_note(const struct run *r, const struct step_report *st, char *note,
@@ -373,6 +375,14 @@ step_note(const struct run *r, const struct step_report *st, char *note,
 {
 	size_t n = strlen(note);
 
+	/* Before what the step's end did: it came first. */
+	if (!r->note && st->kind != STEP_NONE && st->restarted == 3) {
+		snprintf(note + n, note_size - n, "; the session's kernel was no "
+		    "longer running when this step began (it had died since an "
+		    "earlier step) and was started again: the session's earlier "
+		    "state is lost");
+		n = strlen(note);
+	}
 	if (r->note)
 		snprintf(note + n, note_size - n, "%s", r->note);
 	else if (st->kind == STEP_NONE && !r->lost && r->out_files > 0)
@@ -387,7 +397,9 @@ step_note(const struct run *r, const struct step_report *st, char *note,
 	else if (st->kind == STEP_EXIT)
 		snprintf(note + n, note_size - n, "; the program exited the "
 		    "session's kernel, which was started again: its state is lost");
-	else if (st->kind == STEP_TIMEOUT && st->restarted)
+	/* 3 says nothing of the timeout's end: warm's stderr does. */
+	else if (st->kind == STEP_TIMEOUT && (st->restarted == 1 ||
+	    st->restarted == 2))
 		snprintf(note + n, note_size - n, "; the kernel was not back "
 		    "within %d ms of the interrupt and was started again: the "
 		    "session's state is lost", SESSION_STEP_GRACE_MS);

@@ -882,6 +882,68 @@ kernel_pid_read(void)
 }
 
 /*
+ * The session's kernel restarts so far: how many times a kernel was
+ * started in this sandbox after its first one, each time with the
+ * session's state lost. Kept in sdir/restarts (decimal) across steps,
+ * each its own warm process; kernel_start adds to it. A missing or bad
+ * file reads as 0: the session's own code can write it, and so only
+ * misstates its own count. It stops at RESTARTS_MAX, what the node agent
+ * takes (execution/artifacts.h, ARTIFACTS_RESTARTS_MAX).
+ */
+#define RESTARTS_MAX	1000000
+static long long restarts;
+
+static long long
+restarts_read(void)
+{
+	char p[600], buf[16], *end;
+	int fd = open_reg(spath(p, sizeof(p), "restarts"), O_RDONLY, 0);
+	ssize_t n = fd >= 0 ? read(fd, buf, sizeof(buf) - 1) : -1;
+	long long v;
+
+	if (fd >= 0)
+		close(fd);
+	if (n <= 0 || buf[0] < '0' || buf[0] > '9')
+		return 0;
+	buf[n] = '\0';
+	errno = 0;
+	v = strtoll(buf, &end, 10);
+	if (errno || (*end != '\0' && strcmp(end, "\n") != 0) || v > RESTARTS_MAX)
+		return 0;
+	return v;
+}
+
+/*
+ * One more restart, written as a new file renamed over the old one, so
+ * that a step killed meanwhile leaves the old count or the new, never
+ * half of one. A count that cannot be written is said on stderr, and the
+ * step goes on: its result matters more than the count.
+ */
+static void
+restarts_add(void)
+{
+	char p[600], q[600];
+	int fd, ok;
+
+	if (restarts < RESTARTS_MAX)
+		restarts++;
+	spath(p, sizeof(p), "restarts");
+	(void)unlink(spath(q, sizeof(q), "restarts.tmp"));
+	fd = open(q, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (fd < 0)
+		ok = 0;
+	else {
+		ok = dprintf(fd, "%lld\n", restarts) > 0;
+		ok = close(fd) == 0 && ok;
+	}
+	if (!ok || rename(q, p) != 0) {
+		fprintf(stderr, "warm: cannot write the count of the session's "
+		    "kernel restarts to %s: %s\n", p, strerror(errno));
+		(void)unlink(q);
+	}
+}
+
+/*
  * A line from the ack FIFO, waiting until deadline (ms); "" at the
  * deadline. Partial lines are kept in lbuf between calls.
  */
@@ -915,8 +977,12 @@ ack_line(int ack, char *line, size_t n)
 
 /*
  * Start the kernel (argv) in a session of its own, its output to
- * sdir/kernel.log, and wait for its READY on ack: 0, or -1 with why on
- * stderr (its log's end with it).
+ * sdir/kernel.log, and wait for its READY on ack: 0 for the sandbox's
+ * first kernel, 1 for one that replaces a kernel started here before (a
+ * restart: counted), or -1 with why on stderr (its log's end with it).
+ * "Started here before" is sdir/kernel.pid, written at each READY and
+ * never removed: it outlives the kernel and the warm process that
+ * started it.
  */
 static int
 kernel_start(char **argv, int ack, long long deadline)
@@ -959,16 +1025,20 @@ kernel_start(char **argv, int ack, long long deadline)
 			long v;
 
 			if (sscanf(line, "READY %ld", &v) == 1 && v == pid) {
-				int fd;
+				struct stat sb;
+				int fd, again;
 
-				(void)unlink(spath(p, sizeof(p), "kernel.pid"));
+				again = lstat(spath(p, sizeof(p), "kernel.pid"), &sb) == 0;
+				(void)unlink(p);
 				fd = open(p, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW |
 				    O_CLOEXEC, 0600);
 
 				if (fd < 0 || dprintf(fd, "%ld\n", v) < 0 || close(fd) != 0)
 					die("cannot write %s", p);
 				kernel_pid = pid;
-				return 0;
+				if (again)
+					restarts_add();
+				return again;
 			}
 			continue;
 		}
@@ -1045,6 +1115,21 @@ relay(int fd, int out)
  * that is not back GRACE_MS later is killed, and a new one started. Then
  * the files out, with the step's report and value (".airlock-step",
  * ".airlock-value") in the archive; the exit status is the step's.
+ *
+ * The report is "KIND CODE RESTARTED DROPPED RESTARTS\n" (read by
+ * execution/artifacts.c): RESTARTS the session's kernel restarts so far,
+ * this step's included; RESTARTED 1 when a new kernel was started after
+ * the step (it exited, died, or was not back in its grace), 2 when none
+ * could start (the next step tries again), 3 when the kernel had died
+ * since the last step (a thread's os._exit, an OOM-killed kernel) and
+ * this step started a new one before it ran: the step ran without the
+ * session's earlier state, which nothing else would tell. (After a 2,
+ * the step that next starts a kernel says 3 and counts it: the count is
+ * of kernels started, and the loss was said by the 2.) A step can see
+ * both a dead kernel at its start and a restart at its end: RESTARTED is
+ * then 3 (its KIND says the end's restart: exit and died always restart,
+ * and stderr says a timeout's) unless the end's could not start a kernel
+ * (2: the session has none now, what matters next). RESTARTS counts both.
  */
 static int
 step_main(char **argv)
@@ -1054,7 +1139,7 @@ step_main(char **argv)
 	long long timeout, grace, start = now_ms(), deadline, hard = 0;
 	long limit = -1, code = 137, dropped = 0;
 	int slock, ctl, ack, o, e, o_open = 1, e_open = 1;
-	int done = 0, interrupted = 0, restarted = 0;
+	int done = 0, interrupted = 0, restarted = 0, lost = 0;
 	const char *env = getenv("AIRLOCK_SESSION_DIR");
 	unsigned seq = (unsigned)getpid();
 	char *end, **kargv = argv + 4;
@@ -1136,13 +1221,25 @@ step_main(char **argv)
 	}
 
 	deadline = start + timeout;
-	if ((!kernel_alive() || (kernel_pid = kernel_pid_read()) <= 0) &&
-	    kernel_start(kargv, ack, start + KERNEL_START_MS) != 0) {
-		snprintf(report, sizeof(report), "failed 125 2 0\n");
-		extras[nextras++] = (struct extra){ ".airlock-step", report,
-		    strlen(report) };
-		out_send();
-		return 125;
+	restarts = restarts_read();
+	if (!kernel_alive() || (kernel_pid = kernel_pid_read()) <= 0) {
+		int k = kernel_start(kargv, ack, start + KERNEL_START_MS);
+
+		if (k < 0) {
+			snprintf(report, sizeof(report), "failed 125 2 0 %lld\n",
+			    restarts);
+			extras[nextras++] = (struct extra){ ".airlock-step", report,
+			    strlen(report) };
+			out_send();
+			return 125;
+		}
+		/* Not this sandbox's first: the last one is gone, its state too. */
+		if (k == 1) {
+			lost = 1;
+			fprintf(stderr, "airlock: the session's kernel was not running "
+			    "at this step's start; a new one was started, and the "
+			    "session's earlier state is lost\n");
+		}
 	}
 
 	spath(p, sizeof(p), "step/out");
@@ -1240,8 +1337,10 @@ step_main(char **argv)
 		restarted = 1;
 	} else if (interrupted)
 		code = 124;
-	if (restarted && kernel_start(kargv, ack, now_ms() + KERNEL_START_MS) != 0)
+	if (restarted && kernel_start(kargv, ack, now_ms() + KERNEL_START_MS) < 0)
 		restarted = 2;	/* no new kernel: the next step tries again */
+	else if (lost)
+		restarted = 3;	/* over 1: see the report's comment above */
 
 	vn = 0;
 	if (done) {
@@ -1252,8 +1351,8 @@ step_main(char **argv)
 			close(fd);
 		}
 	}
-	snprintf(report, sizeof(report), "%s %ld %d %ld\n", kind, code, restarted,
-	    dropped);
+	snprintf(report, sizeof(report), "%s %ld %d %ld %lld\n", kind, code,
+	    restarted, dropped, restarts);
 	extras[nextras++] = (struct extra){ ".airlock-step", report, strlen(report) };
 	if (vn > 0)
 		extras[nextras++] = (struct extra){ ".airlock-value", value, (size_t)vn };

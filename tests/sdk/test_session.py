@@ -213,6 +213,34 @@ def test_uninterruptible_restarts(session_client):
         assert s.run("2 + 2").value == "4"
 
 
+def test_kernel_dies_between_steps(session_client):
+    """A kernel that dies while no step runs (a background thread's
+    os._exit): the next step runs on a new kernel and says the session's
+    state is lost; the session's restarts count it, once."""
+    with session_client.session("python") as s:
+        r = s.run("x = 1\nimport os, threading, time\n"
+                  "threading.Thread(target=lambda: (time.sleep(0.5), os._exit(0))).start()")
+        assert r.phase == "Succeeded", r.message
+        time.sleep(2)
+        r = s.run("print('x' in globals())\n6 * 7")
+        assert (r.phase, r.exit_code, r.stdout, r.value) == ("Succeeded", 0, "False\n", "42")
+        assert "; the session's kernel was no longer running when this step began " \
+            "(it had died since an earlier step) and was started again: the " \
+            "session's earlier state is lost" in r.message, r.message
+        assert r.stderr == "airlock: the session's kernel was not running at this " \
+            "step's start; a new one was started, and the session's earlier state " \
+            "is lost\n", r.stderr
+        # The session's count is written after the step's own status.
+        end = time.monotonic() + 10
+        while (st := s.status()).restarts < 1 and time.monotonic() < end:
+            time.sleep(0.2)
+        assert st.restarts == 1
+        r = s.run("x = 2\nx")
+        assert (r.value, r.stderr) == ("2", "")
+        assert "no longer running" not in r.message, r.message
+        assert s.status().restarts == 1
+
+
 def test_sessions_apart(session_client):
     """Two sessions never share a sandbox: their pods, globals and files
     are their own."""

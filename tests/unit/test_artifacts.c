@@ -251,30 +251,71 @@ test_step_report(void **state)
 	struct step_report r;
 
 	(void)state;
-	r = report_of((const char *const[]){ ".airlock-step", "timeout 124 1 50\n",
+	r = report_of((const char *const[]){ ".airlock-step", "timeout 124 1 50 7\n",
 	    ".airlock-value", "'x'", NULL }, v, sizeof(v));
 	assert_int_equal(r.kind, STEP_TIMEOUT);
 	assert_int_equal(r.code, 124);
 	assert_int_equal(r.restarted, 1);
 	assert_int_equal(r.dropped, 50);
+	assert_int_equal(r.restarts, 7);
 	assert_string_equal(v, "'x'");
+	/* An older runner's four fields: the count unknown. */
 	r = report_of((const char *const[]){ ".airlock-step", "ok 0 0 0\n", NULL }, v,
 	    sizeof(v));
 	assert_int_equal(r.kind, STEP_OK);
+	assert_int_equal(r.code, 0);
+	assert_int_equal(r.restarted, 0);
+	assert_int_equal(r.dropped, 0);
+	assert_int_equal(r.restarts, -1);
 	assert_string_equal(v, "");
+	r = report_of((const char *const[]){ ".airlock-step", "died 137 2 9\n", NULL },
+	    v, sizeof(v));
+	assert_int_equal(r.kind, STEP_DIED);
+	assert_int_equal(r.restarted, 2);
+	assert_int_equal(r.dropped, 9);
+	assert_int_equal(r.restarts, -1);
+	/* Died between steps (3); the count's bounds. */
+	r = report_of((const char *const[]){ ".airlock-step", "error 1 3 0 1\n", NULL },
+	    v, sizeof(v));
+	assert_int_equal(r.kind, STEP_ERROR);
+	assert_int_equal(r.code, 1);
+	assert_int_equal(r.restarted, 3);
+	assert_int_equal(r.restarts, 1);
+	r = report_of((const char *const[]){ ".airlock-step", "ok 0 0 0 0\n", NULL }, v,
+	    sizeof(v));
+	assert_int_equal(r.kind, STEP_OK);
+	assert_int_equal(r.restarts, 0);
+	r = report_of((const char *const[]){ ".airlock-step", "exit 0 1 0 1000000\n",
+	    NULL }, v, sizeof(v));
+	assert_int_equal(r.kind, STEP_EXIT);
+	assert_int_equal(r.restarts, 1000000);
+	/* No report: unknown too. */
+	r = report_of((const char *const[]){ ".airlock-value", "1", NULL }, v, sizeof(v));
+	assert_int_equal(r.kind, STEP_NONE);
+	assert_int_equal(r.restarts, -1);
 	/* The program's own file first, warm's last: warm's counts. */
 	r = report_of((const char *const[]){ ".airlock-step", "ok 0 0 0\n",
 	    ".airlock-step", "exit 3 1 0\n", NULL }, v, sizeof(v));
 	assert_int_equal(r.kind, STEP_EXIT);
 	assert_int_equal(r.code, 3);
+	assert_int_equal(r.restarts, -1);
+	/*
+	 * 3 only with the count (no older runner says it); a count out of
+	 * range, or not the last field, or not after one space.
+	 */
 	static const char *const bad[] = { "ok 0 0 0", "ok 0 0 0\nmore\n", "fine 0 0 0\n",
 	    "ok 256 0 0\n", "ok -1 0 0\n", "ok 0 3 0\n", "ok 0 0 -5\n", "ok 0 0\n",
-	    "OK 0 0 0\n", "" };
+	    "OK 0 0 0\n", "", "ok 0 4 0 0\n", "ok 0 -1 0 0\n", "ok 0 0 0 -1\n",
+	    "ok 0 0 0 1000001\n", "ok 0 0 0 99999999999999999999\n", "ok 0 0 0 1 2\n",
+	    "ok 0 0 0 1", "ok 0 0 0 1 \n", "ok 0 0 0x1\n", "ok 0 0 0 x\n", "ok 0 0 0 \n",
+	    "ok 256 0 0 0\n", "ok 0 0 -5 0\n" };
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		r = report_of((const char *const[]){ ".airlock-step", bad[i], NULL }, v,
 		    sizeof(v));
 		if (r.kind != STEP_NONE)
 			fail_msg("report '%s' taken as kind %d", bad[i], r.kind);
+		if (r.restarts != -1)
+			fail_msg("report '%s' gave restarts %lld", bad[i], r.restarts);
 	}
 	memset(big, 'a', sizeof(big) - 1);
 	r = report_of((const char *const[]){ ".airlock-value", big, NULL }, v, sizeof(v));

@@ -6,7 +6,8 @@
  * (crilog's frame filter, artifacts_parse's step report). State, files,
  * values, exceptions, timeouts with the state kept and with the kernel
  * restarted, exits, output written between steps, and each step's own
- * environment and stdin.
+ * environment and stdin. The kernel's restarts, counted in the report,
+ * and a kernel killed between steps, said by the next step.
  */
 #include <errno.h>
 #include <setjmp.h>
@@ -16,6 +17,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include <cmocka.h>
@@ -103,6 +107,41 @@ static int
 exists(void *path)
 {
 	return access(path, F_OK) == 0;
+}
+
+/* 1 once no kernel holds the session's lock (path: kernel.lock). */
+static int
+lock_free(void *path)
+{
+	int fd = open(path, O_RDWR | O_CLOEXEC), got;
+
+	if (fd < 0)
+		return 0;
+	got = flock(fd, LOCK_EX | LOCK_NB) == 0;
+	close(fd);
+	return got;
+}
+
+/*
+ * Kill the session's kernel between steps, as the OOM killer or a
+ * thread's os._exit would, and wait until it is gone.
+ */
+static void
+kill_kernel(struct sess *s)
+{
+	char p[128], buf[32] = "";
+	FILE *f;
+	long pid;
+
+	snprintf(p, sizeof(p), "%s/session/kernel.pid", s->dir);
+	assert_non_null(f = fopen(p, "r"));
+	assert_non_null(fgets(buf, sizeof(buf), f));
+	fclose(f);
+	pid = atol(buf);
+	assert_true(pid > 1);
+	assert_int_equal(kill((pid_t)pid, SIGKILL), 0);
+	snprintf(p, sizeof(p), "%s/session/kernel.lock", s->dir);
+	assert_int_equal(it_wait_for(lock_free, p, 10000), 1);
 }
 
 static void
@@ -193,7 +232,10 @@ test_state_across_steps(void **state)
 	STEP(*state, "import json\nx = 41\n", &r);
 	assert_int_equal(r.status, 0);
 	assert_int_equal(r.report.kind, STEP_OK);
+	assert_int_equal(r.report.restarted, 0);
+	assert_int_equal(r.report.restarts, 0);
 	assert_string_equal(r.out, "");
+	assert_string_equal(r.err, "");
 	assert_string_equal(r.value, "");
 	step_free(&r);
 	STEP(*state, "x += 1\nprint(x)\n", &r);
@@ -205,6 +247,7 @@ test_state_across_steps(void **state)
 	assert_string_equal(r.out, "{\"x\": 42}\n");
 	assert_string_equal(r.value, "{'x': 42}");
 	assert_int_equal(r.report.restarted, 0);
+	assert_int_equal(r.report.restarts, 0);
 	step_free(&r);
 	/* None shows nothing; a statement last shows nothing. */
 	STEP(*state, "x\nNone\n", &r);
@@ -300,6 +343,7 @@ test_uninterruptible_restarts(void **state)
 	assert_int_equal(r.status, 124);
 	assert_int_equal(r.report.kind, STEP_TIMEOUT);
 	assert_int_equal(r.report.restarted, 1);
+	assert_int_equal(r.report.restarts, 1);
 	assert_string_equal(r.err, "airlock: the session's kernel did not stop within "
 	    "the grace after the timeout; a new one was started, and the session's "
 	    "state is lost\n");
@@ -307,6 +351,7 @@ test_uninterruptible_restarts(void **state)
 	STEP(*state, "print('w' in globals())\n", &r);
 	assert_string_equal(r.out, "False\n");
 	assert_int_equal(r.report.restarted, 0);
+	assert_int_equal(r.report.restarts, 1);
 	step_free(&r);
 }
 
@@ -323,15 +368,153 @@ test_exit_restarts(void **state)
 	assert_int_equal(r.report.kind, STEP_EXIT);
 	assert_int_equal(r.report.code, 3);
 	assert_int_equal(r.report.restarted, 1);
+	assert_int_equal(r.report.restarts, 1);
 	assert_string_equal(r.out, "bye\n");
 	step_free(&r);
+	/* The end's restart is not the next step's: that one finds a kernel. */
 	STEP(*state, "print('v' in globals())\n", &r);
 	assert_string_equal(r.out, "False\n");
+	assert_string_equal(r.err, "");
+	assert_int_equal(r.report.restarted, 0);
+	assert_int_equal(r.report.restarts, 1);
 	step_free(&r);
 	STEP(*state, "exit()\n", &r);
 	assert_int_equal(r.status, 0);
 	assert_int_equal(r.report.kind, STEP_EXIT);
+	assert_int_equal(r.report.restarted, 1);
+	assert_int_equal(r.report.restarts, 2);
 	step_free(&r);
+}
+
+/*
+ * The kernel dies between steps (killed, as by the OOM killer): the next
+ * step runs on a new kernel, says the state was lost (RESTARTED 3, and
+ * stderr), and the count goes up; the step after runs as usual.
+ */
+static void
+test_kernel_dies_between_steps(void **state)
+{
+	struct step r;
+
+	STEP(*state, "u = 1\n", &r);
+	assert_int_equal(r.report.restarts, 0);
+	step_free(&r);
+	kill_kernel(*state);
+	STEP(*state, "print('u' in globals())\n6 * 7\n", &r);
+	assert_int_equal(r.status, 0);
+	assert_int_equal(r.report.kind, STEP_OK);
+	assert_int_equal(r.report.code, 0);
+	assert_int_equal(r.report.restarted, 3);
+	assert_int_equal(r.report.restarts, 1);
+	assert_string_equal(r.out, "False\n");
+	assert_string_equal(r.value, "42");
+	assert_string_equal(r.err, "airlock: the session's kernel was not running at "
+	    "this step's start; a new one was started, and the session's earlier "
+	    "state is lost\n");
+	step_free(&r);
+	STEP(*state, "u = 2\nu\n", &r);
+	assert_int_equal(r.report.restarted, 0);
+	assert_int_equal(r.report.restarts, 1);
+	assert_string_equal(r.value, "2");
+	assert_string_equal(r.err, "");
+	step_free(&r);
+	/* Both in one step: dead at its start, exited at its end. 3, counted twice. */
+	kill_kernel(*state);
+	STEP(*state, "print('u' in globals())\nexit(5)\n", &r);
+	assert_int_equal(r.status, 5);
+	assert_int_equal(r.report.kind, STEP_EXIT);
+	assert_int_equal(r.report.code, 5);
+	assert_int_equal(r.report.restarted, 3);
+	assert_int_equal(r.report.restarts, 3);
+	assert_string_equal(r.out, "False\n");
+	step_free(&r);
+	STEP(*state, "u = 3\n", &r);
+	assert_int_equal(r.report.restarted, 0);
+	assert_int_equal(r.report.restarts, 3);
+	step_free(&r);
+}
+
+/*
+ * No kernel could start after an exit (2, not counted): the next step
+ * starts one, says 3 and counts it; one loss, said and counted once each.
+ */
+static void
+test_restart_fails_then_next_step(void **state)
+{
+	struct step r;
+
+	STEP(*state, "t = 1\n", &r);
+	step_free(&r);
+	/* The kernel runs: this step uses it; its end's restart cannot. */
+	snprintf(kernel_cmd, sizeof(kernel_cmd), "/nonexistent/python3");
+	STEP(*state, "exit(2)\n", &r);
+	snprintf(kernel_cmd, sizeof(kernel_cmd), "python3 %s", kernel);
+	assert_int_equal(r.status, 2);
+	assert_int_equal(r.report.kind, STEP_EXIT);
+	assert_int_equal(r.report.restarted, 2);
+	assert_int_equal(r.report.restarts, 0);
+	step_free(&r);
+	STEP(*state, "print('t' in globals())\n", &r);
+	assert_int_equal(r.status, 0);
+	assert_int_equal(r.report.restarted, 3);
+	assert_int_equal(r.report.restarts, 1);
+	assert_string_equal(r.out, "False\n");
+	step_free(&r);
+}
+
+/*
+ * The count's file, which the session's own code can write: a bad one
+ * reads as 0, a symlink is neither read nor written through.
+ */
+static void
+test_restarts_file(void **state)
+{
+	struct sess *s = *state;
+	char p[128], v[128], buf[32] = "";
+	struct step r;
+	FILE *f;
+
+	STEP(s, "exit()\n", &r);
+	assert_int_equal(r.report.restarts, 1);
+	step_free(&r);
+	snprintf(p, sizeof(p), "%s/session/restarts", s->dir);
+	assert_non_null(f = fopen(p, "r"));
+	assert_non_null(fgets(buf, sizeof(buf), f));
+	fclose(f);
+	assert_string_equal(buf, "1\n");
+	static const char *const bad[] = { "x\n", "-4\n", "1000001\n", "7 8\n", "" };
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		assert_non_null(f = fopen(p, "w"));
+		fputs(bad[i], f);
+		fclose(f);
+		STEP(s, "exit()\n", &r);
+		if (r.report.restarts != 1)
+			fail_msg("after '%s': restarts %lld", bad[i], r.report.restarts);
+		step_free(&r);
+	}
+	/* The most there is: it stays. */
+	assert_non_null(f = fopen(p, "w"));
+	fputs("1000000", f);
+	fclose(f);
+	STEP(s, "exit()\n", &r);
+	assert_int_equal(r.report.restarts, 1000000);
+	step_free(&r);
+	/* A symlink planted at the count and its temporary file. */
+	snprintf(v, sizeof(v), "%s/victim", s->dir);
+	assert_non_null(f = fopen(v, "w"));
+	fputs("5\n", f);
+	fclose(f);
+	unlink(p);
+	assert_int_equal(symlink(v, p), 0);
+	snprintf(p, sizeof(p), "%s/session/restarts.tmp", s->dir);
+	assert_int_equal(symlink(v, p), 0);
+	STEP(s, "exit()\n", &r);
+	assert_int_equal(r.report.restarts, 1);
+	step_free(&r);
+	assert_non_null(f = fopen(v, "r"));
+	assert_non_null(fgets(buf, sizeof(buf), f));
+	fclose(f);
+	assert_string_equal(buf, "5\n");
 }
 
 /*
@@ -426,6 +609,7 @@ test_kernel_cannot_start(void **state)
 	assert_int_equal(r.status, 125);
 	assert_int_equal(r.report.kind, STEP_FAILED);
 	assert_int_equal(r.report.restarted, 2);
+	assert_int_equal(r.report.restarts, 0);
 	assert_string_equal(r.out, "");
 	assert_string_equal(r.err, "warm: the session's kernel exited (127) before it "
 	    "was ready:\ncannot run /nonexistent/python3: No such file or directory\n");
@@ -477,9 +661,12 @@ test_kernel_dies_forked_child(void **state)
 	assert_int_equal(r.report.kind, STEP_DIED);
 	assert_int_equal(r.status, 137);
 	assert_int_equal(r.report.restarted, 1);
+	assert_int_equal(r.report.restarts, 1);
 	step_free(&r);
 	STEP(*state, "print('v' in globals())\n", &r);
 	assert_string_equal(r.out, "False\n");
+	assert_int_equal(r.report.restarted, 0);
+	assert_int_equal(r.report.restarts, 1);
 	step_free(&r);
 }
 
@@ -537,9 +724,20 @@ test_bash_session(void **state)
 	assert_int_equal(r.status, 4);
 	assert_int_equal(r.report.kind, STEP_EXIT);
 	assert_int_equal(r.report.restarted, 1);
+	assert_int_equal(r.report.restarts, 1);
 	assert_string_equal(r.out, "bye\n");
 	step_free(&r);
 	STEP(*state, "echo \"${x:-gone}\"\n", &r);
+	assert_string_equal(r.out, "gone\n");
+	step_free(&r);
+	/* A shell killed between steps: the next says so, on a new one. */
+	STEP(*state, "x=5\n", &r);
+	step_free(&r);
+	kill_kernel(*state);
+	STEP(*state, "echo \"${x:-gone}\"\n", &r);
+	assert_int_equal(r.report.kind, STEP_OK);
+	assert_int_equal(r.report.restarted, 3);
+	assert_int_equal(r.report.restarts, 2);
 	assert_string_equal(r.out, "gone\n");
 	step_free(&r);
 	/* set -e is kept: a failing command then ends the shell, as a script. */
@@ -548,6 +746,7 @@ test_bash_session(void **state)
 	STEP(*state, "false\necho not-reached\n", &r);
 	assert_int_equal(r.status, 1);
 	assert_int_equal(r.report.kind, STEP_EXIT);
+	assert_int_equal(r.report.restarts, 3);
 	assert_string_equal(r.out, "");
 	step_free(&r);
 }
@@ -563,6 +762,9 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_timeout_keeps_state, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_uninterruptible_restarts, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_exit_restarts, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_kernel_dies_between_steps, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_restarts_file, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_restart_fails_then_next_step, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_output_between_steps_dropped, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_env_and_stdin_per_step, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_value_capped, setup, teardown),
