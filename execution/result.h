@@ -33,8 +33,9 @@ enum cx_kill {
 	CX_KILL_START,
 	/*
 	 * A session's step, running when its session ended by its clock
-	 * (the node agent's check: Expired): Cancelled, as the controller
-	 * ends such a step, with session_end's message.
+	 * (the node agent's check: Expired), or interrupted because it was
+	 * cancelled (spec.cancel): Cancelled, as the controller ends such a
+	 * step, with session_end's message.
 	 */
 	CX_KILL_SESSION,
 };

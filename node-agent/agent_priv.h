@@ -470,5 +470,13 @@ enum agent_step agent_decide(const struct run *r, long long hard_cap,
 void agent_sessions_pass(struct agent *a);
 void agent_session_end(struct agent *a, const char *pod_uid);
 void agent_sessions_free(struct agent *a);
+/*
+ * The session whose pod ns/pod is (the cache's) has had n kernel restarts,
+ * as its step's report says (warm --step counts them in the sandbox):
+ * status.restarts written, by a patch that tests the session's uid. A
+ * failure is left for the next step's report, which says it again.
+ */
+void agent_session_restarts(struct agent *a, const char *ns, const char *pod,
+    long long n);
 
 #endif

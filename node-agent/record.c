@@ -208,6 +208,14 @@ result_patch(struct agent *a, struct run *r, const char *expect,
 		size_t budget = r->budget > vsize ? r->budget - vsize : 0;
 
 		json_decref(vs);
+		/*
+		 * Interrupted because it was cancelled (tick.c sent the step
+		 * client SIGTERM): Cancelled, as the controller writes it.
+		 */
+		if (step && r->interrupt_sent && e.why == CX_KILL_NONE) {
+			e.why = CX_KILL_SESSION;
+			e.session_end = "cancelled by spec.cancel";
+		}
 		/* Interrupted at its timeout by the step client, not killed. */
 		if (step && step->kind == STEP_TIMEOUT && e.why == CX_KILL_NONE) {
 			e.why = CX_KILL_DEADLINE;
@@ -434,6 +442,9 @@ agent_record(struct agent *a, struct run *r)
 		free(value);
 		return 0;
 	}
+	/* The session's count, from a report that has one (old runners: -1). */
+	if (r->step && step.kind != STEP_NONE && step.restarts > 0)
+		agent_session_restarts(a, r->ns, r->pod, step.restarts);
 	/* Killed with its session (sessions.c): that is the whole story. */
 	if (r->step && r->why != CX_KILL_SESSION)
 		step_note(r, &step, note, sizeof(note));

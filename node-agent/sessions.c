@@ -307,3 +307,29 @@ agent_session_end(struct agent *a, const char *uid)
 	free(name);
 	free(suid);
 }
+
+void
+agent_session_restarts(struct agent *a, const char *ns, const char *pod,
+    long long n)
+{
+	struct k8s_patch_opts po = { .type = K8S_PATCH_JSON,
+	    .subresource = "status" };
+	json_t *p = a->pods ? informer_get(a->pods, ns, pod) : NULL, *patch;
+	struct session_clock c;
+	struct k8s_error err;
+
+	if (p == NULL || session_pod_clock(p, &c) != 0) {
+		json_decref(p);
+		return;
+	}
+	patch = json_pack("[{s:s, s:s, s:s}, {s:s, s:s, s:I}]",
+	    "op", "test", "path", "/metadata/uid", "value", c.uid,
+	    "op", "add", "path", "/status/restarts", "value", (json_int_t)n);
+	if (k8s_patch(a->client, &session_resource, ns, c.name, &po, patch, NULL,
+	    &err) != 0)
+		log_debug("cannot write a session's restarts", "session=%s/%s "
+		    "status=%ld error=\"%s\"", ns, c.name, err.http_status,
+		    err.message);
+	json_decref(patch);
+	json_decref(p);
+}

@@ -1131,6 +1131,20 @@ relay(int fd, int out)
  * and stderr says a timeout's) unless the end's could not start a kernel
  * (2: the session has none now, what matters next). RESTARTS counts both.
  */
+/*
+ * SIGTERM to a step: its execution was cancelled while it ran (the node
+ * agent sends it, node-agent/tick.c). The kernel is interrupted now, as
+ * at the step's timeout, with the same grace; the session goes on.
+ */
+static volatile sig_atomic_t step_cancelled;
+
+static void
+on_cancel(int sig)
+{
+	(void)sig;
+	step_cancelled = 1;
+}
+
 static int
 step_main(char **argv)
 {
@@ -1146,6 +1160,14 @@ step_main(char **argv)
 	struct stat st;
 	ssize_t vn;
 
+	{
+		struct sigaction sa;
+
+		/* No SA_RESTART: the relay's poll returns at once. */
+		memset(&sa, 0, sizeof(sa));
+		sa.sa_handler = on_cancel;
+		sigaction(SIGTERM, &sa, NULL);
+	}
 	if (strcmp(argv[0], "-") != 0) {
 		errno = 0;
 		limit = strtol(argv[0], &end, 10);
@@ -1265,7 +1287,7 @@ step_main(char **argv)
 		    { .fd = e_open ? e : -1, .events = POLLIN } };
 		long long now = now_ms(), wake = interrupted ? hard : deadline;
 
-		if (!interrupted && now >= deadline) {
+		if (!interrupted && (now >= deadline || step_cancelled)) {
 			kill(-kernel_pid, SIGINT);
 			interrupted = 1;
 			hard = now + grace;

@@ -121,6 +121,43 @@ def test_restarts_keep_session(session_client, session_namespace):
         assert (st.name, st.phase, st.executions, st.restarts) == (name, "Ready", 3, 0)
 
 
+def test_cancel_interrupts_step(session_client, session_namespace):
+    """spec.cancel of a running step: it ends Cancelled, and its kernel is
+    interrupted then (not at the step's 900 s timeout), so the next step
+    runs at once, with the session's state."""
+    c = session_client
+    with c.session("python") as s:
+        s.run("x = 5")
+        got = {}
+
+        def step():
+            got["r"] = s.run("import time\nprint('sleeping', flush=True)\ntime.sleep(600)",
+                             timeout=900)
+
+        t = threading.Thread(target=step)
+        t.start()
+        end = time.monotonic() + 30
+        while True:
+            running = [o for o in c._api.list_namespaced_custom_object(
+                "airlock.dev", "v1alpha1", session_namespace, "codeexecutions")["items"]
+                if o["spec"].get("session") == s.name and
+                (o.get("status") or {}).get("phase") == "Running"]
+            if running:
+                break
+            assert time.monotonic() < end, "the long step never ran"
+            time.sleep(0.1)
+        c._api.patch_namespaced_custom_object(
+            "airlock.dev", "v1alpha1", session_namespace, "codeexecutions",
+            running[0]["metadata"]["name"], {"spec": {"cancel": True}})
+        t.join(60)
+        r = got["r"]
+        assert (r.phase, r.reason, r.message) == (
+            "Cancelled", "Cancelled", "cancelled by spec.cancel"), r
+        # Busy in the sleep, the kernel would hold this step past its 30 s.
+        r = s.run("x * 2", timeout=30)
+        assert (r.phase, r.value) == ("Succeeded", "10"), r
+
+
 def test_oom_ends_session(session_client):
     """docs/sessions.md, "Failure semantics": past its memory limit the
     whole sandbox is killed (gVisor's sentry is one process on the host):

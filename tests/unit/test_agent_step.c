@@ -73,9 +73,14 @@ teardown(void **state)
 	return 0;
 }
 
+/* How step_message's run was stopped: cancelled (tick.c), or with its session. */
+static int cancelled;
+static const char *session_end;
+static char phase[32];
+
 /*
  * A session step run that wrote "hi\n" then the frame with report, exited
- * status; recorded: its status.message. Caller frees.
+ * status; recorded: its status.message (and phase in phase). Caller frees.
  */
 static char *
 step_message(struct fx *f, const char *report, unsigned status)
@@ -104,6 +109,11 @@ step_message(struct fx *f, const char *report, unsigned status)
 	r->exit_exact = 1;
 	r->status = status;
 	r->exited_ns = WALL;
+	r->interrupt_sent = cancelled;
+	if (session_end) {
+		r->why = CX_KILL_SESSION;
+		r->session_end = xstrdup(session_end);
+	}
 
 	buf_init(&tar, 1 << 16);
 	assert_int_equal(codetar_build(e, 1, &tar, &bad), 0);
@@ -123,10 +133,17 @@ step_message(struct fx *f, const char *report, unsigned status)
 	assert_int_equal(fakeapi_count(f->api), n + 1);
 	assert_non_null(patch = json_loads(fakeapi_body(f->api, n), 0, NULL));
 	msg = NULL;
-	json_array_foreach(patch, i, o)
+	phase[0] = '\0';
+	json_array_foreach(patch, i, o) {
 		if (strcmp(json_string_value(json_object_get(o, "path")),
 		    "/status/message") == 0)
 			msg = xstrdup(json_string_value(json_object_get(o, "value")));
+		if (strcmp(json_string_value(json_object_get(o, "op")), "add") == 0 &&
+		    strcmp(json_string_value(json_object_get(o, "path")),
+		    "/status/phase") == 0)
+			snprintf(phase, sizeof(phase), "%s", json_string_value(
+			    json_object_get(o, "value")));
+	}
 	json_decref(patch);
 	assert_non_null(msg);
 	return msg;
@@ -175,6 +192,36 @@ test_other_reports(void **state)
 	free(m);
 }
 
+/*
+ * Interrupted because it was cancelled: Cancelled, as the controller
+ * writes it, whatever the step client's report; the state lost is said.
+ * Killed with its session at its lifetime's end: Cancelled, the session
+ * named, and no note of a missing report.
+ */
+static void
+test_cancelled_and_expired(void **state)
+{
+	char *m;
+
+	cancelled = 1;
+	m = step_message(*state, "timeout 124 0 0 0\n", 124);
+	assert_string_equal(m, "cancelled by spec.cancel");
+	assert_string_equal(phase, "Cancelled");
+	free(m);
+	m = step_message(*state, "timeout 124 1 0 1\n", 124);
+	assert_string_equal(m, "cancelled by spec.cancel; the kernel was not back "
+	    "within 5000 ms of the interrupt and was started again: the session's "
+	    "state is lost");
+	free(m);
+	cancelled = 0;
+	session_end = "its session 'an' ended (Expired) while it ran";
+	m = step_message(*state, "garbage", 137);
+	assert_string_equal(m, "its session 'an' ended (Expired) while it ran");
+	assert_string_equal(phase, "Cancelled");
+	free(m);
+	session_end = NULL;
+}
+
 int
 main(void)
 {
@@ -182,6 +229,8 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_kernel_gone_before_step, setup,
 		    teardown),
 		cmocka_unit_test_setup_teardown(test_other_reports, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_cancelled_and_expired, setup,
+		    teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -72,12 +72,16 @@ group_setup(void **state)
 	    access(kernel_sh, R_OK) == 0 ? 0 : -1;
 }
 
+/* > 0: run_step sends the step client SIGTERM this long after its start. */
+static long cancel_after_ms;
+
 static int
 setup(void **state)
 {
 	struct sess *s = calloc(1, sizeof(*s));
 	char p[128];
 
+	cancel_after_ms = 0;	/* a failed test may have left it set */
 	snprintf(s->dir, sizeof(s->dir), "/tmp/airlock-session-test-XXXXXX");
 	if (mkdtemp(s->dir) == NULL)
 		return -1;
@@ -186,11 +190,19 @@ run_step(struct sess *s, const char *code, const char *const *files,
 	}
 	fclose(f);
 	buf_free(&tar);
-	snprintf(cmd, sizeof(cmd), "{ cd %s/work && env %s AIRLOCK_SESSION_DIR=%s/session "
-	    "AIRLOCK_TEST_OUT=%s/out AIRLOCK_OUT='" NONCE " 100000 8' %s --step %s "
-	    "%ld %ld %s %s < %s; echo \"%s$?\"; }", s->dir, env, s->dir,
-	    s->dir, warm, bytes, timeout_ms, grace_ms, code_name, kernel_cmd, tarpath,
-	    "\x1f");
+	if (cancel_after_ms > 0)	/* as the node agent's cancel: tick.c */
+		snprintf(cmd, sizeof(cmd), "{ cd %s/work && { env %s AIRLOCK_SESSION_DIR=%s/"
+		    "session AIRLOCK_TEST_OUT=%s/out AIRLOCK_OUT='" NONCE " 100000 8' "
+		    "%s --step %s %ld %ld %s %s < %s & }; p=$!; sleep %ld.%03ld; "
+		    "kill -TERM $p; wait $p; echo \"%s$?\"; }", s->dir, env, s->dir,
+		    s->dir, warm, bytes, timeout_ms, grace_ms, code_name, kernel_cmd,
+		    tarpath, cancel_after_ms / 1000, cancel_after_ms % 1000, "\x1f");
+	else
+		snprintf(cmd, sizeof(cmd), "{ cd %s/work && env %s AIRLOCK_SESSION_DIR=%s/"
+		    "session AIRLOCK_TEST_OUT=%s/out AIRLOCK_OUT='" NONCE " 100000 8' %s "
+		    "--step %s %ld %ld %s %s < %s; echo \"%s$?\"; }", s->dir, env, s->dir,
+		    s->dir, warm, bytes, timeout_ms, grace_ms, code_name, kernel_cmd,
+		    tarpath, "\x1f");
 	assert_int_equal(it_sh(cmd, &r->out, &r->err), 0);
 	/* The status, after the \x1f the shell printed last. */
 	{
@@ -321,6 +333,36 @@ test_timeout_keeps_state(void **state)
 	assert_string_equal(r.out, "started\n");
 	assert_non_null(strstr(r.err, "KeyboardInterrupt\n"));
 	assert_null(strstr(r.err, "kernel.py"));
+	step_free(&r);
+	STEP(*state, "z\n", &r);
+	assert_string_equal(r.value, "'kept'");
+	step_free(&r);
+}
+
+/*
+ * Cancelled while it runs (SIGTERM to the step client, as the node agent
+ * sends it): the kernel interrupted at once, not at the step's timeout,
+ * and the session's state kept.
+ */
+static void
+test_cancel_interrupts(void **state)
+{
+	struct step r;
+	long t0;
+
+	STEP(*state, "z = 'kept'\n", &r);
+	step_free(&r);
+	cancel_after_ms = 700;
+	t0 = it_mono_ms();
+	run_step(*state, "import time\nprint('started', flush=True)\ntime.sleep(30)\n",
+	    NULL, NULL, "", 60000, 2000, &r);
+	cancel_after_ms = 0;
+	assert_true(it_mono_ms() - t0 < 10000);
+	assert_int_equal(r.status, 124);
+	assert_int_equal(r.report.kind, STEP_TIMEOUT);
+	assert_int_equal(r.report.restarted, 0);
+	assert_string_equal(r.out, "started\n");
+	assert_non_null(strstr(r.err, "KeyboardInterrupt\n"));
 	step_free(&r);
 	STEP(*state, "z\n", &r);
 	assert_string_equal(r.value, "'kept'");
@@ -760,6 +802,7 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_files_kept, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_exception_keeps_state, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_timeout_keeps_state, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_cancel_interrupts, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_uninterruptible_restarts, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_exit_restarts, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_kernel_dies_between_steps, setup, teardown),
