@@ -3582,6 +3582,55 @@ test_session_ends(void **state)
 		fail_msg("%zu pods left 5 s after the sessions ended", count_pods(fx, NULL));
 }
 
+/*
+ * Another namespace's execution naming a session: with one controller for
+ * every namespace (the chart's), it is looked for in its own namespace
+ * only, Rejected saying so, and the session is untouched: no step on its
+ * pod, none counted.
+ */
+static void
+test_session_other_namespace(void **state)
+{
+	struct fx *fx = *state, b = { 0 };
+	struct k8s_error err;
+	char *text = NULL, pname[80];
+	json_t *o, *st, *pod = NULL;
+
+	for (long t0 = it_mono_ms(); http_get(fx->addr[0], "/readyz", &text) != 200;
+	    it_sleep_ms(50)) {
+		free(text);
+		if (it_mono_ms() - t0 > 10000)
+			fail_msg("the namespace's controller never became ready");
+	}
+	free(text);
+	assert_int_equal(it_stop(fx->pid[0], SIGTERM), 0);
+	fx->cluster_wide = 1;
+	start_controller(fx, 0, "ctl-wide");
+	b.ns = it_namespace_new(c, "it-ctl-b");
+	o = ready_session(fx, "shared", "{\"runtime\":\"warm\"}");
+	session_pod_name(k8s_obj_uid(o), pname);
+	json_decref(o);
+	it_cx_create(c, b.ns, "intruder", "{\"runtime\":\"warm\",\"source\":\"x\","
+	    "\"session\":\"shared\"}");
+	st = it_cx_wait(c, b.ns, "intruder", 20000);
+	assert_string_equal(it_str(st, "phase"), "Failed");
+	assert_string_equal(it_str(st, "reason"), "Rejected");
+	assert_string_equal(it_str(st, "message"), "spec.session: no session 'shared' in "
+	    "this namespace");
+	assert_null(json_object_get(st, "podName"));
+	json_decref(st);
+	o = wait_session(fx, "shared", "Ready", 1000);
+	assert_int_equal(json_integer_value(json_object_get(json_object_get(o, "status"),
+	    "executions")), 0);
+	json_decref(o);
+	assert_int_equal(k8s_get(c, &k8s_res_pods, fx->ns, pname, &pod, &err), 0);
+	assert_null(json_object_get(json_object_get(json_object_get(pod, "metadata"),
+	    "annotations"), SESSION_ANN_STEP));
+	json_decref(pod);
+	it_namespace_delete(c, b.ns);
+	free(b.ns);
+}
+
 /* bin/airlock against this test's namespace, as the admin. */
 #define SESSION_CLI(fx, r, ...) do { \
 	const char *args_[] = { __VA_ARGS__, "--kubeconfig", \
@@ -3746,6 +3795,7 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_session_warm, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_session_ends, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_session_cli, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_session_other_namespace, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, group_setup, group_teardown);

@@ -158,6 +158,32 @@ def test_cancel_interrupts_step(session_client, session_namespace):
         assert (r.phase, r.value) == ("Succeeded", "10"), r
 
 
+def test_delete_while_running(cluster, session_client, session_namespace):
+    """The session deleted while a step runs: the step ends Failed,
+    PodDeleted, saying so; the sandbox's pod is gone within 5 s."""
+    c = session_client
+    s = c.session("python")
+    pod = s.status().pod_name
+    got = {}
+
+    def step():
+        got["r"] = s.run("import time\ntime.sleep(600)", timeout=900)
+
+    t = threading.Thread(target=step)
+    t.start()
+    end = time.monotonic() + 30
+    while s.status().executions < 1:
+        assert time.monotonic() < end, "the step never started"
+        time.sleep(0.1)
+    c._api.delete_namespaced_custom_object("airlock.dev", "v1alpha1", session_namespace,
+                                           "codesessions", s.name)
+    assert pod_gone(cluster, session_namespace, pod, timeout=5)
+    t.join(60)
+    r = got["r"]
+    assert (r.phase, r.reason, r.message) == (
+        "Failed", "PodDeleted", "its session '%s' ended (deleted) while it ran" % s.name), r
+
+
 def test_oom_ends_session(session_client):
     """docs/sessions.md, "Failure semantics": past its memory limit the
     whole sandbox is killed (gVisor's sentry is one process on the host):
