@@ -1,28 +1,42 @@
 #!/usr/bin/env bash
-# Benchmark (issue 30): a session's step against a one-shot warm execution,
-# on the real gVisor node, in the same run, N of each, interleaved:
+# Benchmark (issue 30): a session's step against a one-shot warm execution
+# and the exec floor, on the real gVisor node, in the same run, N of each,
+# interleaved:
 #
 #   step      a CodeExecution naming a Ready python session (`x = x + 1`,
 #             its last value back in status.value): create -> Succeeded,
 #             the watch's event in hand. The kernel is up: no interpreter
 #             start, no import, nothing unpacked but the step.
+#   sdk-step  the same through the SDK: `s.run("x = x + 1\nx")`, its
+#             Result in hand (create, watch, the value parsed).
+#   describe  `df.describe()` in a python-data session whose earlier step
+#             made a 100k-row frame (pandas imported then): its value back.
 #   warm      the baseline: `print(1)` as a one-shot CodeExecution in a
 #             namespace with a CodeExecutionPool (replicas 2): create ->
 #             Succeeded.
+#   exec      the floor: `python3 -c 'print(1)'` exec'd into a running
+#             gVisor sandbox through containerd's Tasks API, no Kubernetes
+#             (bench/cri_floor.c -x, five per sandbox, every fifth round).
 #   ready-warm  a CodeSession's create -> Ready, the pool's runtime and
 #             resources: a holder of the pool claimed; then deleted, untimed
+#             (the first 20 rounds)
 #   ready-cold  the same with other resources (memory 200Mi): a pod of its
-#             own
+#             own (the first 20 rounds)
+#
+# Then, idle, each sandbox's memory as its pod's cgroup counts it: an idle
+# holder, the python session (after its steps), the python-data session
+# (its frame held).
 #
 # Before each sample, untimed: the pool's two holders ready and idle,
 # nothing terminating. The controller and agent are this clone's bin/ (the
 # agent with --runsc, as the chart's default). Not a test: it prints the
-# medians and p90 (max below N 300) and appends them to bench/RESULTS.md.
-# Needs `make cluster-up NODE=1` and `make`.
+# medians, p90 and p99 (max below N 200) and appends them to
+# bench/RESULTS.md. Needs `make cluster-up NODE=1`, `images/local.sh` and
+# `make`.
 #
-# usage: bench/session.sh [N]      (default 30)
+# usage: bench/session.sh [N]      (default 200)
 set -euo pipefail
-n=${1:-30}
+n=${1:-200}
 . "$(dirname "$0")/lib.sh"
 bench_need_node session.sh
 ns=bench-session-$$
@@ -40,7 +54,14 @@ k apply --server-side -f "$top/crds/airlock.dev_codesessions.yaml" \
 k wait --for=condition=Established crd/codesessions.airlock.dev >/dev/null
 k create ns "$ns" >/dev/null
 until k -n "$ns" get serviceaccount default >/dev/null 2>&1; do sleep 0.2; done
-bench_config "$RUNNER_PYTHON_IMAGE" "[/airlock/bin/run, python3, main.py]"
+bench_config "$RUNNER_PYTHON_IMAGE" "[/airlock/bin/run, python3, main.py]" "$(printf \
+	'  python-data:\n    image: %s\n    command: [/airlock/bin/run, python3, main.py]\n    sourceFile: main.py' \
+	"$RUNNER_PYTHON_DATA_IMAGE")"
+kubelet=$(pgrep -f "kubelet --config=$top/.cluster/node/kubelet.yaml" | head -n1)
+[ -n "$kubelet" ] || { echo "bench/session.sh: no kubelet of this clone running" >&2; exit 1; }
+cri_floor=$top/build/plain/bench/cri_floor
+[ -x "$cri_floor" ] || { echo "bench/session.sh: $cri_floor is not built (make)" >&2; exit 1; }
+mkdir -p "$work/cri-logs"
 "$top/bin/airlock-controller" --config "$work/config.yaml" --kubeconfig "$KUBECONFIG_ADMIN" \
 	--namespace "$ns" --lease-namespace "$ns" --metrics-addr "127.0.0.1:$(port)" \
 	--log-level warn > "$work/controller.log" 2>&1 &
@@ -60,11 +81,15 @@ spec: {runtime: python, replicas: 2}
 YAML
 
 k config view --raw -o json > "$work/kc.json"
-python3 - "$n" "$work" "$ns" "$APISERVER_URL" "$top" <<'PY'
-import json, sys, time
+PYTHONPATH="$top/sdk/python/src${PYTHONPATH:+:$PYTHONPATH}" python3 - "$n" "$work" "$ns" \
+	"$APISERVER_URL" "$top" "$cri_floor" "$CONTAINERD_SOCK" "$RUNNER_PYTHON_IMAGE" "$kubelet" \
+	"$KUBECONFIG_ADMIN" "$CGROUP_ROOT" <<'PY'
+import glob, json, sys, time
 n, work, ns, url, top = int(sys.argv[1]), sys.argv[2], sys.argv[3], sys.argv[4], sys.argv[5]
+cri_floor, sock, image, kubelet, kubeconfig, cgroot = sys.argv[6:12]
 sys.path.insert(0, top + "/bench")
 import lib
+import airlock
 A = lib.Api(work, url)
 G = "/apis/airlock.dev/v1alpha1/namespaces/%s/" % ns
 END = ("Succeeded", "Failed", "TimedOut", "Cancelled")
@@ -110,11 +135,34 @@ def delete(name):
     stored sessions (20) until their TTL."""
     A.req("DELETE", G + "codesessions/" + name)
 
-res = {"step": [], "warm": [], "ready-warm": [], "ready-cold": []}
+def memory(pod):
+    """The pod's cgroup (memory v1): usage and rss, bytes."""
+    uid = A.get("/api/v1/namespaces/%s/pods/%s" % (ns, pod))["metadata"]["uid"]
+    d = glob.glob("/sys/fs/cgroup/memory%s/kubepods/**/pod%s" % (cgroot, uid), recursive=True)
+    assert len(d) == 1, d
+    usage = int(open(d[0] + "/memory.usage_in_bytes").read())
+    stat = dict(l.split() for l in open(d[0] + "/memory.stat"))
+    return usage, int(stat["total_rss"])
+
+def pod_of(name):
+    return A.get(G + "codesessions/" + name)["status"]["podName"]
+
+res = {"step": [], "sdk-step": [], "describe": [], "warm": [], "exec": [],
+       "ready-warm": [], "ready-cold": []}
 holders_idle()
 session("s", "Warm")
 t, st = cx("step-init", {"runtime": "python", "session": "s", "source": "x = 0\n"})
 assert st["phase"] == "Succeeded", st
+session("d", "Cold", {"runtime": "python-data"})
+t, st = cx("d-init", {"runtime": "python-data", "session": "d", "timeoutSeconds": 120,
+                      "source": "import numpy as np, pandas as pd\n"
+                                "df = pd.DataFrame(np.random.default_rng(1).random((100000, 4)),"
+                                " columns=list('abcd'))\nlen(df)\n"})
+assert st["phase"] == "Succeeded" and st.get("value") == "100000", st
+holders_idle()
+sdk = airlock.Client(namespace=ns, kubeconfig=kubeconfig)
+ss = sdk.session("python")
+assert ss.run("y = 0").phase == "Succeeded"
 holders_idle()
 cx("warm-init", {"runtime": "python", "source": "print(1)\n"})
 for i in range(n):
@@ -127,7 +175,19 @@ for i in range(n):
     assert st["phase"] == "Succeeded" and st.get("value") == str(i + 1), st
     assert st["startMode"] == "Session", st
     res["step"].append(t)
-    if i < 10:
+    t0 = time.monotonic()
+    r = ss.run("y = y + 1\ny")
+    res["sdk-step"].append(time.monotonic() - t0)
+    assert (r.phase, r.value) == ("Succeeded", str(i + 1)), r
+    t, st = cx("desc-%03d" % i, {"runtime": "python-data", "session": "d",
+                                 "source": "df.describe()\n"})
+    assert st["phase"] == "Succeeded" and st.get("value", "").startswith("  "), st
+    assert "count  100000.000000" in st["value"], st["value"]
+    res["describe"].append(t)
+    if i % 5 == 0:
+        res["exec"] += [float(x) / 1000 for x in lib.cri_floor_run(
+            cri_floor, sock, image, work, int(kubelet), "-x", "5")["exec_ms"].split(",")]
+    if i < 20:
         holders_idle()
         res["ready-warm"].append(session("rw-%03d" % i, "Warm"))
         delete("rw-%03d" % i)
@@ -135,9 +195,19 @@ for i in range(n):
         res["ready-cold"].append(session("rc-%03d" % i, "Cold", {"runtime": "python",
                                  "resources": {"memory": "200Mi"}}))
         delete("rc-%03d" % i)
+holders_idle()
+time.sleep(5)       # untimed: settled, nothing running
+hs = [p["metadata"]["name"] for p in A.get("/api/v1/namespaces/%s/pods" % ns)["items"]
+      if "airlock.dev/pool-uid" in p["metadata"].get("labels", {})]
+mem = {"holder": memory(hs[0]), "session": memory(pod_of("s")),
+       "data-session": memory(pod_of("d"))}
+ss.close()
 close("s")
+close("d")
 q = lib.q
-out = {k: [q(v, 50) * 1000, q(v, 90) * 1000, max(v) * 1000, len(v)] for k, v in res.items()}
+out = {k: [q(v, 50) * 1000, q(v, 90) * 1000, q(v, 99) * 1000, max(v) * 1000, len(v)]
+       for k, v in res.items()}
+out["memory"] = mem
 json.dump(out, open(work + "/out.json", "w"))
 PY
 
@@ -148,13 +218,24 @@ import json, sys
 work, n, cpu, mem, day, commit = sys.argv[1], int(sys.argv[2]), *sys.argv[3:7]
 o = json.load(open(work + "/out.json"))
 print("\n## bench/session.sh, %s, %s (%s, %s), N=%d\n" % (day, commit, cpu, mem, n))
-print("| what | p50 ms | p90 ms | max ms | N |")
-print("|---|---|---|---|---|")
+print("| what | p50 ms | p90 ms | p99 ms | max ms | N |")
+print("|---|---|---|---|---|---|")
 for k, label in (("step", "a session's step (`x = x + 1`, value back)"),
+                 ("sdk-step", "the same through the SDK's `s.run`"),
+                 ("describe", "`df.describe()`, 100k rows, python-data session"),
                  ("warm", "a one-shot warm execution (`print(1)`, pool of 2)"),
+                 ("exec", "exec floor: `print(1)` exec'd into a running sandbox (cri_floor -x)"),
                  ("ready-warm", "a session created -> Ready (a pool's holder claimed)"),
                  ("ready-cold", "a session created -> Ready (a pod of its own)")):
-    p50, p90, mx, cnt = o[k]
-    print("| %s | %.0f | %.0f | %.0f | %d |" % (label, p50, p90, mx, cnt))
-print("\nstep / warm (p50): %.2f" % (o["step"][0] / o["warm"][0]))
+    p50, p90, p99, mx, cnt = o[k]
+    # p99 said only where N makes it more than the maximum's rank.
+    print("| %s | %.0f | %.0f | %s | %.0f | %d |" % (label, p50, p90,
+          "%.0f" % p99 if cnt >= 200 else "-", mx, cnt))
+print("\nstep / warm (p50): %.2f; step / exec floor (p50): %.2f" % (
+    o["step"][0] / o["warm"][0], o["step"][0] / o["exec"][0]))
+print("\nIdle memory (the pod's cgroup, memory v1: usage, of it rss), MiB:")
+for k, label in (("holder", "an idle holder"), ("session", "the python session, idle"),
+                 ("data-session", "the python-data session, its frame held")):
+    u, rss = o["memory"][k]
+    print("- %s: %.1f, rss %.1f" % (label, u / 1048576, rss / 1048576))
 PY
