@@ -289,6 +289,15 @@ claimed_seen(struct agent *a, json_t *pod, const char *cid, json_t *state,
 		    SESSION_ANN_CANCEL));
 
 		r->interrupt_wanted = told && strcmp(told, r->cx_uid) == 0;
+		/*
+		 * Cancelled before it started: never started (its Cancelled
+		 * is the controller's); parked, as a recorded step is.
+		 */
+		if (r->interrupt_wanted && !r->warm_spawned && !r->recorded) {
+			r->recorded = 1;
+			log_info("cancelled step not started", "pod=%s/%s", r->ns,
+			    r->pod);
+		}
 	}
 	if (!r->warm_spawned && r->verified && r->cid &&
 	    json_object_get(state, "running") && !r->recorded &&

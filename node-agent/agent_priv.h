@@ -174,6 +174,12 @@ struct run {
 	 * already; the session and its state stay).
 	 */
 	int		 interrupt_wanted, interrupt_sent;
+	/*
+	 * The runsc exec client the agent started for it (--runsc), until its
+	 * exit is taken (never reaped before: the pid is still this one):
+	 * `runsc exec` passes a signal it gets on to the process it runs.
+	 */
+	pid_t		 client_pid;
 
 	/* Live output (spec.output.stream): copies into the status so far. */
 	int		 stream;

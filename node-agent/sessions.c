@@ -32,6 +32,8 @@ struct agent_session {
 	char			*uid, *ns, *pod;	/* the pod */
 	char			*name, *suid;		/* its session */
 	char			*step;		/* the last step seen on it */
+	char			*due_step;	/* e->step when its idle end was due */
+	long long		 restarts;	/* the count last written */
 	long long		 active_ms;	/* the last activity seen */
 	const char		*reason;	/* its end, once due */
 	int			 busy;		/* a worker has it */
@@ -61,6 +63,7 @@ session_free(struct agent_session *e)
 	free(e->name);
 	free(e->suid);
 	free(e->step);
+	free(e->due_step);
 	free(e);
 }
 
@@ -102,6 +105,15 @@ look(struct agent *a, json_t *pod, const struct session_clock *c,
 		a->nsessions++;
 	}
 	e->seen = 1;
+	/*
+	 * Its sandbox not ready yet (the probe: the interpreter has run once):
+	 * no idle time counts, as the controller's counts from Ready; nor is
+	 * an end written before then.
+	 */
+	if (!pool_sandbox_ready(pod)) {
+		e->active_ms = now;
+		return;
+	}
 	(void)session_pod_step(pod, &cx, &cx_uid);
 	if (cx_uid && (e->step == NULL || strcmp(e->step, cx_uid) != 0)) {
 		free(e->step);
@@ -127,6 +139,9 @@ look(struct agent *a, json_t *pod, const struct session_clock *c,
 		log_info("session end due", "session=%s/%s pod=%s reason=%s",
 		    e->ns, e->name, e->pod, due);
 	e->reason = due;
+	/* What the worker checks again: no step came since (an idle end). */
+	free(e->due_step);
+	e->due_step = e->step ? xstrdup(e->step) : NULL;
 	e->busy = 1;
 	snprintf(key, sizeof(key), "session/%s", e->uid);
 	workqueue_add(a->q, key);
@@ -250,6 +265,16 @@ agent_session_end(struct agent *a, const char *uid)
 		pthread_mutex_unlock(&a->lock);
 		return;
 	}
+	r = agent_find_run(a, uid);
+	if (!e->ended && strcmp(e->reason, "IdleTimeout") == 0 &&
+	    ((r && r->step && !r->recorded) || (e->step != NULL) !=
+	    (e->due_step != NULL) || (e->step && strcmp(e->step, e->due_step) != 0))) {
+		/* A step came since it was found idle: not idle after all. */
+		e->reason = NULL;
+		e->busy = 0;
+		pthread_mutex_unlock(&a->lock);
+		return;
+	}
 	ns = xstrdup(e->ns);
 	pod = xstrdup(e->pod);
 	name = xstrdup(e->name);
@@ -315,10 +340,21 @@ agent_session_restarts(struct agent *a, const char *ns, const char *pod,
 	struct k8s_patch_opts po = { .type = K8S_PATCH_JSON,
 	    .subresource = "status" };
 	json_t *p = a->pods ? informer_get(a->pods, ns, pod) : NULL, *patch;
+	struct agent_session *e;
 	struct session_clock c;
 	struct k8s_error err;
+	int said;
 
 	if (p == NULL || session_pod_clock(p, &c) != 0) {
+		json_decref(p);
+		return;
+	}
+	/* Written when it rises only: not a write per step, nor a count going down. */
+	pthread_mutex_lock(&a->lock);
+	e = find(a, k8s_obj_uid(p));
+	said = e && n <= e->restarts;
+	pthread_mutex_unlock(&a->lock);
+	if (said) {
 		json_decref(p);
 		return;
 	}
@@ -326,10 +362,16 @@ agent_session_restarts(struct agent *a, const char *ns, const char *pod,
 	    "op", "test", "path", "/metadata/uid", "value", c.uid,
 	    "op", "add", "path", "/status/restarts", "value", (json_int_t)n);
 	if (k8s_patch(a->client, &session_resource, ns, c.name, &po, patch, NULL,
-	    &err) != 0)
+	    &err) != 0) {
 		log_debug("cannot write a session's restarts", "session=%s/%s "
 		    "status=%ld error=\"%s\"", ns, c.name, err.http_status,
 		    err.message);
+	} else {
+		pthread_mutex_lock(&a->lock);
+		if ((e = find(a, k8s_obj_uid(p))) != NULL && n > e->restarts)
+			e->restarts = n;
+		pthread_mutex_unlock(&a->lock);
+	}
 	json_decref(patch);
 	json_decref(p);
 }

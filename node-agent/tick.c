@@ -269,17 +269,35 @@ kill_now(struct agent *a, const char *uid)
  * held past the lock: the ticker may free it meanwhile.
  */
 static void
-interrupt_step(struct agent *a, const char *uid)
+interrupt_step(struct agent *a, const char *key)
 {
 	struct k8s_error err;
-	char *cid = NULL, *exec_id = NULL, *pod = NULL;
+	char *cid = NULL, *exec_id = NULL, *pod = NULL, uid[160];
+	const char *cx_uid = strchr(key, '/');
 	struct run *r;
 
+	if (cx_uid == NULL || (size_t)(cx_uid - key) >= sizeof(uid))
+		return;
+	snprintf(uid, sizeof(uid), "%.*s", (int)(cx_uid - key), key);
+	cx_uid++;
 	pthread_mutex_lock(&a->lock);
-	if ((r = agent_find_run(a, uid)) != NULL && r->cid && r->exec_id) {
-		cid = xstrdup(r->cid);
-		exec_id = xstrdup(r->exec_id);
-		pod = xasprintf("%s/%s", r->ns, r->pod);
+	/* The step it was for, still running: never the pod's next one. */
+	if ((r = agent_find_run(a, uid)) != NULL && r->cid && r->exec_id &&
+	    r->cx_uid && strcmp(r->cx_uid, cx_uid) == 0 && r->interrupt_sent &&
+	    !r->exited && !r->recorded) {
+		if (r->client_pid > 0) {
+			/* runsc exec's client, not yet reaped (warm.c): it passes it on. */
+			if (kill(r->client_pid, SIGTERM) != 0)
+				log_warn("cannot interrupt a cancelled step", "pod=%s/%s "
+				    "errno=%d", r->ns, r->pod, errno);
+			else
+				log_info("cancelled step interrupted", "pod=%s/%s",
+				    r->ns, r->pod);
+		} else {
+			cid = xstrdup(r->cid);
+			exec_id = xstrdup(r->exec_id);
+			pod = xasprintf("%s/%s", r->ns, r->pod);
+		}
 	}
 	pthread_mutex_unlock(&a->lock);
 	if (cid && ctrd_exec_kill(a->ctrd, cid, exec_id, SIGTERM, &err) != 0)
@@ -549,7 +567,7 @@ tick(struct agent *a)
 		if (r->interrupt_wanted && !r->interrupt_sent && r->warm_started &&
 		    !r->exited && !r->recorded) {
 			r->interrupt_sent = 1;
-			snprintf(key, sizeof(key), "interrupt/%s", r->uid);
+			snprintf(key, sizeof(key), "interrupt/%s/%s", r->uid, r->cx_uid);
 			workqueue_add(a->q, key);
 		}
 		if (!r->recorded && !r->warm && r->cid)

@@ -816,6 +816,8 @@ warm_main(void *arg)
 		r->start_ns = agent_now_ns();
 		r->pid = pid;
 		r->warm_started = 1;
+		/* A cancel signals the client, which passes it on (tick.c). */
+		r->client_pid = a->o.runsc ? child.pid : 0;
 		agent_arm_deadline(r);
 	}
 	pthread_mutex_unlock(&a->lock);
