@@ -1395,6 +1395,27 @@ pool_of_one(struct fx *fx, const char *name, const char *node)
 }
 
 /*
+ * The namespace's controller gives way to one for every namespace (the
+ * chart's), once it is ready (its SIGTERM handling in place: a clean exit).
+ */
+static void
+cluster_wide(struct fx *fx)
+{
+	char *text = NULL;
+
+	for (long t0 = it_mono_ms(); http_get(fx->addr[0], "/readyz", &text) != 200;
+	    it_sleep_ms(50)) {
+		free(text);
+		if (it_mono_ms() - t0 > 10000)
+			fail_msg("the namespace's controller never became ready");
+	}
+	free(text);
+	assert_int_equal(it_stop(fx->pid[0], SIGTERM), 0);
+	fx->cluster_wide = 1;
+	start_controller(fx, 0, "ctl-wide");
+}
+
+/*
  * Issue 29, item 1: one controller for the whole cluster, as the chart
  * runs it. A tenant of namespace B makes a pod that copies a holder of
  * namespace A's pool, labels and all, bound and ready (what the chart's
@@ -1410,22 +1431,9 @@ test_holders_own_namespace(void **state)
 	struct pool_counts one = { fx, "scope", 1, 1 };
 	struct k8s_error err;
 	json_t *o, *real, *copy, *md;
-	char real_name[64], *text = NULL;
+	char real_name[64];
 
-	/*
-	 * The namespace's controller gives way to one for every namespace,
-	 * once it is ready (its SIGTERM handling in place: a clean exit).
-	 */
-	for (long t0 = it_mono_ms(); http_get(fx->addr[0], "/readyz", &text) != 200;
-	    it_sleep_ms(50)) {
-		free(text);
-		if (it_mono_ms() - t0 > 10000)
-			fail_msg("the namespace's controller never became ready");
-	}
-	free(text);
-	assert_int_equal(it_stop(fx->pid[0], SIGTERM), 0);
-	fx->cluster_wide = 1;
-	start_controller(fx, 0, "ctl-wide");
+	cluster_wide(fx);
 	b.ns = it_namespace_new(c, "it-ctl-b");
 
 	real = pool_of_one(fx, "scope", "node-scope");
@@ -3593,19 +3601,10 @@ test_session_other_namespace(void **state)
 {
 	struct fx *fx = *state, b = { 0 };
 	struct k8s_error err;
-	char *text = NULL, pname[80];
+	char pname[80];
 	json_t *o, *st, *pod = NULL;
 
-	for (long t0 = it_mono_ms(); http_get(fx->addr[0], "/readyz", &text) != 200;
-	    it_sleep_ms(50)) {
-		free(text);
-		if (it_mono_ms() - t0 > 10000)
-			fail_msg("the namespace's controller never became ready");
-	}
-	free(text);
-	assert_int_equal(it_stop(fx->pid[0], SIGTERM), 0);
-	fx->cluster_wide = 1;
-	start_controller(fx, 0, "ctl-wide");
+	cluster_wide(fx);
 	b.ns = it_namespace_new(c, "it-ctl-b");
 	o = ready_session(fx, "shared", "{\"runtime\":\"warm\"}");
 	session_pod_name(k8s_obj_uid(o), pname);

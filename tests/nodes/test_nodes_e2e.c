@@ -345,18 +345,25 @@ phase_of(const char *name)
 	return ph;
 }
 
-/* An execution's status now (a new reference). */
+/* An object's status now (a new reference; {} if none yet). */
 static json_t *
-status_of(const char *name)
+status_in(const struct k8s_resource *res, const char *name)
 {
 	struct k8s_error err;
 	json_t *o = NULL, *st;
 
-	if (k8s_get(c, &cx_resource, ns, name, &o, &err) != 0)
-		fail_msg("get %s: %s", name, err.message);
+	if (k8s_get(c, res, ns, name, &o, &err) != 0)
+		fail_msg("get %s %s: %s", res->plural, name, err.message);
 	st = json_incref(json_object_get(o, "status"));
 	json_decref(o);
 	return st ? st : json_object();
+}
+
+/* An execution's. */
+static json_t *
+status_of(const char *name)
+{
+	return status_in(&cx_resource, name);
 }
 
 struct batch {
@@ -571,53 +578,43 @@ node_swept(void *arg)
 
 #define SESSIONS	6
 
-/* Session name's status (a new reference; {} if none yet). */
+/* A session's. */
 static json_t *
 session_status(const char *name)
 {
-	struct k8s_error err;
-	json_t *o = NULL, *st;
-
-	if (k8s_get(c, &session_resource, ns, name, &o, &err) != 0)
-		fail_msg("get session %s: %s", name, err.message);
-	st = json_incref(json_object_get(o, "status"));
-	json_decref(o);
-	return st ? st : json_object();
+	return status_in(&session_resource, name);
 }
 
+/* Each of ls-I<suffix> (a session, or an execution) in phase. */
+struct every {
+	const char	*suffix;
+	int		 session;
+	const char	*phase;
+};
+
 static int
-sessions_ready(void *arg)
+every_in(void *arg)
 {
+	struct every *w = arg;
 	char name[32];
 	int ok = 1;
 
-	(void)arg;
 	for (int i = 0; i < SESSIONS && ok; i++) {
 		json_t *st;
-
-		snprintf(name, sizeof(name), "ls-%d", i);
-		st = session_status(name);
-		ok = json_string_value(json_object_get(st, "phase")) &&
-		    strcmp(json_string_value(json_object_get(st, "phase")), "Ready") == 0;
-		json_decref(st);
-	}
-	return ok;
-}
-
-static int
-steps_running(void *arg)
-{
-	char name[32];
-	int ok = 1;
-
-	(void)arg;
-	for (int i = 0; i < SESSIONS && ok; i++) {
 		char *ph;
 
-		snprintf(name, sizeof(name), "ls-%d-step", i);
-		ph = phase_of(name);
-		ok = strcmp(ph, "Running") == 0;
-		free(ph);
+		snprintf(name, sizeof(name), "ls-%d%s", i, w->suffix);
+		if (w->session) {
+			st = session_status(name);
+			ok = strcmp(json_string_value(json_object_get(st, "phase")) ?
+			    json_string_value(json_object_get(st, "phase")) : "",
+			    w->phase) == 0;
+			json_decref(st);
+		} else {
+			ph = phase_of(name);
+			ok = strcmp(ph, w->phase) == 0;
+			free(ph);
+		}
 	}
 	return ok;
 }
@@ -674,8 +671,12 @@ test_node_lost(void **state)
 			fail_msg("create session %s: %s", name, err.message);
 		json_decref(o);
 	}
-	if (!it_wait_for(sessions_ready, NULL, 120000))
-		fail_msg("the sessions were not all Ready after 120 s");
+	{
+		struct every ready = { "", 1, "Ready" };
+
+		if (!it_wait_for(every_in, &ready, 120000))
+			fail_msg("the sessions were not all Ready after 120 s");
+	}
 	for (int i = 0; i < SESSIONS; i++) {
 		char spec[256];
 
@@ -685,8 +686,12 @@ test_node_lost(void **state)
 		    "time.sleep(200)\"}", i);
 		it_cx_create(c, ns, name, spec);
 	}
-	if (!it_wait_for(steps_running, NULL, 60000))
-		fail_msg("the sessions' steps were not all Running after 60 s");
+	{
+		struct every running = { "-step", 0, "Running" };
+
+		if (!it_wait_for(every_in, &running, 60000))
+			fail_msg("the sessions' steps were not all Running after 60 s");
+	}
 	for (int i = 0; i < l.n; i++) {
 		snprintf(name, sizeof(name), "lost-%d", i);
 		create_sleeper(name, 20000, 120);

@@ -136,15 +136,7 @@ def namespace(cluster, tmp_path_factory):
              "--cgroup-root", env["CGROUP_ROOT"], "--metrics-addr", aaddr,
              "--runsc", env["RUNSC"], "--runsc-root", env["RUNSC_ROOT"]],
             stdout=log, stderr=log))
-    end = time.monotonic() + 60
-    while True:
-        try:
-            urllib.request.urlopen("http://%s/readyz" % aaddr, timeout=1)
-            break
-        except OSError:
-            if time.monotonic() > end:
-                raise RuntimeError("the node agent was not ready in 60 s")
-            time.sleep(0.2)
+    wait_ready(aaddr, "node agent")
     yield ns
     codes = []
     for p in procs:

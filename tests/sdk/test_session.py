@@ -36,6 +36,28 @@ def pod_gone(cluster, ns, name, timeout=10):
         time.sleep(0.2)
 
 
+def in_background(fn):
+    """fn() in a thread: the thread, started, and a dict that will hold
+    its result as "r"."""
+    got = {}
+    t = threading.Thread(target=lambda: got.__setitem__("r", fn()))
+    t.start()
+    return t, got
+
+
+def running_step(c, ns, session, timeout=30):
+    """The name of session's step that is Running, once one is."""
+    end = time.monotonic() + timeout
+    while True:
+        for o in c._api.list_namespaced_custom_object(
+                "airlock.dev", "v1alpha1", ns, "codeexecutions")["items"]:
+            if o["spec"].get("session") == session and \
+                    (o.get("status") or {}).get("phase") == "Running":
+                return o["metadata"]["name"]
+        assert time.monotonic() < end, "no step of %s ran" % session
+        time.sleep(0.1)
+
+
 def test_agent_ends_sessions(cluster, session_client, session_namespace):
     """docs/sessions.md, "Idle timeout and lifetime": with the controller
     stopped, the node agent still ends a session idle past its
@@ -45,21 +67,8 @@ def test_agent_ends_sessions(cluster, session_client, session_namespace):
     idle = c.session("python", idle_timeout=10)
     life = c.session("python", max_lifetime=20)
     assert idle.run("x = 1").phase == "Succeeded"
-    got = {}
-
-    def long_step():
-        got["r"] = life.run("import time\ntime.sleep(120)", timeout=120)
-
-    t = threading.Thread(target=long_step)
-    t.start()
-    end = time.monotonic() + 30
-    while not any(o["status"].get("phase") == "Running" for o in
-                  c._api.list_namespaced_custom_object(
-                      "airlock.dev", "v1alpha1", session_namespace,
-                      "codeexecutions")["items"]
-                  if o.get("spec", {}).get("session") == life.name and o.get("status")):
-        assert time.monotonic() < end, "the long step never ran"
-        time.sleep(0.2)
+    t, got = in_background(lambda: life.run("import time\ntime.sleep(120)", timeout=120))
+    running_step(c, session_namespace, life.name)
     ctl = int(subprocess.check_output(
         ["pgrep", "-f", "airlock-controller .*--namespace %s " % session_namespace]).split()[0])
     os.kill(ctl, signal.SIGSTOP)
@@ -97,14 +106,8 @@ def test_restarts_keep_session(session_client, session_namespace):
 
     with session_client.session("python") as s:
         assert s.run("x = 41").phase == "Succeeded"
-        got = {}
-
-        def step():
-            got["r"] = s.run("import time\ntime.sleep(3)\nx += 1\nprint('slept')\nx",
-                             timeout=60)
-
-        t = threading.Thread(target=step)
-        t.start()
+        t, got = in_background(lambda: s.run(
+            "import time\ntime.sleep(3)\nx += 1\nprint('slept')\nx", timeout=60))
         name = s.name
         end = time.monotonic() + 30
         while s.status().executions < 2:
@@ -128,27 +131,11 @@ def test_cancel_interrupts_step(session_client, session_namespace):
     c = session_client
     with c.session("python") as s:
         s.run("x = 5")
-        got = {}
-
-        def step():
-            got["r"] = s.run("import time\nprint('sleeping', flush=True)\ntime.sleep(600)",
-                             timeout=900)
-
-        t = threading.Thread(target=step)
-        t.start()
-        end = time.monotonic() + 30
-        while True:
-            running = [o for o in c._api.list_namespaced_custom_object(
-                "airlock.dev", "v1alpha1", session_namespace, "codeexecutions")["items"]
-                if o["spec"].get("session") == s.name and
-                (o.get("status") or {}).get("phase") == "Running"]
-            if running:
-                break
-            assert time.monotonic() < end, "the long step never ran"
-            time.sleep(0.1)
+        t, got = in_background(lambda: s.run(
+            "import time\nprint('sleeping', flush=True)\ntime.sleep(600)", timeout=900))
         c._api.patch_namespaced_custom_object(
             "airlock.dev", "v1alpha1", session_namespace, "codeexecutions",
-            running[0]["metadata"]["name"], {"spec": {"cancel": True}})
+            running_step(c, session_namespace, s.name), {"spec": {"cancel": True}})
         t.join(60)
         r = got["r"]
         assert (r.phase, r.reason, r.message) == (
@@ -164,17 +151,8 @@ def test_delete_while_running(cluster, session_client, session_namespace):
     c = session_client
     s = c.session("python")
     pod = s.status().pod_name
-    got = {}
-
-    def step():
-        got["r"] = s.run("import time\ntime.sleep(600)", timeout=900)
-
-    t = threading.Thread(target=step)
-    t.start()
-    end = time.monotonic() + 30
-    while s.status().executions < 1:
-        assert time.monotonic() < end, "the step never started"
-        time.sleep(0.1)
+    t, got = in_background(lambda: s.run("import time\ntime.sleep(600)", timeout=900))
+    running_step(c, session_namespace, s.name)
     c._api.delete_namespaced_custom_object("airlock.dev", "v1alpha1", session_namespace,
                                            "codesessions", s.name)
     assert pod_gone(cluster, session_namespace, pod, timeout=5)
