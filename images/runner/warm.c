@@ -1153,7 +1153,7 @@ step_main(char **argv)
 	long long timeout, grace, start = now_ms(), deadline, hard = 0;
 	long limit = -1, code = 137, dropped = 0;
 	int slock, ctl, ack, o, e, o_open = 1, e_open = 1;
-	int done = 0, interrupted = 0, restarted = 0, lost = 0;
+	int done = 0, interrupted = 0, restarted = 0, lost = 0, gone;
 	const char *env = getenv("AIRLOCK_SESSION_DIR");
 	unsigned seq = (unsigned)getpid();
 	char *end, **kargv = argv + 4;
@@ -1300,6 +1300,12 @@ step_main(char **argv)
 			o_open = relay(o, 1);
 		if (pf[2].revents)
 			e_open = relay(e, 2);
+		/*
+		 * Gone or not, asked before its acks are read: a DONE it wrote
+		 * just before it exited (sys.exit) is in the FIFO then, and
+		 * read below, never taken for a death (CI, 9cc985b: exit 137).
+		 */
+		gone = !kernel_alive();
 		while (ack_line(ack, line, sizeof(line))) {
 			unsigned s;
 			char k[16];
@@ -1319,7 +1325,7 @@ step_main(char **argv)
 				done = 1;
 			}
 		}
-		if (!done && !kernel_alive())
+		if (!done && gone)
 			break;	/* it died: a C extension's crash, os._exit, OOM */
 	}
 	/* What it wrote before DONE; not what a process it left writes after. */
