@@ -175,11 +175,11 @@ struct run {
 	 */
 	int		 interrupt_wanted, interrupt_sent;
 	/*
-	 * The runsc exec client the agent started for it (--runsc), until its
-	 * exit is taken (never reaped before: the pid is still this one):
-	 * `runsc exec` passes a signal it gets on to the process it runs.
+	 * Its exec directory, when runsc exec'd it (--runsc): runsc writes
+	 * the step client's pid in the sandbox there (AGENT_EXEC_PIDFILE), as
+	 * `runsc exec` passes no signal on to a process without a terminal.
 	 */
-	pid_t		 client_pid;
+	char		*exec_dir;
 
 	/* Live output (spec.output.stream): copies into the status so far. */
 	int		 stream;
@@ -287,6 +287,7 @@ struct agent {
 	long long		 next_sessions_ms;
 };
 
+#define AGENT_EXEC_PIDFILE	"pid"	/* runsc exec --internal-pid-file, in the exec dir */
 #define AGENT_SESSIONS_MAX	1024
 #define AGENT_SESSIONS_MS	1000
 /* A step killed at its session's end is recorded before its pod goes, within this. */

@@ -163,10 +163,26 @@ agent_sessions_pass(struct agent *a)
 		const char *phase = json_string_value(json_object_get(
 		    json_object_get(pod, "status"), "phase"));
 
-		/* Running, not going: a pod still starting has no clock yet. */
-		if (session_pod_clock(pod, &c) != 0 || phase == NULL ||
-		    strcmp(phase, "Running") != 0 || json_object_get(
+		if (session_pod_clock(pod, &c) != 0 || json_object_get(
 		    json_object_get(pod, "metadata"), "deletionTimestamp"))
+			continue;
+		/*
+		 * Its end written here: its pod goes, whatever it is doing now
+		 * (a sandbox killed at its lifetime's end is Running no more).
+		 */
+		if ((e = find(a, k8s_obj_uid(pod))) != NULL && e->ended) {
+			char key[300];
+
+			e->seen = 1;
+			if (!e->busy && now >= e->retry_ms) {
+				e->busy = 1;
+				snprintf(key, sizeof(key), "session/%s", e->uid);
+				workqueue_add(a->q, key);
+			}
+			continue;
+		}
+		/* Running: a pod still starting has no clock yet. */
+		if (phase == NULL || strcmp(phase, "Running") != 0)
 			continue;
 		look(a, pod, &c, now, wall_s);
 	}

@@ -7,12 +7,14 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/inotify.h>
 #include <sys/pidfd.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "agent_priv.h"
@@ -264,6 +266,46 @@ kill_now(struct agent *a, const char *uid)
 }
 
 /*
+ * `runsc --root R kill --pid PID CID TERM`, PID what runsc exec wrote in
+ * dir: 0 sent, -1 not (no pid yet, or runsc refused).
+ */
+static int
+runsc_kill_pid(struct agent *a, const char *cid, const char *dir)
+{
+	char path[600], buf[32] = "", *end;
+	char *argv[] = { (char *)a->o.runsc, "--root", (char *)a->o.runsc_root,
+	    "kill", "--pid", buf, (char *)cid, "TERM", NULL };
+	char *envp[] = { "PATH=/usr/sbin:/usr/bin:/sbin:/bin", NULL };
+	long pid;
+	pid_t child;
+	int fd, st;
+	ssize_t n;
+
+	snprintf(path, sizeof(path), "%s/" AGENT_EXEC_PIDFILE, dir);
+	if ((fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)) < 0)
+		return -1;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return -1;
+	buf[n] = '\0';
+	pid = strtol(buf, &end, 10);
+	if (end == buf || *end != '\0' || pid <= 0 || pid > 4194304)
+		return -1;
+	if (posix_spawn(&child, a->o.runsc, NULL, NULL, argv, envp) != 0)
+		return -1;
+	while (waitpid(child, &st, 0) < 0)
+		if (errno != EINTR)
+			return -1;
+	if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) {
+		log_warn("cannot interrupt a cancelled step: runsc kill failed",
+		    "container=%s status=%d", cid, st);
+		return -1;
+	}
+	return 0;
+}
+
+/*
  * A step cancelled while it runs: SIGTERM to its `warm --step`, which
  * interrupts the kernel (images/runner/warm.c). Nothing of the run is
  * held past the lock: the ticker may free it meanwhile.
@@ -272,7 +314,7 @@ static void
 interrupt_step(struct agent *a, const char *key)
 {
 	struct k8s_error err;
-	char *cid = NULL, *exec_id = NULL, *pod = NULL, uid[160];
+	char *cid = NULL, *exec_id = NULL, *pod = NULL, *dir = NULL, uid[160];
 	const char *cx_uid = strchr(key, '/');
 	struct run *r;
 
@@ -285,21 +327,29 @@ interrupt_step(struct agent *a, const char *key)
 	if ((r = agent_find_run(a, uid)) != NULL && r->cid && r->exec_id &&
 	    r->cx_uid && strcmp(r->cx_uid, cx_uid) == 0 && r->interrupt_sent &&
 	    !r->exited && !r->recorded) {
-		if (r->client_pid > 0) {
-			/* runsc exec's client, not yet reaped (warm.c): it passes it on. */
-			if (kill(r->client_pid, SIGTERM) != 0)
-				log_warn("cannot interrupt a cancelled step", "pod=%s/%s "
-				    "errno=%d", r->ns, r->pod, errno);
-			else
-				log_info("cancelled step interrupted", "pod=%s/%s",
-				    r->ns, r->pod);
-		} else {
-			cid = xstrdup(r->cid);
-			exec_id = xstrdup(r->exec_id);
-			pod = xasprintf("%s/%s", r->ns, r->pod);
-		}
+		cid = xstrdup(r->cid);
+		exec_id = xstrdup(r->exec_id);
+		pod = xasprintf("%s/%s", r->ns, r->pod);
+		dir = r->exec_dir ? xstrdup(r->exec_dir) : NULL;
 	}
 	pthread_mutex_unlock(&a->lock);
+	if (dir) {
+		/* runsc exec'd it: `runsc kill --pid` with its pid in the sandbox. */
+		if (runsc_kill_pid(a, cid, dir) != 0) {
+			pthread_mutex_lock(&a->lock);
+			if ((r = agent_find_run(a, uid)) != NULL && r->cx_uid &&
+			    strcmp(r->cx_uid, cx_uid) == 0)
+				r->interrupt_sent = 0;	/* its pid not written yet: again */
+			pthread_mutex_unlock(&a->lock);
+		} else {
+			log_info("cancelled step interrupted", "pod=%s", pod);
+		}
+		free(dir);
+		free(cid);
+		free(exec_id);
+		free(pod);
+		return;
+	}
 	if (cid && ctrd_exec_kill(a->ctrd, cid, exec_id, SIGTERM, &err) != 0)
 		log_warn("cannot interrupt a cancelled step", "pod=%s error=\"%s\"",
 		    pod, err.message);

@@ -510,10 +510,13 @@ start_runsc(struct warm *w, const char *proc, struct buf *in, size_t *off,
 	struct agent *a = w->a;
 	posix_spawn_file_actions_t fa;
 	int p[3][2] = { { -1, -1 }, { -1, -1 }, { -1, -1 } }, pf, rc;
-	char *argv[9], *envp[] = { "PATH=/usr/sbin:/usr/bin:/sbin:/bin", NULL };
+	char *argv[11], *envp[] = { "PATH=/usr/sbin:/usr/bin:/sbin:/bin", NULL };
+	char pidpath[600];
 	FILE *f;
 
 	snprintf(path[0], 600, "%s/process.json", dir);
+	/* Its pid in the sandbox, for a cancel's `runsc kill --pid` (tick.c). */
+	snprintf(pidpath, sizeof(pidpath), "%s/" AGENT_EXEC_PIDFILE, dir);
 	if ((pf = open(path[0], O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC,
 	    0600)) < 0 || (f = fdopen(pf, "w")) == NULL) {
 		if (pf >= 0)
@@ -554,8 +557,10 @@ start_runsc(struct warm *w, const char *proc, struct buf *in, size_t *off,
 	argv[3] = "exec";
 	argv[4] = "--process";
 	argv[5] = path[0];
-	argv[6] = w->cid;
-	argv[7] = NULL;
+	argv[6] = "--internal-pid-file";
+	argv[7] = pidpath;
+	argv[8] = w->cid;
+	argv[9] = NULL;
 	posix_spawn_file_actions_init(&fa);
 	posix_spawn_file_actions_adddup2(&fa, p[0][0], 0);
 	posix_spawn_file_actions_adddup2(&fa, p[1][1], 1);
@@ -816,8 +821,9 @@ warm_main(void *arg)
 		r->start_ns = agent_now_ns();
 		r->pid = pid;
 		r->warm_started = 1;
-		/* A cancel signals the client, which passes it on (tick.c). */
-		r->client_pid = a->o.runsc ? child.pid : 0;
+		/* A cancel finds its pid in the sandbox there (tick.c). */
+		free(r->exec_dir);
+		r->exec_dir = a->o.runsc ? xstrdup(dir) : NULL;
 		agent_arm_deadline(r);
 	}
 	pthread_mutex_unlock(&a->lock);

@@ -233,7 +233,9 @@ def session_namespace(cluster, tmp_path_factory):
     kubectl(env, "create", "namespace", ns)
     profile = "  %s:\n    image: %s\n    command: [/airlock/bin/run, %s, %s]\n" \
               "    sourceFile: %s\n"
-    procs = start_daemons(env, ns, "profiles:\n" + "".join(
+    # More stored sessions than the default 20: its tests end theirs, and
+    # an ended one is kept until its TTL (an hour).
+    procs = start_daemons(env, ns, "quota: {storedSessions: 60}\nprofiles:\n" + "".join(
         profile % (name, env[image], interp, src, src) for name, image, interp, src in (
             ("python", "RUNNER_PYTHON_IMAGE", "python3", "main.py"),
             ("python-data", "RUNNER_PYTHON_DATA_IMAGE", "python3", "main.py"),
