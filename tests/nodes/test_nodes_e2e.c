@@ -664,9 +664,15 @@ test_node_lost(void **state)
 		json_t *o;
 
 		snprintf(name, sizeof(name), "ls-%d", i);
-		o = json_pack("{s:s, s:s, s:{s:s}, s:{s:s, s:i}}", "apiVersion",
-		    "airlock.dev/v1alpha1", "kind", "CodeSession", "metadata", "name",
-		    name, "spec", "runtime", "python", "maxLifetimeSeconds", 900);
+		/*
+		 * Small: with the eight sleepers at the default 500m, the two
+		 * nodes' four CPUs were full, and they never all ran.
+		 */
+		o = json_pack("{s:s, s:s, s:{s:s}, s:{s:s, s:i, s:{s:s, s:s}}}",
+		    "apiVersion", "airlock.dev/v1alpha1", "kind", "CodeSession",
+		    "metadata", "name", name, "spec", "runtime", "python",
+		    "maxLifetimeSeconds", 900, "resources", "cpu", "50m", "memory",
+		    "128Mi");
 		if (k8s_create(c, &session_resource, ns, o, NULL, &err) != 0)
 			fail_msg("create session %s: %s", name, err.message);
 		json_decref(o);
@@ -692,9 +698,15 @@ test_node_lost(void **state)
 		if (!it_wait_for(every_in, &running, 60000))
 			fail_msg("the sessions' steps were not all Running after 60 s");
 	}
+	/* 250m each: the sessions' pods take room on the two nodes' four CPUs too. */
 	for (int i = 0; i < l.n; i++) {
+		char spec[512];
+
 		snprintf(name, sizeof(name), "lost-%d", i);
-		create_sleeper(name, 20000, 120);
+		snprintf(spec, sizeof(spec), "{\"runtime\":\"python\",\"timeoutSeconds\":120,"
+		    "\"resources\":{\"cpu\":\"250m\"},\"source\":\"import time\\n"
+		    "time.sleep(20)\\nprint('%s')\\n\"}", name);
+		it_cx_create(c, ns, name, spec);
 	}
 	if (!it_wait_for(all_running, &b, 120000))
 		fail_msg("the lost executions were not all Running after 120 s");
