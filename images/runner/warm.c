@@ -42,6 +42,33 @@
  * or empty component, a path through a symlink, a file there already) is
  * refused: exit 125 with a message on stderr, and the program never runs.
  * Static (gcc -static), so it needs nothing of the image but a kernel.
+ *
+ * warm --serve KERNEL [ARG...] (docs/sessions.md, "One step client a
+ * session") runs a session's steps as `warm --step` does (step_run, below),
+ * one after another, for as long as its stdin is open: one exec a session,
+ * not one a step. Requests on stdin, one at a time:
+ *
+ *   "STEP SEQ LIMIT TIMEOUT_MS GRACE_MS CODE ENVLEN BODYLEN\n"
+ *       then ENVLEN bytes: the step's environment, "NAME=VALUE\0" each
+ *       (AIRLOCK_OUT among them: the step's files-out nonce and limits),
+ *       then BODYLEN bytes: what --step reads on its stdin (the archive;
+ *       when LIMIT is not "-", its first LIMIT bytes, the rest the
+ *       program's stdin)
+ *   "CANCEL SEQ\n"  while step SEQ runs: interrupted as --step's SIGTERM;
+ *       a cancel of a step that is not running (it just ended) is ignored
+ *
+ * Answers on stdout, records: "O LEN\n" + LEN bytes (the program's stdout,
+ * the files-out frame inside it, byte for byte what --step writes on fd 1),
+ * "E LEN\n" + LEN bytes (its stderr, and warm's own messages), then
+ * "X SEQ STATUS\n" (STATUS what --step exits with). Bounds: a line 256
+ * bytes with its newline, ENVLEN 256 KiB, BODYLEN MAX_TOTAL. Anything
+ * else (a bad line, a field out of bounds, a refused archive, another
+ * line while a step runs) is answered "E" why, "X SEQ 125" (SEQ 0 when
+ * there is none), and the server exits 125: it never guesses where the
+ * next request starts. EOF between steps: exit 0, the kernel left
+ * running for the next server or --step. EOF while a step runs (the
+ * agent is gone): the step ends as it would, its output dropped, then
+ * exit 0.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -61,19 +88,108 @@
 #define BLOCK		512
 #define MAX_TOTAL	(64L << 20)	/* more than any execution may carry */
 
+/* --- output: raw fds 1 and 2, or --serve's records ---------------------- */
+
+/*
+ * serving: --serve, whose stdout carries records (see the top) and whose
+ * step stdout and stderr go in them. out_lost: its stdout is gone (the
+ * agent is), and output is dropped: the step still ends as it should.
+ * serve_seq: the request being run, for die's answer (0: none).
+ */
+static int serving, out_lost;
+static unsigned long long serve_seq;
+
+/* Write all n bytes to fd: 0, or -1 (the reader is gone). */
+static int
+write_all(int fd, const void *p, size_t n)
+{
+	const char *c = p;
+
+	while (n > 0) {
+		ssize_t w = write(fd, c, n);
+
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0)
+			return -1;
+		c += w;
+		n -= (size_t)w;
+	}
+	return 0;
+}
+
+/*
+ * n bytes of the step's stream fd (1: stdout, 2: stderr). --step: to that
+ * fd, exiting 125 if it is gone (nobody to tell). --serve: one record.
+ */
+static void
+emit(int fd, const void *p, size_t n)
+{
+	char h[32];
+
+	if (!serving) {
+		if (write_all(fd, p, n) != 0)
+			exit(125);
+		return;
+	}
+	if (out_lost || n == 0)
+		return;
+	snprintf(h, sizeof(h), "%c %zu\n", fd == 1 ? 'O' : 'E', n);
+	if (write_all(1, h, strlen(h)) != 0 || write_all(1, p, n) != 0)
+		out_lost = 1;
+}
+
+static void emitf(int fd, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+/* A message of warm's own on the step's stream fd: 4 KiB (a kernel log's 2 fit). */
+static void
+emitf(int fd, const char *fmt, ...)
+{
+	char buf[4096];
+	va_list ap;
+	int n;
+
+	va_start(ap, fmt);
+	n = vsnprintf(buf, sizeof(buf), fmt, ap);
+	va_end(ap);
+	if (n > 0)
+		emit(fd, buf, (size_t)n < sizeof(buf) ? (size_t)n : sizeof(buf) - 1);
+}
+
+/* --serve: the end of request seq, with its status. */
+static void
+serve_end(unsigned long long seq, int status)
+{
+	char x[64];
+
+	snprintf(x, sizeof(x), "X %llu %d\n", seq, status);
+	if (!out_lost && write_all(1, x, strlen(x)) != 0)
+		out_lost = 1;
+}
+
 static void die(const char *fmt, ...)
     __attribute__((format(printf, 1, 2), noreturn));
 
+/*
+ * Refuse, exit 125, why on stderr. Under --serve the request in hand (or
+ * the stream: seq 0) is answered so, and the server goes: its input can
+ * no longer be trusted to be where a request starts.
+ */
 static void
 die(const char *fmt, ...)
 {
+	char msg[1024];
 	va_list ap;
 
-	fprintf(stderr, "warm: ");
 	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
-	fputc('\n', stderr);
+	if (serving) {
+		emitf(2, "warm: %s\n", msg);
+		serve_end(serve_seq, 125);
+	} else
+		fprintf(stderr, "warm: %s\n", msg);
 	exit(125);
 }
 
@@ -81,7 +197,36 @@ die(const char *fmt, ...)
 static const unsigned char *mem;
 static size_t mem_len, mem_off;
 
-/* Read exactly n bytes (fewer at EOF): the count read. */
+/*
+ * The step's input, fd 0: through inb first (what --serve read past a
+ * request's line), at most in_left bytes (-1: to EOF, --step's stdin).
+ */
+static char inb[4096];
+static size_t inb_pos, inb_len;
+static long long in_left = -1;
+
+static ssize_t
+in_read(void *buf, size_t n)
+{
+	ssize_t r;
+
+	if (in_left >= 0 && (long long)n > in_left)
+		n = (size_t)in_left;
+	if (n == 0)
+		return 0;
+	if (inb_pos < inb_len) {
+		r = (ssize_t)(inb_len - inb_pos < n ? inb_len - inb_pos : n);
+		memcpy(buf, inb + inb_pos, (size_t)r);
+		inb_pos += (size_t)r;
+	} else
+		while ((r = read(0, buf, n)) < 0 && errno == EINTR)
+			;
+	if (r > 0 && in_left >= 0)
+		in_left -= r;
+	return r;
+}
+
+/* Read exactly n bytes (fewer at EOF): the count read. fd 0: in_read. */
 static size_t
 read_full(int fd, void *buf, size_t n)
 {
@@ -96,7 +241,8 @@ read_full(int fd, void *buf, size_t n)
 	}
 
 	while (got < n) {
-		r = read(fd, (char *)buf + got, n - got);
+		r = fd == 0 ? in_read((char *)buf + got, n - got) :
+		    read(fd, (char *)buf + got, n - got);
 		if (r < 0 && errno == EINTR)
 			continue;
 		if (r <= 0)
@@ -478,28 +624,6 @@ out_cmp(const void *a, const void *b)
 	    ((const struct outfile *)b)->path);
 }
 
-static void
-raw_write_fd(int fd, const void *p, size_t n)
-{
-	const char *c = p;
-
-	while (n > 0) {
-		ssize_t w = write(fd, c, n);
-
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w <= 0)
-			exit(125);	/* stdout gone: nobody to tell */
-		c += w;
-		n -= (size_t)w;
-	}
-}
-
-static void
-raw_write(const void *p, size_t n)
-{
-	raw_write_fd(1, p, n);
-}
 
 /*
  * The archive goes out in base64: the CRI log a cold run's stdout passes
@@ -514,7 +638,7 @@ static size_t b64_len;
 static void
 b64_flush(void)
 {
-	raw_write(b64_buf, b64_len);
+	emit(1, b64_buf, b64_len);
 	b64_len = 0;
 }
 
@@ -666,7 +790,7 @@ out_send(void)
 	/* The length of the base64 text. */
 	snprintf(line, sizeof(line), "\x1e" "AIRLOCK-OUT %s %lld\n", out_nonce,
 	    (len + 2) / 3 * 4);
-	raw_write(line, strlen(line));
+	emit(1, line, strlen(line));
 	for (i = 0; i < nouts; i++) {
 		struct outfile *f = &outs[i];
 		long long left = f->size;
@@ -718,7 +842,7 @@ out_send(void)
 	out_write(zero, BLOCK);
 	out_write_end();
 	snprintf(line, sizeof(line), "\x1e" "AIRLOCK-END %s\n", out_nonce);
-	raw_write(line, strlen(line));
+	emit(1, line, strlen(line));
 	free(list);
 }
 
@@ -737,24 +861,29 @@ forward(int sig)
  * checks what arrives anyway.
  */
 static int
-out_wanted(void)
+out_parse(const char *v)
 {
-	const char *v = getenv(OUT_ENV);
 	char nonce[65];
 	long long b, f;
 
 	if (v == NULL)
 		return 0;
 	if (sscanf(v, "%64[0-9a-f] %lld %lld", nonce, &b, &f) != 3 || b < 0 ||
-	    f < 0 || b > MAX_TOTAL) {
-		unsetenv(OUT_ENV);
+	    f < 0 || b > MAX_TOTAL)
 		return 0;
-	}
 	snprintf(out_nonce, sizeof(out_nonce), "%s", nonce);
 	out_max_bytes = b;
 	out_max_files = f;
-	unsetenv(OUT_ENV);
 	return 1;
+}
+
+static int
+out_wanted(void)
+{
+	int ok = out_parse(getenv(OUT_ENV));
+
+	unsetenv(OUT_ENV);
+	return ok;
 }
 
 /*
@@ -937,7 +1066,7 @@ restarts_add(void)
 		ok = close(fd) == 0 && ok;
 	}
 	if (!ok || rename(q, p) != 0) {
-		fprintf(stderr, "warm: cannot write the count of the session's "
+		emitf(2, "warm: cannot write the count of the session's "
 		    "kernel restarts to %s: %s\n", p, strerror(errno));
 		(void)unlink(q);
 	}
@@ -993,6 +1122,7 @@ kernel_start(char **argv, int ack, long long deadline)
 
 	llen = 0;
 	drain_drop(ack);
+	spath(p, sizeof(p), "kernel.log");	/* here: a die in the child would answer */
 	fflush(NULL);
 	if ((pid = fork()) < 0)
 		die("%s", "cannot fork");
@@ -1001,7 +1131,8 @@ kernel_start(char **argv, int ack, long long deadline)
 
 		/* Its own group first: a kill of it reaches it, whatever follows. */
 		setsid();
-		(void)unlink(spath(p, sizeof(p), "kernel.log"));
+		signal(SIGPIPE, SIG_DFL);	/* --serve's SIG_IGN is not the kernel's */
+		(void)unlink(p);
 		null = open("/dev/null", O_RDONLY);
 		log = open(p, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, 0600);
 		if (null < 0 || log < 0 || dup2(null, 0) < 0 || dup2(log, 1) < 0 ||
@@ -1050,14 +1181,14 @@ kernel_start(char **argv, int ack, long long deadline)
 			if (fd >= 0)
 				close(fd);
 			buf[n > 0 ? n : 0] = '\0';
-			fprintf(stderr, "warm: the session's kernel exited (%d) before it "
+			emitf(2, "warm: the session's kernel exited (%d) before it "
 			    "was ready%s%s", WIFEXITED(st) ? WEXITSTATUS(st) :
 			    128 + WTERMSIG(st), *buf ? ":\n" : "\n", buf);
 			return -1;
 		}
 		if (left <= 0) {
 			kill(-pid, SIGKILL);
-			fprintf(stderr, "warm: the session's kernel was not ready in "
+			emitf(2, "warm: the session's kernel was not ready in "
 			    "time\n");
 			return -1;
 		}
@@ -1101,7 +1232,7 @@ relay(int fd, int out)
 		return 0;
 	if (n < 0)
 		return errno == EAGAIN || errno == EINTR;
-	raw_write_fd(out, buf, (size_t)n);
+	emit(out, buf, (size_t)n);
 	return 1;
 }
 
@@ -1145,41 +1276,54 @@ on_cancel(int sig)
 	step_cancelled = 1;
 }
 
+/*
+ * One step, from either client: --step's argv, environ and stdin, or a
+ * --serve request. env: env_len bytes of "NAME=VALUE\0" entries (the
+ * step's, written to step/env; not AIRLOCK_OUT, which out_parse took).
+ * The archive (and the program's stdin) is read from fd 0 through in_read.
+ */
+struct step_req {
+	long		 limit;		/* the archive's bytes; -1: all of the input */
+	long long	 timeout, grace;	/* ms */
+	const char	*code;		/* the entry that is the step's program */
+	const char	*env;
+	size_t		 env_len;
+	unsigned	 kseq;		/* the kernel's RUN/DONE number */
+};
+
+/* --serve: the input's state while a step runs (serve_input). */
+static int in_eof;
+static char serve_bad[256];
+static void serve_input(void);
+
+/* What a step before this one (--serve) left in the files-out state. */
+static void
+out_reset(void)
+{
+	for (size_t i = 0; i < nouts; i++)
+		free(outs[i].path);
+	nouts = walked = nextras = 0;
+	b64_have = b64_len = 0;
+}
+
 static int
-step_main(char **argv)
+step_run(const struct step_req *rq, char **kargv)
 {
 	char p[600], q[600], line[256], report[128], kind[16] = "died";
 	static char value[VALUE_MAX + 1];
-	long long timeout, grace, start = now_ms(), deadline, hard = 0;
-	long limit = -1, code = 137, dropped = 0;
+	long long timeout = rq->timeout, grace = rq->grace, start = now_ms(),
+	    deadline, hard = 0;
+	long limit = rq->limit, code = 137, dropped = 0;
 	int slock, ctl, ack, o, e, o_open = 1, e_open = 1;
-	int done = 0, interrupted = 0, restarted = 0, lost = 0, gone;
+	int done = 0, interrupted = 0, restarted = 0, lost = 0, gone, rc;
 	const char *env = getenv("AIRLOCK_SESSION_DIR");
-	unsigned seq = (unsigned)getpid();
-	char *end, **kargv = argv + 4;
+	unsigned seq = rq->kseq;
 	struct stat st;
 	ssize_t vn;
 
-	{
-		struct sigaction sa;
-
-		/* No SA_RESTART: the relay's poll returns at once. */
-		memset(&sa, 0, sizeof(sa));
-		sa.sa_handler = on_cancel;
-		sigaction(SIGTERM, &sa, NULL);
-	}
-	if (strcmp(argv[0], "-") != 0) {
-		errno = 0;
-		limit = strtol(argv[0], &end, 10);
-		if (errno || *end || end == argv[0] || limit < 0 || limit > MAX_TOTAL)
-			die("'%s' is not a byte count", argv[0]);
-	}
-	timeout = strtoll(argv[1], &end, 10);
-	if (*end || timeout <= 0)
-		die("'%s' is not a timeout in ms", argv[1]);
-	grace = strtoll(argv[2], &end, 10);
-	if (*end || grace < 0)
-		die("'%s' is not a grace in ms", argv[2]);
+	out_reset();
+	step_cancelled = 0;
+	kernel_pid = 0;
 	snprintf(sdir, sizeof(sdir), "%s", env && *env ? env : SESSION_DIR);
 	if ((mkdir(sdir, 0700) != 0 && errno != EEXIST) || lstat(sdir, &st) != 0 ||
 	    !S_ISDIR(st.st_mode))
@@ -1203,11 +1347,12 @@ step_main(char **argv)
 	for (size_t i = 0; i < sizeof(stale) / sizeof(stale[0]); i++)
 		(void)unlink(spath(p, sizeof(p), stale[i]));
 
-	step_code = argv[3];
+	step_code = rq->code;
+	free((char *)step_code_path);
 	step_code_path = strdup(spath(p, sizeof(p), "step/code"));
 	replace_files = 1;
 	unpack(0, limit);
-	if (limit >= 0) {	/* the rest of stdin is the program's */
+	if (limit >= 0) {	/* the rest of the input is the program's stdin */
 		char buf[65536];
 		int fd = open(spath(p, sizeof(p), "step/stdin"), O_WRONLY | O_CREAT |
 		    O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
@@ -1215,30 +1360,28 @@ step_main(char **argv)
 
 		if (fd < 0)
 			die("cannot create %s", p);
-		while ((n = read(0, buf, sizeof(buf))) != 0) {
-			if (n < 0 && errno == EINTR)
-				continue;
-			if (n < 0 || write(fd, buf, (size_t)n) != n)
+		while ((n = in_read(buf, sizeof(buf))) != 0)
+			if (n < 0 || write_all(fd, buf, (size_t)n) != 0)
 				die("%s", "cannot keep the program's stdin");
-		}
 		close(fd);
 	}
+	/* --serve, "-": what follows the end blocks is this request's too. */
+	while (in_left > 0) {
+		char buf[4096];
+
+		if (in_read(buf, sizeof(buf)) <= 0)
+			break;
+	}
+	if (in_left > 0)
+		die("%s", "the requests end inside the step's body");
 	if (access(step_code_path, F_OK) != 0)
 		die("the archive has no '%s'", step_code);
 	{	/* The step's environment, for the kernel to set while it runs. */
-		extern char **environ;
 		int efd = open(spath(p, sizeof(p), "step/env"), O_WRONLY | O_CREAT |
 		    O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-		FILE *f = efd >= 0 ? fdopen(efd, "w") : NULL;
 
-		if (f == NULL)
-			die("cannot write %s", p);
-		/* Not the shell's own: the kernel's are its working directory's. */
-		for (char **v = environ; *v; v++)
-			if (strncmp(*v, "PWD=", 4) != 0 && strncmp(*v, "OLDPWD=", 7) != 0 &&
-			    strncmp(*v, "SHLVL=", 6) != 0 && strncmp(*v, "_=", 2) != 0)
-				fwrite(*v, 1, strlen(*v) + 1, f);
-		if (fclose(f) != 0)
+		if (efd < 0 || write_all(efd, rq->env, rq->env_len) != 0 ||
+		    close(efd) != 0)
 			die("cannot write %s", p);
 	}
 
@@ -1253,12 +1396,13 @@ step_main(char **argv)
 			extras[nextras++] = (struct extra){ ".airlock-step", report,
 			    strlen(report) };
 			out_send();
-			return 125;
+			rc = 125;
+			goto out;
 		}
 		/* Not this sandbox's first: the last one is gone, its state too. */
 		if (k == 1) {
 			lost = 1;
-			fprintf(stderr, "airlock: the session's kernel was not running "
+			emitf(2, "airlock: the session's kernel was not running "
 			    "at this step's start; a new one was started, and the "
 			    "session's earlier state is lost\n");
 		}
@@ -1282,9 +1426,10 @@ step_main(char **argv)
 	 * the kernel and what it started.
 	 */
 	while (!done) {
-		struct pollfd pf[3] = { { .fd = ack, .events = POLLIN },
+		struct pollfd pf[4] = { { .fd = ack, .events = POLLIN },
 		    { .fd = o_open ? o : -1, .events = POLLIN },
-		    { .fd = e_open ? e : -1, .events = POLLIN } };
+		    { .fd = e_open ? e : -1, .events = POLLIN },
+		    { .fd = serving && !in_eof ? 0 : -1, .events = POLLIN } };
 		long long now = now_ms(), wake = interrupted ? hard : deadline;
 
 		if (!interrupted && (now >= deadline || step_cancelled)) {
@@ -1295,7 +1440,9 @@ step_main(char **argv)
 		}
 		if (interrupted && now >= hard)
 			break;
-		(void)poll(pf, 3, wake - now > 100 ? 100 : (int)(wake - now));
+		(void)poll(pf, 4, wake - now > 100 ? 100 : (int)(wake - now));
+		if (pf[3].revents)
+			serve_input();	/* a CANCEL, or EOF: the agent gone */
 		if (pf[1].revents)
 			o_open = relay(o, 1);
 		if (pf[2].revents)
@@ -1318,7 +1465,7 @@ step_main(char **argv)
 				dropped = d;
 				done = 1;
 			} else if (sscanf(line, "FAIL %u", &s) == 1 && s == seq) {
-				fprintf(stderr, "warm: the kernel could not run the step: %s\n",
+				emitf(2, "warm: the kernel could not run the step: %s\n",
 				    line);
 				snprintf(kind, sizeof(kind), "failed");
 				code = 125;
@@ -1356,7 +1503,7 @@ step_main(char **argv)
 		code = interrupted ? 124 : 137;
 		if (!interrupted)
 			snprintf(kind, sizeof(kind), "died");
-		fprintf(stderr, "airlock: the session's kernel %s; a new one was "
+		emitf(2, "airlock: the session's kernel %s; a new one was "
 		    "started, and the session's state is lost\n", interrupted ?
 		    "did not stop within the grace after the timeout" : "died");
 	} else if (strcmp(kind, "exit") == 0) {
@@ -1385,8 +1532,299 @@ step_main(char **argv)
 	if (vn > 0)
 		extras[nextras++] = (struct extra){ ".airlock-value", value, (size_t)vn };
 	out_send();
+	rc = (int)(code & 0xff);
+out:
+	close(ctl);
+	close(ack);
 	close(slock);
-	return (int)(code & 0xff);
+	return rc;
+}
+
+/*
+ * warm --step BYTES|- TIMEOUT_MS GRACE_MS CODE KERNEL [ARG...]: one step,
+ * its env the process's own, its input stdin; its exit status the step's.
+ */
+static int
+step_main(char **argv)
+{
+	extern char **environ;
+	struct step_req rq = { .limit = -1, .code = argv[3],
+	    .kseq = (unsigned)getpid() };
+	struct sigaction sa;
+	char *end, *envb = NULL;
+	size_t cap = 0;
+	int rc;
+
+	/* No SA_RESTART: the relay's poll returns at once. */
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_cancel;
+	sigaction(SIGTERM, &sa, NULL);
+	if (strcmp(argv[0], "-") != 0) {
+		errno = 0;
+		rq.limit = strtol(argv[0], &end, 10);
+		if (errno || *end || end == argv[0] || rq.limit < 0 ||
+		    rq.limit > MAX_TOTAL)
+			die("'%s' is not a byte count", argv[0]);
+	}
+	rq.timeout = strtoll(argv[1], &end, 10);
+	if (*end || rq.timeout <= 0)
+		die("'%s' is not a timeout in ms", argv[1]);
+	rq.grace = strtoll(argv[2], &end, 10);
+	if (*end || rq.grace < 0)
+		die("'%s' is not a grace in ms", argv[2]);
+	/* Not the shell's own: the kernel's are its working directory's. */
+	for (char **v = environ; *v; v++) {
+		size_t n = strlen(*v) + 1;
+
+		if (strncmp(*v, "PWD=", 4) == 0 || strncmp(*v, "OLDPWD=", 7) == 0 ||
+		    strncmp(*v, "SHLVL=", 6) == 0 || strncmp(*v, "_=", 2) == 0)
+			continue;
+		if (rq.env_len + n > cap) {
+			cap = (rq.env_len + n) * 2;
+			if ((envb = realloc(envb, cap)) == NULL)
+				die("%s", "out of memory");
+		}
+		memcpy(envb + rq.env_len, *v, n);
+		rq.env_len += n;
+	}
+	rq.env = envb;
+	rc = step_run(&rq, argv + 4);
+	free(envb);
+	return rc;
+}
+
+/* --- warm --serve: a session's steps over one process (see the top) ------ */
+
+#define SERVE_LINE_MAX	256		/* a request's line, its newline included */
+#define SERVE_ENV_MAX	(256L << 10)
+#define SERVE_MS_MAX	1000000000000LL	/* a timeout or grace: ~31 years */
+
+/*
+ * Take a line (its newline dropped) out of inb: 1, 0 if none is whole
+ * yet, -1 if SERVE_LINE_MAX bytes hold no newline.
+ */
+static int
+inb_line(char line[SERVE_LINE_MAX])
+{
+	size_t have = inb_len - inb_pos;
+	char *nl = memchr(inb + inb_pos, '\n', have < SERVE_LINE_MAX ? have :
+	    SERVE_LINE_MAX);
+	size_t l;
+
+	if (nl == NULL)
+		return have >= SERVE_LINE_MAX ? -1 : 0;
+	l = (size_t)(nl - (inb + inb_pos));
+	memcpy(line, inb + inb_pos, l);
+	line[l] = '\0';
+	inb_pos += l + 1;
+	return 1;
+}
+
+/* One read of fd 0 into inb: its count, 0 at EOF. */
+static ssize_t
+inb_fill(void)
+{
+	ssize_t r;
+
+	memmove(inb, inb + inb_pos, inb_len - inb_pos);
+	inb_len -= inb_pos;
+	inb_pos = 0;
+	while ((r = read(0, inb + inb_len, sizeof(inb) - inb_len)) < 0 &&
+	    errno == EINTR)
+		;
+	if (r < 0)
+		die("cannot read the requests: %s", strerror(errno));
+	inb_len += (size_t)r;
+	return r;
+}
+
+/* Split line at single spaces into at most max fields: their count, -1 if bad. */
+static int
+fields(char *line, char **f, int max)
+{
+	int n = 0;
+
+	for (char *s = line;; s++) {
+		char *sp = strchr(s, ' ');
+
+		if (n == max || *s == ' ' || *s == '\0')
+			return -1;
+		f[n++] = s;
+		if (sp == NULL)
+			return n;
+		*sp = '\0';
+		s = sp;
+	}
+}
+
+/* A decimal of 1..19 digits, at most max: 0, else -1. */
+static int
+dec(const char *t, unsigned long long max, unsigned long long *v)
+{
+	size_t n = strlen(t);
+
+	if (n == 0 || n > 19 || strspn(t, "0123456789") != n)
+		return -1;
+	*v = strtoull(t, NULL, 10);
+	return *v <= max ? 0 : -1;
+}
+
+/* A CANCEL line: the step it names, or 0 if line is not one. */
+static unsigned long long
+cancel_seq(char *line)
+{
+	unsigned long long v;
+	char *f[3];
+
+	if (strncmp(line, "CANCEL ", 7) != 0 || fields(line, f, 3) != 2 ||
+	    dec(f[1], ~0ULL >> 1, &v) != 0 || v == 0)
+		return 0;
+	return v;
+}
+
+/*
+ * While a step runs: what came on stdin. A CANCEL of it interrupts it (as
+ * SIGTERM does --step's); of another step, none to cancel: ignored. EOF:
+ * the agent is gone; the step goes on to its end. Anything else: the
+ * step is interrupted, and serve_main refuses once it has ended.
+ */
+static void
+serve_input(void)
+{
+	char line[SERVE_LINE_MAX];
+	int r;
+
+	if (inb_fill() == 0)
+		in_eof = 1;
+	while ((r = inb_line(line)) == 1) {
+		unsigned long long c = cancel_seq(line);
+
+		if (c == serve_seq)
+			step_cancelled = 1;
+		else if (c == 0 && serve_bad[0] == '\0') {
+			snprintf(serve_bad, sizeof(serve_bad), "%s", "a request other "
+			    "than CANCEL came while a step ran");
+			step_cancelled = 1;
+		}
+	}
+	if (r < 0 && serve_bad[0] == '\0') {
+		snprintf(serve_bad, sizeof(serve_bad), "a request line is over %d "
+		    "bytes", SERVE_LINE_MAX);
+		step_cancelled = 1;
+	}
+	if (r < 0)
+		inb_pos = inb_len;	/* refused already: room for EOF to be seen */
+}
+
+/*
+ * The step's env as the request sent it: "NAME=VALUE\0" entries. Its
+ * AIRLOCK_OUT (required, as --step's) is taken out of it and parsed.
+ */
+static void
+serve_env(char *env, size_t *len)
+{
+	size_t i = 0, w = 0;
+	int out = 0;
+
+	if (*len > 0 && env[*len - 1] != '\0')
+		die("%s", "the step's env does not end with a NUL");
+	while (i < *len) {
+		size_t n = strlen(env + i) + 1;
+		const char *eq = strchr(env + i, '=');
+
+		if (eq == NULL || eq == env + i)
+			die("%s", "the step's env holds an entry that is not NAME=VALUE");
+		if (strncmp(env + i, OUT_ENV "=", sizeof(OUT_ENV)) == 0) {
+			if (!(out = out_parse(env + i + sizeof(OUT_ENV))))
+				die("%s", "the step's env has a bad " OUT_ENV);
+		} else {
+			memmove(env + w, env + i, n);
+			w += n;
+		}
+		i += n;
+	}
+	if (!out)
+		die("%s", "the step's env has no " OUT_ENV);
+	*len = w;
+}
+
+/* warm --serve KERNEL [ARG...]: requests until EOF. */
+static int
+serve_main(char **kargv)
+{
+	struct sigaction sa;
+	unsigned kseq = (unsigned)getpid();
+	char line[SERVE_LINE_MAX], code[SERVE_LINE_MAX];
+
+	serving = 1;
+	/* The agent gone mid-step: its output dropped, the step ended well. */
+	signal(SIGPIPE, SIG_IGN);
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_cancel;
+	sigaction(SIGTERM, &sa, NULL);
+	for (;;) {
+		unsigned long long seq, lim, tmo, grace, elen, blen;
+		struct step_req rq;
+		char *f[9], *env;
+		size_t envlen;
+		int r, status;
+
+		/* Kernels this server started and that exited since. */
+		while (waitpid(-1, NULL, WNOHANG) > 0)
+			;
+		serve_seq = 0;
+		while ((r = inb_line(line)) == 0)
+			if (inb_fill() == 0) {
+				if (inb_len > inb_pos)
+					die("%s", "the requests end inside a line");
+				return 0;
+			}
+		if (r < 0)
+			die("a request line is over %d bytes", SERVE_LINE_MAX);
+		if (cancel_seq(line) != 0)
+			continue;	/* its step ended as it was sent */
+		if (strncmp(line, "STEP ", 5) != 0)
+			die("%s", "a request is not a STEP or a CANCEL SEQ line");
+		if (fields(line, f, 9) != 8)
+			die("%s", "a STEP request has not 8 fields");
+		if (dec(f[1], ~0ULL >> 1, &seq) != 0 || seq == 0)
+			die("%s", "a STEP's seq is not a number from 1");
+		serve_seq = seq;
+		if (strcmp(f[2], "-") == 0)
+			lim = ~0ULL;
+		else if (dec(f[2], MAX_TOTAL, &lim) != 0)
+			die("the STEP's limit is not '-' or a byte count up to %ld",
+			    MAX_TOTAL);
+		if (dec(f[3], SERVE_MS_MAX, &tmo) != 0 || tmo == 0)
+			die("%s", "the STEP's timeout_ms is not a number from 1");
+		if (dec(f[4], SERVE_MS_MAX, &grace) != 0)
+			die("%s", "the STEP's grace_ms is not a number");
+		if (dec(f[6], ~0ULL >> 1, &elen) != 0 || elen > SERVE_ENV_MAX)
+			die("the STEP's env-bytes is over %ld", SERVE_ENV_MAX);
+		if (dec(f[7], ~0ULL >> 1, &blen) != 0 || blen > MAX_TOTAL)
+			die("the STEP's body-bytes is over %ld", MAX_TOTAL);
+		if (lim != ~0ULL && lim > blen)
+			die("%s", "the STEP's limit is over its body-bytes");
+		snprintf(code, sizeof(code), "%s", f[5]);
+		if ((env = malloc(elen + 1)) == NULL)
+			die("%s", "out of memory");
+		in_left = (long long)elen;
+		if (read_full(0, env, elen) != elen)
+			die("%s", "the requests end inside the step's env");
+		envlen = (size_t)elen;
+		serve_env(env, &envlen);
+		rq = (struct step_req){ .limit = lim == ~0ULL ? -1 : (long)lim,
+		    .timeout = (long long)tmo, .grace = (long long)grace,
+		    .code = code, .env = env, .env_len = envlen, .kseq = ++kseq };
+		in_left = (long long)blen;
+		status = step_run(&rq, kargv);
+		free(env);
+		if (serve_bad[0] != '\0')
+			die("%s", serve_bad);
+		serve_end(seq, status);
+		if (in_eof)
+			return 0;	/* the agent is gone; the kernel stays */
+	}
 }
 
 int
@@ -1422,11 +1860,13 @@ main(int argc, char **argv)
 			die("%s", "--step needs AIRLOCK_OUT");
 		return step_main(argv + 2);
 	}
+	if (argc >= 3 && strcmp(argv[1], "--serve") == 0)
+		return serve_main(argv + 2);
 	if (argc >= 3 && strcmp(argv[1], "--run") == 0)
 		return out ? run_then_send(-1, argv + 2) : become(-1, argv + 2);
 	if (argc < 3)
 		die("%s", "usage: warm BYTES|- PROGRAM [ARG...], warm --env N PROGRAM [ARG...], "
-		    "or warm --run PROGRAM [ARG...]");
+		    "warm --run PROGRAM [ARG...], warm --step ..., or warm --serve KERNEL...");
 	if (strcmp(argv[1], "-") != 0) {
 		errno = 0;
 		limit = strtol(argv[1], &end, 10);

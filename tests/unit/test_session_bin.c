@@ -7,7 +7,9 @@
  * values, exceptions, timeouts with the state kept and with the kernel
  * restarted, exits, output written between steps, and each step's own
  * environment and stdin. The kernel's restarts, counted in the report,
- * and a kernel killed between steps, said by the next step.
+ * and a kernel killed between steps, said by the next step. And
+ * `warm --serve`, the same steps over one process: requests written and
+ * records read by the test itself (serve_start, serve_step, serve_answer).
  */
 #include <errno.h>
 #include <setjmp.h>
@@ -19,8 +21,10 @@
 #include <string.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <poll.h>
 #include <sys/file.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 #include <cmocka.h>
 
@@ -155,6 +159,8 @@ step_free(struct step *r)
 	free(r->err);
 }
 
+static void step_parse(struct step *r);
+
 /*
  * Run one step: code as main.py, with files (name, text pairs, NULL
  * ended), stdin (NULL: none), env ("NAME=VALUE ..." for env(1), or ""),
@@ -166,14 +172,10 @@ run_step(struct sess *s, const char *code, const char *const *files,
     struct step *r)
 {
 	struct codetar_entry e[8];
-	size_t n = 0, bad, len;
+	size_t n = 0, bad;
 	struct buf tar;
 	char tarpath[128], cmd[16384], bytes[32] = "-";
-	struct crilog *l;
-	struct artifacts a;
-	const char *body;
 	FILE *f;
-	int st;
 
 	memset(r, 0, sizeof(*r));
 	e[n++] = (struct codetar_entry){ code_name, code, strlen(code) };
@@ -212,6 +214,23 @@ run_step(struct sess *s, const char *code, const char *const *files,
 		r->status = atoi(m + 1);
 		*m = '\0';
 	}
+	step_parse(r);
+}
+
+/*
+ * r->out as the step client wrote it: the frame taken out (as the node
+ * agent's crilog does) and read (artifacts_parse: the report, the value,
+ * the files); r->out is then the program's stdout alone.
+ */
+static void
+step_parse(struct step *r)
+{
+	struct crilog *l;
+	struct artifacts a;
+	const char *body;
+	size_t len;
+	int st;
+
 	l = crilog_new(1 << 20, 1 << 20);
 	crilog_out_frame(l, NONCE, 1 << 20);
 	crilog_feed_stream(l, 0, r->out, strlen(r->out));
@@ -794,6 +813,581 @@ test_bash_session(void **state)
 }
 
 
+/* --- warm --serve: the steps of a session over one process ------------- */
+
+struct server {
+	pid_t	pid;
+	int	in, out;	/* its stdin's write end, its stdout's read end */
+};
+
+/* One answer: every record up to X (or EOF), the O and E bytes apart. */
+struct answer {
+	int			 x;		/* 1: X came */
+	unsigned long long	 seq;
+	int			 status;
+	struct buf		 o, e;
+	int			 no, ne;	/* records of each */
+};
+
+/* The step's env when the test gives none: the files-out setting alone. */
+static const char out_env[] = "AIRLOCK_OUT=" NONCE " 100000 8";
+
+/* `warm --serve python3 kernel.py`, with pipes, in the session's dir. */
+static void
+serve_start(struct sess *s, struct server *v)
+{
+	int in[2], out[2];
+	char p[128];
+
+	assert_int_equal(pipe2(in, O_CLOEXEC), 0);
+	assert_int_equal(pipe2(out, O_CLOEXEC), 0);
+	fflush(NULL);
+	assert_true((v->pid = fork()) >= 0);
+	if (v->pid == 0) {
+		snprintf(p, sizeof(p), "%s/work", s->dir);
+		if (chdir(p) != 0 || dup2(in[0], 0) < 0 || dup2(out[1], 1) < 0)
+			_exit(126);
+		snprintf(p, sizeof(p), "%s/session", s->dir);
+		setenv("AIRLOCK_SESSION_DIR", p, 1);
+		snprintf(p, sizeof(p), "%s/out", s->dir);
+		setenv("AIRLOCK_TEST_OUT", p, 1);
+		/* Not the test's SIG_IGN: the server must ignore SIGPIPE itself. */
+		signal(SIGPIPE, SIG_DFL);
+		execl(warm, warm, "--serve", "python3", kernel, (char *)NULL);
+		_exit(127);
+	}
+	close(in[0]);
+	close(out[1]);
+	v->in = in[1];
+	v->out = out[0];
+	/* A server that went must not kill the test on a write. */
+	signal(SIGPIPE, SIG_IGN);
+}
+
+static void
+send_all(struct server *v, const void *p, size_t n)
+{
+	const char *c = p;
+
+	while (n > 0) {
+		ssize_t w = write(v->in, c, n);
+
+		assert_true(w > 0);
+		c += w;
+		n -= (size_t)w;
+	}
+}
+
+/*
+ * A STEP request: code as main.py, stdin_ (NULL: none, limit "-"), env
+ * (env_len bytes of NAME=VALUE\0 entries; NULL: out_env alone).
+ */
+static void
+serve_step(struct server *v, unsigned seq, const char *code,
+    const char *stdin_, const char *env, size_t env_len, long timeout_ms,
+    long grace_ms)
+{
+	struct codetar_entry e = { code_name, code, strlen(code) };
+	struct buf tar;
+	char head[256], limit[32] = "-";
+	size_t bad, slen = stdin_ ? strlen(stdin_) : 0;
+
+	if (env == NULL) {
+		env = out_env;
+		env_len = sizeof(out_env);
+	}
+	buf_init(&tar, 1 << 20);
+	assert_int_equal(codetar_build(&e, 1, &tar, &bad), 0);
+	if (stdin_ != NULL)
+		snprintf(limit, sizeof(limit), "%zu", tar.len);
+	snprintf(head, sizeof(head), "STEP %u %s %ld %ld %s %zu %zu\n", seq, limit,
+	    timeout_ms, grace_ms, code_name, env_len, tar.len + slen);
+	send_all(v, head, strlen(head));
+	send_all(v, env, env_len);
+	send_all(v, tar.data, tar.len);
+	send_all(v, stdin_, slen);
+	buf_free(&tar);
+}
+
+/* n bytes of the server's stdout, within the deadline, or the test fails. */
+static size_t
+recv_bytes(struct server *v, void *p, size_t n, long deadline)
+{
+	size_t got = 0;
+
+	while (got < n) {
+		struct pollfd pf = { .fd = v->out, .events = POLLIN };
+		long left = deadline - it_mono_ms();
+		ssize_t r;
+
+		if (left <= 0)
+			fail_msg("no answer from warm --serve in time");
+		if (poll(&pf, 1, (int)left) <= 0)
+			continue;
+		if ((r = read(v->out, (char *)p + got, n - got)) <= 0)
+			break;
+		got += (size_t)r;
+	}
+	return got;
+}
+
+/*
+ * Read records until X or EOF (at most timeout_ms): any record that is
+ * not "O LEN", "E LEN" or "X SEQ STATUS" fails the test.
+ */
+static void
+serve_answer(struct server *v, struct answer *a, long timeout_ms)
+{
+	long deadline = it_mono_ms() + timeout_ms;
+
+	memset(a, 0, sizeof(*a));
+	buf_init(&a->o, 8 << 20);
+	buf_init(&a->e, 8 << 20);
+	for (;;) {
+		char line[128], kind;
+		size_t n = 0, len;
+		char *data;
+
+		while (n < sizeof(line) - 1 && recv_bytes(v, line + n, 1, deadline) == 1 &&
+		    line[n] != '\n')
+			n++;
+		if (n == 0)
+			return;		/* EOF */
+		line[n] = '\0';
+		if (sscanf(line, "X %llu %d", &a->seq, &a->status) == 2) {
+			a->x = 1;
+			return;
+		}
+		if (sscanf(line, "%c %zu", &kind, &len) != 2 || (kind != 'O' &&
+		    kind != 'E') || len == 0)
+			fail_msg("not a record: '%s'", line);
+		assert_non_null(data = malloc(len));
+		assert_int_equal(recv_bytes(v, data, len, deadline), len);
+		assert_int_equal(buf_append(kind == 'O' ? &a->o : &a->e, data, len), 0);
+		if (kind == 'O')
+			a->no++;
+		else
+			a->ne++;
+		free(data);
+	}
+}
+
+static void
+answer_free(struct answer *a)
+{
+	buf_free(&a->o);
+	buf_free(&a->e);
+}
+
+/* An answer as a step of run_step's: the frame read, r->out the program's. */
+static void
+answer_step(struct answer *a, struct step *r)
+{
+	memset(r, 0, sizeof(*r));
+	r->status = a->status;
+	assert_non_null(r->out = strndup(a->o.data ? a->o.data : "", a->o.len));
+	assert_non_null(r->err = strndup(a->e.data ? a->e.data : "", a->e.len));
+	step_parse(r);
+}
+
+/*
+ * The answer to step seq, within 20 s: X seq status, or the test fails;
+ * the step in r, its O and E records counted in *no and *ne (if not NULL).
+ */
+static void
+serve_expect(struct server *v, unsigned long long seq, int status,
+    struct step *r, int *no, int *ne)
+{
+	struct answer a;
+
+	serve_answer(v, &a, 20000);
+	assert_int_equal(a.x, 1);
+	assert_int_equal(a.seq, seq);
+	assert_int_equal(a.status, status);
+	if (no != NULL)
+		*no = a.no;
+	if (ne != NULL)
+		*ne = a.ne;
+	answer_step(&a, r);
+	answer_free(&a);
+}
+
+/* One step on the server that ends well: r. */
+static void
+serve_run(struct server *v, unsigned seq, const char *code, struct step *r)
+{
+	serve_step(v, seq, code, NULL, NULL, 0, 10000, 2000);
+	serve_expect(v, seq, 0, r, NULL, NULL);
+}
+
+/* The server's exit status once it has gone (within timeout_ms), or fail. */
+static int
+serve_wait(struct server *v, long timeout_ms)
+{
+	long deadline = it_mono_ms() + timeout_ms;
+	int st;
+
+	while (waitpid(v->pid, &st, WNOHANG) == 0) {
+		if (it_mono_ms() > deadline) {
+			kill(v->pid, SIGKILL);
+			waitpid(v->pid, &st, 0);
+			fail_msg("warm --serve did not exit");
+		}
+		it_sleep_ms(10);
+	}
+	if (v->in >= 0)
+		close(v->in);
+	if (v->out >= 0)
+		close(v->out);
+	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
+/* EOF on its stdin between steps: exit 0. */
+static void
+serve_stop(struct server *v)
+{
+	close(v->in);
+	v->in = -1;
+	assert_int_equal(serve_wait(v, 10000), 0);
+}
+
+/* Three steps over one server: the state kept, the last one's value. */
+static void
+test_serve_state_across_steps(void **state)
+{
+	struct server v;
+	struct step r;
+
+	serve_start(*state, &v);
+	serve_run(&v, 1, "x = 1\n", &r);
+	assert_int_equal(r.status, 0);
+	assert_string_equal(r.out, "");
+	assert_string_equal(r.value, "");
+	step_free(&r);
+	serve_run(&v, 2, "x += 1\n", &r);
+	assert_int_equal(r.status, 0);
+	step_free(&r);
+	serve_run(&v, 3, "print(x)\nx\n", &r);
+	assert_int_equal(r.status, 0);
+	assert_int_equal(r.report.kind, STEP_OK);
+	assert_int_equal(r.report.restarted, 0);
+	assert_int_equal(r.report.restarts, 0);
+	assert_string_equal(r.out, "2\n");
+	assert_string_equal(r.err, "");
+	assert_string_equal(r.value, "2");
+	step_free(&r);
+	serve_stop(&v);
+}
+
+/*
+ * stdout in O records, stderr in E records, each apart; the request's
+ * env and stdin are the step's, and the next step's env is its own.
+ */
+static void
+test_serve_streams_env_stdin(void **state)
+{
+	static const char env[] = "TOKEN=t1\0AIRLOCK_OUT=" NONCE " 100000 8";
+	struct server v;
+	struct step r;
+	int no, ne;
+
+	serve_start(*state, &v);
+	serve_step(&v, 1, "import os, sys\nprint(os.environ['TOKEN'], sys.stdin.read(), "
+	    "flush=True)\nsys.stderr.write('to err\\n')\n", "from stdin", env,
+	    sizeof(env), 10000, 2000);
+	serve_expect(&v, 1, 0, &r, &no, &ne);
+	assert_int_equal(ne, 1);
+	assert_true(no >= 2);		/* the program's line, then the frame */
+	assert_string_equal(r.out, "t1 from stdin\n");
+	assert_string_equal(r.err, "to err\n");
+	assert_int_equal(r.report.kind, STEP_OK);
+	step_free(&r);
+	serve_run(&v, 2, "import os, sys\nprint(os.environ.get('TOKEN'), "
+	    "repr(sys.stdin.read()))\n", &r);
+	assert_string_equal(r.out, "None ''\n");
+	assert_string_equal(r.err, "");
+	step_free(&r);
+	serve_stop(&v);
+}
+
+/* A step past its timeout: X 124, interrupted; the state kept. */
+static void
+test_serve_timeout_keeps_state(void **state)
+{
+	struct server v;
+	struct step r;
+
+	serve_start(*state, &v);
+	serve_run(&v, 1, "z = 'kept'\n", &r);
+	step_free(&r);
+	serve_step(&v, 2, "import time\nprint('started', flush=True)\ntime.sleep(30)\n",
+	    NULL, NULL, 0, 500, 2000);
+	serve_expect(&v, 2, 124, &r, NULL, NULL);
+	assert_int_equal(r.report.kind, STEP_TIMEOUT);
+	assert_int_equal(r.report.restarted, 0);
+	assert_string_equal(r.out, "started\n");
+	assert_non_null(strstr(r.err, "KeyboardInterrupt\n"));
+	step_free(&r);
+	serve_run(&v, 3, "z\n", &r);
+	assert_int_equal(r.status, 0);
+	assert_string_equal(r.value, "'kept'");
+	step_free(&r);
+	serve_stop(&v);
+}
+
+/*
+ * CANCEL of the running step: interrupted at once (not at its 60 s
+ * timeout), X 124, the state kept. A CANCEL of another step is nothing
+ * to cancel: the step runs on, and one between steps is ignored.
+ */
+static void
+test_serve_cancel_interrupts(void **state)
+{
+	struct server v;
+	struct step r;
+	long t0;
+
+	serve_start(*state, &v);
+	serve_run(&v, 1, "z = 'kept'\n", &r);
+	step_free(&r);
+	send_all(&v, "CANCEL 1\n", 9);	/* ended: nothing to cancel */
+	serve_step(&v, 2, "import time\nprint('started', flush=True)\ntime.sleep(30)\n",
+	    NULL, NULL, 0, 60000, 2000);
+	t0 = it_mono_ms();
+	it_sleep_ms(300);
+	send_all(&v, "CANCEL 1\n", 9);
+	it_sleep_ms(400);
+	send_all(&v, "CANCEL 2\n", 9);
+	serve_expect(&v, 2, 124, &r, NULL, NULL);
+	assert_true(it_mono_ms() - t0 < 5000);
+	assert_int_equal(r.report.kind, STEP_TIMEOUT);
+	assert_int_equal(r.report.restarted, 0);
+	assert_string_equal(r.out, "started\n");
+	assert_non_null(strstr(r.err, "KeyboardInterrupt\n"));
+	step_free(&r);
+	serve_run(&v, 3, "z\n", &r);
+	assert_string_equal(r.value, "'kept'");
+	step_free(&r);
+	serve_stop(&v);
+}
+
+/*
+ * What a refused request is answered: why in an E record (the last; the
+ * only one unless a step ran), X SEQ 125 (SEQ 0 before one is read),
+ * nothing after, and the server exits 125.
+ */
+static void
+refused(struct server *v, unsigned long long seq, const char *why, int ran)
+{
+	struct answer a;
+	size_t wl = strlen(why);
+	char tail;
+
+	serve_answer(v, &a, 20000);
+	assert_int_equal(a.x, 1);
+	assert_int_equal(a.seq, seq);
+	assert_int_equal(a.status, 125);
+	if (!ran) {
+		assert_int_equal(a.ne, 1);
+		assert_int_equal(a.e.len, wl);
+	}
+	assert_true(a.e.len >= wl);
+	assert_memory_equal(a.e.data + a.e.len - wl, why, wl);
+	answer_free(&a);
+	assert_int_equal(recv_bytes(v, &tail, 1, it_mono_ms() + 10000), 0);
+	assert_int_equal(serve_wait(v, 10000), 125);
+}
+
+/* Send text (n bytes) to a new server, and see it refused with seq, why. */
+static void
+refuse(struct sess *s, const char *text, size_t n, unsigned long long seq,
+    const char *why)
+{
+	struct server v;
+
+	serve_start(s, &v);
+	send_all(&v, text, n);
+	close(v.in);	/* the cut-short ones: EOF, not a wait */
+	v.in = -1;
+	refused(&v, seq, why, 0);
+}
+
+#define REFUSE(s, text, seq, why)	refuse((s), (text), sizeof(text) - 1, (seq), (why))
+
+/* Malformed requests: refused, never guessed at; the server exits. */
+static void
+test_serve_malformed(void **state)
+{
+	struct server v;
+	struct step r;
+
+	REFUSE(*state, "HELLO\n", 0,
+	    "warm: a request is not a STEP or a CANCEL SEQ line\n");
+	REFUSE(*state, "CANCEL x\n", 0,
+	    "warm: a request is not a STEP or a CANCEL SEQ line\n");
+	REFUSE(*state, "STEP 1 - 10 10 main.py 0\n", 0,
+	    "warm: a STEP request has not 8 fields\n");
+	REFUSE(*state, "STEP 1  - 10 10 main.py 0 0\n", 0,
+	    "warm: a STEP request has not 8 fields\n");
+	REFUSE(*state, "STEP 0 - 10 10 main.py 0 0\n", 0,
+	    "warm: a STEP's seq is not a number from 1\n");
+	REFUSE(*state, "STEP 7 - 0 10 main.py 0 0\n", 7,
+	    "warm: the STEP's timeout_ms is not a number from 1\n");
+	REFUSE(*state, "STEP 7 x 10 10 main.py 0 0\n", 7,
+	    "warm: the STEP's limit is not '-' or a byte count up to 67108864\n");
+	REFUSE(*state, "STEP 7 - 10 -1 main.py 0 0\n", 7,
+	    "warm: the STEP's grace_ms is not a number\n");
+	REFUSE(*state, "STEP 8 - 10 10 main.py 5 0\nA=123", 8,
+	    "warm: the step's env does not end with a NUL\n");
+	REFUSE(*state, "STEP 8 - 10 10 main.py 5 0\nA=12\0", 8,
+	    "warm: the step's env has no AIRLOCK_OUT\n");
+	REFUSE(*state, "STEP 8 - 10 10 main.py 4 0\nA12\0", 8,
+	    "warm: the step's env holds an entry that is not NAME=VALUE\n");
+	REFUSE(*state, "STEP 8 - 10 10 main.py 5 0\nA=12", 8,
+	    "warm: the requests end inside the step's env\n");
+	REFUSE(*state, "STEP 9", 0, "warm: the requests end inside a line\n");
+	/* Not an archive: refused as --step refuses it. */
+	{
+		char req[256 + sizeof(out_env) + 600];
+		int n = snprintf(req, sizeof(req), "STEP 3 - 10 10 main.py %zu 512\n",
+		    sizeof(out_env));
+
+		memcpy(req + n, out_env, sizeof(out_env));
+		memset(req + n + sizeof(out_env), 'z', 512);
+		refuse(*state, req, (size_t)n + sizeof(out_env) + 512, 3,
+		    "warm: the archive holds something other than a file\n");
+	}
+	/* Another request while a step runs: the step interrupted, refused. */
+	serve_start(*state, &v);
+	serve_step(&v, 4, "import time\ntime.sleep(30)\n", NULL, NULL, 0, 60000, 2000);
+	it_sleep_ms(500);
+	send_all(&v, "STEP 5 - 10 10 main.py 0 0\n", 27);
+	refused(&v, 4, "warm: a request other than CANCEL came while a step ran\n", 1);
+	/* Interrupted, not killed: the session's kernel is the same. */
+	run_step(*state, "print('ok')\n", NULL, NULL, "", 10000, 2000, &r);
+	assert_string_equal(r.out, "ok\n");
+	assert_int_equal(r.report.restarted, 0);
+	assert_int_equal(r.report.restarts, 0);
+	step_free(&r);
+}
+
+/* EOF between steps: exit 0, the kernel left running with the state. */
+static void
+test_serve_eof_between_steps(void **state)
+{
+	struct sess *s = *state;
+	struct server v;
+	struct step r;
+	char lock[128];
+
+	serve_start(s, &v);
+	serve_run(&v, 1, "x = 5\n", &r);
+	assert_int_equal(r.status, 0);
+	step_free(&r);
+	serve_stop(&v);
+	snprintf(lock, sizeof(lock), "%s/session/kernel.lock", s->dir);
+	assert_int_equal(lock_free(lock), 0);
+	/* The next client, --step here, finds the kernel and its state. */
+	STEP(s, "x\n", &r);
+	assert_int_equal(r.status, 0);
+	assert_string_equal(r.value, "5");
+	assert_int_equal(r.report.restarted, 0);
+	step_free(&r);
+	/* And a new server after it. */
+	serve_start(s, &v);
+	serve_run(&v, 1, "x + 1\n", &r);
+	assert_string_equal(r.value, "6");
+	step_free(&r);
+	serve_stop(&v);
+}
+
+/*
+ * The agent gone while a step runs (stdin and stdout closed): the step
+ * ends as it would (its output dropped: no SIGPIPE death), then the
+ * server exits 0, the step's state kept.
+ */
+static void
+test_serve_agent_gone(void **state)
+{
+	struct server v;
+	struct step r;
+
+	serve_start(*state, &v);
+	serve_step(&v, 1, "import time\ntime.sleep(1)\nprint('x' * 200000, flush=True)\n"
+	    "y = 'done'\n", NULL, NULL, 0, 10000, 2000);
+	close(v.in);
+	close(v.out);
+	v.in = v.out = -1;
+	assert_int_equal(serve_wait(&v, 15000), 0);
+	STEP(*state, "y\n", &r);
+	assert_int_equal(r.status, 0);
+	assert_string_equal(r.value, "'done'");
+	assert_int_equal(r.report.restarted, 0);
+	step_free(&r);
+}
+
+/*
+ * The bounds: a line of 256 bytes with its newline (read: here its code
+ * is not in the archive) and not one more; env-bytes up to 256 KiB (a
+ * step with 256 KiB exactly runs); body-bytes up to 64 MiB; a limit
+ * within the body.
+ */
+static void
+test_serve_bounds(void **state)
+{
+	char line[512], why[512], code[300], zero[1024] = { 0 };
+	size_t envlen = 256 << 10, big;
+	char *env = malloc(envlen);
+	struct server v;
+	struct step r;
+	int fixed, n;
+
+	fixed = snprintf(NULL, 0, "STEP 2 - 10 10  %zu 1024\n", sizeof(out_env));
+	memset(code, 'c', sizeof(code));
+	code[256 - fixed] = '\0';
+	n = snprintf(line, sizeof(line), "STEP 2 - 10 10 %s %zu 1024\n", code,
+	    sizeof(out_env));
+	assert_int_equal(n, 256);
+	serve_start(*state, &v);
+	send_all(&v, line, (size_t)n);
+	send_all(&v, out_env, sizeof(out_env));
+	send_all(&v, zero, sizeof(zero));	/* an archive with nothing in it */
+	snprintf(why, sizeof(why), "warm: the archive has no '%s'\n", code);
+	refused(&v, 2, why, 0);
+	code[256 - fixed] = 'c';
+	code[257 - fixed] = '\0';
+	n = snprintf(line, sizeof(line), "STEP 2 - 10 10 %s %zu 1024\n", code,
+	    sizeof(out_env));
+	assert_int_equal(n, 257);
+	refuse(*state, line, (size_t)n, 0, "warm: a request line is over 256 bytes\n");
+
+	REFUSE(*state, "STEP 1 - 10 10 main.py 262145 0\n", 1,
+	    "warm: the STEP's env-bytes is over 262144\n");
+	REFUSE(*state, "STEP 1 - 10 10 main.py 54 67108865\n", 1,
+	    "warm: the STEP's body-bytes is over 67108864\n");
+	REFUSE(*state, "STEP 1 1025 10 10 main.py 54 1024\n", 1,
+	    "warm: the STEP's limit is over its body-bytes\n");
+	REFUSE(*state, "STEP 1 67108865 10 10 main.py 54 1024\n", 1,
+	    "warm: the STEP's limit is not '-' or a byte count up to 67108864\n");
+
+	/* 256 KiB of env exactly: taken, and the step sees it. */
+	assert_non_null(env);
+	memcpy(env, out_env, sizeof(out_env));
+	memcpy(env + sizeof(out_env), "BIG=", 4);
+	big = envlen - sizeof(out_env) - 4 - 1;
+	memset(env + sizeof(out_env) + 4, 'b', big);
+	env[envlen - 1] = '\0';
+	serve_start(*state, &v);
+	serve_step(&v, 1, "import os\nlen(os.environ['BIG'])\n", NULL, env, envlen,
+	    10000, 2000);
+	serve_expect(&v, 1, 0, &r, NULL, NULL);
+	snprintf(why, sizeof(why), "%zu", big);
+	assert_string_equal(r.value, why);
+	step_free(&r);
+	serve_stop(&v);
+	free(env);
+}
+
 int
 main(void)
 {
@@ -816,6 +1410,14 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_planted_fifo, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_kernel_dies_forked_child, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_bash_session, bash_setup, bash_teardown),
+		cmocka_unit_test_setup_teardown(test_serve_state_across_steps, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_serve_streams_env_stdin, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_serve_timeout_keeps_state, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_serve_cancel_interrupts, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_serve_malformed, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_serve_eof_between_steps, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_serve_agent_gone, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_serve_bounds, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, group_setup, NULL);
