@@ -34,6 +34,21 @@ nullable(json_t *v)
 	return v ? json_incref(v) : json_null();
 }
 
+/* What every record starts with: its kind, when, and whose. */
+static json_t *
+head(const char *kind, const char *now, json_t *md)
+{
+	return json_pack("{s:s, s:s, s:s, s:o, s:o, s:o, s:o}",
+	    "apiVersion", "airlock.dev/v1alpha1",
+	    "kind", kind,
+	    "time", now,
+	    "namespace", nullable(json_object_get(md, "namespace")),
+	    "name", nullable(json_object_get(md, "name")),
+	    "uid", nullable(json_object_get(md, "uid")),
+	    "user", nullable(json_object_get(json_object_get(md, "annotations"),
+	    CX_ANN_CREATED_BY)));
+}
+
 json_t *
 ctl_audit_record(const struct ctl_config *cfg, json_t *cx, const char *now,
     int deleted)
@@ -59,16 +74,9 @@ ctl_audit_record(const struct ctl_config *cfg, json_t *cx, const char *now,
 	} else
 		rec = json_pack("{s:o, s:o}", "phase", nullable(json_object_get(st,
 		    "phase")), "reason", nullable(json_object_get(st, "reason")));
-	out = json_pack("{s:s, s:s, s:s, s:o, s:o, s:o, s:o, s:o, s:o, s:o,"
-	    " s:o, s:o, s:o, s:o, s:o, s:o, s:o}",
-	    "apiVersion", "airlock.dev/v1alpha1",
-	    "kind", "CodeExecutionAudit",
-	    "time", now,
-	    "namespace", nullable(json_object_get(md, "namespace")),
-	    "name", nullable(json_object_get(md, "name")),
-	    "uid", nullable(json_object_get(md, "uid")),
-	    "user", nullable(json_object_get(json_object_get(md, "annotations"),
-	    CX_ANN_CREATED_BY)),
+	out = head("CodeExecutionAudit", now, md);
+	json_object_update_new(out, json_pack("{s:o, s:o, s:o, s:o, s:o, s:o,"
+	    " s:o, s:o, s:o, s:o}",
 	    "codeSha256", nullable(sha),
 	    "runtime", nullable(json_object_get(spec, "runtime")),
 	    "image", image ? json_string(image) : json_null(),
@@ -78,7 +86,7 @@ ctl_audit_record(const struct ctl_config *cfg, json_t *cx, const char *now,
 	    "durationMillis", nullable(json_object_get(st, "durationMillis")),
 	    "peakMemoryBytes", nullable(json_object_get(st, "peakMemoryBytes")),
 	    "cpuTimeMillis", nullable(json_object_get(st, "cpuTimeMillis")),
-	    "startMode", nullable(json_object_get(st, "startMode")));
+	    "startMode", nullable(json_object_get(st, "startMode"))));
 	json_object_set_new(out, "session", nullable(json_object_get(spec,
 	    "session")));
 	json_decref(rec);
@@ -101,20 +109,14 @@ ctl_session_audit_record(const struct ctl_config *cfg, json_t *s,
 	    "creationTimestamp")));
 	long long end = clock_parse_rfc3339(json_string_value(json_object_get(st,
 	    "endTime")));
+	json_t *out;
 
 	/* Ended by its deletion: how far it got. */
 	if (deleted && !ended)
 		end = clock_parse_rfc3339(now);
-	return json_pack("{s:s, s:s, s:s, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o,"
-	    " s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o}",
-	    "apiVersion", "airlock.dev/v1alpha1",
-	    "kind", "CodeSessionAudit",
-	    "time", now,
-	    "namespace", nullable(json_object_get(md, "namespace")),
-	    "name", nullable(json_object_get(md, "name")),
-	    "uid", nullable(json_object_get(md, "uid")),
-	    "user", nullable(json_object_get(json_object_get(md, "annotations"),
-	    CX_ANN_CREATED_BY)),
+	out = head("CodeSessionAudit", now, md);
+	json_object_update_new(out, json_pack("{s:o, s:o, s:o, s:o, s:o, s:o,"
+	    " s:o, s:o, s:o, s:o, s:o, s:o, s:o}",
 	    "runtime", nullable(json_object_get(spec, "runtime")),
 	    "image", p ? json_string(p->image) : json_null(),
 	    "phase", deleted && !ended ? json_string(phase ? phase : "Pending") :
@@ -133,7 +135,8 @@ ctl_session_audit_record(const struct ctl_config *cfg, json_t *s,
 	    "executions"))),
 	    "restarts", json_integer(json_integer_value(json_object_get(st,
 	    "restarts"))),
-	    "maxLifetimeSeconds", json_integer(session_lifetime_s(s)));
+	    "maxLifetimeSeconds", json_integer(session_lifetime_s(s))));
+	return out;
 }
 
 /* Write the line whole: one write(2), so lines never interleave. */
