@@ -287,6 +287,46 @@ steps_of(struct controller *ctl, const char *ns, const char *name)
 	return a;
 }
 
+/*
+ * Its step running in pod pname, ended Cancelled before the pod goes when
+ * the session ended quietly (Closed, Expired, IdleTimeout): else the
+ * node agent, seeing its sandbox killed, could record it Failed first
+ * (CI, c083677: a closed session's step Failed). 0, or the write's error
+ * (the reconcile comes back, and the pod waits for it).
+ */
+static int
+cancel_running(struct controller *ctl, json_t *s, const char *pname,
+    const char *reason)
+{
+	json_t *steps, *cx, *status;
+	char msg[400];
+	size_t i;
+	int rc = 0;
+
+	if (reason == NULL || (strcmp(reason, "Closed") != 0 &&
+	    strcmp(reason, "Expired") != 0 && strcmp(reason, "IdleTimeout") != 0))
+		return 0;
+	steps = steps_of(ctl, k8s_obj_namespace(s), k8s_obj_name(s));
+	json_array_foreach(steps, i, cx) {
+		json_t *st = json_object_get(cx, "status");
+		const char *ph = json_string_value(json_object_get(st, "phase"));
+		const char *pn = json_string_value(json_object_get(st, "podName"));
+
+		if (ph == NULL || strcmp(ph, "Running") != 0 || pn == NULL ||
+		    strcmp(pn, pname) != 0)
+			continue;
+		snprintf(msg, sizeof(msg), "its session '%.253s' ended (%s) while "
+		    "it ran", k8s_obj_name(s), reason);
+		status = json_deep_copy(st);
+		rc = ctl_finish(ctl, cx, status, "Cancelled", "Cancelled", msg);
+		json_decref(status);
+		if (rc != 0)
+			break;
+	}
+	json_decref(steps);
+	return rc;
+}
+
 /* Enqueue every step of the session not ended (they end with it). */
 static void
 kick_steps(struct controller *ctl, const char *ns, const char *name)
@@ -853,9 +893,12 @@ ctl_session_reconcile(struct controller *ctl, const char *ns, const char *name)
 	if (phase && strcmp(phase, SESSION_ENDED) == 0) {
 		/* Its steps end with it: queued ones Rejected, a running one too. */
 		kick_steps(ctl, ns, name);
-		rc = pod && !json_object_get(json_object_get(pod, "metadata"),
-		    "deletionTimestamp") ? delete_pod(ctl, ns, pname,
-		    k8s_obj_uid(pod)) : 0;
+		rc = cancel_running(ctl, s, pname, json_string_value(
+		    json_object_get(status, "reason")));
+		if (rc == 0)
+			rc = pod && !json_object_get(json_object_get(pod, "metadata"),
+			    "deletionTimestamp") ? delete_pod(ctl, ns, pname,
+			    k8s_obj_uid(pod)) : 0;
 		/* Its audit record, once (audit.c). */
 		if (rc == 0)
 			rc = ctl_audit_session_finished(ctl, s);
@@ -866,6 +909,8 @@ ctl_session_reconcile(struct controller *ctl, const char *ns, const char *name)
 	if (json_is_true(json_object_get(json_object_get(s, "spec"), "close"))) {
 		/* Said first: the pod's delete can wait for the next pass. */
 		rc = end(ctl, s, status, "Closed", "closed by spec.close");
+		if (rc == 0)
+			rc = cancel_running(ctl, s, pname, "Closed");
 		if (rc == 0 && pod)
 			rc = delete_pod(ctl, ns, pname, k8s_obj_uid(pod));
 		goto out;
@@ -1012,6 +1057,8 @@ ctl_session_reconcile(struct controller *ctl, const char *ns, const char *name)
 	if (at > 0 && now >= at + session_lifetime_s(s)) {
 		rc = end(ctl, s, status, "Expired", "its maxLifetimeSeconds "
 			    "passed");
+		if (rc == 0)
+			rc = cancel_running(ctl, s, pname, "Expired");
 		if (rc == 0)
 			rc = delete_pod(ctl, ns, pname, k8s_obj_uid(pod));
 		goto out;
