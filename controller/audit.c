@@ -283,20 +283,24 @@ ctl_audit_session_finished(struct controller *ctl, json_t *s)
 	return finished(ctl, &session_resource, s);
 }
 
+/* Deleted: its record, by the leader, unless marked. */
+static void
+deleted(struct controller *ctl, json_t *obj, int session)
+{
+	if (!atomic_load(&ctl->leading) ||
+	    json_is_true(json_object_get(json_object_get(obj, "status"), "audited")))
+		return;
+	record_once(ctl, obj, 1, session);
+}
+
 void
 ctl_audit_deleted(struct controller *ctl, json_t *cx)
 {
-	if (!atomic_load(&ctl->leading) ||
-	    json_is_true(json_object_get(json_object_get(cx, "status"), "audited")))
-		return;
-	record_once(ctl, cx, 1, 0);
+	deleted(ctl, cx, 0);
 }
 
 void
 ctl_audit_session_deleted(struct controller *ctl, json_t *s)
 {
-	if (!atomic_load(&ctl->leading) ||
-	    json_is_true(json_object_get(json_object_get(s, "status"), "audited")))
-		return;
-	record_once(ctl, s, 1, 1);
+	deleted(ctl, s, 1);
 }

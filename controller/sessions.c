@@ -303,8 +303,7 @@ cancel_running(struct controller *ctl, json_t *s, const char *pname,
 	size_t i;
 	int rc = 0;
 
-	if (reason == NULL || (strcmp(reason, "Closed") != 0 &&
-	    strcmp(reason, "Expired") != 0 && strcmp(reason, "IdleTimeout") != 0))
+	if (!session_end_quiet(reason))
 		return 0;
 	steps = steps_of(ctl, k8s_obj_namespace(s), k8s_obj_name(s));
 	json_array_foreach(steps, i, cx) {
@@ -315,8 +314,7 @@ cancel_running(struct controller *ctl, json_t *s, const char *pname,
 		if (ph == NULL || strcmp(ph, "Running") != 0 || pn == NULL ||
 		    strcmp(pn, pname) != 0)
 			continue;
-		snprintf(msg, sizeof(msg), "its session '%.253s' ended (%s) while "
-		    "it ran", k8s_obj_name(s), reason);
+		session_step_ended_msg(msg, sizeof(msg), k8s_obj_name(s), reason);
 		status = json_deep_copy(st);
 		rc = ctl_finish(ctl, cx, status, "Cancelled", "Cancelled", msg);
 		json_decref(status);
@@ -1147,15 +1145,11 @@ ctl_session_step(struct controller *ctl, json_t *cx, json_t *status, int *rcp)
 	if (named && (s == NULL || (phase && strcmp(phase, SESSION_ENDED) == 0) ||
 	    json_object_get(json_object_get(s, "metadata"), "deletionTimestamp"))) {
 		/* It ran in the session's sandbox, which is gone or going. */
-		int quiet = reason && (strcmp(reason, "Closed") == 0 ||
-		    strcmp(reason, "Expired") == 0 ||
-		    strcmp(reason, "IdleTimeout") == 0);
-
+		int quiet = session_end_quiet(reason);
 		int lost = reason && strcmp(reason, "NodeLost") == 0;
 
-		snprintf(msg, sizeof(msg), "its session '%.253s' ended (%.64s) "
-		    "while it ran", sname, s == NULL ? "deleted" : reason ? reason :
-		    "deleted");
+		session_step_ended_msg(msg, sizeof(msg), sname, s == NULL ?
+		    "deleted" : reason ? reason : "deleted");
 		/* Lost with its node: said as an execution's own loss is, the node named. */
 		if (lost)
 			snprintf(msg, sizeof(msg), "its session '%.253s' was lost with "

@@ -302,3 +302,18 @@ session_clock_due(const struct session_clock *c, int busy, long long idle_ms,
 		return "IdleTimeout";
 	return NULL;
 }
+
+int
+session_end_quiet(const char *reason)
+{
+	return reason && (strcmp(reason, "Closed") == 0 ||
+	    strcmp(reason, "Expired") == 0 || strcmp(reason, "IdleTimeout") == 0);
+}
+
+void
+session_step_ended_msg(char *out, size_t size, const char *session,
+    const char *how)
+{
+	snprintf(out, size, "its session '%.253s' ended (%.64s) while it ran",
+	    session, how);
+}

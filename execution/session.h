@@ -159,6 +159,19 @@ int session_pod_clock(json_t *pod, struct session_clock *c);
 const char *session_clock_due(const struct session_clock *c, int busy,
     long long idle_ms, long long now_s);
 
+/*
+ * Whether a session's end reason is one of its own course (Closed,
+ * Expired, IdleTimeout): its running step ends Cancelled, not Failed.
+ */
+int session_end_quiet(const char *reason);
+
+/*
+ * The message of a step running when its session ended (how: its reason,
+ * or "deleted"), into out: the controller's and the node agent's alike.
+ */
+void session_step_ended_msg(char *out, size_t size, const char *session,
+    const char *how);
+
 /* spec.idleTimeoutSeconds, spec.maxLifetimeSeconds, defaults and ranges applied. */
 long long session_idle_s(json_t *session);
 long long session_lifetime_s(json_t *session);

@@ -560,6 +560,17 @@ trim_pod(json_t *pod)
 	return out;
 }
 
+/*
+ * The cache's index of session pods (AGENT_SESSIONS_INDEX): sessions.c's
+ * pass each second parses those, not every pod on the node.
+ */
+static char *
+session_pod_index(json_t *pod)
+{
+	return json_object_get(json_object_get(json_object_get(pod, "metadata"),
+	    "labels"), SESSION_LABEL_UID) ? xstrdup(AGENT_SESSIONS_INDEX) : NULL;
+}
+
 /* --- life cycle ----------------------------------------------------------- */
 
 static const double record_bounds[] = { 0.01, 0.025, 0.05, 0.1, 0.2, 0.5,
@@ -571,7 +582,7 @@ agent_new(struct k8s_client *c, struct metrics *m,
 {
 	struct agent *a;
 	struct informer_opts io = { .res = &k8s_res_pods, .packed = 1,
-	    .transform = trim_pod,
+	    .transform = trim_pod, .index = session_pod_index,
 	    .label_selector = CX_LABEL_MANAGED "=" CX_MANAGER ","
 	    CX_LABEL_COMPONENT "=" CX_COMPONENT };
 	struct informer_handlers h;

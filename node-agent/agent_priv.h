@@ -290,6 +290,7 @@ struct agent {
 #define AGENT_EXEC_PIDFILE	"pid"	/* runsc exec --internal-pid-file, in the exec dir */
 #define AGENT_SESSIONS_MAX	1024
 #define AGENT_SESSIONS_MS	1000
+#define AGENT_SESSIONS_INDEX	"session"	/* the pod cache's index value */
 /* A step killed at its session's end is recorded before its pod goes, within this. */
 #define AGENT_SESSION_STEP_WAIT_MS	3000
 
@@ -361,13 +362,28 @@ void agent_sbx_free_all(struct agent *a);
  */
 unsigned long long agent_pid_start(uint32_t pid);
 
+/*
+ * sweep.c: run runsc with args (NULL-terminated, after --root; at most
+ * eight); its standard output, up to RUNSC_LIST_MAX bytes, as a new string
+ * in *outp (when not NULL) if it exits 0. 0, or -1.
+ */
+int agent_runsc_run(struct agent *a, const char *const *args, char **outp);
+
 /* tick.c */
 void *agent_tick_main(void *arg);
 void *agent_worker_main(void *arg);
 
 /* record.c */
-int agent_probe(struct agent *a, const char *ns, const char *cx,
-    const char *path, const char *value, json_t **cur, struct k8s_error *err);
+int agent_probe(struct agent *a, const struct k8s_resource *res,
+    const char *ns, const char *name, const char *path, const char *value,
+    json_t **cur, struct k8s_error *err);
+/*
+ * An object's phase as the server has it ("" if none), or NULL: read by
+ * a probe that tests its uid. *gone when it is gone, or another object
+ * now has its name.
+ */
+char *agent_read_phase(struct agent *a, const struct k8s_resource *res,
+    const char *ns, const char *name, const char *uid, int *gone);
 int agent_record(struct agent *a, struct run *r);
 int agent_delete_pod(struct agent *a, const char *ns, const char *name,
     const char *uid);

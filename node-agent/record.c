@@ -278,35 +278,33 @@ result_patch(struct agent *a, struct run *r, const char *expect,
 
 /*
  * A status patch that only tests path == value: it changes nothing, so it
- * reads an execution (into *cur, when not NULL) with no permission but
+ * reads an object of res (into *cur, when not NULL) with no permission but
  * the status patch the agent has anyway. 0, or the k8s_patch error.
  */
 int
-agent_probe(struct agent *a, const char *ns, const char *cx, const char *path,
-    const char *value, json_t **cur, struct k8s_error *err)
+agent_probe(struct agent *a, const struct k8s_resource *res, const char *ns,
+    const char *name, const char *path, const char *value, json_t **cur,
+    struct k8s_error *err)
 {
 	struct k8s_patch_opts po = { .type = K8S_PATCH_JSON,
 	    .subresource = "status" };
 	json_t *p = json_pack("[{s:s, s:s, s:s}]", "op", "test", "path", path,
 	    "value", value);
-	int rc = k8s_patch(a->client, &cx_resource, ns, cx, &po, p, cur, err);
+	int rc = k8s_patch(a->client, res, ns, name, &po, p, cur, err);
 
 	json_decref(p);
 	return rc;
 }
 
-/*
- * The execution's phase as the server has it ("" if none), or NULL. *gone
- * when it is gone, or another object now has its name (the uid test).
- */
-static char *
-read_phase(struct agent *a, struct run *r, int *gone)
+char *
+agent_read_phase(struct agent *a, const struct k8s_resource *res,
+    const char *ns, const char *name, const char *uid, int *gone)
 {
 	struct k8s_error err;
 	json_t *cur = NULL;
 	const char *ph;
 	char *out;
-	int rc = agent_probe(a, r->ns, r->cx, "/metadata/uid", r->cx_uid, &cur, &err);
+	int rc = agent_probe(a, res, ns, name, "/metadata/uid", uid, &cur, &err);
 
 	*gone = rc == K8S_ENOTFOUND || (rc == K8S_EHTTP &&
 	    err.http_status == 422);
@@ -503,7 +501,8 @@ agent_record(struct agent *a, struct run *r)
 	if (done >= 0)
 		return done;
 	/* The tests failed: see what the execution is now. */
-	ph = read_phase(a, r, &gone);
+	ph = agent_read_phase(a, &cx_resource, r->ns, r->cx, r->cx_uid,
+	    &gone);
 	if (gone)
 		return 1;
 	if (ph && cx_phase_terminal(ph)) {

@@ -79,6 +79,17 @@ agent_sessions_free(struct agent *a)
 	a->nsessions = 0;
 }
 
+/* Its end to a worker (agent_session_end), once at a time (lock held). */
+static void
+queue_end(struct agent *a, struct agent_session *e)
+{
+	char key[300];
+
+	e->busy = 1;
+	snprintf(key, sizeof(key), "session/%s", e->uid);
+	workqueue_add(a->q, key);
+}
+
 /* pod's clock is read, and acted on if due (lock held). */
 static void
 look(struct agent *a, json_t *pod, const struct session_clock *c,
@@ -88,7 +99,7 @@ look(struct agent *a, json_t *pod, const struct session_clock *c,
 	struct run *r = agent_find_run(a, k8s_obj_uid(pod));
 	int busy = r && r->step && !r->recorded;
 	const char *cx, *cx_uid = NULL, *due;
-	char key[300];
+	char msg[400];
 
 	if (e == NULL) {
 		if (a->nsessions >= AGENT_SESSIONS_MAX)
@@ -130,8 +141,8 @@ look(struct agent *a, json_t *pod, const struct session_clock *c,
 		/* The ticker kills it; recorded Cancelled (record.c). */
 		r->why = CX_KILL_SESSION;
 		free(r->session_end);
-		r->session_end = xasprintf("its session '%s' ended (Expired) "
-		    "while it ran", e->name);
+		session_step_ended_msg(msg, sizeof(msg), e->name, "Expired");
+		r->session_end = xstrdup(msg);
 	}
 	if (e->busy || now < e->retry_ms)
 		return;
@@ -142,15 +153,13 @@ look(struct agent *a, json_t *pod, const struct session_clock *c,
 	/* What the worker checks again: no step came since (an idle end). */
 	free(e->due_step);
 	e->due_step = e->step ? xstrdup(e->step) : NULL;
-	e->busy = 1;
-	snprintf(key, sizeof(key), "session/%s", e->uid);
-	workqueue_add(a->q, key);
+	queue_end(a, e);
 }
 
 void
 agent_sessions_pass(struct agent *a)
 {
-	json_t *pods = informer_list(a->pods), *pod;
+	json_t *pods = informer_by_index(a->pods, AGENT_SESSIONS_INDEX), *pod;
 	long long now = clock_mono_ms(), wall_s = agent_now_ns() / 1000000000LL;
 	struct agent_session *e, **pp;
 	struct session_clock c;
@@ -171,14 +180,9 @@ agent_sessions_pass(struct agent *a)
 		 * (a sandbox killed at its lifetime's end is Running no more).
 		 */
 		if ((e = find(a, k8s_obj_uid(pod))) != NULL && e->ended) {
-			char key[300];
-
 			e->seen = 1;
-			if (!e->busy && now >= e->retry_ms) {
-				e->busy = 1;
-				snprintf(key, sizeof(key), "session/%s", e->uid);
-				workqueue_add(a->q, key);
-			}
+			if (!e->busy && now >= e->retry_ms)
+				queue_end(a, e);
 			continue;
 		}
 		/* Running: a pod still starting has no clock yet. */
@@ -239,32 +243,6 @@ write_end(struct agent *a, const char *ns, const char *name, const char *suid,
 	return rc;
 }
 
-/* The session's phase as the server has it (a patch of tests only), or NULL. */
-static char *
-read_phase(struct agent *a, const char *ns, const char *name, const char *suid,
-    int *gone)
-{
-	struct k8s_patch_opts po = { .type = K8S_PATCH_JSON,
-	    .subresource = "status" };
-	json_t *p = json_pack("[{s:s, s:s, s:s}]", "op", "test", "path",
-	    "/metadata/uid", "value", suid), *cur = NULL;
-	struct k8s_error err;
-	const char *ph;
-	char *out = NULL;
-	int rc = k8s_patch(a->client, &session_resource, ns, name, &po, p, &cur,
-	    &err);
-
-	json_decref(p);
-	*gone = rc == K8S_ENOTFOUND || (rc == K8S_EHTTP && err.http_status == 422);
-	if (rc == 0) {
-		ph = json_string_value(json_object_get(json_object_get(cur,
-		    "status"), "phase"));
-		out = xstrdup(ph ? ph : "");
-	}
-	json_decref(cur);
-	return out;
-}
-
 void
 agent_session_end(struct agent *a, const char *uid)
 {
@@ -309,7 +287,8 @@ agent_session_end(struct agent *a, const char *uid)
 			ended = 1;	/* gone: its pod goes too */
 		} else if (rc == K8S_EHTTP && err.http_status == 422) {
 			int gone;
-			char *ph = read_phase(a, ns, name, suid, &gone);
+			char *ph = agent_read_phase(a, &session_resource, ns, name,
+			    suid, &gone);
 
 			/* Ended by someone else: its pod goes all the same. */
 			if (gone || (ph && strcmp(ph, SESSION_ENDED) == 0))

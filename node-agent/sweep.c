@@ -33,8 +33,9 @@ execution_gone(struct agent *a, const char *ns, const char *cx,
     const char *cx_uid)
 {
 	struct k8s_error err;
-	int rc = cx_uid ? agent_probe(a, ns, cx, "/metadata/uid", cx_uid, NULL, &err) :
-	    agent_probe(a, ns, cx, "/apiVersion", "airlock.dev/v1alpha1", NULL, &err);
+	int rc = cx_uid ? agent_probe(a, &cx_resource, ns, cx, "/metadata/uid",
+	    cx_uid, NULL, &err) : agent_probe(a, &cx_resource, ns, cx,
+	    "/apiVersion", "airlock.dev/v1alpha1", NULL, &err);
 
 	if (rc == 0)
 		return 0;
@@ -201,10 +202,10 @@ agent_sweep_logs(struct agent *a)
  * output, up to RUNSC_LIST_MAX bytes, as a new string in *outp when it
  * exits 0. 0, or -1.
  */
-static int
-runsc_run(struct agent *a, const char *const *args, char **outp)
+int
+agent_runsc_run(struct agent *a, const char *const *args, char **outp)
 {
-	char *argv[8] = { (char *)a->o.runsc, "--root", (char *)a->o.runsc_root };
+	char *argv[12] = { (char *)a->o.runsc, "--root", (char *)a->o.runsc_root };
 	char *envp[] = { "PATH=/usr/sbin:/usr/bin:/sbin:/bin", NULL };
 	posix_spawn_file_actions_t fa;
 	size_t len = 0, cap = 0, i;
@@ -327,7 +328,7 @@ agent_sweep_runsc(struct agent *a)
 	    !atomic_load(&a->ctrd_ok) || now < a->next_runsc_sweep_ms)
 		return;
 	a->next_runsc_sweep_ms = now + RUNSC_SWEEP_MS;
-	if (runsc_run(a, list, &out) != 0) {
+	if (agent_runsc_run(a, list, &out) != 0) {
 		log_debug("runsc list failed", "root=%s", a->o.runsc_root);
 		return;
 	}
@@ -349,7 +350,7 @@ agent_sweep_runsc(struct agent *a)
 		{
 			const char *del[] = { "delete", "--force", id, NULL };
 
-			if (runsc_run(a, del, NULL) == 0) {
+			if (agent_runsc_run(a, del, NULL) == 0) {
 				log_info("removed a stopped sandbox containerd no "
 				    "longer knows", "container=%.12s", id);
 				metric_inc(a->m_swept, "sandboxes");

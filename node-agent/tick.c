@@ -7,14 +7,12 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
-#include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/inotify.h>
 #include <sys/pidfd.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include "agent_priv.h"
@@ -273,12 +271,9 @@ static int
 runsc_kill_pid(struct agent *a, const char *cid, const char *dir)
 {
 	char path[600], buf[32] = "", *end;
-	char *argv[] = { (char *)a->o.runsc, "--root", (char *)a->o.runsc_root,
-	    "kill", "--pid", buf, (char *)cid, "TERM", NULL };
-	char *envp[] = { "PATH=/usr/sbin:/usr/bin:/sbin:/bin", NULL };
+	const char *args[] = { "kill", "--pid", buf, cid, "TERM", NULL };
 	long pid;
-	pid_t child;
-	int fd, st;
+	int fd;
 	ssize_t n;
 
 	snprintf(path, sizeof(path), "%s/" AGENT_EXEC_PIDFILE, dir);
@@ -292,14 +287,9 @@ runsc_kill_pid(struct agent *a, const char *cid, const char *dir)
 	pid = strtol(buf, &end, 10);
 	if (end == buf || *end != '\0' || pid <= 0 || pid > 4194304)
 		return -1;
-	if (posix_spawn(&child, a->o.runsc, NULL, NULL, argv, envp) != 0)
-		return -1;
-	while (waitpid(child, &st, 0) < 0)
-		if (errno != EINTR)
-			return -1;
-	if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) {
+	if (agent_runsc_run(a, args, NULL) != 0) {
 		log_warn("cannot interrupt a cancelled step: runsc kill failed",
-		    "container=%s status=%d", cid, st);
+		    "container=%s", cid);
 		return -1;
 	}
 	return 0;

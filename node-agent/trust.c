@@ -93,7 +93,8 @@ ask(struct agent *a, const char *ns, const char *cx, const char *cx_uid,
 	struct k8s_error err;
 	json_t *cur = NULL;
 	enum agent_trust v;
-	int rc = agent_probe(a, ns, cx, "/metadata/uid", cx_uid, &cur, &err);
+	int rc = agent_probe(a, &cx_resource, ns, cx, "/metadata/uid", cx_uid,
+	    &cur, &err);
 
 	*name = *uid = NULL;
 	if (rc == K8S_ENOTFOUND || (rc == K8S_EHTTP && err.http_status == 422))
