@@ -707,6 +707,8 @@ agent_stop(struct agent *a)
 	for (int i = 0; i < AGENT_WORKERS; i++)
 		pthread_join(a->workers[i], NULL);
 	informer_stop(a->pods);
+	/* Their stdin closed: each `warm --serve` exits, its kernel stays. */
+	agent_serve_free_all(a);
 	a->started = 0;
 }
 

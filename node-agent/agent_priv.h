@@ -180,6 +180,12 @@ struct run {
 	 * `runsc exec` passes no signal on to a process without a terminal.
 	 */
 	char		*exec_dir;
+	/*
+	 * Run on its pod's step server (serve.c), not an exec of its own:
+	 * a cancel is a CANCEL request the step's thread writes
+	 * (serve_cancel), not a signal.
+	 */
+	int		 served, serve_cancel;
 
 	/* Live output (spec.output.stream): copies into the status so far. */
 	int		 stream;
@@ -285,6 +291,8 @@ struct agent {
 	struct agent_session	*sessions;
 	int			 nsessions;
 	long long		 next_sessions_ms;
+	/* The session pods' step servers (serve.c), one a pod at most. */
+	struct agent_server	*servers;
 };
 
 #define AGENT_EXEC_PIDFILE	"pid"	/* runsc exec --internal-pid-file, in the exec dir */
@@ -368,6 +376,40 @@ unsigned long long agent_pid_start(uint32_t pid);
  * in *outp (when not NULL) if it exits 0. 0, or -1.
  */
 int agent_runsc_run(struct agent *a, const char *const *args, char **outp);
+
+/*
+ * serve.c: a session pod's step server, `warm --serve` (docs/sessions.md).
+ * agent_serve_take: the pod's (uid) own, idle, or one started now from
+ * base (the container's OCI process) and kernel (its argv), taken; NULL
+ * with why when none could be (nothing of a step was sent). Given back
+ * with agent_serve_put: kept (keep) for the next step, or ended.
+ */
+struct agent_server;
+struct buf;
+struct agent_server *agent_serve_take(struct agent *a, const char *uid,
+    const char *ns, const char *pod, const char *cid, json_t *base,
+    json_t *kernel, char *why, size_t whylen);
+void agent_serve_put(struct agent *a, struct agent_server *s, int keep);
+unsigned long long agent_serve_next_seq(struct agent_server *s);
+/* A record came from it, ever; what it wrote on stderr first (one line). */
+int agent_serve_answered(const struct agent_server *s);
+const char *agent_serve_said(struct agent_server *s);
+/*
+ * Write request req (step seq) and read the answer: its output into the
+ * run of pod uid's crilog, a cancel sent once that run's serve_cancel is
+ * set. DONE: its X came, *status the step's (DONE_BROKEN: and bytes after
+ * it; the server must go). UNSTARTED: the server ended with no record
+ * ever (it may not have started). LOST: it ended inside the step. BROKEN:
+ * what it wrote is not records. RUN_GONE: the run went, or the agent stops.
+ */
+enum serve_end { SERVE_DONE, SERVE_DONE_BROKEN, SERVE_UNSTARTED, SERVE_LOST,
+    SERVE_BROKEN, SERVE_RUN_GONE };
+enum serve_end agent_serve_step(struct agent *a, struct agent_server *s,
+    const char *uid, const struct buf *req, unsigned long long seq,
+    unsigned *status);
+/* The ticker's: idle servers whose pod went, or that ended or wrote. */
+void agent_serve_sweep(struct agent *a);
+void agent_serve_free_all(struct agent *a);
 
 /* tick.c */
 void *agent_tick_main(void *arg);

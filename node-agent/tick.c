@@ -314,7 +314,17 @@ interrupt_step(struct agent *a, const char *key)
 	cx_uid++;
 	pthread_mutex_lock(&a->lock);
 	/* The step it was for, still running: never the pod's next one. */
-	if ((r = agent_find_run(a, uid)) != NULL && r->cid && r->exec_id &&
+	if ((r = agent_find_run(a, uid)) != NULL && r->served && r->cx_uid &&
+	    strcmp(r->cx_uid, cx_uid) == 0 && !r->exited && !r->recorded) {
+		/* On its server: a CANCEL request, written by its thread. */
+		r->serve_cancel = 1;
+		pod = xasprintf("%s/%s", r->ns, r->pod);
+		pthread_mutex_unlock(&a->lock);
+		log_info("cancelled step interrupted", "pod=%s", pod);
+		free(pod);
+		return;
+	}
+	if (r != NULL && r->cid && r->exec_id &&
 	    r->cx_uid && strcmp(r->cx_uid, cx_uid) == 0 && r->interrupt_sent &&
 	    !r->exited && !r->recorded) {
 		cid = xstrdup(r->cid);
@@ -704,6 +714,7 @@ tick(struct agent *a)
 	if (now >= a->next_sessions_ms) {
 		a->next_sessions_ms = now + AGENT_SESSIONS_MS;
 		agent_sessions_pass(a);
+		agent_serve_sweep(a);
 	}
 	for (int i = 0; i < n; i++) {
 		kill_now(a, kills[i]);

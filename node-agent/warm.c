@@ -181,68 +181,17 @@ fall_back(struct agent *a, const char *ns, const char *cx, const char *cx_uid,
  * [warm, BYTES or -, argv[1..]] and the claim's env over the container's. A new string, or NULL when the claim's argv does not start
  * with the runner.
  */
-static char *
-exec_process(json_t *base, const struct pool_process *pp, size_t tar_len,
-    int step)
+/*
+ * The program's env: the container's (base's "env", NAME=VALUE strings),
+ * each the spec names replaced by the spec's. A new array.
+ */
+static json_t *
+step_env(json_t *base, const struct pool_process *pp)
 {
-	json_t *p = json_deep_copy(base), *args = json_array(), *env = json_array();
-	json_t *v, *e;
-	char n[32], *out;
+	json_t *env = json_array(), *v, *e;
 	size_t i, j;
 
-	if (p == NULL || strcmp(json_string_value(json_array_get(pp->argv, 0)),
-	    POOL_RUNNER) != 0) {
-		json_decref(p);
-		json_decref(args);
-		json_decref(env);
-		return NULL;
-	}
-	/* No spec.stdin: all of stdin is the tar, one process fewer. */
-	if (pp->stdin_data == NULL)
-		snprintf(n, sizeof(n), "-");
-	else
-		snprintf(n, sizeof(n), "%zu", tar_len);
-	json_array_append_new(args, json_string(POOL_WARM));
-	if (step) {
-		/* warm --step BYTES TIMEOUT_MS GRACE_MS CODE KERNEL... */
-		json_t *st = json_object_get(pp->proc, "step");
-		json_t *code = json_object_get(st, "code");
-		json_t *kernel = json_object_get(st, "kernel");
-		char t[32], g[32];
-
-		snprintf(t, sizeof(t), "%lld", (long long)json_integer_value(
-		    json_object_get(st, "timeoutMs")));
-		snprintf(g, sizeof(g), "%lld", (long long)json_integer_value(
-		    json_object_get(st, "graceMs")));
-		if (!json_is_string(code) || !json_is_array(kernel) ||
-		    json_array_size(kernel) == 0 || json_integer_value(
-		    json_object_get(st, "timeoutMs")) <= 0) {
-			json_decref(p);
-			json_decref(args);
-			json_decref(env);
-			return NULL;
-		}
-		json_array_append_new(args, json_string("--step"));
-		json_array_append_new(args, json_string(n));
-		json_array_append_new(args, json_string(t));
-		json_array_append_new(args, json_string(g));
-		json_array_append(args, code);
-		json_array_foreach(kernel, i, v) {
-			if (!json_is_string(v)) {
-				json_decref(p);
-				json_decref(args);
-				json_decref(env);
-				return NULL;
-			}
-			json_array_append(args, v);
-		}
-	} else {
-		json_array_append_new(args, json_string(n));
-		json_array_foreach(pp->argv, i, v)
-			if (i > 0)
-				json_array_append(args, v);
-	}
-	json_array_foreach(json_object_get(p, "env"), i, v) {
+	json_array_foreach(json_object_get(base, "env"), i, v) {
 		const char *s = json_string_value(v), *eq;
 		int over = 0;
 
@@ -265,13 +214,89 @@ exec_process(json_t *base, const struct pool_process *pp, size_t tar_len,
 		json_array_append_new(env, json_string(kv));
 		free(kv);
 	}
+	return env;
+}
+
+static char *
+exec_process(json_t *base, const struct pool_process *pp, size_t tar_len)
+{
+	json_t *p = json_deep_copy(base), *args = json_array(), *v;
+	char n[32], *out;
+	size_t i;
+
+	if (p == NULL || strcmp(json_string_value(json_array_get(pp->argv, 0)),
+	    POOL_RUNNER) != 0) {
+		json_decref(p);
+		json_decref(args);
+		return NULL;
+	}
+	/* No spec.stdin: all of stdin is the tar, one process fewer. */
+	if (pp->stdin_data == NULL)
+		snprintf(n, sizeof(n), "-");
+	else
+		snprintf(n, sizeof(n), "%zu", tar_len);
+	json_array_append_new(args, json_string(POOL_WARM));
+	json_array_append_new(args, json_string(n));
+	json_array_foreach(pp->argv, i, v)
+		if (i > 0)
+			json_array_append(args, v);
 	json_object_set_new(p, "args", args);
-	json_object_set_new(p, "env", env);
+	json_object_set_new(p, "env", step_env(p, pp));
 	json_object_del(p, "terminal");
 	json_object_del(p, "consoleSize");
 	out = json_dumps(p, JSON_COMPACT);
 	json_decref(p);
 	return out;
+}
+
+/*
+ * A session step's request to its server (images/runner/warm.c's
+ * header), but for its line, which needs the server's seq: the code's
+ * name, the timeout and grace, the env ("NAME=VALUE\0" each), the kernel's
+ * argv (a new reference). Why not, or NULL.
+ */
+struct step_req {
+	char		 code[96];
+	long long	 timeout_ms, grace_ms;
+	struct buf	 env;
+	json_t		*kernel;
+};
+
+#define STEP_ENV_MAX	(192 * 1024)	/* below warm --serve's 256 KiB */
+
+static const char *
+step_request(json_t *base, const struct pool_process *pp, struct step_req *q)
+{
+	json_t *st = json_object_get(pp->proc, "step"), *env, *v;
+	const char *code = json_string_value(json_object_get(st, "code"));
+	json_t *kernel = json_object_get(st, "kernel");
+	size_t i;
+
+	buf_init(&q->env, STEP_ENV_MAX);
+	q->timeout_ms = json_integer_value(json_object_get(st, "timeoutMs"));
+	q->grace_ms = json_integer_value(json_object_get(st, "graceMs"));
+	if (strcmp(json_string_value(json_array_get(pp->argv, 0)),
+	    POOL_RUNNER) != 0 || code == NULL || code[0] == '\0' ||
+	    strlen(code) >= sizeof(q->code) || strpbrk(code, " \t\n\r") ||
+	    !json_is_array(kernel) || json_array_size(kernel) == 0 ||
+	    q->timeout_ms <= 0 || q->grace_ms < 0)
+		return "its step cannot be read";
+	json_array_foreach(kernel, i, v)
+		if (!json_is_string(v))
+			return "its step cannot be read";
+	snprintf(q->code, sizeof(q->code), "%s", code);
+	env = step_env(base, pp);
+	json_array_foreach(env, i, v) {
+		const char *kv = json_string_value(v);
+
+		if (kv == NULL || buf_append(&q->env, kv, strlen(kv) + 1) != 0) {
+			json_decref(env);
+			return "its env is over 192 KiB";
+		}
+	}
+	json_decref(env);
+	q->kernel = json_incref(kernel);
+	return NULL;
 }
 
 /* The input: the tar of the files, then stdin. 0, or why not (static). */
@@ -705,6 +730,121 @@ start_failed(struct warm *w, int sent, const char *why)
 		    "pod=%s/%s error=\"%s\"", w->ns, w->pod, why);
 }
 
+/*
+ * Its server gone with the step in it (not a record's end): a kill of the
+ * agent's (deadline, output, the session's end) or a sandbox that died
+ * ends the run by its exit, as before; else it ends here, StartFailed when
+ * the server never answered (it may not have started the step) or
+ * ResultLost (it ran; what it wrote is not whole). Never run again.
+ */
+static void
+served_lost(struct warm *w, enum serve_end e, const char *said, uint32_t pid)
+{
+	struct agent *a = w->a;
+	struct run *r;
+
+	pthread_mutex_lock(&a->lock);
+	if ((r = agent_find_run(a, w->uid)) == NULL || r->recorded) {
+		pthread_mutex_unlock(&a->lock);
+		return;
+	}
+	if (r->exited || r->why != CX_KILL_NONE || r->kill_sent ||
+	    (pid && kill((pid_t)pid, 0) != 0 && errno == ESRCH)) {
+		r->io_done = 1;
+		agent_warm_maybe_record(a, r);
+	} else if (e == SERVE_UNSTARTED) {
+		free(r->note);
+		r->note = xasprintf("; its session's step server ended before "
+		    "it answered%s%.200s", said[0] ? ": " : "", said);
+		end_killed(a, r, CX_KILL_START);
+	} else {
+		free(r->lost);
+		r->lost = xstrdup(e == SERVE_BROKEN ? "its session's step server "
+		    "wrote what is not its records while it ran: its output "
+		    "cannot be had, and it is not run again" : "its session's "
+		    "step server ended while it ran: its output cannot be had, "
+		    "and it is not run again");
+		end_killed(a, r, CX_KILL_NONE);
+	}
+	pthread_mutex_unlock(&a->lock);
+}
+
+/*
+ * A session's step: one request to the pod's step server (serve.c),
+ * started now if the pod has none. limit: the archive's bytes in in when
+ * a program stdin follows it, else -1.
+ */
+static void
+served_step(struct warm *w, json_t *base, struct step_req *q,
+    const struct buf *in, long long limit, uint32_t pid)
+{
+	struct agent *a = w->a;
+	struct agent_server *s;
+	struct buf req;
+	unsigned long long seq;
+	unsigned status = 0;
+	char why[300], line[256], lim[32];
+	enum serve_end e;
+	struct run *r;
+	int n;
+
+	if ((s = agent_serve_take(a, w->uid, w->ns, w->pod, w->cid, base,
+	    q->kernel, why, sizeof(why))) == NULL) {
+		end_unstarted(w, NULL, why);
+		return;
+	}
+	seq = agent_serve_next_seq(s);
+	if (limit >= 0)
+		snprintf(lim, sizeof(lim), "%lld", limit);
+	else
+		snprintf(lim, sizeof(lim), "-");
+	n = snprintf(line, sizeof(line), "STEP %llu %s %lld %lld %s %zu %zu\n",
+	    seq, lim, q->timeout_ms, q->grace_ms, q->code, q->env.len, in->len);
+	buf_init(&req, (size_t)n + q->env.len + in->len);
+	if (n <= 0 || (size_t)n >= sizeof(line) ||
+	    buf_append(&req, line, (size_t)n) != 0 ||
+	    buf_append(&req, q->env.data, q->env.len) != 0 ||
+	    buf_append(&req, in->data, in->len) != 0) {
+		buf_free(&req);
+		agent_serve_put(a, s, 1);
+		end_unstarted(w, NULL, "its step's request cannot be made");
+		return;
+	}
+	pthread_mutex_lock(&a->lock);
+	if ((r = agent_find_run(a, w->uid)) != NULL) {
+		r->start_ns = agent_now_ns();
+		r->pid = pid;
+		r->warm_started = 1;
+		r->served = 1;
+		agent_arm_deadline(r);
+	}
+	pthread_mutex_unlock(&a->lock);
+	metric_observe(a->m_deliver, (double)(clock_mono_ms() - w->seen_ms) /
+	    1000.0);
+	log_debug("session step sent", "pod=%s/%s seq=%llu after_claim_seen_ms="
+	    "%lld", w->ns, w->pod, seq, clock_mono_ms() - w->seen_ms);
+	e = agent_serve_step(a, s, w->uid, &req, seq, &status);
+	buf_free(&req);
+	if (e == SERVE_DONE || e == SERVE_DONE_BROKEN) {
+		pthread_mutex_lock(&a->lock);
+		if ((r = agent_find_run(a, w->uid)) != NULL && !r->exited) {
+			r->exited = 1;
+			r->exit_exact = 1;	/* the server's word: no event refines it */
+			r->status = status;
+			r->exited_ns = agent_now_ns();
+			r->exit_seen_ms = clock_mono_ms();
+		}
+		pthread_mutex_unlock(&a->lock);
+		agent_serve_put(a, s, e == SERVE_DONE);
+		set_io_done(a, w->uid);
+		return;
+	}
+	(void)snprintf(why, sizeof(why), "%s", agent_serve_said(s));
+	agent_serve_put(a, s, 0);
+	if (e != SERVE_RUN_GONE)
+		served_lost(w, e, why, pid);
+}
+
 static void *
 warm_main(void *arg)
 {
@@ -721,10 +861,12 @@ warm_main(void *arg)
 	struct child child = { -1, -1, 0 };
 	size_t tar_len = 0, off = 0;
 	uint32_t pid = 0;
-	int fd[3] = { -1, -1, -1 }, made = 0;
+	int fd[3] = { -1, -1, -1 }, made = 0, has_stdin = 0;
+	struct step_req q = { .kernel = NULL };
 	struct run *r;
 
 	buf_init(&in, 0);
+	buf_init(&q.env, 0);
 	if (pod == NULL || strcmp(k8s_obj_uid(pod), w->uid) != 0 ||
 	    (w->step_uid && (session_pod_step(pod, &sname, &suid) != 0 ||
 	    strcmp(suid, w->step_uid) != 0)) ||
@@ -767,13 +909,14 @@ warm_main(void *arg)
 	if ((bad = build_input(&pp, &in, &tar_len)) != NULL ||
 	    (base == NULL && ctrd_container_process(a->ctrd, w->cid, &base,
 	    &err) != 0) ||
-	    (proc = exec_process(base, &pp, tar_len, w->step_uid != NULL)) ==
-	    NULL) {
+	    (w->step_uid ? (bad = step_request(base, &pp, &q)) != NULL :
+	    (proc = exec_process(base, &pp, tar_len)) == NULL)) {
 		pool_process_free(&pp);
 		end_unstarted(w, NULL, bad ? bad : base ? "its command does not "
 		    "start with the runner" : err.message);
 		goto out;
 	}
+	has_stdin = pp.stdin_data != NULL;
 	pool_process_free(&pp);
 	/* A step's mark is its own: the pod runs many. */
 	snprintf(dir, sizeof(dir), "%s/%s", a->o.exec_dir, w->step_uid ?
@@ -812,6 +955,11 @@ warm_main(void *arg)
 			r->oom_before = u.oom_kills;
 		}
 		pthread_mutex_unlock(&a->lock);
+	}
+	if (w->step_uid) {
+		served_step(w, base, &q, &in, has_stdin ? (long long)tar_len : -1,
+		    pid);
+		goto out;
 	}
 	if ((a->o.runsc ? start_runsc(w, proc, &in, &off, fd, &child, dir,
 	    path) : start_ctrd(w, proc, &in, &off, fd, dir, path)) != 0)
@@ -865,6 +1013,8 @@ out:
 		close(child.pidfd);
 	}
 	free(proc);
+	json_decref(q.kernel);
+	buf_free(&q.env);
 	json_decref(base);
 	json_decref(pod);
 	buf_free(&in);
