@@ -29,15 +29,19 @@
 # (its frame held).
 #
 # Before each sample, untimed: the pool's two holders ready and idle,
-# nothing terminating. The controller and agent are this clone's bin/ (the
-# agent with --runsc, as the chart's default). Not a test: it prints the
+# nothing terminating. The controller and agent are this clone's bin/, the
+# agent as the chart's default has it: containerd alone (BENCH_RUNSC=1:
+# with --runsc, the chart's nodeAgent.runsc.path). Not a test: it prints the
 # medians, p90 and p99 (max below N 200) and appends them to
 # bench/RESULTS.md. Needs `make cluster-up NODE=1`, `images/local.sh` and
 # `make`.
 #
-# usage: bench/session.sh [N]      (default 200)
+# usage: [BENCH_RUNSC=1] [BENCH_BIN=DIR] bench/session.sh [N]   (default 200;
+# BENCH_BIN: where the controller and agent are, default bin/: a copy lets
+# make run meanwhile)
 set -euo pipefail
 n=${1:-200}
+bin=${BENCH_BIN:-$(cd "$(dirname "$0")/.." && pwd)/bin}
 . "$(dirname "$0")/lib.sh"
 bench_need_node session.sh
 ns=bench-session-$$
@@ -63,14 +67,15 @@ kubelet=$(pgrep -f "kubelet --config=$top/.cluster/node/kubelet.yaml" | head -n1
 cri_floor=$top/build/plain/bench/cri_floor
 [ -x "$cri_floor" ] || { echo "bench/session.sh: $cri_floor is not built (make)" >&2; exit 1; }
 mkdir -p "$work/cri-logs"
-"$top/bin/airlock-controller" --config "$work/config.yaml" --kubeconfig "$KUBECONFIG_ADMIN" \
+"$bin/airlock-controller" --config "$work/config.yaml" --kubeconfig "$KUBECONFIG_ADMIN" \
 	--namespace "$ns" --lease-namespace "$ns" --metrics-addr "127.0.0.1:$(port)" \
 	--log-level warn > "$work/controller.log" 2>&1 &
 pids+=($!)
 aaddr=127.0.0.1:$(port)
-"$top/bin/airlock-node-agent" --kubeconfig "$KUBECONFIG_ADMIN" --node-name "$NODE_NAME" \
+"$bin/airlock-node-agent" --kubeconfig "$KUBECONFIG_ADMIN" --node-name "$NODE_NAME" \
 	--namespace "$ns" --pod-logs-dir "$POD_LOGS_DIR" --containerd-socket "$CONTAINERD_SOCK" \
-	--metrics-addr "$aaddr" --log-level warn --runsc "$RUNSC" --runsc-root "$RUNSC_ROOT" \
+	--metrics-addr "$aaddr" --log-level warn \
+	${BENCH_RUNSC:+--runsc "$RUNSC" --runsc-root "$RUNSC_ROOT"} \
 	> "$work/agent.log" 2>&1 &
 pids+=($!)
 until curl -sf "http://$aaddr/readyz" >/dev/null 2>&1; do sleep 0.2; done
@@ -217,11 +222,13 @@ PY
 
 cpu=$(awk -F': ' '/model name/ { print $2; exit }' /proc/cpuinfo)
 mem=$(awk '/MemTotal/ { printf "%.0f GiB", $2 / 1048576 }' /proc/meminfo)
-python3 - "$work" "$n" "$cpu" "$mem" "$(date -u +%Y-%m-%d)" "$(git -C "$top" rev-parse --short HEAD)" <<'PY' | tee -a "$top/bench/RESULTS.md"
+python3 - "$work" "$n" "$cpu" "$mem" "$(date -u +%Y-%m-%d)" "$(git -C "$top" rev-parse --short HEAD)" "${BENCH_RUNSC:+1}" <<'PY' | tee -a "$top/bench/RESULTS.md"
 import json, sys
 work, n, cpu, mem, day, commit = sys.argv[1], int(sys.argv[2]), *sys.argv[3:7]
+runsc = sys.argv[7] == "1"
 o = json.load(open(work + "/out.json"))
-print("\n## bench/session.sh, %s, %s (%s, %s), N=%d\n" % (day, commit, cpu, mem, n))
+print("\n## bench/session.sh, %s, %s (%s, %s), N=%d, agent: %s\n" % (day, commit, cpu, mem, n,
+      "--runsc" if runsc else "containerd alone (the chart's default)"))
 print("| what | p50 ms | p90 ms | p99 ms | max ms | N |")
 print("|---|---|---|---|---|---|")
 for k, label in (("step", "a session's step (`x = x + 1`, value back)"),
