@@ -106,7 +106,6 @@ agent_free_run(struct run *r)
 	free(r->lost);
 	free(r->note);
 	free(r->session_end);
-	free(r->exec_dir);
 	json_decref(r->process);
 	free(r);
 }

@@ -169,23 +169,11 @@ struct run {
 	char		*session_end;	/* CX_KILL_SESSION's message */
 	/*
 	 * The step was cancelled while it ran (SESSION_ANN_CANCEL on the
-	 * pod names it): `warm --step` is sent SIGTERM once, which
-	 * interrupts the kernel as at a timeout (its status is Cancelled
-	 * already; the session and its state stay).
+	 * pod names it): its thread writes the step server a CANCEL once
+	 * (interrupt_sent), which interrupts the kernel as at a timeout (its
+	 * status is Cancelled already; the session and its state stay).
 	 */
 	int		 interrupt_wanted, interrupt_sent;
-	/*
-	 * Its exec directory, when runsc exec'd it (--runsc): runsc writes
-	 * the step client's pid in the sandbox there (AGENT_EXEC_PIDFILE), as
-	 * `runsc exec` passes no signal on to a process without a terminal.
-	 */
-	char		*exec_dir;
-	/*
-	 * Run on its pod's step server (serve.c), not an exec of its own:
-	 * a cancel is a CANCEL request the step's thread writes
-	 * (serve_cancel), not a signal.
-	 */
-	int		 served, serve_cancel;
 
 	/* Live output (spec.output.stream): copies into the status so far. */
 	int		 stream;
@@ -252,7 +240,8 @@ struct agent {
 	int			 sweeping;
 	/*
 	 * What the workers do, as keys: "record/UID", "delete/UID" (a
-	 * run's pod uid) and "sweep".
+	 * run's pod uid), "session/..." (sessions.c), "check", "sweep" and
+	 * "serve-end" (serve.c).
 	 */
 	struct workqueue	*q;
 	/*
@@ -291,11 +280,13 @@ struct agent {
 	struct agent_session	*sessions;
 	int			 nsessions;
 	long long		 next_sessions_ms;
-	/* The session pods' step servers (serve.c), one a pod at most. */
-	struct agent_server	*servers;
+	/*
+	 * The session pods' step servers (serve.c), one a pod at most; and
+	 * those the ticker ended, for a worker to end ("serve-end").
+	 */
+	struct agent_server	*servers, *servers_ended;
 };
 
-#define AGENT_EXEC_PIDFILE	"pid"	/* runsc exec --internal-pid-file, in the exec dir */
 #define AGENT_SESSIONS_MAX	1024
 #define AGENT_SESSIONS_MS	1000
 #define AGENT_SESSIONS_INDEX	"session"	/* the pod cache's index value */
@@ -391,13 +382,17 @@ struct agent_server *agent_serve_take(struct agent *a, const char *uid,
     json_t *kernel, char *why, size_t whylen);
 void agent_serve_put(struct agent *a, struct agent_server *s, int keep);
 unsigned long long agent_serve_next_seq(struct agent_server *s);
-/* A record came from it, ever; what it wrote on stderr first (one line). */
-int agent_serve_answered(const struct agent_server *s);
+/*
+ * containerd's TaskExit of exec exec_id in container cid (NULL: the
+ * sandbox's own): its server is gone (lock held).
+ */
+void agent_serve_exited(struct agent *a, const char *cid, const char *exec_id);
+/* What it wrote on stderr first, one line (a message's). */
 const char *agent_serve_said(struct agent_server *s);
 /*
  * Write request req (step seq) and read the answer: its output into the
- * run of pod uid's crilog, a cancel sent once that run's serve_cancel is
- * set. DONE: its X came, *status the step's (DONE_BROKEN: and bytes after
+ * run of pod uid's crilog, a CANCEL sent once that run's interrupt_sent
+ * is set. DONE: its X came, *status the step's (DONE_BROKEN: and bytes after
  * it; the server must go). UNSTARTED: the server ended with no record
  * ever (it may not have started). LOST: it ended inside the step. BROKEN:
  * what it wrote is not records. RUN_GONE: the run went, or the agent stops.
@@ -407,8 +402,12 @@ enum serve_end { SERVE_DONE, SERVE_DONE_BROKEN, SERVE_UNSTARTED, SERVE_LOST,
 enum serve_end agent_serve_step(struct agent *a, struct agent_server *s,
     const char *uid, const struct buf *req, unsigned long long seq,
     unsigned *status);
-/* The ticker's: idle servers whose pod went, or that ended or wrote. */
+/*
+ * The ticker's: idle servers whose pod went, or that ended or wrote, put
+ * aside for a worker's agent_serve_end_swept.
+ */
 void agent_serve_sweep(struct agent *a);
+void agent_serve_end_swept(struct agent *a);
 void agent_serve_free_all(struct agent *a);
 
 /* tick.c */

@@ -408,6 +408,13 @@ on_task_event(void *arg, const struct ctrd_event *ev)
 	if (ev->kind == CTRD_EV_TASK_EXIT && agent_exit_is_init(ev))
 		sbx_drop(a, ev->container_id, 0);
 	pthread_mutex_lock(&a->lock);
+	/*
+	 * A step server's exec, or the sandbox under it: the server is gone
+	 * even while a process of a step holds its stdout open.
+	 */
+	if (ev->kind == CTRD_EV_TASK_EXIT)
+		agent_serve_exited(a, ev->container_id, agent_exit_is_init(ev) ?
+		    NULL : ev->exec_id);
 	for (r = a->runs; r; r = r->next) {
 		if (r->cid == NULL || strcmp(r->cid, ev->container_id) != 0)
 			continue;

@@ -209,8 +209,8 @@ result_patch(struct agent *a, struct run *r, const char *expect,
 
 		json_decref(vs);
 		/*
-		 * Interrupted because it was cancelled (tick.c sent the step
-		 * client SIGTERM): Cancelled, as the controller writes it.
+		 * Interrupted because it was cancelled (its step server was
+		 * sent a CANCEL): Cancelled, as the controller writes it.
 		 */
 		if (step && r->interrupt_sent && e.why == CX_KILL_NONE) {
 			e.why = CX_KILL_SESSION;

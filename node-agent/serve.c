@@ -16,21 +16,20 @@
  * Ending one closes its stdin: `warm --serve` exits at that EOF and leaves
  * the kernel running, for the next server.
  *
- * Started by `runsc exec` (the agent's --runsc: its pipes are the
- * client's stdio) or by containerd's Tasks.Exec (FIFOs in its directory
- * under the exec directory, named serve-POD_UID-N).
+ * Started by containerd's Tasks.Exec, with the agent's --runsc too (FIFOs
+ * in its directory under the exec directory): `runsc exec`'s client
+ * would stay resident in the agent's cgroup for the session's life, and
+ * the exec's cost is paid once a session. Its end is known from its
+ * FIFO's EOF or, since a process of the step's can hold its stdout open,
+ * from containerd's TaskExit for its exec (agent_serve_exited).
  */
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
-#include <signal.h>
-#include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
-#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -43,20 +42,29 @@
 
 #define SERVE_CHUNK	(64 * 1024)
 #define SERVE_POLL_MS	20	/* a step's loop looks at its run this often */
+#define SERVE_BUSY_TRIES	50	/* polls a step waits for the one before */
+#define SERVE_GONE_MS	1000	/* exited: what is still in its FIFO, then go */
+#define SERVE_READS	16	/* chunks read a pass, then the run looked at */
+/* warm --serve writes nothing on stderr once serving: more is not its. */
+#define SERVE_ERR_MAX	4096
 
 struct agent_server {
 	struct agent_server	*next;
 	char			*uid, *ns, *pod, *cid;
-	char			*exec_id;	/* containerd's; NULL under --runsc */
+	char			*exec_id;	/* its exec in the pod's task */
 	char			 dir[600];
-	pid_t			 pid;		/* --runsc: the client */
-	int			 pidfd;
 	int			 fd[3];		/* its stdin (ours), stdout, stderr */
 	unsigned long long	 seq;		/* the last request's */
 	int			 busy;
-	int			 answered;	/* a record came from it */
-	char			 errtail[200];	/* what it said on stderr, first */
-	size_t			 errlen;
+	int			 gone;		/* its exec, or the sandbox, exited */
+	/*
+	 * A record came from it, ever: one that ends without has not run a
+	 * step (an image whose warm has no --serve, say). This step's: what
+	 * stderr said first, and how much.
+	 */
+	int			 answered;
+	char			 errtail[200];
+	size_t			 errlen, errtotal;
 };
 
 /* --- the records --------------------------------------------------------- */
@@ -158,32 +166,31 @@ server_free(struct agent_server *s)
 	free(s);
 }
 
-/* End s (out of the list): its stdin closed, its process gone, its files. */
+/* End s (out of the list): its stdin closed, its exec gone, its files. */
 static void
 server_end(struct agent *a, struct agent_server *s)
 {
-	static const char *const names[] = { "process.json", "in", "out", "err" };
+	static const char *const names[] = { "in", "out", "err" };
 	char path[700];
 
 	for (int i = 0; i < 3; i++)
 		if (s->fd[i] >= 0)
 			close(s->fd[i]);
-	if (s->pidfd >= 0) {
-		kill(s->pid, SIGKILL);
-		(void)waitpid(s->pid, NULL, 0);
-		close(s->pidfd);
-	} else if (s->exec_id != NULL && !atomic_load(&a->stop)) {
-		/*
-		 * Its stdin's EOF ends it; the kill makes sure, and the exec is
-		 * removed from its task (the shim would keep every server's).
-		 */
+	/*
+	 * Its stdin's EOF ends it; the kill makes sure, and the exec is
+	 * removed from its task (the shim would keep every server's). Not
+	 * when stopping: the next agent's servers are new ones, and the
+	 * pod's end takes the old.
+	 */
+	if (s->exec_id != NULL && !atomic_load(&a->stop))
 		ctrd_exec_abort(a->ctrd, s->cid, s->exec_id);
-	}
-	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+	for (size_t i = 0; s->dir[0] && i < sizeof(names) / sizeof(names[0]);
+	    i++) {
 		snprintf(path, sizeof(path), "%s/%s", s->dir, names[i]);
 		(void)unlink(path);
 	}
-	(void)rmdir(s->dir);
+	if (s->dir[0])
+		(void)rmdir(s->dir);
 	server_free(s);
 }
 
@@ -212,89 +219,36 @@ serve_process(json_t *base, json_t *kernel)
 	return out;
 }
 
+/*
+ * Its directory, FIFOs and exec: 0, or -1 with why. Names that an agent
+ * restarted (its counters from 0 again) cannot meet: the clock's ms in
+ * each, and a directory taken is passed over.
+ */
 static int
-write_file(const char *path, const char *s)
-{
-	int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-	size_t n = strlen(s);
-	ssize_t w = -1;
-
-	if (fd >= 0) {
-		w = write(fd, s, n);
-		if (close(fd) != 0)
-			w = -1;
-	}
-	return w == (ssize_t)n ? 0 : -1;
-}
-
-/* Through runsc exec: 0, or -1 with why. */
-static int
-start_runsc(struct agent *a, struct agent_server *s, const char *proc,
+server_start(struct agent *a, struct agent_server *s, const char *proc,
     char *why, size_t whylen)
 {
-	posix_spawn_file_actions_t fa;
-	int p[3][2] = { { -1, -1 }, { -1, -1 }, { -1, -1 } }, rc;
-	char path[700], *argv[8];
-	char *envp[] = { "PATH=/usr/sbin:/usr/bin:/sbin:/bin", NULL };
-
-	snprintf(path, sizeof(path), "%s/process.json", s->dir);
-	if (write_file(path, proc) != 0) {
-		snprintf(why, whylen, "cannot write its step server's process");
-		return -1;
-	}
-	for (int i = 0; i < 3; i++)
-		if (pipe2(p[i], O_CLOEXEC) != 0) {
-			for (int j = 0; j < i; j++) {
-				close(p[j][0]);
-				close(p[j][1]);
-			}
-			snprintf(why, whylen, "cannot make its step server's pipes");
-			return -1;
-		}
-	s->fd[0] = p[0][1];
-	s->fd[1] = p[1][0];
-	s->fd[2] = p[2][0];
-	for (int i = 0; i < 3; i++)
-		(void)fcntl(s->fd[i], F_SETFL, O_NONBLOCK);
-	argv[0] = (char *)a->o.runsc;
-	argv[1] = "--root";
-	argv[2] = (char *)a->o.runsc_root;
-	argv[3] = "exec";
-	argv[4] = "--process";
-	argv[5] = path;
-	argv[6] = s->cid;
-	argv[7] = NULL;
-	posix_spawn_file_actions_init(&fa);
-	posix_spawn_file_actions_adddup2(&fa, p[0][0], 0);
-	posix_spawn_file_actions_adddup2(&fa, p[1][1], 1);
-	posix_spawn_file_actions_adddup2(&fa, p[2][1], 2);
-	rc = posix_spawn(&s->pid, a->o.runsc, &fa, NULL, argv, envp);
-	posix_spawn_file_actions_destroy(&fa);
-	close(p[0][0]);
-	close(p[1][1]);
-	close(p[2][1]);
-	if (rc != 0) {
-		snprintf(why, whylen, "cannot start runsc");
-		return -1;
-	}
-	if ((s->pidfd = (int)syscall(SYS_pidfd_open, s->pid, 0)) < 0) {
-		kill(s->pid, SIGKILL);
-		(void)waitpid(s->pid, NULL, 0);
-		snprintf(why, whylen, "cannot follow runsc");
-		return -1;
-	}
-	return 0;
-}
-
-/* Through containerd's Tasks.Exec, FIFOs in its directory: 0, or -1. */
-static int
-start_ctrd(struct agent *a, struct agent_server *s, const char *proc,
-    char *why, size_t whylen)
-{
-	static atomic_ullong n;
+	static atomic_uint n;
 	struct k8s_error err;
 	char path[3][700], id[80];
+	int made = 0;
 
+	(void)mkdir(a->o.exec_dir, 0700);
+	for (int i = 0; i < 4 && !made; i++) {
+		snprintf(id, sizeof(id), "serve-%lld-%u",
+		    (long long)(agent_now_ns() / 1000000),
+		    atomic_fetch_add(&n, 1));
+		snprintf(s->dir, sizeof(s->dir), "%s/%s-%s", a->o.exec_dir, id,
+		    s->uid);
+		made = mkdir(s->dir, 0700) == 0;
+		if (!made && errno != EEXIST)
+			break;
+	}
+	if (!made) {
+		s->dir[0] = '\0';
+		snprintf(why, whylen, "cannot make its step server's directory");
+		return -1;
+	}
 	for (int i = 0; i < 3; i++) {
 		snprintf(path[i], sizeof(path[i]), "%s/%s", s->dir,
 		    (const char *[]){ "in", "out", "err" }[i]);
@@ -304,34 +258,27 @@ start_ctrd(struct agent *a, struct agent_server *s, const char *proc,
 			return -1;
 		}
 	}
-	/* Unique past a restart: a Tasks.Exec id is refused twice. */
-	snprintf(id, sizeof(id), "serve-%lld-%llu", (long long)time(NULL),
-	    (unsigned long long)atomic_fetch_add(&n, 1));
-	s->exec_id = xstrdup(id);
-	if (ctrd_exec_create(a->ctrd, s->cid, s->exec_id, proc, path[0],
-	    path[1], path[2], &err) != 0) {
+	if (ctrd_exec_create(a->ctrd, s->cid, id, proc, path[0], path[1],
+	    path[2], &err) != 0) {
 		snprintf(why, whylen, "%s", err.message);
-		free(s->exec_id);
-		s->exec_id = NULL;
 		return -1;
 	}
+	s->exec_id = xstrdup(id);
 	if (ctrd_exec_start(a->ctrd, s->cid, s->exec_id, NULL, &err) != 0) {
+		/* It may run: server_end kills it. Nothing was sent to it. */
 		snprintf(why, whylen, "%s", err.message);
-		ctrd_exec_abort(a->ctrd, s->cid, s->exec_id);
-		free(s->exec_id);
-		s->exec_id = NULL;
 		return -1;
 	}
 	return 0;
 }
 
-/* Ended, or wrote when no step asked: poll says so at once. */
+/* Exited, or wrote when no step asked: ended before it is taken (lock held). */
 static int
 server_done(const struct agent_server *s)
 {
-	struct pollfd p[2] = { { s->fd[1], POLLIN, 0 }, { s->pidfd, POLLIN, 0 } };
+	struct pollfd p = { s->fd[1], POLLIN, 0 };
 
-	return poll(p, s->pidfd >= 0 ? 2 : 1, 0) != 0;
+	return s->gone || poll(&p, 1, 0) != 0;
 }
 
 struct agent_server *
@@ -340,14 +287,24 @@ agent_serve_take(struct agent *a, const char *uid, const char *ns,
     char *why, size_t whylen)
 {
 	struct agent_server *s, **pp, *stale = NULL;
-	static atomic_uint dirs;
 	char *proc;
 	int rc;
 
 	pthread_mutex_lock(&a->lock);
-	for (pp = &a->servers; (s = *pp) != NULL; pp = &s->next)
-		if (strcmp(s->uid, uid) == 0)
+	/*
+	 * Busy: the step before, ended by the ticker (its pod's cancel, a
+	 * kill), whose thread gives it back within a poll.
+	 */
+	for (int tries = 0;; tries++) {
+		for (pp = &a->servers; (s = *pp) != NULL; pp = &s->next)
+			if (strcmp(s->uid, uid) == 0)
+				break;
+		if (s == NULL || !s->busy || tries == SERVE_BUSY_TRIES)
 			break;
+		pthread_mutex_unlock(&a->lock);
+		usleep(SERVE_POLL_MS * 1000);
+		pthread_mutex_lock(&a->lock);
+	}
 	if (s != NULL && !s->busy && server_done(s)) {
 		*pp = s->next;
 		stale = s;
@@ -374,20 +331,8 @@ agent_serve_take(struct agent *a, const char *uid, const char *ns,
 	s->ns = xstrdup(ns);
 	s->pod = xstrdup(pod);
 	s->cid = xstrdup(cid);
-	s->pid = -1;
-	s->pidfd = -1;
 	s->fd[0] = s->fd[1] = s->fd[2] = -1;
-	snprintf(s->dir, sizeof(s->dir), "%s/serve-%s-%u", a->o.exec_dir, uid,
-	    atomic_fetch_add(&dirs, 1));
-	(void)mkdir(a->o.exec_dir, 0700);
-	if (mkdir(s->dir, 0700) != 0) {
-		snprintf(why, whylen, "cannot make its step server's directory");
-		free(proc);
-		server_free(s);
-		return NULL;
-	}
-	rc = a->o.runsc ? start_runsc(a, s, proc, why, whylen) :
-	    start_ctrd(a, s, proc, why, whylen);
+	rc = server_start(a, s, proc, why, whylen);
 	free(proc);
 	if (rc != 0) {
 		server_end(a, s);
@@ -422,28 +367,32 @@ agent_serve_put(struct agent *a, struct agent_server *s, int keep)
 	server_end(a, s);
 }
 
+void
+agent_serve_exited(struct agent *a, const char *cid, const char *exec_id)
+{
+	for (struct agent_server *s = a->servers; s; s = s->next)
+		if (strcmp(s->cid, cid) == 0 && (exec_id == NULL ||
+		    (s->exec_id && strcmp(s->exec_id, exec_id) == 0)))
+			s->gone = 1;
+}
+
 unsigned long long
 agent_serve_next_seq(struct agent_server *s)
 {
 	return ++s->seq;
 }
 
-int
-agent_serve_answered(const struct agent_server *s)
-{
-	return s->answered;
-}
-
 const char *
 agent_serve_said(struct agent_server *s)
 {
-	size_t n = s->errlen;
+	size_t n = s->errlen < sizeof(s->errtail) ? s->errlen :
+	    sizeof(s->errtail) - 1;
 
-	/* One line of what it said, for a message: no control bytes. */
+	/* One line of printable ASCII, for a message (a status's UTF-8). */
 	for (size_t i = 0; i < n; i++)
-		if ((unsigned char)s->errtail[i] < 0x20)
+		if (s->errtail[i] < 0x20 || s->errtail[i] > 0x7e)
 			s->errtail[i] = ' ';
-	s->errtail[n < sizeof(s->errtail) ? n : sizeof(s->errtail) - 1] = '\0';
+	s->errtail[n] = '\0';
 	return s->errtail;
 }
 
@@ -464,6 +413,16 @@ feed_out(void *arg, int stream, const char *p, size_t n)
 	pthread_mutex_unlock(&f->a->lock);
 }
 
+/*
+ * Its end, inside a step: a server that never answered may not have
+ * started it; one that did had it, whole or not.
+ */
+static enum serve_end
+ended(const struct agent_server *s)
+{
+	return s->answered ? SERVE_LOST : SERVE_UNSTARTED;
+}
+
 enum serve_end
 agent_serve_step(struct agent *a, struct agent_server *s, const char *uid,
     const struct buf *req, unsigned long long seq, unsigned *status)
@@ -473,24 +432,32 @@ agent_serve_step(struct agent *a, struct agent_server *s, const char *uid,
 	struct feed f = { a, uid };
 	char cancel[48] = "";
 	size_t off = 0, coff = 0, clen = 0;
+	long long gone_at = 0;
+	int err_open = 1;
 
+	s->errlen = s->errtotal = 0;
 	for (;;) {
-		struct pollfd pfd[4];
-		int n = 0, want_cancel = 0, gone = 0;
+		struct pollfd pfd[3];
+		int n = 0, want_cancel = 0, run_gone = 0, gone;
 		struct run *r;
-		ssize_t got;
+		ssize_t got = -1;
 
 		if (atomic_load(&a->stop))
 			return SERVE_RUN_GONE;
 		pthread_mutex_lock(&a->lock);
 		r = agent_find_run(a, uid);
 		if (r == NULL || (r->recorded && !r->exited))
-			gone = 1;	/* the pod went: cancelled, deleted */
+			run_gone = 1;	/* the pod went: cancelled, deleted */
 		else
-			want_cancel = r->serve_cancel;
+			want_cancel = r->interrupt_sent;
+		gone = s->gone;
 		pthread_mutex_unlock(&a->lock);
-		if (gone)
+		if (run_gone)
 			return SERVE_RUN_GONE;
+		if (gone && gone_at == 0)
+			gone_at = clock_mono_ms();
+		if (gone_at && clock_mono_ms() - gone_at > SERVE_GONE_MS)
+			return ended(s);
 		if (want_cancel && clen == 0)
 			clen = (size_t)snprintf(cancel, sizeof(cancel),
 			    "CANCEL %llu\n", seq);
@@ -498,35 +465,46 @@ agent_serve_step(struct agent *a, struct agent_server *s, const char *uid,
 		if (off < req->len || (clen && coff < clen))
 			pfd[n++] = (struct pollfd){ s->fd[0], POLLOUT, 0 };
 		pfd[n++] = (struct pollfd){ s->fd[1], POLLIN, 0 };
-		pfd[n++] = (struct pollfd){ s->fd[2], POLLIN, 0 };
-		if (s->pidfd >= 0)
-			pfd[n++] = (struct pollfd){ s->pidfd, POLLIN, 0 };
+		if (err_open)
+			pfd[n++] = (struct pollfd){ s->fd[2], POLLIN, 0 };
 		(void)poll(pfd, (nfds_t)n, SERVE_POLL_MS);
 		if (off < req->len) {
 			got = write(s->fd[0], req->data + off, req->len - off);
 			if (got > 0)
 				off += (size_t)got;
 			else if (got < 0 && errno != EAGAIN && errno != EINTR)
-				return s->answered ? SERVE_LOST : SERVE_UNSTARTED;
+				return ended(s);
 		} else if (clen && coff < clen) {
 			got = write(s->fd[0], cancel + coff, clen - coff);
 			if (got > 0)
 				coff += (size_t)got;
 		}
-		while ((got = read(s->fd[2], chunk, sizeof(chunk))) > 0) {
-			size_t k = (size_t)got;
+		for (int i = 0; err_open && i < SERVE_READS; i++) {
+			if ((got = read(s->fd[2], chunk, sizeof(chunk))) <= 0) {
+				if (got == 0 || (errno != EAGAIN && errno != EINTR))
+					err_open = 0;
+				break;
+			}
+			if (s->errlen < sizeof(s->errtail)) {
+				size_t k = (size_t)got < sizeof(s->errtail) -
+				    s->errlen ? (size_t)got : sizeof(s->errtail) -
+				    s->errlen;
 
-			if (s->errlen < sizeof(s->errtail) - 1) {
-				if (k > sizeof(s->errtail) - 1 - s->errlen)
-					k = sizeof(s->errtail) - 1 - s->errlen;
 				memcpy(s->errtail + s->errlen, chunk, k);
 				s->errlen += k;
 			}
+			if ((s->errtotal += (size_t)got) > SERVE_ERR_MAX) {
+				log_warn("step server wrote past its stderr's "
+				    "bound; ended", "pod=%s/%s", s->ns, s->pod);
+				return SERVE_BROKEN;
+			}
 		}
-		while ((got = read(s->fd[1], chunk, sizeof(chunk))) > 0) {
-			long took = serve_rx_feed(&rx, chunk, (size_t)got,
-			    feed_out, &f);
+		for (int i = 0; i < SERVE_READS; i++) {
+			long took;
 
+			if ((got = read(s->fd[1], chunk, sizeof(chunk))) <= 0)
+				break;
+			took = serve_rx_feed(&rx, chunk, (size_t)got, feed_out, &f);
 			s->answered = 1;
 			if (took < 0) {
 				log_warn("step server broke its protocol; ended",
@@ -540,12 +518,16 @@ agent_serve_step(struct agent *a, struct agent_server *s, const char *uid,
 					return SERVE_BROKEN;
 				}
 				*status = rx.status;
-				/* Past the end: not a request's; the server goes. */
-				return took == got ? SERVE_DONE : SERVE_DONE_BROKEN;
+				/*
+				 * Bytes past the end, or an end before the
+				 * request was all taken: not a server to keep.
+				 */
+				return took == got && off == req->len ? SERVE_DONE :
+				    SERVE_DONE_BROKEN;
 			}
 		}
 		if (got == 0 || (got < 0 && errno != EAGAIN && errno != EINTR))
-			return s->answered ? SERVE_LOST : SERVE_UNSTARTED;
+			return ended(s);
 	}
 }
 
@@ -571,6 +553,25 @@ agent_serve_sweep(struct agent *a)
 			pp = &s->next;
 		}
 	}
+	if (done != NULL) {
+		/* Ended on a worker: containerd's calls must not hold the ticker. */
+		for (s = done; s->next != NULL; s = s->next)
+			;
+		s->next = a->servers_ended;
+		a->servers_ended = done;
+		workqueue_add(a->q, "serve-end");
+	}
+	pthread_mutex_unlock(&a->lock);
+}
+
+void
+agent_serve_end_swept(struct agent *a)
+{
+	struct agent_server *s, *done;
+
+	pthread_mutex_lock(&a->lock);
+	done = a->servers_ended;
+	a->servers_ended = NULL;
 	pthread_mutex_unlock(&a->lock);
 	while ((s = done) != NULL) {
 		done = s->next;
@@ -586,6 +587,10 @@ agent_serve_free_all(struct agent *a)
 
 	while ((s = a->servers) != NULL) {
 		a->servers = s->next;
+		server_end(a, s);
+	}
+	while ((s = a->servers_ended) != NULL) {
+		a->servers_ended = s->next;
 		server_end(a, s);
 	}
 }

@@ -264,103 +264,6 @@ kill_now(struct agent *a, const char *uid)
 }
 
 /*
- * `runsc --root R kill --pid PID CID TERM`, PID what runsc exec wrote in
- * dir: 0 sent, -1 not (no pid yet, or runsc refused).
- */
-static int
-runsc_kill_pid(struct agent *a, const char *cid, const char *dir)
-{
-	char path[600], buf[32] = "", *end;
-	const char *args[] = { "kill", "--pid", buf, cid, "TERM", NULL };
-	long pid;
-	int fd;
-	ssize_t n;
-
-	snprintf(path, sizeof(path), "%s/" AGENT_EXEC_PIDFILE, dir);
-	if ((fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)) < 0)
-		return -1;
-	n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n <= 0)
-		return -1;
-	buf[n] = '\0';
-	pid = strtol(buf, &end, 10);
-	if (end == buf || *end != '\0' || pid <= 0 || pid > 4194304)
-		return -1;
-	if (agent_runsc_run(a, args, NULL) != 0) {
-		log_warn("cannot interrupt a cancelled step: runsc kill failed",
-		    "container=%s", cid);
-		return -1;
-	}
-	return 0;
-}
-
-/*
- * A step cancelled while it runs: SIGTERM to its `warm --step`, which
- * interrupts the kernel (images/runner/warm.c). Nothing of the run is
- * held past the lock: the ticker may free it meanwhile.
- */
-static void
-interrupt_step(struct agent *a, const char *key)
-{
-	struct k8s_error err;
-	char *cid = NULL, *exec_id = NULL, *pod = NULL, *dir = NULL, uid[160];
-	const char *cx_uid = strchr(key, '/');
-	struct run *r;
-
-	if (cx_uid == NULL || (size_t)(cx_uid - key) >= sizeof(uid))
-		return;
-	snprintf(uid, sizeof(uid), "%.*s", (int)(cx_uid - key), key);
-	cx_uid++;
-	pthread_mutex_lock(&a->lock);
-	/* The step it was for, still running: never the pod's next one. */
-	if ((r = agent_find_run(a, uid)) != NULL && r->served && r->cx_uid &&
-	    strcmp(r->cx_uid, cx_uid) == 0 && !r->exited && !r->recorded) {
-		/* On its server: a CANCEL request, written by its thread. */
-		r->serve_cancel = 1;
-		pod = xasprintf("%s/%s", r->ns, r->pod);
-		pthread_mutex_unlock(&a->lock);
-		log_info("cancelled step interrupted", "pod=%s", pod);
-		free(pod);
-		return;
-	}
-	if (r != NULL && r->cid && r->exec_id &&
-	    r->cx_uid && strcmp(r->cx_uid, cx_uid) == 0 && r->interrupt_sent &&
-	    !r->exited && !r->recorded) {
-		cid = xstrdup(r->cid);
-		exec_id = xstrdup(r->exec_id);
-		pod = xasprintf("%s/%s", r->ns, r->pod);
-		dir = r->exec_dir ? xstrdup(r->exec_dir) : NULL;
-	}
-	pthread_mutex_unlock(&a->lock);
-	if (dir) {
-		/* runsc exec'd it: `runsc kill --pid` with its pid in the sandbox. */
-		if (runsc_kill_pid(a, cid, dir) != 0) {
-			pthread_mutex_lock(&a->lock);
-			if ((r = agent_find_run(a, uid)) != NULL && r->cx_uid &&
-			    strcmp(r->cx_uid, cx_uid) == 0)
-				r->interrupt_sent = 0;	/* its pid not written yet: again */
-			pthread_mutex_unlock(&a->lock);
-		} else {
-			log_info("cancelled step interrupted", "pod=%s", pod);
-		}
-		free(dir);
-		free(cid);
-		free(exec_id);
-		free(pod);
-		return;
-	}
-	if (cid && ctrd_exec_kill(a->ctrd, cid, exec_id, SIGTERM, &err) != 0)
-		log_warn("cannot interrupt a cancelled step", "pod=%s error=\"%s\"",
-		    pod, err.message);
-	else if (cid)
-		log_info("cancelled step interrupted", "pod=%s", pod);
-	free(cid);
-	free(exec_id);
-	free(pod);
-}
-
-/*
  * Carry out one key of the workers' queue (agent_priv.h): a record or a
  * delete (API calls, ~50 ms each) in parallel with the others, so a burst
  * of exits is recorded at once, not one after another; or the sweep.
@@ -382,8 +285,8 @@ act(struct agent *a, const char *key)
 		agent_session_end(a, key + 8);
 		return;
 	}
-	if (strncmp(key, "interrupt/", 10) == 0) {
-		interrupt_step(a, key + 10);
+	if (strcmp(key, "serve-end") == 0) {
+		agent_serve_end_swept(a);
 		return;
 	}
 	if (strcmp(key, "sweep") == 0) {
@@ -614,11 +517,16 @@ tick(struct agent *a)
 			continue;
 		}
 		active++;
+		/*
+		 * A step cancelled while it runs: its thread writes a CANCEL
+		 * to the step server, which interrupts the kernel as at a
+		 * timeout (warm.c, serve.c).
+		 */
 		if (r->interrupt_wanted && !r->interrupt_sent && r->warm_started &&
 		    !r->exited && !r->recorded) {
 			r->interrupt_sent = 1;
-			snprintf(key, sizeof(key), "interrupt/%s/%s", r->uid, r->cx_uid);
-			workqueue_add(a->q, key);
+			log_info("cancelled step interrupted", "pod=%s/%s", r->ns,
+			    r->pod);
 		}
 		if (!r->recorded && !r->warm && r->cid)
 			tail(a, r);

@@ -34,11 +34,13 @@
  * controller ends it (PodDeleted).
  *
  * A session's step (docs/sessions.md) is the same run on the session's
- * pod, with `warm --step` in place of the program (the kernel is started
- * by the first step and kept), its own exec id ("step-" + the execution's
- * uid) and its own exec directory (the execution's uid: the pod runs
- * many). It never falls back (there is no cold path for a step): a step
- * that cannot start ends StartFailed, one tried before ResultLost.
+ * pod, the same checks, but no exec of its own: a request to the pod's
+ * step server (`warm --serve`, serve.c; exec'd by the session's first
+ * step, and again after one ended), which starts the kernel at the first
+ * step and keeps it. Its exec directory is its own (the execution's uid:
+ * the pod runs many), the mark that it was tried. It never falls back
+ * (there is no cold path for a step): a step that cannot start ends
+ * StartFailed, one tried before ResultLost.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -535,13 +537,10 @@ start_runsc(struct warm *w, const char *proc, struct buf *in, size_t *off,
 	struct agent *a = w->a;
 	posix_spawn_file_actions_t fa;
 	int p[3][2] = { { -1, -1 }, { -1, -1 }, { -1, -1 } }, pf, rc;
-	char *argv[11], *envp[] = { "PATH=/usr/sbin:/usr/bin:/sbin:/bin", NULL };
-	char pidpath[600];
+	char *argv[8], *envp[] = { "PATH=/usr/sbin:/usr/bin:/sbin:/bin", NULL };
 	FILE *f;
 
 	snprintf(path[0], 600, "%s/process.json", dir);
-	/* Its pid in the sandbox, for a cancel's `runsc kill --pid` (tick.c). */
-	snprintf(pidpath, sizeof(pidpath), "%s/" AGENT_EXEC_PIDFILE, dir);
 	if ((pf = open(path[0], O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC,
 	    0600)) < 0 || (f = fdopen(pf, "w")) == NULL) {
 		if (pf >= 0)
@@ -582,10 +581,8 @@ start_runsc(struct warm *w, const char *proc, struct buf *in, size_t *off,
 	argv[3] = "exec";
 	argv[4] = "--process";
 	argv[5] = path[0];
-	argv[6] = "--internal-pid-file";
-	argv[7] = pidpath;
-	argv[8] = w->cid;
-	argv[9] = NULL;
+	argv[6] = w->cid;
+	argv[7] = NULL;
 	posix_spawn_file_actions_init(&fa);
 	posix_spawn_file_actions_adddup2(&fa, p[0][0], 0);
 	posix_spawn_file_actions_adddup2(&fa, p[1][1], 1);
@@ -732,8 +729,9 @@ start_failed(struct warm *w, int sent, const char *why)
 
 /*
  * Its server gone with the step in it (not a record's end): a kill of the
- * agent's (deadline, output, the session's end) or a sandbox that died
- * ends the run by its exit, as before; else it ends here, StartFailed when
+ * agent's (deadline, output, the session's end) ends the run by the
+ * sandbox's exit, a sandbox that died as killed (137); else it ends here,
+ * StartFailed when
  * the server never answered (it may not have started the step) or
  * ResultLost (it ran; what it wrote is not whole). Never run again.
  */
@@ -748,8 +746,16 @@ served_lost(struct warm *w, enum serve_end e, const char *said, uint32_t pid)
 		pthread_mutex_unlock(&a->lock);
 		return;
 	}
-	if (r->exited || r->why != CX_KILL_NONE || r->kill_sent ||
-	    (pid && kill((pid_t)pid, 0) != 0 && errno == ESRCH)) {
+	if (r->exited || r->why != CX_KILL_NONE || r->kill_sent) {
+		/* The agent's kill: its exit comes as the sandbox's. */
+		r->io_done = 1;
+		agent_warm_maybe_record(a, r);
+	} else if (pid && kill((pid_t)pid, 0) != 0 && errno == ESRCH) {
+		/* The sandbox died under it (killed, as the host's OOM does). */
+		r->exited = 1;
+		r->status = 137;
+		r->exited_ns = agent_now_ns();
+		r->exit_seen_ms = clock_mono_ms();
 		r->io_done = 1;
 		agent_warm_maybe_record(a, r);
 	} else if (e == SERVE_UNSTARTED) {
@@ -815,7 +821,6 @@ served_step(struct warm *w, json_t *base, struct step_req *q,
 		r->start_ns = agent_now_ns();
 		r->pid = pid;
 		r->warm_started = 1;
-		r->served = 1;
 		agent_arm_deadline(r);
 	}
 	pthread_mutex_unlock(&a->lock);
@@ -969,9 +974,6 @@ warm_main(void *arg)
 		r->start_ns = agent_now_ns();
 		r->pid = pid;
 		r->warm_started = 1;
-		/* A cancel finds its pid in the sandbox there (tick.c). */
-		free(r->exec_dir);
-		r->exec_dir = a->o.runsc ? xstrdup(dir) : NULL;
 		agent_arm_deadline(r);
 	}
 	pthread_mutex_unlock(&a->lock);
@@ -981,18 +983,6 @@ warm_main(void *arg)
 	    w->ns, w->pod, clock_mono_ms() - w->seen_ms);
 	pump(w, fd, &in, &off, &child);
 	set_io_done(a, w->uid);
-	/*
-	 * A step's exec, ended, is removed from its task: the shim would
-	 * keep every step's of a long session. (A warm run's goes with its
-	 * pod.)
-	 */
-	if (w->step_uid && !a->o.runsc) {
-		struct k8s_error derr;
-
-		if (ctrd_exec_delete(a->ctrd, w->cid, w->exec_id, &derr) != 0)
-			log_debug("cannot remove a step's exec", "pod=%s/%s "
-			    "error=\"%s\"", w->ns, w->pod, derr.message);
-	}
 out:
 	for (int i = 0; i < 3; i++)
 		if (fd[i] >= 0)

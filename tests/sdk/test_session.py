@@ -162,6 +162,50 @@ def test_delete_while_running(cluster, session_client, session_namespace):
         "Failed", "PodDeleted", "its session '%s' ended (deleted) while it ran" % s.name), r
 
 
+# A step's process kills the session's step server (`warm --serve`, same
+# user) while holding its stdout, the agent's record stream, open: no EOF
+# comes, only containerd's exit of the server's exec.
+KILL_SERVER = """
+import os, signal, time
+def stat(p):
+    try:
+        return open('/proc/%d/stat' % p).read().split()[2]
+    except OSError:
+        return 'gone'
+serve = next(int(p) for p in os.listdir('/proc') if p.isdigit() and
+             open('/proc/%s/cmdline' % p, 'rb').read().split(b'\\0')[1:2] == [b'--serve'])
+r, w = os.pipe()
+if os.fork() == 0:
+    held = os.open('/proc/%d/fd/1' % serve, os.O_WRONLY)
+    os.kill(serve, signal.SIGKILL)
+    while stat(serve) not in ('Z', 'gone'):
+        time.sleep(0.01)
+    os.write(w, b'k')
+    time.sleep(600)
+    os._exit(0)
+os.read(r, 1)
+"""
+
+
+def test_step_server_killed(session_client):
+    """docs/sessions.md, "The step server": a step whose process kills the
+    step server, its record stream held open, ends ResultLost (not at the
+    agent's backstop, 45 s later, with the session), and is not run again;
+    the next step gets a new server and the same kernel, its state kept."""
+    s = session_client.session("python")
+    assert s.run("x = 5").phase == "Succeeded"
+    r = s.run(KILL_SERVER, timeout=30)
+    assert (r.phase, r.reason) == ("Failed", "ResultLost"), r
+    assert r.message.endswith("its session's step server ended while it ran: its "
+                              "output cannot be had, and it is not run again; what "
+                              "it wrote is not known"), r.message
+    r = s.run("x")
+    assert (r.phase, r.value) == ("Succeeded", "5"), r
+    st = s.status()
+    assert (st.phase, st.restarts, st.executions) == ("Ready", 0, 3), st
+    s.close()
+
+
 def test_oom_restarts_kernel(session_client):
     """docs/sessions.md, "Failure semantics": past its memory limit, the
     kernel is killed inside the sandbox (gVisor's own OOM killer): the
