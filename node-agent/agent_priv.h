@@ -371,15 +371,19 @@ int agent_runsc_run(struct agent *a, const char *const *args, char **outp);
 /*
  * serve.c: a session pod's step server, `warm --serve` (docs/sessions.md).
  * agent_serve_take: the pod's (uid) own, idle, or one started now from
- * base (the container's OCI process) and kernel (its argv), taken; NULL
- * with why when none could be (nothing of a step was sent). Given back
- * with agent_serve_put: kept (keep) for the next step, or ended.
+ * base (the container's OCI process) and kernel (its argv) in the sandbox
+ * of pid (checked), taken; NULL with why when none could be (nothing of a
+ * step was sent). Given back with agent_serve_put: kept (keep) for the
+ * next step, or ended. agent_serve_sandbox: 1 with the pid and base (a new
+ * reference) of the pod's idle, live server, as checked at its start.
  */
 struct agent_server;
 struct buf;
+int agent_serve_sandbox(struct agent *a, const char *uid, uint32_t *pid,
+    json_t **base);
 struct agent_server *agent_serve_take(struct agent *a, const char *uid,
-    const char *ns, const char *pod, const char *cid, json_t *base,
-    json_t *kernel, char *why, size_t whylen);
+    const char *ns, const char *pod, const char *cid, uint32_t pid,
+    json_t *base, json_t *kernel, char *why, size_t whylen);
 void agent_serve_put(struct agent *a, struct agent_server *s, int keep);
 unsigned long long agent_serve_next_seq(struct agent_server *s);
 /*

@@ -52,6 +52,13 @@ struct agent_server {
 	struct agent_server	*next;
 	char			*uid, *ns, *pod, *cid;
 	char			*exec_id;	/* its exec in the pod's task */
+	/*
+	 * Its sandbox's pid, checked (gVisor, no network) before it was
+	 * started, and the container's OCI process: the same for every step
+	 * while it lives (agent_serve_sandbox), two containerd calls fewer.
+	 */
+	uint32_t		 pid;
+	json_t			*base;
 	char			 dir[600];
 	int			 fd[3];		/* its stdin (ours), stdout, stderr */
 	unsigned long long	 seq;		/* the last request's */
@@ -163,6 +170,7 @@ server_free(struct agent_server *s)
 	free(s->pod);
 	free(s->cid);
 	free(s->exec_id);
+	json_decref(s->base);
 	free(s);
 }
 
@@ -281,10 +289,30 @@ server_done(const struct agent_server *s)
 	return s->gone || poll(&p, 1, 0) != 0;
 }
 
+int
+agent_serve_sandbox(struct agent *a, const char *uid, uint32_t *pid,
+    json_t **base)
+{
+	struct agent_server *s;
+	int ok = 0;
+
+	pthread_mutex_lock(&a->lock);
+	for (s = a->servers; s != NULL; s = s->next)
+		if (strcmp(s->uid, uid) == 0)
+			break;
+	if (s != NULL && !s->busy && !s->gone && s->pid != 0) {
+		*pid = s->pid;
+		*base = json_incref(s->base);
+		ok = 1;
+	}
+	pthread_mutex_unlock(&a->lock);
+	return ok;
+}
+
 struct agent_server *
 agent_serve_take(struct agent *a, const char *uid, const char *ns,
-    const char *pod, const char *cid, json_t *base, json_t *kernel,
-    char *why, size_t whylen)
+    const char *pod, const char *cid, uint32_t pid, json_t *base,
+    json_t *kernel, char *why, size_t whylen)
 {
 	struct agent_server *s, **pp, *stale = NULL;
 	char *proc;
@@ -331,6 +359,8 @@ agent_serve_take(struct agent *a, const char *uid, const char *ns,
 	s->ns = xstrdup(ns);
 	s->pod = xstrdup(pod);
 	s->cid = xstrdup(cid);
+	s->pid = pid;
+	s->base = json_incref(base);
 	s->fd[0] = s->fd[1] = s->fd[2] = -1;
 	rc = server_start(a, s, proc, why, whylen);
 	free(proc);

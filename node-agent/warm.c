@@ -794,7 +794,7 @@ served_step(struct warm *w, json_t *base, struct step_req *q,
 	struct run *r;
 	int n;
 
-	if ((s = agent_serve_take(a, w->uid, w->ns, w->pod, w->cid, base,
+	if ((s = agent_serve_take(a, w->uid, w->ns, w->pod, w->cid, pid, base,
 	    q->kernel, why, sizeof(why))) == NULL) {
 		end_unstarted(w, NULL, why);
 		return;
@@ -866,7 +866,7 @@ warm_main(void *arg)
 	struct child child = { -1, -1, 0 };
 	size_t tar_len = 0, off = 0;
 	uint32_t pid = 0;
-	int fd[3] = { -1, -1, -1 }, made = 0, has_stdin = 0;
+	int fd[3] = { -1, -1, -1 }, made = 0, has_stdin = 0, checked = 0;
 	struct step_req q = { .kernel = NULL };
 	struct run *r;
 
@@ -888,6 +888,9 @@ warm_main(void *arg)
 		base = json_incref(r->process);
 	}
 	pthread_mutex_unlock(&a->lock);
+	/* A step on a live server: its sandbox was checked at its start. */
+	if (w->step_uid && pid == 0 && base == NULL && refused == NULL)
+		checked = agent_serve_sandbox(a, w->uid, &pid, &base);
 	if (pid == 0 && ctrd_task_pid(a->ctrd, w->cid, &pid, &err) != 0) {
 		pool_process_free(&pp);
 		end_unstarted(w, NULL, err.message);
@@ -900,7 +903,8 @@ warm_main(void *arg)
 		end_unstarted(w, NULL, "its sandbox is gone");
 		goto out;
 	}
-	if (refused == NULL && (bad = agent_sandbox_refused(pid, 1)) != NULL)
+	if (!checked && refused == NULL &&
+	    (bad = agent_sandbox_refused(pid, 1)) != NULL)
 		refused = xstrdup(bad);
 	if (refused != NULL) {
 		pool_process_free(&pp);
