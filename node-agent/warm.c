@@ -727,6 +727,25 @@ start_failed(struct warm *w, int sent, const char *why)
 		    "pod=%s/%s error=\"%s\"", w->ns, w->pod, why);
 }
 
+/* Its program (or step) was asked to start: its deadline counts from now. */
+static void
+started(struct warm *w, uint32_t pid)
+{
+	struct agent *a = w->a;
+	struct run *r;
+
+	pthread_mutex_lock(&a->lock);
+	if ((r = agent_find_run(a, w->uid)) != NULL) {
+		r->start_ns = agent_now_ns();
+		r->pid = pid;
+		r->warm_started = 1;
+		agent_arm_deadline(r);
+	}
+	pthread_mutex_unlock(&a->lock);
+	metric_observe(a->m_deliver, (double)(clock_mono_ms() - w->seen_ms) /
+	    1000.0);
+}
+
 /*
  * Its server gone with the step in it (not a record's end): a kill of the
  * agent's (deadline, output, the session's end) ends the run by the
@@ -816,16 +835,7 @@ served_step(struct warm *w, json_t *base, struct step_req *q,
 		end_unstarted(w, NULL, "its step's request cannot be made");
 		return;
 	}
-	pthread_mutex_lock(&a->lock);
-	if ((r = agent_find_run(a, w->uid)) != NULL) {
-		r->start_ns = agent_now_ns();
-		r->pid = pid;
-		r->warm_started = 1;
-		agent_arm_deadline(r);
-	}
-	pthread_mutex_unlock(&a->lock);
-	metric_observe(a->m_deliver, (double)(clock_mono_ms() - w->seen_ms) /
-	    1000.0);
+	started(w, pid);
 	log_debug("session step sent", "pod=%s/%s seq=%llu after_claim_seen_ms="
 	    "%lld", w->ns, w->pod, seq, clock_mono_ms() - w->seen_ms);
 	e = agent_serve_step(a, s, w->uid, &req, seq, &status);
@@ -973,16 +983,7 @@ warm_main(void *arg)
 	if ((a->o.runsc ? start_runsc(w, proc, &in, &off, fd, &child, dir,
 	    path) : start_ctrd(w, proc, &in, &off, fd, dir, path)) != 0)
 		goto out;
-	pthread_mutex_lock(&a->lock);
-	if ((r = agent_find_run(a, w->uid)) != NULL) {
-		r->start_ns = agent_now_ns();
-		r->pid = pid;
-		r->warm_started = 1;
-		agent_arm_deadline(r);
-	}
-	pthread_mutex_unlock(&a->lock);
-	metric_observe(a->m_deliver, (double)(clock_mono_ms() - w->seen_ms) /
-	    1000.0);
+	started(w, pid);
 	log_debug("warm run started", "pod=%s/%s after_claim_seen_ms=%lld",
 	    w->ns, w->pod, clock_mono_ms() - w->seen_ms);
 	pump(w, fd, &in, &off, &child);
