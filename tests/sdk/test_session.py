@@ -187,11 +187,25 @@ os.read(r, 1)
 """
 
 
-def test_step_server_killed(session_client):
+# A step's process writes into the step server's stdout, as if it were
+# the server: what is not its records ends the server, and the step.
+FORGE = """
+import os
+serve = next(int(p) for p in os.listdir('/proc') if p.isdigit() and
+             open('/proc/%s/cmdline' % p, 'rb').read().split(b'\\0')[1:2] == [b'--serve'])
+fd = os.open('/proc/%d/fd/1' % serve, os.O_WRONLY)
+os.write(fd, b'not a record\\n')
+print('after')
+"""
+
+
+def test_step_server_killed_or_forged(session_client):
     """docs/sessions.md, "The step server": a step whose process kills the
     step server, its record stream held open, ends ResultLost (not at the
-    agent's backstop, 45 s later, with the session), and is not run again;
-    the next step gets a new server and the same kernel, its state kept."""
+    agent's backstop, 45 s later, with the session), as does one whose
+    process writes into that stream what is not records; neither is run
+    again, and the next step gets a new server and the same kernel, its
+    state kept."""
     s = session_client.session("python")
     assert s.run("x = 5").phase == "Succeeded"
     r = s.run(KILL_SERVER, timeout=30)
@@ -201,8 +215,15 @@ def test_step_server_killed(session_client):
                               "it wrote is not known"), r.message
     r = s.run("x")
     assert (r.phase, r.value) == ("Succeeded", "5"), r
+    r = s.run(FORGE, timeout=30)
+    assert (r.phase, r.reason) == ("Failed", "ResultLost"), r
+    assert r.message.endswith("its session's step server wrote what is not its "
+                              "records while it ran: its output cannot be had, and "
+                              "it is not run again; what it wrote is not known"), r.message
+    r = s.run("x")
+    assert (r.phase, r.value) == ("Succeeded", "5"), r
     st = s.status()
-    assert (st.phase, st.restarts, st.executions) == ("Ready", 0, 3), st
+    assert (st.phase, st.restarts, st.executions) == ("Ready", 0, 5), st
     s.close()
 
 
