@@ -395,7 +395,7 @@ void agent_serve_exited(struct agent *a, const char *cid, const char *exec_id);
 const char *agent_serve_said(struct agent_server *s);
 /*
  * Write request req (step seq) and read the answer: its output into the
- * run of pod uid's crilog, a CANCEL sent once that run's interrupt_sent
+ * crilog of step step_uid's run on pod uid, a CANCEL sent once that run's interrupt_sent
  * is set. DONE: its X came, *status the step's (DONE_BROKEN: and bytes after
  * it; the server must go). UNSTARTED: the server ended with no record
  * ever (it may not have started). LOST: it ended inside the step. BROKEN:
@@ -404,8 +404,11 @@ const char *agent_serve_said(struct agent_server *s);
 enum serve_end { SERVE_DONE, SERVE_DONE_BROKEN, SERVE_UNSTARTED, SERVE_LOST,
     SERVE_BROKEN, SERVE_RUN_GONE };
 enum serve_end agent_serve_step(struct agent *a, struct agent_server *s,
-    const char *uid, const struct buf *req, unsigned long long seq,
-    unsigned *status);
+    const char *uid, const char *step_uid, const struct buf *req,
+    unsigned long long seq, unsigned *status);
+/* Pod uid's run if it is step step_uid's (lock held), else NULL. */
+struct run *agent_step_run(struct agent *a, const char *uid,
+    const char *step_uid);
 /*
  * The ticker's: idle servers whose pod went, or that ended or wrote, put
  * aside for a worker's agent_serve_end_swept.

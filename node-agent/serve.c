@@ -1,9 +1,9 @@
 /*
- * serve.c - a session's step server (docs/sessions.md, "One step client a
- * session"): the node agent execs `warm --serve KERNEL...` into a session's
- * sandbox once, at the first step it runs there, and writes each step
- * after it as a request on that process's stdin; the step's output and its
- * end come back as records on its stdout (the protocol is
+ * serve.c - a session's step server (docs/sessions.md, "The step server:
+ * one exec a session"): the node agent execs `warm --serve KERNEL...` into
+ * a session's sandbox once, at the first step it runs there, and writes
+ * each step after it as a request on that process's stdin; the step's
+ * output and its end come back as records on its stdout (the protocol is
  * images/runner/warm.c's header). One exec a session, where each step was
  * one exec (`warm --step`): the exec alone is the 60 ms floor
  * bench/session.sh measures.
@@ -174,16 +174,33 @@ server_free(struct agent_server *s)
 	free(s);
 }
 
-/* End s (out of the list): its stdin closed, its exec gone, its files. */
+/* Its FIFOs closed (its stdin's EOF ends it) and its files removed. */
 static void
-server_end(struct agent *a, struct agent_server *s)
+server_close(struct agent_server *s)
 {
 	static const char *const names[] = { "in", "out", "err" };
 	char path[700];
 
 	for (int i = 0; i < 3; i++)
-		if (s->fd[i] >= 0)
+		if (s->fd[i] >= 0) {
 			close(s->fd[i]);
+			s->fd[i] = -1;
+		}
+	for (size_t i = 0; s->dir[0] && i < sizeof(names) / sizeof(names[0]);
+	    i++) {
+		snprintf(path, sizeof(path), "%s/%s", s->dir, names[i]);
+		(void)unlink(path);
+	}
+	if (s->dir[0])
+		(void)rmdir(s->dir);
+	s->dir[0] = '\0';
+}
+
+/* End s (out of the list): closed, its exec gone, freed. */
+static void
+server_end(struct agent *a, struct agent_server *s)
+{
+	server_close(s);
 	/*
 	 * Its stdin's EOF ends it; the kill makes sure, and the exec is
 	 * removed from its task (the shim would keep every server's). Not
@@ -192,13 +209,6 @@ server_end(struct agent *a, struct agent_server *s)
 	 */
 	if (s->exec_id != NULL && !atomic_load(&a->stop))
 		ctrd_exec_abort(a->ctrd, s->cid, s->exec_id);
-	for (size_t i = 0; s->dir[0] && i < sizeof(names) / sizeof(names[0]);
-	    i++) {
-		snprintf(path, sizeof(path), "%s/%s", s->dir, names[i]);
-		(void)unlink(path);
-	}
-	if (s->dir[0])
-		(void)rmdir(s->dir);
 	server_free(s);
 }
 
@@ -266,12 +276,14 @@ server_start(struct agent *a, struct agent_server *s, const char *proc,
 			return -1;
 		}
 	}
+	pthread_mutex_lock(&a->lock);
+	s->exec_id = xstrdup(id);	/* agent_serve_exited reads it, locked */
+	pthread_mutex_unlock(&a->lock);
 	if (ctrd_exec_create(a->ctrd, s->cid, id, proc, path[0], path[1],
 	    path[2], &err) != 0) {
 		snprintf(why, whylen, "%s", err.message);
 		return -1;
 	}
-	s->exec_id = xstrdup(id);
 	if (ctrd_exec_start(a->ctrd, s->cid, s->exec_id, NULL, &err) != 0) {
 		/* It may run: server_end kills it. Nothing was sent to it. */
 		snprintf(why, whylen, "%s", err.message);
@@ -362,17 +374,21 @@ agent_serve_take(struct agent *a, const char *uid, const char *ns,
 	s->pid = pid;
 	s->base = json_incref(base);
 	s->fd[0] = s->fd[1] = s->fd[2] = -1;
-	rc = server_start(a, s, proc, why, whylen);
-	free(proc);
-	if (rc != 0) {
-		server_end(a, s);
-		return NULL;
-	}
+	/*
+	 * Listed, busy, before its start: an exit that comes before the
+	 * start's answer finds it (agent_serve_exited).
+	 */
 	s->busy = 1;
 	pthread_mutex_lock(&a->lock);
 	s->next = a->servers;
 	a->servers = s;
 	pthread_mutex_unlock(&a->lock);
+	rc = server_start(a, s, proc, why, whylen);
+	free(proc);
+	if (rc != 0) {
+		agent_serve_put(a, s, 0);
+		return NULL;
+	}
 	log_debug("step server started", "pod=%s/%s", ns, pod);
 	return s;
 }
@@ -426,21 +442,35 @@ agent_serve_said(struct agent_server *s)
 	return s->errtail;
 }
 
+/*
+ * The run of step step_uid on pod uid (lock held): the pod's run, if it
+ * is that step's (never the pod's next one).
+ */
+struct run *
+agent_step_run(struct agent *a, const char *uid, const char *step_uid)
+{
+	struct run *r = agent_find_run(a, uid);
+
+	return r && r->step && r->cx_uid && strcmp(r->cx_uid, step_uid) == 0 ?
+	    r : NULL;
+}
+
+/*
+ * A read's output, gathered (at most a read's bytes each), then fed to
+ * the run's crilog under one lock: a record can be a few bytes.
+ */
 struct feed {
-	struct agent	*a;
-	const char	*uid;
+	char	*out[2];
+	size_t	 len[2];
 };
 
 static void
 feed_out(void *arg, int stream, const char *p, size_t n)
 {
 	struct feed *f = arg;
-	struct run *r;
 
-	pthread_mutex_lock(&f->a->lock);
-	if ((r = agent_find_run(f->a, f->uid)) != NULL && r->log)
-		crilog_feed_stream(r->log, stream == 2, p, n);
-	pthread_mutex_unlock(&f->a->lock);
+	memcpy(f->out[stream - 1] + f->len[stream - 1], p, n);
+	f->len[stream - 1] += n;
 }
 
 /*
@@ -453,13 +483,51 @@ ended(const struct agent_server *s)
 	return s->answered ? SERVE_LOST : SERVE_UNSTARTED;
 }
 
+/* What a read gathered, into the step's run. */
+static void
+feed_flush(struct agent *a, const char *uid, const char *step_uid,
+    struct feed *f)
+{
+	struct run *r;
+
+	if (f->len[0] == 0 && f->len[1] == 0)
+		return;
+	pthread_mutex_lock(&a->lock);
+	if ((r = agent_step_run(a, uid, step_uid)) != NULL && r->log) {
+		if (f->len[0])
+			crilog_feed_stream(r->log, 0, f->out[0], f->len[0]);
+		if (f->len[1])
+			crilog_feed_stream(r->log, 1, f->out[1], f->len[1]);
+	}
+	pthread_mutex_unlock(&a->lock);
+	f->len[0] = f->len[1] = 0;
+}
+
+static enum serve_end
+serve_loop(struct agent *a, struct agent_server *s, const char *uid,
+    const char *step_uid, const struct buf *req, unsigned long long seq,
+    unsigned *status, char *chunk, struct feed *f);
+
 enum serve_end
 agent_serve_step(struct agent *a, struct agent_server *s, const char *uid,
-    const struct buf *req, unsigned long long seq, unsigned *status)
+    const char *step_uid, const struct buf *req, unsigned long long seq,
+    unsigned *status)
 {
-	static __thread char chunk[SERVE_CHUNK];
+	char *mem = xmalloc(3 * SERVE_CHUNK);
+	struct feed f = { { mem + SERVE_CHUNK, mem + 2 * SERVE_CHUNK }, { 0, 0 } };
+	enum serve_end e = serve_loop(a, s, uid, step_uid, req, seq, status, mem,
+	    &f);
+
+	free(mem);
+	return e;
+}
+
+static enum serve_end
+serve_loop(struct agent *a, struct agent_server *s, const char *uid,
+    const char *step_uid, const struct buf *req, unsigned long long seq,
+    unsigned *status, char *chunk, struct feed *f)
+{
 	struct serve_rx rx = { 0 };
-	struct feed f = { a, uid };
 	char cancel[48] = "";
 	size_t off = 0, coff = 0, clen = 0;
 	long long gone_at = 0;
@@ -475,7 +543,7 @@ agent_serve_step(struct agent *a, struct agent_server *s, const char *uid,
 		if (atomic_load(&a->stop))
 			return SERVE_RUN_GONE;
 		pthread_mutex_lock(&a->lock);
-		r = agent_find_run(a, uid);
+		r = agent_step_run(a, uid, step_uid);
 		if (r == NULL || (r->recorded && !r->exited))
 			run_gone = 1;	/* the pod went: cancelled, deleted */
 		else
@@ -510,7 +578,7 @@ agent_serve_step(struct agent *a, struct agent_server *s, const char *uid,
 				coff += (size_t)got;
 		}
 		for (int i = 0; err_open && i < SERVE_READS; i++) {
-			if ((got = read(s->fd[2], chunk, sizeof(chunk))) <= 0) {
+			if ((got = read(s->fd[2], chunk, SERVE_CHUNK)) <= 0) {
 				if (got == 0 || (errno != EAGAIN && errno != EINTR))
 					err_open = 0;
 				break;
@@ -532,9 +600,10 @@ agent_serve_step(struct agent *a, struct agent_server *s, const char *uid,
 		for (int i = 0; i < SERVE_READS; i++) {
 			long took;
 
-			if ((got = read(s->fd[1], chunk, sizeof(chunk))) <= 0)
+			if ((got = read(s->fd[1], chunk, SERVE_CHUNK)) <= 0)
 				break;
-			took = serve_rx_feed(&rx, chunk, (size_t)got, feed_out, &f);
+			took = serve_rx_feed(&rx, chunk, (size_t)got, feed_out, f);
+			feed_flush(a, uid, step_uid, f);
 			s->answered = 1;
 			if (took < 0) {
 				log_warn("step server broke its protocol; ended",
@@ -583,14 +652,22 @@ agent_serve_sweep(struct agent *a)
 			pp = &s->next;
 		}
 	}
-	if (done != NULL) {
-		/* Ended on a worker: containerd's calls must not hold the ticker. */
-		for (s = done; s->next != NULL; s = s->next)
-			;
-		s->next = a->servers_ended;
-		a->servers_ended = done;
-		workqueue_add(a->q, "serve-end");
+	pthread_mutex_unlock(&a->lock);
+	if (done == NULL)
+		return;
+	/*
+	 * Closed here (its fds and files go at once); its exec ended on a
+	 * worker: containerd's calls must not hold the ticker.
+	 */
+	for (s = done; ; s = s->next) {
+		server_close(s);
+		if (s->next == NULL)
+			break;
 	}
+	pthread_mutex_lock(&a->lock);
+	s->next = a->servers_ended;
+	a->servers_ended = done;
+	workqueue_add(a->q, "serve-end");
 	pthread_mutex_unlock(&a->lock);
 }
 

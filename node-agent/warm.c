@@ -761,7 +761,8 @@ served_lost(struct warm *w, enum serve_end e, const char *said, uint32_t pid)
 	struct run *r;
 
 	pthread_mutex_lock(&a->lock);
-	if ((r = agent_find_run(a, w->uid)) == NULL || r->recorded) {
+	if ((r = agent_step_run(a, w->uid, w->step_uid)) == NULL ||
+	    r->recorded) {
 		pthread_mutex_unlock(&a->lock);
 		return;
 	}
@@ -838,11 +839,12 @@ served_step(struct warm *w, json_t *base, struct step_req *q,
 	started(w, pid);
 	log_debug("session step sent", "pod=%s/%s seq=%llu after_claim_seen_ms="
 	    "%lld", w->ns, w->pod, seq, clock_mono_ms() - w->seen_ms);
-	e = agent_serve_step(a, s, w->uid, &req, seq, &status);
+	e = agent_serve_step(a, s, w->uid, w->step_uid, &req, seq, &status);
 	buf_free(&req);
 	if (e == SERVE_DONE || e == SERVE_DONE_BROKEN) {
 		pthread_mutex_lock(&a->lock);
-		if ((r = agent_find_run(a, w->uid)) != NULL && !r->exited) {
+		if ((r = agent_step_run(a, w->uid, w->step_uid)) != NULL &&
+		    !r->exited) {
 			r->exited = 1;
 			r->exit_exact = 1;	/* the server's word: no event refines it */
 			r->status = status;

@@ -43,10 +43,10 @@
  * refused: exit 125 with a message on stderr, and the program never runs.
  * Static (gcc -static), so it needs nothing of the image but a kernel.
  *
- * warm --serve KERNEL [ARG...] (docs/sessions.md, "One step client a
- * session") runs a session's steps as `warm --step` does (step_run, below),
- * one after another, for as long as its stdin is open: one exec a session,
- * not one a step. Requests on stdin, one at a time:
+ * warm --serve KERNEL [ARG...] (docs/sessions.md, "The step server: one
+ * exec a session") runs a session's steps as `warm --step` does (step_run,
+ * below), one after another, for as long as its stdin is open: one exec a
+ * session, not one a step. Requests on stdin, one at a time:
  *
  *   "STEP SEQ LIMIT TIMEOUT_MS GRACE_MS CODE ENVLEN BODYLEN\n"
  *       then ENVLEN bytes: the step's environment, "NAME=VALUE\0" each
@@ -1291,10 +1291,11 @@ struct step_req {
 	unsigned	 kseq;		/* the kernel's RUN/DONE number */
 };
 
-/* --serve: the input's state while a step runs (serve_input). */
+/* --serve: the input's state while a step runs (serve_input, serve_lines). */
 static int in_eof;
 static char serve_bad[256];
 static void serve_input(void);
+static void serve_lines(void);
 
 /* What a step before this one (--serve) left in the files-out state. */
 static void
@@ -1431,6 +1432,14 @@ step_run(const struct step_req *rq, char **kargv)
 		    { .fd = e_open ? e : -1, .events = POLLIN },
 		    { .fd = serving && !in_eof ? 0 : -1, .events = POLLIN } };
 		long long now = now_ms(), wake = interrupted ? hard : deadline;
+
+		/*
+		 * What the request's read brought past its end (a CANCEL sent
+		 * right after it) is in inb already: fd 0 will not say so.
+		 */
+		if (serving && inb_pos < inb_len && memchr(inb + inb_pos, '\n',
+		    inb_len - inb_pos) != NULL)
+			serve_lines();
 
 		if (!interrupted && (now >= deadline || step_cancelled)) {
 			kill(-kernel_pid, SIGINT);
@@ -1689,13 +1698,11 @@ cancel_seq(char *line)
  * step is interrupted, and serve_main refuses once it has ended.
  */
 static void
-serve_input(void)
+serve_lines(void)
 {
 	char line[SERVE_LINE_MAX];
 	int r;
 
-	if (inb_fill() == 0)
-		in_eof = 1;
 	while ((r = inb_line(line)) == 1) {
 		unsigned long long c = cancel_seq(line);
 
@@ -1714,6 +1721,14 @@ serve_input(void)
 	}
 	if (r < 0)
 		inb_pos = inb_len;	/* refused already: room for EOF to be seen */
+}
+
+static void
+serve_input(void)
+{
+	if (inb_fill() == 0)
+		in_eof = 1;
+	serve_lines();
 }
 
 /*

@@ -1172,6 +1172,57 @@ test_serve_cancel_interrupts(void **state)
 }
 
 /*
+ * A CANCEL written with its STEP, in one write: the server's first read
+ * takes both, and the step is interrupted all the same (the CANCEL waited
+ * in its buffer, where polling stdin does not see it), not at its 60 s
+ * timeout. So early an interrupt can reach the kernel before the step's
+ * code does, and the kernel is started again: the next step runs.
+ */
+static void
+test_serve_cancel_with_step(void **state)
+{
+	static const char code[] = "import time\ntime.sleep(30)\n";
+	struct codetar_entry e = { code_name, code, sizeof(code) - 1 };
+	struct server v;
+	struct step r;
+	struct buf req;
+	char head[256];
+	size_t bad;
+	long t0;
+
+	serve_start(*state, &v);
+	serve_run(&v, 1, "z = 'kept'\n", &r);
+	step_free(&r);
+	buf_init(&req, 1 << 20);
+	assert_int_equal(codetar_build(&e, 1, &req, &bad), 0);
+	snprintf(head, sizeof(head), "STEP 2 - 60000 2000 %s %zu %zu\n",
+	    code_name, sizeof(out_env), req.len);
+	{
+		struct buf all;
+
+		buf_init(&all, 1 << 20);
+		assert_int_equal(buf_append_str(&all, head), 0);
+		assert_int_equal(buf_append(&all, out_env, sizeof(out_env)), 0);
+		assert_int_equal(buf_append(&all, req.data, req.len), 0);
+		assert_int_equal(buf_append_str(&all, "CANCEL 2\n"), 0);
+		/* One read of the server's takes all of it. */
+		assert_true(all.len < 4096);
+		t0 = it_mono_ms();
+		send_all(&v, all.data, all.len);
+		buf_free(&all);
+	}
+	buf_free(&req);
+	serve_expect(&v, 2, 124, &r, NULL, NULL);
+	assert_true(it_mono_ms() - t0 < 5000);
+	assert_int_equal(r.report.kind, STEP_TIMEOUT);
+	step_free(&r);
+	serve_run(&v, 3, "print('next')\n", &r);
+	assert_string_equal(r.out, "next\n");
+	step_free(&r);
+	serve_stop(&v);
+}
+
+/*
  * What a refused request is answered: why in an E record (the last; the
  * only one unless a step ran), X SEQ 125 (SEQ 0 before one is read),
  * nothing after, and the server exits 125.
@@ -1414,6 +1465,7 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_serve_streams_env_stdin, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_serve_timeout_keeps_state, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_serve_cancel_interrupts, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_serve_cancel_with_step, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_serve_malformed, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_serve_eof_between_steps, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_serve_agent_gone, setup, teardown),
