@@ -102,7 +102,6 @@ agent_free_run(struct run *r)
 	free(r->cx_uid);
 	free(r->isolation);
 	free(r->cid);
-	free(r->exec_id);
 	free(r->lost);
 	free(r->note);
 	free(r->session_end);
@@ -272,13 +271,8 @@ claimed_seen(struct agent *a, json_t *pod, const char *cid, json_t *state,
 		r->exited = 0;
 		r->kill_sent = 0;
 		r->why = CX_KILL_NONE;
-		if (step) {
-			char id[80];
-
+		if (step)
 			r->step = 1;
-			snprintf(id, sizeof(id), "step-%.60s", lim.cx_uid);
-			r->exec_id = xstrdup(id);
-		}
 		agent_learn_pod(r, pod);
 	}
 	if (r->cid == NULL && cid && strncmp(cid, "containerd://", 13) == 0)

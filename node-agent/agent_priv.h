@@ -155,15 +155,14 @@ struct run {
 	json_t		*process;		/* its OCI process, from TaskStart */
 	/*
 	 * A session's step (docs/sessions.md): a warm run on the session's
-	 * pod, `warm --step` exec'd as exec_id; the run is the pod's (its
-	 * uid), one step at a time. Recorded, it stays parked (never the
+	 * pod, a request to its step server (serve.c), no exec of its own;
+	 * the run is the pod's (its uid), one step at a time. Recorded, it stays parked (never the
 	 * pod deleted) until the pod carries another step or goes (tick.c).
 	 * lost: why its output cannot be had (an agent that restarted
 	 * during it), recorded ResultLost; note: what its message adds
 	 * (why it could not start).
 	 */
 	int		 step;
-	char		*exec_id;
 	char		*lost;
 	char		*note;
 	char		*session_end;	/* CX_KILL_SESSION's message */

@@ -458,11 +458,12 @@ agent_run_exit(struct agent *a, struct run *r, const struct ctrd_event *ev)
 {
 	/*
 	 * A warm run's: its exec's exit, or its sandbox's (the deadline's
-	 * kill takes the whole sandbox). A cold run's: its init's.
+	 * kill takes the whole sandbox); a step has no exec (its server's
+	 * exit is serve.c's). A cold run's: its init's.
 	 */
 	if (r->exit_exact || r->recorded || !(r->warm ? agent_exit_is_init(ev) ||
-	    (ev->exec_id && strcmp(ev->exec_id, r->exec_id ? r->exec_id :
-	    WARM_EXEC_ID) == 0) : agent_exit_is_init(ev)))
+	    (!r->step && ev->exec_id && strcmp(ev->exec_id, WARM_EXEC_ID) == 0) :
+	    agent_exit_is_init(ev)))
 		return;
 	if (r->busy || (r->warm && !r->warm_started)) {
 		if (!r->pend_exit) {

@@ -74,11 +74,8 @@ struct warm {
 	struct agent	*a;
 	char		*uid;		/* the pod's */
 	char		*ns, *pod, *cid;
-	/*
-	 * The exec's id (WARM_EXEC_ID, or a session step's own); a step's
-	 * execution uid (NULL: not a step), which names its exec directory.
-	 */
-	char		*exec_id, *step_uid;
+	/* A step's execution uid (NULL: not a step): its exec directory's name. */
+	char		*step_uid;
 	long long	 seen_ms;
 };
 
@@ -89,7 +86,6 @@ warm_free(struct warm *w)
 	free(w->ns);
 	free(w->pod);
 	free(w->cid);
-	free(w->exec_id);
 	free(w->step_uid);
 	free(w);
 }
@@ -450,7 +446,7 @@ pump(struct warm *w, int fd[3], struct buf *in, size_t *off, struct child *c)
 
 			close(fd[0]);
 			fd[0] = -1;
-			if (ctrd_exec_close_stdin(a->ctrd, w->cid, w->exec_id,
+			if (ctrd_exec_close_stdin(a->ctrd, w->cid, WARM_EXEC_ID,
 			    &err) != 0)
 				log_debug("cannot close a warm exec's stdin",
 				    "pod=%s/%s error=\"%s\"", w->ns, w->pod,
@@ -499,9 +495,9 @@ start_ctrd(struct warm *w, const char *proc, struct buf *in, size_t *off,
 
 		*off = got > 0 ? (size_t)got : 0;
 	}
-	if (ctrd_exec_create(a->ctrd, w->cid, w->exec_id, proc, path[0],
+	if (ctrd_exec_create(a->ctrd, w->cid, WARM_EXEC_ID, proc, path[0],
 	    path[1], path[2], &err) == 0) {
-		if (ctrd_exec_start(a->ctrd, w->cid, w->exec_id, NULL, &err) == 0)
+		if (ctrd_exec_start(a->ctrd, w->cid, WARM_EXEC_ID, NULL, &err) == 0)
 			return 0;
 		/*
 		 * Ended first: the abort may wait out containerd's timeouts
@@ -509,7 +505,7 @@ start_ctrd(struct warm *w, const char *proc, struct buf *in, size_t *off,
 		 */
 		start_failed(w, 1, err.message);
 		if (!atomic_load(&a->stop))
-			ctrd_exec_abort(a->ctrd, w->cid, w->exec_id);
+			ctrd_exec_abort(a->ctrd, w->cid, WARM_EXEC_ID);
 		return -1;
 	}
 	if (err.code == K8S_EEXIST) {
@@ -1032,7 +1028,6 @@ agent_warm_spawn(struct agent *a, struct run *r)
 	w->ns = xstrdup(r->ns);
 	w->pod = xstrdup(r->pod);
 	w->cid = xstrdup(r->cid);
-	w->exec_id = xstrdup(r->exec_id ? r->exec_id : WARM_EXEC_ID);
 	w->step_uid = r->step && r->cx_uid ? xstrdup(r->cx_uid) : NULL;
 	w->seen_ms = clock_mono_ms();
 	r->warm_spawned = 1;

@@ -879,18 +879,19 @@ send_all(struct server *v, const void *p, size_t n)
 }
 
 /*
- * A STEP request: code as main.py, stdin_ (NULL: none, limit "-"), env
- * (env_len bytes of NAME=VALUE\0 entries; NULL: out_env alone).
+ * A STEP request, written at once with tail after it (NULL: none): code
+ * as main.py, stdin_ (NULL: none, limit "-"), env (env_len bytes of
+ * NAME=VALUE\0 entries; NULL: out_env alone). The bytes written.
  */
-static void
-serve_step(struct server *v, unsigned seq, const char *code,
+static size_t
+serve_request(struct server *v, unsigned seq, const char *code,
     const char *stdin_, const char *env, size_t env_len, long timeout_ms,
-    long grace_ms)
+    long grace_ms, const char *tail)
 {
 	struct codetar_entry e = { code_name, code, strlen(code) };
-	struct buf tar;
+	struct buf tar, all;
 	char head[256], limit[32] = "-";
-	size_t bad, slen = stdin_ ? strlen(stdin_) : 0;
+	size_t bad, n, slen = stdin_ ? strlen(stdin_) : 0;
 
 	if (env == NULL) {
 		env = out_env;
@@ -902,11 +903,26 @@ serve_step(struct server *v, unsigned seq, const char *code,
 		snprintf(limit, sizeof(limit), "%zu", tar.len);
 	snprintf(head, sizeof(head), "STEP %u %s %ld %ld %s %zu %zu\n", seq, limit,
 	    timeout_ms, grace_ms, code_name, env_len, tar.len + slen);
-	send_all(v, head, strlen(head));
-	send_all(v, env, env_len);
-	send_all(v, tar.data, tar.len);
-	send_all(v, stdin_, slen);
+	buf_init(&all, 4 << 20);
+	assert_int_equal(buf_append_str(&all, head), 0);
+	assert_int_equal(buf_append(&all, env, env_len), 0);
+	assert_int_equal(buf_append(&all, tar.data, tar.len), 0);
+	assert_int_equal(buf_append(&all, stdin_, slen), 0);
+	assert_int_equal(buf_append_str(&all, tail ? tail : ""), 0);
+	send_all(v, all.data, all.len);
+	n = all.len;
+	buf_free(&all);
 	buf_free(&tar);
+	return n;
+}
+
+static void
+serve_step(struct server *v, unsigned seq, const char *code,
+    const char *stdin_, const char *env, size_t env_len, long timeout_ms,
+    long grace_ms)
+{
+	(void)serve_request(v, seq, code, stdin_, env, env_len, timeout_ms,
+	    grace_ms, NULL);
 }
 
 /* n bytes of the server's stdout, within the deadline, or the test fails. */
@@ -1181,37 +1197,17 @@ test_serve_cancel_interrupts(void **state)
 static void
 test_serve_cancel_with_step(void **state)
 {
-	static const char code[] = "import time\ntime.sleep(30)\n";
-	struct codetar_entry e = { code_name, code, sizeof(code) - 1 };
 	struct server v;
 	struct step r;
-	struct buf req;
-	char head[256];
-	size_t bad;
 	long t0;
 
 	serve_start(*state, &v);
 	serve_run(&v, 1, "z = 'kept'\n", &r);
 	step_free(&r);
-	buf_init(&req, 1 << 20);
-	assert_int_equal(codetar_build(&e, 1, &req, &bad), 0);
-	snprintf(head, sizeof(head), "STEP 2 - 60000 2000 %s %zu %zu\n",
-	    code_name, sizeof(out_env), req.len);
-	{
-		struct buf all;
-
-		buf_init(&all, 1 << 20);
-		assert_int_equal(buf_append_str(&all, head), 0);
-		assert_int_equal(buf_append(&all, out_env, sizeof(out_env)), 0);
-		assert_int_equal(buf_append(&all, req.data, req.len), 0);
-		assert_int_equal(buf_append_str(&all, "CANCEL 2\n"), 0);
-		/* One read of the server's takes all of it. */
-		assert_true(all.len < 4096);
-		t0 = it_mono_ms();
-		send_all(&v, all.data, all.len);
-		buf_free(&all);
-	}
-	buf_free(&req);
+	t0 = it_mono_ms();
+	/* One read of the server's (4 KiB) takes all of it. */
+	assert_true(serve_request(&v, 2, "import time\ntime.sleep(30)\n", NULL,
+	    NULL, 0, 60000, 2000, "CANCEL 2\n") < 4096);
 	serve_expect(&v, 2, 124, &r, NULL, NULL);
 	assert_true(it_mono_ms() - t0 < 5000);
 	assert_int_equal(r.report.kind, STEP_TIMEOUT);
