@@ -360,6 +360,9 @@ older_than_session(json_t *cx, json_t *s)
 	return c > 0 && m > 0 && c < m;
 }
 
+/* How long a running step's start waits to be written to its session (dispatch). */
+#define STEP_HOLD_S	1
+
 /* Creation order: creationTimestamp, then name (a second's resolution). */
 static int
 before(json_t *a, json_t *b)
@@ -373,17 +376,25 @@ before(json_t *a, json_t *b)
 	return c < 0 || (c == 0 && strcmp(k8s_obj_name(a), k8s_obj_name(b)) < 0);
 }
 
-/* Put step cx (read afresh) on the session's pod, read afresh. 0, or why not. */
+/*
+ * Put step cx (read afresh) on the session's pod: first with made, the
+ * patch made from the cached pod (NULL: none), which is at the cached
+ * pod's version; then, if it was refused for that or there was none,
+ * with the pod read afresh. 0, or why not.
+ */
 static int
 put_step(struct controller *ctl, json_t *cx, const char *ns, const char *pname,
-    struct k8s_error *err)
+    json_t *made, struct k8s_error *err)
 {
 	struct k8s_patch_opts po = { .type = K8S_PATCH_MERGE };
 	json_t *pod = NULL, *patch;
 	const char *c, *u;
-	int rc = k8s_get(ctl->client, &k8s_res_pods, ns, pname, &pod, err);
+	int rc;
 
-	if (rc != 0)
+	if (made != NULL && (rc = k8s_patch(ctl->client, &k8s_res_pods, ns, pname,
+	    &po, made, NULL, err)) != K8S_ECONFLICT)
+		return rc;
+	if ((rc = k8s_get(ctl->client, &k8s_res_pods, ns, pname, &pod, err)) != 0)
 		return rc;
 	if (session_pod_step(pod, &c, &u) == 0 && strcmp(u, k8s_obj_uid(cx)) == 0) {
 		json_decref(pod);
@@ -519,8 +530,17 @@ start_step(struct controller *ctl, json_t *s, json_t *cached, json_t *pod,
 	char msg[400], where[300], sha[65];
 	int rc;
 
-	rc = k8s_get(ctl->client, &cx_resource, ns, k8s_obj_name(cached), &cx, &err);
-	if (rc != 0)
+	if (json_integer_value(json_object_get(cached, CTL_CACHED_CODE)) > 0) {
+		/*
+		 * The cache kept the code (trim_cx): no read on the way. Its
+		 * status write is at the cached version, refused if the cache
+		 * lagged (ctl_warm_start does the same).
+		 */
+		cx = json_deep_copy(cached);
+		json_object_del(cx, CTL_CACHED_CODE);
+		json_object_del(cx, CTL_CACHED_SHA);
+	} else if ((rc = k8s_get(ctl->client, &cx_resource, ns,
+	    k8s_obj_name(cached), &cx, &err)) != 0)
 		return rc == K8S_ENOTFOUND ? 0 : rc;
 	st = json_object_get(cx, "status");
 	if (strcmp(k8s_obj_uid(cx) ? k8s_obj_uid(cx) : "", k8s_obj_uid(cached)) ||
@@ -550,24 +570,24 @@ start_step(struct controller *ctl, json_t *s, json_t *cached, json_t *pod,
 		json_decref(cx);
 		return rc;
 	}
-	json_decref(probe);
 	snprintf(where, sizeof(where), "in session %.253s's sandbox",
 	    k8s_obj_name(s));
 	ctl_delivered_status(cx, status, pod, "Session", sha, where,
 	    "delivered to its session's sandbox", msg);
+	/* The write says why it failed, if it does. */
 	rc = ctl_write_status(ctl, cx, status, NULL);
 	json_decref(status);
 	/* Named in its status: from here on the step is put on the pod. */
-	if (rc == 0)
-		rc = put_step(ctl, cx, ns, pname, &err);
+	if (rc == 0 && (rc = put_step(ctl, cx, ns, pname, probe, &err)) != 0 &&
+	    rc != K8S_ECONFLICT)
+		log_warn("cannot start a session's step yet", "execution=%s/%s "
+		    "pod=%s error=\"%s\"", ns, k8s_obj_name(cx), pname,
+		    err.message);
+	json_decref(probe);
 	if (rc == 0) {
 		ctl_emit_event(ctl, cx, "Normal", "Started", msg);
 		metric_inc(ctl->m_phase, "Running");
 		rc = 1;
-	} else if (rc != K8S_ECONFLICT) {
-		log_warn("cannot start a session's step yet", "execution=%s/%s "
-		    "pod=%s error=\"%s\"", ns, k8s_obj_name(cx), pname,
-		    err.message);
 	}
 	json_decref(cx);
 	return rc;
@@ -635,7 +655,8 @@ dispatch(struct controller *ctl, json_t *s, json_t *pod, json_t *status,
 			if (rc == K8S_EINVAL)
 				rc = 0;	/* too many now: started without them */
 			if (rc == 0)
-				rc = put_step(ctl, fresh, ns, pname, &err);
+				rc = put_step(ctl, fresh, ns, pname, NULL,
+				    &err);
 		}
 		else if (rc == K8S_ENOTFOUND)
 			rc = 0;
@@ -646,6 +667,28 @@ dispatch(struct controller *ctl, json_t *s, json_t *pod, json_t *status,
 		rc = 0;
 		started = 1;
 		ctl_now_rfc3339(latest);
+	}
+	/*
+	 * The running step's start is written here (the count, the time)
+	 * once it has run STEP_HOLD_S, or with its end if that comes first:
+	 * a short step costs the session one write, made after its result,
+	 * not one on its way (the agent's reads and writes wait on the same
+	 * API server). Its start time has a second's resolution: held for
+	 * 1-2 s. Only when it is the one step not counted: never more.
+	 */
+	if (*busy && (here > had ? here : had) + started <= had + 1) {
+		long long t = started ? now_s() : clock_parse_rfc3339(
+		    json_string_value(json_object_get(json_object_get(running,
+		    "status"), "startTime")));
+
+		if (t > 0 && now_s() < t + STEP_HOLD_S + 1) {
+			char *key = ctl_session_key(ns, k8s_obj_name(s));
+
+			requeue_in(ctl, key, t + STEP_HOLD_S + 1 - now_s());
+			free(key);
+			json_decref(steps);
+			return rc;
+		}
 	}
 	/*
 	 * Steps run here: the count written, or those the cache names this

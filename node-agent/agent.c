@@ -252,8 +252,12 @@ claimed_seen(struct agent *a, json_t *pod, const char *cid, json_t *state,
 	r = agent_find_run(a, k8s_obj_uid(pod));
 	if (step && r && r->step && r->cx_uid &&
 	    strcmp(r->cx_uid, lim.cx_uid) != 0) {
-		/* The last step's, not freed yet: the ticker sees this pod again. */
+		/*
+		 * The last step's, not freed yet: the ticker sees this pod
+		 * again, now rather than at its next poll (up to poll_ms).
+		 */
 		pthread_mutex_unlock(&a->lock);
+		agent_wake(a);
 		return;
 	}
 	if (r == NULL && json_object_get(json_object_get(pod, "metadata"),

@@ -3495,7 +3495,7 @@ test_session_life(void **state)
 	assert_null(json_object_get(json_object_get(json_object_get(pod, "metadata"),
 	    "annotations"), "airlock.dev/file-0"));
 	json_decref(pod);
-	/* Both counted, as they started. */
+	/* Both counted, the running one a second or two after its start. */
 	{
 		struct session_count sc = { fx, "life", 2 };
 

@@ -109,10 +109,7 @@ def test_restarts_keep_session(session_client, session_namespace):
         t, got = in_background(lambda: s.run(
             "import time\ntime.sleep(3)\nx += 1\nprint('slept')\nx", timeout=60))
         name = s.name
-        end = time.monotonic() + 30
-        while s.status().executions < 2:
-            assert time.monotonic() < end, "the step never started"
-            time.sleep(0.1)
+        running_step(session_client, session_namespace, name)
         restart_daemon(session_namespace, 0)
         t.join(60)
         r = got["r"]
