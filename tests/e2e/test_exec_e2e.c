@@ -2222,11 +2222,25 @@ test_cli_live(void **state)
 	cli_result_free(&r);
 }
 
+/* `session ls` has row (a line's start, after a newline). */
+static int
+ls_has_row(void *row)
+{
+	struct cli_result r;
+	int found;
+
+	CLI(&r, "session", "ls");
+	found = r.status == 0 && strstr(r.out, row) != NULL;
+	cli_result_free(&r);
+	return found;
+}
+
 /*
  * A session through the CLI (docs/sessions.md): create waits for Ready and
  * prints its name; run --session keeps the state, the step's value on
  * its own line after its stdout, the --file in the working directory; ls
- * counts the steps; close ends it Closed.
+ * counts the steps (the count is written after a step's own status: a
+ * wait for it); close ends it Closed.
  */
 static void
 test_cli_session(void **state)
@@ -2264,13 +2278,12 @@ test_cli_session(void **state)
 	assert_string_equal(r.out, "no newline\n'a,b\\n1,2\\n'\n");
 	cli_result_free(&r);
 
-	CLI(&r, "session", "ls");
-	cli_expect_status(&r, 0);
 	snprintf(want, sizeof(want), "\n%-30s %-12s %-8s %-12s %-5d ", name, "python",
 	    "Ready", "", 3);
-	if (strstr(r.out, want) == NULL)
-		fail_msg("no row '%s' in\n%s", want + 1, r.out);
-	cli_result_free(&r);
+	if (!it_wait_for(ls_has_row, want, 10000)) {
+		CLI(&r, "session", "ls");
+		fail_msg("no row '%s' in 10 s; the last:\n%s", want + 1, r.out);
+	}
 
 	CLI(&r, "session", "close", name);
 	cli_expect_status(&r, 0);

@@ -45,6 +45,16 @@ def in_background(fn):
     return t, got
 
 
+def counted(s, n, timeout=10):
+    """s's status once its executions reach n: the count is written after
+    a step's own status (a second or two after its start, or with its
+    end), so a step just returned may not be in it yet."""
+    end = time.monotonic() + timeout
+    while (st := s.status()).executions < n and time.monotonic() < end:
+        time.sleep(0.1)
+    return st
+
+
 def running_step(c, ns, session, timeout=30):
     """The name of session's step that is Running, once one is."""
     end = time.monotonic() + timeout
@@ -117,7 +127,7 @@ def test_restarts_keep_session(session_client, session_namespace):
         restart_daemon(session_namespace, 1)
         r = s.run("x + 1")
         assert (r.phase, r.value) == ("Succeeded", "43"), r
-        st = s.status()
+        st = counted(s, 3)
         assert (st.name, st.phase, st.executions, st.restarts) == (name, "Ready", 3, 0)
 
 
@@ -214,7 +224,7 @@ def test_step_server_killed_or_forged(session_client):
                                   "not known" % why), r.message
         r = s.run("x")
         assert (r.phase, r.value) == ("Succeeded", "5"), r
-    st = s.status()
+    st = counted(s, 5)
     assert (st.phase, st.restarts, st.executions) == ("Ready", 0, 5), st
     s.close()
 
@@ -234,7 +244,7 @@ def test_oom_restarts_kernel(session_client):
                          "started again: its state is lost"), r.message
     r = s.run("x")
     assert r.stderr.endswith("NameError: name 'x' is not defined\n"), r
-    st = s.status()
+    st = counted(s, 3)
     assert (st.phase, st.restarts, st.executions) == ("Ready", 1, 3), st
     s.close()
 
@@ -250,10 +260,7 @@ def test_state_across_steps(session_client):
         assert (r2.phase, r2.value, r2.stdout) == ("Succeeded", "2", "")
         r3 = s.run("print(x * 10)\nos.getcwd() == cwd")
         assert (r3.stdout, r3.value, r3.exit_code) == ("20\n", "True", 0)
-        # The session's count is written after the step's own status.
-        end = time.monotonic() + 10
-        while (st := s.status()).executions < 3 and time.monotonic() < end:
-            time.sleep(0.2)
+        st = counted(s, 3)
         assert (st.phase, st.reason, st.executions, st.restarts) == ("Ready", None, 3, 0)
         assert st.pod_name and st.node_name
         name = s.name
