@@ -229,6 +229,7 @@ static void
 session_delete(void *arg, json_t *obj, int unknown)
 {
 	(void)unknown;
+	ctl_session_forget(arg, obj);
 	ctl_audit_session_deleted(arg, obj);
 	session_enqueue(arg, obj);	/* the reconcile finds it gone: its pod goes */
 }
@@ -858,6 +859,7 @@ controller_new(struct k8s_client *c, const struct ctl_config *cfg,
 	ctl->quota_slot = json_object();
 	ctl->quota_gate = json_object();
 	ctl->reserved = json_object();
+	ctl->held = json_object();
 	ctl->claimed = json_object();
 	pthread_mutex_init(&ctl->lock, NULL);
 	pthread_mutex_init(&ctl->audit_lock, NULL);
@@ -1045,6 +1047,7 @@ controller_free(struct controller *ctl)
 	json_decref(ctl->quota_slot);
 	json_decref(ctl->quota_gate);
 	json_decref(ctl->reserved);
+	json_decref(ctl->held);
 	json_decref(ctl->claimed);
 	json_decref(ctl->guard_owner);
 	free(ctl->threads);

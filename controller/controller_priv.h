@@ -75,6 +75,12 @@ struct controller {
 	json_t			*quota_slot;
 	json_t			*quota_gate;	/* ns -> ms of its next try */
 	json_t			*reserved;
+	/*
+	 * A session's count held while its step runs (sessions.c, dispatch):
+	 * session uid -> [count, "lastActivityTime"], under lock; at most
+	 * CTL_HELD_MAX (none held past it: written at the step's start).
+	 */
+	json_t			*held;
 	json_t			*claimed;
 	/*
 	 * Lending (lend.c), lock held: pool uid -> [holders taken back, mono
@@ -449,6 +455,8 @@ const char *ctl_session_of_pod(json_t *pod);
 json_t *ctl_trim_session(json_t *session);
 int ctl_session_reconcile(struct controller *ctl, const char *ns,
     const char *name);
+/* Session s (borrowed) is gone: what was held for it goes (dispatch). */
+void ctl_session_forget(struct controller *ctl, json_t *s);
 /*
  * The execution cx (cached; status its copy) names a session: 1 when it
  * was dealt with here (*rcp: the reconcile's result), 0 when it names

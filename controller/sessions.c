@@ -25,6 +25,7 @@
 #include "clock.h"
 #include "controller_priv.h"
 #include "cx.h"
+#include "jsonsize.h"
 #include "log.h"
 #include "podspec.h"
 #include "pool.h"
@@ -362,6 +363,57 @@ older_than_session(json_t *cx, json_t *s)
 
 /* How long a running step's start waits to be written to its session (dispatch). */
 #define STEP_HOLD_S	1
+/* The most sessions with a count held at once (ctl->held). */
+#define CTL_HELD_MAX	4096
+
+/* What is held for session uid: 1 with *n and t, or 0. */
+static int
+held_get(struct controller *ctl, const char *uid, json_int_t *n,
+    char t[CLOCK_RFC3339_LEN])
+{
+	json_t *h;
+	int found;
+
+	pthread_mutex_lock(&ctl->lock);
+	h = json_object_get(ctl->held, uid);
+	if ((found = h != NULL)) {
+		*n = json_integer_value(json_array_get(h, 0));
+		snprintf(t, CLOCK_RFC3339_LEN, "%s",
+		    json_string_value(json_array_get(h, 1)));
+	}
+	pthread_mutex_unlock(&ctl->lock);
+	return found;
+}
+
+/* Hold n and t for session uid: 0, or -1 when CTL_HELD_MAX are held. */
+static int
+held_put(struct controller *ctl, const char *uid, json_int_t n, const char *t)
+{
+	int rc = -1;
+
+	pthread_mutex_lock(&ctl->lock);
+	if (json_object_get(ctl->held, uid) ||
+	    json_object_size(ctl->held) < CTL_HELD_MAX)
+		rc = json_object_set_new(ctl->held, uid, json_pack("[I, s]", n,
+		    t)) == 0 ? 0 : -1;
+	pthread_mutex_unlock(&ctl->lock);
+	return rc;
+}
+
+static void
+held_drop(struct controller *ctl, const char *uid)
+{
+	pthread_mutex_lock(&ctl->lock);
+	json_object_del(ctl->held, uid);
+	pthread_mutex_unlock(&ctl->lock);
+}
+
+void
+ctl_session_forget(struct controller *ctl, json_t *s)
+{
+	if (k8s_obj_uid(s))
+		held_drop(ctl, k8s_obj_uid(s));
+}
 
 /* Creation order: creationTimestamp, then name (a second's resolution). */
 static int
@@ -377,31 +429,42 @@ before(json_t *a, json_t *b)
 }
 
 /*
- * Put step cx (read afresh) on the session's pod: first with made, the
- * patch made from the cached pod (NULL: none), which is at the cached
- * pod's version; then, if it was refused for that or there was none,
- * with the pod read afresh. 0, or why not.
+ * Put step cx (read afresh, or the cache's copy with its code: stored its
+ * size as stored, 0 for cx's own) on pod (cached: its name and uid):
+ * first with made, the patch made from the cached pod (NULL: none), at
+ * the cached pod's version; then, if that was refused for its version or
+ * there was none, with the pod read afresh, if it is still that pod and
+ * not going. 0, or why not (K8S_ECONFLICT: it is not that pod now).
  */
 static int
-put_step(struct controller *ctl, json_t *cx, const char *ns, const char *pname,
-    json_t *made, struct k8s_error *err)
+put_step(struct controller *ctl, json_t *cx, json_t *pod, json_t *made,
+    size_t stored, struct k8s_error *err)
 {
 	struct k8s_patch_opts po = { .type = K8S_PATCH_MERGE };
-	json_t *pod = NULL, *patch;
+	const char *ns = k8s_obj_namespace(pod), *pname = k8s_obj_name(pod);
+	json_t *fresh = NULL, *patch;
 	const char *c, *u;
 	int rc;
 
 	if (made != NULL && (rc = k8s_patch(ctl->client, &k8s_res_pods, ns, pname,
 	    &po, made, NULL, err)) != K8S_ECONFLICT)
 		return rc;
-	if ((rc = k8s_get(ctl->client, &k8s_res_pods, ns, pname, &pod, err)) != 0)
+	if ((rc = k8s_get(ctl->client, &k8s_res_pods, ns, pname, &fresh, err)) != 0)
 		return rc;
-	if (session_pod_step(pod, &c, &u) == 0 && strcmp(u, k8s_obj_uid(cx)) == 0) {
-		json_decref(pod);
+	if (strcmp(k8s_obj_uid(fresh) ? k8s_obj_uid(fresh) : "",
+	    k8s_obj_uid(pod) ? k8s_obj_uid(pod) : "") != 0 ||
+	    json_object_get(json_object_get(fresh, "metadata"),
+	    "deletionTimestamp")) {
+		json_decref(fresh);
+		return k8s_error_set(err, K8S_ECONFLICT, 0, NULL, "pod %s is "
+		    "another now, or going", pname);
+	}
+	if (session_pod_step(fresh, &c, &u) == 0 && strcmp(u, k8s_obj_uid(cx)) == 0) {
+		json_decref(fresh);
 		return 0;	/* there already */
 	}
-	patch = session_step_patch(ctl->cfg, cx, pod, 0, err);
-	json_decref(pod);
+	patch = session_step_patch(ctl->cfg, cx, fresh, stored, err);
+	json_decref(fresh);
 	if (patch == NULL)
 		return err->code;
 	rc = k8s_patch(ctl->client, &k8s_res_pods, ns, pname, &po, patch, NULL,
@@ -468,8 +531,6 @@ step_startable(json_t *cx, json_t *s)
 	    "deletionTimestamp") && !older_than_session(cx, s);
 }
 
-/* The most files a step carries, the session's and its own (pool.h). */
-#define STEP_FILES_MAX	64
 
 /*
  * Put the session's spec.files (read afresh) into cx's (a copy, read
@@ -502,10 +563,10 @@ with_session_files(struct controller *ctl, json_t *s, json_t *cx,
 	if (mine)
 		json_array_extend(files, mine);
 	json_decref(fresh);
-	if (json_array_size(files) > STEP_FILES_MAX) {
+	if (json_array_size(files) > SESSION_STEP_FILES) {
 		rc = k8s_error_set(err, K8S_EINVAL, 0, NULL, "spec.files: the "
 		    "session's files and the first step's are %zu, past the %d "
-		    "a step carries", json_array_size(files), STEP_FILES_MAX);
+		    "a step carries", json_array_size(files), SESSION_STEP_FILES);
 		json_decref(files);
 		return rc;
 	}
@@ -527,21 +588,27 @@ start_step(struct controller *ctl, json_t *s, json_t *cached, json_t *pod,
 	const char *ns = k8s_obj_namespace(s), *pname = k8s_obj_name(pod);
 	json_t *cx = NULL, *status, *st, *probe;
 	struct k8s_error err;
-	char msg[400], where[300], sha[65];
+	char msg[400], where[300], sha[65], *rv;
+	size_t stored;
 	int rc;
 
 	if (json_integer_value(json_object_get(cached, CTL_CACHED_CODE)) > 0) {
 		/*
 		 * The cache kept the code (trim_cx): no read on the way. Its
 		 * status write is at the cached version, refused if the cache
-		 * lagged (ctl_warm_start does the same).
+		 * lagged (ctl_warm_start does the same). Its size as stored
+		 * (the output budget's) is the cache's note: the copy is trimmed.
 		 */
 		cx = json_deep_copy(cached);
+		stored = (size_t)json_integer_value(json_object_get(cx,
+		    CTL_CACHED_CODE));
 		json_object_del(cx, CTL_CACHED_CODE);
 		json_object_del(cx, CTL_CACHED_SHA);
 	} else if ((rc = k8s_get(ctl->client, &cx_resource, ns,
 	    k8s_obj_name(cached), &cx, &err)) != 0)
 		return rc == K8S_ENOTFOUND ? 0 : rc;
+	else
+		stored = jsonsize_value(cx);	/* before the session's files */
 	st = json_object_get(cx, "status");
 	if (strcmp(k8s_obj_uid(cx) ? k8s_obj_uid(cx) : "", k8s_obj_uid(cached)) ||
 	    json_object_get(st, "podName") ||
@@ -564,7 +631,7 @@ start_step(struct controller *ctl, json_t *s, json_t *cached, json_t *pod,
 		json_decref(cx);
 		return rc;
 	}
-	if ((probe = session_step_patch(ctl->cfg, cx, pod, 0, &err)) == NULL) {
+	if ((probe = session_step_patch(ctl->cfg, cx, pod, stored, &err)) == NULL) {
 		rc = ctl_finish(ctl, cx, status, "Failed", "Rejected", err.message);
 		json_decref(status);
 		json_decref(cx);
@@ -574,11 +641,22 @@ start_step(struct controller *ctl, json_t *s, json_t *cached, json_t *pod,
 	    k8s_obj_name(s));
 	ctl_delivered_status(cx, status, pod, "Session", sha, where,
 	    "delivered to its session's sandbox", msg);
-	/* The write says why it failed, if it does. */
+	/*
+	 * The write says why it failed, if it does. One that found the
+	 * execution gone (0, and its version not moved) started nothing.
+	 */
+	rv = xstrdup(k8s_obj_rv(cx) ? k8s_obj_rv(cx) : "");
 	rc = ctl_write_status(ctl, cx, status, NULL);
 	json_decref(status);
+	if (rc == 0 && strcmp(rv, k8s_obj_rv(cx) ? k8s_obj_rv(cx) : "") == 0) {
+		free(rv);
+		json_decref(probe);
+		json_decref(cx);
+		return 0;
+	}
+	free(rv);
 	/* Named in its status: from here on the step is put on the pod. */
-	if (rc == 0 && (rc = put_step(ctl, cx, ns, pname, probe, &err)) != 0 &&
+	if (rc == 0 && (rc = put_step(ctl, cx, pod, probe, stored, &err)) != 0 &&
 	    rc != K8S_ECONFLICT)
 		log_warn("cannot start a session's step yet", "execution=%s/%s "
 		    "pod=%s error=\"%s\"", ns, k8s_obj_name(cx), pname,
@@ -612,7 +690,8 @@ dispatch(struct controller *ctl, json_t *s, json_t *pod, json_t *status,
 	    "lastActivityTime")), *on;
 	char latest[CLOCK_RFC3339_LEN] = "";
 	json_int_t had = json_integer_value(json_object_get(status, "executions"));
-	json_int_t here = 0;
+	json_int_t here = 0, total, owed;
+	char owed_t[CLOCK_RFC3339_LEN];
 	size_t i;
 	int rc = 0, started = 0;
 
@@ -635,6 +714,9 @@ dispatch(struct controller *ctl, json_t *s, json_t *pod, json_t *status,
 			next = cx;
 	}
 	*busy = running != NULL;
+	/* A count held (below): a step it counts may have left the cache. */
+	if (!held_get(ctl, k8s_obj_uid(s), &owed, owed_t))
+		owed = 0;
 	on = json_string_value(json_object_get(ann, SESSION_ANN_STEP));
 	if (running && strcmp(json_string_value(json_object_get(json_object_get(
 	    running, "status"), "podName")), pname) == 0 &&
@@ -650,38 +732,57 @@ dispatch(struct controller *ctl, json_t *s, json_t *pod, json_t *status,
 		    json_string_value(json_object_get(json_object_get(fresh,
 		    "status"), "phase")))) {
 			/* The first (no other ran here): the session's files too. */
-			if (here <= 1 && had <= 1)
+			if (here <= 1 && had <= 1 && owed <= 1)
 				rc = with_session_files(ctl, s, fresh, &err);
 			if (rc == K8S_EINVAL)
 				rc = 0;	/* too many now: started without them */
 			if (rc == 0)
-				rc = put_step(ctl, fresh, ns, pname, NULL,
-				    &err);
+				rc = put_step(ctl, fresh, pod, NULL, 0, &err);
 		}
 		else if (rc == K8S_ENOTFOUND)
 			rc = 0;
 		json_decref(fresh);
 	} else if (running == NULL && next != NULL &&
-	    (rc = start_step(ctl, s, next, pod, here == 0 && had == 0)) == 1) {
+	    (rc = start_step(ctl, s, next, pod, here == 0 && had == 0 &&
+	    owed == 0)) == 1) {
 		*busy = 1;
 		rc = 0;
 		started = 1;
 		ctl_now_rfc3339(latest);
 	}
 	/*
-	 * The running step's start is written here (the count, the time)
-	 * once it has run STEP_HOLD_S, or with its end if that comes first:
-	 * a short step costs the session one write, made after its result,
-	 * not one on its way (the agent's reads and writes wait on the same
-	 * API server). Its start time has a second's resolution: held for
-	 * 1-2 s. Only when it is the one step not counted: never more.
+	 * Steps run here: the count written, or those the cache names this
+	 * pod in if more (a write of the count lost); one more for the step
+	 * just started. A step its TTL deleted leaves the cache, not the
+	 * count: it only ever goes forward.
 	 */
-	if (*busy && (here > had ? here : had) + started <= had + 1) {
+	total = here > had ? here : had;
+	/*
+	 * The running step's start is written (the count, the time) once it
+	 * has run STEP_HOLD_S (its start has a second's resolution: 1-2 s),
+	 * or with its end if that comes first: a short step costs its
+	 * session one write, after its result, not one beside the agent's
+	 * reads on its way. Only the one step not counted is held, and what
+	 * is held is kept here (ctl->held), so that a step deleted before
+	 * its count was written (ttlSecondsAfterFinished 0, `run --rm`) is
+	 * counted all the same, from its start, as it was before the hold.
+	 */
+	if (owed > 0) {
+		if (owed > total)
+			total = owed;
+		if (strcmp(owed_t, latest) > 0)
+			snprintf(latest, sizeof(latest), "%s", owed_t);
+		if (had >= owed)
+			held_drop(ctl, k8s_obj_uid(s));	/* written */
+	}
+	total += started;
+	if (*busy && total <= had + 1) {
 		long long t = started ? now_s() : clock_parse_rfc3339(
 		    json_string_value(json_object_get(json_object_get(running,
 		    "status"), "startTime")));
 
-		if (t > 0 && now_s() < t + STEP_HOLD_S + 1) {
+		if (t > 0 && now_s() < t + STEP_HOLD_S + 1 &&
+		    held_put(ctl, k8s_obj_uid(s), total, latest) == 0) {
 			char *key = ctl_session_key(ns, k8s_obj_name(s));
 
 			requeue_in(ctl, key, t + STEP_HOLD_S + 1 - now_s());
@@ -690,15 +791,8 @@ dispatch(struct controller *ctl, json_t *s, json_t *pod, json_t *status,
 			return rc;
 		}
 	}
-	/*
-	 * Steps run here: the count written, or those the cache names this
-	 * pod in if more (a write of the count lost); one more for the step
-	 * just started. A step its TTL deleted leaves the cache, not the
-	 * count: it only ever goes forward.
-	 */
-	if ((here > had ? here : had) + started > had)
-		json_object_set_new(status, "executions", json_integer(
-		    (here > had ? here : had) + started));
+	if (total > had)
+		json_object_set_new(status, "executions", json_integer(total));
 	/* The last step's start or end: only ever forward. */
 	if (latest[0] && (last == NULL || strcmp(latest, last) > 0))
 		json_object_set_new(status, "lastActivityTime", json_string(latest));
@@ -933,6 +1027,7 @@ ctl_session_reconcile(struct controller *ctl, const char *ns, const char *name)
 	}
 	if (phase && strcmp(phase, SESSION_ENDED) == 0) {
 		/* Its steps end with it: queued ones Rejected, a running one too. */
+		ctl_session_forget(ctl, s);
 		kick_steps(ctl, ns, name);
 		rc = cancel_running(ctl, s, pname, json_string_value(
 		    json_object_get(status, "reason")));

@@ -158,30 +158,32 @@ session_pod(const struct ctl_config *cfg, json_t *session,
 	return pod;
 }
 
-/* The annotations a step writes (pool_run_annotations): a new step's replace the last one's. */
-static int
-step_key(const char *k)
-{
-	static const char *const keys[] = { "airlock.dev/source",
-	    "airlock.dev/stdin", POOL_ANN_PROCESS, CX_ANN_NAME,
-	    CX_ANN_TIMEOUT_MS, CX_ANN_MAX_OUTPUT, CX_ANN_OUTPUT_BUDGET,
-	    CX_ANN_STREAM, CX_ANN_POLICY, ARTIFACTS_ANN, SESSION_ANN_STEP,
-	    SESSION_ANN_STEP_NAME, SESSION_ANN_CANCEL };
+/*
+ * The annotations a step writes (pool_run_annotations): a new step's
+ * replace the last one's, and those it does not write are set to null.
+ * Its files are airlock.dev/file-0 up: at most SESSION_STEP_FILES.
+ */
+static const char *const step_keys[] = { "airlock.dev/source",
+    "airlock.dev/stdin", POOL_ANN_PROCESS, CX_ANN_NAME, CX_ANN_TIMEOUT_MS,
+    CX_ANN_MAX_OUTPUT, CX_ANN_OUTPUT_BUDGET, CX_ANN_STREAM, CX_ANN_POLICY,
+    ARTIFACTS_ANN, SESSION_ANN_STEP, SESSION_ANN_STEP_NAME,
+    SESSION_ANN_CANCEL };
 
-	for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++)
-		if (strcmp(k, keys[i]) == 0)
-			return 1;
-	return strncmp(k, "airlock.dev/file-", 17) == 0;
+static void
+null_unless_set(json_t *ann, const char *k)
+{
+	if (json_object_get(ann, k) == NULL)
+		json_object_set_new(ann, k, json_null());
 }
 
 json_t *
 session_step_patch(const struct ctl_config *cfg, json_t *cx, json_t *pod,
     size_t stored, struct k8s_error *err)
 {
-	json_t *spec = json_object_get(cx, "spec"), *ann, *extra, *kv, *v;
+	json_t *spec = json_object_get(cx, "spec"), *ann, *extra, *kv;
 	const char *rt = json_string_value(json_object_get(spec, "runtime"));
 	const struct ctl_profile *p = rt ? ctl_config_profile(cfg, rt) : NULL;
-	const char *argv[4], *k;
+	const char *argv[4];
 
 	if (p == NULL || session_kernel(cfg, rt, argv) != 0) {
 		k8s_error_set(err, K8S_EINVAL, 0, NULL, "spec.runtime: sessions "
@@ -201,10 +203,14 @@ session_step_patch(const struct ctl_config *cfg, json_t *cx, json_t *pod,
 	json_object_del(ann, CX_ANN_NAME);
 	json_object_set_new(ann, SESSION_ANN_STEP, json_string(k8s_obj_uid(cx)));
 	json_object_set_new(ann, SESSION_ANN_STEP_NAME, json_string(k8s_obj_name(cx)));
-	json_object_foreach(json_object_get(json_object_get(pod, "metadata"),
-	    "annotations"), k, v)
-		if (step_key(k) && json_object_get(ann, k) == NULL)
-			json_object_set_new(ann, k, json_null());
+	for (size_t i = 0; i < sizeof(step_keys) / sizeof(step_keys[0]); i++)
+		null_unless_set(ann, step_keys[i]);
+	for (int i = 0; i < SESSION_STEP_FILES; i++) {
+		char k[40];
+
+		snprintf(k, sizeof(k), "airlock.dev/file-%d", i);
+		null_unless_set(ann, k);
+	}
 	return json_pack("{s:{s:O*, s:o}}", "metadata", "resourceVersion",
 	    json_object_get(json_object_get(pod, "metadata"), "resourceVersion"),
 	    "annotations", ann);

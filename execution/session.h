@@ -31,6 +31,8 @@ extern const struct k8s_resource session_resource;
 #define SESSION_MAX_S		86400
 #define SESSION_DEFAULT_TTL_S	3600
 #define SESSION_DEADLINE_SLACK	30
+/* The most files a step carries, the session's and its own. */
+#define SESSION_STEP_FILES	64
 /* In the sandbox: the kernels a session's steps run in. */
 #define SESSION_KERNEL_PY	"/airlock/bin/kernel.py"
 #define SESSION_KERNEL_SH	"/airlock/bin/kernel.sh"
@@ -104,9 +106,11 @@ json_t *session_pod(const struct ctl_config *cfg, json_t *session,
     struct k8s_error *err);
 
 /*
- * The merge patch that puts step cx (borrowed, read afresh; stored: its
- * size as stored, 0 for cx's own) on the session's pod (borrowed: its
- * resourceVersion, and the previous step's annotations, set to null). A
+ * The merge patch that puts step cx (borrowed, read afresh or a cached
+ * copy with its code; stored: its size as stored, 0 for cx's own) on the
+ * session's pod (borrowed: its resourceVersion). Every key a step may
+ * write that this one does not is set to null, whether pod shows it or
+ * not: a cached pod keeps few of its annotations (ctl_trim_pod). A
  * new reference, or NULL with err: K8S_ETOOBIG (its code, args and env
  * past the annotation budget), K8S_EINVAL (its runtime offers no
  * sessions, or what podspec_build refuses).

@@ -3530,6 +3530,61 @@ test_session_life(void **state)
 		fail_msg("the ended session was not deleted after its TTL (2 s)");
 }
 
+/*
+ * A step deleted as soon as it ended (ttlSecondsAfterFinished 0, as `run
+ * --rm` deletes its own), before the session's count of it was written
+ * (held while it runs: sessions.c dispatch): counted all the same, and
+ * the session's files do not travel again with the next step, which a
+ * session that forgot its first step would send.
+ */
+static void
+test_session_counts_deleted_step(void **state)
+{
+	struct fx *fx = *state;
+	struct gone cx_gone = { fx, &cx_resource, "quick" };
+	struct k8s_patch_opts merge = { .type = K8S_PATCH_MERGE,
+	    .subresource = "status" };
+	struct session_count sc = { fx, "rm", 1 };
+	struct k8s_error err;
+	json_t *o, *pod, *p;
+	char pname[80];
+
+	o = ready_session(fx, "rm", "{\"runtime\":\"warm\","
+	    "\"files\":[{\"path\":\"data.csv\",\"content\":\"a,b\"}]}");
+	session_pod_name(k8s_obj_uid(o), pname);
+	json_decref(o);
+	create_cx(fx, "quick", "{\"runtime\":\"warm\",\"source\":\"x = 1\","
+	    "\"session\":\"rm\",\"ttlSecondsAfterFinished\":0}");
+	o = wait_phase(fx, "quick", "Running");
+	p = json_pack("{s:{s:s, s:s, s:s}}", "status", "phase", "Succeeded", "reason",
+	    "Completed", "completionTime", "2026-11-27T12:00:00Z");
+	assert_int_equal(k8s_patch(c, &cx_resource, fx->ns, "quick", &merge, p, NULL,
+	    &err), 0);
+	json_decref(p);
+	json_decref(o);
+	if (!it_wait_for(is_gone, &cx_gone, 5000))
+		fail_msg("the step with ttlSecondsAfterFinished 0 was not deleted in 5 s");
+	if (!it_wait_for(session_counts, &sc, 5000))
+		fail_msg("the deleted step was never counted in the session's executions");
+	o = get_session(fx, "rm");
+	assert_non_null(st_str(o, "lastActivityTime"));
+	json_decref(o);
+	create_cx(fx, "next", "{\"runtime\":\"warm\",\"source\":\"x\","
+	    "\"session\":\"rm\"}");
+	o = wait_phase(fx, "next", "Running");
+	{
+		struct pod_step ps = { fx, pname, k8s_obj_uid(o) };
+
+		if (!it_wait_for(pod_has_step, &ps, 5000))
+			fail_msg("the next step was not put on the session's pod in 5 s");
+	}
+	json_decref(o);
+	assert_int_equal(k8s_get(c, &k8s_res_pods, fx->ns, pname, &pod, &err), 0);
+	assert_null(json_object_get(json_object_get(json_object_get(pod, "metadata"),
+	    "annotations"), "airlock.dev/file-0"));
+	json_decref(pod);
+}
+
 /* A runtime without sessions, and one the cluster does not have: refused. */
 static void
 test_session_rejected(void **state)
@@ -3837,6 +3892,8 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_terminating_namespace, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_two_replicas_one_leader, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_session_life, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_session_counts_deleted_step, setup,
+		    teardown),
 		cmocka_unit_test_setup_teardown(test_session_rejected, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_session_warm, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_session_ends, setup, teardown),

@@ -17,6 +17,7 @@
 #include "client.h"
 #include "clock.h"
 #include "ctl_config.h"
+#include "cx.h"
 #include "pool.h"
 #include "session.h"
 
@@ -331,7 +332,7 @@ test_step(void **state)
 	assert_string_equal(jp_key(patch, "metadata.annotations", SESSION_ANN_STEP_NAME),
 	    "step-2");
 	/* Never an execution's own pod's marks: the session's pod is not one. */
-	assert_null(json_object_get(ann, "airlock.dev/execution"));
+	assert_true(json_is_null(json_object_get(ann, "airlock.dev/execution")));
 	assert_null(jp_at(patch, "metadata.labels"));
 	assert_string_equal(jp_key(patch, "metadata.annotations", "airlock.dev/timeout-ms"),
 	    "7000");
@@ -343,6 +344,37 @@ test_step(void **state)
 	assert_true(json_is_null(json_object_get(ann, "airlock.dev/stdin")));
 	assert_true(json_is_null(json_object_get(ann, SESSION_ANN_CANCEL)));
 	assert_null(json_object_get(ann, "other.io/kept"));
+	{
+		/*
+		 * Made from the controller's cached pod, which keeps few of
+		 * its annotations (ctl_trim_pod): the last step's keys are
+		 * cleared all the same, every file the most a step carries.
+		 */
+		json_t *trimmed = json_pack("{s:{s:s, s:s, s:{s:s}}}", "metadata",
+		    "name", "p", "resourceVersion", "78", "annotations",
+		    SESSION_ANN_STEP, "0ld-uid");
+		json_t *p2 = session_step_patch(cfg, cx, trimmed, 0, &err), *a2;
+		char k[40];
+
+		assert_non_null(p2);
+		a2 = jp_at(p2, "metadata.annotations");
+		assert_string_equal(jp_str(p2, "metadata.resourceVersion"), "78");
+		assert_string_equal(jp_key(p2, "metadata.annotations",
+		    "airlock.dev/file-0"), "a,b");
+		for (int i = 1; i < SESSION_STEP_FILES; i++) {
+			snprintf(k, sizeof(k), "airlock.dev/file-%d", i);
+			assert_true(json_is_null(json_object_get(a2, k)));
+		}
+		snprintf(k, sizeof(k), "airlock.dev/file-%d", SESSION_STEP_FILES);
+		assert_null(json_object_get(a2, k));
+		assert_true(json_is_null(json_object_get(a2, "airlock.dev/stdin")));
+		assert_true(json_is_null(json_object_get(a2, CX_ANN_STREAM)));
+		assert_true(json_is_null(json_object_get(a2, SESSION_ANN_CANCEL)));
+		assert_string_equal(jp_key(p2, "metadata.annotations",
+		    SESSION_ANN_STEP), "cx-2");
+		json_decref(p2);
+		json_decref(trimmed);
+	}
 	/* Applied, the agent reads the run back as the warm path does. */
 	json_object_update(json_object_get(json_object_get(pod, "metadata"),
 	    "annotations"), ann);
