@@ -373,6 +373,14 @@ void ctl_holder_gone(struct controller *ctl, const char *pod_uid);
 int ctl_pool_reconcile(struct controller *ctl, const char *ns,
     const char *name);
 /*
+ * Execution cached (not started), with its code: a copy of the cache's
+ * when it kept the code (trim_cx), else read afresh; *stored its size as
+ * stored (the output budget's). 0 with *cx a new reference, or the read's
+ * error.
+ */
+int ctl_cx_with_code(struct controller *ctl, json_t *cached, json_t **cx,
+    size_t *stored, struct k8s_error *err);
+/*
  * Run the execution cached (no pod yet, no startMode) in a ready holder:
  * 1 when it was taken care of here (*rcp: the reconcile's result), 0 to
  * run it cold. seen_ms: when the reconcile began, for the histogram.

@@ -775,6 +775,33 @@ ctl_holder_release(struct controller *ctl, const char *pod_uid)
 }
 
 int
+ctl_cx_with_code(struct controller *ctl, json_t *cached, json_t **cx,
+    size_t *stored, struct k8s_error *err)
+{
+	int rc;
+
+	if (json_integer_value(json_object_get(cached, CTL_CACHED_CODE)) > 0) {
+		/*
+		 * The cache kept the code (trim_cx): no read on the way. A
+		 * status write is at the cached resourceVersion, refused if the
+		 * cache lagged; the output budget is from its size as stored,
+		 * which the cache kept too (the copy is trimmed).
+		 */
+		*cx = json_deep_copy(cached);
+		*stored = (size_t)json_integer_value(json_object_get(*cx,
+		    CTL_CACHED_CODE));
+		json_object_del(*cx, CTL_CACHED_CODE);
+		json_object_del(*cx, CTL_CACHED_SHA);
+		return 0;
+	}
+	if ((rc = k8s_get(ctl->client, &cx_resource, k8s_obj_namespace(cached),
+	    k8s_obj_name(cached), cx, err)) != 0)
+		return rc;
+	*stored = jsonsize_value(*cx);
+	return 0;
+}
+
+int
 ctl_warm_start(struct controller *ctl, json_t *cached, long long seen_ms,
     int *rcp)
 {
@@ -787,20 +814,7 @@ ctl_warm_start(struct controller *ctl, json_t *cached, long long seen_ms,
 	if (pod == NULL)
 		return 0;
 	*rcp = 0;
-	if (json_integer_value(json_object_get(cached, CTL_CACHED_CODE)) > 0) {
-		/*
-		 * The cache kept the code (trim_cx): no read on the way. Its
-		 * status write is at the cached resourceVersion, refused if the
-		 * cache lagged; the output budget is from its size as stored,
-		 * which the cache kept too.
-		 */
-		cx = json_deep_copy(cached);
-		stored = (size_t)json_integer_value(json_object_get(cx,
-		    CTL_CACHED_CODE));
-		json_object_del(cx, CTL_CACHED_CODE);
-		json_object_del(cx, CTL_CACHED_SHA);
-	} else if ((rc = k8s_get(ctl->client, &cx_resource,
-	    k8s_obj_namespace(cached), k8s_obj_name(cached), &cx, &err)) != 0) {
+	if ((rc = ctl_cx_with_code(ctl, cached, &cx, &stored, &err)) != 0) {
 		*rcp = rc == K8S_ENOTFOUND ? 0 : rc;
 		goto release;
 	}

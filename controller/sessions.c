@@ -592,23 +592,9 @@ start_step(struct controller *ctl, json_t *s, json_t *cached, json_t *pod,
 	size_t stored;
 	int rc;
 
-	if (json_integer_value(json_object_get(cached, CTL_CACHED_CODE)) > 0) {
-		/*
-		 * The cache kept the code (trim_cx): no read on the way. Its
-		 * status write is at the cached version, refused if the cache
-		 * lagged (ctl_warm_start does the same). Its size as stored
-		 * (the output budget's) is the cache's note: the copy is trimmed.
-		 */
-		cx = json_deep_copy(cached);
-		stored = (size_t)json_integer_value(json_object_get(cx,
-		    CTL_CACHED_CODE));
-		json_object_del(cx, CTL_CACHED_CODE);
-		json_object_del(cx, CTL_CACHED_SHA);
-	} else if ((rc = k8s_get(ctl->client, &cx_resource, ns,
-	    k8s_obj_name(cached), &cx, &err)) != 0)
+	/* The cache's copy when it kept the code: no read on the way. */
+	if ((rc = ctl_cx_with_code(ctl, cached, &cx, &stored, &err)) != 0)
 		return rc == K8S_ENOTFOUND ? 0 : rc;
-	else
-		stored = jsonsize_value(cx);	/* before the session's files */
 	st = json_object_get(cx, "status");
 	if (strcmp(k8s_obj_uid(cx) ? k8s_obj_uid(cx) : "", k8s_obj_uid(cached)) ||
 	    json_object_get(st, "podName") ||
