@@ -852,6 +852,7 @@ controller_new(struct k8s_client *c, const struct ctl_config *cfg,
 	ctl->pool_expect = json_object();
 	ctl->pool_counts = json_object();
 	ctl->pool_claimed = json_object();
+	ctl->pool_failed = json_object();
 	ctl->pool_gone = json_object();
 	ctl->pool_lent = json_object();
 	ctl->lend_tried = json_object();
@@ -1040,6 +1041,7 @@ controller_free(struct controller *ctl)
 	json_decref(ctl->pool_expect);
 	json_decref(ctl->pool_counts);
 	json_decref(ctl->pool_claimed);
+	json_decref(ctl->pool_failed);
 	json_decref(ctl->pool_gone);
 	json_decref(ctl->pool_lent);
 	json_decref(ctl->lend_tried);
