@@ -400,6 +400,26 @@ expect_message(const char *yaml, const char *msg)
 }
 
 /*
+ * Profile p, a Python one the runner starts, with preload [list] and
+ * warmup (unless NULL): accepted when msg is NULL, else refused with it.
+ */
+static void
+preload_case(const char *list, const char *warmup, const char *msg)
+{
+	char *f = xasprintf("preload: [%s]%s%s", list, warmup ? ", warmup: " : "",
+	    warmup ? warmup : "");
+	char *y = xasprintf("profiles:\n  p: {image: i, command: [/airlock/bin/run, "
+	    "python3, main.py], sourceFile: main.py, %s}\n", f);
+
+	if (msg == NULL)
+		expect_parse(y, strlen(y), 0, NULL);
+	else
+		expect_message(y, msg);
+	free(y);
+	free(f);
+}
+
+/*
  * preload and warmup: what a holder's zygote imports and runs ahead
  * (issue 31), refused with the field named for anything but a Python
  * profile the runner starts.
@@ -485,48 +505,25 @@ test_preload(void **state)
 	/* The caps: 32 names, 100 bytes each, a 4 KiB warm-up. */
 	{
 		char list[33 * 8 + 1] = "", name[8];
-		char longest[102];
 
 		for (int i = 0; i < 32; i++) {
 			snprintf(name, sizeof(name), "%sm%d", i ? "," : "", i);
 			strcat(list, name);
 		}
-		y = xasprintf("profiles:\n  p: {image: i, command: [/airlock/bin/run, "
-		    "python3, main.py], sourceFile: main.py, preload: [%s]}\n", list);
-		expect_parse(y, strlen(y), 0, NULL);
-		free(y);
-		y = xasprintf("profiles:\n  p: {image: i, command: [/airlock/bin/run, "
-		    "python3, main.py], sourceFile: main.py, preload: [%s,m32]}\n", list);
-		expect_message(y, "profiles.p.preload has more than 32 items");
-		free(y);
-
-		memset(longest, 'a', 101);
-		longest[100] = '\0';
-		y = xasprintf("profiles:\n  p: {image: i, command: [/airlock/bin/run, "
-		    "python3, main.py], sourceFile: main.py, preload: [%s]}\n", longest);
-		expect_parse(y, strlen(y), 0, NULL);
-		free(y);
-		longest[100] = 'a';
-		longest[101] = '\0';
-		y = xasprintf("profiles:\n  p: {image: i, command: [/airlock/bin/run, "
-		    "python3, main.py], sourceFile: main.py, preload: [%s]}\n", longest);
-		expect_message(y, "profiles.p.preload[0] is not a name of 1 to 100 "
-		    "characters");
-		free(y);
+		preload_case(list, NULL, NULL);
+		strcat(list, ",m32");
+		preload_case(list, NULL, "profiles.p.preload has more than 32 items");
 	}
-	big = xmalloc(4098);
-	memset(big, 'x', 4097);
-	big[4096] = '\0';
-	y = xasprintf("profiles:\n  p: {image: i, command: [/airlock/bin/run, python3, "
-	    "main.py], sourceFile: main.py, preload: [a], warmup: %s}\n", big);
-	expect_parse(y, strlen(y), 0, NULL);
-	free(y);
+	big = xcalloc(1, 4098);
+	memset(big, 'a', 100);
+	preload_case(big, NULL, NULL);
+	big[100] = 'a';
+	preload_case(big, NULL, "profiles.p.preload[0] is not a name of 1 to 100 "
+	    "characters");
+	memset(big, 'x', 4096);
+	preload_case("a", big, NULL);
 	big[4096] = 'x';
-	big[4097] = '\0';
-	y = xasprintf("profiles:\n  p: {image: i, command: [/airlock/bin/run, python3, "
-	    "main.py], sourceFile: main.py, preload: [a], warmup: %s}\n", big);
-	expect_message(y, "profiles.p.warmup is longer than 4096 bytes");
-	free(y);
+	preload_case("a", big, "profiles.p.warmup is longer than 4096 bytes");
 	free(big);
 }
 
