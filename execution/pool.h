@@ -9,7 +9,8 @@
  * network, Pod Security "restricted", no token, the labels the deny-all
  * NetworkPolicy selects, requests equal to limits, counted by the quota)
  * but that it has no code, no activeDeadlineSeconds, its container runs
- * POOL_HOLD_COMMAND until claimed, and its owner is the pool.
+ * `run --hold` until claimed (`run --zygote` for a profile with preload:
+ * POOL_ENV_PRELOAD below), and its owner is the pool.
  *
  * The claim is one merge patch of the holder, conditional on the
  * resourceVersion the controller read: the execution's uid label and name
