@@ -130,6 +130,11 @@ local_config(const char *path, struct k8s_error *err)
 			return NULL;
 		}
 		snprintf(image, sizeof(image), "local/%s", runner);
+		/*
+		 * preload and warmup (checked above, as the controller checks
+		 * them) are not carried: every local run is a cold one, with no
+		 * holder to import ahead, and a cold execution preloads nothing.
+		 */
 		json_object_set_new(mine, name, json_pack("{s:s, s:O, s:O, s:O*}",
 		    "image", image, "command", json_object_get(p, "command"),
 		    "sourceFile", json_object_get(p, "sourceFile"), "policy",

@@ -441,7 +441,8 @@ pod_condition(json_t *ps, const char *type)
 /*
  * Of a pod: its identity and creation time, the label and annotation naming its execution
  * (not the code annotations, up to 192 KiB each), the node, the phase,
- * PodScheduled (and when: nodes.c), and the first container's state; of a holder, its pool's
+ * PodScheduled (and when: nodes.c), and the first container's state (and a failed preload's
+ * message from before a restart); of a holder, its pool's
  * label and owner; of a session's pod, its label, owner and activeDeadlineSeconds.
  */
 json_t *
@@ -551,6 +552,24 @@ ctl_trim_pod(json_t *pod)
 		    "containerStatuses", json_pack("[{s:O, s:O*}]", "state", cs,
 		    "ready", json_object_get(json_array_get(json_object_get(ps,
 		    "containerStatuses"), 0), "ready")));
+	{
+		/*
+		 * A restarted holder's failed preload, capped: why the pool
+		 * never gets ready (pool_holder_preload_failed). Nothing else
+		 * of the last end.
+		 */
+		const char *m = json_string_value(json_object_get(json_object_get(
+		    json_object_get(json_array_get(json_object_get(ps,
+		    "containerStatuses"), 0), "lastState"), "terminated"), "message"));
+		json_t *c0 = json_array_get(json_object_get(json_object_get(out,
+		    "status"), "containerStatuses"), 0);
+
+		if (c0 && m && strncmp(m, POOL_PRELOAD_FAILED,
+		    strlen(POOL_PRELOAD_FAILED)) == 0)
+			json_object_set_new(c0, "lastState", json_pack("{s:{s:o}}",
+			    "terminated", "message", json_stringn(m, strnlen(m,
+			    POOL_PRELOAD_MSG_MAX))));
+	}
 	return out;
 }
 
@@ -852,6 +871,7 @@ controller_new(struct k8s_client *c, const struct ctl_config *cfg,
 	ctl->pool_expect = json_object();
 	ctl->pool_counts = json_object();
 	ctl->pool_claimed = json_object();
+	ctl->pool_failed = json_object();
 	ctl->pool_gone = json_object();
 	ctl->pool_lent = json_object();
 	ctl->lend_tried = json_object();
@@ -1040,6 +1060,7 @@ controller_free(struct controller *ctl)
 	json_decref(ctl->pool_expect);
 	json_decref(ctl->pool_counts);
 	json_decref(ctl->pool_claimed);
+	json_decref(ctl->pool_failed);
 	json_decref(ctl->pool_gone);
 	json_decref(ctl->pool_lent);
 	json_decref(ctl->lend_tried);

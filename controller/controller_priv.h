@@ -69,6 +69,12 @@ struct controller {
 	json_t			*pool_gone;	/* "ns/name" -> [uid, ms]: deleted */
 	json_t			*pool_keys;	/* pool uid -> its pool_key */
 	/*
+	 * pool uid -> [holders ended unused in a row, ms of the last, its
+	 * preload failure message or null]: the refill's back-off
+	 * (pool_fail_backoff); dropped once one of its holders is ready.
+	 */
+	json_t			*pool_failed;
+	/*
 	 * Namespace -> clock_mono_ms() of its next free quota retry slot
 	 * (ctl_quota_retry_in), lock held.
 	 */

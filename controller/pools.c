@@ -250,6 +250,7 @@ ctl_pool_forget(struct controller *ctl, json_t *pool)
 	pthread_mutex_lock(&ctl->lock);
 	json_object_del(ctl->pool_expect, uid);
 	json_object_del(ctl->pool_claimed, uid);
+	json_object_del(ctl->pool_failed, uid);
 	json_object_del(ctl->pool_keys, uid);
 	json_object_del(ctl->pool_lent, uid);
 	json_object_foreach_safe(ctl->pool_gone, tmp, k, v)
@@ -356,6 +357,51 @@ pool_condition(struct controller *ctl, json_t *pool, json_t *status,
 		    reason, msg);
 }
 
+/*
+ * A holder of pool uid ended unused (deleted now); fmsg its preload
+ * failure, or NULL. Counted for the refill's back-off.
+ */
+static void
+holder_failed(struct controller *ctl, const char *pool_uid, const char *fmsg)
+{
+	json_t *e;
+	long long n;
+
+	pthread_mutex_lock(&ctl->lock);
+	e = json_object_get(ctl->pool_failed, pool_uid);
+	n = e ? json_integer_value(json_array_get(e, 0)) : 0;
+	json_object_set_new(ctl->pool_failed, pool_uid, json_pack("[I, I, s?]",
+	    (json_int_t)(n + 1), (json_int_t)clock_mono_ms(), fmsg));
+	pthread_mutex_unlock(&ctl->lock);
+}
+
+/*
+ * The ms pool uid's refill waits yet (0: none), and the last preload
+ * failure into fmsg ("" when the last end was not one); a ready holder
+ * ends the back-off.
+ */
+static long long
+fail_wait(struct controller *ctl, const char *pool_uid, long long ready,
+    char *fmsg, size_t size)
+{
+	json_t *e;
+	long long left = 0;
+
+	fmsg[0] = '\0';
+	pthread_mutex_lock(&ctl->lock);
+	if (ready > 0)
+		json_object_del(ctl->pool_failed, pool_uid);
+	else if ((e = json_object_get(ctl->pool_failed, pool_uid)) != NULL) {
+		left = pool_fail_backoff(json_integer_value(json_array_get(e, 0)),
+		    json_integer_value(json_array_get(e, 1)), clock_mono_ms());
+		if (json_string_value(json_array_get(e, 2)))
+			snprintf(fmsg, size, "%s",
+			    json_string_value(json_array_get(e, 2)));
+	}
+	pthread_mutex_unlock(&ctl->lock);
+	return left;
+}
+
 int
 ctl_pool_reconcile(struct controller *ctl, const char *ns, const char *name)
 {
@@ -365,7 +411,7 @@ ctl_pool_reconcile(struct controller *ctl, const char *ns, const char *name)
 	json_t *status = NULL, *holder = NULL;
 	struct k8s_error err;
 	const char *uid, *why = NULL;
-	char *idx = NULL, msg[1200], *key;
+	char *idx = NULL, msg[1200], *key, fmsg[POOL_PRELOAD_MSG_MAX + 1];
 	long long want, idle = 0, ready = 0, made = 0, wait, lent;
 	json_int_t replicas;
 	size_t i;
@@ -394,19 +440,38 @@ ctl_pool_reconcile(struct controller *ctl, const char *ns, const char *name)
 	idx = ctl_pool_index(ns, uid);
 	pods = informer_by_index(ctl->pod_inf, idx);
 	json_array_foreach(pods, i, p) {
-		if (pool_holder_idle(p)) {
+		json_t *md = json_object_get(p, "metadata");
+		int unclaimed = !json_object_get(json_object_get(md, "labels"),
+		    CX_LABEL_UID);
+		int going = json_object_get(md, "deletionTimestamp") != NULL;
+		/* Its zygote could not import a module: it never gets ready. */
+		int pf = unclaimed && !going &&
+		    pool_holder_preload_failed(p, fmsg, sizeof(fmsg));
+
+		if (pool_holder_idle(p) && !pf) {
 			idle++;
 			ready += pool_holder_ready(p);
-		} else if (pool_holder_dead(p) && !json_object_get(json_object_get(
-		    json_object_get(p, "metadata"), "labels"), CX_LABEL_UID)) {
-			/* Ended unclaimed (evicted, its sandbox died): replaced. */
+		} else if ((pf || pool_holder_dead(p)) && unclaimed) {
+			/*
+			 * Ended unclaimed (evicted, its sandbox died, its preload
+			 * failed): replaced, after a back-off if it keeps
+			 * happening. The delete succeeds once per pod (by its
+			 * uid), so the Event is once per holder.
+			 */
 			del.precondition_uid = k8s_obj_uid(p);
 			del.precondition_rv = NULL;
 			if (k8s_delete(ctl->client, &k8s_res_pods, ns,
-			    k8s_obj_name(p), &del, NULL, &err) != 0)
+			    k8s_obj_name(p), &del, NULL, &err) != 0) {
 				log_debug("cannot delete an ended holder",
 				    "pod=%s/%s error=\"%s\"", ns, k8s_obj_name(p),
 				    err.message);
+				continue;
+			}
+			if (!going)
+				holder_failed(ctl, uid, pf ? fmsg : NULL);
+			if (pf)
+				ctl_emit_event_kind(ctl, pool, "CodeExecutionPool",
+				    "Warning", "PreloadFailed", fmsg);
 		}
 	}
 	del.precondition_uid = del.precondition_rv = NULL;
@@ -427,6 +492,24 @@ ctl_pool_reconcile(struct controller *ctl, const char *ns, const char *name)
 		workqueue_add_after(ctl->queue, key, (uint64_t)wait);
 		free(key);
 		want = 0;
+	}
+	if ((wait = fail_wait(ctl, uid, ready, fmsg, sizeof(fmsg))) > 0 &&
+	    want > 0) {
+		/* Holders keep ending unused: not made again in a loop. */
+		key = ctl_pool_key(ns, name);
+		workqueue_add_after(ctl->queue, key, (uint64_t)wait);
+		free(key);
+		if (why == NULL && fmsg[0] == '\0') {
+			why = "BackOff";
+			snprintf(msg, sizeof(msg), "%lld of %lld sandboxes ready: "
+			    "sandboxes keep ending before use; the next is made "
+			    "after a back-off", ready, (long long)replicas);
+		}
+		want = 0;
+	}
+	if (why == NULL && fmsg[0] != '\0') {
+		why = "PreloadFailed";
+		snprintf(msg, sizeof(msg), "no sandbox became ready: %s", fmsg);
 	}
 	if (want > 0 && strcmp(ctl_condition_field(status, "Ready", "reason"),
 	    "QuotaExceeded") == 0 && (wait = ctl_quota_gate(ctl, ns)) > 0) {

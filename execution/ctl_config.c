@@ -40,13 +40,16 @@
 #define SESSIONS_MAX		INT64_C(1000)
 #define POLICY_MAX_ITEMS	256
 #define POLICY_ITEM_MAX		128
+#define PRELOAD_MAX_ITEMS	32
+#define PRELOAD_ITEM_MAX	100
+#define WARMUP_MAX		4096
 
 static const char *const top_keys[] = { "runtimeClassName",
     "allowCustomImages", "runAsUser", "tmpSizeLimit", "priorityClassName",
     "profiles", "defaults", "caps", "quota", "artifacts", NULL };
 static const char *const artifacts_keys[] = { "maxBytes", "maxFiles", NULL };
 static const char *const profile_keys[] = { "image", "command",
-    "sourceFile", "policy", NULL };
+    "sourceFile", "policy", "preload", "warmup", NULL };
 static const char *const policy_keys[] = { "denyImports", "allowCommands",
     NULL };
 static const char *const resource_keys[] = { "cpu", "memory",
@@ -380,50 +383,75 @@ base_name(const char *s)
 	return sl ? sl + 1 : s;
 }
 
-/* A policy's list (seq), joined by commas, into *list (caller frees). */
+/* Whether the comma-joined list[0..len) holds the name one. */
 static int
-walk_policy_list(struct yamlwalk *w, yaml_node_t *seq, const char *where,
-    const char *key, int (*valid)(const char *), char **list)
+in_list(const char *list, size_t len, const char *one)
+{
+	size_t n = strlen(one), i = 0;
+
+	while (i < len) {
+		size_t k = strcspn(list + i, ",");
+
+		if (k > len - i)
+			k = len - i;
+		if (k == n && memcmp(list + i, one, n) == 0)
+			return 1;
+		i += k + 1;
+	}
+	return 0;
+}
+
+/*
+ * A list of names (seq) at where.field, joined by commas, into *list
+ * (caller frees): at most max_items of 1 to item_max bytes, each valid;
+ * with unique set, a name given twice is refused.
+ */
+static int
+walk_name_list(struct yamlwalk *w, yaml_node_t *seq, const char *where,
+    const char *field, size_t max_items, size_t item_max,
+    int (*valid)(const char *), int unique, char **list)
 {
 	yaml_node_item_t *it;
 	yaml_node_t *item;
 	size_t i, n, len = 0;
-	char *out;
+	char *out, *one;
+	int rc = 0;
 
 	if (seq->type != YAML_SEQUENCE_NODE)
-		return yamlwalk_fail(w, "%s.policy.%s is not a list", where, key);
+		return yamlwalk_fail(w, "%s.%s is not a list", where, field);
 	n = (size_t)(seq->data.sequence.items.top - seq->data.sequence.items.start);
 	if (n == 0)
-		return yamlwalk_fail(w, "%s.policy.%s is empty", where, key);
-	if (n > POLICY_MAX_ITEMS)
-		return yamlwalk_fail(w, "%s.policy.%s has more than %d items",
-		    where, key, POLICY_MAX_ITEMS);
-	out = xcalloc(1, n * (POLICY_ITEM_MAX + 1) + 1);
+		return yamlwalk_fail(w, "%s.%s is empty", where, field);
+	if (n > max_items)
+		return yamlwalk_fail(w, "%s.%s has more than %zu items",
+		    where, field, max_items);
+	out = xcalloc(1, n * (item_max + 1) + 1);
+	one = xmalloc(item_max + 1);
 	for (i = 0, it = seq->data.sequence.items.start; i < n; i++, it++) {
-		char one[POLICY_ITEM_MAX + 1];
-		int rc;
-
-		if ((rc = yamlwalk_step(w)) != 0) {
-			free(out);
-			return rc;
-		}
+		if ((rc = yamlwalk_step(w)) != 0)
+			goto out;
 		item = yamlwalk_node(w, *it);
 		if (item == NULL || item->type != YAML_SCALAR_NODE ||
 		    yamlwalk_is_null(item) || item->data.scalar.length == 0 ||
-		    item->data.scalar.length > POLICY_ITEM_MAX ||
+		    item->data.scalar.length > item_max ||
 		    memchr(item->data.scalar.value, '\0', item->data.scalar.length)) {
-			free(out);
-			return yamlwalk_fail(w, "%s.policy.%s[%zu] is not a name "
-			    "of 1 to %d characters", where, key, i, POLICY_ITEM_MAX);
+			rc = yamlwalk_fail(w, "%s.%s[%zu] is not a name of 1 to "
+			    "%zu characters", where, field, i, item_max);
+			goto out;
 		}
 		memcpy(one, item->data.scalar.value, item->data.scalar.length);
 		one[item->data.scalar.length] = '\0';
 		if (!valid(one)) {
-			free(out);
-			return yamlwalk_fail(w, "%s.policy.%s[%zu] '%s' is not a %s",
-			    where, key, i, one, valid == module_name ?
+			rc = yamlwalk_fail(w, "%s.%s[%zu] '%s' is not a %s",
+			    where, field, i, one, valid == module_name ?
 			    "module name (a.b.c)" : "command name (letters, digits, "
 			    "'.', '_', '+', '-'; no '/')");
+			goto out;
+		}
+		if (unique && in_list(out, len, one)) {
+			rc = yamlwalk_fail(w, "%s.%s[%zu] '%s' is given twice",
+			    where, field, i, one);
+			goto out;
 		}
 		if (i > 0)
 			out[len++] = ',';
@@ -431,7 +459,11 @@ walk_policy_list(struct yamlwalk *w, yaml_node_t *seq, const char *where,
 		len += strlen(one);
 	}
 	*list = out;
-	return 0;
+	out = NULL;
+out:
+	free(one);
+	free(out);
+	return rc;
 }
 
 /*
@@ -476,9 +508,9 @@ walk_policy(struct yamlwalk *w, yaml_node_t *body, const char *where,
 		;
 	interp = n >= 3 ? base_name(p->command[1]) : "";
 	py = deny != NULL;
-	if ((rc = walk_policy_list(w, py ? deny : allow, where, py ?
-	    "denyImports" : "allowCommands", py ? module_name : command_name,
-	    &list)) != 0)
+	if ((rc = walk_name_list(w, py ? deny : allow, where, py ?
+	    "policy.denyImports" : "policy.allowCommands", POLICY_MAX_ITEMS,
+	    POLICY_ITEM_MAX, py ? module_name : command_name, 0, &list)) != 0)
 		return rc;
 	if (n < 3 || strcmp(p->command[0], PROFILE_RUNNER) != 0 ||
 	    strcmp(p->command[2], p->source_file) != 0 ||
@@ -503,6 +535,44 @@ walk_policy(struct yamlwalk *w, yaml_node_t *body, const char *where,
 	free(p->command);
 	p->command = cmd;
 	p->policy = py ? CTL_POLICY_DENY_IMPORTS : CTL_POLICY_ALLOW_COMMANDS;
+	return 0;
+}
+
+/*
+ * preload and warmup (README: profiles): modules a holder's zygote imports
+ * before it counts as ready, and a snippet it runs after them. Only a
+ * Python profile started by the runner has a zygote (images/runner), so
+ * anything else is refused rather than silently never preloaded. An empty
+ * list is none, so that a chart value can turn a default off.
+ */
+static int
+walk_preload(struct yamlwalk *w, yaml_node_t *body, const char *where,
+    struct ctl_profile *p)
+{
+	yaml_node_t *seq;
+	const char *interp;
+	int rc;
+
+	if ((rc = yamlwalk_lookup(w, body, where, "preload", &seq)) != 0 ||
+	    (rc = get_string(w, body, where, "warmup", WARMUP_MAX,
+	    &p->warmup)) != 0)
+		return rc;
+	if (seq != NULL && !yamlwalk_is_null(seq) &&
+	    !(seq->type == YAML_SEQUENCE_NODE &&
+	    seq->data.sequence.items.top == seq->data.sequence.items.start)) {
+		if ((rc = walk_name_list(w, seq, where, "preload",
+		    PRELOAD_MAX_ITEMS, PRELOAD_ITEM_MAX, module_name, 1,
+		    &p->preload)) != 0)
+			return rc;
+		interp = p->command[1] != NULL ? base_name(p->command[1]) : "";
+		if (strcmp(p->command[0], PROFILE_RUNNER) != 0 ||
+		    (strcmp(interp, "python3") != 0 && strcmp(interp, "python") != 0))
+			return yamlwalk_fail(w, "%s.preload needs the command [%s, "
+			    "python3, ...] (a Python profile started by the runner)",
+			    where, PROFILE_RUNNER);
+	}
+	if (p->warmup != NULL && p->preload == NULL)
+		return yamlwalk_fail(w, "%s.warmup needs a preload list", where);
 	return 0;
 }
 
@@ -542,7 +612,9 @@ walk_profile(struct yamlwalk *w, const char *name, yaml_node_t *body,
 	if ((why = unsafe_path(p->source_file)) != NULL)
 		return yamlwalk_fail(w, "%s.sourceFile '%s' is not a safe "
 		    "relative path: %s", where, p->source_file, why);
-	return walk_policy(w, body, where, p);
+	if ((rc = walk_policy(w, body, where, p)) != 0)
+		return rc;
+	return walk_preload(w, body, where, p);
 }
 
 static int
@@ -876,6 +948,8 @@ ctl_config_free(struct ctl_config *c)
 			free(*a);
 		free(c->profiles[i].command);
 		free(c->profiles[i].source_file);
+		free(c->profiles[i].preload);
+		free(c->profiles[i].warmup);
 	}
 	free(c->profiles);
 	free(c->runtime_class);

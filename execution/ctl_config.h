@@ -12,6 +12,12 @@
  *       image: airlock/runner-python:0.1
  *       command: [python3, main.py]         # run in the work dir
  *       sourceFile: main.py                 # where spec.source goes
+ *     python-data:                          # preload: [/airlock/bin/run, python3, ...]
+ *       image: airlock/runner-python-data:0.1
+ *       command: [/airlock/bin/run, python3, main.py]
+ *       sourceFile: main.py
+ *       preload: [numpy, pandas]            # a holder's zygote imports these
+ *       warmup: "import numpy"              # then runs this, once
  *   defaults: {cpu: 500m, memory: 256Mi, ephemeralStorage: 64Mi}
  *   caps:     {cpu: "2",  memory: 2Gi,   ephemeralStorage: 1Gi}
  *   quota:    {executions: 20, cpu: "8", memory: 8Gi, storedExecutions: 1000,
@@ -48,6 +54,15 @@ struct ctl_profile {
 	char	**command;	/* NULL-terminated argv, the policy's guard in */
 	char	 *source_file;	/* relative path, no '..' */
 	enum ctl_policy policy;
+	/*
+	 * preload: the Python modules a holder's zygote imports before it
+	 * counts as ready, comma-joined (each a dotted name of at most 100
+	 * bytes, at most 32, none twice), or NULL: none. warmup: Python run
+	 * once after them (at most 4 KiB), or NULL; never without preload.
+	 * Both only for a profile [PROFILE_RUNNER, python3|python, ...].
+	 */
+	char	*preload;
+	char	*warmup;
 };
 
 struct ctl_resources {
@@ -100,7 +115,8 @@ struct ctl_config {
  * keys are refused (a typo must not silently weaken isolation). *out is
  * new; free with ctl_config_free(). K8S_EINVAL with the field path for
  * malformed YAML, a bad quantity, a profile without image/command/
- * sourceFile, an unsafe sourceFile, no profiles, or defaults above caps;
+ * sourceFile, an unsafe sourceFile, a bad preload or warmup, no profiles,
+ * or defaults above caps;
  * K8S_ETOOBIG for a file over 1 MiB.
  */
 int ctl_config_load(const char *path, struct ctl_config **out,

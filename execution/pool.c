@@ -137,7 +137,9 @@ json_t *
 pool_holder(const struct ctl_config *cfg, json_t *pool, struct k8s_error *err)
 {
 	json_t *spec = json_object_get(pool, "spec"), *pod, *c, *md, *labels;
+	json_t *probe;
 	const char *ns = k8s_obj_namespace(pool), *uid = k8s_obj_uid(pool);
+	const struct ctl_profile *p;
 	char key[POOL_KEY_LEN];
 
 	if (ns == NULL || uid == NULL || k8s_obj_name(pool) == NULL) {
@@ -162,12 +164,16 @@ pool_holder(const struct ctl_config *cfg, json_t *pool, struct k8s_error *err)
 	/* Set by the claim, counted from the pod's start. */
 	json_object_del(json_object_get(pod, "spec"), "activeDeadlineSeconds");
 	c = container(pod);
+	p = ctl_config_profile(cfg, json_string_value(json_object_get(spec,
+	    "runtime")));
 	{
-		/* run --hold: the interpreter started once, then a wait. */
-		const struct ctl_profile *p = ctl_config_profile(cfg,
-		    json_string_value(json_object_get(spec, "runtime")));
-		json_t *cmd = json_pack("[s, s, s]", POOL_RUNNER, "--hold",
-		    p->source_file);
+		/*
+		 * run --hold: the interpreter started once, then a wait; run
+		 * --zygote (preload): one that imports the profile's modules and
+		 * waits to fork the claim's program (docs/warm-path.md).
+		 */
+		json_t *cmd = json_pack("[s, s, s]", POOL_RUNNER, p->preload ?
+		    "--zygote" : "--hold", p->source_file);
 
 		for (char **a = p->command + 1; *a; a++)
 			json_array_append_new(cmd, json_string(*a));
@@ -176,12 +182,18 @@ pool_holder(const struct ctl_config *cfg, json_t *pool, struct k8s_error *err)
 	json_object_set_new(c, "args", json_array());
 	/*
 	 * Ready once the warm-up is over and the holder waits (its PID 1 is
-	 * the sleep run --hold execs): a claim before would share both cores
-	 * with it. A startup probe only, so nothing probes the sandbox after.
+	 * the sleep run --hold execs; the zygote's socket, made after its
+	 * imports and warm-up): a claim before would share both cores with
+	 * it. A startup probe only, so nothing probes the sandbox after.
 	 */
-	json_object_set_new(c, "startupProbe", json_pack("{s:{s:[s, s, s, s, s]},"
-	    " s:i, s:i, s:i}", "exec", "command", "grep", "-q", "-a", "infinity",
-	    "/proc/1/cmdline", "periodSeconds", 1, "timeoutSeconds", 5,
+	if (p->preload)
+		probe = json_pack("{s:[s, s, s]}", "command", "test", "-S",
+		    POOL_ZYGOTE_SOCK);
+	else
+		probe = json_pack("{s:[s, s, s, s, s]}", "command", "grep", "-q",
+		    "-a", "infinity", "/proc/1/cmdline");
+	json_object_set_new(c, "startupProbe", json_pack("{s:o, s:i, s:i, s:i}",
+	    "exec", probe, "periodSeconds", 1, "timeoutSeconds", 5,
 	    "failureThreshold", 300));
 	{
 		/*
@@ -200,6 +212,12 @@ pool_holder(const struct ctl_config *cfg, json_t *pool, struct k8s_error *err)
 				json_array_remove(env, i);
 			else
 				i++;
+		if (p->preload)
+			json_array_append_new(env, json_pack("{s:s, s:s}", "name",
+			    POOL_ENV_PRELOAD, "value", p->preload));
+		if (p->preload && p->warmup)
+			json_array_append_new(env, json_pack("{s:s, s:s}", "name",
+			    POOL_ENV_WARMUP, "value", p->warmup));
 	}
 	drop_named(json_object_get(c, "volumeMounts"), "code");
 	drop_named(json_object_get(json_object_get(pod, "spec"), "volumes"),
@@ -255,6 +273,67 @@ int
 pool_holder_ready(json_t *pod)
 {
 	return pool_holder_idle(pod) && pool_sandbox_ready(pod);
+}
+
+/* The message of a terminated state (borrowed), or NULL. */
+static const char *
+ended_message(json_t *cs, const char *state)
+{
+	return json_string_value(json_object_get(json_object_get(json_object_get(
+	    cs, state), "terminated"), "message"));
+}
+
+int
+pool_holder_preload_failed(json_t *pod, char *msg, size_t size)
+{
+	json_t *cs = json_array_get(json_object_get(json_object_get(pod,
+	    "status"), "containerStatuses"), 0);
+	const char *m = ended_message(cs, "state");
+	size_t n, i;
+
+	/* Its restart, if a policy ever allows one, keeps the last end's. */
+	if (m == NULL || strncmp(m, POOL_PRELOAD_FAILED,
+	    strlen(POOL_PRELOAD_FAILED)) != 0)
+		m = ended_message(cs, "lastState");
+	if (m == NULL || strncmp(m, POOL_PRELOAD_FAILED,
+	    strlen(POOL_PRELOAD_FAILED)) != 0)
+		return 0;
+	if (size == 0)
+		return 1;
+	/*
+	 * The image's words (an exception's text may quote anything): cut,
+	 * and printable ASCII only, so an Event and a condition carry them
+	 * as they are shown.
+	 */
+	n = strlen(m);
+	while (n > 0 && (m[n - 1] == '\n' || m[n - 1] == '\r' ||
+	    m[n - 1] == ' ' || m[n - 1] == '\t'))
+		n--;
+	if (n > POOL_PRELOAD_MSG_MAX)
+		n = POOL_PRELOAD_MSG_MAX;
+	if (n > size - 1)
+		n = size - 1;
+	for (i = 0; i < n; i++)
+		msg[i] = m[i] == '\n' || m[i] == '\t' || m[i] == '\r' ? ' ' :
+		    (unsigned char)m[i] < 0x20 || (unsigned char)m[i] > 0x7e ?
+		    '?' : m[i];
+	msg[n] = '\0';
+	return 1;
+}
+
+long long
+pool_fail_backoff(long long failures, long long since_ms, long long now_ms)
+{
+	long long wait = POOL_FAIL_BACKOFF_MS, left;
+
+	if (failures < 2)
+		return 0;
+	for (long long i = 2; i < failures && wait < POOL_FAIL_BACKOFF_MAX_MS; i++)
+		wait *= 2;
+	if (wait > POOL_FAIL_BACKOFF_MAX_MS)
+		wait = POOL_FAIL_BACKOFF_MAX_MS;
+	left = since_ms + wait - now_ms;
+	return left > 0 ? left : 0;
 }
 
 int

@@ -9,7 +9,8 @@
  * network, Pod Security "restricted", no token, the labels the deny-all
  * NetworkPolicy selects, requests equal to limits, counted by the quota)
  * but that it has no code, no activeDeadlineSeconds, its container runs
- * POOL_HOLD_COMMAND until claimed, and its owner is the pool.
+ * `run --hold` until claimed (`run --zygote` for a profile with preload:
+ * POOL_ENV_PRELOAD below), and its owner is the pool.
  *
  * The claim is one merge patch of the holder, conditional on the
  * resourceVersion the controller read: the execution's uid label and name
@@ -52,6 +53,20 @@ extern const struct k8s_resource pool_resource;
  */
 #define POOL_RUNNER		"/airlock/bin/run"
 #define POOL_WARM		"/airlock/bin/warm"
+
+/*
+ * A holder of a profile with preload (ctl_config.h) runs `run --zygote`
+ * in place of `run --hold`, with the modules in POOL_ENV_PRELOAD
+ * (comma-separated) and the profile's warm-up in POOL_ENV_WARMUP (only
+ * when it has one); the zygote makes POOL_ZYGOTE_SOCK once they are
+ * imported, which the startup probe waits for. A failed import ends it
+ * with a termination message that starts POOL_PRELOAD_FAILED
+ * ("airlock: preload: MODULE: ExcType: message"), exit 3.
+ */
+#define POOL_ENV_PRELOAD	"AIRLOCK_PRELOAD"
+#define POOL_ENV_WARMUP		"AIRLOCK_WARMUP"
+#define POOL_ZYGOTE_SOCK	"/dev/shm/airlock-zygote.sock"
+#define POOL_PRELOAD_FAILED	"airlock: preload:"
 
 /*
  * The key of what a pool offers, or an execution needs:
@@ -148,6 +163,31 @@ int pool_holder_ready(json_t *pod);
  * warm-up is over (the startup probe passed), and it is not being deleted.
  */
 int pool_sandbox_ready(json_t *pod);
+
+/*
+ * Whether the holder pod's (borrowed) container ended, now or before a
+ * restart, with a termination message of a failed preload (it starts
+ * POOL_PRELOAD_FAILED): 1, and the message into msg (size bytes, NUL
+ * ended; size 0: not copied), trailing blanks cut, at most
+ * POOL_PRELOAD_MSG_MAX bytes, newlines and tabs as spaces and any other
+ * byte outside printable ASCII as '?'. 0 otherwise. Such a holder never
+ * becomes ready: the controller deletes it and says why in an Event.
+ */
+#define POOL_PRELOAD_MSG_MAX	1024
+int pool_holder_preload_failed(json_t *pod, char *msg, size_t size);
+
+/*
+ * A pool whose holders ended unused failures times in a row (none ready
+ * between), the last at since_ms (monotonic), waits this many ms more
+ * before it makes another: none after one (an eviction is replaced at
+ * once), then POOL_FAIL_BACKOFF_MS doubling up to POOL_FAIL_BACKOFF_MAX_MS
+ * (kubelet's CrashLoopBackOff cap), so that a holder that always fails
+ * (a module the image lacks) is not made again in a loop. 0: make now.
+ */
+#define POOL_FAIL_BACKOFF_MS		2000
+#define POOL_FAIL_BACKOFF_MAX_MS	300000
+long long pool_fail_backoff(long long failures, long long since_ms,
+    long long now_ms);
 
 /*
  * Whether the execution cx (borrowed, as read afresh) can run warm at

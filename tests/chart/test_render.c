@@ -350,6 +350,16 @@ test_defaults(void **state)
 	assert_string_equal(ctl_config_profile(cfg, "python-data")->image,
 	    "airlock.dev/runner-python-data:0.1.0");
 	assert_int_equal(ctl_config_profile(cfg, "python")->policy, CTL_POLICY_NONE);
+	/* Issue 31: python-data's holders import these, then draw a figure. */
+	assert_string_equal(ctl_config_profile(cfg, "python-data")->preload,
+	    "numpy,pandas,matplotlib");
+	assert_string_equal(ctl_config_profile(cfg, "python-data")->warmup,
+	    "import matplotlib\nmatplotlib.use(\"Agg\")\n"
+	    "import matplotlib.pyplot as plt\nfig, ax = plt.subplots()\n"
+	    "ax.plot([0, 1], [0, 1])\nax.set_title(\"warm-up\")\n"
+	    "fig.canvas.draw()\nplt.close(fig)\n");
+	assert_null(ctl_config_profile(cfg, "python")->preload);
+	assert_null(ctl_config_profile(cfg, "python")->warmup);
 	assert_int_equal(cfg->artifacts_bytes, 1 << 20);
 	assert_int_equal(cfg->artifacts_files, 64);
 	assert_string_equal(ctl_config_profile(cfg, "node")->source_file, "main.js");
@@ -678,6 +688,22 @@ test_values_change_output(void **state)
 	c = at(find(all, "DaemonSet", NULL), "spec.template.spec.containers[0]");
 	probes_on(c, 9083, "127.0.0.1");
 	json_decref(all);
+	/* preload: [] turns python-data's off, its warm-up with it. */
+	all = render("--set-json 'config.profiles.python-data.preload=[]'");
+	{
+		const char *conf = str(find(all, "ConfigMap", "rel-airlock-controller"),
+		    "data.config\\.yaml");
+		struct ctl_config *cfg = NULL;
+		struct k8s_error err;
+
+		if (ctl_config_parse(conf, strlen(conf), "chart config", &cfg, &err) != 0)
+			fail_msg("the controller refuses the chart's config: %s\n%s",
+			    err.message, conf);
+		assert_null(ctl_config_profile(cfg, "python-data")->preload);
+		assert_null(ctl_config_profile(cfg, "python-data")->warmup);
+		ctl_config_free(cfg);
+	}
+	json_decref(all);
 }
 
 static void
@@ -701,6 +727,16 @@ test_refused(void **state)
 	refused("--set config.profiles=null", "missing property 'profiles'");
 	refused("--set-json 'config.profiles.ruby={\"image\":\"x\"}'",
 	    "/config/profiles/ruby");
+	/* preload: module names, Python profiles only; a warm-up needs it. */
+	refused("--set-json 'config.profiles.python.preload=[\"a..b\"]'",
+	    "/config/profiles/python/preload/0");
+	refused("--set-json 'config.profiles.python.preload=[\"a\",\"a\"]'",
+	    "/config/profiles/python/preload");
+	refused("--set-json 'config.profiles.node.preload=[\"x\"]'",
+	    "config.profiles.node.preload: needs the command [/airlock/bin/run, "
+	    "python3, ...] (a Python profile started by the runner)");
+	refused("--set config.profiles.python.warmup=x",
+	    "config.profiles.python.warmup: needs a preload list");
 	refused("--set apiServer.host=10.0.0.1", "apiServer.port: required");
 	refused("--set apiServer.port=6443", "apiServer.host: required");
 	refused("--set test.runtime=ruby", "test.runtime");

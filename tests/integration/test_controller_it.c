@@ -28,6 +28,7 @@
 #include "clirun.h"
 #include "clock.h"
 #include "itutil.h"
+#include "jpath.h"
 #include "pool.h"
 #include "session.h"
 #include "podspec.h"
@@ -117,7 +118,7 @@ settled(void *arg)
  * negative checks ("no second pod"), in place of a sleep.
  */
 static void
-settle(struct fx *fx, const char *name)
+settle_obj(struct fx *fx, const struct k8s_resource *res, const char *name)
 {
 	struct k8s_patch_opts merge = { .type = K8S_PATCH_MERGE };
 	struct settle s = { fx, metric_value(fx, "airlock_reconcile_seconds_count") };
@@ -127,11 +128,17 @@ settle(struct fx *fx, const char *name)
 
 	snprintf(v, sizeof(v), "%ld", it_mono_ms());
 	p = json_pack("{s:{s:{s:s}}}", "metadata", "annotations", "test/settle", v);
-	if (k8s_patch(c, &cx_resource, fx->ns, name, &merge, p, NULL, &err) != 0)
+	if (k8s_patch(c, res, fx->ns, name, &merge, p, NULL, &err) != 0)
 		fail_msg("touch %s: %s", name, err.message);
 	json_decref(p);
 	if (!it_wait_for(settled, &s, 10000))
 		fail_msg("the controller did not settle after touching %s", name);
+}
+
+static void
+settle(struct fx *fx, const char *name)
+{
+	settle_obj(fx, &cx_resource, name);
 }
 
 static int
@@ -148,7 +155,11 @@ group_setup(void **state)
 	    "    command: [python3, /airlock/code/main.py]\n    sourceFile: main.py\n"
 	    /* A pool can hold it (warm-path.md): test_holders_lent. */
 	    "  warm:\n    image: airlock/runner-python:0.1\n"
-	    "    command: [/airlock/bin/run, python3, main.py]\n    sourceFile: main.py\n", f);
+	    "    command: [/airlock/bin/run, python3, main.py]\n    sourceFile: main.py\n"
+	    /* Its holders run the zygote (issue 31): test_preload_failed. */
+	    "  data:\n    image: airlock/runner-python-data:0.1\n"
+	    "    command: [/airlock/bin/run, python3, main.py]\n    sourceFile: main.py\n"
+	    "    preload: [numpy, nosuchmod]\n    warmup: import numpy\n", f);
 	fclose(f);
 	return 0;
 }
@@ -1362,7 +1373,8 @@ has_start_mode(void *arg)
  * the controller made it, bound to node (a new reference, as listed).
  */
 static json_t *
-pool_of_one(struct fx *fx, const char *name, const char *node)
+pool_of_one_rt(struct fx *fx, const char *name, const char *runtime,
+    const char *node)
 {
 	struct k8s_list_opts lo = { 0 };
 	struct k8s_error err;
@@ -1371,7 +1383,7 @@ pool_of_one(struct fx *fx, const char *name, const char *node)
 
 	o = json_pack("{s:s, s:s, s:{s:s}, s:{s:s, s:i}}", "apiVersion",
 	    "airlock.dev/v1alpha1", "kind", "CodeExecutionPool", "metadata",
-	    "name", name, "spec", "runtime", "warm", "replicas", 1);
+	    "name", name, "spec", "runtime", runtime, "replicas", 1);
 	if (k8s_create(c, &pool_resource, fx->ns, o, &made, &err) != 0)
 		fail_msg("create pool %s: %s", name, err.message);
 	snprintf(sel, sizeof(sel), "%s=%s", POOL_LABEL_UID, k8s_obj_uid(made));
@@ -1392,6 +1404,12 @@ pool_of_one(struct fx *fx, const char *name, const char *node)
 	json_decref(items);
 	bind_pod_to(fx, k8s_obj_name(holder), node);
 	return holder;
+}
+
+static json_t *
+pool_of_one(struct fx *fx, const char *name, const char *node)
+{
+	return pool_of_one_rt(fx, name, "warm", node);
 }
 
 /*
@@ -1667,6 +1685,181 @@ pool_events(struct fx *fx, const char *reason, const char *type, json_t **msgs)
 	json_decref(items);
 	free(rv);
 	return n;
+}
+
+/* The one holder of pool uid other than the pod named not (may be NULL), or NULL. */
+static json_t *
+other_holder(struct fx *fx, const char *pool_uid, const char *not)
+{
+	struct k8s_list_opts lo = { 0 };
+	struct k8s_error err;
+	json_t *items, *p, *out = NULL;
+	char sel[128], *rv;
+	size_t i;
+
+	snprintf(sel, sizeof(sel), "%s=%s", POOL_LABEL_UID, pool_uid);
+	lo.label_selector = sel;
+	if (k8s_list_all(c, &k8s_res_pods, fx->ns, &lo, &items, &rv, &err) != 0)
+		fail_msg("list holders: %s", err.message);
+	free(rv);
+	json_array_foreach(items, i, p)
+		if (not == NULL || strcmp(k8s_obj_name(p), not) != 0)
+			out = json_incref(p);
+	json_decref(items);
+	return out;
+}
+
+static struct fx *pre_fx;	/* test_preload_failed's, for pre_reason_is */
+
+static int
+pre_reason_is(void *arg)
+{
+	char *r = pool_ready_field(pre_fx, "pre", "reason");
+	int ok = strcmp(r, (const char *)arg) == 0;
+
+	free(r);
+	return ok;
+}
+
+/* Play the kubelet: the zygote could not import nosuchmod and exited 3. */
+static void
+preload_failed(struct fx *fx, const char *pod)
+{
+	char now[CLOCK_RFC3339_LEN];
+
+	clock_format_rfc3339((long long)time(NULL) * 1000000000LL, 0, now);
+	pod_status(fx, pod, json_pack("{s:s, s:s, s:[{s:s, s:b, s:i, s:s, s:s,"
+	    " s:{s:{s:i, s:s, s:s, s:s, s:s}}}]}", "phase", "Failed", "startTime", now,
+	    "containerStatuses", "name", "run", "ready", 0, "restartCount", 0,
+	    "image", "airlock/runner-python-data:0.1", "imageID", "", "state",
+	    "terminated", "exitCode", 3, "reason", "Error", "message",
+	    "airlock: preload: nosuchmod: ModuleNotFoundError: No module named "
+	    "'nosuchmod'\n", "startedAt", now, "finishedAt", now));
+}
+
+struct preload_wait {
+	struct fx	*fx;
+	const char	*pool_uid, *not;
+	int		 events;
+};
+
+static int
+preload_events_are(void *arg)
+{
+	struct preload_wait *w = arg;
+	json_t *msgs;
+	int n = pool_events(w->fx, "PreloadFailed", "Warning", &msgs);
+
+	json_decref(msgs);
+	return n == w->events;
+}
+
+static int
+new_holder(void *arg)
+{
+	struct preload_wait *w = arg;
+	json_t *h = other_holder(w->fx, w->pool_uid, w->not);
+	int ok = h != NULL;
+
+	json_decref(h);
+	return ok;
+}
+
+/*
+ * Issue 31: a holder of a preload profile runs the zygote, ready once
+ * its socket is there; an import that fails ends it with the message
+ * "airlock: preload: ...". The pool never counts it ready, says why in
+ * its Ready condition (PreloadFailed) and in one Warning Event per
+ * holder (not one per reconcile), deletes it and makes another: at once
+ * after one failure, after a back-off (2 s, doubling) after more.
+ */
+static void
+test_preload_failed(void **state)
+{
+	struct fx *fx = *state;
+	struct preload_wait w = { fx, NULL, NULL, 1 };
+	json_t *h1, *h2, *h3, *msgs, *pool = NULL;
+	struct k8s_error err;
+	char pool_uid[64], *s;
+	long t2;
+
+	pre_fx = fx;
+	h1 = pool_of_one_rt(fx, "pre", "data", "node-pre");
+	/* The API server takes the zygote's pod as the controller made it. */
+	assert_json(jp_at(h1, "spec.containers[0].command"), "[\"/airlock/bin/run\","
+	    "\"--zygote\",\"main.py\",\"python3\",\"main.py\"]");
+	assert_json(jp_at(h1, "spec.containers[0].startupProbe.exec.command"),
+	    "[\"test\",\"-S\",\"/dev/shm/airlock-zygote.sock\"]");
+	assert_json(jp_at(h1, "spec.containers[0].env"), "["
+	    "{\"name\":\"HOME\",\"value\":\"/tmp\"},"
+	    "{\"name\":\"AIRLOCK_CODE_DIR\",\"value\":\"/tmp\"},"
+	    "{\"name\":\"AIRLOCK_PRELOAD\",\"value\":\"numpy,nosuchmod\"},"
+	    "{\"name\":\"AIRLOCK_WARMUP\",\"value\":\"import numpy\"}]");
+	if (k8s_get(c, &pool_resource, fx->ns, "pre", &pool, &err) != 0)
+		fail_msg("get pool: %s", err.message);
+	snprintf(pool_uid, sizeof(pool_uid), "%s", k8s_obj_uid(pool));
+	json_decref(pool);
+	w.pool_uid = pool_uid;
+
+	preload_failed(fx, k8s_obj_name(h1));
+	if (!it_wait_for(preload_events_are, &w, 10000))
+		fail_msg("no PreloadFailed Event for the first holder");
+	assert_int_equal(pool_events(fx, "PreloadFailed", "Warning", &msgs), 1);
+	assert_string_equal(json_string_value(json_array_get(msgs, 0)),
+	    "airlock: preload: nosuchmod: ModuleNotFoundError: No module named "
+	    "'nosuchmod'");
+	json_decref(msgs);
+	/* One failure: replaced at once. */
+	w.not = k8s_obj_name(h1);
+	if (!it_wait_for(new_holder, &w, 5000))
+		fail_msg("the failed holder was not replaced");
+	h2 = other_holder(fx, pool_uid, k8s_obj_name(h1));
+	if (!it_wait_for(pre_reason_is, "PreloadFailed", 5000))
+		fail_msg("pool pre's Ready reason is not PreloadFailed");
+	s = pool_ready_field(fx, "pre", "message");
+	assert_string_equal(s, "no sandbox became ready: airlock: preload: nosuchmod: "
+	    "ModuleNotFoundError: No module named 'nosuchmod'");
+	free(s);
+	assert_int_equal(pool_status_int(fx, "pre", "readyReplicas"), 0);
+	/* Reconciles do not repeat the Event. */
+	settle_obj(fx, &pool_resource, "pre");
+	settle_obj(fx, &pool_resource, "pre");
+	assert_int_equal(pool_events(fx, "PreloadFailed", "Warning", &msgs), 1);
+	json_decref(msgs);
+
+	/* The second in a row: its own Event; the next holder after 2 s. */
+	t2 = it_mono_ms();
+	preload_failed(fx, k8s_obj_name(h2));
+	w.events = 2;
+	if (!it_wait_for(preload_events_are, &w, 10000))
+		fail_msg("no PreloadFailed Event for the second holder");
+	w.not = k8s_obj_name(h2);
+	if (!it_wait_for(new_holder, &w, 10000))
+		fail_msg("the second failed holder was not replaced after its back-off");
+	if (it_mono_ms() - t2 < 1800)
+		fail_msg("replaced %ld ms after the second failure: no back-off",
+		    it_mono_ms() - t2);
+	h3 = other_holder(fx, pool_uid, k8s_obj_name(h2));
+	assert_non_null(h3);
+	assert_string_not_equal(k8s_obj_name(h3), k8s_obj_name(h1));
+	assert_int_equal(pool_events(fx, "PreloadFailed", "Warning", &msgs), 2);
+	json_decref(msgs);
+	assert_int_equal(pool_status_int(fx, "pre", "readyReplicas"), 0);
+
+	/* One ready: the condition clears, and so does the back-off. */
+	bind_pod_to(fx, k8s_obj_name(h3), "node-pre");
+	holder_ready(fx, k8s_obj_name(h3));
+	{
+		struct pool_counts one = { fx, "pre", 1, 1 };
+
+		if (!it_wait_for(pool_counts_are, &one, 10000))
+			fail_msg("pool pre never had its one sandbox ready");
+	}
+	if (!it_wait_for(pre_reason_is, "Ready", 5000))
+		fail_msg("pool pre's Ready reason is not Ready once a holder is");
+	json_decref(h1);
+	json_decref(h2);
+	json_decref(h3);
 }
 
 /*
@@ -3872,6 +4065,7 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_agent_away, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_start_deadline, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_holders_lent, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_preload_failed, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_over_budget_rejected, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_holders_own_namespace, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_warm_resume, setup, teardown),

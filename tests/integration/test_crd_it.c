@@ -648,6 +648,8 @@ test_pool_identity(void **state)
 		{ "Runtime", "string", ".spec.runtime", NULL },
 		{ "Desired", "integer", ".spec.replicas", NULL },
 		{ "Ready", "integer", ".status.readyReplicas", NULL },
+		/* -o wide: why not (PreloadFailed, issue 31). */
+		{ "Reason", "string", ".status.conditions[?(@.type==\"Ready\")].reason", "1" },
 		{ "Age", "date", ".metadata.creationTimestamp", NULL },
 	};
 	struct k8s_error err;
@@ -681,12 +683,16 @@ test_pool_identity(void **state)
 	assert_string_equal(json_string_value(json_object_get(json_object_get(sub, "scale"),
 	    "statusReplicasPath")), ".status.replicas");
 	assert_null(json_object_get(json_object_get(sub, "scale"), "labelSelectorPath"));
-	assert_int_equal(json_array_size(json_object_get(v, "additionalPrinterColumns")), 4);
+	assert_int_equal(json_array_size(json_object_get(v, "additionalPrinterColumns")), 5);
 	json_array_foreach(json_object_get(v, "additionalPrinterColumns"), i, col) {
 		assert_string_equal(json_string_value(json_object_get(col, "name")), cols[i][0]);
 		assert_string_equal(json_string_value(json_object_get(col, "type")), cols[i][1]);
 		assert_string_equal(json_string_value(json_object_get(col, "jsonPath")), cols[i][2]);
-		assert_null(json_object_get(col, "priority"));
+		if (cols[i][3] == NULL)
+			assert_null(json_object_get(col, "priority"));
+		else
+			assert_int_equal(json_integer_value(json_object_get(col, "priority")),
+			    atoi(cols[i][3]));
 	}
 	json_decref(crd);
 
@@ -922,6 +928,13 @@ test_pool_status_and_scale(void **state)
 	assert_string_equal(a[1], "python");
 	assert_string_equal(a[2], "2");
 	assert_string_equal(a[3], "1");
+	free(text);
+	/* -o wide adds the Ready condition's reason. */
+	text = kubectl("get cxpool sc -o wide");
+	assert_int_equal(sscanf(text, "%15s %15s %15s %15s %15s %15s", a[0], a[1], a[2], a[3],
+	    a[4], a[5]), 6);
+	assert_string_equal(a[4], "REASON");
+	assert_string_equal(a[5], "AGE");
 	free(text);
 	text = kubectl("get airlock -o name");
 	assert_non_null(strstr(text, "codeexecutionpool.airlock.dev/sc\n"));

@@ -328,3 +328,46 @@ fakeapi_config(struct fakeapi *f, const char *token)
 	unlink(path);
 	return cfg;
 }
+
+struct informer *
+fakeapi_informer(const struct k8s_resource *res, json_t *items,
+    json_t *(*transform)(json_t *), char *(*index)(json_t *), long quiet_ms,
+    struct fakeapi **src, struct k8s_config **kc, struct k8s_client **cl)
+{
+	struct informer_opts io = { .res = res, .transform = transform,
+	    .index = index };
+	struct informer_handlers h = { 0 };
+	struct k8s_error err;
+	struct informer *inf;
+	json_t *l = json_pack("{s:{s:s}, s:o}", "metadata", "resourceVersion",
+	    "10", "items", items);
+	char *s = json_dumps(l, JSON_COMPACT);
+
+	*src = fakeapi_start();
+	*kc = fakeapi_config(*src, NULL);
+	if (k8s_client_new(*kc, NULL, cl, &err) != 0) {
+		fprintf(stderr, "fakeapi_informer: %s\n", err.message);
+		abort();
+	}
+	fakeapi_push(*src, 200, NULL, s, 0);
+	fakeapi_push(*src, 200, NULL, "", quiet_ms);
+	free(s);
+	json_decref(l);
+	inf = informer_new(*cl, &io, &h);
+	if (informer_start(inf) != 0 || informer_wait_synced(inf, 5000) != 0) {
+		fprintf(stderr, "fakeapi_informer: the cache did not sync\n");
+		abort();
+	}
+	return inf;
+}
+
+void
+fakeapi_informer_free(struct informer *inf, struct fakeapi *src,
+    struct k8s_config *kc, struct k8s_client *cl)
+{
+	informer_stop(inf);
+	informer_free(inf);
+	k8s_client_free(cl);
+	fakeapi_stop(src);
+	k8s_config_free(kc);
+}

@@ -11,7 +11,11 @@
 #ifndef AIRLOCK_FAKEAPI_H
 #define AIRLOCK_FAKEAPI_H
 
+#include <jansson.h>
+
+#include "client.h"
 #include "config.h"
+#include "informer.h"
 
 struct fakeapi;
 
@@ -69,5 +73,21 @@ long long fakeapi_time(struct fakeapi *f, int i);
  * with k8s_config_free().
  */
 struct k8s_config *fakeapi_config(struct fakeapi *f, const char *token);
+
+/*
+ * A cache for a unit test: an informer on res, started and synced, that
+ * listed items (stolen; the list at resourceVersion 10) from a fake
+ * server of its own, whose watch then stays quiet quiet_ms. Its server,
+ * config and client into *src, *kc and *cl, for the caller to free
+ * after informer_stop() and informer_free(). Fails the test if it does
+ * not sync in 5 s.
+ */
+struct informer *fakeapi_informer(const struct k8s_resource *res,
+    json_t *items, json_t *(*transform)(json_t *), char *(*index)(json_t *),
+    long quiet_ms, struct fakeapi **src, struct k8s_config **kc,
+    struct k8s_client **cl);
+/* Stop and free what fakeapi_informer() made. */
+void fakeapi_informer_free(struct informer *inf, struct fakeapi *src,
+    struct k8s_config *kc, struct k8s_client *cl);
 
 #endif

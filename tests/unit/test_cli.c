@@ -62,6 +62,59 @@ test_local_profiles(void **state)
 	ctl_config_free(c);
 }
 
+/*
+ * Issue 31: local runs are cold, with no holders: a profile's preload is
+ * accepted (the chart's python-data has one; an operator's config is
+ * checked as the controller checks it) and not carried.
+ */
+static void
+test_local_preload_ignored(void **state)
+{
+	char path[] = "/tmp/airlock-test-localcfg-XXXXXX";
+	struct k8s_error err;
+	struct ctl_config *c = local_config(NULL, &err);
+	int fd;
+	FILE *f;
+
+	(void)state;
+	if (c == NULL)
+		fail_msg("local_config: %s", err.message);
+	assert_null(ctl_config_profile(c, "python-data")->preload);
+	assert_null(ctl_config_profile(c, "python-data")->warmup);
+	ctl_config_free(c);
+
+	fd = mkstemp(path);
+	assert_true(fd >= 0);
+	f = fdopen(fd, "w");
+	fputs("profiles:\n  data:\n    image: airlock.dev/runner-python-data:1\n"
+	    "    command: [/airlock/bin/run, python3, main.py]\n"
+	    "    sourceFile: main.py\n    preload: [numpy]\n    warmup: import numpy\n", f);
+	fclose(f);
+	c = local_config(path, &err);
+	if (c == NULL)
+		fail_msg("local_config: %s", err.message);
+	assert_string_equal(ctl_config_profile(c, "data")->image, "local/python-data");
+	assert_null(ctl_config_profile(c, "data")->preload);
+	assert_null(ctl_config_profile(c, "data")->warmup);
+	ctl_config_free(c);
+
+	/* A bad one is refused, in the controller's words. */
+	f = fopen(path, "w");
+	fputs("profiles:\n  data:\n    image: airlock.dev/runner-python-data:1\n"
+	    "    command: [/airlock/bin/run, python3, main.py]\n"
+	    "    sourceFile: main.py\n    warmup: import numpy\n", f);
+	fclose(f);
+	assert_null(local_config(path, &err));
+	{
+		char want[200];
+
+		snprintf(want, sizeof(want), "config '%s': profiles.data.warmup "
+		    "needs a preload list", path);
+		assert_string_equal(err.message, want);
+	}
+	unlink(path);
+}
+
 static char *
 yaml_of(json_t *v)
 {
@@ -819,6 +872,7 @@ main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_local_profiles),
+		cmocka_unit_test(test_local_preload_ignored),
 		cmocka_unit_test(test_write_files),
 		cmocka_unit_test(test_write_text),
 		cmocka_unit_test(test_yaml_exact),

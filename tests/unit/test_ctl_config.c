@@ -379,6 +379,154 @@ test_policy(void **state)
 	}
 }
 
+/* err's whole message, for the config named "mem". */
+static void
+expect_message(const char *yaml, const char *msg)
+{
+	struct ctl_config *c = NULL;
+	struct k8s_error e;
+	char *want = xasprintf("config 'mem': %s", msg);
+	int rc;
+
+	k8s_error_clear(&e);
+	rc = ctl_config_parse(yaml, strlen(yaml), "mem", &c, &e);
+	if (rc != K8S_EINVAL || strcmp(e.message, want) != 0) {
+		print_error("%s: rc %d, message '%s'; want '%s'\n", yaml, rc,
+		    e.message, want);
+		fail();
+	}
+	assert_null(c);
+	free(want);
+}
+
+/*
+ * Profile p, a Python one the runner starts, with preload [list] and
+ * warmup (unless NULL): accepted when msg is NULL, else refused with it.
+ */
+static void
+preload_case(const char *list, const char *warmup, const char *msg)
+{
+	char *f = xasprintf("preload: [%s]%s%s", list, warmup ? ", warmup: " : "",
+	    warmup ? warmup : "");
+	char *y = xasprintf("profiles:\n  p: {image: i, command: [/airlock/bin/run, "
+	    "python3, main.py], sourceFile: main.py, %s}\n", f);
+
+	if (msg == NULL)
+		expect_parse(y, strlen(y), 0, NULL);
+	else
+		expect_message(y, msg);
+	free(y);
+	free(f);
+}
+
+/*
+ * preload and warmup: what a holder's zygote imports and runs ahead
+ * (issue 31), refused with the field named for anything but a Python
+ * profile the runner starts.
+ */
+static void
+test_preload(void **state)
+{
+	static const char ok[] =
+	    "profiles:\n"
+	    "  data: {image: i, command: [/airlock/bin/run, python3, main.py], sourceFile: main.py,\n"
+	    "         preload: [numpy, pandas, matplotlib.pyplot, _x9],\n"
+	    "         warmup: \"import matplotlib\\nmatplotlib.use('Agg')\\n\"}\n"
+	    "  guarded: {image: i, command: [/airlock/bin/run, /usr/bin/python, main.py],\n"
+	    "         sourceFile: main.py, policy: {denyImports: [ctypes]}, preload: [json]}\n"
+	    "  off: {image: i, command: [/airlock/bin/run, python3, main.py], sourceFile: main.py,\n"
+	    "         preload: []}\n"
+	    "  plain: {image: i, command: [/airlock/bin/run, python3, main.py], sourceFile: main.py}\n";
+	static const struct { const char *yaml, *msg; } bad[] = {
+		{ "command: [python3, main.py], preload: [numpy]",
+		    "profiles.p.preload needs the command [/airlock/bin/run, python3, "
+		    "...] (a Python profile started by the runner)" },
+		{ "command: [/airlock/bin/run, node, main.py], preload: [numpy]",
+		    "profiles.p.preload needs the command [/airlock/bin/run, python3, "
+		    "...] (a Python profile started by the runner)" },
+		{ "command: [/airlock/bin/run, python3.11, main.py], preload: [numpy]",
+		    "profiles.p.preload needs the command [/airlock/bin/run, python3, "
+		    "...] (a Python profile started by the runner)" },
+		{ "command: [/airlock/bin/run], preload: [numpy]",
+		    "profiles.p.preload needs the command [/airlock/bin/run, python3, "
+		    "...] (a Python profile started by the runner)" },
+		{ "command: [/airlock/bin/run, python3, main.py], preload: numpy",
+		    "profiles.p.preload is not a list" },
+		{ "command: [/airlock/bin/run, python3, main.py], preload: {a: b}",
+		    "profiles.p.preload is not a list" },
+		{ "command: [/airlock/bin/run, python3, main.py], preload: [numpy, os..path]",
+		    "profiles.p.preload[1] 'os..path' is not a module name (a.b.c)" },
+		{ "command: [/airlock/bin/run, python3, main.py], preload: ['a,b']",
+		    "profiles.p.preload[0] 'a,b' is not a module name (a.b.c)" },
+		{ "command: [/airlock/bin/run, python3, main.py], preload: [numpy, '']",
+		    "profiles.p.preload[1] is not a name of 1 to 100 characters" },
+		{ "command: [/airlock/bin/run, python3, main.py], preload: [[numpy]]",
+		    "profiles.p.preload[0] is not a name of 1 to 100 characters" },
+		{ "command: [/airlock/bin/run, python3, main.py], preload: [numpy, pandas, numpy]",
+		    "profiles.p.preload[2] 'numpy' is given twice" },
+		{ "command: [/airlock/bin/run, python3, main.py], warmup: 'import numpy'",
+		    "profiles.p.warmup needs a preload list" },
+		{ "command: [/airlock/bin/run, python3, main.py], preload: [], warmup: x",
+		    "profiles.p.warmup needs a preload list" },
+		{ "command: [/airlock/bin/run, python3, main.py], preload: [a], warmup: [x]",
+		    "profiles.p.warmup is not a string" },
+		{ "command: [/airlock/bin/run, python3, main.py], preload: [a], prelaod: [b]",
+		    "profiles.p.prelaod is not a known key" },
+	};
+	struct ctl_config *c = NULL;
+	struct k8s_error e;
+	char *y, *big;
+
+	(void)state;
+	k8s_error_clear(&e);
+	assert_int_equal(ctl_config_parse(ok, strlen(ok), "mem", &c, &e), 0);
+	assert_string_equal(ctl_config_profile(c, "data")->preload,
+	    "numpy,pandas,matplotlib.pyplot,_x9");
+	assert_string_equal(ctl_config_profile(c, "data")->warmup,
+	    "import matplotlib\nmatplotlib.use('Agg')\n");
+	/* The policy's guard in front, as without preload. */
+	assert_string_equal(ctl_config_profile(c, "guarded")->preload, "json");
+	assert_null(ctl_config_profile(c, "guarded")->warmup);
+	assert_argv(ctl_config_profile(c, "guarded")->command, (const char *const[]){
+	    "/airlock/bin/run", "/usr/bin/python", "-I", "/airlock/bin/policy.py",
+	    "ctypes", "main.py", NULL });
+	assert_null(ctl_config_profile(c, "off")->preload);
+	assert_null(ctl_config_profile(c, "plain")->preload);
+	assert_null(ctl_config_profile(c, "plain")->warmup);
+	ctl_config_free(c);
+
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		y = xasprintf("profiles:\n  p: {image: i, sourceFile: main.py, %s}\n",
+		    bad[i].yaml);
+		expect_message(y, bad[i].msg);
+		free(y);
+	}
+
+	/* The caps: 32 names, 100 bytes each, a 4 KiB warm-up. */
+	{
+		char list[33 * 8 + 1] = "", name[8];
+
+		for (int i = 0; i < 32; i++) {
+			snprintf(name, sizeof(name), "%sm%d", i ? "," : "", i);
+			strcat(list, name);
+		}
+		preload_case(list, NULL, NULL);
+		strcat(list, ",m32");
+		preload_case(list, NULL, "profiles.p.preload has more than 32 items");
+	}
+	big = xcalloc(1, 4098);
+	memset(big, 'a', 100);
+	preload_case(big, NULL, NULL);
+	big[100] = 'a';
+	preload_case(big, NULL, "profiles.p.preload[0] is not a name of 1 to 100 "
+	    "characters");
+	memset(big, 'x', 4096);
+	preload_case("a", big, NULL);
+	big[4096] = 'x';
+	preload_case("a", big, "profiles.p.warmup is longer than 4096 bytes");
+	free(big);
+}
+
 static void
 test_malformed(void **state)
 {
@@ -686,6 +834,7 @@ main(void)
 		cmocka_unit_test(test_alias),
 		cmocka_unit_test(test_profile_lookup),
 		cmocka_unit_test(test_policy),
+		cmocka_unit_test(test_preload),
 		cmocka_unit_test(test_malformed),
 		cmocka_unit_test(test_limits),
 		cmocka_unit_test(test_caps),

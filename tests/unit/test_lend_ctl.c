@@ -77,37 +77,12 @@ holder(const char *name, const char *rv, const char *node, int ready,
 	return p;
 }
 
-static void
-push_list(struct fakeapi *api, json_t *items)
-{
-	json_t *l = json_pack("{s:{s:s}, s:o}", "metadata", "resourceVersion",
-	    "10", "items", items);
-	char *s = json_dumps(l, JSON_COMPACT);
-
-	fakeapi_push(api, 200, NULL, s, 0);
-	fakeapi_push(api, 200, NULL, "", WATCH_QUIET_MS);
-	free(s);
-	json_decref(l);
-}
-
 static struct informer *
 cache(struct fx *fx, int i, const struct k8s_resource *res, json_t *items,
     json_t *(*transform)(json_t *), char *(*index)(json_t *))
 {
-	struct informer_opts io = { .res = res, .transform = transform,
-	    .index = index };
-	struct informer_handlers h = { 0 };
-	struct k8s_error err;
-	struct informer *inf;
-
-	fx->src[i] = fakeapi_start();
-	fx->kc[i + 1] = fakeapi_config(fx->src[i], NULL);
-	assert_int_equal(k8s_client_new(fx->kc[i + 1], NULL, &fx->cl[i], &err), 0);
-	push_list(fx->src[i], items);
-	inf = informer_new(fx->cl[i], &io, &h);
-	assert_int_equal(informer_start(inf), 0);
-	assert_int_equal(informer_wait_synced(inf, 5000), 0);
-	return inf;
+	return fakeapi_informer(res, items, transform, index, WATCH_QUIET_MS,
+	    &fx->src[i], &fx->kc[i + 1], &fx->cl[i]);
 }
 
 static char *
@@ -178,16 +153,11 @@ teardown(void **state)
 	struct informer *infs[3] = { fx->ctl.pool_inf, fx->ctl.pod_inf,
 	    fx->ctl.cx_inf };
 
-	for (int i = 0; i < 3; i++) {
-		informer_stop(infs[i]);
-		informer_free(infs[i]);
-		k8s_client_free(fx->cl[i]);
-		fakeapi_stop(fx->src[i]);
-	}
+	for (int i = 0; i < 3; i++)
+		fakeapi_informer_free(infs[i], fx->src[i], fx->kc[i + 1], fx->cl[i]);
 	k8s_client_free(fx->ctl.client);
 	fakeapi_stop(fx->api);
-	for (int i = 0; i < 4; i++)
-		k8s_config_free(fx->kc[i]);
+	k8s_config_free(fx->kc[0]);
 	workqueue_shutdown(fx->ctl.queue);
 	workqueue_free(fx->ctl.queue);
 	json_decref(fx->ctl.reserved);

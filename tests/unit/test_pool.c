@@ -40,7 +40,20 @@ static const char conf[] =
     "  raw:\n"
     "    image: airlock/runner-python:0.1\n"
     "    command: [python3, main.py]\n"
-    "    sourceFile: main.py\n";
+    "    sourceFile: main.py\n"
+    /* Issue 31: holders that import these ahead (a zygote). */
+    "  data:\n"
+    "    image: airlock/runner-python-data:0.1\n"
+    "    command: [/airlock/bin/run, python3, main.py]\n"
+    "    sourceFile: main.py\n"
+    "    preload: [numpy, pandas, matplotlib]\n"
+    "    warmup: \"import matplotlib\\nmatplotlib.use('Agg')\\n\"\n"
+    "  guarded:\n"
+    "    image: airlock/runner-python-data:0.1\n"
+    "    command: [/airlock/bin/run, python3, main.py]\n"
+    "    sourceFile: main.py\n"
+    "    policy: {denyImports: [subprocess]}\n"
+    "    preload: [json]\n";
 
 static struct ctl_config *cfg;
 
@@ -356,6 +369,58 @@ test_holder_other_profile(void **state)
 	json_decref(pool);
 }
 
+/*
+ * Issue 31: a preload profile's holder runs the zygote (run --zygote, the
+ * shape of run --hold), with the modules and the warm-up in its env, and
+ * is ready once the zygote's socket is there. The rest as any holder's.
+ */
+static void
+test_holder_preload(void **state)
+{
+	json_t *pool = parse("{\"metadata\":{\"name\":\"d\",\"namespace\":\"n\","
+	    "\"uid\":\"u3\"},\"spec\":{\"runtime\":\"data\"}}");
+	json_t *pod = holder_of(pool), *c = jp_at(pod, "spec.containers[0]");
+
+	(void)state;
+	assert_json(json_object_get(c, "command"), "[\"/airlock/bin/run\","
+	    "\"--zygote\",\"main.py\",\"python3\",\"main.py\"]");
+	assert_json(json_object_get(c, "args"), "[]");
+	assert_json(json_object_get(c, "env"), "["
+	    "{\"name\":\"HOME\",\"value\":\"/tmp\"},"
+	    "{\"name\":\"AIRLOCK_CODE_DIR\",\"value\":\"/tmp\"},"
+	    "{\"name\":\"AIRLOCK_PRELOAD\",\"value\":\"numpy,pandas,matplotlib\"},"
+	    "{\"name\":\"AIRLOCK_WARMUP\",\"value\":\"import matplotlib\\n"
+	    "matplotlib.use('Agg')\\n\"}]");
+	assert_json(json_object_get(c, "startupProbe"), "{\"exec\":{\"command\":"
+	    "[\"test\",\"-S\",\"/dev/shm/airlock-zygote.sock\"]},"
+	    "\"periodSeconds\":1,\"timeoutSeconds\":5,\"failureThreshold\":300}");
+	assert_string_equal(jp_str(c, "image"), "airlock/runner-python-data:0.1");
+	assert_string_equal(jp_key(pod, "metadata.annotations", POOL_ANN_KEY),
+	    "data/500/268435456/67108864");
+	assert_null(json_object_get(c, "volumeMounts"));
+	assert_null(jp_at(pod, "spec.volumes"));
+	json_decref(pod);
+	json_decref(pool);
+
+	/* With a policy: its guard in the argv, as run --hold has it; no warm-up. */
+	pool = parse("{\"metadata\":{\"name\":\"g\",\"namespace\":\"n\","
+	    "\"uid\":\"u4\"},\"spec\":{\"runtime\":\"guarded\"}}");
+	pod = holder_of(pool);
+	c = jp_at(pod, "spec.containers[0]");
+	assert_json(json_object_get(c, "command"), "[\"/airlock/bin/run\","
+	    "\"--zygote\",\"main.py\",\"python3\",\"-I\",\"/airlock/bin/policy.py\","
+	    "\"subprocess\",\"main.py\"]");
+	assert_json(json_object_get(c, "env"), "["
+	    "{\"name\":\"HOME\",\"value\":\"/tmp\"},"
+	    "{\"name\":\"AIRLOCK_CODE_DIR\",\"value\":\"/tmp\"},"
+	    "{\"name\":\"AIRLOCK_PRELOAD\",\"value\":\"json\"}]");
+	assert_json(json_object_get(c, "startupProbe"), "{\"exec\":{\"command\":"
+	    "[\"test\",\"-S\",\"/dev/shm/airlock-zygote.sock\"]},"
+	    "\"periodSeconds\":1,\"timeoutSeconds\":5,\"failureThreshold\":300}");
+	json_decref(pod);
+	json_decref(pool);
+}
+
 /* Refused: NULL with K8S_EINVAL and msg in the message. */
 static void
 holder_refused(json_t *pool, const char *msg)
@@ -491,6 +556,100 @@ test_idle_ready(void **state)
 	json_decref(p);
 	assert_int_equal(pool_holder_idle(NULL), 0);
 	assert_int_equal(pool_holder_ready(NULL), 0);
+}
+
+/* --- pool_holder_preload_failed, pool_fail_backoff ------------------------ */
+
+/* A holder whose container ended with message m in state st. */
+static json_t *
+ended_holder(const char *st, const char *m)
+{
+	json_t *p = a_running_holder();
+
+	json_object_set_new(jp_at(p, "status"), "phase", json_string("Failed"));
+	json_object_set_new(jp_at(p, "status.containerStatuses[0]"), "ready",
+	    json_false());
+	json_object_set_new(jp_at(p, "status.containerStatuses[0]"), "state",
+	    parse("{\"waiting\":{\"reason\":\"CrashLoopBackOff\"}}"));
+	json_object_set_new(jp_at(p, "status.containerStatuses[0]"), st,
+	    json_pack("{s:{s:i, s:s, s:s}}", "terminated", "exitCode", 3,
+	    "reason", "Error", "message", m));
+	return p;
+}
+
+static void
+test_preload_failed(void **state)
+{
+	char msg[POOL_PRELOAD_MSG_MAX + 64], *big;
+	json_t *p;
+
+	(void)state;
+	/* Terminated now: the message, its newline cut; never ready. */
+	p = ended_holder("state", "airlock: preload: nosuchmod: "
+	    "ModuleNotFoundError: No module named 'nosuchmod'\n");
+	assert_int_equal(pool_holder_preload_failed(p, msg, sizeof(msg)), 1);
+	assert_string_equal(msg, "airlock: preload: nosuchmod: "
+	    "ModuleNotFoundError: No module named 'nosuchmod'");
+	assert_int_equal(pool_holder_ready(p), 0);
+	assert_int_equal(pool_holder_dead(p), 1);
+	/* Phase still Running, its container ended: not ready either. */
+	json_object_set_new(jp_at(p, "status"), "phase", json_string("Running"));
+	assert_int_equal(pool_holder_ready(p), 0);
+	assert_int_equal(pool_holder_preload_failed(p, NULL, 0), 1);
+	json_decref(p);
+
+	/* Restarting: the last end's message. */
+	p = ended_holder("lastState", "airlock: preload: numpy: ImportError: "
+	    "x\ty\r\nz\x01\xc3\xa9");
+	assert_int_equal(pool_holder_preload_failed(p, msg, sizeof(msg)), 1);
+	assert_string_equal(msg, "airlock: preload: numpy: ImportError: "
+	    "x y  z???");
+	json_decref(p);
+
+	/* Cut at 1 KiB, and at the caller's size. */
+	big = calloc(1, 4000);
+	strcpy(big, "airlock: preload: m: E: ");
+	memset(big + strlen(big), 'x', 3000);
+	p = ended_holder("state", big);
+	assert_int_equal(pool_holder_preload_failed(p, msg, sizeof(msg)), 1);
+	assert_int_equal(strlen(msg), 1024);
+	assert_memory_equal(msg, big, 1024);
+	assert_int_equal(pool_holder_preload_failed(p, msg, 10), 1);
+	assert_string_equal(msg, "airlock: ");
+	json_decref(p);
+	free(big);
+
+	/* Another end, none, or a message that only mentions it: 0. */
+	p = ended_holder("state", "OOMKilled");
+	assert_int_equal(pool_holder_preload_failed(p, msg, sizeof(msg)), 0);
+	json_decref(p);
+	p = ended_holder("state", "x airlock: preload: m: E: y");
+	assert_int_equal(pool_holder_preload_failed(p, msg, sizeof(msg)), 0);
+	json_decref(p);
+	p = a_running_holder();
+	assert_int_equal(pool_holder_preload_failed(p, msg, sizeof(msg)), 0);
+	json_decref(p);
+	assert_int_equal(pool_holder_preload_failed(NULL, msg, sizeof(msg)), 0);
+}
+
+static void
+test_fail_backoff(void **state)
+{
+	(void)state;
+	/* None, or one (an eviction): made again at once. */
+	assert_int_equal(pool_fail_backoff(0, 1000, 1000), 0);
+	assert_int_equal(pool_fail_backoff(1, 1000, 1000), 0);
+	/* Then 2 s, doubling, counted from the last end. */
+	assert_int_equal(pool_fail_backoff(2, 1000, 1000), 2000);
+	assert_int_equal(pool_fail_backoff(2, 1000, 2500), 500);
+	assert_int_equal(pool_fail_backoff(2, 1000, 3000), 0);
+	assert_int_equal(pool_fail_backoff(3, 1000, 1000), 4000);
+	assert_int_equal(pool_fail_backoff(4, 1000, 1000), 8000);
+	assert_int_equal(pool_fail_backoff(9, 0, 0), 256000);
+	/* At most 5 min, however many. */
+	assert_int_equal(pool_fail_backoff(10, 0, 0), 300000);
+	assert_int_equal(pool_fail_backoff(1000000, 0, 0), 300000);
+	assert_int_equal(pool_fail_backoff(1000000, 0, 300000), 0);
 }
 
 /* --- pool_cx_warmable ------------------------------------------------------ */
@@ -1122,6 +1281,9 @@ main(void)
 		cmocka_unit_test(test_holder_metadata),
 		cmocka_unit_test(test_holder_spec),
 		cmocka_unit_test(test_holder_other_profile),
+		cmocka_unit_test(test_holder_preload),
+		cmocka_unit_test(test_preload_failed),
+		cmocka_unit_test(test_fail_backoff),
 		cmocka_unit_test(test_holder_refused),
 		cmocka_unit_test(test_idle_ready),
 		cmocka_unit_test(test_cx_warmable),

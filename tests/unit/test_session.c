@@ -31,6 +31,8 @@ static const char conf[] =
     "    image: airlock/runner-python-data:0.1\n"
     "    command: [/airlock/bin/run, /usr/bin/python3, main.py]\n"
     "    sourceFile: main.py\n"
+    "    preload: [numpy, pandas]\n"
+    "    warmup: import numpy\n"
     "  node:\n"
     "    image: airlock/runner-node:0.1\n"
     "    command: [/airlock/bin/run, node, index.js]\n"
@@ -202,6 +204,46 @@ test_pod(void **state)
 	s = session("{\"runtime\": \"node\"}");
 	assert_null(session_pod(cfg, s, &err));
 	assert_int_equal(err.code, K8S_EINVAL);
+	json_decref(s);
+}
+
+/*
+ * Issue 31: a session of a preload profile starts as its holders do, in
+ * the zygote with the modules imported, ready once its socket is there;
+ * the kernel's env has them (AIRLOCK_PRELOAD) for images/runner.
+ */
+static void
+test_pod_preload(void **state)
+{
+	struct k8s_error err;
+	json_t *s = session("{\"runtime\": \"python-data\"}"), *pod, *c;
+
+	(void)state;
+	pod = session_pod(cfg, s, &err);
+	assert_non_null(pod);
+	c = jp_at(pod, "spec.containers[0]");
+	assert_json(json_object_get(c, "command"), "[\"/airlock/bin/run\","
+	    "\"--zygote\",\"main.py\",\"/usr/bin/python3\",\"main.py\"]");
+	assert_json(json_object_get(c, "env"), "["
+	    "{\"name\":\"HOME\",\"value\":\"/tmp\"},"
+	    "{\"name\":\"AIRLOCK_CODE_DIR\",\"value\":\"/tmp\"},"
+	    "{\"name\":\"AIRLOCK_PRELOAD\",\"value\":\"numpy,pandas\"},"
+	    "{\"name\":\"AIRLOCK_WARMUP\",\"value\":\"import numpy\"}]");
+	assert_json(json_object_get(c, "startupProbe"), "{\"exec\":{\"command\":"
+	    "[\"test\",\"-S\",\"/dev/shm/airlock-zygote.sock\"]},"
+	    "\"periodSeconds\":1,\"timeoutSeconds\":5,\"failureThreshold\":300}");
+	json_decref(pod);
+	json_decref(s);
+	/* Without preload: run --hold, as before. */
+	s = session("{\"runtime\": \"python\"}");
+	pod = session_pod(cfg, s, &err);
+	assert_non_null(pod);
+	assert_json(jp_at(pod, "spec.containers[0].command"), "[\"/airlock/bin/run\","
+	    "\"--hold\",\"main.py\",\"python3\",\"main.py\"]");
+	assert_json(jp_at(pod, "spec.containers[0].env"), "["
+	    "{\"name\":\"HOME\",\"value\":\"/tmp\"},"
+	    "{\"name\":\"AIRLOCK_CODE_DIR\",\"value\":\"/tmp\"}]");
+	json_decref(pod);
 	json_decref(s);
 }
 
@@ -429,6 +471,7 @@ main(void)
 		cmocka_unit_test(test_kernel),
 		cmocka_unit_test(test_check),
 		cmocka_unit_test(test_pod),
+		cmocka_unit_test(test_pod_preload),
 		cmocka_unit_test(test_step),
 		cmocka_unit_test(test_clock),
 	};

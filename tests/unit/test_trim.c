@@ -221,6 +221,51 @@ test_pod_annotation_capped(void **state)
 	json_decref(pod);
 }
 
+/*
+ * Issue 31: a holder's failed preload, now or before a restart, stays in
+ * the cache (pool_holder_preload_failed reads it there); the last end's
+ * other messages do not, and its own is capped at 1 KiB.
+ */
+static void
+test_pod_preload_failed_kept(void **state)
+{
+	char msg[POOL_PRELOAD_MSG_MAX + 1], *big = calloc(1, 3000);
+	json_t *pod, *t;
+
+	(void)state;
+	strcpy(big, "airlock: preload: m: E: ");
+	memset(big + strlen(big), 'x', 2000);
+	big[2500] = '\0';
+	pod = json_pack("{s:{s:s, s:s}, s:{s:s, s:[{s:b, s:{s:{}}, s:{s:{s:i, s:s}}}]}}",
+	    "metadata", "name", "airlock-warm-x", "namespace", "a",
+	    "status", "phase", "Running", "containerStatuses", "ready", 0,
+	    "state", "running", "lastState", "terminated", "exitCode", 3,
+	    "message", big);
+	t = ctl_trim_pod(pod);
+	assert_int_equal(pool_holder_preload_failed(t, msg, sizeof(msg)), 1);
+	assert_int_equal(strlen(msg), 1024);
+	assert_int_equal(json_string_length(json_object_get(json_object_get(
+	    json_object_get(json_array_get(json_object_get(json_object_get(t,
+	    "status"), "containerStatuses"), 0), "lastState"), "terminated"),
+	    "message")), 1024);
+	assert_true(jsonsize_value(t) < 2048);
+	json_decref(t);
+	json_decref(pod);
+	/* Another end before the restart: nothing of it. */
+	pod = json_pack("{s:{s:s, s:s}, s:{s:s, s:[{s:b, s:{s:{}}, s:{s:{s:i, s:s}}}]}}",
+	    "metadata", "name", "airlock-warm-x", "namespace", "a",
+	    "status", "phase", "Running", "containerStatuses", "ready", 0,
+	    "state", "running", "lastState", "terminated", "exitCode", 137,
+	    "message", "OOMKilled");
+	t = ctl_trim_pod(pod);
+	assert_null(json_object_get(json_array_get(json_object_get(json_object_get(t,
+	    "status"), "containerStatuses"), 0), "lastState"));
+	assert_int_equal(pool_holder_preload_failed(t, msg, sizeof(msg)), 0);
+	json_decref(t);
+	json_decref(pod);
+	free(big);
+}
+
 int
 main(void)
 {
@@ -231,6 +276,7 @@ main(void)
 		cmocka_unit_test(test_created_by_capped_unaudited),
 		cmocka_unit_test(test_pool_keeps_no_tenant_metadata),
 		cmocka_unit_test(test_pod_annotation_capped),
+		cmocka_unit_test(test_pod_preload_failed_kept),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

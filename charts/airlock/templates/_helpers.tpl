@@ -60,6 +60,12 @@ profiles:
     {{- with $p.policy }}
     policy: {{ toJson . }}
     {{- end }}
+    {{- with $p.preload }}
+    preload: {{ toJson . }}
+    {{- end }}
+    {{- if and $p.preload $p.warmup }}
+    warmup: {{ toJson $p.warmup }}
+    {{- end }}
 {{- end }}
 defaults: {{ toJson .Values.config.defaults }}
 caps: {{ toJson .Values.config.caps }}
@@ -80,6 +86,16 @@ artifacts: {{ toJson .Values.config.artifacts }}
 {{- end -}}
 {{- if not (has .Values.test.runtime (list "python" "node" "bash")) -}}
 {{- fail (printf "test.runtime: %q: the test has programs for python, node and bash only" .Values.test.runtime) -}}
+{{- end -}}
+{{- range $name, $p := .Values.config.profiles -}}
+{{- if $p.preload -}}
+{{- if not (and (ge (len $p.command) 2) (eq (index $p.command 0) "/airlock/bin/run") (has (base (index $p.command 1)) (list "python3" "python"))) -}}
+{{- fail (printf "config.profiles.%s.preload: needs the command [/airlock/bin/run, python3, ...] (a Python profile started by the runner)" $name) -}}
+{{- end -}}
+{{- else if and $p.warmup (not (hasKey $p "preload")) -}}
+{{- /* preload: [] turns a default's off, its warm-up with it. */ -}}
+{{- fail (printf "config.profiles.%s.warmup: needs a preload list" $name) -}}
+{{- end -}}
 {{- end -}}
 {{- $groups := dict -}}
 {{- range $i, $g := .Values.nodeAgent.nodeGroups -}}
