@@ -162,8 +162,9 @@ zrun(struct zyg *z, const char *env, const char *src, const char *in,
 	assert_int_equal(fwrite(tar.data, 1, tar.len, f), tar.len);
 	fputs(in, f);
 	assert_int_equal(fclose(f), 0);
-	snprintf(cmd, sizeof(cmd), "cd %s && %s AIRLOCK_ZYGOTE_SOCK=%s %s %zu %s <%s",
-	    dir, env, z->sock, warm, tar.len, argv, path);
+	/* The redirect first: argv may end in more commands (a kill). */
+	snprintf(cmd, sizeof(cmd), "cd %s && <%s %s AIRLOCK_ZYGOTE_SOCK=%s %s %zu %s",
+	    dir, path, env, z->sock, warm, tar.len, argv);
 	buf_free(&tar);
 	return it_sh(cmd, out, err);
 }
@@ -328,6 +329,59 @@ test_exit_codes(void **state)
 		free(out);
 		free(err);
 	}
+}
+
+/*
+ * warm's side of a zygote's child: with AIRLOCK_OUT, its output, then
+ * (once the child's group is killed: a process it left never writes
+ * over the frame) the files out, and its status; the signals warm gets
+ * go to the child.
+ */
+static void
+test_files_out_and_signals(void **state)
+{
+	static const char files_py[] =
+	    "import os, sys, time\n"
+	    "os.makedirs(os.environ['ZT_OUT'], exist_ok=True)\n"
+	    "open(os.environ['ZT_OUT'] + '/a.txt', 'w').write('xyz')\n"
+	    "print('out', flush=True)\n"
+	    "if os.fork() == 0:\n"
+	    "    time.sleep(3)\n"
+	    "    print('late', flush=True)\n"
+	    "    os._exit(0)\n"
+	    "sys.exit(7)\n";
+	static const char term_py[] =
+	    "import signal, sys, time\n"
+	    "signal.signal(signal.SIGTERM, lambda s, f: (print('term', flush=True), sys.exit(5)))\n"
+	    "print('ready', flush=True)\n"
+	    "time.sleep(5)\n";
+	struct zyg *z = *state;
+	char env[512], *out, *err;
+	const char *end;
+	long t0;
+
+	zyg_start(z, "decimal");
+	snprintf(env, sizeof(env), "AIRLOCK_OUT='0123abcd 1000 4' "
+	    "AIRLOCK_TEST_OUT=%s/out ZT_OUT=%s/out", z->dir, z->dir);
+	t0 = it_mono_ms();
+	assert_int_equal(zrun(z, env, files_py, "", "python3 main.py", &out, &err,
+	    NULL), 7);
+	assert_true(it_mono_ms() - t0 < 2500);
+	assert_string_equal(err, "");
+	assert_memory_equal(out, "out\n\x1e" "AIRLOCK-OUT 0123abcd ", 25);
+	end = "\x1e" "AIRLOCK-END 0123abcd\n";
+	assert_true(strlen(out) > strlen(end));
+	assert_string_equal(out + strlen(out) - strlen(end), end);
+	assert_null(strstr(out, "late"));
+	free(out);
+	free(err);
+	/* SIGTERM to warm: the program's handler runs, its status is warm's. */
+	assert_int_equal(zrun(z, "", term_py, "", "python3 main.py & "
+	    "sleep 1; kill -TERM $!; wait $!; echo \"exit $?\"; :", &out, &err,
+	    NULL), 0);
+	assert_string_equal(out, "ready\nterm\nexit 5\n");
+	free(out);
+	free(err);
 }
 
 /* A preload or warm-up that fails: exit 3, one line why, never a socket. */
@@ -528,6 +582,7 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_preloaded_not_reimported, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_passthrough, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_exit_codes, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_files_out_and_signals, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_preload_fails, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_policy_preloaded, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_kernel_restart, setup, teardown),
