@@ -384,6 +384,30 @@ test_files_out_and_signals(void **state)
 	free(err);
 }
 
+/*
+ * The zygote gone while its child runs (in a pod, the container's end;
+ * here only the zygote): warm kills the child's group and says so, 125.
+ */
+static void
+test_zygote_gone(void **state)
+{
+	struct zyg *z = *state;
+	char *out, *err;
+	long t0;
+
+	zyg_start(z, "decimal");
+	t0 = it_mono_ms();
+	assert_int_equal(zrun(z, "", "import os, time\nos.kill(os.getppid(), 9)\n"
+	    "time.sleep(5)\nprint('never')\n", "", "python3 main.py", &out, &err,
+	    NULL), 125);
+	assert_true(it_mono_ms() - t0 < 4000);
+	assert_string_equal(out, "");
+	assert_string_equal(err, "warm: the zygote ended while the program ran: "
+	    "its status is lost\n");
+	free(out);
+	free(err);
+}
+
 /* A preload or warm-up that fails: exit 3, one line why, never a socket. */
 static void
 test_preload_fails(void **state)
@@ -583,6 +607,7 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_passthrough, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_exit_codes, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_files_out_and_signals, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_zygote_gone, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_preload_fails, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_policy_preloaded, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_kernel_restart, setup, teardown),
