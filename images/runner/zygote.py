@@ -176,15 +176,17 @@ def parse_argv(argv, env):
 
 def fresh_stdio(unbuffered):
     # As the interpreter makes them at its start (create_stdio): closefd
-    # off, "\n" newlines, line buffering on a terminal (stderr always),
-    # the encoding and errors this interpreter chose (the same locale).
+    # off, "\n" newlines; buffered, line by line on a terminal (stderr
+    # always), or with -u (PYTHONUNBUFFERED) stdout and stderr raw and
+    # all three written through; the encoding and errors this interpreter
+    # chose (the same locale).
     def one(fd, write, like):
         raw_buf = 0 if (write and unbuffered) else -1
         buf = io.open(fd, "wb" if write else "rb", buffering=raw_buf, closefd=False)
         t = io.TextIOWrapper(buf, encoding=like.encoding, errors=like.errors,
                              newline="\n",
-                             line_buffering=(write and fd == 2) or os.isatty(fd),
-                             write_through=write and unbuffered)
+                             line_buffering=not unbuffered and (fd == 2 or os.isatty(fd)),
+                             write_through=unbuffered)
         t.mode = "w" if write else "r"
         return t
 

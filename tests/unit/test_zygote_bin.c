@@ -264,6 +264,40 @@ test_passthrough(void **state)
 	free(err);
 }
 
+/*
+ * The two PYTHON* variables the child applies, as python3 does
+ * (PYTHONUNBUFFERED: stdout and stderr raw, all written through, none
+ * line-buffered; PYTHONDONTWRITEBYTECODE), and the -I form (no program
+ * directory on sys.path), under either interpreter name.
+ */
+static void
+test_flags_and_forms(void **state)
+{
+	static const char src[] =
+	    "import os, sys\n"
+	    "print([type(f.buffer).__name__ for f in (sys.stdin, sys.stdout, sys.stderr)],\n"
+	    "      [(f.line_buffering, f.write_through) for f in (sys.stdin, sys.stdout, sys.stderr)],\n"
+	    "      sys.dont_write_bytecode, os.getcwd() in sys.path, 'decimal' in sys.modules)\n";
+	struct zyg *z = *state;
+	char *out, *err;
+
+	zyg_start(z, "decimal");
+	assert_int_equal(zrun(z, "env -i LANG=C.UTF-8 PYTHONUNBUFFERED=1 "
+	    "PYTHONDONTWRITEBYTECODE=1", src, "", "python3 main.py", &out, &err,
+	    NULL), 0);
+	assert_string_equal(out, "['BufferedReader', 'FileIO', 'FileIO'] "
+	    "[(False, True), (False, True), (False, True)] True True True\n");
+	free(out);
+	free(err);
+	assert_int_equal(zrun(z, "env -i LANG=C.UTF-8", src, "", "python -I main.py",
+	    &out, &err, NULL), 0);
+	assert_string_equal(out, "['BufferedReader', 'BufferedWriter', "
+	    "'BufferedWriter'] [(False, False), (False, False), (True, False)] "
+	    "False False True\n");
+	free(out);
+	free(err);
+}
+
 /* Exit statuses as python3's, and a traceback from the program's frame. */
 static void
 test_exit_codes(void **state)
@@ -605,6 +639,7 @@ main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_preloaded_not_reimported, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_passthrough, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_flags_and_forms, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_exit_codes, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_files_out_and_signals, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_zygote_gone, setup, teardown),
