@@ -1089,7 +1089,6 @@ zygote_spawn(int conn, char **argv, char *const *extra, const int fds[3])
 		free(body);
 		return (pid_t)pid;
 	}
-	pid = -1;
 out:
 	free(body);
 	close(conn);
