@@ -173,8 +173,9 @@ $(B)/bench/%: $(B)/bench/%.o $(ALL_LIBS)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
 # /airlock/bin/warm, built for the host too (this flavour's flags), so that
-# test_warm_bin and test_session_bin (with images/runner/kernel.py) run
-# what the runner images carry on tenant-shaped input.
+# test_warm_bin, test_session_bin and test_zygote_bin (with images/runner/
+# kernel.py and zygote.py) run what the runner images carry on
+# tenant-shaped input.
 $(B)/images/warm: images/runner/warm.c
 	@mkdir -p $(@D)
 	$(CC) -D_GNU_SOURCE -DWARM_TEST -DOUT_DIR='"/tmp/airlock-test-out"' \
@@ -182,6 +183,7 @@ $(B)/images/warm: images/runner/warm.c
 
 $(B)/tests/unit/test_warm_bin: | $(B)/images/warm
 $(B)/tests/unit/test_session_bin: | $(B)/images/warm
+$(B)/tests/unit/test_zygote_bin: | $(B)/images/warm
 
 # This flavour's dependency files only.
 -include $(shell find $(B) -name '*.d' 2>/dev/null)

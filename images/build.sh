@@ -86,7 +86,7 @@ key() {
 			die "unknown image '$1' (known: ${ALL[*]} ${DAEMONS[*]})"
 		{ cat "$here/build.sh" "$here/runner/run" "$here/runner/warm.c" \
 		  "$here/runner/policy.py" "$here/runner/policy.sh" "$here/runner/policy.bashrc" \
-		  "$here/runner/kernel.py" "$here/runner/kernel.sh" \
+		  "$here/runner/kernel.py" "$here/runner/kernel.sh" "$here/runner/zygote.py" \
 		  "$(apt_sources)"; suite; arch; gcc --version | head -n1
 		  runner_packages "$1"; runner_cmd "$1"; runner_env "$1"
 		  runner_purge "$1"; } | hash_of ;;
@@ -185,7 +185,7 @@ build_runner() {
 		--customize-hook="install -m 0755 '$here/runner/run' \"\$1/airlock/bin/run\"" \
 		--customize-hook="install -m 0755 '$d/warm' \"\$1/airlock/bin/warm\"" \
 		--customize-hook="install -m 0644 '$here/runner/policy.py' '$here/runner/policy.sh' '$here/runner/policy.bashrc' \"\$1/airlock/bin/\"" \
-		--customize-hook="install -m 0644 '$here/runner/kernel.py' '$here/runner/kernel.sh' \"\$1/airlock/bin/\"" \
+		--customize-hook="install -m 0644 '$here/runner/kernel.py' '$here/runner/kernel.sh' '$here/runner/zygote.py' \"\$1/airlock/bin/\"" \
 		--customize-hook='echo "airlock:x:65532:65532:airlock runner:/airlock/work:/usr/sbin/nologin" >>"$1/etc/passwd"' \
 		--customize-hook='echo "airlock:x:65532:" >>"$1/etc/group"' \
 		--customize-hook="sh '$d/purge.sh' \"\$1\"" \

@@ -34,6 +34,7 @@
 # event names the file relative to it), is its own code, and gVisor
 # remains the boundary.
 import ast
+import builtins
 import importlib.util
 import os
 import sys
@@ -41,14 +42,14 @@ import sys
 REFUSED = 120
 
 
-def main():
-    if len(sys.argv) < 3:
-        sys.stderr.write("policy.py: usage: policy.py DENIED[,DENIED...] PROGRAM [ARG...]\n")
-        os._exit(125)
-    deny = frozenset(m for m in sys.argv[1].split(",") if m)
-    prog = sys.argv[2]
+def run(deny, prog, argv, preloaded=None):
+    """Install the guard for the modules in deny (a set of names) and run
+    prog as __main__ with sys.argv argv. Its own main() and the zygote's
+    child (zygote.py) call it. preloaded: the denied modules the
+    interpreter loaded before this guard, whose files stay readable (None:
+    those in sys.modules now). Returns what the program's code returns;
+    its exceptions propagate; a refusal is exit 120 here."""
     cwd = os.getcwd().rstrip("/") + "/"
-    argv = sys.argv[2:]
 
     def denied(name):
         parts = name.split(".")
@@ -132,7 +133,8 @@ def main():
     # denied): their code is in memory already, and their files are what a
     # traceback through them reads.
     files, dirs = {}, []
-    preloaded = frozenset(m for m in sys.modules if denied(m))
+    if preloaded is None:
+        preloaded = frozenset(m for m in sys.modules if denied(m))
 
     def add_file(path, name):
         try:
@@ -229,7 +231,7 @@ def main():
     code = compile(src, prog, "exec")
     main_mod = type(sys)("__main__")
     main_mod.__file__ = prog
-    main_mod.__builtins__ = __builtins__
+    main_mod.__builtins__ = builtins
     sys.modules["__main__"] = main_mod
     sys.argv = argv
     sys.path.insert(0, os.path.dirname(os.path.abspath(prog)))
@@ -237,4 +239,12 @@ def main():
     exec(code, main_mod.__dict__)
 
 
-main()
+def main():
+    if len(sys.argv) < 3:
+        sys.stderr.write("policy.py: usage: policy.py DENIED[,DENIED...] PROGRAM [ARG...]\n")
+        os._exit(125)
+    run(frozenset(m for m in sys.argv[1].split(",") if m), sys.argv[2], sys.argv[2:])
+
+
+if __name__ == "__main__":
+    main()

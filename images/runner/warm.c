@@ -43,6 +43,25 @@
  * refused: exit 125 with a message on stderr, and the program never runs.
  * Static (gcc -static), so it needs nothing of the image but a kernel.
  *
+ * The zygote (a preload profile's holder, images/runner/zygote.py, whose
+ * header is the protocol's reference; docs/warm-path.md): when PROGRAM's
+ * basename is python3 or python and a socket is at $AIRLOCK_ZYGOTE_SOCK
+ * (/dev/shm/airlock-zygote.sock), `warm BYTES|-` and a session's kernel
+ * start ask the zygote to fork the program instead of exec'ing it:
+ *
+ *   -> "SPAWN ARGC ENVC LEN\n" + LEN bytes (argv, env, cwd, each ended by
+ *      a NUL; at most 256 KiB, 4096 args, 4096 env entries), with fds
+ *      0, 1, 2 (a kernel's: /dev/null and its log) as SCM_RIGHTS
+ *   <- "PID N\n", later "EXIT S\n" (S: the exit code, 128 + a signal)
+ *   <- "ERR why\n": refused, nothing ran
+ *
+ * warm then stays: it forwards the signals it gets to the child's group,
+ * waits for EXIT and exits with S (the files out first, with AIRLOCK_OUT,
+ * after the group is killed, as with a child of its own). No socket, a
+ * refused connect, a request over the bounds, an ERR or no PID answer:
+ * the program is exec'd as without a zygote. The zygote gone after PID:
+ * the child's group killed, exit 125 and why on stderr.
+ *
  * warm --serve KERNEL [ARG...] (docs/sessions.md, "The step server: one
  * exec a session") runs a session's steps as `warm --step` does (step_run,
  * below), one after another, for as long as its stdin is open: one exec a
@@ -81,7 +100,9 @@
 #include <string.h>
 #include <time.h>
 #include <sys/file.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -886,6 +907,246 @@ out_wanted(void)
 	return ok;
 }
 
+/* The signals the node agent or the runtime sends warm: to the child's group. */
+static void
+forward_signals(void)
+{
+	static const int sigs[] = { SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGUSR1,
+	    SIGUSR2 };
+	struct sigaction sa;
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = forward;
+	for (size_t i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++)
+		sigaction(sigs[i], &sa, NULL);
+}
+
+/* --- the zygote (images/runner/zygote.py's header: the protocol) --------- */
+
+#define ZYGOTE_SOCK		"/dev/shm/airlock-zygote.sock"
+#define ZYGOTE_BODY_MAX		(256L << 10)
+#define ZYGOTE_ARGS_MAX		4096
+#define ZYGOTE_ENV_MAX		4096
+#define ZYGOTE_ANSWER_MAX	512	/* an answer's line, "ERR why" the longest */
+
+/*
+ * A connection to the preload profile's zygote, when argv runs python3 or
+ * python and a zygote listens at $AIRLOCK_ZYGOTE_SOCK (ZYGOTE_SOCK): its
+ * fd; else -1, and the program runs as without one.
+ */
+static int
+zygote_connect(char **argv)
+{
+	const char *path = getenv("AIRLOCK_ZYGOTE_SOCK"), *b = strrchr(argv[0], '/');
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	struct stat st;
+	int fd;
+
+	if (path == NULL || *path == '\0')
+		path = ZYGOTE_SOCK;
+	b = b ? b + 1 : argv[0];
+	if ((strcmp(b, "python3") != 0 && strcmp(b, "python") != 0) ||
+	    strlen(path) >= sizeof(sa.sun_path) || stat(path, &st) != 0 ||
+	    !S_ISSOCK(st.st_mode))
+		return -1;
+	memcpy(sa.sun_path, path, strlen(path) + 1);
+	if ((fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0)) < 0)
+		return -1;
+	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) != 0) {
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+/*
+ * A line of the zygote's answer, its newline dropped: 1; 0 at EOF, on an
+ * error, or past ZYGOTE_ANSWER_MAX bytes. Byte by byte: never a byte of
+ * the next answer, which may come much later.
+ */
+static int
+zygote_line(int conn, char line[ZYGOTE_ANSWER_MAX])
+{
+	size_t n = 0;
+
+	for (;;) {
+		char c;
+		ssize_t r = read(conn, &c, 1);
+
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0)
+			return 0;
+		if (c == '\n') {
+			line[n] = '\0';
+			return 1;
+		}
+		if (n == ZYGOTE_ANSWER_MAX - 1)
+			return 0;
+		line[n++] = c;
+	}
+}
+
+/* "NAME=..." names the variable of entry e ("NAME=VALUE")? */
+static int
+same_name(const char *a, const char *e)
+{
+	size_t n = strcspn(e, "=");
+
+	return strncmp(a, e, n + 1) == 0;
+}
+
+/*
+ * SPAWN argv on conn: the child's fds 0-2 are fds[0..2], its environment
+ * environ with the entries of extra (NULL-ended "NAME=VALUE", or NULL)
+ * in place of those names, its working directory this one. The child's
+ * pid, once the zygote said it; -1 (conn closed) when the request is
+ * over the bounds or the zygote refused it or did not answer: nothing
+ * ran, and the caller runs the program itself.
+ */
+static pid_t
+zygote_spawn(int conn, char **argv, char *const *extra, const int fds[3])
+{
+	extern char **environ;
+	char head[64], line[ZYGOTE_ANSWER_MAX], cwd[4096], *body = NULL;
+	char cbuf[CMSG_SPACE(3 * sizeof(int))];
+	size_t len = 0, argc = 0, envc = 0, off;
+	struct msghdr msg = { 0 };
+	struct cmsghdr *cm;
+	struct iovec iov[2];
+	long pid = -1;
+	ssize_t w;
+	int pass;
+
+	if (getcwd(cwd, sizeof(cwd)) == NULL)
+		goto out;
+	/* Twice: the size, then the bytes. */
+	for (pass = 0; pass < 2; pass++) {
+		off = 0;
+#define ZYGOTE_PUT(s) do {						\
+		size_t n_ = strlen(s) + 1;				\
+		if (pass == 1)						\
+			memcpy(body + off, (s), n_);			\
+		off += n_;						\
+	} while (0)
+		for (argc = 0; argv[argc]; argc++)
+			ZYGOTE_PUT(argv[argc]);
+		envc = 0;
+		for (char **e = environ; *e; e++) {
+			int dup = 0;
+
+			for (char *const *x = extra; x && *x && !dup; x++)
+				dup = same_name(*x, *e);
+			if (!dup && strchr(*e, '=') != NULL && **e != '=') {
+				ZYGOTE_PUT(*e);
+				envc++;
+			}
+		}
+		for (char *const *x = extra; x && *x; x++, envc++)
+			ZYGOTE_PUT(*x);
+		ZYGOTE_PUT(cwd);
+#undef ZYGOTE_PUT
+		if (pass == 0) {
+			len = off;
+			if (len > ZYGOTE_BODY_MAX || argc > ZYGOTE_ARGS_MAX ||
+			    envc > ZYGOTE_ENV_MAX || (body = malloc(len)) == NULL)
+				goto out;
+		}
+	}
+	snprintf(head, sizeof(head), "SPAWN %zu %zu %zu\n", argc, envc, len);
+	iov[0] = (struct iovec){ head, strlen(head) };
+	iov[1] = (struct iovec){ body, len };
+	msg.msg_iov = iov;
+	msg.msg_iovlen = 2;
+	memset(cbuf, 0, sizeof(cbuf));
+	msg.msg_control = cbuf;
+	msg.msg_controllen = sizeof(cbuf);
+	cm = CMSG_FIRSTHDR(&msg);
+	cm->cmsg_level = SOL_SOCKET;
+	cm->cmsg_type = SCM_RIGHTS;
+	cm->cmsg_len = CMSG_LEN(3 * sizeof(int));
+	memcpy(CMSG_DATA(cm), fds, 3 * sizeof(int));
+	/* The fds go with the first bytes; what a full buffer left, after. */
+	while ((w = sendmsg(conn, &msg, MSG_NOSIGNAL)) < 0 && errno == EINTR)
+		;
+	if (w < 0)
+		goto out;
+	off = (size_t)w;
+	while (off < iov[0].iov_len + len) {
+		const char *p = off < iov[0].iov_len ? head + off :
+		    body + (off - iov[0].iov_len);
+		size_t n = off < iov[0].iov_len ? iov[0].iov_len - off :
+		    len - (off - iov[0].iov_len);
+
+		if ((w = send(conn, p, n, MSG_NOSIGNAL)) < 0 && errno == EINTR)
+			continue;
+		if (w <= 0)
+			goto out;
+		off += (size_t)w;
+	}
+	if (zygote_line(conn, line) && sscanf(line, "PID %ld", &pid) == 1 &&
+	    pid > 1) {
+		free(body);
+		return (pid_t)pid;
+	}
+out:
+	free(body);
+	close(conn);
+	return -1;
+}
+
+/*
+ * The status of the zygote's child pid, from "EXIT S" on conn. The zygote
+ * gone first: what is left of the child's group is killed, 125.
+ */
+static int
+zygote_wait(int conn, pid_t pid)
+{
+	char line[ZYGOTE_ANSWER_MAX];
+	int st;
+
+	if (zygote_line(conn, line) && sscanf(line, "EXIT %d", &st) == 1 &&
+	    st >= 0 && st <= 255)
+		return st;
+	kill(-pid, SIGKILL);
+	emitf(2, "warm: the zygote ended while the program ran: its status "
+	    "is lost\n");
+	return 125;
+}
+
+/*
+ * The one-shot path through the zygote: the program (argv, fd its stdin
+ * when not -1) run as the zygote's child, then with out the files out,
+ * as run_then_send. Its status; -1 when no zygote took it (none there,
+ * or it refused): nothing ran.
+ */
+static int
+zygote_run(int fd, char **argv, int out)
+{
+	int conn = zygote_connect(argv), fds[3] = { fd >= 0 ? fd : 0, 1, 2 }, st;
+
+	if (conn < 0)
+		return -1;
+	if (out)
+		(void)mkdir(out_real, 0755);
+	fflush(NULL);
+	if ((child = zygote_spawn(conn, argv, NULL, fds)) < 0) {
+		child = 0;
+		return -1;
+	}
+	if (fd > 0)
+		close(fd);
+	forward_signals();
+	st = zygote_wait(conn, child);
+	close(conn);
+	if (out) {
+		/* Whatever it left running would write over the frame. */
+		kill(-child, SIGKILL);
+		out_send();
+	}
+	return st;
+}
+
 /*
  * Run the program as a child (become), then send its files out; exit
  * with its status.
@@ -893,9 +1154,6 @@ out_wanted(void)
 static int
 run_then_send(int fd, char **argv)
 {
-	static const int sigs[] = { SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGUSR1,
-	    SIGUSR2 };
-	struct sigaction sa;
 	int st;
 
 	/*
@@ -913,10 +1171,7 @@ run_then_send(int fd, char **argv)
 	setpgid(child, child);
 	if (fd > 0)
 		close(fd);
-	memset(&sa, 0, sizeof(sa));
-	sa.sa_handler = forward;
-	for (size_t i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++)
-		sigaction(sigs[i], &sa, NULL);
+	forward_signals();
 	while (waitpid(child, &st, 0) < 0)
 		if (errno != EINTR)
 			die("%s", "cannot wait for the program");
@@ -1113,18 +1368,81 @@ ack_line(int ack, char *line, size_t n)
  * never removed: it outlives the kernel and the warm process that
  * started it.
  */
+/*
+ * The kernel a zygote started (zc its connection): started through the
+ * zygote, as its child, with /dev/null and the log as its 0-2 and the
+ * session's two variables; the pid, or -1 (zc closed) when the zygote did
+ * not take it.
+ */
+static pid_t
+kernel_spawn(char **argv, int zc, const char *log_path)
+{
+	char se[600 + 32], so[OUT_DIR_MAX + 32];
+	char *const extra[] = { se, so, NULL };
+	int null = open("/dev/null", O_RDONLY | O_CLOEXEC), log, fds[3];
+	pid_t pid;
+
+	(void)unlink(log_path);
+	log = open(log_path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
+	    0600);
+	if (null < 0 || log < 0) {
+		if (null >= 0)
+			close(null);
+		if (log >= 0)
+			close(log);
+		close(zc);
+		return -1;
+	}
+	snprintf(se, sizeof(se), "AIRLOCK_SESSION_DIR=%s", sdir);
+	snprintf(so, sizeof(so), "AIRLOCK_OUT_DIR=%s", out_dir);
+	fds[0] = null;
+	fds[1] = fds[2] = log;
+	pid = zygote_spawn(zc, argv, extra, fds);
+	close(null);
+	close(log);
+	return pid;
+}
+
+/*
+ * Has the kernel pid ended before its READY? 1 with its status in *st
+ * (as a shell says it), else 0. zc >= 0: the zygote's child, its EXIT
+ * on zc (the zygote gone: 125).
+ */
+static int
+kernel_ended(pid_t pid, int zc, int *st)
+{
+	struct pollfd pf = { .fd = zc, .events = POLLIN };
+	char line[ZYGOTE_ANSWER_MAX];
+	int w;
+
+	if (zc < 0) {
+		if (waitpid(pid, &w, WNOHANG) != pid)
+			return 0;
+		*st = WIFEXITED(w) ? WEXITSTATUS(w) : 128 + WTERMSIG(w);
+		return 1;
+	}
+	if (poll(&pf, 1, 0) <= 0)
+		return 0;
+	if (!zygote_line(zc, line) || sscanf(line, "EXIT %d", st) != 1)
+		*st = 125;
+	return 1;
+}
+
 static int
 kernel_start(char **argv, int ack, long long deadline)
 {
 	char p[600], line[256];
-	pid_t pid;
-	int st;
+	pid_t pid = -1;
+	int st, zc;
 
 	llen = 0;
 	drain_drop(ack);
 	spath(p, sizeof(p), "kernel.log");	/* here: a die in the child would answer */
 	fflush(NULL);
-	if ((pid = fork()) < 0)
+	if ((zc = zygote_connect(argv)) >= 0 &&
+	    (pid = kernel_spawn(argv, zc, p)) < 0)
+		zc = -1;
+	if (pid < 0 && (pid = fork()) < 0)
 		die("%s", "cannot fork");
 	if (pid == 0) {
 		int null, log;
@@ -1149,7 +1467,8 @@ kernel_start(char **argv, int ack, long long deadline)
 		_exit(127);
 	}
 	for (;;) {
-		struct pollfd pf = { .fd = ack, .events = POLLIN };
+		struct pollfd pf[2] = { { .fd = ack, .events = POLLIN },
+		    { .fd = zc, .events = POLLIN } };
 		long long left = deadline - now_ms();
 
 		if (ack_line(ack, line, sizeof(line))) {
@@ -1169,30 +1488,36 @@ kernel_start(char **argv, int ack, long long deadline)
 				kernel_pid = pid;
 				if (again)
 					restarts_add();
+				/* The zygote's: it outlives this client. */
+				if (zc >= 0)
+					close(zc);
 				return again;
 			}
 			continue;
 		}
-		if (waitpid(pid, &st, WNOHANG) == pid) {
+		if (kernel_ended(pid, zc, &st)) {
 			char buf[2048];
 			int fd = open_reg(spath(p, sizeof(p), "kernel.log"), O_RDONLY, 0);
 			ssize_t n = fd >= 0 ? read(fd, buf, sizeof(buf) - 1) : 0;
 
 			if (fd >= 0)
 				close(fd);
+			if (zc >= 0)
+				close(zc);
 			buf[n > 0 ? n : 0] = '\0';
 			emitf(2, "warm: the session's kernel exited (%d) before it "
-			    "was ready%s%s", WIFEXITED(st) ? WEXITSTATUS(st) :
-			    128 + WTERMSIG(st), *buf ? ":\n" : "\n", buf);
+			    "was ready%s%s", st, *buf ? ":\n" : "\n", buf);
 			return -1;
 		}
 		if (left <= 0) {
 			kill(-pid, SIGKILL);
+			if (zc >= 0)
+				close(zc);
 			emitf(2, "warm: the session's kernel was not ready in "
 			    "time\n");
 			return -1;
 		}
-		(void)poll(&pf, 1, left < 50 ? (int)left : 50);
+		(void)poll(pf, zc >= 0 ? 2 : 1, left < 50 ? (int)left : 50);
 	}
 }
 
@@ -1847,7 +2172,7 @@ main(int argc, char **argv)
 {
 	long limit = -1;
 	char *end;
-	int fd = -1, out = out_wanted();
+	int fd = -1, out = out_wanted(), rc;
 
 #ifdef WARM_TEST
 	{
@@ -1891,5 +2216,7 @@ main(int argc, char **argv)
 	unpack(0, limit);
 	if (limit < 0 && (fd = open("/dev/null", O_RDONLY)) < 0)
 		die("%s", "cannot open /dev/null");
+	if ((rc = zygote_run(fd, argv + 2, out)) >= 0)
+		return rc;
 	return out ? run_then_send(fd, argv + 2) : become(fd, argv + 2);
 }
