@@ -3571,6 +3571,28 @@ pod_has_step(void *arg)
 }
 
 /*
+ * Step name Running on the session's pod pname, and put there (within
+ * 5 s), with none of the session's files: they travel with its first
+ * step only.
+ */
+static void
+step_on_pod_without_files(struct fx *fx, const char *name, const char *pname)
+{
+	struct k8s_error err;
+	json_t *o = wait_phase(fx, name, "Running"), *pod;
+	struct pod_step ps = { fx, pname, k8s_obj_uid(o) };
+
+	assert_string_equal(st_str(o, "podName"), pname);
+	if (!it_wait_for(pod_has_step, &ps, 5000))
+		fail_msg("step %s was not put on the session's pod in 5 s", name);
+	json_decref(o);
+	assert_int_equal(k8s_get(c, &k8s_res_pods, fx->ns, pname, &pod, &err), 0);
+	assert_null(json_object_get(json_object_get(json_object_get(pod, "metadata"),
+	    "annotations"), "airlock.dev/file-0"));
+	json_decref(pod);
+}
+
+/*
  * A session's life: its pod (a holder, the session its owner), Ready once
  * the pod's probe passed; executions naming it, a missing one or one of
  * another runtime refused with the field named (and, until the node agent
@@ -3674,20 +3696,8 @@ test_session_life(void **state)
 	merge.subresource = NULL;
 	json_decref(p);
 	json_decref(o);
-	o = wait_phase(fx, "step2", "Running");
-	assert_string_equal(st_str(o, "podName"), pname);
-	{
-		struct pod_step ps = { fx, pname, k8s_obj_uid(o) };
-
-		if (!it_wait_for(pod_has_step, &ps, 5000))
-			fail_msg("the second step was not put on the session's pod in 5 s");
-	}
-	json_decref(o);
-	/* Only the first: the second's annotations have none. */
-	assert_int_equal(k8s_get(c, &k8s_res_pods, fx->ns, pname, &pod, &err), 0);
-	assert_null(json_object_get(json_object_get(json_object_get(pod, "metadata"),
-	    "annotations"), "airlock.dev/file-0"));
-	json_decref(pod);
+	/* Only the first carries the session's files: the second's have none. */
+	step_on_pod_without_files(fx, "step2", pname);
 	/* Both counted, the running one a second or two after its start. */
 	{
 		struct session_count sc = { fx, "life", 2 };
@@ -3739,7 +3749,7 @@ test_session_counts_deleted_step(void **state)
 	    .subresource = "status" };
 	struct session_count sc = { fx, "rm", 1 };
 	struct k8s_error err;
-	json_t *o, *pod, *p;
+	json_t *o, *p;
 	char pname[80];
 
 	o = ready_session(fx, "rm", "{\"runtime\":\"warm\","
@@ -3764,18 +3774,7 @@ test_session_counts_deleted_step(void **state)
 	json_decref(o);
 	create_cx(fx, "next", "{\"runtime\":\"warm\",\"source\":\"x\","
 	    "\"session\":\"rm\"}");
-	o = wait_phase(fx, "next", "Running");
-	{
-		struct pod_step ps = { fx, pname, k8s_obj_uid(o) };
-
-		if (!it_wait_for(pod_has_step, &ps, 5000))
-			fail_msg("the next step was not put on the session's pod in 5 s");
-	}
-	json_decref(o);
-	assert_int_equal(k8s_get(c, &k8s_res_pods, fx->ns, pname, &pod, &err), 0);
-	assert_null(json_object_get(json_object_get(json_object_get(pod, "metadata"),
-	    "annotations"), "airlock.dev/file-0"));
-	json_decref(pod);
+	step_on_pod_without_files(fx, "next", pname);
 }
 
 /* A runtime without sessions, and one the cluster does not have: refused. */
