@@ -94,6 +94,19 @@ subjects:
 """
 
 
+def new_namespace(env, prefix, crds):
+    """The CRDs crds applied and Established, the RuntimeClass and
+    PriorityClass (INSTALL), and a new namespace prefix-RANDOM: its name."""
+    ns = prefix + secrets.token_hex(4)
+    for crd in crds:
+        kubectl(env, "apply", "--server-side", "-f",
+                os.path.join(TOP, "crds", "airlock.dev_%s.yaml" % crd))
+        kubectl(env, "wait", "--for=condition=Established", "crd/%s.airlock.dev" % crd)
+    kubectl(env, "apply", "--server-side", "-f", "-", stdin=INSTALL)
+    kubectl(env, "create", "namespace", ns)
+    return ns
+
+
 @pytest.fixture(scope="session")
 def cluster():
     return cluster_env()
@@ -103,14 +116,8 @@ def cluster():
 def namespace(cluster, tmp_path_factory):
     """A namespace with a controller and a node agent of its own."""
     env = cluster
-    ns = "sdk-" + secrets.token_hex(4)
+    ns = new_namespace(env, "sdk-", ("codeexecutions", "codeexecutionartifacts"))
     work = tmp_path_factory.mktemp("daemons")
-    for crd in ("codeexecutions", "codeexecutionartifacts"):
-        kubectl(env, "apply", "--server-side", "-f",
-                os.path.join(TOP, "crds", "airlock.dev_%s.yaml" % crd))
-        kubectl(env, "wait", "--for=condition=Established", "crd/%s.airlock.dev" % crd)
-    kubectl(env, "apply", "--server-side", "-f", "-", stdin=INSTALL)
-    kubectl(env, "create", "namespace", ns)
     kubectl(env, "apply", "-f", "-", stdin=TENANT % {"ns": ns})
     conf = work / "config.yaml"
     conf.write_text(
@@ -224,13 +231,7 @@ def session_namespace(cluster, tmp_path_factory):
     """A namespace for sessions' tests (test_session.py): the CodeSession
     CRD too, and python-data (airlock.e2b's runtime) among the profiles."""
     env = cluster
-    ns = "sdks-" + secrets.token_hex(4)
-    for crd in SESSION_CRDS:
-        kubectl(env, "apply", "--server-side", "-f",
-                os.path.join(TOP, "crds", "airlock.dev_%s.yaml" % crd))
-        kubectl(env, "wait", "--for=condition=Established", "crd/%s.airlock.dev" % crd)
-    kubectl(env, "apply", "--server-side", "-f", "-", stdin=INSTALL)
-    kubectl(env, "create", "namespace", ns)
+    ns = new_namespace(env, "sdks-", SESSION_CRDS)
     profile = "  %s:\n    image: %s\n    command: [/airlock/bin/run, %s, %s]\n" \
               "    sourceFile: %s\n"
     # More stored sessions than the default 20: its tests end theirs, and

@@ -5,12 +5,11 @@ denied module it preloaded stays out of the program's reach by name; a
 module the image lacks keeps the holder from ever being ready, and an
 Event says why."""
 import json
-import os
 import time
 
 import pytest
 
-from conftest import TOP, kubectl, start_daemons, DAEMONS
+from conftest import DAEMONS, kubectl, new_namespace, start_daemons
 
 CRDS = ("codeexecutions", "codeexecutionartifacts", "codeexecutionpools")
 POOL = """apiVersion: airlock.dev/v1alpha1
@@ -25,16 +24,8 @@ def preload_ns(cluster, tmp_path_factory):
     """A namespace whose python-data profiles preload pandas: one plain,
     one with a code policy denying subprocess (which pandas imports), one
     naming a module the image lacks."""
-    from conftest import INSTALL
-
     env = cluster
-    ns = "sdkp-" + os.urandom(4).hex()
-    for crd in CRDS:
-        kubectl(env, "apply", "--server-side", "-f",
-                os.path.join(TOP, "crds", "airlock.dev_%s.yaml" % crd))
-        kubectl(env, "wait", "--for=condition=Established", "crd/%s.airlock.dev" % crd)
-    kubectl(env, "apply", "--server-side", "-f", "-", stdin=INSTALL)
-    kubectl(env, "create", "namespace", ns)
+    ns = new_namespace(env, "sdkp-", CRDS)
     profile = ("  %s:\n    image: %s\n    command: [/airlock/bin/run, python3, main.py]\n"
                "    sourceFile: main.py\n    preload: [%s]\n%s")
     img = env["RUNNER_PYTHON_DATA_IMAGE"]
