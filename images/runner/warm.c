@@ -58,9 +58,12 @@
  * warm then stays: it forwards the signals it gets to the child's group,
  * waits for EXIT and exits with S (the files out first, with AIRLOCK_OUT,
  * after the group is killed, as with a child of its own). No socket, a
- * refused connect, a request over the bounds, an ERR or no PID answer:
- * the program is exec'd as without a zygote. The zygote gone after PID:
- * the child's group killed, exit 125 and why on stderr.
+ * refused connect, a request over the bounds or not sent whole, or an
+ * ERR: the program is exec'd as without a zygote. A request sent whole
+ * and no PID answer (EOF, another line, or none within 10 s): the zygote
+ * may have forked it, so it is not run again: exit 125 and why on
+ * stderr. The zygote gone after PID: the child's group killed, exit 125
+ * and why on stderr.
  *
  * warm --serve KERNEL [ARG...] (docs/sessions.md, "The step server: one
  * exec a session") runs a session's steps as `warm --step` does (step_run,
@@ -92,6 +95,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -102,6 +106,7 @@
 #include <sys/file.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/time.h>
 #include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -928,6 +933,18 @@ forward_signals(void)
 #define ZYGOTE_ARGS_MAX		4096
 #define ZYGOTE_ENV_MAX		4096
 #define ZYGOTE_ANSWER_MAX	512	/* an answer's line, "ERR why" the longest */
+#define ZYGOTE_ANSWER_S		10	/* connect, the request, its PID answer */
+#define ZYGOTE_REFUSED		(-1)	/* nothing ran: the caller runs it */
+#define ZYGOTE_UNKNOWN		(-2)	/* sent, no PID: it may run; never again */
+
+/* The socket option opt (SO_SNDTIMEO, SO_RCVTIMEO) of fd to s seconds (0: none). */
+static int
+zygote_bound(int fd, int s, int opt)
+{
+	struct timeval tv = { .tv_sec = s };
+
+	return setsockopt(fd, SOL_SOCKET, opt, &tv, sizeof(tv));
+}
 
 /*
  * A connection to the preload profile's zygote, when argv runs python3 or
@@ -952,7 +969,14 @@ zygote_connect(char **argv)
 	memcpy(sa.sun_path, path, strlen(path) + 1);
 	if ((fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0)) < 0)
 		return -1;
-	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) != 0) {
+	/*
+	 * Bounded until the PID answer (zygote_spawn clears the receive
+	 * bound then): a zygote stopped, or with its backlog full, costs
+	 * ZYGOTE_ANSWER_S, never the execution's whole timeout.
+	 */
+	if (zygote_bound(fd, ZYGOTE_ANSWER_S, SO_SNDTIMEO) != 0 ||
+	    zygote_bound(fd, ZYGOTE_ANSWER_S, SO_RCVTIMEO) != 0 ||
+	    connect(fd, (struct sockaddr *)&sa, sizeof(sa)) != 0) {
 		close(fd);
 		return -1;
 	}
@@ -1000,9 +1024,11 @@ same_name(const char *a, const char *e)
  * SPAWN argv on conn: the child's fds 0-2 are fds[0..2], its environment
  * environ with the entries of extra (NULL-ended "NAME=VALUE", or NULL)
  * in place of those names, its working directory this one. The child's
- * pid, once the zygote said it; -1 (conn closed) when the request is
- * over the bounds or the zygote refused it or did not answer: nothing
- * ran, and the caller runs the program itself.
+ * pid, once the zygote said it (conn closed otherwise). ZYGOTE_REFUSED
+ * when the request is over the bounds, was not sent whole, or the zygote
+ * answered ERR: nothing ran, and the caller runs the program itself.
+ * ZYGOTE_UNKNOWN when it was sent whole and no PID came (EOF, a timeout,
+ * another line): the zygote may have forked it, so it must not run again.
  */
 static pid_t
 zygote_spawn(int conn, char **argv, char *const *extra, const int fds[3])
@@ -1084,15 +1110,21 @@ zygote_spawn(int conn, char **argv, char *const *extra, const int fds[3])
 			goto out;
 		off += (size_t)w;
 	}
-	if (zygote_line(conn, line) && sscanf(line, "PID %ld", &pid) == 1 &&
-	    pid > 1) {
-		free(body);
-		return (pid_t)pid;
+	free(body);
+	body = NULL;
+	if (zygote_line(conn, line)) {
+		if (strncmp(line, "ERR ", 4) == 0)
+			goto out;
+		if (sscanf(line, "PID %ld", &pid) == 1 && pid > 1 && pid <= INT_MAX &&
+		    zygote_bound(conn, 0, SO_RCVTIMEO) == 0)
+			return (pid_t)pid;	/* EXIT may come much later */
 	}
+	close(conn);
+	return ZYGOTE_UNKNOWN;
 out:
 	free(body);
 	close(conn);
-	return -1;
+	return ZYGOTE_REFUSED;
 }
 
 /*
@@ -1131,8 +1163,14 @@ zygote_run(int fd, char **argv, int out)
 		(void)mkdir(out_real, 0755);
 	fflush(NULL);
 	if ((child = zygote_spawn(conn, argv, NULL, fds)) < 0) {
+		int unknown = child == ZYGOTE_UNKNOWN;
+
 		child = 0;
-		return -1;
+		if (!unknown)
+			return -1;
+		emitf(2, "warm: the zygote gave no pid for the program: it may "
+		    "have started, and is not run again\n");
+		return 125;
 	}
 	if (fd > 0)
 		close(fd);
@@ -1371,8 +1409,8 @@ ack_line(int ack, char *line, size_t n)
 /*
  * The kernel a zygote started (zc its connection): started through the
  * zygote, as its child, with /dev/null and the log as its 0-2 and the
- * session's two variables; the pid, or -1 (zc closed) when the zygote did
- * not take it.
+ * session's two variables; the pid, or zygote_spawn's ZYGOTE_REFUSED or
+ * ZYGOTE_UNKNOWN (zc closed).
  */
 static pid_t
 kernel_spawn(char **argv, int zc, const char *log_path)
@@ -1440,8 +1478,14 @@ kernel_start(char **argv, int ack, long long deadline)
 	spath(p, sizeof(p), "kernel.log");	/* here: a die in the child would answer */
 	fflush(NULL);
 	if ((zc = zygote_connect(argv)) >= 0 &&
-	    (pid = kernel_spawn(argv, zc, p)) < 0)
+	    (pid = kernel_spawn(argv, zc, p)) < 0) {
 		zc = -1;
+		if (pid == ZYGOTE_UNKNOWN) {
+			emitf(2, "warm: the zygote gave no pid for the session's "
+			    "kernel: it may have started, and is not started again\n");
+			return -1;
+		}
+	}
 	if (pid < 0 && (pid = fork()) < 0)
 		die("%s", "cannot fork");
 	if (pid == 0) {

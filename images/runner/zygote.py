@@ -135,6 +135,7 @@ def preload():
 
 
 def load_policy(path):
+    # At the start only (main): the profile's command names it.
     mod = policies.get(path)
     if mod is None:
         spec = importlib.util.spec_from_file_location("airlock_policy", path)
@@ -164,10 +165,10 @@ def parse_argv(argv, env):
     if isolated and os.path.basename(rest[0]) == "policy.py":
         if len(rest) < 3 or not rest[2] or rest[2].startswith("-"):
             raise ValueError("policy.py's argv has no DENIED and PROGRAM")
-        try:
-            load_policy(rest[0])    # here: the children find it loaded
-        except Exception as e:
-            raise ValueError("cannot load %s: %s" % (rest[0], type(e).__name__))
+        # Only the one this process loaded at its start (the profile's):
+        # a request naming another file does not make the zygote run it.
+        if rest[0] not in policies:
+            raise ValueError("%s is not the policy this zygote loaded" % rest[0])
         return "policy", (rest[0], rest[1]), rest[2], rest[3:], True
     return "plain", None, rest[0], rest[1:], isolated
 
@@ -290,7 +291,7 @@ def run_child(kind, policy, prog, args, isolated, argv):
         sys.modules["time"].tzset()
     sys.orig_argv = list(argv)
     if kind == "policy":
-        mod = load_policy(policy[0])
+        mod = policies[policy[0]]
         deny = frozenset(m for m in policy[1].split(",") if m)
 
         def denied(name):
@@ -388,7 +389,7 @@ def child(req, fds, keep):
 class Conn:
     def __init__(self, sock):
         self.sock = sock
-        self.buf = b""
+        self.buf = bytearray()      # appended in place: no copy a read
         self.fds = []
         self.pid = 0
         self.deadline = time.monotonic() + REQUEST_S
@@ -421,17 +422,18 @@ def parse(c):
         if len(c.buf) >= HEAD_MAX:
             raise ValueError("the request line is over %d bytes" % HEAD_MAX)
         return None
-    f = c.buf[:nl].split(b" ")
+    f = bytes(c.buf[:nl]).split(b" ")
     if len(f) != 4 or f[0] != b"SPAWN" or not all(x.isdigit() and len(x) <= 7 for x in f[1:]):
         raise ValueError("the request is not 'SPAWN ARGC ENVC LEN'")
     argc, envc, n = int(f[1]), int(f[2]), int(f[3])
     if not 1 <= argc <= ARGS_MAX or envc > ENV_MAX or n > BODY_MAX:
         raise ValueError("ARGC, ENVC or LEN is out of bounds")
-    body = c.buf[nl + 1:]
-    if len(body) < n:
+    have = len(c.buf) - nl - 1      # counted, not copied, until it is all here
+    if have < n:
         return None
-    if len(body) > n:
+    if have > n:
         raise ValueError("bytes follow the request")
+    body = bytes(c.buf[nl + 1:])
     if len(c.fds) != 3:
         raise ValueError("the request has %d fds, not 3" % len(c.fds))
     parts = body.split(b"\0")
@@ -556,7 +558,7 @@ def spawn(c, req, lsock, conns, by_pid, refuse):
         os.close(fd)
     c.fds = []
     c.pid = pid
-    c.buf = b""
+    c.buf = bytearray()
     by_pid[pid] = c
     if not send(c, "PID %d\n" % pid):
         by_pid[pid] = None
@@ -596,6 +598,12 @@ def main():
     for m in ("atexit", "traceback"):       # what a child may need
         importlib.import_module(m)
 
+    if os.getpid() == 1:
+        # The sandbox's init: the kernel gives it only the signals it
+        # handles, and Python handles SIGINT (KeyboardInterrupt). A
+        # program of ours must not end it that way (a session's kernel,
+        # its child, would go with it); a child's are reset (fresh_signals).
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
     wake_r, wake_w = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
     signal.set_wakeup_fd(wake_w, warn_on_full_buffer=False)
     signal.signal(signal.SIGCHLD, lambda s, f: None)

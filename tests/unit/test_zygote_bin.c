@@ -78,9 +78,13 @@ sock_there(void *path)
 	return stat(path, &st) == 0 && S_ISSOCK(st.st_mode);
 }
 
-/* Start a zygote preloading preload (its stderr to dir/zygote.log). */
+/*
+ * Start a zygote preloading preload (its stderr to dir/zygote.log); as
+ * the sandbox's init (pid 1 of a pid namespace of its own, as under
+ * runsc) when init.
+ */
 static void
-zyg_start(struct zyg *z, const char *preload)
+zyg_start_as(struct zyg *z, const char *preload, int init)
 {
 	char log[128];
 
@@ -95,11 +99,22 @@ zyg_start(struct zyg *z, const char *preload)
 		setenv("AIRLOCK_PRELOAD", preload, 1);
 		setenv("AIRLOCK_ZYGOTE_SOCK", z->sock, 1);
 		unsetenv("AIRLOCK_WARMUP");
-		execlp("python3", "python3", "-I", zygote, "python3", "-I", policy,
-		    "ftplib", "main.py", (char *)NULL);
+		if (init)	/* killed with unshare (teardown's SIGKILL) */
+			execlp("unshare", "unshare", "--pid", "--fork",
+			    "--kill-child", "python3", "-I", zygote, "python3", "-I",
+			    policy, "ftplib", "main.py", (char *)NULL);
+		else
+			execlp("python3", "python3", "-I", zygote, "python3", "-I",
+			    policy, "ftplib", "main.py", (char *)NULL);
 		_exit(127);
 	}
 	assert_true(it_wait_for(sock_there, z->sock, 20000));
+}
+
+static void
+zyg_start(struct zyg *z, const char *preload)
+{
+	zyg_start_as(z, preload, 0);
 }
 
 static int
@@ -560,6 +575,90 @@ test_kernel_restart(void **state)
 	}
 }
 
+/*
+ * The zygote keeps what it is given (the hostile review of issue 31):
+ * a request naming a policy.py other than the one it loaded at its start
+ * is refused (warm runs the program itself: the preloaded module is not
+ * there), never loaded into the zygote; and as the sandbox's init, a
+ * program's SIGINT to it (which Python would raise as KeyboardInterrupt)
+ * is ignored: it serves the next program.
+ */
+static void
+test_zygote_kept(void **state)
+{
+	struct zyg *z = *state;
+	char *out, *err, argv[8192 + 64], cmd[8192 + 256];
+
+	zyg_start_as(z, "decimal", 1);
+	snprintf(cmd, sizeof(cmd), "cp %s %s/policy.py", policy, z->dir);
+	assert_int_equal(it_sh(cmd, &out, NULL), 0);
+	free(out);
+	snprintf(argv, sizeof(argv), "python3 -I %s/policy.py ftplib main.py", z->dir);
+	assert_int_equal(zrun(z, "", "import sys\nprint('decimal' in sys.modules)\n",
+	    "", argv, &out, &err, NULL), 0);
+	assert_string_equal(out, "False\n");
+	assert_string_equal(err, "");
+	free(out);
+	free(err);
+	/* Its own policy.py: the zygote's child. */
+	snprintf(argv, sizeof(argv), "python3 -I %s ftplib main.py", policy);
+	assert_int_equal(zrun(z, "", "import os, signal, sys\n"
+	    "print('decimal' in sys.modules, os.getppid())\n"
+	    "os.kill(1, signal.SIGINT)\n", "", argv, &out, &err, NULL), 0);
+	assert_string_equal(out, "True 1\n");
+	free(out);
+	free(err);
+	assert_int_equal(zrun(z, "", "import sys\nprint('decimal' in sys.modules)\n",
+	    "", argv, &out, &err, NULL), 0);
+	assert_string_equal(out, "True\n");
+	free(out);
+	free(err);
+}
+
+/*
+ * A zygote that takes the request and gives no PID (it went, or answered
+ * something else): it may have forked the program, so warm does not run
+ * it again: exit 125 and why, the program's output never there. ERR
+ * alone means nothing ran (test_malformed: warm runs it).
+ */
+static void
+test_no_pid_not_run_again(void **state)
+{
+	static const char *const answer[] = { "", "HELLO\n", "PID 2147483648\n" };
+	struct zyg *z = *state;
+
+	for (size_t i = 0; i < sizeof(answer) / sizeof(answer[0]); i++) {
+		struct sockaddr_un sa = { .sun_family = AF_UNIX };
+		int l = socket(AF_UNIX, SOCK_STREAM, 0), st;
+		char *out, *err;
+		pid_t srv;
+
+		unlink(z->sock);
+		snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", z->sock);
+		assert_int_equal(bind(l, (struct sockaddr *)&sa, sizeof(sa)), 0);
+		assert_int_equal(listen(l, 4), 0);
+		if ((srv = fork()) == 0) {
+			char b[4096];
+			int c = accept(l, NULL, NULL);
+
+			/* The request's line and body, then the answer. */
+			usleep(200 * 1000);
+			(void)read(c, b, sizeof(b));
+			(void)write(c, answer[i], strlen(answer[i]));
+			_exit(0);
+		}
+		close(l);
+		assert_int_equal(zrun(z, "", "print('ran')\n", "", "python3 main.py",
+		    &out, &err, NULL), 125);
+		assert_string_equal(out, "");
+		assert_string_equal(err, "warm: the zygote gave no pid for the "
+		    "program: it may have started, and is not run again\n");
+		free(out);
+		free(err);
+		assert_int_equal(waitpid(srv, &st, 0), srv);
+	}
+}
+
 /* What a socket answers to req: all of it, up to its EOF (caller frees). */
 static char *
 ask(const char *sock, const void *req, size_t n)
@@ -647,6 +746,9 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_policy_preloaded, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_kernel_restart, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_malformed, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_zygote_kept, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_no_pid_not_run_again, setup,
+		    teardown),
 	};
 
 	return cmocka_run_group_tests(tests, group_setup, NULL);
