@@ -26,6 +26,17 @@
 # compiled or run from code that names them, or loaded as an extension.
 # Compared by device and inode, so a link to one is refused too.
 #
+# Libraries (issue 31): the program's reach is what is refused. A library
+# the program imports may import a denied module while it is itself being
+# imported (pandas' `import subprocess`); once the program's import has
+# run, the module is taken out of sys.modules, so the program's own
+# import of it, and a library's import of it made later on the program's
+# behalf, are refused as when nothing had loaded it. The ast pass also
+# refuses the program's text naming one through a module it imported
+# (`from matplotlib import subprocess`, `matplotlib.subprocess`, a literal
+# getattr). A traceback's read of a denied module's file (linecache) is
+# allowed.
+#
 # A guard against accidents and common misuse, not a boundary: a module
 # that is allowed can do what a denied one does (os.system for
 # subprocess, _posixsubprocess and _ctypes beneath subprocess and
@@ -40,6 +51,57 @@ import os
 import sys
 
 REFUSED = 120
+
+
+def reach(tree, deny, denied):
+    """What the program's text reaches of the denied modules by name:
+    [(line, module)]. Its imports (`import M`, `from M import N`: M or
+    M.N denied); a name imported from a module that is a denied module's
+    (`from matplotlib import subprocess`); an attribute of a module it
+    imported that names one (`matplotlib.subprocess`, `pd.io.common.os`
+    with os denied, `os.path` with os.path denied); getattr of one with
+    that name as a literal."""
+    top = frozenset(m for m in deny if "." not in m)
+    bound = {}          # a name the program's imports bind -> its module
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for a in node.names:
+                if denied(a.name):
+                    found.append((node.lineno, a.name))
+                if a.asname:
+                    bound[a.asname] = a.name
+                else:
+                    bound[a.name.split(".")[0]] = a.name.split(".")[0]
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            if denied(node.module):
+                found.append((node.lineno, node.module))
+                continue
+            for a in node.names:
+                full = node.module + "." + a.name
+                if denied(full) or a.name in top:
+                    found.append((node.lineno, a.name if a.name in top else full))
+                bound[a.asname or a.name] = full
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute):
+            attrs = []
+            v = node
+            while isinstance(v, ast.Attribute):
+                attrs.append(v.attr)
+                v = v.value
+            if isinstance(v, ast.Name) and v.id in bound:
+                attrs.reverse()
+                hit = [a for a in attrs if a in top]
+                dotted = ".".join([bound[v.id]] + attrs)
+                if hit:
+                    found.append((node.lineno, hit[0]))
+                elif denied(dotted):
+                    found.append((node.lineno, dotted))
+        elif (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and
+              node.func.id == "getattr" and len(node.args) >= 2 and
+              isinstance(node.args[1], ast.Constant) and node.args[1].value in top):
+            found.append((node.lineno, node.args[1].value))
+    return found
 
 
 def run(deny, prog, argv, preloaded=None):
@@ -74,16 +136,7 @@ def run(deny, prog, argv, preloaded=None):
     except (SyntaxError, ValueError):
         tree = None     # Python says what is wrong when it compiles it below
     if tree is not None:
-        found = []
-        for node in ast.walk(tree):
-            if isinstance(node, ast.Import):
-                found += [(node.lineno, a.name) for a in node.names if denied(a.name)]
-            elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
-                if denied(node.module):
-                    found.append((node.lineno, node.module))
-                else:
-                    found += [(node.lineno, node.module + "." + a.name)
-                              for a in node.names if denied(node.module + "." + a.name)]
+        found = reach(tree, deny, denied)
         if found:
             line, name = min(found)
             refuse(name, "%s line %d" % (prog, line))
@@ -114,13 +167,100 @@ def run(deny, prog, argv, preloaded=None):
             fn = fn[len(cwd):]
         return "at run time, %s line %d" % (fn, f.f_lineno)
 
+    def library_import():
+        # Is this a library's own import, made while it is itself being
+        # imported (pandas' `import subprocess` under the program's
+        # `import pandas`)? Outward from the guard's caller, the first
+        # frame that decides: a module body being imported (its spec
+        # _initializing) that is not the program's own: yes; a frame of
+        # the program's own files: no; none: no. A library's function
+        # called by the program (pydoc.locate, runpy) is not its import.
+        f = sys._getframe(1)
+        while f is not None:
+            fn = f.f_code.co_filename
+            if not (fn.startswith("<") or fn == me or "/importlib/" in fn):
+                if not fn.startswith("/") or fn.startswith(cwd):
+                    return False
+                if f.f_code.co_name == "<module>":
+                    spec = f.f_globals.get("__spec__")
+                    if spec is not None and getattr(spec, "_initializing", False):
+                        return True
+            f = f.f_back
+        return False
+
+    def traceback_read():
+        # linecache reading a file to show a traceback's line (one
+        # through a denied module's frames: subprocess raising for
+        # pandas): its updatecache, through tokenize.open.
+        f, n = sys._getframe(1), 0
+        while f is not None and n < 3:
+            fn = f.f_code.co_filename
+            if fn == linecache_py:
+                return True
+            if not (fn.startswith("<") or fn == me):
+                n += 1
+            f = f.f_back
+        return False
+
+    # Denied modules a library loaded (library_import): taken out of
+    # sys.modules once the import the program made (the outermost,
+    # `import pandas`) has run its module's body, so that the program's
+    # own import of one is refused as when nothing had loaded it. The
+    # library keeps what it bound.
+    lent = set()
+
+    def take_back():
+        for name in list(lent):
+            sys.modules.pop(name, None)
+        lent.clear()
+
+    class Outermost:
+        # The loader of a module the program itself imports: the real
+        # one's exec_module, then take_back. The module and its spec get
+        # the real loader back before its body runs.
+        def __init__(self, real):
+            self.real = real
+
+        def create_module(self, spec):
+            return self.real.create_module(spec)
+
+        def exec_module(self, module):
+            spec = module.__spec__
+            if spec is not None and spec.loader is self:
+                spec.loader = self.real
+            if getattr(module, "__loader__", None) is self:
+                module.__loader__ = self.real
+            try:
+                self.real.exec_module(module)
+            finally:
+                take_back()
+
+        def __getattr__(self, name):
+            return getattr(self.real, name)
+
     class Finder:
         # importlib.import_module and its kin go through sys.meta_path,
         # not through the import statement's path, which raises "import".
         @staticmethod
         def find_spec(name, path=None, target=None):
+            lib = library_import()
             if denied(name):
-                refuse(name, where())
+                if not lib:
+                    refuse(name, where())
+                lent.add(name)
+                return None
+            if lib:
+                return None
+            # The program's own import: found here, so that its loader
+            # can take back what the libraries under it loaded.
+            for f in sys.meta_path:
+                if f is finder or not hasattr(f, "find_spec"):
+                    continue
+                spec = f.find_spec(name, path, target)
+                if spec is not None:
+                    if spec.loader is not None and hasattr(spec.loader, "exec_module"):
+                        spec.loader = Outermost(spec.loader)
+                    return spec
             return None
 
     finder = Finder()
@@ -189,22 +329,24 @@ def run(deny, prog, argv, preloaded=None):
                     return n
         return name
 
+    def check(name):
+        # A denied module (or its file) reached: refused, but for a
+        # library's own import of it.
+        if name is not None and not library_import():
+            refuse(name, where())
+
     def hook(event, args):
         if event in ("open", "compile") and args:
             name = file_of(args[0] if event == "open" else args[1])
-            if name is not None:
-                refuse(name, where())
+            if name is not None and not (event == "open" and traceback_read()):
+                check(name)
         elif event == "exec" and args:
-            name = file_of(getattr(args[0], "co_filename", None))
-            if name is not None:
-                refuse(name, where())
+            check(file_of(getattr(args[0], "co_filename", None)))
         elif event == "import":
             if isinstance(args[0], str) and denied(args[0]):
-                refuse(args[0], where())
+                check(args[0])
             # An extension module loaded from a file: the file's.
-            name = file_of(args[1]) if len(args) > 1 else None
-            if name is not None:
-                refuse(name, where())
+            check(file_of(args[1]) if len(args) > 1 else None)
             # Put back at the front if the program moved or removed it.
             if sys.meta_path[:1] != [finder]:
                 try:
@@ -218,6 +360,8 @@ def run(deny, prog, argv, preloaded=None):
     for name in [m for m in sys.modules if denied(m)]:
         del sys.modules[name]
     me = __file__
+    import linecache
+    linecache_py = linecache.__file__
     sys.meta_path.insert(0, finder)
     sys.addaudithook(hook)
 

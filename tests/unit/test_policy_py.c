@@ -116,6 +116,59 @@ test_by_name(void **state)
 	    "'__init__.py')).read()\nprint(json.dumps([1]))\n", 0, "[1]\n", "");
 }
 
+/*
+ * A library's own import of a denied module (issue 31: pandas imports
+ * subprocess): allowed while the library is itself imported, then out of
+ * sys.modules, so the program's reach by name is refused as before: by
+ * statement, by importlib, through a library's function (pydoc.locate),
+ * as a name or attribute of the library (`from webbrowser import
+ * subprocess`, `w.subprocess`, a literal getattr), and by a library's
+ * import made at run time. A traceback through the denied module's
+ * frames (what the library holds) still shows its lines.
+ */
+static void
+test_library_imports(void **state)
+{
+	static const struct {
+		const char	*src;
+		const char	*where;
+	} refused[] = {
+		{ "import webbrowser\nimport subprocess\n", "main.py line 2" },
+		{ "import webbrowser, importlib\nimportlib.import_module('sub' + "
+		  "'process')\n", "at run time, main.py line 2" },
+		{ "import webbrowser, pydoc\npydoc.locate('sub' + 'process')\n",
+		  "at run time, main.py line 2" },
+		{ "import webbrowser\nfrom webbrowser import subprocess\n",
+		  "main.py line 2" },
+		{ "import webbrowser as w\n\nw.subprocess.run(['true'])\n",
+		  "main.py line 3" },
+		{ "import webbrowser as w\ngetattr(w, 'subprocess')\n", "main.py line 2" },
+		{ "from email import utils\nimport webbrowser\n"
+		  "def f():\n    import subprocess as s\n", "main.py line 4" },
+	};
+	char want[256];
+
+	(void)state;
+	expect("subprocess", "import sys, webbrowser\n"
+	    "print('subprocess' in sys.modules, type(webbrowser.__loader__).__name__)\n",
+	    0, "False SourceFileLoader\n", "");
+	for (size_t i = 0; i < sizeof(refused) / sizeof(refused[0]); i++) {
+		snprintf(want, sizeof(want), "airlock: policy: import of "
+		    "'subprocess' refused (%s)\n", refused[i].where);
+		expect("subprocess", refused[i].src, 120, "", want);
+	}
+	/* platform.architecture imports it when called. */
+	expect("subprocess", "import platform\nprint('x', flush=True)\n"
+	    "platform.architecture()\n", 120, "x\n",
+	    "airlock: policy: import of 'subprocess' refused (at run time, "
+	    "main.py line 3)\n");
+	expect("subprocess", "import traceback, webbrowser\n"
+	    "try:\n    webbrowser.__dict__['sub' + 'process'].check_call(['false'])\n"
+	    "except Exception as e:\n"
+	    "    print(type(e).__name__, traceback.extract_tb(e.__traceback__)[-1].line)\n",
+	    0, "CalledProcessError raise CalledProcessError(retcode, cmd)\n", "");
+}
+
 #define SUBPROCESS_PY \
 	"import os, importlib.machinery, importlib.util, runpy\n" \
 	"p = os.path.join(os.path.dirname(os.__file__), 'subprocess.py')\n"
@@ -177,6 +230,7 @@ main(void)
 		cmocka_unit_test_setup(test_by_name, have_python),
 		cmocka_unit_test_setup(test_by_file, have_python),
 		cmocka_unit_test_setup(test_package_file, have_python),
+		cmocka_unit_test_setup(test_library_imports, have_python),
 	};
 
 	return cmocka_run_group_tests(tests, group_setup, group_teardown);
