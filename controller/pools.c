@@ -61,6 +61,22 @@ ctl_holder_pool(json_t *pod)
 	return NULL;
 }
 
+/* Is pod a holder the pool of uid pool_uid made (its controller owner)? */
+static int
+holder_of(json_t *pod, const char *pool_uid)
+{
+	json_t *ref;
+	size_t i;
+
+	json_array_foreach(json_object_get(json_object_get(pod, "metadata"),
+	    "ownerReferences"), i, ref)
+		if (json_is_true(json_object_get(ref, "controller")))
+			return json_string_value(json_object_get(ref, "uid")) &&
+			    strcmp(json_string_value(json_object_get(ref, "uid")),
+			    pool_uid) == 0;
+	return 0;
+}
+
 /* Whether namespace ns has a pool of uid pool_uid, by the pool cache. */
 static int
 pool_in(struct controller *ctl, const char *ns, const char *pool_uid)
@@ -377,19 +393,20 @@ holder_failed(struct controller *ctl, const char *pool_uid, const char *fmsg)
 
 /*
  * The ms pool uid's refill waits yet (0: none), and the last preload
- * failure into fmsg ("" when the last end was not one); a ready holder
- * ends the back-off.
+ * failure into fmsg ("" when the last end was not one); the pool whole
+ * and ready (ready of replicas) ends the back-off. Not one ready holder:
+ * with others failing beside it, each would be made again at once.
  */
 static long long
 fail_wait(struct controller *ctl, const char *pool_uid, long long ready,
-    char *fmsg, size_t size)
+    long long replicas, char *fmsg, size_t size)
 {
 	json_t *e;
 	long long left = 0;
 
 	fmsg[0] = '\0';
 	pthread_mutex_lock(&ctl->lock);
-	if (ready > 0)
+	if (ready >= replicas)
 		json_object_del(ctl->pool_failed, pool_uid);
 	else if ((e = json_object_get(ctl->pool_failed, pool_uid)) != NULL) {
 		left = pool_fail_backoff(json_integer_value(json_array_get(e, 0)),
@@ -444,14 +461,19 @@ ctl_pool_reconcile(struct controller *ctl, const char *ns, const char *name)
 		int unclaimed = !json_object_get(json_object_get(md, "labels"),
 		    CX_LABEL_UID);
 		int going = json_object_get(md, "deletionTimestamp") != NULL;
-		/* Its zygote could not import a module: it never gets ready. */
-		int pf = unclaimed && !going &&
+		/*
+		 * Its zygote could not import a module: it never gets ready.
+		 * Only a holder this pool made: a pod a tenant labelled and
+		 * ended with those words is not the pool's to report or delete.
+		 */
+		int mine = holder_of(p, uid);
+		int pf = unclaimed && !going && mine &&
 		    pool_holder_preload_failed(p, fmsg, sizeof(fmsg));
 
 		if (pool_holder_idle(p) && !pf) {
 			idle++;
 			ready += pool_holder_ready(p);
-		} else if ((pf || pool_holder_dead(p)) && unclaimed) {
+		} else if ((pf || pool_holder_dead(p)) && unclaimed && mine) {
 			/*
 			 * Ended unclaimed (evicted, its sandbox died, its preload
 			 * failed): replaced, after a back-off if it keeps
@@ -493,7 +515,7 @@ ctl_pool_reconcile(struct controller *ctl, const char *ns, const char *name)
 		free(key);
 		want = 0;
 	}
-	if ((wait = fail_wait(ctl, uid, ready, fmsg, sizeof(fmsg))) > 0 &&
+	if ((wait = fail_wait(ctl, uid, ready, replicas, fmsg, sizeof(fmsg))) > 0 &&
 	    want > 0) {
 		/* Holders keep ending unused: not made again in a loop. */
 		key = ctl_pool_key(ns, name);

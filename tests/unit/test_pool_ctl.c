@@ -67,9 +67,13 @@ cache(struct fx *fx, int i, const struct k8s_resource *res, json_t *items,
 	    &fx->src[i], &fx->kc[i + 1], &fx->cl[i]);
 }
 
+/* What setup makes: h1 the pool's own, or a pod a tenant labelled; h2. */
+static int h1_owned = 1, with_h2;
+
 /*
- * Pool data in a (1 replica, a preload profile); its holder h1, as the
- * kubelet reports it once the zygote could not import nosuchmod.
+ * Pool data in a (1 replica, a preload profile; 2 with h2); its holder
+ * h1, as the kubelet reports it once the zygote could not import
+ * nosuchmod; with_h2: a second holder h2, ready.
  */
 static int
 setup(void **state)
@@ -77,7 +81,7 @@ setup(void **state)
 	struct fx *fx = calloc(1, sizeof(*fx));
 	struct workqueue_opts qo = { 0 };
 	struct k8s_error err;
-	json_t *h1;
+	json_t *h1, *pods;
 
 	if (ctl_config_parse(conf, sizeof(conf) - 1, "test", &fx->cfg, &err) != 0)
 		fail_msg("config: %s", err.message);
@@ -107,8 +111,8 @@ setup(void **state)
 	    " s:{s:s, s:s, s:s, s:i}, s:{s:s, s:i}}]", "apiVersion",
 	    "airlock.dev/v1alpha1", "kind", "CodeExecutionPool",
 	    "metadata", "name", "data", "namespace", "a", "uid", POOL_UID,
-	    "generation", 1, "spec", "runtime", "data", "replicas", 1), NULL,
-	    NULL);
+	    "generation", 1, "spec", "runtime", "data", "replicas", 1 + with_h2),
+	    NULL, NULL);
 	h1 = json_pack("{s:{s:s, s:s, s:s, s:s, s:{s:s, s:s},"
 	    " s:[{s:b, s:s, s:s, s:s}]}, s:{s:s}, s:{s:s, s:[{s:b, s:{s:{s:i, s:s,"
 	    " s:s}}}]}}",
@@ -121,8 +125,21 @@ setup(void **state)
 	    "status", "phase", "Failed", "containerStatuses", "ready", 0,
 	    "state", "terminated", "exitCode", 3, "reason", "Error",
 	    "message", WHY "\n");
-	fx->ctl.pod_inf = cache(fx, 1, &k8s_res_pods, json_pack("[o]", h1),
-	    ctl_trim_pod, ctl_pod_index);
+	if (!h1_owned)
+		json_object_del(json_object_get(h1, "metadata"), "ownerReferences");
+	pods = json_pack("[o]", h1);
+	if (with_h2) {
+		json_t *h2 = json_deep_copy(h1), *md = json_object_get(h2, "metadata");
+
+		json_object_set_new(md, "name", json_string("h2"));
+		json_object_set_new(md, "uid", json_string("h2-uid"));
+		json_object_set_new(h2, "status", json_pack("{s:s, s:[{s:b, s:{s:{}}}]}",
+		    "phase", "Running", "containerStatuses", "ready", 1, "state",
+		    "running"));
+		json_array_append_new(pods, h2);
+	}
+	fx->ctl.pod_inf = cache(fx, 1, &k8s_res_pods, pods, ctl_trim_pod,
+	    ctl_pod_index);
 	*state = fx;
 	return 0;
 }
@@ -294,12 +311,84 @@ test_back_off(void **state)
 	assert_status(fx, 11);
 }
 
+/*
+ * The second failure while another holder is ready (2 replicas): the
+ * back-off holds all the same; only the pool whole and ready ends it.
+ */
+static void
+test_back_off_beside_ready(void **state)
+{
+	struct fx *fx = *state;
+
+	fakeapi_push(fx->api, 200, NULL, "{}", 0);	/* the delete */
+	fakeapi_push(fx->api, 201, NULL, "{}", 0);	/* the Event */
+	fakeapi_push(fx->api, 201, NULL, "{}", 0);	/* the new holder */
+	fakeapi_push(fx->api, 200, NULL, "{}", 0);	/* the status */
+	assert_int_equal(ctl_pool_reconcile(&fx->ctl, "a", "data"), 0);
+	assert_int_equal(fakeapi_count(fx->api), 4);
+	assert_string_equal(fakeapi_request(fx->api, 2), CREATE);
+	/* That one failed as well: deleted, and none made in the back-off. */
+	json_object_clear(fx->ctl.pool_expect);
+	fakeapi_push(fx->api, 200, NULL, "{}", 0);
+	fakeapi_push(fx->api, 201, NULL, "{}", 0);
+	fakeapi_push(fx->api, 200, NULL, "{}", 0);
+	assert_int_equal(ctl_pool_reconcile(&fx->ctl, "a", "data"), 0);
+	assert_int_equal(fakeapi_count(fx->api), 7);
+	assert_string_equal(fakeapi_request(fx->api, 4), DELETE_H1);
+	assert_string_equal(fakeapi_request(fx->api, 5), EVENTS);
+	assert_string_equal(fakeapi_request(fx->api, 6), STATUS);
+}
+
+/*
+ * A pod a tenant labelled as the pool's, not made by it (no owner), that
+ * ended with the preload's words: neither reported nor deleted; the pool
+ * makes its own holder.
+ */
+static void
+test_not_its_holder(void **state)
+{
+	struct fx *fx = *state;
+
+	fakeapi_push(fx->api, 201, NULL, "{}", 0);	/* the pool's holder */
+	fakeapi_push(fx->api, 200, NULL, "{}", 0);	/* the status */
+	assert_int_equal(ctl_pool_reconcile(&fx->ctl, "a", "data"), 0);
+	assert_int_equal(fakeapi_count(fx->api), 2);
+	assert_string_equal(fakeapi_request(fx->api, 0), CREATE);
+	assert_string_equal(fakeapi_request(fx->api, 1), STATUS);
+}
+
+static int
+setup_h2(void **state)
+{
+	with_h2 = 1;
+	return setup(state);
+}
+
+static int
+setup_unowned(void **state)
+{
+	h1_owned = 0;
+	return setup(state);
+}
+
+static int
+teardown_reset(void **state)
+{
+	h1_owned = 1;
+	with_h2 = 0;
+	return teardown(state);
+}
+
 int
 main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_event_once, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_back_off, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_back_off_beside_ready, setup_h2,
+		    teardown_reset),
+		cmocka_unit_test_setup_teardown(test_not_its_holder, setup_unowned,
+		    teardown_reset),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
