@@ -34,8 +34,12 @@
 # behalf, are refused as when nothing had loaded it. The ast pass also
 # refuses the program's text naming one through a module it imported
 # (`from matplotlib import subprocess`, `matplotlib.subprocess`, a literal
-# getattr). A traceback's read of a denied module's file (linecache) is
-# allowed.
+# getattr) or using one's name it never binds (`from M import *`). A
+# library module is one whose body runs from the interpreter's library
+# directories, as sys.modules has it. A denied module taken back is kept
+# and given to the next library that imports it. A denied module's file
+# read or compiled to show a traceback (the guard's excepthook, the
+# traceback module) is allowed.
 #
 # A guard against accidents and common misuse, not a boundary: a module
 # that is allowed can do what a denied one does (os.system for
@@ -44,6 +48,7 @@
 # builds, or reads another way (through a directory descriptor: the audit
 # event names the file relative to it), is its own code, and gVisor
 # remains the boundary.
+import _thread
 import ast
 import builtins
 import importlib.util
@@ -53,17 +58,53 @@ import sys
 REFUSED = 120
 
 
+def submodule(parent, name, seen={}):
+    """Is parent.name a module of parent's own (scipy.signal, asyncio's
+    subprocess), found by its files, without importing anything: then it
+    is not the denied module of that name."""
+    key = parent + "." + name
+    if key not in seen:
+        found = False
+        parts = parent.split(".")
+        try:
+            spec = importlib.util.find_spec(parts[0])   # top level: imports nothing
+        except (ImportError, ValueError):
+            spec = None
+        dirs = list(spec.submodule_search_locations or []) if spec else []
+        for p in parts[1:]:
+            dirs = [os.path.join(d, p) for d in dirs if os.path.isdir(os.path.join(d, p))]
+        for d in dirs:
+            try:
+                names = os.listdir(d)
+            except OSError:
+                continue
+            if name in names or any(f.split(".")[0] == name and
+                                    (f.endswith(".py") or f.endswith(".so"))
+                                    for f in names):
+                found = True
+        seen[key] = found
+    return seen[key]
+
+
 def reach(tree, deny, denied):
     """What the program's text reaches of the denied modules by name:
     [(line, module)]. Its imports (`import M`, `from M import N`: M or
     M.N denied); a name imported from a module that is a denied module's
     (`from matplotlib import subprocess`); an attribute of a module it
     imported that names one (`matplotlib.subprocess`, `pd.io.common.os`
-    with os denied, `os.path` with os.path denied); getattr of one with
-    that name as a literal."""
+    with os denied, `os.path` with os.path denied), or getattr of such a
+    module with that name as a literal; and a denied module's name used
+    and never bound by the program (what `from M import *` brought). A
+    module of the library's own with that name (scipy.signal with signal
+    denied, asyncio.subprocess) is not the denied one."""
     top = frozenset(m for m in deny if "." not in m)
     bound = {}          # a name the program's imports bind -> its module
+    stored = set()      # every name the program binds otherwise
     found = []
+
+    def hit(parent, attr):
+        return attr in top and not submodule(parent, attr)
+
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
             for a in node.names:
@@ -79,9 +120,25 @@ def reach(tree, deny, denied):
                 continue
             for a in node.names:
                 full = node.module + "." + a.name
-                if denied(full) or a.name in top:
-                    found.append((node.lineno, a.name if a.name in top else full))
+                if denied(full) or hit(node.module, a.name):
+                    found.append((node.lineno, full if denied(full) else a.name))
                 bound[a.asname or a.name] = full
+        elif isinstance(node, ast.ImportFrom):
+            stored.update(a.asname or a.name for a in node.names)
+        elif isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load):
+            stored.add(node.id)
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            stored.add(node.name)
+        elif isinstance(node, ast.arg):
+            stored.add(node.arg)
+        elif isinstance(node, (ast.Global, ast.Nonlocal)):
+            stored.update(node.names)
+        elif isinstance(node, ast.ExceptHandler) and node.name:
+            stored.add(node.name)
+        elif isinstance(node, (ast.MatchAs, ast.MatchStar)) and node.name:
+            stored.add(node.name)
+        elif isinstance(node, ast.MatchMapping) and node.rest:
+            stored.add(node.rest)
     for node in ast.walk(tree):
         if isinstance(node, ast.Attribute):
             attrs = []
@@ -91,16 +148,24 @@ def reach(tree, deny, denied):
                 v = v.value
             if isinstance(v, ast.Name) and v.id in bound:
                 attrs.reverse()
-                hit = [a for a in attrs if a in top]
-                dotted = ".".join([bound[v.id]] + attrs)
-                if hit:
-                    found.append((node.lineno, hit[0]))
-                elif denied(dotted):
-                    found.append((node.lineno, dotted))
+                chain = [bound[v.id]] + attrs
+                for i in range(1, len(chain)):
+                    if hit(".".join(chain[:i]), chain[i]):
+                        found.append((node.lineno, chain[i]))
+                        break
+                else:
+                    if denied(".".join(chain)):
+                        found.append((node.lineno, ".".join(chain)))
         elif (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and
               node.func.id == "getattr" and len(node.args) >= 2 and
-              isinstance(node.args[1], ast.Constant) and node.args[1].value in top):
+              isinstance(node.args[0], ast.Name) and node.args[0].id in bound and
+              isinstance(node.args[1], ast.Constant) and
+              isinstance(node.args[1].value, str) and
+              hit(bound[node.args[0].id], node.args[1].value)):
             found.append((node.lineno, node.args[1].value))
+        elif (isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load) and
+              node.id in top and node.id not in bound and node.id not in stored):
+            found.append((node.lineno, node.id))
     return found
 
 
@@ -167,52 +232,110 @@ def run(deny, prog, argv, preloaded=None):
             fn = fn[len(cwd):]
         return "at run time, %s line %d" % (fn, f.f_lineno)
 
+    # The interpreter's library directories, as at the start (-I: no
+    # PYTHONPATH): a library's module comes from one of them.
+    roots = tuple(sorted({r for p in sys.path if p and os.path.isabs(p) and
+                          not (p.rstrip("/") + "/").startswith(cwd)
+                          for r in (p.rstrip("/") + "/", os.path.realpath(p) + "/")}))
+
+    def module_body(f):
+        # Is frame f a library module's body being imported (its spec
+        # _initializing) or reloaded (under importlib's _exec): the module
+        # of that name in sys.modules, its globals the frame's, its file
+        # the frame's, and that file in a library directory?
+        spec = f.f_globals.get("__spec__")
+        fn = f.f_code.co_filename
+        if (spec is None or getattr(spec, "origin", None) != fn or
+                not fn.startswith(roots)):
+            return False
+        m = sys.modules.get(getattr(spec, "name", None))
+        if m is None or getattr(m, "__dict__", None) is not f.f_globals:
+            return False
+        if getattr(spec, "_initializing", False):
+            return True
+        b = f.f_back
+        for _ in range(4):
+            if b is None:
+                return False
+            if b.f_code.co_name == "_exec" and b.f_code.co_filename.startswith("<frozen"):
+                return True
+            b = b.f_back
+        return False
+
     def library_import():
         # Is this a library's own import, made while it is itself being
         # imported (pandas' `import subprocess` under the program's
         # `import pandas`)? Outward from the guard's caller, the first
-        # frame that decides: a module body being imported (its spec
-        # _initializing) that is not the program's own: yes; a frame of
-        # the program's own files: no; none: no. A library's function
-        # called by the program (pydoc.locate, runpy) is not its import.
+        # frame that decides: a library module's body being imported
+        # (module_body): yes; a frame of the program's own files: no;
+        # none: no. A library's function called by the program
+        # (pydoc.locate, runpy) is not its import.
         f = sys._getframe(1)
         while f is not None:
             fn = f.f_code.co_filename
             if not (fn.startswith("<") or fn == me or "/importlib/" in fn):
                 if not fn.startswith("/") or fn.startswith(cwd):
                     return False
-                if f.f_code.co_name == "<module>":
-                    spec = f.f_globals.get("__spec__")
-                    if spec is not None and getattr(spec, "_initializing", False):
-                        return True
+                if f.f_code.co_name == "<module>" and module_body(f):
+                    return True
             f = f.f_back
         return False
 
+    formatting = [False]    # the guard's excepthook is printing a traceback
+
     def traceback_read():
-        # linecache reading a file to show a traceback's line (one
-        # through a denied module's frames: subprocess raising for
-        # pandas): its updatecache, through tokenize.open.
+        # A file read to show a traceback's lines (one through a denied
+        # module's frames: subprocess raising for pandas): while the
+        # guard's excepthook prints one, or by the traceback module
+        # (traceback.print_exc) through linecache.
+        if formatting[0]:
+            return True
         f, n = sys._getframe(1), 0
-        while f is not None and n < 3:
+        while f is not None and n < 6:
             fn = f.f_code.co_filename
-            if fn == linecache_py:
+            if fn == traceback_py:
                 return True
             if not (fn.startswith("<") or fn == me):
                 n += 1
             f = f.f_back
         return False
 
-    # Denied modules a library loaded (library_import): taken out of
-    # sys.modules once the import the program made (the outermost,
-    # `import pandas`) has run its module's body, so that the program's
-    # own import of one is refused as when nothing had loaded it. The
-    # library keeps what it bound.
-    lent = set()
+    # Denied modules a library loaded (library_import), by the thread that
+    # imported them: taken out of sys.modules once the import the program
+    # made there (the outermost, `import pandas`) has run its module's
+    # body, so that the program's own import of one is refused as when
+    # nothing had loaded it. The library keeps what it bound; the module
+    # is kept here and handed back to the next library that imports it
+    # (one subprocess, one CalledProcessError), never to the program.
+    lent = {}           # thread id -> names
+    stash = {}          # name -> the module taken back
+
+    def lend(name):
+        lent.setdefault(_thread.get_ident(), set()).add(name)
 
     def take_back():
-        for name in list(lent):
-            sys.modules.pop(name, None)
-        lent.clear()
+        names = lent.pop(_thread.get_ident(), ())
+        for name in names:
+            m = sys.modules.get(name)
+            if m is None:
+                continue
+            if getattr(getattr(m, "__spec__", None), "_initializing", False):
+                lend(name)      # still being imported (another thread's)
+                continue
+            stash[name] = sys.modules.pop(name)
+
+    class Stashed:
+        # The loader that hands a library the module taken back before,
+        # its own spec put back on it.
+        def __init__(self, module):
+            self.module = module
+            self.spec = module.__spec__
+
+        def create_module(self, spec):
+            return self.module
+
+        def exec_module(self, module):
+            module.__spec__ = self.spec
 
     class Outermost:
         # The loader of a module the program itself imports: the real
@@ -236,7 +359,22 @@ def run(deny, prog, argv, preloaded=None):
                 take_back()
 
         def __getattr__(self, name):
+            if name == "real":      # not set yet (a copy): no recursion
+                raise AttributeError(name)
             return getattr(self.real, name)
+
+    def importing():
+        # Called by the import statement's machinery (importlib's
+        # _find_and_load_unlocked), not by importlib.util.find_spec.
+        f = sys._getframe(2)
+        for _ in range(6):
+            if f is None:
+                return False
+            if (f.f_code.co_name == "_find_and_load_unlocked" and
+                    f.f_code.co_filename.startswith("<frozen")):
+                return True
+            f = f.f_back
+        return False
 
     class Finder:
         # importlib.import_module and its kin go through sys.meta_path,
@@ -247,9 +385,14 @@ def run(deny, prog, argv, preloaded=None):
             if denied(name):
                 if not lib:
                     refuse(name, where())
-                lent.add(name)
+                if not importing():
+                    return None
+                lend(name)
+                m = stash.pop(name, None)
+                if m is not None:
+                    return importlib.util.spec_from_loader(name, Stashed(m))
                 return None
-            if lib:
+            if lib or not importing():
                 return None
             # The program's own import: found here, so that its loader
             # can take back what the libraries under it loaded.
@@ -338,7 +481,7 @@ def run(deny, prog, argv, preloaded=None):
     def hook(event, args):
         if event in ("open", "compile") and args:
             name = file_of(args[0] if event == "open" else args[1])
-            if name is not None and not (event == "open" and traceback_read()):
+            if name is not None and not traceback_read():
                 check(name)
         elif event == "exec" and args:
             check(file_of(getattr(args[0], "co_filename", None)))
@@ -360,8 +503,8 @@ def run(deny, prog, argv, preloaded=None):
     for name in [m for m in sys.modules if denied(m)]:
         del sys.modules[name]
     me = __file__
-    import linecache
-    linecache_py = linecache.__file__
+    import traceback
+    traceback_py = traceback.__file__
     sys.meta_path.insert(0, finder)
     sys.addaudithook(hook)
 
@@ -369,7 +512,11 @@ def run(deny, prog, argv, preloaded=None):
         # The program's traceback, without this guard's frames.
         while tb is not None and tb.tb_frame.f_code.co_filename == me:
             tb = tb.tb_next
-        sys.__excepthook__(t, v.with_traceback(tb) if v is not None else v, tb)
+        formatting[0] = True
+        try:
+            sys.__excepthook__(t, v.with_traceback(tb) if v is not None else v, tb)
+        finally:
+            formatting[0] = False
     sys.excepthook = excepthook
 
     code = compile(src, prog, "exec")

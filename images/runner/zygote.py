@@ -97,6 +97,7 @@ PYTHON_ENV_OK = ("PYTHONUNBUFFERED", "PYTHONDONTWRITEBYTECODE")
 ME = os.path.abspath(__file__)
 
 policies = {}       # policy.py's path -> its module, loaded once
+policy_deny = {}    # policy.py's path -> the DENIED of the start command
 
 
 def fail(module, exc):
@@ -169,6 +170,10 @@ def parse_argv(argv, env):
         # a request naming another file does not make the zygote run it.
         if rest[0] not in policies:
             raise ValueError("%s is not the policy this zygote loaded" % rest[0])
+        # And only with its list: a request never runs a program under
+        # less than the profile's policy.
+        if rest[1] != policy_deny[rest[0]]:
+            raise ValueError("the policy's DENIED is not the profile's")
         return "policy", (rest[0], rest[1]), rest[2], rest[3:], True
     return "plain", None, rest[0], rest[1:], isolated
 
@@ -593,6 +598,7 @@ def main():
     try:
         if len(args) >= 4 and args[1] == "-I" and os.path.basename(args[2]) == "policy.py":
             load_policy(args[2])
+            policy_deny[args[2]] = args[3]
     except Exception as e:
         fail("policy.py", e)
     for m in ("atexit", "traceback"):       # what a child may need

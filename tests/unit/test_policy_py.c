@@ -169,6 +169,79 @@ test_library_imports(void **state)
 	    0, "CalledProcessError raise CalledProcessError(retcode, cmd)\n", "");
 }
 
+/*
+ * The hostile review of the above (issue 31): what it must still refuse
+ * (a star import's name, a module body faked by exec, linecache read
+ * straight) and what it must leave working (threads importing at once, a
+ * library's own submodule named like a denied module, an attribute of a
+ * plain object, find_spec's loader, an uncaught traceback through the
+ * denied module's frames, one copy of it for two libraries, reload).
+ */
+static void
+test_library_review(void **state)
+{
+	static const struct {
+		const char	*deny, *src;
+		int		 code;
+		const char	*out, *err;
+	} c[] = {
+		{ "subprocess", "from venv import *\nprint(subprocess.run(['id']))\n",
+		  120, "", "airlock: policy: import of 'subprocess' refused (main.py line 2)\n" },
+		{ "subprocess", "exec(compile('import subprocess as s', '/usr/x.py', 'exec'),"
+		  " {'__spec__': type('S', (), {'_initializing': 1})})\n", 120, "",
+		  "airlock: policy: import of 'subprocess' refused (at run time, "
+		  "main.py line 1)\n" },
+		{ "subprocess", "import linecache, os\n"
+		  "p = os.path.join(os.path.dirname(os.__file__), 'sub' + 'process.py')\n"
+		  "print(len(linecache.getlines(p)))\n", 120, "",
+		  "airlock: policy: import of 'subprocess' refused (at run time, "
+		  "main.py line 3)\n" },
+		{ "subprocess", "import sys, threading\nerrs = []\n"
+		  "def a():\n    for i in range(100):\n"
+		  "        for m in ('webbrowser', 'shlex', 'shutil'):\n"
+		  "            sys.modules.pop(m, None)\n"
+		  "        try:\n            import webbrowser\n"
+		  "        except BaseException as e:\n            errs.append(repr(e))\n"
+		  "def b():\n    for i in range(1000):\n"
+		  "        sys.modules.pop('colorsys', None)\n        import colorsys\n"
+		  "ts = [threading.Thread(target=a), threading.Thread(target=b)]\n"
+		  "[t.start() for t in ts]\n[t.join() for t in ts]\n"
+		  "print(errs, 'subprocess' in sys.modules)\n", 0, "[] False\n", "" },
+		{ "subprocess", "import asyncio\nprint(asyncio.subprocess.PIPE)\n",
+		  0, "-1\n", "" },
+		{ "socket", "class C:\n    pass\nprint(getattr(C(), 'socket', None))\n",
+		  0, "None\n", "" },
+		{ "subprocess", "import copy, importlib.util\n"
+		  "s = importlib.util.find_spec('colorsys')\n"
+		  "print(type(s.loader).__name__, type(copy.deepcopy(s)).__name__)\n",
+		  0, "SourceFileLoader ModuleSpec\n", "" },
+		{ "subprocess", "import importlib, webbrowser, venv\n"
+		  "w, v = vars(webbrowser), vars(venv)\n"
+		  "print(w['sub' + 'process'] is v['sub' + 'process'])\n"
+		  "importlib.reload(webbrowser)\nprint('reloaded')\n",
+		  0, "True\nreloaded\n", "" },
+	};
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(c) / sizeof(c[0]); i++)
+		expect(c[i].deny, c[i].src, c[i].code, c[i].out, c[i].err);
+	/* Uncaught, through subprocess's frames: the traceback whole, exit 1. */
+	{
+		char *out, *err;
+
+		assert_int_equal(run("subprocess", "import webbrowser\n"
+		    "vars(webbrowser)['sub' + 'process'].check_call(['false'])\n",
+		    &out, &err), 1);
+		assert_string_equal(out, "");
+		assert_non_null(strstr(err, "raise CalledProcessError(retcode, cmd)\n"));
+		assert_non_null(strstr(err, "\nsubprocess.CalledProcessError: Command "
+		    "'['false']' returned non-zero exit status 1.\n"));
+		assert_null(strstr(err, "airlock: policy"));
+		free(out);
+		free(err);
+	}
+}
+
 #define SUBPROCESS_PY \
 	"import os, importlib.machinery, importlib.util, runpy\n" \
 	"p = os.path.join(os.path.dirname(os.__file__), 'subprocess.py')\n"
@@ -231,6 +304,7 @@ main(void)
 		cmocka_unit_test_setup(test_by_file, have_python),
 		cmocka_unit_test_setup(test_package_file, have_python),
 		cmocka_unit_test_setup(test_library_imports, have_python),
+		cmocka_unit_test_setup(test_library_review, have_python),
 	};
 
 	return cmocka_run_group_tests(tests, group_setup, group_teardown);

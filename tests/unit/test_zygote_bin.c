@@ -40,6 +40,7 @@ struct zyg {
 	char	sock[96];
 	pid_t	pid;
 	int	runs;
+	const char *deny;	/* the start command's DENIED (NULL: ftplib) */
 };
 
 static int
@@ -102,10 +103,10 @@ zyg_start_as(struct zyg *z, const char *preload, int init)
 		if (init)	/* killed with unshare (teardown's SIGKILL) */
 			execlp("unshare", "unshare", "--pid", "--fork",
 			    "--kill-child", "python3", "-I", zygote, "python3", "-I",
-			    policy, "ftplib", "main.py", (char *)NULL);
+			    policy, z->deny ? z->deny : "ftplib", "main.py", (char *)NULL);
 		else
 			execlp("python3", "python3", "-I", zygote, "python3", "-I",
-			    policy, "ftplib", "main.py", (char *)NULL);
+			    policy, z->deny ? z->deny : "ftplib", "main.py", (char *)NULL);
 		_exit(127);
 	}
 	assert_true(it_wait_for(sock_there, z->sock, 20000));
@@ -497,6 +498,7 @@ test_policy_preloaded(void **state)
 	struct zyg *z = *state;
 	char *out, *err, argv[8192 + 64];
 
+	z->deny = "subprocess,ftplib";
 	zyg_start(z, "json,subprocess");
 	snprintf(argv, sizeof(argv), "python3 -I %s subprocess,ftplib main.py", policy);
 	assert_int_equal(zrun(z, "", "import sys, importlib\n"
@@ -578,8 +580,9 @@ test_kernel_restart(void **state)
 /*
  * The zygote keeps what it is given (the hostile review of issue 31):
  * a request naming a policy.py other than the one it loaded at its start
- * is refused (warm runs the program itself: the preloaded module is not
- * there), never loaded into the zygote; and as the sandbox's init, a
+ * (never loaded into the zygote), or it with another list of denied
+ * modules, is refused: warm runs the program itself, the preloaded module
+ * not there; and as the sandbox's init, a
  * program's SIGINT to it (which Python would raise as KeyboardInterrupt)
  * is ignored: it serves the next program.
  */
@@ -598,6 +601,13 @@ test_zygote_kept(void **state)
 	    "", argv, &out, &err, NULL), 0);
 	assert_string_equal(out, "False\n");
 	assert_string_equal(err, "");
+	free(out);
+	free(err);
+	/* Its policy.py with another list (none): refused the same way. */
+	snprintf(argv, sizeof(argv), "python3 -I %s '' main.py", policy);
+	assert_int_equal(zrun(z, "", "import sys\nprint('decimal' in sys.modules)\n",
+	    "", argv, &out, &err, NULL), 0);
+	assert_string_equal(out, "False\n");
 	free(out);
 	free(err);
 	/* Its own policy.py: the zygote's child. */
