@@ -40,12 +40,7 @@ bin=${BENCH_BIN:-$(cd "$(dirname "$0")/.." && pwd)/bin}
 bench_need_node data.sh
 ns=bench-data-$$
 pids=()
-cleanup() {
-	for p in "${pids[@]}"; do kill "$p" 2>/dev/null; wait "$p" 2>/dev/null; done
-	k delete ns "$ns" --wait=false >/dev/null 2>&1
-	rm -rf "$work"
-}
-trap cleanup EXIT
+trap bench_cleanup EXIT
 
 cache=${AIRLOCK_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/airlock}
 py=$cache/pyvenv-$(sha256sum "$top/tests/sdk/requirements.txt" | cut -c1-12)/bin/python
@@ -70,18 +65,7 @@ print(json.dumps(out, indent=1))
 PY
 kubelet=$(pgrep -f "kubelet --config=$top/.cluster/node/kubelet.yaml" | head -n1)
 [ -n "$kubelet" ] || { echo "bench/data.sh: no kubelet of this clone running" >&2; exit 1; }
-"$bin/airlock-controller" --config "$work/config.yaml" --kubeconfig "$KUBECONFIG_ADMIN" \
-	--namespace "$ns" --lease-namespace "$ns" --metrics-addr "127.0.0.1:$(port)" \
-	--log-level warn > "$work/controller.log" 2>&1 &
-pids+=($!)
-aaddr=127.0.0.1:$(port)
-"$bin/airlock-node-agent" --kubeconfig "$KUBECONFIG_ADMIN" --node-name "$NODE_NAME" \
-	--namespace "$ns" --pod-logs-dir "$POD_LOGS_DIR" --containerd-socket "$CONTAINERD_SOCK" \
-	--metrics-addr "$aaddr" --log-level warn \
-	${BENCH_RUNSC:+--runsc "$RUNSC" --runsc-root "$RUNSC_ROOT"} \
-	> "$work/agent.log" 2>&1 &
-pids+=($!)
-until curl -sf "http://$aaddr/readyz" >/dev/null 2>&1; do sleep 0.2; done
+bench_daemons "$bin" "$ns" ${BENCH_RUNSC:+--runsc "$RUNSC" --runsc-root "$RUNSC_ROOT"}
 k -n "$ns" apply -f - >/dev/null <<YAML
 apiVersion: airlock.dev/v1alpha1
 kind: CodeExecutionPool
@@ -102,7 +86,7 @@ sys.path.insert(0, top + "/bench")
 import lib
 A = lib.Api(work, url)
 G = "/apis/airlock.dev/v1alpha1/namespaces/%s/" % ns
-END = ("Succeeded", "Failed", "TimedOut", "Cancelled")
+
 PROG = "import pandas as pd, matplotlib; print(pd.__version__)\n"
 PLOT = open(top + "/examples/plot.py").read()
 
@@ -127,12 +111,7 @@ def idle():
         time.sleep(0.05)
 
 def cx(name, spec):
-    t0 = time.monotonic()
-    A.req("POST", G + "codeexecutions", {"apiVersion": "airlock.dev/v1alpha1",
-          "kind": "CodeExecution", "metadata": {"name": name}, "spec": spec})
-    o = A.watch_until(G + "codeexecutions?watch=1&fieldSelector=metadata.name%%3D%s" % name,
-                      lambda o: o.get("status", {}).get("phase") in END)
-    return time.monotonic() - t0, o["status"]
+    return A.cx(ns, name, spec)
 
 version = None
 
@@ -166,13 +145,7 @@ def plot(name):
     return t
 
 def memory(pod):
-    """The pod's cgroup (memory v1): usage and rss, bytes."""
-    uid = A.get("/api/v1/namespaces/%s/pods/%s" % (ns, pod))["metadata"]["uid"]
-    d = glob.glob("/sys/fs/cgroup/memory%s/kubepods/**/pod%s" % (cgroot, uid), recursive=True)
-    assert len(d) == 1, d
-    usage = int(open(d[0] + "/memory.usage_in_bytes").read())
-    stat = dict(l.split() for l in open(d[0] + "/memory.stat"))
-    return usage, int(stat["total_rss"])
+    return A.pod_memory(ns, pod, cgroot)
 
 COLD = {"resources": {"memory": "300Mi"}}   # no pool has it: a pod of its own
 res = {k: [] for k in ("data-api", "data-cli", "plot", "plain-api", "cold-data", "cold-plain")}

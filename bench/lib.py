@@ -6,7 +6,7 @@ the baseline, bench/cri_floor.c on the node, and the quantiles.
     import sys; sys.path.insert(0, BENCH_DIR); import lib
     api = lib.Api(work, url)
 """
-import base64, http.client, json, os, signal, ssl, subprocess, time, urllib.parse
+import base64, glob, http.client, json, os, signal, ssl, subprocess, time, urllib.parse
 
 
 class Api:
@@ -36,6 +36,27 @@ class Api:
 
     def get(self, path):
         return json.loads(self.req("GET", path))
+
+    def cx(self, ns, name, spec, end=("Succeeded", "Failed", "TimedOut", "Cancelled")):
+        """Create CodeExecution name in ns and watch it to one of end:
+        (seconds from the create to that event, its status)."""
+        g = "/apis/airlock.dev/v1alpha1/namespaces/%s/codeexecutions" % ns
+        t0 = time.monotonic()
+        self.req("POST", g, {"apiVersion": "airlock.dev/v1alpha1", "kind": "CodeExecution",
+                             "metadata": {"name": name}, "spec": spec})
+        o = self.watch_until(g + "?watch=1&fieldSelector=metadata.name%%3D%s" % name,
+                             lambda o: o.get("status", {}).get("phase") in end)
+        return time.monotonic() - t0, o["status"]
+
+    def pod_memory(self, ns, pod, cgroot):
+        """Pod's cgroup on the node (memory v1): usage and rss, bytes."""
+        uid = self.get("/api/v1/namespaces/%s/pods/%s" % (ns, pod))["metadata"]["uid"]
+        d = glob.glob("/sys/fs/cgroup/memory%s/kubepods/**/pod%s" % (cgroot, uid),
+                      recursive=True)
+        assert len(d) == 1, d
+        usage = int(open(d[0] + "/memory.usage_in_bytes").read())
+        stat = dict(l.split() for l in open(d[0] + "/memory.stat"))
+        return usage, int(stat["total_rss"])
 
     def watch_until(self, path, done, opened=None):
         """Stream a watch until done(obj) is true; that object. opened():

@@ -64,3 +64,30 @@ bench_config() {
 		"$1" "$2" >"$work/config.yaml"
 	[ -z "${3-}" ] || printf '%s\n' "$3" >>"$work/config.yaml"
 }
+
+# bench_daemons BIN NS [AGENT FLAGS...]: BIN's controller and node agent
+# for namespace NS, beside the cluster, at warn (their logs in $work); the
+# agent ready, its metrics address in $aaddr, both pids added to the
+# caller's pids array (its EXIT trap stops them).
+bench_daemons() {
+	local bin=$1 s=$2
+	shift 2
+	"$bin/airlock-controller" --config "$work/config.yaml" --kubeconfig "$KUBECONFIG_ADMIN" \
+		--namespace "$s" --lease-namespace "$s" --metrics-addr "127.0.0.1:$(port)" \
+		--log-level warn > "$work/controller-$s.log" 2>&1 &
+	pids+=($!)
+	aaddr=127.0.0.1:$(port)
+	"$bin/airlock-node-agent" --kubeconfig "$KUBECONFIG_ADMIN" --node-name "$NODE_NAME" \
+		--namespace "$s" --pod-logs-dir "$POD_LOGS_DIR" --containerd-socket "$CONTAINERD_SOCK" \
+		--metrics-addr "$aaddr" --log-level warn "$@" > "$work/agent-$s.log" 2>&1 &
+	pids+=($!)
+	until curl -sf "http://$aaddr/readyz" >/dev/null 2>&1; do sleep 0.2; done
+}
+
+# bench_cleanup: an EXIT trap for a script with one namespace ($ns) and
+# daemons ($pids): they stopped, it deleted (not waited for), $work gone.
+bench_cleanup() {
+	for p in "${pids[@]}"; do kill "$p" 2>/dev/null; wait "$p" 2>/dev/null; done
+	k delete ns "$ns" --wait=false >/dev/null 2>&1
+	rm -rf "$work"
+}

@@ -67,18 +67,7 @@ kubelet=$(pgrep -f "kubelet --config=$top/.cluster/node/kubelet.yaml" | head -n1
 cri_floor=$top/build/plain/bench/cri_floor
 [ -x "$cri_floor" ] || { echo "bench/session.sh: $cri_floor is not built (make)" >&2; exit 1; }
 mkdir -p "$work/cri-logs"
-"$bin/airlock-controller" --config "$work/config.yaml" --kubeconfig "$KUBECONFIG_ADMIN" \
-	--namespace "$ns" --lease-namespace "$ns" --metrics-addr "127.0.0.1:$(port)" \
-	--log-level warn > "$work/controller.log" 2>&1 &
-pids+=($!)
-aaddr=127.0.0.1:$(port)
-"$bin/airlock-node-agent" --kubeconfig "$KUBECONFIG_ADMIN" --node-name "$NODE_NAME" \
-	--namespace "$ns" --pod-logs-dir "$POD_LOGS_DIR" --containerd-socket "$CONTAINERD_SOCK" \
-	--metrics-addr "$aaddr" --log-level warn \
-	${BENCH_RUNSC:+--runsc "$RUNSC" --runsc-root "$RUNSC_ROOT"} \
-	> "$work/agent.log" 2>&1 &
-pids+=($!)
-until curl -sf "http://$aaddr/readyz" >/dev/null 2>&1; do sleep 0.2; done
+bench_daemons "$bin" "$ns" ${BENCH_RUNSC:+--runsc "$RUNSC" --runsc-root "$RUNSC_ROOT"}
 k -n "$ns" apply -f - >/dev/null <<YAML
 apiVersion: airlock.dev/v1alpha1
 kind: CodeExecutionPool
@@ -119,12 +108,7 @@ def holders_idle():
         time.sleep(0.05)
 
 def cx(name, spec):
-    t0 = time.monotonic()
-    A.req("POST", G + "codeexecutions", {"apiVersion": "airlock.dev/v1alpha1",
-          "kind": "CodeExecution", "metadata": {"name": name}, "spec": spec})
-    o = A.watch_until(G + "codeexecutions?watch=1&fieldSelector=metadata.name%%3D%s" % name,
-                      lambda o: o.get("status", {}).get("phase") in END)
-    return time.monotonic() - t0, o["status"]
+    return A.cx(ns, name, spec)
 
 def session(name, mode, spec=None):
     t0 = time.monotonic()
@@ -146,13 +130,7 @@ def delete(name):
     A.req("DELETE", G + "codesessions/" + name)
 
 def memory(pod):
-    """The pod's cgroup (memory v1): usage and rss, bytes."""
-    uid = A.get("/api/v1/namespaces/%s/pods/%s" % (ns, pod))["metadata"]["uid"]
-    d = glob.glob("/sys/fs/cgroup/memory%s/kubepods/**/pod%s" % (cgroot, uid), recursive=True)
-    assert len(d) == 1, d
-    usage = int(open(d[0] + "/memory.usage_in_bytes").read())
-    stat = dict(l.split() for l in open(d[0] + "/memory.stat"))
-    return usage, int(stat["total_rss"])
+    return A.pod_memory(ns, pod, cgroot)
 
 def pod_of(name):
     return A.get(G + "codesessions/" + name)["status"]["podName"]

@@ -303,6 +303,8 @@ char *ctl_pool_index(const char *ns, const char *pool_uid);
 char *ctl_pod_index(json_t *pod);
 /* The pool that owns a holder pod (its name), or NULL. */
 const char *ctl_holder_pool(json_t *pod);
+/* Is obj's controller ownerReference the object of kind and uid? */
+int ctl_owned_by(json_t *obj, const char *kind, const char *uid);
 /*
  * A holder in namespace ns of pool_uid was claimed (NULL: nothing). Its
  * replacement is made opts.refill_delay_ms later, so that starting a

@@ -61,19 +61,20 @@ ctl_holder_pool(json_t *pod)
 	return NULL;
 }
 
-/* Is pod a holder the pool of uid pool_uid made (its controller owner)? */
-static int
-holder_of(json_t *pod, const char *pool_uid)
+int
+ctl_owned_by(json_t *obj, const char *kind, const char *uid)
 {
 	json_t *ref;
 	size_t i;
 
-	json_array_foreach(json_object_get(json_object_get(pod, "metadata"),
+	json_array_foreach(json_object_get(json_object_get(obj, "metadata"),
 	    "ownerReferences"), i, ref)
-		if (json_is_true(json_object_get(ref, "controller")))
-			return json_string_value(json_object_get(ref, "uid")) &&
-			    strcmp(json_string_value(json_object_get(ref, "uid")),
-			    pool_uid) == 0;
+		if (json_is_true(json_object_get(ref, "controller"))) {
+			const char *u = json_string_value(json_object_get(ref, "uid"));
+			const char *k = json_string_value(json_object_get(ref, "kind"));
+
+			return u && k && strcmp(u, uid) == 0 && strcmp(k, kind) == 0;
+		}
 	return 0;
 }
 
@@ -466,7 +467,7 @@ ctl_pool_reconcile(struct controller *ctl, const char *ns, const char *name)
 		 * Only a holder this pool made: a pod a tenant labelled and
 		 * ended with those words is not the pool's to report or delete.
 		 */
-		int mine = holder_of(p, uid);
+		int mine = ctl_owned_by(p, "CodeExecutionPool", uid);
 		int pf = unclaimed && !going && mine &&
 		    pool_holder_preload_failed(p, fmsg, sizeof(fmsg));
 

@@ -676,24 +676,6 @@ follow_pod(struct controller *ctl, json_t *cx, json_t *pod, json_t *status,
 	return ctl_write_status(ctl, cx, status, notes);
 }
 
-/* Whether obj's controller ownerReference is the execution of uid. */
-static int
-owned_by(json_t *obj, const char *uid)
-{
-	json_t *ref;
-	size_t i;
-
-	json_array_foreach(json_object_get(json_object_get(obj, "metadata"),
-	    "ownerReferences"), i, ref)
-		if (json_is_true(json_object_get(ref, "controller")))
-			return json_is_string(json_object_get(ref, "uid")) &&
-			    strcmp(json_string_value(json_object_get(ref, "uid")),
-			    uid) == 0 && strcmp(json_string_value(json_object_get(
-			    ref, "kind")) ? json_string_value(json_object_get(ref,
-			    "kind")) : "", "CodeExecution") == 0;
-	return 0;
-}
-
 /*
  * Create obj; one of that name already there is fine only if it is this
  * execution's own (a retry after a lost answer). Anyone else's, made
@@ -711,7 +693,7 @@ create_owned(struct controller *ctl, const struct k8s_resource *res,
 	if ((rc = k8s_get(ctl->client, res, ns, k8s_obj_name(obj), &there,
 	    err)) != 0)
 		return rc;
-	rc = owned_by(there, uid) ? 0 : k8s_error_set(err, K8S_EEXIST, 409,
+	rc = ctl_owned_by(there, "CodeExecution", uid) ? 0 : k8s_error_set(err, K8S_EEXIST, 409,
 	    "AlreadyExists", "%s %s exists and is not this execution's",
 	    res->plural, k8s_obj_name(obj));
 	json_decref(there);

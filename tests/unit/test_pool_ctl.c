@@ -264,6 +264,32 @@ test_event_once(void **state)
 }
 
 /*
+ * Two failures in a row: the first (h1 deleted, its Event, a holder made,
+ * the status), then the holder made for it failed as well (the cache's h1
+ * stands for it): deleted, its Event, the status, and no holder made.
+ */
+static void
+fail_twice(struct fx *fx)
+{
+	fakeapi_push(fx->api, 200, NULL, "{}", 0);
+	fakeapi_push(fx->api, 201, NULL, "{}", 0);
+	fakeapi_push(fx->api, 201, NULL, "{}", 0);
+	fakeapi_push(fx->api, 200, NULL, "{}", 0);
+	assert_int_equal(ctl_pool_reconcile(&fx->ctl, "a", "data"), 0);
+	assert_int_equal(fakeapi_count(fx->api), 4);
+	assert_string_equal(fakeapi_request(fx->api, 2), CREATE);
+	json_object_clear(fx->ctl.pool_expect);
+	fakeapi_push(fx->api, 200, NULL, "{}", 0);	/* the delete */
+	fakeapi_push(fx->api, 201, NULL, "{}", 0);	/* the Event */
+	fakeapi_push(fx->api, 200, NULL, "{}", 0);	/* the status */
+	assert_int_equal(ctl_pool_reconcile(&fx->ctl, "a", "data"), 0);
+	assert_int_equal(fakeapi_count(fx->api), 7);
+	assert_string_equal(fakeapi_request(fx->api, 4), DELETE_H1);
+	assert_string_equal(fakeapi_request(fx->api, 5), EVENTS);
+	assert_string_equal(fakeapi_request(fx->api, 6), STATUS);
+}
+
+/*
  * The second in a row (the holder made for the first failed too): its
  * Event, and no holder made while the back-off (2 s) runs; one made
  * once it is over.
@@ -273,22 +299,7 @@ test_back_off(void **state)
 {
 	struct fx *fx = *state;
 
-	fakeapi_push(fx->api, 200, NULL, "{}", 0);
-	fakeapi_push(fx->api, 201, NULL, "{}", 0);
-	fakeapi_push(fx->api, 201, NULL, "{}", 0);
-	fakeapi_push(fx->api, 200, NULL, "{}", 0);
-	assert_int_equal(ctl_pool_reconcile(&fx->ctl, "a", "data"), 0);
-	assert_int_equal(fakeapi_count(fx->api), 4);
-	assert_string_equal(fakeapi_request(fx->api, 2), CREATE);
-
-	/* That one failed as well: the cache's h1 stands for it. */
-	json_object_clear(fx->ctl.pool_expect);
-	fakeapi_push(fx->api, 200, NULL, "{}", 0);	/* the delete */
-	fakeapi_push(fx->api, 201, NULL, "{}", 0);	/* the Event */
-	fakeapi_push(fx->api, 200, NULL, "{}", 0);	/* the status */
-	assert_int_equal(ctl_pool_reconcile(&fx->ctl, "a", "data"), 0);
-	assert_int_equal(fakeapi_count(fx->api), 7);
-	assert_string_equal(fakeapi_request(fx->api, 4), DELETE_H1);
+	fail_twice(fx);
 	assert_event(fx, 5);
 	assert_status(fx, 6);
 
@@ -320,23 +331,7 @@ test_back_off_beside_ready(void **state)
 {
 	struct fx *fx = *state;
 
-	fakeapi_push(fx->api, 200, NULL, "{}", 0);	/* the delete */
-	fakeapi_push(fx->api, 201, NULL, "{}", 0);	/* the Event */
-	fakeapi_push(fx->api, 201, NULL, "{}", 0);	/* the new holder */
-	fakeapi_push(fx->api, 200, NULL, "{}", 0);	/* the status */
-	assert_int_equal(ctl_pool_reconcile(&fx->ctl, "a", "data"), 0);
-	assert_int_equal(fakeapi_count(fx->api), 4);
-	assert_string_equal(fakeapi_request(fx->api, 2), CREATE);
-	/* That one failed as well: deleted, and none made in the back-off. */
-	json_object_clear(fx->ctl.pool_expect);
-	fakeapi_push(fx->api, 200, NULL, "{}", 0);
-	fakeapi_push(fx->api, 201, NULL, "{}", 0);
-	fakeapi_push(fx->api, 200, NULL, "{}", 0);
-	assert_int_equal(ctl_pool_reconcile(&fx->ctl, "a", "data"), 0);
-	assert_int_equal(fakeapi_count(fx->api), 7);
-	assert_string_equal(fakeapi_request(fx->api, 4), DELETE_H1);
-	assert_string_equal(fakeapi_request(fx->api, 5), EVENTS);
-	assert_string_equal(fakeapi_request(fx->api, 6), STATUS);
+	fail_twice(fx);
 }
 
 /*
