@@ -71,6 +71,42 @@ ctrd_knows(struct agent *a, const char *cid, const char *uid)
 	return rc;
 }
 
+/*
+ * path and the directories above it made where missing (as mkdir -p;
+ * path itself 0700): 0, or -1 with errno. A fresh host has no /run/airlock:
+ * a warm run or a session's step could not mark its start (warm.c), and
+ * ended StartFailed.
+ */
+static int
+make_dirs(const char *path)
+{
+	char p[4096];
+	size_t n = strlen(path);
+	struct stat st;
+
+	if (n == 0 || n >= sizeof(p)) {
+		errno = ENAMETOOLONG;
+		return -1;
+	}
+	memcpy(p, path, n + 1);
+	for (char *s = p + 1; *s; s++)
+		if (*s == '/') {
+			*s = '\0';
+			if (mkdir(p, 0755) != 0 && errno != EEXIST)
+				return -1;
+			*s = '/';
+		}
+	if (mkdir(p, 0700) != 0 && errno != EEXIST)
+		return -1;
+	if (stat(p, &st) != 0)
+		return -1;
+	if (!S_ISDIR(st.st_mode)) {
+		errno = ENOTDIR;
+		return -1;
+	}
+	return 0;
+}
+
 int
 agent_check_config(struct agent *a, char *why, size_t why_size)
 {
@@ -94,6 +130,11 @@ agent_check_config(struct agent *a, char *why, size_t why_size)
 		return -1;
 	}
 	closedir(d);
+	if (make_dirs(a->o.exec_dir) != 0) {
+		snprintf(why, why_size, "cannot make the exec directory '%s' "
+		    "(--exec-dir): %s", a->o.exec_dir, strerror(errno));
+		return -1;
+	}
 	answers = ctrd_version(a->ctrd, &ver, &err) == 0;
 	free(ver);
 	if (!answers)

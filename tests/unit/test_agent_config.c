@@ -48,6 +48,7 @@ struct afx {
 	struct k8s_config	*cfg;
 	struct told		 told;
 	char			 dir[64];
+	char			 exec[96];
 };
 
 static void
@@ -68,6 +69,8 @@ afx_start(struct afx *f, int api)
 	f->a.out_mem = crilog_budget_new(AGENT_OUTPUT_MEMORY);
 	f->a.o.node_name = "n1";
 	f->a.o.pod_logs_dir = f->dir;
+	snprintf(f->exec, sizeof(f->exec), "%s/exec", f->dir);
+	f->a.o.exec_dir = f->exec;
 	f->a.o.containerd_socket = NOSOCK;
 	f->a.o.on_ready = on_ready;
 	f->a.o.on_ready_arg = &f->told;
@@ -251,6 +254,42 @@ test_log_dir_unreadable(void **state)
 }
 
 /*
+ * The exec directory (--exec-dir, where a warm run marks its start) made
+ * with the directories above it where a fresh host lacks them; one that
+ * cannot be made (a file in the way): not ready, the flag and why named.
+ */
+static void
+test_exec_dir(void **state)
+{
+	struct afx f;
+	char path[160], want[512];
+	struct stat st;
+	FILE *fp;
+
+	(void)state;
+	afx_start(&f, 0);
+	snprintf(path, sizeof(path), "%s/run/airlock/exec", f.dir);
+	f.a.o.exec_dir = path;
+	agent_check(&f.a);
+	assert_int_equal(stat(path, &st), 0);
+	assert_true(S_ISDIR(st.st_mode));
+	assert_int_equal(st.st_mode & 0777, 0700);
+	/* Past that check: the next one speaks (containerd, not here). */
+	assert_int_equal(strncmp(f.a.cfg_why, "containerd does not answer", 26), 0);
+	assert_int_equal(atomic_load(&f.a.act_ok), 1);
+	snprintf(path, sizeof(path), "%s/file", f.dir);
+	assert_non_null(fp = fopen(path, "w"));
+	fclose(fp);
+	snprintf(path, sizeof(path), "%s/file/exec", f.dir);
+	agent_check(&f.a);
+	assert_int_equal(atomic_load(&f.a.cfg_ok), 0);
+	snprintf(want, sizeof(want), "cannot make the exec directory '%s' "
+	    "(--exec-dir): Not a directory", path);
+	assert_string_equal(f.a.cfg_why, want);
+	afx_stop(&f);
+}
+
+/*
  * The directory is readable but is not this node's: a running pod's log
  * directory is not in it. One miss may be the pod ending; two in a row
  * make the agent not ready, naming the directory it looked for. Once the
@@ -424,6 +463,7 @@ main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_log_dir_unreadable),
+		cmocka_unit_test(test_exec_dir),
 		cmocka_unit_test(test_running_pod_log_dir_missing),
 		cmocka_unit_test(test_missing_log_result_lost),
 		cmocka_unit_test(test_empty_log_is_empty_output),
