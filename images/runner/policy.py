@@ -169,12 +169,14 @@ def reach(tree, deny, denied):
     return found
 
 
-def run(deny, prog, argv, preloaded=None):
+def run(deny, prog, argv, preloaded=None, taken=None):
     """Install the guard for the modules in deny (a set of names) and run
     prog as __main__ with sys.argv argv. Its own main() and the zygote's
     child (zygote.py) call it. preloaded: the denied modules the
     interpreter loaded before this guard, whose files stay readable (None:
-    those in sys.modules now). Returns what the program's code returns;
+    those in sys.modules now). taken: denied modules the caller took out
+    of sys.modules ({name: module}), handed back to a library that
+    imports one. Returns what the program's code returns;
     its exceptions propagate; a refusal is exit 120 here."""
     cwd = os.getcwd().rstrip("/") + "/"
 
@@ -499,9 +501,12 @@ def run(deny, prog, argv, preloaded=None):
                 sys.meta_path.insert(0, finder)
 
     # A denied module loaded already (by the interpreter's start, or by
-    # this guard) is loaded anew when imported, so that the hook sees it.
+    # this guard) is taken out of sys.modules, so that the program's
+    # import of it is seen and refused; kept (stash): a library that
+    # imports one gets that copy back.
     for name in [m for m in sys.modules if denied(m)]:
-        del sys.modules[name]
+        stash[name] = sys.modules.pop(name)
+    stash.update(taken or {})
     me = __file__
     import traceback
     traceback_py = traceback.__file__

@@ -304,10 +304,10 @@ def run_child(kind, policy, prog, args, isolated, argv):
             return any(".".join(parts[:i]) in deny for i in range(1, len(parts) + 1))
 
         # The program must not find a preloaded denied module in sys.modules.
-        for name in [m for m in sys.modules if denied(m)]:
-            del sys.modules[name]
+        # (kept: a library the program imports later gets the same copy).
+        taken = {m: sys.modules.pop(m) for m in list(sys.modules) if denied(m)}
         mod.run(deny, prog, [prog] + args,
-                preloaded=frozenset(m for m in STARTUP if denied(m)))
+                preloaded=frozenset(m for m in STARTUP if denied(m)), taken=taken)
         return
     sys.argv = [prog] + args
     if not isolated:

@@ -499,7 +499,7 @@ test_policy_preloaded(void **state)
 	char *out, *err, argv[8192 + 64];
 
 	z->deny = "subprocess,ftplib";
-	zyg_start(z, "json,subprocess");
+	zyg_start(z, "json,subprocess,venv");
 	snprintf(argv, sizeof(argv), "python3 -I %s subprocess,ftplib main.py", policy);
 	assert_int_equal(zrun(z, "", "import sys, importlib\n"
 	    "print(sys.modules.get('subprocess'), 'json' in sys.modules, sys.argv)\n"
@@ -521,6 +521,18 @@ test_policy_preloaded(void **state)
 	assert_int_equal(zrun(z, "", "import sys, json\nprint(json.dumps([1]), "
 	    "'subprocess' in sys.modules)\n", "", argv, &out, &err, NULL), 0);
 	assert_string_equal(out, "[1] False\n");
+	assert_string_equal(err, "");
+	free(out);
+	free(err);
+	/*
+	 * A library the program imports that imports it (webbrowser) gets the
+	 * zygote's copy, the one a preloaded library (venv) holds.
+	 */
+	assert_int_equal(zrun(z, "", "import sys, venv, webbrowser\n"
+	    "print(vars(webbrowser)['sub' + 'process'] is vars(venv)['sub' + "
+	    "'process'], 'subprocess' in sys.modules)\n", "", argv, &out, &err,
+	    NULL), 0);
+	assert_string_equal(out, "True False\n");
 	assert_string_equal(err, "");
 	free(out);
 	free(err);
