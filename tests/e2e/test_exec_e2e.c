@@ -423,6 +423,17 @@ test_python_hello(void **state)
 	assert_in_range(it_int(st, "cpuTimeMillis"), 1, 5000);
 	check_collected(st);
 	json_decref(st);
+	/*
+	 * Warm, the program is the zygote's child: the profile's preload
+	 * (decimal) is there at its start; cold, a fresh python3 has not
+	 * loaded it.
+	 */
+	create_cx("py-zygote", "{\"runtime\":\"python\",\"source\":\"import sys\\n"
+	    "print('decimal' in sys.modules)\\n\"}");
+	st = wait_done("py-zygote", 120000);
+	assert_string_equal(it_str(st, "phase"), "Succeeded");
+	assert_string_equal(it_str(st, "stdout"), E2E_WARM ? "True\n" : "False\n");
+	json_decref(st);
 }
 
 /* The SHA-256 of p, in hex (a static buffer: one at a time). */
