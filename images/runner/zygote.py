@@ -460,25 +460,31 @@ def prefork(keep):
 
 
 def hand(pre, req, fds):
-    """Give the prefork (pid, sock) the request and its fds: True once it
-    has them all; False (it killed) when it cannot take them."""
+    """Give the prefork (pid, sock) the request and its fds: True once all
+    its bytes are sent (it may have run it and closed its end already: a
+    later error is not a refusal); False, it killed, when they could not
+    all be sent (it runs nothing short of the whole request)."""
     pid, a = pre
     data = marshal.dumps(req)
     msg = len(data).to_bytes(8, "big") + data
+    sent = 0
     try:
         a.setblocking(True)
         a.settimeout(REQUEST_S)
         sent = socket.send_fds(a, [msg[:65536]], fds)
-        a.sendall(msg[sent:])
-        return True
+        while sent < len(msg):
+            sent += a.send(msg[sent:])
     except OSError:
-        try:
-            os.kill(pid, signal.SIGKILL)
-        except OSError:
-            pass
-        return False
+        pass
     finally:
         a.close()
+    if sent == len(msg):
+        return True
+    try:
+        os.kill(pid, signal.SIGKILL)
+    except OSError:
+        pass
+    return False
 
 
 # --- the server --------------------------------------------------------------
