@@ -413,7 +413,9 @@ def child(req, fds, keep, early=True):
 # does the early part of child() (its own session, a fresh interpreter's
 # signals, a fresh seed), then blocks on a socket of its own for the
 # request, which the server hands it whole: "LEN(8 bytes, big-endian)" and
-# LEN bytes of marshal'd request, with the request's 3 fds (SCM_RIGHTS).
+# LEN bytes of marshal'd request, with the request's 3 fds (SCM_RIGHTS);
+# then "G" once the client has its PID (a program that ends the zygote at
+# once must not leave the client without its pid: it could not kill it).
 # It exits 0 at EOF (the zygote gone, or done with it). One at a time:
 # made at the start (before the socket is there: readiness includes it),
 # and again PREFORK_AFTER_S after the last child ended (a one-shot
@@ -450,6 +452,15 @@ def prefork(keep):
                 if n < 0 and len(buf) >= 8:
                     n = int.from_bytes(buf[:8], "big")
             req = marshal.loads(bytes(buf[8:8 + n]))
+            # Then "G", once the server has answered PID: the program
+            # must not end the zygote before the client knows its pid.
+            go = bytes(buf[8 + n:9 + n])
+            while not go:
+                go = b.recv(1)
+                if not go:
+                    break
+            if go != b"G":
+                os._exit(125)
             b.detach()          # closed with the rest in child()
             child(req, fds, [], early=False)
         except BaseException:
@@ -461,9 +472,8 @@ def prefork(keep):
 
 def hand(pre, req, fds):
     """Give the prefork (pid, sock) the request and its fds: True once all
-    its bytes are sent (it may have run it and closed its end already: a
-    later error is not a refusal); False, it killed, when they could not
-    all be sent (it runs nothing short of the whole request)."""
+    its bytes are sent; False, it killed, when they could not all be sent
+    (it runs nothing short of the whole request, and nothing before go)."""
     pid, a = pre
     data = marshal.dumps(req)
     msg = len(data).to_bytes(8, "big") + data
@@ -476,15 +486,24 @@ def hand(pre, req, fds):
             sent += a.send(msg[sent:])
     except OSError:
         pass
-    finally:
-        a.close()
     if sent == len(msg):
         return True
+    a.close()
     try:
         os.kill(pid, signal.SIGKILL)
     except OSError:
         pass
     return False
+
+
+def go(a):
+    """Let the prefork handed a request run it (its pid is answered); one
+    that cannot be told exits 125 at EOF, never running it."""
+    try:
+        a.send(b"G")
+    except OSError:
+        pass
+    a.close()
 
 
 # --- the server --------------------------------------------------------------
@@ -660,12 +679,12 @@ def serve(lsock, wake_r, pre=None):
 
 
 def spawn(c, req, lsock, conns, by_pid, refuse, pf):
-    pid = 0
+    pid, handed = 0, None
     if pf["pid"]:
         pre = (pf["pid"], pf["sock"])
         pf["pid"], pf["sock"] = 0, None
         if hand(pre, req, c.fds):
-            pid = pre[0]
+            pid, handed = pre
     if not pid:
         sys.stdout.flush()
         sys.stderr.flush()
@@ -684,6 +703,8 @@ def spawn(c, req, lsock, conns, by_pid, refuse, pf):
     by_pid[pid] = c
     if not send(c, "PID %d\n" % pid):
         by_pid[pid] = None
+    if handed is not None:
+        go(handed)
 
 
 def reap(by_pid, drop, pf):
