@@ -130,7 +130,7 @@ agent_check_config(struct agent *a, char *why, size_t why_size)
 		return -1;
 	}
 	closedir(d);
-	if (make_dirs(a->o.exec_dir) != 0) {
+	if (a->o.exec_dir != NULL && make_dirs(a->o.exec_dir) != 0) {
 		snprintf(why, why_size, "cannot make the exec directory '%s' "
 		    "(--exec-dir): %s", a->o.exec_dir, strerror(errno));
 		return -1;
