@@ -349,18 +349,26 @@ def run_child(kind, policy, prog, args, isolated, argv):
     exec(code, main.__dict__)
 
 
+def child_start(keep):
+    """A child's first part, before any request (a prefork's ahead): its
+    own session, a fresh interpreter's signals and seed; the server's
+    sockets keep detached (their fds are closed later, by number: no
+    object closes one that has been reused)."""
+    os.setsid()
+    signal.set_wakeup_fd(-1)
+    for s in keep:
+        s.detach()
+    fresh_signals()
+    reseed()
+
+
 def child(req, fds, keep, early=True):
-    # early: the start a prefork (below) did ahead is done here.
+    # early: child_start here; a prefork (below) did it ahead.
     code = 125
     interrupted = False
     try:
         if early:
-            os.setsid()
-            signal.set_wakeup_fd(-1)
-            for s in keep:
-                s.detach()      # their fds go below; no object closes one later
-            fresh_signals()
-            reseed()
+            child_start(keep)
         for i, fd in enumerate(fds):
             os.dup2(fd, i)
         close_other_fds()
@@ -433,13 +441,8 @@ def prefork(keep):
     if pid == 0:
         code = 125
         try:
-            os.setsid()
-            signal.set_wakeup_fd(-1)
-            for x in keep + [a]:
-                x.detach()
+            child_start(keep + [a])
             close_other_fds(b.fileno())
-            fresh_signals()
-            reseed()
             buf, fds, n = bytearray(), [], -1
             while n < 0 or len(buf) < 8 + n:
                 data, anc, _, _ = b.recvmsg(65536, socket.CMSG_SPACE(3 * 4))
