@@ -1267,6 +1267,7 @@ test_serve_malformed(void **state)
 {
 	struct server v;
 	struct step r;
+	char started[192], code[320];
 
 	REFUSE(*state, "HELLO\n", 0,
 	    "warm: a request is not a STEP or a CANCEL SEQ line\n");
@@ -1304,10 +1305,18 @@ test_serve_malformed(void **state)
 		refuse(*state, req, (size_t)n + sizeof(out_env) + 512, 3,
 		    "warm: the archive holds something other than a file\n");
 	}
-	/* Another request while a step runs: the step interrupted, refused. */
+	/*
+	 * Another request while a step runs: the step interrupted, refused.
+	 * Sent once the step's code runs (its file made): sooner, the
+	 * interrupt can reach the kernel before the step does, and the kernel
+	 * is started again (test_serve_cancel_with_step).
+	 */
+	snprintf(started, sizeof(started), "%s/started", ((struct sess *)*state)->dir);
+	snprintf(code, sizeof(code), "import time\nopen(%s%s%s, 'w').close()\n"
+	    "time.sleep(30)\n", "'", started, "'");
 	serve_start(*state, &v);
-	serve_step(&v, 4, "import time\ntime.sleep(30)\n", NULL, NULL, 0, 60000, 2000);
-	it_sleep_ms(500);
+	serve_step(&v, 4, code, NULL, NULL, 0, 60000, 2000);
+	assert_int_equal(it_wait_for(exists, started, 20000), 1);
 	send_all(&v, "STEP 5 - 10 10 main.py 0 0\n", 27);
 	refused(&v, 4, "warm: a request other than CANCEL came while a step ran\n", 1);
 	/* Interrupted, not killed: the session's kernel is the same. */
