@@ -25,7 +25,10 @@
 # (the modules loaded, the warm-up run) against the no-preload profile's.
 #
 # Before each sample, untimed: both pools' holders ready and idle, nothing
-# terminating. The controller and agent are BENCH_BIN's (default bin/), the
+# terminating, and then the node quiet: at most 25% of its CPU busy over
+# 300 ms, waited for up to 15 s (a cold sample's sandbox is torn down on
+# the node after its pod has left the API; the samples that start without
+# it are counted in the output). The controller and agent are BENCH_BIN's (default bin/), the
 # agent as the chart's default has it: containerd alone (BENCH_RUNSC=1:
 # with --runsc). Not a test: it prints the medians, p90 and the maximum
 # (p99 from N 200) and appends them to bench/RESULTS.md. Needs `make
@@ -94,8 +97,36 @@ def holders():
     return [p for p in A.get("/api/v1/namespaces/%s/pods" % ns)["items"]
             if "airlock.dev/pool-uid" in p["metadata"].get("labels", {})]
 
+def busy(ms=300):
+    """The machine's CPU busy fraction over the next ms (/proc/stat)."""
+    def read():
+        v = [int(x) for x in open("/proc/stat").readline().split()[1:]]
+        return sum(v), v[3] + v[4]
+    t1, i1 = read()
+    time.sleep(ms / 1000)
+    t2, i2 = read()
+    return 1 - (i2 - i1) / max(1, t2 - t1)
+
+unquiet = []
+
+def quiet():
+    """Untimed: the node quiet (at most 25% busy over 300 ms), at most
+    15 s: a cold sample's sandbox is still torn down on the node after its
+    pod is gone from the API, and a holder starts its interpreter after
+    the pod reads ready. Not quiet then: the sample runs, and is counted."""
+    t0 = time.monotonic()
+    while busy() > 0.25:
+        if time.monotonic() - t0 > 15:
+            unquiet.append(1)
+            return
+
 def idle():
-    """Untimed: each pool's one holder ready and idle, nothing else."""
+    """Untimed: each pool's one holder ready and idle, nothing else; then
+    the node quiet."""
+    idle_pods()
+    quiet()
+
+def idle_pods():
     t0 = time.monotonic()
     while True:
         ps = A.get("/api/v1/namespaces/%s/pods" % ns)["items"]
@@ -177,6 +208,7 @@ q = lib.q
 out = {k: [q(v, 50) * 1000, q(v, 90) * 1000, q(v, 99) * 1000, max(v) * 1000, len(v)]
        for k, v in res.items()}
 out["memory"] = mem
+out["unquiet"] = len(unquiet)
 out["version"] = version.strip()
 json.dump(out, open(work + "/out.json", "w"))
 PY
@@ -207,6 +239,7 @@ for k, label, target in (
           "%.0f" % p99 if cnt >= 200 else "-", mx, cnt, target or "-"))
 print("\nwarm preloaded / warm without (p50): %.3f; cold python-data / cold without (p50): %.2f"
       % (o["data-api"][0] / o["plain-api"][0], o["cold-data"][0] / o["cold-plain"][0]))
+print("\nSamples started on a node not quiet after 15 s: %d" % o["unquiet"])
 print("\nAn idle holder's memory (the pod's cgroup, memory v1: usage, of it rss), MiB:")
 for k, label in (("data", "python-data, preloaded and warmed up"),
                  ("plain", "the same image, nothing preloaded")):

@@ -68,18 +68,20 @@ bench_config() {
 # bench_daemons BIN NS [AGENT FLAGS...]: BIN's controller and node agent
 # for namespace NS, beside the cluster, at warn (their logs in $work); the
 # agent ready, its metrics address in $aaddr, both pids added to the
-# caller's pids array (its EXIT trap stops them).
+# caller's pids array (its EXIT trap stops them). To trace a run (not for
+# figures: logging costs time): BENCH_LOG_LEVEL=debug, and BENCH_KEEP=DIR
+# to keep the logs there after the script (bench_cleanup).
 bench_daemons() {
 	local bin=$1 s=$2
 	shift 2
 	"$bin/airlock-controller" --config "$work/config.yaml" --kubeconfig "$KUBECONFIG_ADMIN" \
 		--namespace "$s" --lease-namespace "$s" --metrics-addr "127.0.0.1:$(port)" \
-		--log-level warn > "$work/controller-$s.log" 2>&1 &
+		--log-level ${BENCH_LOG_LEVEL:-warn} > "$work/controller-$s.log" 2>&1 &
 	pids+=($!)
 	aaddr=127.0.0.1:$(port)
 	"$bin/airlock-node-agent" --kubeconfig "$KUBECONFIG_ADMIN" --node-name "$NODE_NAME" \
 		--namespace "$s" --pod-logs-dir "$POD_LOGS_DIR" --containerd-socket "$CONTAINERD_SOCK" \
-		--metrics-addr "$aaddr" --log-level warn "$@" > "$work/agent-$s.log" 2>&1 &
+		--metrics-addr "$aaddr" --log-level ${BENCH_LOG_LEVEL:-warn} "$@" > "$work/agent-$s.log" 2>&1 &
 	pids+=($!)
 	until curl -sf "http://$aaddr/readyz" >/dev/null 2>&1; do sleep 0.2; done
 }
@@ -89,5 +91,6 @@ bench_daemons() {
 bench_cleanup() {
 	for p in "${pids[@]}"; do kill "$p" 2>/dev/null; wait "$p" 2>/dev/null; done
 	k delete ns "$ns" --wait=false >/dev/null 2>&1
+	[ -z "${BENCH_KEEP:-}" ] || cp "$work"/*.log "$BENCH_KEEP"/ 2>/dev/null
 	rm -rf "$work"
 }

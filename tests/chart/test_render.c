@@ -354,10 +354,12 @@ test_defaults(void **state)
 	assert_string_equal(ctl_config_profile(cfg, "python-data")->preload,
 	    "numpy,pandas,matplotlib");
 	assert_string_equal(ctl_config_profile(cfg, "python-data")->warmup,
-	    "import matplotlib\nmatplotlib.use(\"Agg\")\n"
-	    "import matplotlib.pyplot as plt\nfig, ax = plt.subplots()\n"
-	    "ax.plot([0, 1], [0, 1])\nax.set_title(\"warm-up\")\n"
-	    "fig.canvas.draw()\nplt.close(fig)\n");
+	    "import io\nimport matplotlib\nmatplotlib.use(\"Agg\")\n"
+	    "import matplotlib.pyplot as plt\nimport pandas as pd\n"
+	    "fig, ax = plt.subplots()\n"
+	    "ax.plot([0, 1], [0, 1], marker=\"o\")\nax.set_title(\"warm-up\")\n"
+	    "fig.tight_layout()\nfig.savefig(io.BytesIO(), format=\"png\")\n"
+	    "plt.close(fig)\npd.DataFrame({\"x\": [1]}).to_csv(io.StringIO())\n");
 	assert_null(ctl_config_profile(cfg, "python")->preload);
 	assert_null(ctl_config_profile(cfg, "python")->warmup);
 	assert_int_equal(cfg->artifacts_bytes, 1 << 20);
