@@ -10,6 +10,12 @@
 
 RUNTIME_CLASS=gvisor
 RUNSC_HANDLER=runsc
+# Egress (issue 32, docs/network.md): a sandbox with gVisor's own network
+# stack (runsc network=sandbox, never the host's), for executions an
+# operator allows egress. Only with the shim built here (GVISOR_SHIM=
+# gvisor): the fallback's one runsc root and config cannot hold two.
+RUNTIME_CLASS_NET=gvisor-net
+RUNSC_NET_HANDLER=runsc-net
 
 # node_select I: make node I (1..NODE_COUNT) the one the functions below
 # act on. Node 1 keeps the names it had before there could be two
@@ -219,9 +225,11 @@ EOF
 	chmod 755 "$node/bin/runsc-oci"
 }
 
-# runsc_runtime: the containerd runtime section of the gvisor handler.
+# runsc_runtime: the containerd runtime section of the gvisor handler (and
+# with the shim built here, the gvisor-net one's).
 runsc_runtime() {
 	local r='[plugins."io.containerd.grpc.v1.cri".containerd.runtimes.'$RUNSC_HANDLER']'
+	local n='[plugins."io.containerd.grpc.v1.cri".containerd.runtimes.'$RUNSC_NET_HANDLER']'
 	if [ "$GVISOR_SHIM" = gvisor ]; then
 		cat <<EOF
     $r
@@ -229,6 +237,12 @@ runsc_runtime() {
       [${r:1:-1}.options]
         TypeUrl = "io.containerd.runsc.v1.options"
         ConfigPath = "$node/runsc.toml"
+    # The RuntimeClass "gvisor-net" names this one.
+    $n
+      runtime_type = "io.containerd.runsc.v1"
+      [${n:1:-1}.options]
+        TypeUrl = "io.containerd.runsc.v1.options"
+        ConfigPath = "$node/runsc-net.toml"
 EOF
 	else
 		cat <<EOF
@@ -255,6 +269,14 @@ binary_name = "$RUNSC"
 root = "$node/runsc"
 [runsc_config]
 network = "none"
+EOF
+	# network=sandbox: gVisor's own stack on the pod's interface; what it
+	# may reach is the pod's NetworkPolicy's to say (docs/network.md).
+	cat >"$node/runsc-net.toml" <<EOF
+binary_name = "$RUNSC"
+root = "$node/runsc"
+[runsc_config]
+network = "sandbox"
 EOF
 	# AIRLOCK_RUNSC_DEBUG=1: runsc's debug logs, one directory per
 	# container, for when a sandbox misbehaves.
@@ -602,6 +624,15 @@ metadata:
 handler: $RUNSC_HANDLER
 EOF
 		die "kubectl apply of the $RUNTIME_CLASS RuntimeClass failed"
+	[ "$GVISOR_SHIM" = gvisor ] || return 0
+	"$KUBE_BIN_DIR/kubectl" --kubeconfig="$cluster/kubeconfig" apply -f - >/dev/null <<EOF ||
+apiVersion: node.k8s.io/v1
+kind: RuntimeClass
+metadata:
+  name: $RUNTIME_CLASS_NET
+handler: $RUNSC_NET_HANDLER
+EOF
+		die "kubectl apply of the $RUNTIME_CLASS_NET RuntimeClass failed"
 }
 
 # node_prepare: before etcd, so containerd and the image import run while
@@ -661,6 +692,7 @@ node_env() {
 NODE_NAME=$NODE_NAME
 NODE_IP=$NODE_IP
 RUNTIME_CLASS=$RUNTIME_CLASS
+RUNTIME_CLASS_NET=$([ "$GVISOR_SHIM" = gvisor ] && echo "$RUNTIME_CLASS_NET")
 CONTAINERD_SOCK=$CONTAINERD_SOCK
 CTR="ctr --address $CONTAINERD_SOCK -n k8s.io"
 POD_LOGS_DIR=$POD_LOGS_DIR
