@@ -45,11 +45,13 @@
 #define WARMUP_MAX		4096
 
 static const char *const top_keys[] = { "runtimeClassName",
-    "allowCustomImages", "runAsUser", "tmpSizeLimit", "priorityClassName",
+    "networkRuntimeClassName", "allowCustomImages", "runAsUser", "tmpSizeLimit", "priorityClassName",
     "profiles", "defaults", "caps", "quota", "artifacts", NULL };
 static const char *const artifacts_keys[] = { "maxBytes", "maxFiles", NULL };
 static const char *const profile_keys[] = { "image", "command",
-    "sourceFile", "policy", "preload", "warmup", NULL };
+    "sourceFile", "policy", "preload", "warmup", "network", NULL };
+static const char *const network_keys[] = { "egress", NULL };
+static const char *const egress_keys[] = { "cidr", "host", "ports", NULL };
 static const char *const policy_keys[] = { "denyImports", "allowCommands",
     NULL };
 static const char *const resource_keys[] = { "cpu", "memory",
@@ -576,6 +578,196 @@ walk_preload(struct yamlwalk *w, yaml_node_t *body, const char *where,
 	return 0;
 }
 
+/*
+ * "a.b.c.d/n" in s (len bytes): the network into *addr (host byte order)
+ * and *prefix. 0 when well formed; else -1, or 1 when host bits are set
+ * (*addr then holds the network they belong to).
+ */
+static int
+parse_cidr(const unsigned char *s, size_t len, uint32_t *addr, int *prefix)
+{
+	uint32_t a = 0, part;
+	size_t i = 0, digits;
+	int dots;
+
+	for (dots = 0; dots < 4; dots++) {
+		for (part = 0, digits = 0; i < len && s[i] >= '0' && s[i] <= '9';
+		    i++, digits++) {
+			part = part * 10 + (uint32_t)(s[i] - '0');
+			if (digits == 3 || part > 255 ||
+			    (digits == 1 && part < 10 && s[i - 1] == '0'))
+				return -1;	/* too long, big, or "01" */
+		}
+		if (digits == 0 || i >= len || s[i] != (dots < 3 ? '.' : '/'))
+			return -1;
+		a = a << 8 | part;
+		i++;
+	}
+	for (part = 0, digits = 0; i < len && s[i] >= '0' && s[i] <= '9';
+	    i++, digits++) {
+		part = part * 10 + (uint32_t)(s[i] - '0');
+		if (digits == 2 || part > 32 || (digits == 1 && s[i - 1] == '0'))
+			return -1;
+	}
+	if (digits == 0 || i != len)
+		return -1;
+	*prefix = (int)part;
+	*addr = part == 0 ? 0 : a & ~(uint32_t)0 << (32 - part);
+	return *addr == a ? 0 : 1;
+}
+
+/* One egress entry's ports (a list of 1 to 65535, none twice). */
+static int
+walk_ports(struct yamlwalk *w, yaml_node_t *entry, const char *where,
+    struct ctl_egress *e)
+{
+	yaml_node_item_t *it;
+	yaml_node_t *seq, *item;
+	size_t i, j, n;
+	int rc;
+
+	if ((rc = yamlwalk_lookup(w, entry, where, "ports", &seq)) != 0)
+		return rc;
+	if (seq == NULL || yamlwalk_is_null(seq))
+		return yamlwalk_fail(w, "%s.ports is missing: list the TCP "
+		    "ports it may connect to", where);
+	if (seq->type != YAML_SEQUENCE_NODE)
+		return yamlwalk_fail(w, "%s.ports is not a list", where);
+	n = (size_t)(seq->data.sequence.items.top - seq->data.sequence.items.start);
+	if (n == 0)
+		return yamlwalk_fail(w, "%s.ports is empty", where);
+	if (n > CTL_EGRESS_PORTS_MAX)
+		return yamlwalk_fail(w, "%s.ports has more than %d items", where,
+		    CTL_EGRESS_PORTS_MAX);
+	for (i = 0, it = seq->data.sequence.items.start; i < n; i++, it++) {
+		const unsigned char *v;
+		long port = 0;
+		size_t k, len;
+
+		if ((rc = yamlwalk_step(w)) != 0)
+			return rc;
+		item = yamlwalk_node(w, *it);
+		if (item == NULL || item->type != YAML_SCALAR_NODE ||
+		    item->data.scalar.style != YAML_PLAIN_SCALAR_STYLE)
+			goto bad;
+		v = item->data.scalar.value;
+		len = item->data.scalar.length;
+		if (len == 0 || len > 5 || v[0] == '0')
+			goto bad;
+		for (k = 0; k < len; k++) {
+			if (v[k] < '0' || v[k] > '9')
+				goto bad;
+			port = port * 10 + (v[k] - '0');
+		}
+		if (port > 65535)
+			goto bad;
+		for (j = 0; j < e->nports; j++)
+			if (e->ports[j] == (int)port)
+				return yamlwalk_fail(w, "%s.ports[%zu] %ld is "
+				    "given twice", where, i, port);
+		e->ports[e->nports++] = (int)port;
+		continue;
+bad:
+		return yamlwalk_fail(w, "%s.ports[%zu] is not a port from 1 to "
+		    "65535", where, i);
+	}
+	return 0;
+}
+
+/*
+ * network.egress (docs/network.md): absent, null or [] is no network,
+ * what every profile had before. Each entry a cidr and its ports; a host
+ * entry is refused until the egress proxy is built, rather than read and
+ * not enforced.
+ */
+static int
+walk_network(struct yamlwalk *w, yaml_node_t *body, const char *where,
+    struct ctl_profile *p)
+{
+	yaml_node_item_t *it;
+	yaml_node_t *net, *seq, *entry, *n;
+	char at[DNS_LABEL_MAX + 64];
+	size_t i, j, count;
+	int rc;
+
+	snprintf(at, sizeof(at), "%s.network", where);
+	if ((rc = get_mapping(w, body, where, "network", &net)) != 0 ||
+	    net == NULL ||
+	    (rc = check_keys(w, net, at, network_keys)) != 0 ||
+	    (rc = yamlwalk_lookup(w, net, at, "egress", &seq)) != 0 ||
+	    seq == NULL || yamlwalk_is_null(seq))
+		return rc;
+	if (seq->type != YAML_SEQUENCE_NODE)
+		return yamlwalk_fail(w, "%s.egress is not a list", at);
+	count = (size_t)(seq->data.sequence.items.top -
+	    seq->data.sequence.items.start);
+	if (count > CTL_EGRESS_MAX)
+		return yamlwalk_fail(w, "%s.egress has more than %d entries",
+		    at, CTL_EGRESS_MAX);
+	if (count == 0)
+		return 0;
+	p->egress = xcalloc(count, sizeof(*p->egress));
+	for (i = 0, it = seq->data.sequence.items.start; i < count; i++, it++) {
+		struct ctl_egress *e = &p->egress[i];
+		char here[DNS_LABEL_MAX + 96];
+		uint32_t addr;
+		int prefix;
+
+		if ((rc = yamlwalk_step(w)) != 0)
+			return rc;
+		snprintf(here, sizeof(here), "%s.egress[%zu]", at, i);
+		entry = yamlwalk_node(w, *it);
+		if (entry == NULL || entry->type != YAML_MAPPING_NODE)
+			return yamlwalk_fail(w, "%s is not a mapping", here);
+		if ((rc = check_keys(w, entry, here, egress_keys)) != 0 ||
+		    (rc = yamlwalk_lookup(w, entry, here, "host", &n)) != 0)
+			return rc;
+		if (n != NULL)
+			return yamlwalk_fail(w, "%s.host: host names need the "
+			    "egress proxy, which is not built yet "
+			    "(docs/network.md); give a cidr", here);
+		if ((rc = yamlwalk_lookup(w, entry, here, "cidr", &n)) != 0)
+			return rc;
+		if (n == NULL || n->type != YAML_SCALAR_NODE ||
+		    yamlwalk_is_null(n))
+			return yamlwalk_fail(w, "%s.cidr is missing", here);
+		rc = parse_cidr(n->data.scalar.value, n->data.scalar.length,
+		    &addr, &prefix);
+		if (rc < 0)
+			return yamlwalk_fail(w, "%s.cidr '%.64s' is not an IPv4 "
+			    "CIDR (a.b.c.d/n)", here,
+			    (const char *)n->data.scalar.value);
+		if (rc > 0)
+			return yamlwalk_fail(w, "%s.cidr '%.64s' has host bits "
+			    "set: the network is %u.%u.%u.%u/%d", here,
+			    (const char *)n->data.scalar.value, addr >> 24,
+			    addr >> 16 & 255, addr >> 8 & 255, addr & 255,
+			    prefix);
+		/* Counted first, so ctl_config_free() frees a partial one. */
+		p->negress = i + 1;
+		e->cidr = xstrndup((const char *)n->data.scalar.value,
+		    n->data.scalar.length);
+		e->addr = addr;
+		e->prefix = prefix;
+		if ((rc = walk_ports(w, entry, here, e)) != 0)
+			return rc;
+		for (j = 0; j < i; j++)
+			if (p->egress[j].addr == addr &&
+			    p->egress[j].prefix == prefix)
+				return yamlwalk_fail(w, "%s.cidr %s is given "
+				    "twice (list its ports in one entry)", here,
+				    e->cidr);
+	}
+	/*
+	 * Read and checked, not yet enforced: the pod's RuntimeClass, its
+	 * NetworkPolicy and the admission policy against tenants' own come
+	 * next (issue 32). Refused until then, rather than run without them.
+	 */
+	return yamlwalk_fail(w, "%s.egress (%zu %s): egress is not enforced "
+	    "yet (docs/network.md); refused rather than run without it", at,
+	    count, count == 1 ? "entry" : "entries");
+}
+
 /* One profile; body is its value node (NULL or null for an empty one). */
 static int
 walk_profile(struct yamlwalk *w, const char *name, yaml_node_t *body,
@@ -612,7 +804,8 @@ walk_profile(struct yamlwalk *w, const char *name, yaml_node_t *body,
 	if ((why = unsafe_path(p->source_file)) != NULL)
 		return yamlwalk_fail(w, "%s.sourceFile '%s' is not a safe "
 		    "relative path: %s", where, p->source_file, why);
-	if ((rc = walk_policy(w, body, where, p)) != 0)
+	if ((rc = walk_policy(w, body, where, p)) != 0 ||
+	    (rc = walk_network(w, body, where, p)) != 0)
 		return rc;
 	return walk_preload(w, body, where, p);
 }
@@ -756,6 +949,7 @@ config_defaults(void)
 	struct ctl_config *c = xcalloc(1, sizeof(*c));
 
 	c->runtime_class = xstrdup("gvisor");
+	c->network_runtime_class = xstrdup("gvisor-net");
 	c->allow_custom_images = 0;
 	c->run_as_user = 65532;
 	c->tmp_size_limit = xstrdup("64Mi");
@@ -824,6 +1018,8 @@ config_walk(struct yamlwalk *w, yaml_node_t *root, struct ctl_config *c)
 	if ((rc = check_keys(w, root, "", top_keys)) != 0 ||
 	    (rc = get_class_name(w, root, "runtimeClassName",
 	    &c->runtime_class)) != 0 ||
+	    (rc = get_class_name(w, root, "networkRuntimeClassName",
+	    &c->network_runtime_class)) != 0 ||
 	    (rc = get_class_name(w, root, "priorityClassName",
 	    &c->priority_class)) != 0 ||
 	    (rc = yamlwalk_bool(w, root, "", "allowCustomImages",
@@ -950,9 +1146,13 @@ ctl_config_free(struct ctl_config *c)
 		free(c->profiles[i].source_file);
 		free(c->profiles[i].preload);
 		free(c->profiles[i].warmup);
+		for (size_t j = 0; j < c->profiles[i].negress; j++)
+			free(c->profiles[i].egress[j].cidr);
+		free(c->profiles[i].egress);
 	}
 	free(c->profiles);
 	free(c->runtime_class);
+	free(c->network_runtime_class);
 	free(c->tmp_size_limit);
 	free(c->priority_class);
 	resources_free(&c->defaults);

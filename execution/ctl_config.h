@@ -3,6 +3,7 @@
  * caps. Read at start-up (YAML); tenants never see or set it.
  *
  *   runtimeClassName: gvisor        # pods run under this RuntimeClass
+ *   networkRuntimeClassName: gvisor-net   # those of a profile with egress
  *   allowCustomImages: false        # may spec.image override a profile?
  *   runAsUser: 65532                # the fixed unprivileged uid
  *   tmpSizeLimit: 64Mi              # emptyDir for /tmp and the work dir
@@ -18,6 +19,10 @@
  *       sourceFile: main.py
  *       preload: [numpy, pandas]            # a holder's zygote imports these
  *       warmup: "import numpy"              # then runs this, once
+ *     python-net:
+ *       ...
+ *       network:                            # docs/network.md; none: no network
+ *         egress: [{cidr: 10.20.0.0/16, ports: [5432]}]
  *   defaults: {cpu: 500m, memory: 256Mi, ephemeralStorage: 64Mi}
  *   caps:     {cpu: "2",  memory: 2Gi,   ephemeralStorage: 1Gi}
  *   quota:    {executions: 20, cpu: "8", memory: 8Gi, storedExecutions: 1000,
@@ -48,6 +53,23 @@ enum ctl_policy {
 #define PROFILE_POLICY_PY	"/airlock/bin/policy.py"
 #define PROFILE_POLICY_SH	"/airlock/bin/policy.sh"
 
+/*
+ * network.egress (docs/network.md): where a profile's executions may
+ * connect, over TCP. An IPv4 CIDR (canonical: no host bits) and its
+ * ports; host names wait for the egress proxy and are refused. Until the
+ * controller enforces it (issue 32), a well-formed list is refused too,
+ * after it is read, rather than run without it.
+ */
+#define CTL_EGRESS_MAX		32
+#define CTL_EGRESS_PORTS_MAX	16
+struct ctl_egress {
+	char		*cidr;		/* "a.b.c.d/n", as given */
+	uint32_t	 addr;		/* the network, host byte order */
+	int		 prefix;	/* 0 to 32 */
+	int		 ports[CTL_EGRESS_PORTS_MAX];	/* 1 to 65535, none twice */
+	size_t		 nports;	/* at least one */
+};
+
 struct ctl_profile {
 	char	 *name;		/* the map key: spec.runtime */
 	char	 *image;
@@ -63,6 +85,9 @@ struct ctl_profile {
 	 */
 	char	*preload;
 	char	*warmup;
+	/* network.egress: none (NULL, 0) is no network at all. */
+	struct ctl_egress	*egress;
+	size_t			 negress;
 };
 
 struct ctl_resources {
@@ -76,6 +101,8 @@ struct ctl_resources {
 
 struct ctl_config {
 	char			*runtime_class;		/* default "gvisor" */
+	/* Pods of a profile with egress: gVisor's own network stack. */
+	char			*network_runtime_class;	/* default "gvisor-net" */
 	int			 allow_custom_images;	/* default 0 */
 	int64_t			 run_as_user;		/* default 65532; > 0 */
 	char			*tmp_size_limit;	/* default "64Mi" */

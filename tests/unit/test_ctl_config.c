@@ -824,6 +824,138 @@ test_unreadable(void **state)
 	assert_null(c);
 }
 
+/*
+ * network.egress (issue 32, docs/network.md): IPv4 CIDRs and their TCP
+ * ports; none is no network; anything else refused with the field named.
+ */
+static void
+test_network_egress(void **state)
+{
+	static const char none[] =
+	    "networkRuntimeClassName: gvisor-egress\n"
+	    "profiles:\n"
+	    "  none: {image: i, command: [python3, main.py], sourceFile: main.py,\n"
+	    "        network: {egress: []}}\n"
+	    "  nulled: {image: i, command: [python3, main.py], sourceFile: main.py,\n"
+	    "        network: {}}\n"
+	    "  plain: {image: i, command: [python3, main.py], sourceFile: main.py}\n";
+	static const struct { const char *yaml, *msg; } bad[] = {
+		{ "network: {egress: [{host: pypi.org, ports: [443]}]}",
+		    "profiles.p.network.egress[0].host: host names need the egress "
+		    "proxy, which is not built yet (docs/network.md); give a cidr" },
+		{ "network: {egress: [{cidr: 10.0.0.0/8}]}",
+		    "profiles.p.network.egress[0].ports is missing: list the TCP "
+		    "ports it may connect to" },
+		{ "network: {egress: [{ports: [1]}]}",
+		    "profiles.p.network.egress[0].cidr is missing" },
+		{ "network: {egress: [{cidr: 10.0.0.0/8, ports: []}]}",
+		    "profiles.p.network.egress[0].ports is empty" },
+		{ "network: {egress: [{cidr: 10.0.0.0/8, ports: 443}]}",
+		    "profiles.p.network.egress[0].ports is not a list" },
+		{ "network: {egress: [{cidr: 10.0.0.0/8, ports: [0]}]}",
+		    "profiles.p.network.egress[0].ports[0] is not a port from 1 to 65535" },
+		{ "network: {egress: [{cidr: 10.0.0.0/8, ports: [1, 65536]}]}",
+		    "profiles.p.network.egress[0].ports[1] is not a port from 1 to 65535" },
+		{ "network: {egress: [{cidr: 10.0.0.0/8, ports: ['443']}]}",
+		    "profiles.p.network.egress[0].ports[0] is not a port from 1 to 65535" },
+		{ "network: {egress: [{cidr: 10.0.0.0/8, ports: [0443]}]}",
+		    "profiles.p.network.egress[0].ports[0] is not a port from 1 to 65535" },
+		{ "network: {egress: [{cidr: 10.0.0.0/8, ports: [443, 80, 443]}]}",
+		    "profiles.p.network.egress[0].ports[2] 443 is given twice" },
+		{ "network: {egress: [{cidr: 10.1.0.0/8, ports: [1]}]}",
+		    "profiles.p.network.egress[0].cidr '10.1.0.0/8' has host bits "
+		    "set: the network is 10.0.0.0/8" },
+		{ "network: {egress: [{cidr: 10.0.0.0, ports: [1]}]}",
+		    "profiles.p.network.egress[0].cidr '10.0.0.0' is not an IPv4 CIDR (a.b.c.d/n)" },
+		{ "network: {egress: [{cidr: 10.0.0.256/32, ports: [1]}]}",
+		    "profiles.p.network.egress[0].cidr '10.0.0.256/32' is not an IPv4 CIDR (a.b.c.d/n)" },
+		{ "network: {egress: [{cidr: 10.0.0.0/33, ports: [1]}]}",
+		    "profiles.p.network.egress[0].cidr '10.0.0.0/33' is not an IPv4 CIDR (a.b.c.d/n)" },
+		{ "network: {egress: [{cidr: 010.0.0.0/8, ports: [1]}]}",
+		    "profiles.p.network.egress[0].cidr '010.0.0.0/8' is not an IPv4 CIDR (a.b.c.d/n)" },
+		{ "network: {egress: [{cidr: 10.0.0.0/08, ports: [1]}]}",
+		    "profiles.p.network.egress[0].cidr '10.0.0.0/08' is not an IPv4 CIDR (a.b.c.d/n)" },
+		{ "network: {egress: [{cidr: 'fd00::/8', ports: [1]}]}",
+		    "profiles.p.network.egress[0].cidr 'fd00::/8' is not an IPv4 CIDR (a.b.c.d/n)" },
+		{ "network: {egress: [{cidr: 10.0.0.0/8, ports: [1]}, {cidr: 10.0.0.0/8, ports: [2]}]}",
+		    "profiles.p.network.egress[1].cidr 10.0.0.0/8 is given twice "
+		    "(list its ports in one entry)" },
+		{ "network: {egress: [{cidr: 10.0.0.0/8, ports: [1], proto: udp}]}",
+		    "profiles.p.network.egress[0].proto is not a known key" },
+		{ "network: {egres: []}", "profiles.p.network.egres is not a known key" },
+		{ "network: {egress: {cidr: 10.0.0.0/8}}",
+		    "profiles.p.network.egress is not a list" },
+		{ "network: [x]", "profiles.p.network is not a mapping" },
+		{ "network: {egress: [10.0.0.0/8]}",
+		    "profiles.p.network.egress[0] is not a mapping" },
+	};
+	struct ctl_config *c = NULL;
+	struct k8s_error e;
+	char *y;
+
+	(void)state;
+	k8s_error_clear(&e);
+	assert_int_equal(ctl_config_parse(none, strlen(none), "mem", &c, &e), 0);
+	assert_string_equal(c->network_runtime_class, "gvisor-egress");
+	for (const char *const *n = (const char *const[]){ "none", "nulled",
+	    "plain", NULL }; *n != NULL; n++) {
+		assert_null(ctl_config_profile(c, *n)->egress);
+		assert_int_equal(ctl_config_profile(c, *n)->negress, 0);
+	}
+	ctl_config_free(c);
+	/* The default class. */
+	y = xasprintf("profiles:\n  p: {image: i, command: [x], sourceFile: m}\n");
+	assert_int_equal(ctl_config_parse(y, strlen(y), "mem", &c, &e), 0);
+	assert_string_equal(c->network_runtime_class, "gvisor-net");
+	ctl_config_free(c);
+	free(y);
+	expect_message("networkRuntimeClassName: Bad_Name\nprofiles:\n  p: {image: i, "
+	    "command: [x], sourceFile: m}\n", "networkRuntimeClassName 'Bad_Name' "
+	    "is not a valid name (lowercase letters, digits, '-' and '.')");
+	/* Well formed: read whole, then refused until it is enforced. */
+	expect_message("profiles:\n  p: {image: i, command: [x], sourceFile: m,\n"
+	    "    network: {egress: [{cidr: 10.20.0.0/16, ports: [5432, 443]},\n"
+	    "                       {cidr: 192.168.1.7/32, ports: [8080]},\n"
+	    "                       {cidr: 0.0.0.0/0, ports: [65535, 1]}]}}\n",
+	    "profiles.p.network.egress (3 entries): egress is not enforced yet "
+	    "(docs/network.md); refused rather than run without it");
+
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		y = xasprintf("profiles:\n  p: {image: i, command: [python3, main.py], "
+		    "sourceFile: main.py, %s}\n", bad[i].yaml);
+		expect_message(y, bad[i].msg);
+		free(y);
+	}
+	/* The caps: 32 entries of 16 ports. */
+	{
+		char *list = xcalloc(1, 33 * 200), one[200], ports[100] = "";
+
+		for (int i = 1; i <= 16; i++)
+			snprintf(ports + strlen(ports), sizeof(ports) - strlen(ports),
+			    "%s%d", i > 1 ? ", " : "", i);
+		for (int i = 0; i < 32; i++) {
+			snprintf(one, sizeof(one), "%s{cidr: 10.0.%d.0/24, ports: [%s]}",
+			    i ? ", " : "", i, ports);
+			strcat(list, one);
+		}
+		y = xasprintf("profiles:\n  p: {image: i, command: [x], sourceFile: m, "
+		    "network: {egress: [%s]}}\n", list);
+		expect_message(y, "profiles.p.network.egress (32 entries): egress "
+		    "is not enforced yet (docs/network.md); refused rather than "
+		    "run without it");
+		free(y);
+		y = xasprintf("profiles:\n  p: {image: i, command: [x], sourceFile: m, "
+		    "network: {egress: [%s, {cidr: 10.1.0.0/16, ports: [1]}]}}\n", list);
+		expect_message(y, "profiles.p.network.egress has more than 32 entries");
+		free(y);
+		y = xasprintf("profiles:\n  p: {image: i, command: [x], sourceFile: m, "
+		    "network: {egress: [{cidr: 10.0.0.0/8, ports: [%s, 17]}]}}\n", ports);
+		expect_message(y, "profiles.p.network.egress[0].ports has more than 16 items");
+		free(y);
+		free(list);
+	}
+}
+
 int
 main(void)
 {
@@ -840,6 +972,7 @@ main(void)
 		cmocka_unit_test(test_caps),
 		cmocka_unit_test(test_size_cap),
 		cmocka_unit_test(test_artifacts),
+		cmocka_unit_test(test_network_egress),
 		cmocka_unit_test(test_unreadable),
 	};
 
