@@ -709,6 +709,16 @@ local_run(const struct ctl_config *cfg, json_t *cx0, const struct local_opts *o,
 		return 0;
 	}
 	p = ctl_config_profile(cfg, json_string_value(json_object_get(spec, "runtime")));
+	if (p->negress > 0) {
+		/* Its network is a pod's NetworkPolicy's: a cluster's alone. */
+		json_object_set_new(cx, "status", rejected("spec.runtime: profile "
+		    "has network egress, which --local does not give (its "
+		    "NetworkPolicy is a cluster's, docs/network.md): run it on "
+		    "a cluster"));
+		podspec_result_free(&pr);
+		*outp = cx;
+		return 0;
+	}
 	c = json_array_get(json_object_get(json_object_get(pr.pod, "spec"),
 	    "containers"), 0);
 	lim = json_object_get(json_object_get(c, "resources"), "limits");

@@ -806,6 +806,10 @@ create_pod(struct controller *ctl, json_t *cached)
 	if (r.configmap && (rc = create_owned(ctl, &k8s_res_configmaps, ns,
 	    r.configmap, uid, &err)) != 0)
 		goto fail;
+	/* Its egress, before its pod: the pod never runs without it. */
+	if (r.netpol && (rc = create_owned(ctl, ctl_guard_res[1], ns,
+	    r.netpol, uid, &err)) != 0)
+		goto fail;
 	ctl_avoid_lost_nodes(ctl, r.pod);
 	if ((rc = create_owned(ctl, &k8s_res_pods, ns, r.pod, uid, &err)) != 0)
 		goto fail;

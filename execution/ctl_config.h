@@ -56,9 +56,7 @@ enum ctl_policy {
 /*
  * network.egress (docs/network.md): where a profile's executions may
  * connect, over TCP. An IPv4 CIDR (canonical: no host bits) and its
- * ports; host names wait for the egress proxy and are refused. Until the
- * controller enforces it (issue 32), a well-formed list is refused too,
- * after it is read, rather than run without it.
+ * ports; host names wait for the egress proxy and are refused.
  */
 #define CTL_EGRESS_MAX		32
 #define CTL_EGRESS_PORTS_MAX	16

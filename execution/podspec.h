@@ -48,6 +48,7 @@
 struct podspec_result {
 	json_t	*pod;		/* always, on success */
 	json_t	*configmap;	/* when the code does not fit annotations */
+	json_t	*netpol;	/* its egress NetworkPolicy, when the profile has egress */
 	char	 code_sha256[65];	/* of the program text (spec.source) */
 };
 

@@ -98,6 +98,13 @@ pool_key(const struct ctl_config *cfg, json_t *spec, char key[POOL_KEY_LEN],
 		return rc;
 	p = ctl_config_profile(cfg, json_string_value(json_object_get(spec,
 	    "runtime")));
+	/* Its own NetworkPolicy, made with its pod: never a holder's. */
+	if (p != NULL && p->negress > 0)
+		return k8s_error_set(err, K8S_EINVAL, 0, NULL,
+		    "spec.runtime: profile '%s' has network egress: its "
+		    "executions run cold, each in a pod of its own with its own "
+		    "NetworkPolicy, not from a pool or in a session "
+		    "(docs/network.md)", p->name);
 	if (p == NULL || p->command[0] == NULL ||
 	    strcmp(p->command[0], POOL_RUNNER) != 0)
 		return k8s_error_set(err, K8S_EINVAL, 0, NULL,

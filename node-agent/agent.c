@@ -205,11 +205,18 @@ agent_pod_keeps_sandbox(json_t *pod)
 	    json_object_get(l, SESSION_LABEL_UID) != NULL;
 }
 
-/* What the run learns from its pod (lock held). */
+/*
+ * What the run learns from its pod (lock held). netclass: the network
+ * RuntimeClass (--network-runtime-class): an execution's pod under it (its
+ * spec, which no one changes after the pod is made) may have a sandbox
+ * with gVisor's network stack, and a refusal for that alone is taken back.
+ */
 void
-agent_learn_pod(struct run *r, json_t *pod)
+agent_learn_pod(struct run *r, json_t *pod, const char *netclass)
 {
 	struct agent_limits lim;
+	const char *rc = json_string_value(json_object_get(json_object_get(pod,
+	    "spec"), "runtimeClassName"));
 
 	/* Learned only: verified (and its log made) by trust.c. */
 	if (!r->learned && (r->step ? step_limits(pod, &lim) :
@@ -224,6 +231,17 @@ agent_learn_pod(struct run *r, json_t *pod)
 		r->policy = lim.policy;
 		r->out_bytes = lim.out_bytes;
 		r->out_files = lim.out_files;
+	}
+	if (r->learned && !r->step && !agent_pod_keeps_sandbox(pod) &&
+	    netclass != NULL && rc != NULL && strcmp(rc, netclass) == 0) {
+		r->netstack = 1;
+		if (r->isolation != NULL && strcmp(r->isolation,
+		    AGENT_NETSTACK) == 0) {
+			free(r->isolation);
+			r->isolation = NULL;
+			if (r->why == CX_KILL_ISOLATION)
+				r->why = CX_KILL_NONE;
+		}
 	}
 }
 
@@ -277,7 +295,7 @@ claimed_seen(struct agent *a, json_t *pod, const char *cid, json_t *state,
 		r->why = CX_KILL_NONE;
 		if (step)
 			r->step = 1;
-		agent_learn_pod(r, pod);
+		agent_learn_pod(r, pod, a->o.network_class);
 	}
 	if (r->cid == NULL && cid && strncmp(cid, "containerd://", 13) == 0)
 		r->cid = xstrdup(cid + 13);
@@ -404,7 +422,7 @@ agent_pod_seen(struct agent *a, json_t *pod)
 		}
 		r = agent_new_run(a, uid, k8s_obj_namespace(pod), k8s_obj_name(pod));
 	}
-	agent_learn_pod(r, pod);
+	agent_learn_pod(r, pod, a->o.network_class);
 	if (r->cid == NULL && cid && strncmp(cid, "containerd://", 13) == 0)
 		r->cid = xstrdup(cid + 13);
 	if (r->start_ns == 0) {
@@ -541,6 +559,16 @@ trim_pod(json_t *pod)
 	    "startTime"));
 	if (out == NULL)
 		return json_incref(pod);
+	/*
+	 * An execution's own pod: its RuntimeClass, which says whether its
+	 * sandbox may have a network stack (agent_learn_pod): a name, at
+	 * most 253 bytes, as the API server checks it.
+	 */
+	if (euid && !pool && !sess && json_is_string(json_object_get(
+	    json_object_get(pod, "spec"), "runtimeClassName")))
+		json_object_set_new(out, "spec", json_pack("{s:O}",
+		    "runtimeClassName", json_object_get(json_object_get(pod,
+		    "spec"), "runtimeClassName")));
 	if (sess && json_object_get(json_object_get(pod, "spec"),
 	    "activeDeadlineSeconds"))
 		json_object_set_new(out, "spec", json_pack("{s:O}",
@@ -603,6 +631,8 @@ agent_new(struct k8s_client *c, struct metrics *m,
 		a->o.sweep_ms = 60000;
 	if (a->o.exec_dir == NULL)
 		a->o.exec_dir = "/run/airlock/exec";
+	if (a->o.network_class == NULL)
+		a->o.network_class = "gvisor-net";
 	/* The first sweep once the cache has had time to fill. */
 	a->next_sweep_ms = clock_mono_ms() + a->o.sweep_ms;
 	a->ctrd = ctrd_new(a->o.containerd_socket, a->o.containerd_ns);

@@ -54,6 +54,12 @@ struct agent_opts {
 	const char	*runsc;
 	const char	*runsc_root;
 	/*
+	 * The RuntimeClass of executions with egress (docs/network.md):
+	 * their sandbox may have gVisor's own network stack (runsc
+	 * --network=sandbox), never the host's. Default gvisor-net.
+	 */
+	const char	*network_class;
+	/*
 	 * Told each time readiness changes (node-agent/check.c): why it is
 	 * not ready (a message naming what is wrong), or NULL once ready.
 	 * From a worker thread; may be NULL.
@@ -161,6 +167,12 @@ int agent_exit_is_init(const struct ctrd_event *ev);
  * lost its network=none setting must not run tenant code with a network.
  */
 const char *agent_sandbox_check(const char *cmdline, size_t len);
+/*
+ * What agent_sandbox_check answers, the same pointer, for a sandbox with
+ * gVisor's own network stack (--network=sandbox): refused unless the pod
+ * is an execution's under the network RuntimeClass (agent_learn_pod).
+ */
+extern const char AGENT_NETSTACK[];
 /*
  * The same check of the cmdline file at path (/proc/PID/cmdline). With
  * wait, an empty read is retried for up to 100 ms: a process in execve, as

@@ -138,6 +138,11 @@ struct run {
 	int		 unknown;
 	enum cx_kill	 why;
 	char		*isolation;		/* why the sandbox is refused */
+	/*
+	 * An execution's pod under the network RuntimeClass (docs/
+	 * network.md): its sandbox may have gVisor's network stack.
+	 */
+	int		 netstack;
 	int		 kill_sent;
 	long long	 kill_at_ms;		/* sent then; again if no exit */
 	int64_t		 sandbox_killed_ns;	/* SIGKILL landed on runsc-sandbox */
@@ -298,7 +303,7 @@ struct run *agent_find_run(struct agent *a, const char *uid);
 struct run *agent_new_run(struct agent *a, const char *uid, const char *ns,
     const char *pod);
 void agent_free_run(struct run *r);
-void agent_learn_pod(struct run *r, json_t *pod);
+void agent_learn_pod(struct run *r, json_t *pod, const char *netclass);
 /*
  * Its exit from the kubelet's terminated state (term, borrowed), unless
  * one came before. One whose end the node lost track of, or whose program

@@ -20,6 +20,9 @@
 #include "session.h"
 #include "xmalloc.h"
 
+const char AGENT_NETSTACK[] = "its gVisor sandbox has a network (runsc "
+    "--network=sandbox) and its pod is not an execution's with egress";
+
 const char *
 agent_sandbox_check(const char *cmdline, size_t len)
 {
@@ -42,10 +45,14 @@ agent_sandbox_check(const char *cmdline, size_t len)
 		if (alen == 4 && memcmp(p, "boot", 4) == 0)
 			break;
 		if (alen >= 10 && memcmp(p, "--network=", 10) == 0)
-			none = alen == 14 && memcmp(p + 10, "none", 4) == 0;
+			none = alen == 14 && memcmp(p + 10, "none", 4) == 0 ? 1 :
+			    alen == 17 && memcmp(p + 10, "sandbox", 7) == 0 ? 2 : 0;
 		else if (alen >= 9 && memcmp(p, "-network=", 9) == 0)
-			none = alen == 13 && memcmp(p + 9, "none", 4) == 0;
+			none = alen == 13 && memcmp(p + 9, "none", 4) == 0 ? 1 :
+			    alen == 16 && memcmp(p + 9, "sandbox", 7) == 0 ? 2 : 0;
 	}
+	if (none == 2)
+		return AGENT_NETSTACK;
 	if (none != 1)
 		return "its gVisor sandbox has a network (runsc --network is not none)";
 	return NULL;
@@ -292,7 +299,7 @@ on_start(struct agent *a, const struct ctrd_event *ev, const char *uid,
 		json_t *p = informer_get(a->pods, ns, pod);
 
 		if (p && strcmp(k8s_obj_uid(p), uid) == 0)
-			agent_learn_pod(r, p);
+			agent_learn_pod(r, p, a->o.network_class);
 		json_decref(p);
 	}
 	if (r->cid == NULL)
@@ -319,6 +326,8 @@ on_start(struct agent *a, const struct ctrd_event *ev, const char *uid,
 		pthread_mutex_unlock(&a->lock);
 		return;
 	}
+	if (bad == AGENT_NETSTACK && r->netstack)
+		bad = NULL;	/* its egress: docs/network.md */
 	if (r->isolation == NULL && bad) {
 		/*
 		 * Stopped now if the pod is known to be an execution's

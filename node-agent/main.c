@@ -28,7 +28,7 @@ usage(void)
 	    "       [--poll-ms MS] [--hard-output-cap BYTES] [--metrics-addr ADDR] [--probe-addr ADDR]\n"
 	    "       [--cgroup-mount DIR] [--cgroup-root PATH] [--sweep-ms MS] [--keep-stale-logs]\n"
 	    "       [--exec-dir DIR] [--runsc PATH --runsc-root DIR] [--log-level LEVEL]\n"
-	    "       [--lease-namespace NS]\n");
+	    "       [--lease-namespace NS] [--network-runtime-class NAME]\n");
 	exit(2);
 }
 
@@ -163,6 +163,7 @@ main(int argc, char **argv)
 		{ "exec-dir", required_argument, NULL, 'E' },
 		{ "runsc", required_argument, NULL, 'r' },
 		{ "runsc-root", required_argument, NULL, 'o' },
+		{ "network-runtime-class", required_argument, NULL, 'W' },
 		{ "lease-namespace", required_argument, NULL, 'L' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -189,6 +190,7 @@ main(int argc, char **argv)
 		case 'E': o.exec_dir = optarg; break;
 		case 'r': o.runsc = optarg; break;
 		case 'o': o.runsc_root = optarg; break;
+		case 'W': o.network_class = optarg; break;
 		case 'L': lease_ns = optarg; break;
 		case 'S': o.sweep_ms = (long)daemon_flag_number(prog, "--sweep-ms", optarg, 100, 86400000); break;
 		case 'm': metrics_addr = optarg; break;

@@ -500,7 +500,8 @@ tick(struct agent *a)
 				 */
 				holder = agent_pod_keeps_sandbox(pod);
 				if (!holder)
-					agent_learn_pod(r, pod);
+					agent_learn_pod(r, pod,
+					    a->o.network_class);
 			}
 			json_decref(pod);
 			if (!r->learned) {

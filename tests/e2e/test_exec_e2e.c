@@ -1678,6 +1678,180 @@ test_network_policy_enforced(void **state)
 	free(ns2);
 }
 
+/*
+ * Egress by CIDR (issue 32, docs/network.md), on the real node: two runc
+ * pods in a namespace of their own serve TCP on 8080, "a" and "b"; a
+ * profile allows a's address alone, on 8080. Its execution runs under
+ * the network RuntimeClass (gVisor's own stack) with a NetworkPolicy of
+ * its own: it reaches a, not b, and not b either in its first seconds
+ * (the namespace's deny-all and its own policy in force before its code
+ * runs). The same program under a profile without egress reaches
+ * nothing. A second controller and agent, scoped to a namespace of their
+ * own, run both. Needs the node's gvisor-net handler (RUNTIME_CLASS_NET).
+ */
+#define EG_CLIENT "import socket, sys, time\n" \
+	"def go(ip):\n" \
+	"    s = socket.socket(); s.settimeout(1)\n" \
+	"    try:\n" \
+	"        s.connect((ip, 8080)); return 'open'\n" \
+	"    except OSError:\n" \
+	"        return 'fail'\n" \
+	"    finally:\n" \
+	"        s.close()\n" \
+	"early = [go(sys.argv[2]) for _ in range(3)]\n" \
+	"end = time.monotonic() + float(sys.argv[3])\n" \
+	"while True:\n" \
+	"    a = go(sys.argv[1])\n" \
+	"    if a == 'open' or time.monotonic() > end:\n" \
+	"        break\n" \
+	"    time.sleep(0.2)\n" \
+	"print('a', a)\n" \
+	"print('b', go(sys.argv[2]))\n" \
+	"print('b at the start', 'open' if 'open' in early else 'fail')\n"
+
+static json_t *
+eg_run(const char *ns2, const char *name, const char *runtime, const char *a_ip,
+    const char *b_ip, const char *wait_s)
+{
+	struct k8s_error err;
+	json_t *o = json_pack("{s:s, s:s, s:{s:s}, s:{s:s, s:s, s:i, s:[s, s, s]}}",
+	    "apiVersion", "airlock.dev/v1alpha1", "kind", "CodeExecution",
+	    "metadata", "name", name, "spec", "runtime", runtime, "source", EG_CLIENT,
+	    "timeoutSeconds", 90, "args", a_ip, b_ip, wait_s);
+
+	if (k8s_create(c, &cx_resource, ns2, o, NULL, &err) != 0)
+		fail_msg("create %s: %s", name, err.message);
+	json_decref(o);
+	return it_cx_wait(c, ns2, name, 150000);
+}
+
+static void
+test_egress_cidr(void **state)
+{
+	static const struct k8s_resource rc_res = { "node.k8s.io", "v1", "runtimeclasses", 0 };
+	static const struct k8s_resource np_res = { "networking.k8s.io", "v1", "networkpolicies", 1 };
+	struct np_pod pods[] = { { "a", 0, "" }, { "b", 0, "" } };
+	const char *netclass = getenv("RUNTIME_CLASS_NET");
+	const char *top = getenv("AIRLOCK_TOP") ? getenv("AIRLOCK_TOP") : ".";
+	char conf[] = "/tmp/airlock-e2e-egress-XXXXXX", log[2][512], addr[2][32];
+	char *nst, *ns2, want[64];
+	struct k8s_error err;
+	json_t *o, *st, *pod = NULL;
+	pid_t pid[2];
+	FILE *f;
+	int fd;
+
+	(void)state;
+	/*
+	 * Not yet: the config refuses a profile with egress until a gate
+	 * holds the program until its policy is in force (ctl_config.c).
+	 * Run by hand on 2026-11-28 with the refusal taken out: "a open",
+	 * but b was reachable too, at the start and for 5 to 7 s after
+	 * (kube-router applies a new pod's policies on its own sync). Kept
+	 * as it will run, skipped.
+	 */
+	print_message("# skipped: egress is refused until its start gate "
+	    "exists (docs/network.md)\n");
+	if (getenv("AIRLOCK_E2E_EGRESS") == NULL)
+		return;
+	if (netclass == NULL || *netclass == '\0') {
+		print_message("# skipped: the node has no network RuntimeClass "
+		    "(RUNTIME_CLASS_NET: the gVisor shim built here)\n");
+		return;
+	}
+	nst = it_namespace_new(c, "e2e-egress-t");
+	ns2 = it_namespace_new(c, "e2e-egress");
+	np_ns = nst;
+	o = json_pack("{s:s, s:s, s:{s:s}, s:s}", "apiVersion", "node.k8s.io/v1",
+	    "kind", "RuntimeClass", "metadata", "name", "airlock-e2e-runc", "handler", "runc");
+	if (k8s_create(c, &rc_res, NULL, o, NULL, &err) != 0 && err.http_status != 409)
+		fail_msg("runtime class: %s", err.message);
+	json_decref(o);
+	for (size_t i = 0; i < 2; i++) {
+		o = json_pack("{s:s, s:s, s:{s:s}, s:{s:s, s:b, s:I,"
+		    " s:{s:b, s:I, s:I, s:{s:s}},"
+		    " s:[{s:s, s:s, s:[s, s, s], s:{s:b, s:{s:[s]}}}]}}",
+		    "apiVersion", "v1", "kind", "Pod", "metadata", "name", pods[i].name,
+		    "spec", "runtimeClassName", "airlock-e2e-runc",
+		    "automountServiceAccountToken", 0, "terminationGracePeriodSeconds", (json_int_t)0,
+		    "securityContext", "runAsNonRoot", 1, "runAsUser", (json_int_t)65532,
+		    "runAsGroup", (json_int_t)65532, "seccompProfile", "type", "RuntimeDefault",
+		    "containers", "name", "serve", "image", it_env_need("RUNNER_PYTHON_IMAGE"),
+		    "command", "python3", "-c", NP_SERVER,
+		    "securityContext", "allowPrivilegeEscalation", 0, "capabilities", "drop", "ALL");
+		if (k8s_create(c, &k8s_res_pods, nst, o, NULL, &err) != 0)
+			fail_msg("create pod %s: %s", pods[i].name, err.message);
+		json_decref(o);
+	}
+	for (size_t i = 0; i < 2; i++)
+		if (!it_wait_for(np_running, &pods[i], 120000))
+			fail_msg("pod %s is not Running with an IP after 120 s", pods[i].name);
+	if ((fd = mkstemp(conf)) < 0 || (f = fdopen(fd, "w")) == NULL)
+		fail_msg("mkstemp");
+	fprintf(f, "networkRuntimeClassName: %s\nprofiles:\n"
+	    "  python-net:\n    image: %s\n    command: [/airlock/bin/run, python3, main.py]\n"
+	    "    sourceFile: main.py\n"
+	    "    network: {egress: [{cidr: %s/32, ports: [8080]}]}\n"
+	    "  python:\n    image: %s\n    command: [/airlock/bin/run, python3, main.py]\n"
+	    "    sourceFile: main.py\n", netclass, it_env_need("RUNNER_PYTHON_IMAGE"),
+	    pods[0].ip, it_env_need("RUNNER_PYTHON_IMAGE"));
+	fclose(f);
+	for (int i = 0; i < 2; i++) {
+		snprintf(addr[i], sizeof(addr[i]), "127.0.0.1:%d", it_free_port());
+		snprintf(log[i], sizeof(log[i]), "%s/build/logs/e2e-%s-%s.log", top,
+		    i ? "agent" : "controller", ns2);
+	}
+	{
+		const char *args[] = { "--config", conf, "--kubeconfig", it_env_need("KUBECONFIG_ADMIN"),
+		    "--namespace", ns2, "--no-leader-elect", "--metrics-addr", addr[0], NULL };
+
+		pid[0] = it_spawn("airlock-controller", log[0], args);
+	}
+	{
+		const char *args[] = { "--kubeconfig", it_env_need("KUBECONFIG_ADMIN"),
+		    "--node-name", it_env_need("NODE_NAME"), "--namespace", ns2,
+		    "--pod-logs-dir", it_env_need("POD_LOGS_DIR"), "--containerd-socket",
+		    it_env_need("CONTAINERD_SOCK"), "--metrics-addr", addr[1], "--cgroup-root",
+		    it_env_need("CGROUP_ROOT"), "--network-runtime-class", netclass, NULL };
+
+		pid[1] = it_spawn("airlock-node-agent", log[1], args);
+	}
+	st = eg_run(ns2, "egress", "python-net", pods[0].ip, pods[1].ip, "20");
+	print_message("# with egress: %s/%s: %s\n", it_str(st, "phase"), it_str(st, "reason"),
+	    it_str(st, "stdout"));
+	assert_string_equal(it_str(st, "phase"), "Succeeded");
+	assert_string_equal(it_str(st, "stdout"), "a open\nb fail\nb at the start fail\n");
+	/* Its pod and its policy, as podspec built them, read while they last. */
+	if (k8s_get(c, &k8s_res_pods, ns2, it_str(st, "podName"), &pod, &err) == 0) {
+		assert_string_equal(json_string_value(json_object_get(json_object_get(pod,
+		    "spec"), "runtimeClassName")), netclass);
+		json_decref(pod);
+	}
+	o = NULL;
+	if (k8s_get(c, &np_res, ns2, it_str(st, "podName"), &o, &err) == 0) {
+		snprintf(want, sizeof(want), "%s/32", pods[0].ip);
+		assert_string_equal(json_string_value(json_object_get(json_object_get(
+		    json_array_get(json_object_get(json_array_get(json_object_get(
+		    json_object_get(o, "spec"), "egress"), 0), "to"), 0), "ipBlock"),
+		    "cidr")), want);
+		json_decref(o);
+	}
+	json_decref(st);
+	st = eg_run(ns2, "no-egress", "python", pods[0].ip, pods[1].ip, "3");
+	print_message("# without: %s/%s: %s\n", it_str(st, "phase"), it_str(st, "reason"),
+	    it_str(st, "stdout"));
+	assert_string_equal(it_str(st, "phase"), "Succeeded");
+	assert_string_equal(it_str(st, "stdout"), "a fail\nb fail\nb at the start fail\n");
+	json_decref(st);
+	it_stop(pid[0], SIGTERM);
+	it_stop(pid[1], SIGTERM);
+	it_namespace_delete(c, ns2);
+	it_namespace_delete(c, nst);
+	free(ns2);
+	free(nst);
+	unlink(conf);
+}
+
 /* A fork bomb ends, and the node runs the next execution as usual. */
 static void
 test_fork_bomb(void **state)
@@ -2448,6 +2622,7 @@ main(void)
 		COLD(cmocka_unit_test(test_log_rotation))
 		COLD(cmocka_unit_test(test_isolation_refused))
 		COLD(cmocka_unit_test(test_network_policy_enforced))
+		COLD(cmocka_unit_test(test_egress_cidr))
 		cmocka_unit_test(test_fork_bomb),
 		cmocka_unit_test(test_fill_tmp),
 		COLD(cmocka_unit_test_teardown(test_sweep, sweep_teardown))

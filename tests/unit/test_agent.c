@@ -303,7 +303,15 @@ test_sandbox_check(void **state)
 	    "--network=none\0--log-fd=3\0boot\0--bundle=/b\0--cpu-num\0002\0cid\0")));
 	assert_string_equal(agent_sandbox_check(ARGS("runsc-sandbox\0--root=/r\0boot\0--network=none\0")),
 	    "its gVisor sandbox has a network (runsc --network is not none)");
-	assert_string_equal(agent_sandbox_check(ARGS("runsc-sandbox\0--network=sandbox\0boot\0")),
+	/* gVisor's own stack: a refusal of its own, taken back for egress. */
+	assert_ptr_equal(agent_sandbox_check(ARGS("runsc-sandbox\0--network=sandbox\0boot\0")),
+	    AGENT_NETSTACK);
+	assert_ptr_equal(agent_sandbox_check(ARGS("runsc-sandbox\0--network=host\0"
+	    "-network=sandbox\0boot\0")), AGENT_NETSTACK);
+	assert_string_equal(agent_sandbox_check(ARGS("runsc-sandbox\0--network=sandbox\0"
+	    "--network=host\0boot\0")),
+	    "its gVisor sandbox has a network (runsc --network is not none)");
+	assert_string_equal(agent_sandbox_check(ARGS("runsc-sandbox\0--network=sandboxx\0boot\0")),
 	    "its gVisor sandbox has a network (runsc --network is not none)");
 	assert_string_equal(agent_sandbox_check(ARGS("runsc-sandbox\0--network=none\0"
 	    "--network=host\0boot\0")),

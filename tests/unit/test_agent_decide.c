@@ -735,7 +735,7 @@ tfx_start(struct tfx *t)
 	t->a.out_mem = crilog_budget_new_floor(AGENT_OUTPUT_MEMORY, AGENT_OUTPUT_FLOOR);
 	t->a.o.node_name = "n1";
 	t->r = agent_new_run(&t->a, "pod-uid-1", "t", TPOD);
-	agent_learn_pod(t->r, pod);
+	agent_learn_pod(t->r, pod, NULL);
 	json_decref(pod);
 }
 
@@ -1046,6 +1046,48 @@ test_memory_bound(void **state)
 	crilog_budget_free(a.out_mem);
 }
 
+/*
+ * A sandbox with gVisor's network stack (docs/network.md): refused at its
+ * start, and the refusal taken back once its pod is known as an
+ * execution's under the network RuntimeClass; under any other class, or
+ * with none, or for another refusal, it stands.
+ */
+static void
+test_netstack_learned(void **state)
+{
+	static const char *const cls[] = { "gvisor-net", "gvisor", NULL };
+	const char *const bad[] = { AGENT_NETSTACK, AGENT_NETSTACK, AGENT_NETSTACK,
+	    "its gVisor sandbox has a network (runsc --network is not none)" };
+	const char *const cls_of[] = { cls[0], cls[1], cls[2], cls[0] };
+	const int taken_back[] = { 1, 0, 0, 0 };
+
+	(void)state;
+	for (int i = 0; i < 4; i++) {
+		struct run r = { 0 };
+		json_t *pod = exec_pod();
+
+		if (cls_of[i])
+			json_object_set_new(pod, "spec", json_pack("{s:s}",
+			    "runtimeClassName", cls_of[i]));
+		r.isolation = xstrdup(bad[i]);
+		r.why = CX_KILL_ISOLATION;
+		agent_learn_pod(&r, pod, "gvisor-net");
+		assert_int_equal(r.learned, 1);
+		assert_int_equal(r.netstack, i == 0 || i == 3);
+		if (taken_back[i]) {
+			assert_null(r.isolation);
+			assert_int_equal(r.why, CX_KILL_NONE);
+		} else {
+			assert_string_equal(r.isolation, bad[i]);
+			assert_int_equal(r.why, CX_KILL_ISOLATION);
+		}
+		free(r.isolation);
+		free(r.cx);
+		free(r.cx_uid);
+		json_decref(pod);
+	}
+}
+
 int
 main(void)
 {
@@ -1075,6 +1117,7 @@ main(void)
 		cmocka_unit_test(test_trust_learned_then_verified),
 		cmocka_unit_test(test_trust_refused),
 		cmocka_unit_test(test_memory_bound),
+		cmocka_unit_test(test_netstack_learned),
 	};
 #undef T
 

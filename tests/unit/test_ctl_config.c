@@ -917,8 +917,8 @@ test_network_egress(void **state)
 	    "    network: {egress: [{cidr: 10.20.0.0/16, ports: [5432, 443]},\n"
 	    "                       {cidr: 192.168.1.7/32, ports: [8080]},\n"
 	    "                       {cidr: 0.0.0.0/0, ports: [65535, 1]}]}}\n",
-	    "profiles.p.network.egress (3 entries): egress is not enforced yet "
-	    "(docs/network.md); refused rather than run without it");
+	    "profiles.p.network.egress (3 entries): egress is not enforced from a "
+	    "pod's start yet (docs/network.md); refused rather than run without it");
 
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		y = xasprintf("profiles:\n  p: {image: i, command: [python3, main.py], "
@@ -941,8 +941,8 @@ test_network_egress(void **state)
 		y = xasprintf("profiles:\n  p: {image: i, command: [x], sourceFile: m, "
 		    "network: {egress: [%s]}}\n", list);
 		expect_message(y, "profiles.p.network.egress (32 entries): egress "
-		    "is not enforced yet (docs/network.md); refused rather than "
-		    "run without it");
+		    "is not enforced from a pod's start yet (docs/network.md); "
+		    "refused rather than run without it");
 		free(y);
 		y = xasprintf("profiles:\n  p: {image: i, command: [x], sourceFile: m, "
 		    "network: {egress: [%s, {cidr: 10.1.0.0/16, ports: [1]}]}}\n", list);

@@ -17,6 +17,8 @@
 #include "artifacts.h"
 #include "jsonsize.h"
 #include "podspec.h"
+#include "pool.h"
+#include "xmalloc.h"
 
 static const char conf[] =
     "runtimeClassName: gvisor\n"
@@ -762,6 +764,75 @@ test_policy_profile(void **state)
 	ctl_config_free(c);
 }
 
+/*
+ * A profile with egress (docs/network.md): its pod under the network
+ * RuntimeClass, and a NetworkPolicy of its own allowing exactly its
+ * entries, owned as the pod is; a profile without stays as it was. The
+ * entries set here by hand: the config refuses them until the controller
+ * enforces them end to end (ctl_config.c).
+ */
+static void
+test_egress_policy(void **state)
+{
+	struct ctl_config *c = config();
+	struct ctl_profile *p = (struct ctl_profile *)ctl_config_profile(c, "python");
+	json_t *o = cx("{\"runtime\":\"python\",\"source\":\"print(1)\"}");
+	struct podspec_result r;
+	struct k8s_error err;
+	char *got;
+
+	(void)state;
+	assert_int_equal(podspec_build(c, o, &r, &err), 0);
+	assert_string_equal(json_string_value(json_object_get(json_object_get(r.pod,
+	    "spec"), "runtimeClassName")), "gvisor");
+	assert_null(r.netpol);
+	podspec_result_free(&r);
+
+	p->egress = xcalloc(2, sizeof(*p->egress));
+	p->negress = 2;
+	p->egress[0] = (struct ctl_egress){ .cidr = xstrdup("10.20.0.0/16"),
+	    .addr = 0x0a140000, .prefix = 16, .ports = { 5432, 443 }, .nports = 2 };
+	p->egress[1] = (struct ctl_egress){ .cidr = xstrdup("192.168.1.7/32"),
+	    .addr = 0xc0a80107, .prefix = 32, .ports = { 8080 }, .nports = 1 };
+	assert_int_equal(podspec_build(c, o, &r, &err), 0);
+	assert_string_equal(json_string_value(json_object_get(json_object_get(r.pod,
+	    "spec"), "runtimeClassName")), "gvisor-net");
+	assert_non_null(r.netpol);
+	got = json_dumps(r.netpol, JSON_COMPACT | JSON_SORT_KEYS);
+	assert_string_equal(got,
+	    "{\"apiVersion\":\"networking.k8s.io/v1\",\"kind\":\"NetworkPolicy\","
+	    "\"metadata\":{\"annotations\":{\"airlock.dev/execution\":\"hello\"},"
+	    "\"labels\":{\"airlock.dev/execution-uid\":\"" UID "\","
+	    "\"app.kubernetes.io/component\":\"execution\","
+	    "\"app.kubernetes.io/name\":\"airlock\"},"
+	    "\"name\":\"airlock-" UID "\",\"namespace\":\"team-a\","
+	    "\"ownerReferences\":[{\"apiVersion\":\"airlock.dev/v1alpha1\","
+	    "\"blockOwnerDeletion\":true,\"controller\":true,\"kind\":\"CodeExecution\","
+	    "\"name\":\"hello\",\"uid\":\"" UID "\"}]},"
+	    "\"spec\":{\"egress\":["
+	    "{\"ports\":[{\"port\":5432,\"protocol\":\"TCP\"},{\"port\":443,\"protocol\":\"TCP\"}],"
+	    "\"to\":[{\"ipBlock\":{\"cidr\":\"10.20.0.0/16\"}}]},"
+	    "{\"ports\":[{\"port\":8080,\"protocol\":\"TCP\"}],"
+	    "\"to\":[{\"ipBlock\":{\"cidr\":\"192.168.1.7/32\"}}]}],"
+	    "\"podSelector\":{\"matchLabels\":{\"airlock.dev/execution-uid\":\"" UID "\"}},"
+	    "\"policyTypes\":[\"Egress\"]}}");
+	free(got);
+	podspec_result_free(&r);
+	/* Never a holder's, nor a session's: a pool key is refused. */
+	{
+		char key[POOL_KEY_LEN];
+
+		assert_int_equal(pool_key(c, json_object_get(o, "spec"), key, &err),
+		    K8S_EINVAL);
+		assert_string_equal(err.message, "spec.runtime: profile 'python' "
+		    "has network egress: its executions run cold, each in a pod "
+		    "of its own with its own NetworkPolicy, not from a pool or in "
+		    "a session (docs/network.md)");
+	}
+	json_decref(o);
+	ctl_config_free(c);
+}
+
 int
 main(void)
 {
@@ -777,6 +848,7 @@ main(void)
 		cmocka_unit_test(test_guardrails),
 		cmocka_unit_test(test_stream_annotation),
 		cmocka_unit_test(test_policy_profile),
+		cmocka_unit_test(test_egress_policy),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
