@@ -615,24 +615,21 @@ default_sa() {
 		get serviceaccount default >/dev/null 2>&1
 }
 
+# runtimeclass NAME HANDLER: the RuntimeClass NAME for the handler.
+runtimeclass() {
+	"$KUBE_BIN_DIR/kubectl" --kubeconfig="$cluster/kubeconfig" apply -f - >/dev/null <<EOF ||
+apiVersion: node.k8s.io/v1
+kind: RuntimeClass
+metadata:
+  name: $1
+handler: $2
+EOF
+		die "kubectl apply of the $1 RuntimeClass failed"
+}
+
 apply_runtimeclass() {
-	"$KUBE_BIN_DIR/kubectl" --kubeconfig="$cluster/kubeconfig" apply -f - >/dev/null <<EOF ||
-apiVersion: node.k8s.io/v1
-kind: RuntimeClass
-metadata:
-  name: $RUNTIME_CLASS
-handler: $RUNSC_HANDLER
-EOF
-		die "kubectl apply of the $RUNTIME_CLASS RuntimeClass failed"
-	[ "$GVISOR_SHIM" = gvisor ] || return 0
-	"$KUBE_BIN_DIR/kubectl" --kubeconfig="$cluster/kubeconfig" apply -f - >/dev/null <<EOF ||
-apiVersion: node.k8s.io/v1
-kind: RuntimeClass
-metadata:
-  name: $RUNTIME_CLASS_NET
-handler: $RUNSC_NET_HANDLER
-EOF
-		die "kubectl apply of the $RUNTIME_CLASS_NET RuntimeClass failed"
+	runtimeclass "$RUNTIME_CLASS" "$RUNSC_HANDLER"
+	[ "$GVISOR_SHIM" != gvisor ] || runtimeclass "$RUNTIME_CLASS_NET" "$RUNSC_NET_HANDLER"
 }
 
 # node_prepare: before etcd, so containerd and the image import run while

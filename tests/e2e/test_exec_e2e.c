@@ -1391,6 +1391,40 @@ test_log_rotation(void **state)
 }
 
 /*
+ * A second controller (config conf) and node agent, scoped to namespace
+ * ns2, their logs in build/logs; netclass, unless NULL, the agent's
+ * --network-runtime-class. Their pids into pid[0], pid[1].
+ */
+static void
+spawn_pair(const char *ns2, const char *conf, const char *netclass, pid_t pid[2])
+{
+	const char *top = getenv("AIRLOCK_TOP") ? getenv("AIRLOCK_TOP") : ".";
+	char log[2][512], addr[2][32];
+
+	for (int i = 0; i < 2; i++) {
+		snprintf(addr[i], sizeof(addr[i]), "127.0.0.1:%d", it_free_port());
+		snprintf(log[i], sizeof(log[i]), "%s/build/logs/e2e-%s-%s.log", top,
+		    i ? "agent" : "controller", ns2);
+	}
+	{
+		const char *args[] = { "--config", conf, "--kubeconfig", it_env_need("KUBECONFIG_ADMIN"),
+		    "--namespace", ns2, "--no-leader-elect", "--metrics-addr", addr[0], NULL };
+
+		pid[0] = it_spawn("airlock-controller", log[0], args);
+	}
+	{
+		const char *args[] = { "--kubeconfig", it_env_need("KUBECONFIG_ADMIN"),
+		    "--node-name", it_env_need("NODE_NAME"), "--namespace", ns2,
+		    "--pod-logs-dir", it_env_need("POD_LOGS_DIR"), "--containerd-socket",
+		    it_env_need("CONTAINERD_SOCK"), "--metrics-addr", addr[1], "--cgroup-root",
+		    it_env_need("CGROUP_ROOT"), netclass ? "--network-runtime-class" : NULL,
+		    netclass, NULL };
+
+		pid[1] = it_spawn("airlock-node-agent", log[1], args);
+	}
+}
+
+/*
  * A node whose runtime does not isolate (here runc, through a RuntimeClass
  * made for the test; a runsc without network=none is refused the same
  * way, see test_agent's test_sandbox_check): the agent stops the program
@@ -1401,8 +1435,7 @@ static void
 test_isolation_refused(void **state)
 {
 	static const struct k8s_resource rc_res = { "node.k8s.io", "v1", "runtimeclasses", 0 };
-	char conf[] = "/tmp/airlock-e2e-runc-XXXXXX", log[2][512], addr[2][32];
-	const char *top = getenv("AIRLOCK_TOP") ? getenv("AIRLOCK_TOP") : ".";
+	char conf[] = "/tmp/airlock-e2e-runc-XXXXXX";
 	char *ns2 = it_namespace_new(c, "e2e-runc");
 	struct k8s_error err;
 	pid_t pid[2];
@@ -1428,26 +1461,7 @@ test_isolation_refused(void **state)
 	    "  python:\n    image: %s\n    command: [python3, /airlock/code/main.py]\n"
 	    "    sourceFile: main.py\n", it_env_need("RUNNER_PYTHON_IMAGE"));
 	fclose(f);
-	for (int i = 0; i < 2; i++) {
-		snprintf(addr[i], sizeof(addr[i]), "127.0.0.1:%d", it_free_port());
-		snprintf(log[i], sizeof(log[i]), "%s/build/logs/e2e-%s-%s.log", top,
-		    i ? "agent" : "controller", ns2);
-	}
-	{
-		const char *args[] = { "--config", conf, "--kubeconfig", it_env_need("KUBECONFIG_ADMIN"),
-		    "--namespace", ns2, "--no-leader-elect", "--metrics-addr", addr[0], NULL };
-
-		pid[0] = it_spawn("airlock-controller", log[0], args);
-	}
-	{
-		const char *args[] = { "--kubeconfig", it_env_need("KUBECONFIG_ADMIN"),
-		    "--node-name", it_env_need("NODE_NAME"), "--namespace", ns2,
-		    "--pod-logs-dir", it_env_need("POD_LOGS_DIR"), "--containerd-socket",
-		    it_env_need("CONTAINERD_SOCK"), "--metrics-addr", addr[1], "--cgroup-root",
-		    it_env_need("CGROUP_ROOT"), NULL };
-
-		pid[1] = it_spawn("airlock-node-agent", log[1], args);
-	}
+	spawn_pair(ns2, conf, NULL, pid);
 	o = json_pack("{s:s, s:s, s:{s:s}, s:{s:s, s:s}}", "apiVersion", "airlock.dev/v1alpha1",
 	    "kind", "CodeExecution", "metadata", "name", "unboxed", "spec", "runtime", "python",
 	    "source", "import time\nprint('ran', flush=True)\ntime.sleep(30)\n");
@@ -1732,8 +1746,7 @@ test_egress_cidr(void **state)
 	static const struct k8s_resource np_res = { "networking.k8s.io", "v1", "networkpolicies", 1 };
 	struct np_pod pods[] = { { "a", 0, "" }, { "b", 0, "" } };
 	const char *netclass = getenv("RUNTIME_CLASS_NET");
-	const char *top = getenv("AIRLOCK_TOP") ? getenv("AIRLOCK_TOP") : ".";
-	char conf[] = "/tmp/airlock-e2e-egress-XXXXXX", log[2][512], addr[2][32];
+	char conf[] = "/tmp/airlock-e2e-egress-XXXXXX";
 	char *nst, *ns2, want[64];
 	struct k8s_error err;
 	json_t *o, *st, *pod = NULL;
@@ -1796,26 +1809,7 @@ test_egress_cidr(void **state)
 	    "    sourceFile: main.py\n", netclass, it_env_need("RUNNER_PYTHON_IMAGE"),
 	    pods[0].ip, it_env_need("RUNNER_PYTHON_IMAGE"));
 	fclose(f);
-	for (int i = 0; i < 2; i++) {
-		snprintf(addr[i], sizeof(addr[i]), "127.0.0.1:%d", it_free_port());
-		snprintf(log[i], sizeof(log[i]), "%s/build/logs/e2e-%s-%s.log", top,
-		    i ? "agent" : "controller", ns2);
-	}
-	{
-		const char *args[] = { "--config", conf, "--kubeconfig", it_env_need("KUBECONFIG_ADMIN"),
-		    "--namespace", ns2, "--no-leader-elect", "--metrics-addr", addr[0], NULL };
-
-		pid[0] = it_spawn("airlock-controller", log[0], args);
-	}
-	{
-		const char *args[] = { "--kubeconfig", it_env_need("KUBECONFIG_ADMIN"),
-		    "--node-name", it_env_need("NODE_NAME"), "--namespace", ns2,
-		    "--pod-logs-dir", it_env_need("POD_LOGS_DIR"), "--containerd-socket",
-		    it_env_need("CONTAINERD_SOCK"), "--metrics-addr", addr[1], "--cgroup-root",
-		    it_env_need("CGROUP_ROOT"), "--network-runtime-class", netclass, NULL };
-
-		pid[1] = it_spawn("airlock-node-agent", log[1], args);
-	}
+	spawn_pair(ns2, conf, netclass, pid);
 	st = eg_run(ns2, "egress", "python-net", pods[0].ip, pods[1].ip, "20");
 	print_message("# with egress: %s/%s: %s\n", it_str(st, "phase"), it_str(st, "reason"),
 	    it_str(st, "stdout"));
