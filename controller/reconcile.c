@@ -678,12 +678,15 @@ follow_pod(struct controller *ctl, json_t *cx, json_t *pod, json_t *status,
 
 /*
  * Create obj; one of that name already there is fine only if it is this
- * execution's own (a retry after a lost answer). Anyone else's, made
- * before us under the name we use, is refused: K8S_EEXIST.
+ * execution's own (a retry after a lost answer), and, with same_spec, has
+ * obj's spec exactly (a NetworkPolicy: one made ahead by whoever knew the
+ * uid, owner reference and all, must not stand in for ours). Anyone
+ * else's, made before us under the name we use, is refused: K8S_EEXIST.
  */
 static int
 create_owned(struct controller *ctl, const struct k8s_resource *res,
-    const char *ns, json_t *obj, const char *uid, struct k8s_error *err)
+    const char *ns, json_t *obj, const char *uid, int same_spec,
+    struct k8s_error *err)
 {
 	json_t *there = NULL;
 	int rc = k8s_create(ctl->client, res, ns, obj, NULL, err);
@@ -693,7 +696,9 @@ create_owned(struct controller *ctl, const struct k8s_resource *res,
 	if ((rc = k8s_get(ctl->client, res, ns, k8s_obj_name(obj), &there,
 	    err)) != 0)
 		return rc;
-	rc = ctl_owned_by(there, "CodeExecution", uid) ? 0 : k8s_error_set(err, K8S_EEXIST, 409,
+	rc = ctl_owned_by(there, "CodeExecution", uid) && (!same_spec ||
+	    json_equal(json_object_get(there, "spec"), json_object_get(obj,
+	    "spec"))) ? 0 : k8s_error_set(err, K8S_EEXIST, 409,
 	    "AlreadyExists", "%s %s exists and is not this execution's",
 	    res->plural, k8s_obj_name(obj));
 	json_decref(there);
@@ -804,14 +809,14 @@ create_pod(struct controller *ctl, json_t *cached)
 		}
 	}
 	if (r.configmap && (rc = create_owned(ctl, &k8s_res_configmaps, ns,
-	    r.configmap, uid, &err)) != 0)
+	    r.configmap, uid, 0, &err)) != 0)
 		goto fail;
 	/* Its egress, before its pod: the pod never runs without it. */
 	if (r.netpol && (rc = create_owned(ctl, ctl_guard_res[1], ns,
-	    r.netpol, uid, &err)) != 0)
+	    r.netpol, uid, 1, &err)) != 0)
 		goto fail;
 	ctl_avoid_lost_nodes(ctl, r.pod);
-	if ((rc = create_owned(ctl, &k8s_res_pods, ns, r.pod, uid, &err)) != 0)
+	if ((rc = create_owned(ctl, &k8s_res_pods, ns, r.pod, uid, 0, &err)) != 0)
 		goto fail;
 	json_object_set_new(status, "podName", json_string(k8s_obj_name(r.pod)));
 	json_object_set_new(status, "codeSha256", json_string(r.code_sha256));

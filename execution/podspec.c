@@ -351,7 +351,7 @@ egress_policy(const struct ctl_profile *p, json_t *md)
 		    "to", "ipBlock", "cidr", p->egress[i].cidr, "ports", ports));
 	}
 	np = json_pack("{s:s, s:s, s:{s:O, s:O, s:{s:s, s:s, s:s*}, s:o, s:O},"
-	    " s:{s:{s:{s:s*}}, s:[s], s:o}}",
+	    " s:{s:{s:{s:s}}, s:[s], s:o}}",
 	    "apiVersion", "networking.k8s.io/v1", "kind", "NetworkPolicy",
 	    "metadata", "name", json_object_get(md, "name"),
 	    "namespace", json_object_get(md, "namespace"),
@@ -630,9 +630,12 @@ podspec_build_sized(const struct ctl_config *cfg, json_t *cx, size_t size,
 		json_object_del(c, "volumeMounts");
 		json_object_set_new(c, "workingDir", json_string(TMP_DIR));
 	}
-	if (p->negress > 0 && out->pod)
-		out->netpol = egress_policy(p, json_object_get(out->pod,
-		    "metadata"));
+	/* No policy, no pod: one that selects nothing would leave it open. */
+	if (p->negress > 0 && out->pod && (out->netpol = egress_policy(p,
+	    json_object_get(out->pod, "metadata"))) == NULL) {
+		json_decref(out->pod);
+		out->pod = NULL;
+	}
 	free(podname);
 	json_decref(code.data);
 	json_decref(code.items);

@@ -631,8 +631,6 @@ agent_new(struct k8s_client *c, struct metrics *m,
 		a->o.sweep_ms = 60000;
 	if (a->o.exec_dir == NULL)
 		a->o.exec_dir = "/run/airlock/exec";
-	if (a->o.network_class == NULL)
-		a->o.network_class = "gvisor-net";
 	/* The first sweep once the cache has had time to fill. */
 	a->next_sweep_ms = clock_mono_ms() + a->o.sweep_ms;
 	a->ctrd = ctrd_new(a->o.containerd_socket, a->o.containerd_ns);

@@ -56,7 +56,10 @@ struct agent_opts {
 	/*
 	 * The RuntimeClass of executions with egress (docs/network.md):
 	 * their sandbox may have gVisor's own network stack (runsc
-	 * --network=sandbox), never the host's. Default gvisor-net.
+	 * --network=sandbox), never the host's. NULL (the default): none
+	 * may. Off until egress ships: the class is read from the pod, which
+	 * its creator wrote, and a pod forged under it (issue 27) must not
+	 * be let through while no execution can have egress.
 	 */
 	const char	*network_class;
 	/*

@@ -21,7 +21,7 @@
 #include "xmalloc.h"
 
 const char AGENT_NETSTACK[] = "its gVisor sandbox has a network (runsc "
-    "--network=sandbox) and its pod is not an execution's with egress";
+    "--network=sandbox) and its pod is not under the network RuntimeClass";
 
 const char *
 agent_sandbox_check(const char *cmdline, size_t len)

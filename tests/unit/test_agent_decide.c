@@ -1057,12 +1057,16 @@ test_netstack_learned(void **state)
 {
 	static const char *const cls[] = { "gvisor-net", "gvisor", NULL };
 	const char *const bad[] = { AGENT_NETSTACK, AGENT_NETSTACK, AGENT_NETSTACK,
-	    "its gVisor sandbox has a network (runsc --network is not none)" };
-	const char *const cls_of[] = { cls[0], cls[1], cls[2], cls[0] };
-	const int taken_back[] = { 1, 0, 0, 0 };
+	    "its gVisor sandbox has a network (runsc --network is not none)",
+	    AGENT_NETSTACK };
+	const char *const cls_of[] = { cls[0], cls[1], cls[2], cls[0], cls[0] };
+	/* The agent's --network-runtime-class: unset (the default), none may. */
+	const char *const agent_cls[] = { "gvisor-net", "gvisor-net", "gvisor-net",
+	    "gvisor-net", NULL };
+	const int taken_back[] = { 1, 0, 0, 0, 0 };
 
 	(void)state;
-	for (int i = 0; i < 4; i++) {
+	for (int i = 0; i < 5; i++) {
 		struct run r = { 0 };
 		json_t *pod = exec_pod();
 
@@ -1071,7 +1075,7 @@ test_netstack_learned(void **state)
 			    "runtimeClassName", cls_of[i]));
 		r.isolation = xstrdup(bad[i]);
 		r.why = CX_KILL_ISOLATION;
-		agent_learn_pod(&r, pod, "gvisor-net");
+		agent_learn_pod(&r, pod, agent_cls[i]);
 		assert_int_equal(r.learned, 1);
 		assert_int_equal(r.netstack, i == 0 || i == 3);
 		if (taken_back[i]) {
