@@ -1747,7 +1747,7 @@ test_egress_cidr(void **state)
 	struct np_pod pods[] = { { "a", 0, "" }, { "b", 0, "" } };
 	const char *netclass = getenv("RUNTIME_CLASS_NET");
 	char conf[] = "/tmp/airlock-e2e-egress-XXXXXX";
-	char *nst, *ns2, want[64];
+	char *nst, *ns2, want[80];
 	struct k8s_error err;
 	json_t *o, *st, *pod = NULL;
 	pid_t pid[2];
