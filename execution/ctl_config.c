@@ -9,6 +9,7 @@
  * name one big node many times, so every per-profile value is capped
  * before it is copied.
  */
+#include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdint.h>
@@ -580,39 +581,36 @@ walk_preload(struct yamlwalk *w, yaml_node_t *body, const char *where,
 
 /*
  * "a.b.c.d/n" in s (len bytes): the network into *addr (host byte order)
- * and *prefix. 0 when well formed; else -1, or 1 when host bits are set
- * (*addr then holds the network they belong to).
+ * and *prefix. 0 when well formed (the address as inet_pton reads it, no
+ * leading zeros; n from 0 to 32, no leading zero); else -1, or 1 when host
+ * bits are set (*addr then holds the network they belong to).
  */
 static int
 parse_cidr(const unsigned char *s, size_t len, uint32_t *addr, int *prefix)
 {
-	uint32_t a = 0, part;
-	size_t i = 0, digits;
-	int dots;
+	const unsigned char *slash = memchr(s, '/', len);
+	char ip[INET_ADDRSTRLEN];
+	struct in_addr in;
+	size_t iplen, plen;
+	uint32_t a;
+	int n;
 
-	for (dots = 0; dots < 4; dots++) {
-		for (part = 0, digits = 0; i < len && s[i] >= '0' && s[i] <= '9';
-		    i++, digits++) {
-			part = part * 10 + (uint32_t)(s[i] - '0');
-			if (digits == 3 || part > 255 ||
-			    (digits == 1 && part < 10 && s[i - 1] == '0'))
-				return -1;	/* too long, big, or "01" */
-		}
-		if (digits == 0 || i >= len || s[i] != (dots < 3 ? '.' : '/'))
-			return -1;
-		a = a << 8 | part;
-		i++;
-	}
-	for (part = 0, digits = 0; i < len && s[i] >= '0' && s[i] <= '9';
-	    i++, digits++) {
-		part = part * 10 + (uint32_t)(s[i] - '0');
-		if (digits == 2 || part > 32 || (digits == 1 && s[i - 1] == '0'))
-			return -1;
-	}
-	if (digits == 0 || i != len)
+	if (slash == NULL || (iplen = (size_t)(slash - s)) >= sizeof(ip) ||
+	    memchr(s, '\0', iplen) != NULL)
 		return -1;
-	*prefix = (int)part;
-	*addr = part == 0 ? 0 : a & ~(uint32_t)0 << (32 - part);
+	memcpy(ip, s, iplen);
+	ip[iplen] = '\0';
+	plen = len - iplen - 1;
+	if (inet_pton(AF_INET, ip, &in) != 1 || plen < 1 || plen > 2 ||
+	    slash[1] < '0' || slash[1] > '9' || (plen == 2 &&
+	    (slash[1] == '0' || slash[2] < '0' || slash[2] > '9')))
+		return -1;
+	n = plen == 1 ? slash[1] - '0' : (slash[1] - '0') * 10 + slash[2] - '0';
+	if (n > 32)
+		return -1;
+	a = ntohl(in.s_addr);
+	*prefix = n;
+	*addr = n == 0 ? 0 : a & ~(uint32_t)0 << (32 - n);
 	return *addr == a ? 0 : 1;
 }
 
@@ -640,30 +638,24 @@ walk_ports(struct yamlwalk *w, yaml_node_t *entry, const char *where,
 		return yamlwalk_fail(w, "%s.ports has more than %d items", where,
 		    CTL_EGRESS_PORTS_MAX);
 	for (i = 0, it = seq->data.sequence.items.start; i < n; i++, it++) {
-		const unsigned char *v;
-		long port = 0;
-		size_t k, len;
+		const char *v;
+		long long port;
 
 		if ((rc = yamlwalk_step(w)) != 0)
 			return rc;
 		item = yamlwalk_node(w, *it);
+		/* Plain digits, no sign, space or leading zero; all of it. */
 		if (item == NULL || item->type != YAML_SCALAR_NODE ||
 		    item->data.scalar.style != YAML_PLAIN_SCALAR_STYLE)
 			goto bad;
-		v = item->data.scalar.value;
-		len = item->data.scalar.length;
-		if (len == 0 || len > 5 || v[0] == '0')
-			goto bad;
-		for (k = 0; k < len; k++) {
-			if (v[k] < '0' || v[k] > '9')
-				goto bad;
-			port = port * 10 + (v[k] - '0');
-		}
-		if (port > 65535)
+		v = (const char *)item->data.scalar.value;
+		if (v[0] < '1' || v[0] > '9' ||
+		    strlen(v) != item->data.scalar.length ||
+		    quantity_parse_int(v, 1, 65535, &port) != 0)
 			goto bad;
 		for (j = 0; j < e->nports; j++)
 			if (e->ports[j] == (int)port)
-				return yamlwalk_fail(w, "%s.ports[%zu] %ld is "
+				return yamlwalk_fail(w, "%s.ports[%zu] %lld is "
 				    "given twice", where, i, port);
 		e->ports[e->nports++] = (int)port;
 		continue;

@@ -350,16 +350,15 @@ egress_policy(const struct ctl_profile *p, json_t *md)
 		json_array_append_new(rules, json_pack("{s:[{s:{s:s}}], s:o}",
 		    "to", "ipBlock", "cidr", p->egress[i].cidr, "ports", ports));
 	}
-	np = json_pack("{s:s, s:s, s:{s:O, s:O, s:{s:s, s:s, s:s*}, s:o, s:O},"
+	np = json_pack("{s:s, s:s, s:{s:O, s:O, s:{s:s, s:s, s:s*}, s:{s:O*}, s:O},"
 	    " s:{s:{s:{s:s}}, s:[s], s:o}}",
 	    "apiVersion", "networking.k8s.io/v1", "kind", "NetworkPolicy",
 	    "metadata", "name", json_object_get(md, "name"),
 	    "namespace", json_object_get(md, "namespace"),
 	    "labels", "app.kubernetes.io/name", "airlock",
 	    CX_LABEL_COMPONENT, CX_COMPONENT, CX_LABEL_UID, uid,
-	    "annotations", json_object_get(json_object_get(md, "annotations"),
-	    CX_ANN_NAME) ? json_pack("{s:O}", CX_ANN_NAME, json_object_get(
-	    json_object_get(md, "annotations"), CX_ANN_NAME)) : json_object(),
+	    "annotations", CX_ANN_NAME, json_object_get(json_object_get(md,
+	    "annotations"), CX_ANN_NAME),
 	    "ownerReferences", json_object_get(md, "ownerReferences"),
 	    "spec", "podSelector", "matchLabels", CX_LABEL_UID, uid,
 	    "policyTypes", "Egress", "egress", rules);

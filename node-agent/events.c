@@ -27,7 +27,7 @@ const char *
 agent_sandbox_check(const char *cmdline, size_t len)
 {
 	const char *p = cmdline, *end = cmdline + len;
-	size_t alen;
+	size_t alen, off;
 	int none = -1;
 
 	if (len == 0 || strnlen(cmdline, len) == len)
@@ -44,12 +44,13 @@ agent_sandbox_check(const char *cmdline, size_t len)
 		alen = strnlen(p, (size_t)(end - p));
 		if (alen == 4 && memcmp(p, "boot", 4) == 0)
 			break;
-		if (alen >= 10 && memcmp(p, "--network=", 10) == 0)
-			none = alen == 14 && memcmp(p + 10, "none", 4) == 0 ? 1 :
-			    alen == 17 && memcmp(p + 10, "sandbox", 7) == 0 ? 2 : 0;
-		else if (alen >= 9 && memcmp(p, "-network=", 9) == 0)
-			none = alen == 13 && memcmp(p + 9, "none", 4) == 0 ? 1 :
-			    alen == 16 && memcmp(p + 9, "sandbox", 7) == 0 ? 2 : 0;
+		/* --network=V or -network=V: V's length is alen - off. */
+		off = alen >= 10 && memcmp(p, "--network=", 10) == 0 ? 10 :
+		    alen >= 9 && memcmp(p, "-network=", 9) == 0 ? 9 : 0;
+		if (off)
+			none = alen - off == 4 && memcmp(p + off, "none", 4) == 0 ?
+			    1 : alen - off == 7 && memcmp(p + off, "sandbox", 7) ==
+			    0 ? 2 : 0;
 	}
 	if (none == 2)
 		return AGENT_NETSTACK;
