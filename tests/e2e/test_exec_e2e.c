@@ -1390,6 +1390,20 @@ test_log_rotation(void **state)
 	json_decref(st);
 }
 
+/* The RuntimeClass airlock-e2e-runc: pods under runc, with a network. */
+static void
+runc_class(void)
+{
+	static const struct k8s_resource rc_res = { "node.k8s.io", "v1", "runtimeclasses", 0 };
+	struct k8s_error err;
+	json_t *o = json_pack("{s:s, s:s, s:{s:s}, s:s}", "apiVersion", "node.k8s.io/v1",
+	    "kind", "RuntimeClass", "metadata", "name", "airlock-e2e-runc", "handler", "runc");
+
+	if (k8s_create(c, &rc_res, NULL, o, NULL, &err) != 0 && err.http_status != 409)
+		fail_msg("runtime class: %s", err.message);
+	json_decref(o);
+}
+
 /*
  * A second controller (config conf) and node agent, scoped to namespace
  * ns2, their logs in build/logs; netclass, unless NULL, the agent's
@@ -1434,7 +1448,6 @@ spawn_pair(const char *ns2, const char *conf, const char *netclass, pid_t pid[2]
 static void
 test_isolation_refused(void **state)
 {
-	static const struct k8s_resource rc_res = { "node.k8s.io", "v1", "runtimeclasses", 0 };
 	char conf[] = "/tmp/airlock-e2e-runc-XXXXXX";
 	char *ns2 = it_namespace_new(c, "e2e-runc");
 	struct k8s_error err;
@@ -1445,11 +1458,7 @@ test_isolation_refused(void **state)
 	long end;
 
 	(void)state;
-	o = json_pack("{s:s, s:s, s:{s:s}, s:s}", "apiVersion", "node.k8s.io/v1",
-	    "kind", "RuntimeClass", "metadata", "name", "airlock-e2e-runc", "handler", "runc");
-	if (k8s_create(c, &rc_res, NULL, o, NULL, &err) != 0 && err.http_status != 409)
-		fail_msg("runtime class: %s", err.message);
-	json_decref(o);
+	runc_class();
 	if ((fd = mkstemp(conf)) < 0 || (f = fdopen(fd, "w")) == NULL)
 		fail_msg("mkstemp");
 	/*
@@ -1556,6 +1565,44 @@ np_running(void *arg)
 	return ok;
 }
 
+/*
+ * pods[0..n) in np_ns, under airlock-e2e-runc (runc_class), each serving
+ * NP_SERVER on 8080, a sealed one labelled as Airlock labels an
+ * execution's pod; then each Running, its IP in ip.
+ */
+static void
+np_pods_start(struct np_pod *pods, size_t n)
+{
+	struct k8s_error err;
+	json_t *o;
+
+	for (size_t i = 0; i < n; i++) {
+		json_t *labels = pods[i].sealed ? json_pack("{s:s, s:s}", CX_LABEL_MANAGED,
+		    CX_MANAGER, CX_LABEL_COMPONENT, CX_COMPONENT) : json_object();
+
+		o = json_pack("{s:s, s:s, s:{s:s, s:o}, s:{s:s, s:b, s:I,"
+		    " s:{s:b, s:I, s:I, s:{s:s}},"
+		    " s:[{s:s, s:s, s:[s, s, s], s:{s:b, s:{s:[s]}}}]}}",
+		    "apiVersion", "v1", "kind", "Pod",
+		    "metadata", "name", pods[i].name, "labels", labels,
+		    "spec", "runtimeClassName", "airlock-e2e-runc",
+		    "automountServiceAccountToken", 0, "terminationGracePeriodSeconds", (json_int_t)0,
+		    "securityContext", "runAsNonRoot", 1, "runAsUser", (json_int_t)65532,
+		    "runAsGroup", (json_int_t)65532, "seccompProfile", "type", "RuntimeDefault",
+		    "containers", "name", "serve", "image", it_env_need("RUNNER_PYTHON_IMAGE"),
+		    "command", "python3", "-c", NP_SERVER,
+		    "securityContext", "allowPrivilegeEscalation", 0, "capabilities", "drop", "ALL");
+		if (o == NULL)
+			fail_msg("json_pack of pod %s", pods[i].name);
+		if (k8s_create(c, &k8s_res_pods, np_ns, o, NULL, &err) != 0)
+			fail_msg("create pod %s: %s", pods[i].name, err.message);
+		json_decref(o);
+	}
+	for (size_t i = 0; i < n; i++)
+		if (!it_wait_for(np_running, &pods[i], 120000))
+			fail_msg("pod %s is not Running with an IP after 120 s", pods[i].name);
+}
+
 /* "open" or "fail": a TCP connect from inside pod FROM to TO:8080. */
 static char *
 np_connect(const char *from, const char *to)
@@ -1613,7 +1660,6 @@ np_refused(void *arg)
 static void
 test_network_policy_enforced(void **state)
 {
-	static const struct k8s_resource rc_res = { "node.k8s.io", "v1", "runtimeclasses", 0 };
 	static const struct k8s_resource np_res = { "networking.k8s.io", "v1", "networkpolicies", 1 };
 	struct np_pod pods[] = { { "sealed", 1, "" }, { "a", 0, "" }, { "b", 0, "" } };
 	struct np_wait w;
@@ -1624,36 +1670,8 @@ test_network_policy_enforced(void **state)
 
 	(void)state;
 	np_ns = ns2;
-	o = json_pack("{s:s, s:s, s:{s:s}, s:s}", "apiVersion", "node.k8s.io/v1",
-	    "kind", "RuntimeClass", "metadata", "name", "airlock-e2e-runc", "handler", "runc");
-	if (k8s_create(c, &rc_res, NULL, o, NULL, &err) != 0 && err.http_status != 409)
-		fail_msg("runtime class: %s", err.message);
-	json_decref(o);
-	for (size_t i = 0; i < sizeof(pods) / sizeof(pods[0]); i++) {
-		json_t *labels = pods[i].sealed ? json_pack("{s:s, s:s}", CX_LABEL_MANAGED,
-		    CX_MANAGER, CX_LABEL_COMPONENT, CX_COMPONENT) : json_object();
-
-		o = json_pack("{s:s, s:s, s:{s:s, s:o}, s:{s:s, s:b, s:I,"
-		    " s:{s:b, s:I, s:I, s:{s:s}},"
-		    " s:[{s:s, s:s, s:[s, s, s], s:{s:b, s:{s:[s]}}}]}}",
-		    "apiVersion", "v1", "kind", "Pod",
-		    "metadata", "name", pods[i].name, "labels", labels,
-		    "spec", "runtimeClassName", "airlock-e2e-runc",
-		    "automountServiceAccountToken", 0, "terminationGracePeriodSeconds", (json_int_t)0,
-		    "securityContext", "runAsNonRoot", 1, "runAsUser", (json_int_t)65532,
-		    "runAsGroup", (json_int_t)65532, "seccompProfile", "type", "RuntimeDefault",
-		    "containers", "name", "serve", "image", it_env_need("RUNNER_PYTHON_IMAGE"),
-		    "command", "python3", "-c", NP_SERVER,
-		    "securityContext", "allowPrivilegeEscalation", 0, "capabilities", "drop", "ALL");
-		if (o == NULL)
-			fail_msg("json_pack of pod %s", pods[i].name);
-		if (k8s_create(c, &k8s_res_pods, ns2, o, NULL, &err) != 0)
-			fail_msg("create pod %s: %s", pods[i].name, err.message);
-		json_decref(o);
-	}
-	for (size_t i = 0; i < sizeof(pods) / sizeof(pods[0]); i++)
-		if (!it_wait_for(np_running, &pods[i], 120000))
-			fail_msg("pod %s is not Running with an IP after 120 s", pods[i].name);
+	runc_class();
+	np_pods_start(pods, sizeof(pods) / sizeof(pods[0]));
 
 	/* Before the policy: the network works, both ways. */
 	np_expect("a", pods[2].ip, "b", "open");
@@ -1742,7 +1760,6 @@ eg_run(const char *ns2, const char *name, const char *runtime, const char *a_ip,
 static void
 test_egress_cidr(void **state)
 {
-	static const struct k8s_resource rc_res = { "node.k8s.io", "v1", "runtimeclasses", 0 };
 	static const struct k8s_resource np_res = { "networking.k8s.io", "v1", "networkpolicies", 1 };
 	struct np_pod pods[] = { { "a", 0, "" }, { "b", 0, "" } };
 	const char *netclass = getenv("RUNTIME_CLASS_NET");
@@ -1776,30 +1793,8 @@ test_egress_cidr(void **state)
 	nst = it_namespace_new(c, "e2e-egress-t");
 	ns2 = it_namespace_new(c, "e2e-egress");
 	np_ns = nst;
-	o = json_pack("{s:s, s:s, s:{s:s}, s:s}", "apiVersion", "node.k8s.io/v1",
-	    "kind", "RuntimeClass", "metadata", "name", "airlock-e2e-runc", "handler", "runc");
-	if (k8s_create(c, &rc_res, NULL, o, NULL, &err) != 0 && err.http_status != 409)
-		fail_msg("runtime class: %s", err.message);
-	json_decref(o);
-	for (size_t i = 0; i < 2; i++) {
-		o = json_pack("{s:s, s:s, s:{s:s}, s:{s:s, s:b, s:I,"
-		    " s:{s:b, s:I, s:I, s:{s:s}},"
-		    " s:[{s:s, s:s, s:[s, s, s], s:{s:b, s:{s:[s]}}}]}}",
-		    "apiVersion", "v1", "kind", "Pod", "metadata", "name", pods[i].name,
-		    "spec", "runtimeClassName", "airlock-e2e-runc",
-		    "automountServiceAccountToken", 0, "terminationGracePeriodSeconds", (json_int_t)0,
-		    "securityContext", "runAsNonRoot", 1, "runAsUser", (json_int_t)65532,
-		    "runAsGroup", (json_int_t)65532, "seccompProfile", "type", "RuntimeDefault",
-		    "containers", "name", "serve", "image", it_env_need("RUNNER_PYTHON_IMAGE"),
-		    "command", "python3", "-c", NP_SERVER,
-		    "securityContext", "allowPrivilegeEscalation", 0, "capabilities", "drop", "ALL");
-		if (k8s_create(c, &k8s_res_pods, nst, o, NULL, &err) != 0)
-			fail_msg("create pod %s: %s", pods[i].name, err.message);
-		json_decref(o);
-	}
-	for (size_t i = 0; i < 2; i++)
-		if (!it_wait_for(np_running, &pods[i], 120000))
-			fail_msg("pod %s is not Running with an IP after 120 s", pods[i].name);
+	runc_class();
+	np_pods_start(pods, 2);
 	if ((fd = mkstemp(conf)) < 0 || (f = fdopen(fd, "w")) == NULL)
 		fail_msg("mkstemp");
 	fprintf(f, "networkRuntimeClassName: %s\nprofiles:\n"
