@@ -864,6 +864,7 @@ controller_new(struct k8s_client *c, const struct ctl_config *cfg,
 	}
 	ctl->lease_inf = ctl_nodes_informer(ctl);
 	ctl->agent_inf = ctl_agents_informer(ctl);
+	ctl->gate_inf = ctl_gate_informer(ctl);
 	ctl->queue = workqueue_new(NULL);
 	ctl->guarded = json_object();
 	ctl->ended = json_object();
@@ -936,7 +937,8 @@ controller_start(struct controller *ctl)
 	    informer_start(ctl->pool_inf) != 0 ||
 	    informer_start(ctl->session_inf) != 0 ||
 	    informer_start(ctl->lease_inf) != 0 ||
-	    (ctl->agent_inf && informer_start(ctl->agent_inf) != 0))
+	    (ctl->agent_inf && informer_start(ctl->agent_inf) != 0) ||
+	    (ctl->gate_inf && informer_start(ctl->gate_inf) != 0))
 		return K8S_EINVAL;
 	for (int i = 0; i < 3; i++)
 		if (informer_start(ctl->guard_inf[i]) != 0)
@@ -1033,6 +1035,8 @@ controller_stop(struct controller *ctl)
 	informer_stop(ctl->lease_inf);
 	if (ctl->agent_inf)
 		informer_stop(ctl->agent_inf);
+	if (ctl->gate_inf)
+		informer_stop(ctl->gate_inf);
 	for (int i = 0; i < 3; i++)
 		informer_stop(ctl->guard_inf[i]);
 }
@@ -1048,6 +1052,7 @@ controller_free(struct controller *ctl)
 	informer_free(ctl->session_inf);
 	informer_free(ctl->lease_inf);
 	informer_free(ctl->agent_inf);
+	informer_free(ctl->gate_inf);
 	json_decref(ctl->nodes);
 	json_decref(ctl->agents);
 	for (int i = 0; i < 3; i++)

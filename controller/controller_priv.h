@@ -11,6 +11,7 @@
 #include "clock.h"
 #include "controller.h"
 #include "informer.h"
+#include "podspec.h"
 #include "pool.h"
 #include "workqueue.h"
 
@@ -25,6 +26,7 @@ struct controller {
 	struct informer		*guard_inf[3];	/* see ctl_guard_res */
 	struct informer		*lease_inf;	/* kube-node-lease (nodes.c) */
 	struct informer		*agent_inf;	/* agents' leases (agents.c); NULL: none */
+	struct informer		*gate_inf;	/* egress gate pods (egress.c); NULL: none */
 	struct workqueue	*queue;
 	pthread_t		*threads;
 
@@ -161,6 +163,16 @@ int ctl_nodes_check(struct controller *ctl);
 #define AGENT_GAP_MS		15000
 /* The agents' Lease informer, or NULL when opts.agent_lease_ns is unset. */
 struct informer *ctl_agents_informer(struct controller *ctl);
+
+/*
+ * egress.c: the informer of the egress start gate's pods, or NULL when no
+ * profile has egress (or the controller has no namespace of its own); the
+ * ready ones' addresses, at most max, sorted.
+ */
+#define CTL_GATE_SELECTOR PODSPEC_GATE_LABEL "=" PODSPEC_GATE_COMPONENT
+struct informer *ctl_gate_informer(struct controller *ctl);
+size_t ctl_gate_addrs(struct controller *ctl, char addrs[][PODSPEC_GATE_ADDR],
+    size_t max);
 /* An agent's Lease seen at now (clock_mono_ms()); for the tests too. */
 void ctl_agent_lease_seen(struct controller *ctl, json_t *lease,
     long long now);

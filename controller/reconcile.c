@@ -160,6 +160,24 @@ delete_children(struct controller *ctl, const char *ns, const char *uid,
 }
 
 /*
+ * The NetworkPolicy of an execution that had egress (podspec: named as
+ * its pod), deleted once it has ended: it would otherwise live as long as
+ * the execution is kept (its owner), and each one adds to the policy
+ * engine's work. The namespace's deny-all still holds its pod meanwhile.
+ */
+static int
+delete_egress(struct controller *ctl, const char *ns, const char *uid)
+{
+	struct k8s_error err;
+	char *name = podspec_pod_name(uid);
+	int rc = k8s_delete(ctl->client, ctl_guard_res[1], ns, name, NULL, NULL,
+	    &err);
+
+	free(name);
+	return rc == K8S_ENOTFOUND ? 0 : rc;
+}
+
+/*
  * Delete the pods that executions named name left behind, found by the
  * annotation naming them (the pod cache's index), except the one of uid
  * keep (NULL: none). Without
@@ -575,6 +593,37 @@ out:
 	return rc;
 }
 
+/*
+ * The node agent lets an execution's sandbox have gVisor's network stack
+ * only when the execution says so (status.egress.granted, which only the
+ * controller may write: the chart's status guard), not on its pod's word
+ * alone (node-agent/trust.c). Written with podName, in the same patch.
+ */
+static void
+grant_egress(json_t *status)
+{
+	json_object_set_new(status, "egress", json_pack("{s:b}", "granted", 1));
+}
+
+/*
+ * Its pod, found with no podName written (a controller that stopped
+ * between the create and the status write): granted if the pod is under
+ * the network class and the execution's profile has egress, as the pod
+ * this controller made would be.
+ */
+static int
+egress_pod(struct controller *ctl, json_t *cx, json_t *pod)
+{
+	const struct ctl_profile *p = ctl_config_profile(ctl->cfg,
+	    json_string_value(json_object_get(json_object_get(cx, "spec"),
+	    "runtime")));
+	const char *rc = json_string_value(json_object_get(json_object_get(pod,
+	    "spec"), "runtimeClassName"));
+
+	return p != NULL && p->negress > 0 && rc != NULL &&
+	    strcmp(rc, ctl->cfg->network_runtime_class) == 0;
+}
+
 /* Follow the pod into the status: Scheduled, Started, Running. */
 static int
 follow_pod(struct controller *ctl, json_t *cx, json_t *pod, json_t *status,
@@ -608,6 +657,8 @@ follow_pod(struct controller *ctl, json_t *cx, json_t *pod, json_t *status,
 			podspec_code_sha256(cx, sha);
 		json_object_set_new(status, "podName", json_string(name));
 		json_object_set_new(status, "codeSha256", json_string(sha));
+		if (egress_pod(ctl, cx, pod))
+			grant_egress(status);
 		free(name);
 	}
 	init_pending(cx, status, notes);
@@ -706,6 +757,39 @@ create_owned(struct controller *ctl, const struct k8s_resource *res,
 }
 
 /*
+ * An execution with egress gets its start gate (egress.c): 1 when it has
+ * it. None ready: it waits, looking again every GATE_RETRY_MS, within its
+ * own timeout (left ms), then ends StartFailed saying why: 0, or the
+ * write's error.
+ */
+#define GATE_RETRY_MS	2000
+static int
+give_gate(struct controller *ctl, json_t *cx, json_t *status,
+    struct podspec_result *r, long long left)
+{
+	struct podspec_gate g = { .ns = ctl->opts.agent_lease_ns };
+	struct k8s_error err;
+	char msg[512], *key;
+
+	g.n = ctl_gate_addrs(ctl, g.addrs, PODSPEC_GATE_MAX);
+	if (g.n > 0 && podspec_egress_gate(r, &g, &err) == 0)
+		return 1;
+	if (left > 0) {
+		log_debug("no egress start gate ready: waiting", "execution=%s/%s",
+		    k8s_obj_namespace(cx), k8s_obj_name(cx));
+		key = xasprintf("%s/%s", k8s_obj_namespace(cx), k8s_obj_name(cx));
+		workqueue_add_after(ctl->queue, key, (uint64_t)(left <
+		    GATE_RETRY_MS ? left : GATE_RETRY_MS));
+		free(key);
+		return 0;
+	}
+	snprintf(msg, sizeof(msg), "no egress start gate pod (label %s) was "
+	    "ready in namespace %s within its timeout; its program never ran "
+	    "(docs/network.md)", CTL_GATE_SELECTOR, g.ns ? g.ns : "(none)");
+	return ctl_finish(ctl, cx, status, "Failed", "StartFailed", msg);
+}
+
+/*
  * Make the execution's pod. Never from a cache that lags: it must never
  * make a pod for an execution that already had one (at most once). So from
  * the execution read afresh; or, where the cache kept its code (a small
@@ -784,6 +868,10 @@ create_pod(struct controller *ctl, json_t *cached)
 			rc = ctl_too_large_to_end(ctl, cx);
 		goto out;
 	}
+	if (r.netpol && (rc = give_gate(ctl, cx, status, &r, left)) != 1) {
+		podspec_result_free(&r);
+		goto out;
+	}
 	if (json_object_get(status, "startMode") == NULL) {
 		/*
 		 * Cold, said before the pod is made, at the resourceVersion
@@ -820,6 +908,8 @@ create_pod(struct controller *ctl, json_t *cached)
 		goto fail;
 	json_object_set_new(status, "podName", json_string(k8s_obj_name(r.pod)));
 	json_object_set_new(status, "codeSha256", json_string(r.code_sha256));
+	if (r.netpol)
+		grant_egress(status);
 	init_pending(cx, status, &notes);
 	podspec_result_free(&r);
 	rc = ctl_write_status(ctl, cx, status, &notes);
@@ -924,6 +1014,10 @@ controller_reconcile(struct controller *ctl, const char *key)
 		 */
 		rc = pod && mine ? delete_children(ctl, ns, k8s_obj_uid(cx),
 		    podname) : 0;
+		/* Its egress policy, at its first visit since it ended. */
+		if (rc == 0 && !audited && json_is_true(json_object_get(
+		    json_object_get(status, "egress"), "granted")))
+			rc = delete_egress(ctl, ns, k8s_obj_uid(cx));
 		/* Its audit record, once (audit.c). */
 		if (rc == 0)
 			rc = ctl_audit_finished(ctl, cx);

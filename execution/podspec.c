@@ -366,6 +366,38 @@ egress_policy(const struct ctl_profile *p, json_t *md)
 }
 
 int
+podspec_egress_gate(struct podspec_result *r, const struct podspec_gate *g,
+    struct k8s_error *err)
+{
+	json_t *c = json_array_get(json_object_get(json_object_get(r->pod,
+	    "spec"), "containers"), 0);
+	json_t *rules = json_object_get(json_object_get(r->netpol, "spec"),
+	    "egress");
+	char val[64 + PODSPEC_GATE_MAX * PODSPEC_GATE_ADDR];
+	int n;
+
+	if (r->netpol == NULL || !json_is_array(rules) || c == NULL ||
+	    g->n == 0 || g->n > PODSPEC_GATE_MAX || g->ns == NULL)
+		return k8s_error_set(err, K8S_EINVAL, 0, NULL,
+		    "no egress start gate to give the pod");
+	n = snprintf(val, sizeof(val), "%d %d %d", PODSPEC_GATE_OPEN,
+	    PODSPEC_GATE_CLOSED, PODSPEC_GATE_SECONDS);
+	for (size_t i = 0; i < g->n; i++)
+		n += snprintf(val + n, sizeof(val) - (size_t)n, " %.15s",
+		    g->addrs[i]);
+	if (!json_is_array(json_object_get(c, "env")))
+		json_object_set_new(c, "env", json_array());
+	json_array_append_new(json_object_get(c, "env"), json_pack(
+	    "{s:s, s:s}", "name", PODSPEC_GATE_ENV, "value", val));
+	json_array_append_new(rules, json_pack("{s:[{s:{s:{s:s}}, s:{s:{s:s}}}],"
+	    " s:[{s:s, s:i}]}", "to", "namespaceSelector", "matchLabels",
+	    "kubernetes.io/metadata.name", g->ns, "podSelector", "matchLabels",
+	    PODSPEC_GATE_LABEL, PODSPEC_GATE_COMPONENT, "ports", "protocol",
+	    "TCP", "port", PODSPEC_GATE_OPEN));
+	return 0;
+}
+
+int
 podspec_build(const struct ctl_config *cfg, json_t *cx,
     struct podspec_result *out, struct k8s_error *err)
 {

@@ -77,6 +77,39 @@ int podspec_build_sized(const struct ctl_config *cfg, json_t *cx,
 void podspec_result_free(struct podspec_result *r);
 
 /*
+ * The start gate (docs/network.md): an execution with egress holds its
+ * program until its NetworkPolicy is seen in force, by the gate pods in
+ * the controller's namespace (label PODSPEC_GATE_LABEL=
+ * PODSPEC_GATE_COMPONENT), which listen on PODSPEC_GATE_OPEN, which its
+ * policy allows, and PODSPEC_GATE_CLOSED, which it never does; for at
+ * most PODSPEC_GATE_SECONDS, after which the program never runs.
+ */
+#define PODSPEC_GATE_LABEL	"app.kubernetes.io/component"
+#define PODSPEC_GATE_COMPONENT	"egress-gate"
+#define PODSPEC_GATE_OPEN	8181
+#define PODSPEC_GATE_CLOSED	8182
+#define PODSPEC_GATE_SECONDS	30
+#define PODSPEC_GATE_ENV	"AIRLOCK_EGRESS_GATE"
+#define PODSPEC_GATE_ADDR	16	/* an IPv4 address's text and NUL */
+#define PODSPEC_GATE_MAX	8	/* addresses handed to one pod */
+
+struct podspec_gate {
+	const char	*ns;	/* the gate pods' namespace */
+	char		 addrs[PODSPEC_GATE_MAX][PODSPEC_GATE_ADDR];
+	size_t		 n;	/* at least one */
+};
+
+/*
+ * Give r (a podspec_build result with egress: r->netpol set) its gate:
+ * the pod's env PODSPEC_GATE_ENV, "OPEN CLOSED SECONDS ADDR...", set last
+ * so that it wins over a spec.env of that name, and the policy's rule to
+ * the gate pods' open port. 0, or K8S_EINVAL when r has no policy or g
+ * no address.
+ */
+int podspec_egress_gate(struct podspec_result *r, const struct podspec_gate *g,
+    struct k8s_error *err) __attribute__((warn_unused_result));
+
+/*
  * What the CRD cannot see: a file of spec (borrowed) at, or under, the
  * profile's source file or the stdin file (.stdin, set or not), an env
  * name with the prefix PODSPEC_TAR_ENV or AIRLOCK_OUT, and where the

@@ -209,7 +209,8 @@ agent_pod_keeps_sandbox(json_t *pod)
  * What the run learns from its pod (lock held). netclass: the network
  * RuntimeClass (--network-runtime-class): an execution's pod under it (its
  * spec, which no one changes after the pod is made) may have a sandbox
- * with gVisor's network stack, and a refusal for that alone is taken back.
+ * with gVisor's network stack, once its execution says it may too
+ * (agent_netstack_grant).
  */
 void
 agent_learn_pod(struct run *r, json_t *pod, const char *netclass)
@@ -234,14 +235,22 @@ agent_learn_pod(struct run *r, json_t *pod, const char *netclass)
 	}
 	if (r->learned && !r->step && !agent_pod_keeps_sandbox(pod) &&
 	    netclass != NULL && rc != NULL && strcmp(rc, netclass) == 0) {
-		r->netstack = 1;
-		if (r->isolation != NULL && strcmp(r->isolation,
-		    AGENT_NETSTACK) == 0) {
-			free(r->isolation);
-			r->isolation = NULL;
-			if (r->why == CX_KILL_ISOLATION)
-				r->why = CX_KILL_NONE;
-		}
+		r->netclass = 1;
+		agent_netstack_grant(r);
+	}
+}
+
+void
+agent_netstack_grant(struct run *r)
+{
+	if (!r->netclass || !r->egress || r->netstack)
+		return;
+	r->netstack = 1;
+	if (r->isolation != NULL && strcmp(r->isolation, AGENT_NETSTACK) == 0) {
+		free(r->isolation);
+		r->isolation = NULL;
+		if (r->why == CX_KILL_ISOLATION)
+			r->why = CX_KILL_NONE;
 	}
 }
 

@@ -139,9 +139,15 @@ struct run {
 	enum cx_kill	 why;
 	char		*isolation;		/* why the sandbox is refused */
 	/*
-	 * An execution's pod under the network RuntimeClass (docs/
-	 * network.md): its sandbox may have gVisor's network stack.
+	 * Egress (docs/network.md): netclass, its pod is an execution's
+	 * own under the network RuntimeClass (the pod's spec, which its
+	 * creator wrote); egress, the execution as the API server has it
+	 * says the controller granted it (status.egress.granted, which only
+	 * the controller may write). netstack, both: its sandbox may have
+	 * gVisor's network stack.
 	 */
+	int		 netclass;
+	int		 egress;
 	int		 netstack;
 	int		 kill_sent;
 	long long	 kill_at_ms;		/* sent then; again if no exit */
@@ -338,6 +344,14 @@ int agent_pod_keeps_sandbox(json_t *pod);
 enum agent_trust { AGENT_TRUST, AGENT_NOT_YET, AGENT_ENDED, AGENT_OTHER_POD,
     AGENT_GONE };
 enum agent_trust agent_trust_verdict(json_t *cx, const char *pod);
+/* Did the controller grant execution cx egress (status.egress.granted)? */
+int agent_trust_egress(json_t *cx);
+/*
+ * r may have gVisor's network stack once both its pod's class and its
+ * execution say so; a refusal of its sandbox for that alone is then
+ * taken back (lock held).
+ */
+void agent_netstack_grant(struct run *r);
 /*
  * Ask the API server about learned run r (r busy; without the lock) and
  * act on the answer, locked: verified (its crilog made, its deadline

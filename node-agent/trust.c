@@ -39,6 +39,13 @@ agent_trust_verdict(json_t *cx, const char *pod)
 	return strcmp(named, pod) == 0 ? AGENT_TRUST : AGENT_OTHER_POD;
 }
 
+int
+agent_trust_egress(json_t *cx)
+{
+	return json_is_true(json_object_get(json_object_get(json_object_get(cx,
+	    "status"), "egress"), "granted"));
+}
+
 static const char *const trust_names[] = {
 	[AGENT_TRUST] = "trusted",
 	[AGENT_NOT_YET] = "not_yet",
@@ -88,7 +95,7 @@ agent_memory_note(struct agent *a, const struct run *r, char *note,
  */
 static enum agent_trust
 ask(struct agent *a, const char *ns, const char *cx, const char *cx_uid,
-    const char *pod, char **name, char **uid)
+    const char *pod, char **name, char **uid, int *egress)
 {
 	struct k8s_error err;
 	json_t *cur = NULL;
@@ -97,6 +104,7 @@ ask(struct agent *a, const char *ns, const char *cx, const char *cx_uid,
 	    &cur, &err);
 
 	*name = *uid = NULL;
+	*egress = 0;
 	if (rc == K8S_ENOTFOUND || (rc == K8S_EHTTP && err.http_status == 422))
 		return AGENT_GONE;
 	if (rc != 0) {
@@ -114,6 +122,7 @@ ask(struct agent *a, const char *ns, const char *cx, const char *cx_uid,
 		/* What the server has, not what the pod said. */
 		*name = xstrdup(k8s_obj_name(cur) ? k8s_obj_name(cur) : cx);
 		*uid = xstrdup(k8s_obj_uid(cur) ? k8s_obj_uid(cur) : cx_uid);
+		*egress = agent_trust_egress(cur);
 	}
 	json_decref(cur);
 	return v;
@@ -126,6 +135,7 @@ agent_verify(struct agent *a, struct run *r)
 	char *wait_uid = NULL, *wait_cid = NULL;
 	enum agent_trust v;
 	json_t *p = NULL;
+	int egress;
 
 	pthread_mutex_lock(&a->lock);
 	ns = xstrdup(r->ns);
@@ -134,7 +144,7 @@ agent_verify(struct agent *a, struct run *r)
 	pod = xstrdup(r->pod);
 	puid = xstrdup(r->uid);
 	pthread_mutex_unlock(&a->lock);
-	v = ask(a, ns, cx, cx_uid, pod, &name, &uid);
+	v = ask(a, ns, cx, cx_uid, pod, &name, &uid, &egress);
 	metric_inc(a->m_trust, trust_names[v]);
 	pthread_mutex_lock(&a->lock);
 	switch (v) {
@@ -144,6 +154,8 @@ agent_verify(struct agent *a, struct run *r)
 		r->cx = name;
 		r->cx_uid = uid;
 		r->verified = 1;
+		r->egress = egress;
+		agent_netstack_grant(r);
 		agent_run_log(a, r);
 		agent_arm_deadline(r);
 		/*

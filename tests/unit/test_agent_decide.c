@@ -1048,9 +1048,11 @@ test_memory_bound(void **state)
 
 /*
  * A sandbox with gVisor's network stack (docs/network.md): refused at its
- * start, and the refusal taken back once its pod is known as an
- * execution's under the network RuntimeClass; under any other class, or
- * with none, or for another refusal, it stands.
+ * start, and the refusal taken back once both its pod is known as an
+ * execution's under the network RuntimeClass and its execution, as the
+ * API server has it, says the controller granted it egress, in either
+ * order; under any other class, or with none, without the grant, or for
+ * another refusal, it stands.
  */
 static void
 test_netstack_learned(void **state)
@@ -1058,25 +1060,47 @@ test_netstack_learned(void **state)
 	static const char *const cls[] = { "gvisor-net", "gvisor", NULL };
 	const char *const bad[] = { AGENT_NETSTACK, AGENT_NETSTACK, AGENT_NETSTACK,
 	    "its gVisor sandbox has a network (runsc --network is not none)",
-	    AGENT_NETSTACK };
-	const char *const cls_of[] = { cls[0], cls[1], cls[2], cls[0], cls[0] };
+	    AGENT_NETSTACK, AGENT_NETSTACK, AGENT_NETSTACK };
+	const char *const cls_of[] = { cls[0], cls[1], cls[2], cls[0], cls[0],
+	    cls[0], cls[0] };
 	/* The agent's --network-runtime-class: unset (the default), none may. */
 	const char *const agent_cls[] = { "gvisor-net", "gvisor-net", "gvisor-net",
-	    "gvisor-net", NULL };
-	const int taken_back[] = { 1, 0, 0, 0, 0 };
+	    "gvisor-net", NULL, "gvisor-net", "gvisor-net" };
+	/* status.egress of its execution: granted, absent, false. */
+	json_t *const granted = json_pack("{s:{s:b}}", "egress", "granted", 1);
+	json_t *const st[] = { granted, granted, granted, granted, granted,
+	    NULL, NULL };
+	/* 1: the execution's answer comes before its pod is learned. */
+	const int verified_first[] = { 0, 0, 0, 0, 0, 0, 1 };
+	const int taken_back[] = { 1, 0, 0, 0, 0, 0, 0 };
+	const size_t n = sizeof(taken_back) / sizeof(taken_back[0]);
 
 	(void)state;
-	for (int i = 0; i < 5; i++) {
+	for (size_t i = 0; i < n; i++) {
 		struct run r = { 0 };
 		json_t *pod = exec_pod();
+		json_t *cx = i == 6 ? json_pack("{s:{s:{s:b}}}", "status",
+		    "egress", "granted", 0) : json_pack("{s:O?}", "status", st[i]);
 
 		if (cls_of[i])
 			json_object_set_new(pod, "spec", json_pack("{s:s}",
 			    "runtimeClassName", cls_of[i]));
 		r.isolation = xstrdup(bad[i]);
 		r.why = CX_KILL_ISOLATION;
+		if (verified_first[i]) {
+			r.egress = agent_trust_egress(cx);
+			agent_netstack_grant(&r);
+		}
 		agent_learn_pod(&r, pod, agent_cls[i]);
 		assert_int_equal(r.learned, 1);
+		assert_int_equal(r.netclass, i != 1 && i != 2 && i != 4);
+		if (!verified_first[i]) {
+			/* The trust check's answer, as agent_verify takes it. */
+			assert_int_equal(r.netstack, 0);
+			r.egress = agent_trust_egress(cx);
+			agent_netstack_grant(&r);
+		}
+		assert_int_equal(r.egress, st[i] != NULL);
 		assert_int_equal(r.netstack, i == 0 || i == 3);
 		if (taken_back[i]) {
 			assert_null(r.isolation);
@@ -1089,7 +1113,9 @@ test_netstack_learned(void **state)
 		free(r.cx);
 		free(r.cx_uid);
 		json_decref(pod);
+		json_decref(cx);
 	}
+	json_decref(granted);
 }
 
 int

@@ -833,6 +833,62 @@ test_egress_policy(void **state)
 	ctl_config_free(c);
 }
 
+/*
+ * The start gate (docs/network.md): the pod's env names the gate's ports,
+ * its bound and the addresses, last (a spec.env of the name loses); the
+ * policy gains the rule to the gate pods' open port, never the closed one.
+ * No policy or no address: refused, the pod unchanged.
+ */
+static void
+test_egress_gate(void **state)
+{
+	struct ctl_config *c = config();
+	struct ctl_profile *p = (struct ctl_profile *)ctl_config_profile(c, "python");
+	json_t *o = cx("{\"runtime\":\"python\",\"source\":\"print(1)\","
+	    "\"env\":[{\"name\":\"AIRLOCK_EGRESS_GATE\",\"value\":\"\"}]}");
+	struct podspec_gate g = { .ns = "airlock-system", .addrs = { "10.244.0.9",
+	    "10.244.0.12" }, .n = 2 };
+	struct podspec_gate none = { .ns = "airlock-system" };
+	struct podspec_result r;
+	struct k8s_error err;
+	json_t *env, *last;
+	char *got;
+
+	(void)state;
+	assert_int_equal(podspec_build(c, o, &r, &err), 0);
+	assert_int_equal(podspec_egress_gate(&r, &g, &err), K8S_EINVAL);
+	assert_string_equal(err.message, "no egress start gate to give the pod");
+	podspec_result_free(&r);
+
+	p->egress = xcalloc(1, sizeof(*p->egress));
+	p->negress = 1;
+	p->egress[0] = (struct ctl_egress){ .cidr = xstrdup("10.20.0.0/16"),
+	    .addr = 0x0a140000, .prefix = 16, .ports = { 5432 }, .nports = 1 };
+	assert_int_equal(podspec_build(c, o, &r, &err), 0);
+	assert_int_equal(podspec_egress_gate(&r, &none, &err), K8S_EINVAL);
+	assert_int_equal(json_array_size(json_object_get(json_object_get(
+	    r.netpol, "spec"), "egress")), 1);
+	assert_int_equal(podspec_egress_gate(&r, &g, &err), 0);
+	env = json_object_get(json_array_get(json_object_get(json_object_get(
+	    r.pod, "spec"), "containers"), 0), "env");
+	last = json_array_get(env, json_array_size(env) - 1);
+	assert_string_equal(json_string_value(json_object_get(last, "name")),
+	    "AIRLOCK_EGRESS_GATE");
+	assert_string_equal(json_string_value(json_object_get(last, "value")),
+	    "8181 8182 30 10.244.0.9 10.244.0.12");
+	got = json_dumps(json_array_get(json_object_get(json_object_get(r.netpol,
+	    "spec"), "egress"), 1), JSON_COMPACT | JSON_SORT_KEYS);
+	assert_string_equal(got, "{\"ports\":[{\"port\":8181,\"protocol\":\"TCP\"}],"
+	    "\"to\":[{\"namespaceSelector\":{\"matchLabels\":"
+	    "{\"kubernetes.io/metadata.name\":\"airlock-system\"}},"
+	    "\"podSelector\":{\"matchLabels\":"
+	    "{\"app.kubernetes.io/component\":\"egress-gate\"}}}]}");
+	free(got);
+	podspec_result_free(&r);
+	json_decref(o);
+	ctl_config_free(c);
+}
+
 int
 main(void)
 {
@@ -849,6 +905,7 @@ main(void)
 		cmocka_unit_test(test_stream_annotation),
 		cmocka_unit_test(test_policy_profile),
 		cmocka_unit_test(test_egress_policy),
+		cmocka_unit_test(test_egress_gate),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
