@@ -100,7 +100,8 @@ node_build() {
 	fi
 	out=$("$root/images/build.sh") || die "images/build.sh failed"
 	eval "$(grep -E '^[A-Z_]+_IMAGE(_TAR)?=[^ ]+$' <<<"$out")"
-	[ -n "${PAUSE_IMAGE-}" ] && [ -n "${RUNNER_PYTHON_IMAGE-}" ] ||
+	[ -n "${PAUSE_IMAGE-}" ] && [ -n "${RUNNER_PYTHON_IMAGE-}" ] &&
+		[ -n "${EGRESS_GATE_IMAGE-}" ] ||
 		die "images/build.sh did not report the images"
 	# Airlock's own daemons, once `make` has built them (the chart's
 	# tests run them in the cluster).
@@ -375,7 +376,7 @@ import_images() {
 		node_select "$i"
 		for tar in "$PAUSE_IMAGE_TAR" "$RUNNER_PYTHON_IMAGE_TAR" \
 			"$RUNNER_NODE_IMAGE_TAR" "$RUNNER_BASH_IMAGE_TAR" \
-			"$RUNNER_PYTHON_DATA_IMAGE_TAR" \
+			"$RUNNER_PYTHON_DATA_IMAGE_TAR" "$EGRESS_GATE_IMAGE_TAR" \
 			${CONTROLLER_IMAGE_TAR:+"$CONTROLLER_IMAGE_TAR"} \
 			${NODE_AGENT_IMAGE_TAR:+"$NODE_AGENT_IMAGE_TAR"}; do
 			ctr --address "$CONTAINERD_SOCK" -n k8s.io images import \
@@ -703,6 +704,7 @@ RUNNER_PYTHON_IMAGE=$RUNNER_PYTHON_IMAGE
 RUNNER_NODE_IMAGE=$RUNNER_NODE_IMAGE
 RUNNER_BASH_IMAGE=$RUNNER_BASH_IMAGE
 RUNNER_PYTHON_DATA_IMAGE=$RUNNER_PYTHON_DATA_IMAGE
+EGRESS_GATE_IMAGE=$EGRESS_GATE_IMAGE
 CONTROLLER_IMAGE=$CONTROLLER_IMAGE
 NODE_AGENT_IMAGE=$NODE_AGENT_IMAGE
 NODE_COUNT=$NODE_COUNT

@@ -1407,10 +1407,13 @@ runc_class(void)
 /*
  * A second controller (config conf) and node agent, scoped to namespace
  * ns2, their logs in build/logs; netclass, unless NULL, the agent's
- * --network-runtime-class. Their pids into pid[0], pid[1].
+ * --network-runtime-class; lease_ns, unless NULL, the controller's own
+ * namespace (where it finds the egress start gate). Their pids into
+ * pid[0], pid[1].
  */
 static void
-spawn_pair(const char *ns2, const char *conf, const char *netclass, pid_t pid[2])
+spawn_pair(const char *ns2, const char *conf, const char *netclass,
+    const char *lease_ns, pid_t pid[2])
 {
 	const char *top = getenv("AIRLOCK_TOP") ? getenv("AIRLOCK_TOP") : ".";
 	char log[2][512], addr[2][32];
@@ -1422,7 +1425,8 @@ spawn_pair(const char *ns2, const char *conf, const char *netclass, pid_t pid[2]
 	}
 	{
 		const char *args[] = { "--config", conf, "--kubeconfig", it_env_need("KUBECONFIG_ADMIN"),
-		    "--namespace", ns2, "--no-leader-elect", "--metrics-addr", addr[0], NULL };
+		    "--namespace", ns2, "--no-leader-elect", "--metrics-addr", addr[0],
+		    lease_ns ? "--lease-namespace" : NULL, lease_ns, NULL };
 
 		pid[0] = it_spawn("airlock-controller", log[0], args);
 	}
@@ -1470,7 +1474,7 @@ test_isolation_refused(void **state)
 	    "  python:\n    image: %s\n    command: [python3, /airlock/code/main.py]\n"
 	    "    sourceFile: main.py\n", it_env_need("RUNNER_PYTHON_IMAGE"));
 	fclose(f);
-	spawn_pair(ns2, conf, NULL, pid);
+	spawn_pair(ns2, conf, NULL, NULL, pid);
 	o = json_pack("{s:s, s:s, s:{s:s}, s:{s:s, s:s}}", "apiVersion", "airlock.dev/v1alpha1",
 	    "kind", "CodeExecution", "metadata", "name", "unboxed", "spec", "runtime", "python",
 	    "source", "import time\nprint('ran', flush=True)\ntime.sleep(30)\n");
@@ -1757,14 +1761,60 @@ eg_run(const char *ns2, const char *name, const char *runtime, const char *a_ip,
 	return it_cx_wait(c, ns2, name, 150000);
 }
 
+/*
+ * The egress start gate's pod (docs/network.md) in np_ns, as the chart
+ * runs it: labelled as the controller looks for it, serving 8181 and
+ * 8182; then Running, its IP in g->ip.
+ */
+static void
+gate_pod_start(struct np_pod *g)
+{
+	struct k8s_error err;
+	json_t *o = json_pack("{s:s, s:s, s:{s:s, s:{s:s}}, s:{s:s, s:b, s:I,"
+	    " s:{s:b, s:I, s:I, s:{s:s}},"
+	    " s:[{s:s, s:s, s:[s, s, s, s], s:{s:b, s:b, s:{s:[s]}}}]}}",
+	    "apiVersion", "v1", "kind", "Pod",
+	    "metadata", "name", g->name, "labels", PODSPEC_GATE_LABEL,
+	    PODSPEC_GATE_COMPONENT,
+	    "spec", "runtimeClassName", "airlock-e2e-runc",
+	    "automountServiceAccountToken", 0, "terminationGracePeriodSeconds", (json_int_t)0,
+	    "securityContext", "runAsNonRoot", 1, "runAsUser", (json_int_t)65532,
+	    "runAsGroup", (json_int_t)65532, "seccompProfile", "type", "RuntimeDefault",
+	    "containers", "name", "gate", "image", it_env_need("EGRESS_GATE_IMAGE"),
+	    "command", "/gate", "--serve", "8181", "8182",
+	    "securityContext", "allowPrivilegeEscalation", 0, "readOnlyRootFilesystem", 1,
+	    "capabilities", "drop", "ALL");
+
+	if (o == NULL || k8s_create(c, &k8s_res_pods, np_ns, o, NULL, &err) != 0)
+		fail_msg("create the gate pod: %s", o ? err.message : "json_pack");
+	json_decref(o);
+	if (!it_wait_for(np_running, g, 120000))
+		fail_msg("the gate pod is not Running with an IP after 120 s");
+}
+
+/* Is the NetworkPolicy named arg (in np_ns2) gone? */
+static const char *np_ns2;
+static int
+np_gone(void *arg)
+{
+	static const struct k8s_resource np_res = { "networking.k8s.io", "v1", "networkpolicies", 1 };
+	struct k8s_error err;
+	json_t *o = NULL;
+	int rc = k8s_get(c, &np_res, np_ns2, arg, &o, &err);
+
+	json_decref(o);
+	return rc == K8S_ENOTFOUND;
+}
+
 static void
 test_egress_cidr(void **state)
 {
 	static const struct k8s_resource np_res = { "networking.k8s.io", "v1", "networkpolicies", 1 };
 	struct np_pod pods[] = { { "a", 0, "" }, { "b", 0, "" } };
+	struct np_pod gate = { "gate", 0, "" };
 	const char *netclass = getenv("RUNTIME_CLASS_NET");
 	char conf[] = "/tmp/airlock-e2e-egress-XXXXXX";
-	char *nst, *ns2, want[80];
+	char *nst, *ns2, want[80], *podname;
 	struct k8s_error err;
 	json_t *o, *st, *pod = NULL;
 	pid_t pid[2];
@@ -1772,19 +1822,6 @@ test_egress_cidr(void **state)
 	int fd;
 
 	(void)state;
-	/*
-	 * Not yet: the config refuses a profile with egress until a gate
-	 * holds the program until its policy is in force (ctl_config.c).
-	 * Run by hand on 2026-11-28 with the refusal taken out: "a open",
-	 * but b was reachable too, at the start and for 5 to 7 s after
-	 * (kube-router applies a new pod's policies on its own sync). Kept
-	 * as it will run, skipped.
-	 */
-	if (getenv("AIRLOCK_E2E_EGRESS") == NULL) {
-		print_message("# skipped: egress is refused until its start gate "
-		    "exists (docs/network.md)\n");
-		skip();
-	}
 	if (netclass == NULL || *netclass == '\0') {
 		print_message("# skipped: the node has no network RuntimeClass "
 		    "(RUNTIME_CLASS_NET: the gVisor shim built here)\n");
@@ -1793,8 +1830,10 @@ test_egress_cidr(void **state)
 	nst = it_namespace_new(c, "e2e-egress-t");
 	ns2 = it_namespace_new(c, "e2e-egress");
 	np_ns = nst;
+	np_ns2 = ns2;
 	runc_class();
 	np_pods_start(pods, 2);
+	gate_pod_start(&gate);
 	if ((fd = mkstemp(conf)) < 0 || (f = fdopen(fd, "w")) == NULL)
 		fail_msg("mkstemp");
 	fprintf(f, "networkRuntimeClassName: %s\nprofiles:\n"
@@ -1805,20 +1844,24 @@ test_egress_cidr(void **state)
 	    "    sourceFile: main.py\n", netclass, it_env_need("RUNNER_PYTHON_IMAGE"),
 	    pods[0].ip, it_env_need("RUNNER_PYTHON_IMAGE"));
 	fclose(f);
-	spawn_pair(ns2, conf, netclass, pid);
+	/* The controller's own namespace, where it finds the gate, is nst. */
+	spawn_pair(ns2, conf, netclass, nst, pid);
 	st = eg_run(ns2, "egress", "python-net", pods[0].ip, pods[1].ip, "20");
-	print_message("# with egress: %s/%s: %s\n", it_str(st, "phase"), it_str(st, "reason"),
-	    it_str(st, "stdout"));
+	print_message("# with egress: %s/%s in %lld ms: %s\n", it_str(st, "phase"),
+	    it_str(st, "reason"), it_int(st, "durationMillis"), it_str(st, "stdout"));
 	assert_string_equal(it_str(st, "phase"), "Succeeded");
+	/* b refused from the program's first connect: the gate held it. */
 	assert_string_equal(it_str(st, "stdout"), "a open\nb fail\nb at the start fail\n");
+	assert_true(json_is_true(json_object_get(json_object_get(st, "egress"), "granted")));
+	podname = strdup(it_str(st, "podName"));
 	/* Its pod and its policy, as podspec built them, read while they last. */
-	if (k8s_get(c, &k8s_res_pods, ns2, it_str(st, "podName"), &pod, &err) == 0) {
+	if (k8s_get(c, &k8s_res_pods, ns2, podname, &pod, &err) == 0) {
 		assert_string_equal(json_string_value(json_object_get(json_object_get(pod,
 		    "spec"), "runtimeClassName")), netclass);
 		json_decref(pod);
 	}
 	o = NULL;
-	if (k8s_get(c, &np_res, ns2, it_str(st, "podName"), &o, &err) == 0) {
+	if (k8s_get(c, &np_res, ns2, podname, &o, &err) == 0) {
 		snprintf(want, sizeof(want), "%s/32", pods[0].ip);
 		assert_string_equal(json_string_value(json_object_get(json_object_get(
 		    json_array_get(json_object_get(json_array_get(json_object_get(
@@ -1826,12 +1869,17 @@ test_egress_cidr(void **state)
 		    "cidr")), want);
 		json_decref(o);
 	}
+	/* The policy goes once the execution has ended. */
+	if (!it_wait_for(np_gone, podname, 30000))
+		fail_msg("the NetworkPolicy %s is still there 30 s after its end", podname);
+	free(podname);
 	json_decref(st);
 	st = eg_run(ns2, "no-egress", "python", pods[0].ip, pods[1].ip, "3");
 	print_message("# without: %s/%s: %s\n", it_str(st, "phase"), it_str(st, "reason"),
 	    it_str(st, "stdout"));
 	assert_string_equal(it_str(st, "phase"), "Succeeded");
 	assert_string_equal(it_str(st, "stdout"), "a fail\nb fail\nb at the start fail\n");
+	assert_null(json_object_get(st, "egress"));
 	json_decref(st);
 	it_stop(pid[0], SIGTERM);
 	it_stop(pid[1], SIGTERM);
