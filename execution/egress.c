@@ -12,6 +12,13 @@
 #include "quantity.h"
 #include "xmalloc.h"
 
+/* The network bits of a /prefix, host byte order. */
+static uint32_t
+mask(int prefix)
+{
+	return prefix == 0 ? 0 : ~(uint32_t)0 << (32 - prefix);
+}
+
 /*
  * "a.b.c.d/n" in s (len bytes): the network into *addr (host byte order)
  * and *prefix. 0 when well formed (the address as inet_pton reads it, no
@@ -43,7 +50,7 @@ parse_cidr(const unsigned char *s, size_t len, uint32_t *addr, int *prefix)
 		return -1;
 	a = ntohl(in.s_addr);
 	*prefix = n;
-	*addr = n == 0 ? 0 : a & ~(uint32_t)0 << (32 - n);
+	*addr = a & mask(n);
 	return *addr == a ? 0 : 1;
 }
 
@@ -99,6 +106,47 @@ bad:
 	return 0;
 }
 
+/*
+ * Ranges no execution may reach whatever a profile says: the node's and
+ * the cloud's own addresses, and what is not one host. A CIDR that
+ * overlaps one (inside it, or covering it as 0.0.0.0/0 does) is refused;
+ * the first row it meets is named.
+ */
+static const struct {
+	uint32_t	 addr;
+	int		 prefix;
+	const char	*text, *what;
+} forbidden[] = {
+	{ 0xa9fe0000, 16, "169.254.0.0/16", "link-local, the cloud metadata address" },
+	{ 0x7f000000, 8, "127.0.0.0/8", "loopback" },
+	{ 0x00000000, 8, "0.0.0.0/8", "this network" },
+	{ 0xe0000000, 3, "224.0.0.0/3", "multicast and reserved" },
+};
+
+/* Whether a/n and b/m share an address: one holds the other. */
+static int
+overlaps(uint32_t a, int n, uint32_t b, int m)
+{
+	int k = n < m ? n : m;
+
+	return (a & mask(k)) == (b & mask(k));
+}
+
+/* The config's refusal of e's CIDR, at its entry's path here, or 0. */
+static int
+refuse_forbidden(struct yamlwalk *w, const char *here,
+    const struct ctl_egress *e)
+{
+	for (size_t i = 0; i < sizeof(forbidden) / sizeof(forbidden[0]); i++)
+		if (overlaps(e->addr, e->prefix, forbidden[i].addr,
+		    forbidden[i].prefix))
+			return yamlwalk_fail(w, "%s.cidr: %s %s %s (%s)", here,
+			    e->cidr, e->prefix <= forbidden[i].prefix ?
+			    "covers" : "is in", forbidden[i].text,
+			    forbidden[i].what);
+	return 0;
+}
+
 static const char *const network_keys[] = { "egress", NULL };
 static const char *const egress_keys[] = { "cidr", "host", "ports", NULL };
 
@@ -138,6 +186,8 @@ walk_entry(struct yamlwalk *w, yaml_node_t *entry, const char *here,
 	    n->data.scalar.length);
 	e->addr = addr;
 	e->prefix = prefix;
+	if ((rc = refuse_forbidden(w, here, e)) != 0)
+		return rc;
 	return walk_ports(w, entry, here, e);
 }
 

@@ -24,8 +24,9 @@
  * Read a profile's network mapping net (the config's profiles.NAME.network,
  * not NULL; at is its field path) into p->egress and p->negress: absent,
  * null or [] egress is none. Each entry a cidr (canonical, no host bits,
- * none given twice, none overlapping a range no execution may reach: see
- * egress_forbidden()) and 1 to CTL_EGRESS_PORTS_MAX TCP ports; host names
+ * none given twice, none overlapping a range no execution may reach:
+ * 169.254.0.0/16, 127.0.0.0/8, 0.0.0.0/8, 224.0.0.0/3, so no 0.0.0.0/0
+ * either) and 1 to CTL_EGRESS_PORTS_MAX TCP ports; host names
  * are refused until the egress proxy is built. K8S_EINVAL through w with
  * the field named; p->negress counts what was allocated, so
  * egress_free(p->egress, p->negress) frees a partial list.
