@@ -288,3 +288,174 @@ egress_policy(const struct ctl_egress *e, size_t n, json_t *md)
 	return np;
 }
 
+
+#define SPEC_AT	"spec.network.egress"
+
+/* Entry i of spec.network.egress (x, borrowed) into e (zeroed). */
+static int
+spec_entry(json_t *x, size_t i, struct ctl_egress *e, struct k8s_error *err)
+{
+	json_t *c, *ports, *v;
+	const char *k;
+	size_t j, l;
+	int rc;
+
+	if (!json_is_object(x))
+		return k8s_error_set(err, K8S_EINVAL, 0, NULL, SPEC_AT "[%zu]: "
+		    "must be an object with cidr and ports", i);
+	json_object_foreach(x, k, v)
+		if (strcmp(k, "cidr") != 0 && strcmp(k, "ports") != 0)
+			return k8s_error_set(err, K8S_EINVAL, 0, NULL, SPEC_AT
+			    "[%zu].%.64s: unknown field", i, k);
+	if (!json_is_string(c = json_object_get(x, "cidr")))
+		return k8s_error_set(err, K8S_EINVAL, 0, NULL, SPEC_AT
+		    "[%zu].cidr: must be a string such as 10.20.0.0/16", i);
+	rc = parse_cidr((const unsigned char *)json_string_value(c),
+	    json_string_length(c), &e->addr, &e->prefix);
+	if (rc < 0)
+		return k8s_error_set(err, K8S_EINVAL, 0, NULL, SPEC_AT
+		    "[%zu].cidr: '%.64s' is not an IPv4 CIDR (a.b.c.d/n)", i,
+		    json_string_value(c));
+	if (rc > 0)
+		return k8s_error_set(err, K8S_EINVAL, 0, NULL, SPEC_AT
+		    "[%zu].cidr: '%.64s' has host bits set: the network is "
+		    "%u.%u.%u.%u/%d", i, json_string_value(c), e->addr >> 24,
+		    e->addr >> 16 & 255, e->addr >> 8 & 255, e->addr & 255,
+		    e->prefix);
+	e->cidr = xstrdup(json_string_value(c));
+	ports = json_object_get(x, "ports");
+	if (!json_is_array(ports) || json_array_size(ports) == 0 ||
+	    json_array_size(ports) > CTL_EGRESS_PORTS_MAX)
+		return k8s_error_set(err, K8S_EINVAL, 0, NULL, SPEC_AT
+		    "[%zu].ports: must be a list of 1 to %d ports", i,
+		    CTL_EGRESS_PORTS_MAX);
+	json_array_foreach(ports, j, v) {
+		json_int_t port = json_integer_value(v);
+
+		if (!json_is_integer(v) || port < 1 || port > 65535)
+			return k8s_error_set(err, K8S_EINVAL, 0, NULL, SPEC_AT
+			    "[%zu].ports[%zu]: not a port from 1 to 65535", i, j);
+		for (l = 0; l < e->nports; l++)
+			if (e->ports[l] == (int)port)
+				return k8s_error_set(err, K8S_EINVAL, 0, NULL,
+				    SPEC_AT "[%zu].ports[%zu]: %d is given twice",
+				    i, j, (int)port);
+		e->ports[e->nports++] = (int)port;
+	}
+	return 0;
+}
+
+int
+egress_spec_parse(json_t *network, struct ctl_egress **out, size_t *n,
+    int *given, struct k8s_error *err)
+{
+	json_t *list, *v;
+	const char *k;
+	size_t i, j;
+	int rc = 0;
+
+	*out = NULL;
+	*n = 0;
+	*given = 0;
+	if (network == NULL)
+		return 0;
+	if (!json_is_object(network))
+		return k8s_error_set(err, K8S_EINVAL, 0, NULL,
+		    "spec.network: must be an object");
+	json_object_foreach(network, k, v)
+		if (strcmp(k, "egress") != 0)
+			return k8s_error_set(err, K8S_EINVAL, 0, NULL,
+			    "spec.network.%.64s: unknown field", k);
+	if ((list = json_object_get(network, "egress")) == NULL)
+		return 0;
+	if (!json_is_array(list))
+		return k8s_error_set(err, K8S_EINVAL, 0, NULL, SPEC_AT
+		    ": must be a list");
+	if (json_array_size(list) > CTL_EGRESS_MAX)
+		return k8s_error_set(err, K8S_EINVAL, 0, NULL, SPEC_AT
+		    ": at most %d entries, not %zu", CTL_EGRESS_MAX,
+		    json_array_size(list));
+	*given = 1;
+	if (json_array_size(list) == 0)
+		return 0;
+	*out = xcalloc(json_array_size(list), sizeof(**out));
+	json_array_foreach(list, i, v) {
+		*n = i + 1;
+		if ((rc = spec_entry(v, i, &(*out)[i], err)) != 0)
+			goto out;
+		for (j = 0; j < i; j++)
+			if ((*out)[j].addr == (*out)[i].addr &&
+			    (*out)[j].prefix == (*out)[i].prefix) {
+				rc = k8s_error_set(err, K8S_EINVAL, 0, NULL,
+				    SPEC_AT "[%zu].cidr: %s is given twice (list "
+				    "its ports in one entry)", i, (*out)[i].cidr);
+				goto out;
+			}
+	}
+out:
+	if (rc != 0) {
+		egress_free(*out, *n);
+		*out = NULL;
+		*n = 0;
+	}
+	return rc;
+}
+
+/* Whether p's list lets e's whole CIDR connect to port. */
+static int
+profile_allows(const struct ctl_profile *p, const struct ctl_egress *e,
+    int port)
+{
+	for (size_t i = 0; i < p->negress; i++) {
+		const struct ctl_egress *pe = &p->egress[i];
+
+		if (e->prefix < pe->prefix ||
+		    (e->addr & mask(pe->prefix)) != pe->addr)
+			continue;
+		for (size_t j = 0; j < pe->nports; j++)
+			if (pe->ports[j] == port)
+				return 1;
+	}
+	return 0;
+}
+
+int
+egress_effective(const struct ctl_profile *p, json_t *network,
+    struct ctl_egress **out, size_t *n, struct k8s_error *err)
+{
+	size_t i, j;
+	int given, rc;
+
+	if ((rc = egress_spec_parse(network, out, n, &given, err)) != 0)
+		return rc;
+	if (!given) {
+		*n = p->negress;
+		*out = p->negress ? xcalloc(p->negress, sizeof(**out)) : NULL;
+		for (i = 0; i < p->negress; i++) {
+			(*out)[i] = p->egress[i];
+			(*out)[i].cidr = xstrdup(p->egress[i].cidr);
+		}
+		return 0;
+	}
+	if (*n > 0 && p->negress == 0) {
+		rc = k8s_error_set(err, K8S_EINVAL, 0, NULL, SPEC_AT
+		    ": profile %s has no egress", p->name);
+		goto out;
+	}
+	for (i = 0; i < *n; i++)
+		for (j = 0; j < (*out)[i].nports; j++)
+			if (!profile_allows(p, &(*out)[i], (*out)[i].ports[j])) {
+				rc = k8s_error_set(err, K8S_EINVAL, 0, NULL,
+				    SPEC_AT "[%zu]: %s port %d is not in profile "
+				    "%s's egress", i, (*out)[i].cidr,
+				    (*out)[i].ports[j], p->name);
+				goto out;
+			}
+out:
+	if (rc != 0) {
+		egress_free(*out, *n);
+		*out = NULL;
+		*n = 0;
+	}
+	return rc;
+}

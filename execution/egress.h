@@ -34,6 +34,36 @@
 int egress_config_walk(struct yamlwalk *w, yaml_node_t *net, const char *at,
     struct ctl_profile *p) __attribute__((warn_unused_result));
 
+/*
+ * An execution's spec.network (borrowed; NULL when absent), checked as
+ * the CRD's schema would, since a CRD may be older than the controller:
+ * an object with at most the key egress, a list of at most CTL_EGRESS_MAX
+ * entries, each {cidr, ports} with the config's rules (canonical IPv4
+ * CIDR, none given twice, 1 to CTL_EGRESS_PORTS_MAX ports from 1 to
+ * 65535, none twice). *given: whether egress is there at all. *out (new,
+ * NULL when *n is 0; free with egress_free()) and *n: its entries.
+ * K8S_EINVAL naming the field ("spec.network.egress[1].ports[0]: ...").
+ */
+int egress_spec_parse(json_t *network, struct ctl_egress **out, size_t *n,
+    int *given, struct k8s_error *err) __attribute__((warn_unused_result));
+
+/*
+ * The list an execution of profile p runs with, from its spec.network
+ * (borrowed, may be NULL): the profile's own list when spec.network or
+ * its egress is absent; none for egress: []; else the execution's, each
+ * entry's CIDR inside a profile entry's (as long a prefix or longer, the
+ * same network bits) whose ports hold that port, for every port. *out is
+ * new (NULL when *n is 0): free with egress_free(). K8S_EINVAL naming
+ * the entry for a malformed spec.network (egress_spec_parse()), a
+ * non-empty list on a profile without egress ("spec.network.egress:
+ * profile python has no egress") or an entry outside the profile's
+ * ("spec.network.egress[1]: 10.0.0.0/8 port 5432 is not in profile
+ * python-net's egress"): the execution is Rejected.
+ */
+int egress_effective(const struct ctl_profile *p, json_t *network,
+    struct ctl_egress **out, size_t *n, struct k8s_error *err)
+    __attribute__((warn_unused_result));
+
 /* Free a list of n entries (NULL, 0 is fine). */
 void egress_free(struct ctl_egress *e, size_t n);
 

@@ -344,9 +344,10 @@ podspec_build_sized(const struct ctl_config *cfg, json_t *cx, size_t size,
 	const char *image = json_string_value(json_object_get(spec, "image"));
 	const char *uid, *ns, *src;
 	const struct ctl_profile *p;
+	struct ctl_egress *eg;
 	struct code code;
 	json_int_t timeout;
-	size_t i, stored;
+	size_t i, stored, neg;
 	char *podname, key[32];
 	int direct;
 
@@ -387,6 +388,12 @@ podspec_build_sized(const struct ctl_config *cfg, json_t *cx, size_t size,
 		    CX_STATUS_RESERVE);
 	if ((res = resources(cfg, spec, err)) == NULL)
 		return K8S_EINVAL;
+	/* What it may connect to: its profile's list, or less. */
+	if (egress_effective(p, json_object_get(spec, "network"), &eg, &neg,
+	    err) != 0) {
+		json_decref(res);
+		return K8S_EINVAL;
+	}
 	timeout = cx_timeout_ms(cx) / 1000;
 
 	code.data = json_object();
@@ -515,6 +522,7 @@ podspec_build_sized(const struct ctl_config *cfg, json_t *cx, size_t size,
 			free(podname);
 			json_decref(code.data);
 			json_decref(code.items);
+			egress_free(eg, neg);
 			return K8S_EINVAL;
 		}
 		snprintf(nb, sizeof(nb), "%zu", chunks);
@@ -538,7 +546,7 @@ podspec_build_sized(const struct ctl_config *cfg, json_t *cx, size_t size,
 	    "s:[o, {s:s, s:{s:s, s:s}}, {s:s, s:{s:s, s:s}}]}}",
 	    "apiVersion", "v1", "kind", "Pod", "metadata", md, "spec",
 	    "serviceAccountName", PODSPEC_SERVICE_ACCOUNT,
-	    "runtimeClassName", p->negress > 0 ? cfg->network_runtime_class :
+	    "runtimeClassName", neg > 0 ? cfg->network_runtime_class :
 	    cfg->runtime_class,
 	    "priorityClassName", cfg->priority_class,
 	    "restartPolicy", "Never",
@@ -592,14 +600,15 @@ podspec_build_sized(const struct ctl_config *cfg, json_t *cx, size_t size,
 		json_object_set_new(c, "workingDir", json_string(TMP_DIR));
 	}
 	/* No policy, no pod: one that selects nothing would leave it open. */
-	if (p->negress > 0 && out->pod && (out->netpol = egress_policy(p->egress,
-	    p->negress, json_object_get(out->pod, "metadata"))) == NULL) {
+	if (neg > 0 && out->pod && (out->netpol = egress_policy(eg, neg,
+	    json_object_get(out->pod, "metadata"))) == NULL) {
 		json_decref(out->pod);
 		out->pod = NULL;
 	}
 	free(podname);
 	json_decref(code.data);
 	json_decref(code.items);
+	egress_free(eg, neg);
 	if (out->pod == NULL) {
 		podspec_result_free(out);
 		return k8s_error_set(err, K8S_EINVAL, 0, NULL,
