@@ -282,6 +282,15 @@ int local_run(const struct ctl_config *cfg, json_t *cx,
     const struct local_opts *o, json_t **out, struct k8s_error *err)
     __attribute__((warn_unused_result));
 
+/*
+ * Why local_run refuses an execution of spec (borrowed) whose pod came
+ * with the NetworkPolicy netpol (podspec_build's; NULL: none), or NULL:
+ * a network is a NetworkPolicy's, a cluster's alone. The profile's own
+ * egress and a spec.network.egress of its are named apart; egress: []
+ * leaves the execution none (no policy), which runs here. Static text.
+ */
+const char *local_network_refusal(json_t *spec, json_t *netpol);
+
 /* --- the MCP server (cli/mcp.c) ------------------------------------------ */
 
 /*

@@ -17,6 +17,7 @@
 #include "artifacts.h"
 #include "base64.h"
 #include "cli.h"
+#include "egress.h"
 #include "quantity.h"
 #include "session.h"
 #include "sha256.h"
@@ -583,10 +584,13 @@ cli_check_spec(json_t *spec, struct k8s_error *err)
 {
 	static const char *const known[] = { "runtime", "image", "source",
 	    "files", "stdin", "args", "env", "timeoutSeconds", "resources",
-	    "output", "ttlSecondsAfterFinished", "cancel", "session" };
+	    "output", "ttlSecondsAfterFinished", "cancel", "session",
+	    "network" };
+	struct ctl_egress *eg;
 	const char *k;
 	json_t *v, *x;
-	size_t i;
+	size_t i, neg;
+	int given;
 
 	if (!json_is_object(spec))
 		return k8s_error_set(err, K8S_EINVAL, 0, "Invalid", "spec: must be an object");
@@ -641,6 +645,14 @@ cli_check_spec(json_t *spec, struct k8s_error *err)
 		return K8S_EINVAL;
 	if (check_resources(spec, err) != 0)
 		return K8S_EINVAL;
+	/* Its shape; the profile's list judges the rest (egress_effective). */
+	if (egress_spec_parse(json_object_get(spec, "network"), &eg, &neg,
+	    &given, err) != 0) {
+		if (err != NULL)
+			snprintf(err->reason, sizeof(err->reason), "Invalid");
+		return K8S_EINVAL;
+	}
+	egress_free(eg, neg);
 	if ((v = json_object_get(spec, "output")) == NULL)
 		json_object_set_new(spec, "output", v = json_object());
 	if (!json_is_object(v))

@@ -612,6 +612,21 @@ find_runsc(const char *cache, char *buf, size_t len)
 	return buf[0] ? buf : NULL;
 }
 
+const char *
+local_network_refusal(json_t *spec, json_t *netpol)
+{
+	if (netpol == NULL)
+		return NULL;
+	if (json_array_size(json_object_get(json_object_get(spec, "network"),
+	    "egress")) > 0)
+		return "spec.network.egress: --local gives no network (its "
+		    "NetworkPolicy is a cluster's, docs/network.md): run it on "
+		    "a cluster";
+	return "spec.runtime: profile has network egress, which --local does "
+	    "not give (its NetworkPolicy is a cluster's, docs/network.md): "
+	    "run it on a cluster";
+}
+
 int
 local_run(const struct ctl_config *cfg, json_t *cx0, const struct local_opts *o,
     json_t **outp, struct k8s_error *err)
@@ -709,12 +724,9 @@ local_run(const struct ctl_config *cfg, json_t *cx0, const struct local_opts *o,
 		return 0;
 	}
 	p = ctl_config_profile(cfg, json_string_value(json_object_get(spec, "runtime")));
-	if (p->negress > 0) {
-		/* Its network is a pod's NetworkPolicy's: a cluster's alone. */
-		json_object_set_new(cx, "status", rejected("spec.runtime: profile "
-		    "has network egress, which --local does not give (its "
-		    "NetworkPolicy is a cluster's, docs/network.md): run it on "
-		    "a cluster"));
+	if (local_network_refusal(spec, pr.netpol) != NULL) {
+		json_object_set_new(cx, "status", rejected(
+		    local_network_refusal(spec, pr.netpol)));
 		podspec_result_free(&pr);
 		*outp = cx;
 		return 0;

@@ -9,7 +9,6 @@
  * name one big node many times, so every per-profile value is capped
  * before it is copied.
  */
-#include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdint.h>
@@ -22,6 +21,7 @@
 #include "buf.h"
 #include "artifacts.h"
 #include "ctl_config.h"
+#include "egress.h"
 #include "quantity.h"
 #include "xmalloc.h"
 #include "yamlwalk.h"
@@ -51,8 +51,6 @@ static const char *const top_keys[] = { "runtimeClassName",
 static const char *const artifacts_keys[] = { "maxBytes", "maxFiles", NULL };
 static const char *const profile_keys[] = { "image", "command",
     "sourceFile", "policy", "preload", "warmup", "network", NULL };
-static const char *const network_keys[] = { "egress", NULL };
-static const char *const egress_keys[] = { "cidr", "host", "ports", NULL };
 static const char *const policy_keys[] = { "denyImports", "allowCommands",
     NULL };
 static const char *const resource_keys[] = { "cpu", "memory",
@@ -65,38 +63,6 @@ static const char *
 dot(const char *where)
 {
 	return *where != '\0' ? "." : "";
-}
-
-/* Fail on the first key of map that is not one of the NULL-terminated keys. */
-static int
-check_keys(struct yamlwalk *w, yaml_node_t *map, const char *where,
-    const char *const *keys)
-{
-	yaml_node_pair_t *p;
-	yaml_node_t *k;
-	size_t i;
-	int rc, known;
-
-	if (map == NULL)
-		return 0;
-	for (p = map->data.mapping.pairs.start;
-	    p < map->data.mapping.pairs.top; p++) {
-		if ((rc = yamlwalk_step(w)) != 0)
-			return rc;
-		k = yamlwalk_node(w, p->key);
-		if (k == NULL || k->type != YAML_SCALAR_NODE)
-			return yamlwalk_fail(w, "%s has a key that is not a "
-			    "string", *where != '\0' ? where : "top level");
-		for (i = 0, known = 0; keys[i] != NULL && !known; i++)
-			known = yamlwalk_scalar_is(k, keys[i]);
-		if (!known)
-			return yamlwalk_fail(w, "%s%s%.*s is not a known key",
-			    where, dot(where),
-			    (int)(k->data.scalar.length > 64 ? 64 :
-			    k->data.scalar.length),
-			    (const char *)k->data.scalar.value);
-	}
-	return 0;
 }
 
 /* *out = the mapping at key, or NULL when absent or null. */
@@ -499,7 +465,7 @@ walk_policy(struct yamlwalk *w, yaml_node_t *body, const char *where,
 		char pw[DNS_LABEL_MAX + 32];
 
 		snprintf(pw, sizeof(pw), "%s.policy", where);
-		if ((rc = check_keys(w, map, pw, policy_keys)) != 0 ||
+		if ((rc = yamlwalk_check_keys(w, map, pw, policy_keys)) != 0 ||
 		    (rc = yamlwalk_lookup(w, map, pw, "denyImports", &deny)) != 0 ||
 		    (rc = yamlwalk_lookup(w, map, pw, "allowCommands", &allow)) != 0)
 			return rc;
@@ -580,186 +546,22 @@ walk_preload(struct yamlwalk *w, yaml_node_t *body, const char *where,
 }
 
 /*
- * "a.b.c.d/n" in s (len bytes): the network into *addr (host byte order)
- * and *prefix. 0 when well formed (the address as inet_pton reads it, no
- * leading zeros; n from 0 to 32, no leading zero); else -1, or 1 when host
- * bits are set (*addr then holds the network they belong to).
- */
-static int
-parse_cidr(const unsigned char *s, size_t len, uint32_t *addr, int *prefix)
-{
-	const unsigned char *slash = memchr(s, '/', len);
-	char ip[INET_ADDRSTRLEN];
-	struct in_addr in;
-	size_t iplen, plen;
-	uint32_t a;
-	int n;
-
-	if (slash == NULL || (iplen = (size_t)(slash - s)) >= sizeof(ip) ||
-	    memchr(s, '\0', iplen) != NULL)
-		return -1;
-	memcpy(ip, s, iplen);
-	ip[iplen] = '\0';
-	plen = len - iplen - 1;
-	if (inet_pton(AF_INET, ip, &in) != 1 || plen < 1 || plen > 2 ||
-	    slash[1] < '0' || slash[1] > '9' || (plen == 2 &&
-	    (slash[1] == '0' || slash[2] < '0' || slash[2] > '9')))
-		return -1;
-	n = plen == 1 ? slash[1] - '0' : (slash[1] - '0') * 10 + slash[2] - '0';
-	if (n > 32)
-		return -1;
-	a = ntohl(in.s_addr);
-	*prefix = n;
-	*addr = n == 0 ? 0 : a & ~(uint32_t)0 << (32 - n);
-	return *addr == a ? 0 : 1;
-}
-
-/* One egress entry's ports (a list of 1 to 65535, none twice). */
-static int
-walk_ports(struct yamlwalk *w, yaml_node_t *entry, const char *where,
-    struct ctl_egress *e)
-{
-	yaml_node_item_t *it;
-	yaml_node_t *seq, *item;
-	size_t i, j, n;
-	int rc;
-
-	if ((rc = yamlwalk_lookup(w, entry, where, "ports", &seq)) != 0)
-		return rc;
-	if (seq == NULL || yamlwalk_is_null(seq))
-		return yamlwalk_fail(w, "%s.ports is missing: list the TCP "
-		    "ports it may connect to", where);
-	if (seq->type != YAML_SEQUENCE_NODE)
-		return yamlwalk_fail(w, "%s.ports is not a list", where);
-	n = (size_t)(seq->data.sequence.items.top - seq->data.sequence.items.start);
-	if (n == 0)
-		return yamlwalk_fail(w, "%s.ports is empty", where);
-	if (n > CTL_EGRESS_PORTS_MAX)
-		return yamlwalk_fail(w, "%s.ports has more than %d items", where,
-		    CTL_EGRESS_PORTS_MAX);
-	for (i = 0, it = seq->data.sequence.items.start; i < n; i++, it++) {
-		const char *v;
-		long long port;
-
-		if ((rc = yamlwalk_step(w)) != 0)
-			return rc;
-		item = yamlwalk_node(w, *it);
-		/* Plain digits, no sign, space or leading zero; all of it. */
-		if (item == NULL || item->type != YAML_SCALAR_NODE ||
-		    item->data.scalar.style != YAML_PLAIN_SCALAR_STYLE)
-			goto bad;
-		v = (const char *)item->data.scalar.value;
-		if (v[0] < '1' || v[0] > '9' ||
-		    strlen(v) != item->data.scalar.length ||
-		    quantity_parse_int(v, 1, 65535, &port) != 0)
-			goto bad;
-		for (j = 0; j < e->nports; j++)
-			if (e->ports[j] == (int)port)
-				return yamlwalk_fail(w, "%s.ports[%zu] %lld is "
-				    "given twice", where, i, port);
-		e->ports[e->nports++] = (int)port;
-		continue;
-bad:
-		return yamlwalk_fail(w, "%s.ports[%zu] is not a port from 1 to "
-		    "65535", where, i);
-	}
-	return 0;
-}
-
-/*
- * network.egress (docs/network.md): absent, null or [] is no network,
- * what every profile had before. Each entry a cidr and its ports; a host
- * entry is refused until the egress proxy is built, rather than read and
- * not enforced.
+ * network (docs/network.md): its egress list is egress.c's; absent or
+ * null is no network, what every profile had before.
  */
 static int
 walk_network(struct yamlwalk *w, yaml_node_t *body, const char *where,
     struct ctl_profile *p)
 {
-	yaml_node_item_t *it;
-	yaml_node_t *net, *seq, *entry, *n;
+	yaml_node_t *net;
 	char at[DNS_LABEL_MAX + 64];
-	size_t i, j, count;
 	int rc;
 
 	snprintf(at, sizeof(at), "%s.network", where);
 	if ((rc = get_mapping(w, body, where, "network", &net)) != 0 ||
-	    net == NULL ||
-	    (rc = check_keys(w, net, at, network_keys)) != 0 ||
-	    (rc = yamlwalk_lookup(w, net, at, "egress", &seq)) != 0 ||
-	    seq == NULL || yamlwalk_is_null(seq))
+	    net == NULL)
 		return rc;
-	if (seq->type != YAML_SEQUENCE_NODE)
-		return yamlwalk_fail(w, "%s.egress is not a list", at);
-	count = (size_t)(seq->data.sequence.items.top -
-	    seq->data.sequence.items.start);
-	if (count > CTL_EGRESS_MAX)
-		return yamlwalk_fail(w, "%s.egress has more than %d entries",
-		    at, CTL_EGRESS_MAX);
-	if (count == 0)
-		return 0;
-	p->egress = xcalloc(count, sizeof(*p->egress));
-	for (i = 0, it = seq->data.sequence.items.start; i < count; i++, it++) {
-		struct ctl_egress *e = &p->egress[i];
-		char here[DNS_LABEL_MAX + 96];
-		uint32_t addr;
-		int prefix;
-
-		if ((rc = yamlwalk_step(w)) != 0)
-			return rc;
-		snprintf(here, sizeof(here), "%s.egress[%zu]", at, i);
-		entry = yamlwalk_node(w, *it);
-		if (entry == NULL || entry->type != YAML_MAPPING_NODE)
-			return yamlwalk_fail(w, "%s is not a mapping", here);
-		if ((rc = check_keys(w, entry, here, egress_keys)) != 0 ||
-		    (rc = yamlwalk_lookup(w, entry, here, "host", &n)) != 0)
-			return rc;
-		if (n != NULL)
-			return yamlwalk_fail(w, "%s.host: host names need the "
-			    "egress proxy, which is not built yet "
-			    "(docs/network.md); give a cidr", here);
-		if ((rc = yamlwalk_lookup(w, entry, here, "cidr", &n)) != 0)
-			return rc;
-		if (n == NULL || n->type != YAML_SCALAR_NODE ||
-		    yamlwalk_is_null(n))
-			return yamlwalk_fail(w, "%s.cidr is missing", here);
-		rc = parse_cidr(n->data.scalar.value, n->data.scalar.length,
-		    &addr, &prefix);
-		if (rc < 0)
-			return yamlwalk_fail(w, "%s.cidr '%.64s' is not an IPv4 "
-			    "CIDR (a.b.c.d/n)", here,
-			    (const char *)n->data.scalar.value);
-		if (rc > 0)
-			return yamlwalk_fail(w, "%s.cidr '%.64s' has host bits "
-			    "set: the network is %u.%u.%u.%u/%d", here,
-			    (const char *)n->data.scalar.value, addr >> 24,
-			    addr >> 16 & 255, addr >> 8 & 255, addr & 255,
-			    prefix);
-		/* Counted first, so ctl_config_free() frees a partial one. */
-		p->negress = i + 1;
-		e->cidr = xstrndup((const char *)n->data.scalar.value,
-		    n->data.scalar.length);
-		e->addr = addr;
-		e->prefix = prefix;
-		if ((rc = walk_ports(w, entry, here, e)) != 0)
-			return rc;
-		for (j = 0; j < i; j++)
-			if (p->egress[j].addr == addr &&
-			    p->egress[j].prefix == prefix)
-				return yamlwalk_fail(w, "%s.cidr %s is given "
-				    "twice (list its ports in one entry)", here,
-				    e->cidr);
-	}
-	/*
-	 * Read and checked, and built (podspec.c, the agent's check), but
-	 * not yet safe: on the test node kube-router applied a new pod's
-	 * policies 5 to 7 s after its start, and the program reached what
-	 * its policy denies until then (docs/network.md). Refused until a
-	 * gate holds the program until its policy is in force.
-	 */
-	return yamlwalk_fail(w, "%s.egress (%zu %s): egress is not enforced "
-	    "from a pod's start yet (docs/network.md); refused rather than "
-	    "run without it", at, count, count == 1 ? "entry" : "entries");
+	return egress_config_walk(w, net, at, p);
 }
 
 /* One profile; body is its value node (NULL or null for an empty one). */
@@ -778,7 +580,7 @@ walk_profile(struct yamlwalk *w, const char *name, yaml_node_t *body,
 		body = NULL;
 	if (body != NULL && body->type != YAML_MAPPING_NODE)
 		return yamlwalk_fail(w, "%s is not a mapping", where);
-	if ((rc = check_keys(w, body, where, profile_keys)) != 0 ||
+	if ((rc = yamlwalk_check_keys(w, body, where, profile_keys)) != 0 ||
 	    (rc = get_string(w, body, where, "image", IMAGE_MAX,
 	    &p->image)) != 0)
 		return rc;
@@ -884,7 +686,7 @@ walk_resources(struct yamlwalk *w, yaml_node_t *root, const char *key,
 	int rc;
 
 	if ((rc = get_mapping(w, root, "", key, &map)) != 0 ||
-	    (rc = check_keys(w, map, key, executions != NULL ? quota_keys :
+	    (rc = yamlwalk_check_keys(w, map, key, executions != NULL ? quota_keys :
 	    resource_keys)) != 0 ||
 	    (rc = get_quantity(w, map, key, "cpu", 1, &r->cpu,
 	    &r->cpu_milli)) != 0 ||
@@ -977,7 +779,7 @@ walk_artifacts(struct yamlwalk *w, yaml_node_t *root, struct ctl_config *c)
 
 	if ((rc = get_mapping(w, root, "", "artifacts", &map)) != 0 || map == NULL)
 		return rc;
-	if ((rc = check_keys(w, map, "artifacts", artifacts_keys)) != 0 ||
+	if ((rc = yamlwalk_check_keys(w, map, "artifacts", artifacts_keys)) != 0 ||
 	    (rc = get_quantity(w, map, "artifacts", "maxBytes", 0, &text,
 	    &bytes)) != 0)
 		goto out;
@@ -1009,7 +811,7 @@ config_walk(struct yamlwalk *w, yaml_node_t *root, struct ctl_config *c)
 	int64_t uid;
 	int rc, present;
 
-	if ((rc = check_keys(w, root, "", top_keys)) != 0 ||
+	if ((rc = yamlwalk_check_keys(w, root, "", top_keys)) != 0 ||
 	    (rc = get_class_name(w, root, "runtimeClassName",
 	    &c->runtime_class)) != 0 ||
 	    (rc = get_class_name(w, root, "networkRuntimeClassName",
@@ -1140,9 +942,7 @@ ctl_config_free(struct ctl_config *c)
 		free(c->profiles[i].source_file);
 		free(c->profiles[i].preload);
 		free(c->profiles[i].warmup);
-		for (size_t j = 0; j < c->profiles[i].negress; j++)
-			free(c->profiles[i].egress[j].cidr);
-		free(c->profiles[i].egress);
+		egress_free(c->profiles[i].egress, c->profiles[i].negress);
 	}
 	free(c->profiles);
 	free(c->runtime_class);

@@ -7,6 +7,7 @@
 #include "buf.h"
 #include "client.h"
 #include "codetar.h"
+#include "egress.h"
 #include "artifacts.h"
 #include "podspec.h"
 #include "jsonsize.h"
@@ -326,45 +327,6 @@ tar_env(json_t *env, json_t *data, json_t *items, size_t *chunks,
 	return 0;
 }
 
-/*
- * The execution's NetworkPolicy when its profile has egress (docs/
- * network.md): its pod (by its uid label) may connect to each entry's
- * CIDR on its TCP ports, and nowhere else; the namespace's deny-all still
- * holds for everything in. Named as the pod, owned as the pod (md: the
- * pod's metadata). Without the managed-by label: the guardrails' watch
- * (guardrails.c) is of the namespace's own objects, not one per execution.
- */
-static json_t *
-egress_policy(const struct ctl_profile *p, json_t *md)
-{
-	json_t *rules = json_array(), *np;
-	const char *uid = json_string_value(json_object_get(json_object_get(md,
-	    "labels"), CX_LABEL_UID));
-
-	for (size_t i = 0; i < p->negress; i++) {
-		json_t *ports = json_array();
-
-		for (size_t j = 0; j < p->egress[i].nports; j++)
-			json_array_append_new(ports, json_pack("{s:s, s:i}",
-			    "protocol", "TCP", "port", p->egress[i].ports[j]));
-		json_array_append_new(rules, json_pack("{s:[{s:{s:s}}], s:o}",
-		    "to", "ipBlock", "cidr", p->egress[i].cidr, "ports", ports));
-	}
-	np = json_pack("{s:s, s:s, s:{s:O, s:O, s:{s:s, s:s, s:s*}, s:{s:O*}, s:O},"
-	    " s:{s:{s:{s:s}}, s:[s], s:o}}",
-	    "apiVersion", "networking.k8s.io/v1", "kind", "NetworkPolicy",
-	    "metadata", "name", json_object_get(md, "name"),
-	    "namespace", json_object_get(md, "namespace"),
-	    "labels", "app.kubernetes.io/name", "airlock",
-	    CX_LABEL_COMPONENT, CX_COMPONENT, CX_LABEL_UID, uid,
-	    "annotations", CX_ANN_NAME, json_object_get(json_object_get(md,
-	    "annotations"), CX_ANN_NAME),
-	    "ownerReferences", json_object_get(md, "ownerReferences"),
-	    "spec", "podSelector", "matchLabels", CX_LABEL_UID, uid,
-	    "policyTypes", "Egress", "egress", rules);
-	return np;
-}
-
 int
 podspec_egress_gate(struct podspec_result *r, const struct podspec_gate *g,
     struct k8s_error *err)
@@ -414,9 +376,10 @@ podspec_build_sized(const struct ctl_config *cfg, json_t *cx, size_t size,
 	const char *image = json_string_value(json_object_get(spec, "image"));
 	const char *uid, *ns, *src;
 	const struct ctl_profile *p;
+	struct ctl_egress *eg;
 	struct code code;
 	json_int_t timeout;
-	size_t i, stored;
+	size_t i, stored, neg;
 	char *podname, key[32];
 	int direct;
 
@@ -457,6 +420,12 @@ podspec_build_sized(const struct ctl_config *cfg, json_t *cx, size_t size,
 		    CX_STATUS_RESERVE);
 	if ((res = resources(cfg, spec, err)) == NULL)
 		return K8S_EINVAL;
+	/* What it may connect to: its profile's list, or less. */
+	if (egress_effective(p, json_object_get(spec, "network"), &eg, &neg,
+	    err) != 0) {
+		json_decref(res);
+		return K8S_EINVAL;
+	}
 	timeout = cx_timeout_ms(cx) / 1000;
 
 	code.data = json_object();
@@ -585,6 +554,7 @@ podspec_build_sized(const struct ctl_config *cfg, json_t *cx, size_t size,
 			free(podname);
 			json_decref(code.data);
 			json_decref(code.items);
+			egress_free(eg, neg);
 			return K8S_EINVAL;
 		}
 		snprintf(nb, sizeof(nb), "%zu", chunks);
@@ -608,7 +578,7 @@ podspec_build_sized(const struct ctl_config *cfg, json_t *cx, size_t size,
 	    "s:[o, {s:s, s:{s:s, s:s}}, {s:s, s:{s:s, s:s}}]}}",
 	    "apiVersion", "v1", "kind", "Pod", "metadata", md, "spec",
 	    "serviceAccountName", PODSPEC_SERVICE_ACCOUNT,
-	    "runtimeClassName", p->negress > 0 ? cfg->network_runtime_class :
+	    "runtimeClassName", neg > 0 ? cfg->network_runtime_class :
 	    cfg->runtime_class,
 	    "priorityClassName", cfg->priority_class,
 	    "restartPolicy", "Never",
@@ -662,7 +632,7 @@ podspec_build_sized(const struct ctl_config *cfg, json_t *cx, size_t size,
 		json_object_set_new(c, "workingDir", json_string(TMP_DIR));
 	}
 	/* No policy, no pod: one that selects nothing would leave it open. */
-	if (p->negress > 0 && out->pod && (out->netpol = egress_policy(p,
+	if (neg > 0 && out->pod && (out->netpol = egress_policy(eg, neg,
 	    json_object_get(out->pod, "metadata"))) == NULL) {
 		json_decref(out->pod);
 		out->pod = NULL;
@@ -670,6 +640,7 @@ podspec_build_sized(const struct ctl_config *cfg, json_t *cx, size_t size,
 	free(podname);
 	json_decref(code.data);
 	json_decref(code.items);
+	egress_free(eg, neg);
 	if (out->pod == NULL) {
 		podspec_result_free(out);
 		return k8s_error_set(err, K8S_EINVAL, 0, NULL,

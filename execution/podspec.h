@@ -48,7 +48,7 @@
 struct podspec_result {
 	json_t	*pod;		/* always, on success */
 	json_t	*configmap;	/* when the code does not fit annotations */
-	json_t	*netpol;	/* its egress NetworkPolicy, when the profile has egress */
+	json_t	*netpol;	/* its egress NetworkPolicy, when its list is not empty */
 	char	 code_sha256[65];	/* of the program text (spec.source) */
 };
 
@@ -59,7 +59,11 @@ struct podspec_result {
  * instead of making a second one. On success the caller owns the json_t
  * references in *out. K8S_EINVAL, with a message for the tenant, when
  * the execution must be Rejected: unknown runtime profile, a custom image
- * the config does not allow, or resources above the config's caps.
+ * the config does not allow, resources above the config's caps, or a
+ * spec.network that is not a narrowing of its profile's egress
+ * (egress_effective()). The pod's RuntimeClass and the NetworkPolicy
+ * (netpol) follow the execution's list, not the profile's: egress: []
+ * gives the plain class and no policy.
  */
 int podspec_build(const struct ctl_config *cfg, json_t *cx,
     struct podspec_result *out, struct k8s_error *err)

@@ -8,6 +8,7 @@
 #include "client.h"
 #include "clock.h"
 #include "cx.h"
+#include "egress.h"
 #include "jsonsize.h"
 #include "podspec.h"
 #include "artifacts.h"
@@ -86,6 +87,24 @@ spec_limits(const struct ctl_config *cfg, json_t *spec, int64_t *cpu,
 	return 0;
 }
 
+/* 0 when spec's spec.network leaves p's executions none; else why not. */
+static int
+no_network(const struct ctl_profile *p, json_t *spec, struct k8s_error *err)
+{
+	struct ctl_egress *eg;
+	size_t n;
+	int rc;
+
+	if ((rc = egress_effective(p, json_object_get(spec, "network"), &eg,
+	    &n, err)) != 0)
+		return rc;
+	egress_free(eg, n);
+	if (n > 0)
+		return k8s_error_set(err, K8S_EINVAL, 0, NULL,
+		    "spec.network.egress: a kept sandbox has no network");
+	return 0;
+}
+
 int
 pool_key(const struct ctl_config *cfg, json_t *spec, char key[POOL_KEY_LEN],
     struct k8s_error *err)
@@ -105,6 +124,12 @@ pool_key(const struct ctl_config *cfg, json_t *spec, char key[POOL_KEY_LEN],
 		    "executions run cold, each in a pod of its own with its own "
 		    "NetworkPolicy, not from a pool or in a session "
 		    "(docs/network.md)", p->name);
+	/*
+	 * Nor one that asks for a network its profile lacks (Rejected when
+	 * it runs cold); egress: [] is no network, which a holder has.
+	 */
+	if (p != NULL && (rc = no_network(p, spec, err)) != 0)
+		return rc;
 	if (p == NULL || p->command[0] == NULL ||
 	    strcmp(p->command[0], POOL_RUNNER) != 0)
 		return k8s_error_set(err, K8S_EINVAL, 0, NULL,
@@ -385,7 +410,8 @@ pool_run_annotations(const struct ctl_config *cfg, json_t *cx, size_t stored,
 		return NULL;
 	}
 	/* A cold start refuses these (Rejected); so does a warm one. */
-	if (podspec_check_reserved(spec, p, err) != 0)
+	if (podspec_check_reserved(spec, p, err) != 0 ||
+	    no_network(p, spec, err) != 0)
 		return NULL;
 	if (stored == 0)
 		stored = jsonsize_value(cx);

@@ -231,6 +231,37 @@ yamlwalk_bool(struct yamlwalk *w, yaml_node_t *map, const char *where,
 }
 
 int
+yamlwalk_check_keys(struct yamlwalk *w, yaml_node_t *map, const char *where,
+    const char *const *keys)
+{
+	yaml_node_pair_t *p;
+	yaml_node_t *k;
+	size_t i;
+	int rc, known;
+
+	if (map == NULL)
+		return 0;
+	for (p = map->data.mapping.pairs.start;
+	    p < map->data.mapping.pairs.top; p++) {
+		if ((rc = yamlwalk_step(w)) != 0)
+			return rc;
+		k = yamlwalk_node(w, p->key);
+		if (k == NULL || k->type != YAML_SCALAR_NODE)
+			return yamlwalk_fail(w, "%s has a key that is not a "
+			    "string", *where != '\0' ? where : "top level");
+		for (i = 0, known = 0; keys[i] != NULL && !known; i++)
+			known = yamlwalk_scalar_is(k, keys[i]);
+		if (!known)
+			return yamlwalk_fail(w, "%s%s%.*s is not a known key",
+			    where, dot(where),
+			    (int)(k->data.scalar.length > 64 ? 64 :
+			    k->data.scalar.length),
+			    (const char *)k->data.scalar.value);
+	}
+	return 0;
+}
+
+int
 yamlwalk_refuse(struct yamlwalk *w, yaml_node_t *map, const char *where,
     const char *const *keys)
 {

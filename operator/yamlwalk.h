@@ -97,6 +97,15 @@ int yamlwalk_string(struct yamlwalk *w, yaml_node_t *map, const char *where,
 int yamlwalk_bool(struct yamlwalk *w, yaml_node_t *map, const char *where,
     const char *key, int *out) __attribute__((warn_unused_result));
 
+/*
+ * Fail with "<where>.<key> is not a known key" on the first key of map
+ * that is not one of the NULL-terminated keys (a misspelt key must fail,
+ * not fall back to a default); a key that is not a string fails too.
+ * Each pair costs a step. map NULL: 0.
+ */
+int yamlwalk_check_keys(struct yamlwalk *w, yaml_node_t *map, const char *where,
+    const char *const *keys) __attribute__((warn_unused_result));
+
 /* Fail with "<where>.<key> is not supported" for the first of the
  * NULL-terminated keys that is present and not null. */
 int yamlwalk_refuse(struct yamlwalk *w, yaml_node_t *map, const char *where,

@@ -1281,6 +1281,54 @@ test_execution_session(void **state)
 	free(big);
 }
 
+/*
+ * spec.network (docs/network.md): the shape is the schema's, the CLI
+ * agreeing on each field (expect_refused); whether it narrows the
+ * profile's list is the controller's (test_egress, test_podspec).
+ */
+static void
+test_execution_network(void **state)
+{
+	json_t *spec, *out;
+
+	(void)state;
+	out = admit("net-none", spec_json("{\"runtime\":\"python\",\"network\":{\"egress\":[]}}"));
+	json_decref(out);
+	out = admit("net-one", spec_json("{\"runtime\":\"python\",\"network\":{\"egress\":"
+	    "[{\"cidr\":\"10.20.0.0/16\",\"ports\":[443,5432]}]}}"));
+	json_decref(out);
+	expect_refused("net-port-zero", spec_json("{\"runtime\":\"python\",\"network\":{\"egress\":"
+	    "[{\"cidr\":\"10.20.0.0/16\",\"ports\":[0]}]}}"),
+	    "spec.network.egress[0].ports[0]: Invalid value: 0: spec.network.egress[0].ports[0] "
+	    "in body should be greater than or equal to 1");
+	expect_refused("net-port-big", spec_json("{\"runtime\":\"python\",\"network\":{\"egress\":"
+	    "[{\"cidr\":\"10.20.0.0/16\",\"ports\":[65536]}]}}"),
+	    "spec.network.egress[0].ports[0]: Invalid value: 65536: spec.network.egress[0].ports[0] "
+	    "in body should be less than or equal to 65535");
+	expect_refused("net-port-twice", spec_json("{\"runtime\":\"python\",\"network\":{\"egress\":"
+	    "[{\"cidr\":\"10.20.0.0/16\",\"ports\":[443,443]}]}}"),
+	    "spec.network.egress[0].ports[1]: Duplicate value: 443");
+	expect_refused("net-no-ports", spec_json("{\"runtime\":\"python\",\"network\":{\"egress\":"
+	    "[{\"cidr\":\"10.20.0.0/16\"}]}}"),
+	    "spec.network.egress[0].ports: Required value");
+	expect_refused("net-no-cidr", spec_json("{\"runtime\":\"python\",\"network\":{\"egress\":"
+	    "[{\"ports\":[443]}]}}"),
+	    "spec.network.egress[0].cidr: Required value");
+	expect_refused("net-cidr-long", spec_json("{\"runtime\":\"python\",\"network\":{\"egress\":"
+	    "[{\"cidr\":\"100.100.100.100/320\",\"ports\":[443]}]}}"),
+	    "spec.network.egress[0].cidr: Too long: may not be more than 18 bytes");
+	spec = spec_json("{\"runtime\":\"python\",\"network\":{\"egress\":[]}}");
+	for (int i = 0; i < 33; i++)
+		json_array_append_new(json_object_get(json_object_get(spec, "network"),
+		    "egress"), json_pack("{s:s, s:[i]}", "cidr", "10.20.0.0/16", "ports", 443));
+	expect_refused("net-many", spec, "spec.network.egress: Too many: 33: must have at most 32 items");
+	/* Fixed at creation, as the rest of the spec. */
+	patch_refused(&cx, "net-one", NULL, "{\"spec\":{\"network\":{\"egress\":[]}}}",
+	    "spec.network: Invalid value: is immutable");
+	patch_refused(&cx, "net-one", NULL, "{\"spec\":{\"network\":null}}",
+	    "spec: Invalid value: the spec is immutable after creation, except spec.cancel");
+}
+
 int
 main(void)
 {
@@ -1300,6 +1348,7 @@ main(void)
 		cmocka_unit_test(test_session_immutable),
 		cmocka_unit_test(test_session_status),
 		cmocka_unit_test(test_execution_session),
+		cmocka_unit_test(test_execution_network),
 	};
 
 	return cmocka_run_group_tests(tests, group_setup, group_teardown);

@@ -217,6 +217,42 @@ test_spec_defaults(void **state)
 	s = spec("{\"runtime\":\"python\",\"session\":\"analysis-1.a\"}");
 	assert_int_equal(cli_check_spec(s, &err), 0);
 	json_decref(s);
+	/* spec.network: its shape here; the profile's list on the cluster. */
+	s = spec("{\"runtime\":\"python\",\"network\":{\"egress\":[{\"cidr\":"
+	    "\"10.0.0.0/8\",\"ports\":[443,5432]}]}}");
+	assert_int_equal(cli_check_spec(s, &err), 0);
+	json_decref(s);
+	s = spec("{\"runtime\":\"python\",\"network\":{\"egress\":[]}}");
+	assert_int_equal(cli_check_spec(s, &err), 0);
+	json_decref(s);
+}
+
+/*
+ * --local has no network to give: a pod that comes with a NetworkPolicy
+ * is refused, named by who asked for it; egress: [] (no policy) runs.
+ */
+static void
+test_local_network_refusal(void **state)
+{
+	json_t *np = json_object();
+	json_t *asked = spec("{\"runtime\":\"p\",\"network\":{\"egress\":"
+	    "[{\"cidr\":\"10.0.0.0/8\",\"ports\":[443]}]}}");
+	json_t *none = spec("{\"runtime\":\"p\",\"network\":{\"egress\":[]}}");
+	json_t *plain = spec("{\"runtime\":\"p\"}");
+
+	(void)state;
+	assert_string_equal(local_network_refusal(asked, np), "spec.network.egress: "
+	    "--local gives no network (its NetworkPolicy is a cluster's, "
+	    "docs/network.md): run it on a cluster");
+	assert_string_equal(local_network_refusal(plain, np), "spec.runtime: "
+	    "profile has network egress, which --local does not give (its "
+	    "NetworkPolicy is a cluster's, docs/network.md): run it on a cluster");
+	assert_null(local_network_refusal(none, NULL));
+	assert_null(local_network_refusal(plain, NULL));
+	json_decref(np);
+	json_decref(asked);
+	json_decref(none);
+	json_decref(plain);
 }
 
 /* Each bad spec is refused, and the message names the field. */
@@ -263,6 +299,14 @@ test_spec_refused(void **state)
 		{ "{\"runtime\":\"python\",\"session\":\"-a\"}", "spec.session:" },
 		{ "{\"runtime\":\"python\",\"session\":\"s\",\"image\":\"x\"}",
 		  "spec.image: cannot be set with spec.session" },
+		{ "{\"runtime\":\"python\",\"network\":{\"egress\":[{\"cidr\":"
+		  "\"10.0.0.1/8\",\"ports\":[443]}]}}", "spec.network.egress[0].cidr: "
+		  "'10.0.0.1/8' has host bits set: the network is 10.0.0.0/8" },
+		{ "{\"runtime\":\"python\",\"network\":{\"egress\":[{\"cidr\":"
+		  "\"10.0.0.0/8\",\"ports\":[0]}]}}",
+		  "spec.network.egress[0].ports[0]: not a port from 1 to 65535" },
+		{ "{\"runtime\":\"python\",\"network\":{\"ingress\":[]}}",
+		  "spec.network.ingress: unknown field" },
 		{ "[]", "spec: must be an object" },
 	};
 	struct k8s_error err;
@@ -878,6 +922,7 @@ main(void)
 		cmocka_unit_test(test_yaml_exact),
 		cmocka_unit_test(test_yaml_round_trip),
 		cmocka_unit_test(test_spec_defaults),
+		cmocka_unit_test(test_local_network_refusal),
 		cmocka_unit_test(test_spec_refused),
 		cmocka_unit_test(test_create_retryable),
 		cmocka_unit_test(test_create_retried),

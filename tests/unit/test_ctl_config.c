@@ -888,6 +888,36 @@ test_network_egress(void **state)
 		{ "network: [x]", "profiles.p.network is not a mapping" },
 		{ "network: {egress: [10.0.0.0/8]}",
 		    "profiles.p.network.egress[0] is not a mapping" },
+		/* Ranges no execution may reach, inside them or covering them. */
+		{ "network: {egress: [{cidr: 0.0.0.0/0, ports: [443]}]}",
+		    "profiles.p.network.egress[0].cidr: 0.0.0.0/0 covers 169.254.0.0/16 "
+		    "(link-local, the cloud metadata address)" },
+		{ "network: {egress: [{cidr: 10.0.0.0/8, ports: [1]}, {cidr: 128.0.0.0/1, ports: [443]}]}",
+		    "profiles.p.network.egress[1].cidr: 128.0.0.0/1 covers 169.254.0.0/16 "
+		    "(link-local, the cloud metadata address)" },
+		{ "network: {egress: [{cidr: 169.254.169.254/32, ports: [80]}]}",
+		    "profiles.p.network.egress[0].cidr: 169.254.169.254/32 is in "
+		    "169.254.0.0/16 (link-local, the cloud metadata address)" },
+		{ "network: {egress: [{cidr: 169.254.0.0/16, ports: [80]}]}",
+		    "profiles.p.network.egress[0].cidr: 169.254.0.0/16 covers "
+		    "169.254.0.0/16 (link-local, the cloud metadata address)" },
+		{ "network: {egress: [{cidr: 127.0.0.1/32, ports: [80]}]}",
+		    "profiles.p.network.egress[0].cidr: 127.0.0.1/32 is in 127.0.0.0/8 (loopback)" },
+		{ "network: {egress: [{cidr: 64.0.0.0/2, ports: [80]}]}",
+		    "profiles.p.network.egress[0].cidr: 64.0.0.0/2 covers 127.0.0.0/8 (loopback)" },
+		{ "network: {egress: [{cidr: 0.1.2.0/24, ports: [80]}]}",
+		    "profiles.p.network.egress[0].cidr: 0.1.2.0/24 is in 0.0.0.0/8 (this network)" },
+		{ "network: {egress: [{cidr: 0.0.0.0/7, ports: [80]}]}",
+		    "profiles.p.network.egress[0].cidr: 0.0.0.0/7 covers 0.0.0.0/8 (this network)" },
+		{ "network: {egress: [{cidr: 224.0.0.251/32, ports: [5353]}]}",
+		    "profiles.p.network.egress[0].cidr: 224.0.0.251/32 is in 224.0.0.0/3 "
+		    "(multicast and reserved)" },
+		{ "network: {egress: [{cidr: 255.255.255.255/32, ports: [1]}]}",
+		    "profiles.p.network.egress[0].cidr: 255.255.255.255/32 is in 224.0.0.0/3 "
+		    "(multicast and reserved)" },
+		{ "network: {egress: [{cidr: 192.0.0.0/2, ports: [1]}]}",
+		    "profiles.p.network.egress[0].cidr: 192.0.0.0/2 covers 224.0.0.0/3 "
+		    "(multicast and reserved)" },
 	};
 	struct ctl_config *c = NULL;
 	struct k8s_error e;
@@ -916,10 +946,18 @@ test_network_egress(void **state)
 	expect_message("profiles:\n  p: {image: i, command: [x], sourceFile: m,\n"
 	    "    network: {egress: [{cidr: 10.20.0.0/16, ports: [5432, 443]},\n"
 	    "                       {cidr: 192.168.1.7/32, ports: [8080]},\n"
-	    "                       {cidr: 0.0.0.0/0, ports: [65535, 1]}]}}\n",
+	    "                       {cidr: 203.0.113.0/24, ports: [65535, 1]}]}}\n",
 	    "profiles.p.network.egress (3 entries): egress is not enforced from a "
 	    "pod's start yet (docs/network.md); refused rather than run without it");
 
+	/* Next to the forbidden ranges, outside them: read whole. */
+	expect_message("profiles:\n  p: {image: i, command: [x], sourceFile: m,\n"
+	    "    network: {egress: [{cidr: 1.0.0.0/8, ports: [1]},\n"
+	    "        {cidr: 126.0.0.0/8, ports: [1]}, {cidr: 128.0.0.0/3, ports: [1]},\n"
+	    "        {cidr: 169.253.0.0/16, ports: [1]}, {cidr: 169.255.0.0/16, ports: [1]},\n"
+	    "        {cidr: 170.0.0.0/7, ports: [1]}, {cidr: 223.255.255.255/32, ports: [1]}]}}\n",
+	    "profiles.p.network.egress (7 entries): egress is not enforced from a "
+	    "pod's start yet (docs/network.md); refused rather than run without it");
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		y = xasprintf("profiles:\n  p: {image: i, command: [python3, main.py], "
 		    "sourceFile: main.py, %s}\n", bad[i].yaml);

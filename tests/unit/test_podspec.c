@@ -889,6 +889,101 @@ test_egress_gate(void **state)
 	ctl_config_free(c);
 }
 
+/*
+ * spec.network.egress narrows the profile's list: the pod's class and its
+ * NetworkPolicy follow what the execution asked; [] is no network at all,
+ * the plain class and no policy; wider than the profile is Rejected.
+ */
+static void
+test_egress_narrowed(void **state)
+{
+	struct ctl_config *c = config();
+	struct ctl_profile *p = (struct ctl_profile *)ctl_config_profile(c, "python");
+	json_t *o;
+	struct podspec_result r;
+	struct k8s_error err;
+	char *got;
+
+	(void)state;
+	/* Without egress, asking for some is Rejected; none is fine. */
+	o = cx("{\"runtime\":\"python\",\"source\":\"print(1)\","
+	    "\"network\":{\"egress\":[{\"cidr\":\"10.20.0.0/16\",\"ports\":[443]}]}}");
+	assert_int_equal(podspec_build(c, o, &r, &err), K8S_EINVAL);
+	assert_string_equal(err.message, "spec.network.egress: profile python has "
+	    "no egress");
+	assert_null(r.pod);
+	json_decref(o);
+	o = cx("{\"runtime\":\"python\",\"source\":\"print(1)\","
+	    "\"network\":{\"egress\":[]}}");
+	assert_int_equal(podspec_build(c, o, &r, &err), 0);
+	assert_string_equal(json_string_value(json_object_get(json_object_get(r.pod,
+	    "spec"), "runtimeClassName")), "gvisor");
+	assert_null(r.netpol);
+	podspec_result_free(&r);
+	json_decref(o);
+	/* ... and may still run warm: a holder has no network either. */
+	{
+		struct ctl_config *wc = config_of("profiles:\n  py: {image: i, "
+		    "command: [/airlock/bin/run, python3, main.py], sourceFile: main.py}\n");
+		json_t *spec = json_pack("{s:s, s:{s:[]}}", "runtime", "py",
+		    "network", "egress");
+		char key[POOL_KEY_LEN];
+
+		assert_int_equal(pool_key(wc, spec, key, &err), 0);
+		assert_string_equal(key, "py/500/268435456/67108864");
+		json_object_set_new(spec, "network", json_pack("{s:[{s:s, s:[i]}]}",
+		    "egress", "cidr", "10.0.0.0/8", "ports", 1));
+		assert_int_equal(pool_key(wc, spec, key, &err), K8S_EINVAL);
+		assert_string_equal(err.message, "spec.network.egress: profile "
+		    "py has no egress");
+		json_decref(spec);
+		ctl_config_free(wc);
+	}
+
+	p->egress = xcalloc(2, sizeof(*p->egress));
+	p->negress = 2;
+	p->egress[0] = (struct ctl_egress){ .cidr = xstrdup("10.20.0.0/16"),
+	    .addr = 0x0a140000, .prefix = 16, .ports = { 5432, 443 }, .nports = 2 };
+	p->egress[1] = (struct ctl_egress){ .cidr = xstrdup("192.168.1.7/32"),
+	    .addr = 0xc0a80107, .prefix = 32, .ports = { 8080 }, .nports = 1 };
+	/* Narrowed: its policy holds what it asked, not the profile's list. */
+	o = cx("{\"runtime\":\"python\",\"source\":\"print(1)\",\"network\":"
+	    "{\"egress\":[{\"cidr\":\"10.20.30.0/24\",\"ports\":[443]}]}}");
+	assert_int_equal(podspec_build(c, o, &r, &err), 0);
+	assert_string_equal(json_string_value(json_object_get(json_object_get(r.pod,
+	    "spec"), "runtimeClassName")), "gvisor-net");
+	got = json_dumps(json_object_get(r.netpol, "spec"), JSON_COMPACT |
+	    JSON_SORT_KEYS);
+	assert_string_equal(got, "{\"egress\":["
+	    "{\"ports\":[{\"port\":443,\"protocol\":\"TCP\"}],"
+	    "\"to\":[{\"ipBlock\":{\"cidr\":\"10.20.30.0/24\"}}]}],"
+	    "\"podSelector\":{\"matchLabels\":{\"airlock.dev/execution-uid\":\"" UID "\"}},"
+	    "\"policyTypes\":[\"Egress\"]}");
+	free(got);
+	podspec_result_free(&r);
+	json_decref(o);
+	/* None asked: the plain class and no policy, as a profile without. */
+	o = cx("{\"runtime\":\"python\",\"source\":\"print(1)\","
+	    "\"network\":{\"egress\":[]}}");
+	assert_int_equal(podspec_build(c, o, &r, &err), 0);
+	assert_string_equal(json_string_value(json_object_get(json_object_get(r.pod,
+	    "spec"), "runtimeClassName")), "gvisor");
+	assert_null(r.netpol);
+	podspec_result_free(&r);
+	json_decref(o);
+	/* Wider than the profile's: Rejected, naming the entry. */
+	o = cx("{\"runtime\":\"python\",\"source\":\"print(1)\",\"network\":"
+	    "{\"egress\":[{\"cidr\":\"192.168.1.7/32\",\"ports\":[8080]},"
+	    "{\"cidr\":\"10.0.0.0/8\",\"ports\":[5432]}]}}");
+	assert_int_equal(podspec_build(c, o, &r, &err), K8S_EINVAL);
+	assert_string_equal(err.message, "spec.network.egress[1]: 10.0.0.0/8 port "
+	    "5432 is not in profile python's egress");
+	assert_null(r.pod);
+	assert_null(r.netpol);
+	json_decref(o);
+	ctl_config_free(c);
+}
+
 int
 main(void)
 {
@@ -906,6 +1001,7 @@ main(void)
 		cmocka_unit_test(test_policy_profile),
 		cmocka_unit_test(test_egress_policy),
 		cmocka_unit_test(test_egress_gate),
+		cmocka_unit_test(test_egress_narrowed),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
