@@ -559,9 +559,18 @@ walk_network(struct yamlwalk *w, yaml_node_t *body, const char *where,
 
 	snprintf(at, sizeof(at), "%s.network", where);
 	if ((rc = get_mapping(w, body, where, "network", &net)) != 0 ||
-	    net == NULL)
+	    net == NULL || (rc = egress_config_walk(w, net, at, p)) != 0)
 		return rc;
-	return egress_config_walk(w, net, at, p);
+	/*
+	 * The runner holds the program until its policy is in force (the
+	 * start gate, docs/network.md): a command that does not start with
+	 * it would run the program at once, with the pod open meanwhile.
+	 */
+	if (p->negress > 0 && strcmp(p->command[0], PROFILE_RUNNER) != 0)
+		return yamlwalk_fail(w, "%s.egress needs the command [%s, ...]: "
+		    "the runner holds the program until its NetworkPolicy is in "
+		    "force (docs/network.md)", at, PROFILE_RUNNER);
+	return 0;
 }
 
 /* One profile; body is its value node (NULL or null for an empty one). */

@@ -942,22 +942,47 @@ test_network_egress(void **state)
 	expect_message("networkRuntimeClassName: Bad_Name\nprofiles:\n  p: {image: i, "
 	    "command: [x], sourceFile: m}\n", "networkRuntimeClassName 'Bad_Name' "
 	    "is not a valid name (lowercase letters, digits, '-' and '.')");
-	/* Well formed: read whole, then refused until it is enforced. */
+	/*
+	 * Well formed, but not started by the runner, which holds the
+	 * program until its policy is in force: refused.
+	 */
 	expect_message("profiles:\n  p: {image: i, command: [x], sourceFile: m,\n"
+	    "    network: {egress: [{cidr: 10.20.0.0/16, ports: [5432, 443]}]}}\n",
+	    "profiles.p.network.egress needs the command [/airlock/bin/run, ...]: "
+	    "the runner holds the program until its NetworkPolicy is in force "
+	    "(docs/network.md)");
+	/* Read whole. */
+	y = xasprintf("profiles:\n  p: {image: i, command: [/airlock/bin/run, x], "
+	    "sourceFile: m,\n"
 	    "    network: {egress: [{cidr: 10.20.0.0/16, ports: [5432, 443]},\n"
 	    "                       {cidr: 192.168.1.7/32, ports: [8080]},\n"
-	    "                       {cidr: 203.0.113.0/24, ports: [65535, 1]}]}}\n",
-	    "profiles.p.network.egress (3 entries): egress is not enforced from a "
-	    "pod's start yet (docs/network.md); refused rather than run without it");
+	    "                       {cidr: 203.0.113.0/24, ports: [65535, 1]}]}}\n");
+	assert_int_equal(ctl_config_parse(y, strlen(y), "mem", &c, &e), 0);
+	{
+		const struct ctl_profile *p = ctl_config_profile(c, "p");
+
+		assert_int_equal(p->negress, 3);
+		assert_string_equal(p->egress[1].cidr, "192.168.1.7/32");
+		assert_int_equal(p->egress[1].addr, 0xc0a80107);
+		assert_int_equal(p->egress[1].prefix, 32);
+		assert_int_equal(p->egress[2].nports, 2);
+		assert_int_equal(p->egress[2].ports[0], 65535);
+		assert_int_equal(p->egress[2].ports[1], 1);
+	}
+	ctl_config_free(c);
+	free(y);
 
 	/* Next to the forbidden ranges, outside them: read whole. */
-	expect_message("profiles:\n  p: {image: i, command: [x], sourceFile: m,\n"
+	y = xasprintf("profiles:\n  p: {image: i, command: [/airlock/bin/run, x], "
+	    "sourceFile: m,\n"
 	    "    network: {egress: [{cidr: 1.0.0.0/8, ports: [1]},\n"
 	    "        {cidr: 126.0.0.0/8, ports: [1]}, {cidr: 128.0.0.0/3, ports: [1]},\n"
 	    "        {cidr: 169.253.0.0/16, ports: [1]}, {cidr: 169.255.0.0/16, ports: [1]},\n"
-	    "        {cidr: 170.0.0.0/7, ports: [1]}, {cidr: 223.255.255.255/32, ports: [1]}]}}\n",
-	    "profiles.p.network.egress (7 entries): egress is not enforced from a "
-	    "pod's start yet (docs/network.md); refused rather than run without it");
+	    "        {cidr: 170.0.0.0/7, ports: [1]}, {cidr: 223.255.255.255/32, ports: [1]}]}}\n");
+	assert_int_equal(ctl_config_parse(y, strlen(y), "mem", &c, &e), 0);
+	assert_int_equal(ctl_config_profile(c, "p")->negress, 7);
+	ctl_config_free(c);
+	free(y);
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		y = xasprintf("profiles:\n  p: {image: i, command: [python3, main.py], "
 		    "sourceFile: main.py, %s}\n", bad[i].yaml);
@@ -976,11 +1001,12 @@ test_network_egress(void **state)
 			    i ? ", " : "", i, ports);
 			strcat(list, one);
 		}
-		y = xasprintf("profiles:\n  p: {image: i, command: [x], sourceFile: m, "
-		    "network: {egress: [%s]}}\n", list);
-		expect_message(y, "profiles.p.network.egress (32 entries): egress "
-		    "is not enforced from a pod's start yet (docs/network.md); "
-		    "refused rather than run without it");
+		y = xasprintf("profiles:\n  p: {image: i, command: [/airlock/bin/run, x], "
+		    "sourceFile: m, network: {egress: [%s]}}\n", list);
+		assert_int_equal(ctl_config_parse(y, strlen(y), "mem", &c, &e), 0);
+		assert_int_equal(ctl_config_profile(c, "p")->negress, 32);
+		assert_int_equal(ctl_config_profile(c, "p")->egress[31].nports, 16);
+		ctl_config_free(c);
 		free(y);
 		y = xasprintf("profiles:\n  p: {image: i, command: [x], sourceFile: m, "
 		    "network: {egress: [%s, {cidr: 10.1.0.0/16, ports: [1]}]}}\n", list);
