@@ -47,6 +47,9 @@ app.kubernetes.io/component: {{ .component }}
 {{/* The operator's config file, from .Values.config. */}}
 {{- define "airlock.config" -}}
 runtimeClassName: {{ .Values.runtimeClass.name }}
+{{- if .Values.egress.enabled }}
+networkRuntimeClassName: {{ .Values.egress.runtimeClass.name }}
+{{- end }}
 priorityClassName: {{ .Values.priorityClass.name }}
 allowCustomImages: {{ .Values.config.allowCustomImages }}
 runAsUser: {{ .Values.config.runAsUser }}
@@ -121,4 +124,19 @@ artifacts: {{ toJson .Values.config.artifacts }}
 {{- define "airlock.setAll" -}}
 {{- $dst := index . 0 -}}
 {{- range $k, $v := index . 1 }}{{ $_ := set $dst $k $v }}{{ end -}}
+{{- end -}}
+
+{{/* A RuntimeClass's scheduling: the node agent's nodes. */}}
+{{- define "airlock.runtimeClassScheduling" -}}
+{{- with .Values.nodeAgent.nodeSelector }}
+scheduling:
+  nodeSelector: {{- toYaml . | nindent 4 }}
+  {{- with $.Values.nodeAgent.tolerations }}
+  tolerations: {{- toYaml . | nindent 4 }}
+  {{- end }}
+{{- end }}
+{{- end -}}
+
+{{- define "airlock.gateName" -}}
+{{- printf "%s-egress-gate" (include "airlock.fullname" .) | trunc 63 | trimSuffix "-" -}}
 {{- end -}}
