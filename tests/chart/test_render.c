@@ -430,6 +430,9 @@ test_defaults(void **state)
 	    "the node agent may write the status of executions on its own node only");
 	assert_string_equal(str(x, "spec.validations[2].message"),
 	    "the node agent may not mark an execution audited");
+	/* Egress is the controller's to grant (docs/network.md). */
+	assert_string_equal(str(x, "spec.validations[3].message"),
+	    "the node agent may not grant an execution egress");
 	/* The same guard for sessions' status, the agent's too (docs/sessions.md). */
 	assert_non_null(x = find(all, "ValidatingAdmissionPolicy",
 	    "rel-airlock-node-agent-session-status-guard"));
@@ -441,7 +444,7 @@ test_defaults(void **state)
 	    "UPDATE");
 	assert_string_equal(str(x, "spec.matchConditions[0].expression"),
 	    "request.userInfo.username == \"system:serviceaccount:airlock-system:rel-airlock-node-agent\"");
-	assert_int_equal(json_array_size(at(x, "spec.validations")), 3);
+	assert_int_equal(json_array_size(at(x, "spec.validations")), 4);
 	assert_string_equal(str(x, "spec.validations[0].message"),
 	    "the node agent's token names no node");
 	assert_string_equal(str(x, "spec.validations[1].expression"),
@@ -452,6 +455,11 @@ test_defaults(void **state)
 	    "the node agent may write the status of sessions on its own node only");
 	assert_string_equal(str(x, "spec.validations[2].message"),
 	    "the node agent may not mark a session audited");
+	assert_string_equal(str(x, "spec.validations[3].expression"),
+	    "object.status.?egress.?granted.orValue(false) == "
+	    "oldObject.status.?egress.?granted.orValue(false)");
+	assert_string_equal(str(x, "spec.validations[3].message"),
+	    "the node agent may not grant a session egress");
 	assert_non_null(x = find(all, "ValidatingAdmissionPolicyBinding",
 	    "rel-airlock-node-agent-session-status-guard"));
 	assert_string_equal(str(x, "spec.policyName"), "rel-airlock-node-agent-session-status-guard");
