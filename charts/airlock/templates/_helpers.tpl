@@ -112,6 +112,9 @@ artifacts: {{ toJson .Values.config.artifacts }}
 {{- fail (printf "nodeAgent.nodeGroups[%d]: its probePort and metricsPort (the group's, or nodeAgent's) are both %d: the probes need a port of their own" $i $probes) -}}
 {{- end -}}
 {{- end -}}
+{{- if and .Values.egress.enabled (eq .Values.egress.runtimeClass.name .Values.runtimeClass.name) -}}
+{{- fail (printf "egress.runtimeClass.name: %q is runtimeClass.name too: executions without egress must not run under the class whose sandboxes may have a network stack" .Values.runtimeClass.name) -}}
+{{- end -}}
 {{- range $k := list "controller" "nodeAgent" -}}
 {{- $d := index $.Values $k -}}
 {{- if eq (int $d.probePort) (int $d.metricsPort) -}}
