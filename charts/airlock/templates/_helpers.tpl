@@ -69,6 +69,9 @@ profiles:
     {{- if and $p.preload $p.warmup }}
     warmup: {{ toJson $p.warmup }}
     {{- end }}
+    {{- with $p.network }}
+    network: {{ toJson . }}
+    {{- end }}
 {{- end }}
 defaults: {{ toJson .Values.config.defaults }}
 caps: {{ toJson .Values.config.caps }}
@@ -98,6 +101,9 @@ artifacts: {{ toJson .Values.config.artifacts }}
 {{- else if and $p.warmup (not (hasKey $p "preload")) -}}
 {{- /* preload: [] turns a default's off, its warm-up with it. */ -}}
 {{- fail (printf "config.profiles.%s.warmup: needs a preload list" $name) -}}
+{{- end -}}
+{{- if and $p.network $p.network.egress (not $.Values.egress.enabled) -}}
+{{- fail (printf "config.profiles.%s.network.egress: needs egress.enabled (the network RuntimeClass, the node agent's --network-runtime-class and the start gate)" $name) -}}
 {{- end -}}
 {{- end -}}
 {{- $groups := dict -}}
