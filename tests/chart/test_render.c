@@ -549,12 +549,13 @@ test_defaults(void **state)
 	verbs_are(role, "airlock.dev", "codesessions/status", "get,patch,update");
 	verbs_are(role, "", "events", "create");
 	/*
-	 * NetworkPolicies: the namespaces' deny-all made and kept, and an
-	 * execution's egress policy deleted once it has ended, egress on or
-	 * off (reconcile.c, delete_egress).
+	 * NetworkPolicies: the namespaces' deny-all made, and put back whole
+	 * by a PUT when a tenant added to it (guardrails.c, netpol_exact);
+	 * an execution's egress policy deleted once it has ended, egress on
+	 * or off (reconcile.c, delete_egress).
 	 */
 	verbs_are(role, "networking.k8s.io", "networkpolicies",
-	    "get,list,watch,create,patch,delete");
+	    "get,list,watch,create,update,patch,delete");
 	/* The agent's warm runs: the exec directory; runsc only when asked. */
 	assert_true(has(c, "args", "--exec-dir=/run/airlock/exec"));
 	json_array_foreach(at(c, "args"), i, x)
