@@ -47,6 +47,9 @@ app.kubernetes.io/component: {{ .component }}
 {{/* The operator's config file, from .Values.config. */}}
 {{- define "airlock.config" -}}
 runtimeClassName: {{ .Values.runtimeClass.name }}
+{{- if .Values.egress.enabled }}
+networkRuntimeClassName: {{ .Values.egress.runtimeClass.name }}
+{{- end }}
 priorityClassName: {{ .Values.priorityClass.name }}
 allowCustomImages: {{ .Values.config.allowCustomImages }}
 runAsUser: {{ .Values.config.runAsUser }}
@@ -65,6 +68,9 @@ profiles:
     {{- end }}
     {{- if and $p.preload $p.warmup }}
     warmup: {{ toJson $p.warmup }}
+    {{- end }}
+    {{- with $p.network }}
+    network: {{ toJson . }}
     {{- end }}
 {{- end }}
 defaults: {{ toJson .Values.config.defaults }}
@@ -96,6 +102,9 @@ artifacts: {{ toJson .Values.config.artifacts }}
 {{- /* preload: [] turns a default's off, its warm-up with it. */ -}}
 {{- fail (printf "config.profiles.%s.warmup: needs a preload list" $name) -}}
 {{- end -}}
+{{- if and $p.network $p.network.egress (not $.Values.egress.enabled) -}}
+{{- fail (printf "config.profiles.%s.network.egress: needs egress.enabled (the network RuntimeClass, the node agent's --network-runtime-class and the start gate)" $name) -}}
+{{- end -}}
 {{- end -}}
 {{- $groups := dict -}}
 {{- range $i, $g := .Values.nodeAgent.nodeGroups -}}
@@ -109,6 +118,9 @@ artifacts: {{ toJson .Values.config.artifacts }}
 {{- fail (printf "nodeAgent.nodeGroups[%d]: its probePort and metricsPort (the group's, or nodeAgent's) are both %d: the probes need a port of their own" $i $probes) -}}
 {{- end -}}
 {{- end -}}
+{{- if and .Values.egress.enabled (eq .Values.egress.runtimeClass.name .Values.runtimeClass.name) -}}
+{{- fail (printf "egress.runtimeClass.name: %q is runtimeClass.name too: executions without egress must not run under the class whose sandboxes may have a network stack" .Values.runtimeClass.name) -}}
+{{- end -}}
 {{- range $k := list "controller" "nodeAgent" -}}
 {{- $d := index $.Values $k -}}
 {{- if eq (int $d.probePort) (int $d.metricsPort) -}}
@@ -121,4 +133,19 @@ artifacts: {{ toJson .Values.config.artifacts }}
 {{- define "airlock.setAll" -}}
 {{- $dst := index . 0 -}}
 {{- range $k, $v := index . 1 }}{{ $_ := set $dst $k $v }}{{ end -}}
+{{- end -}}
+
+{{/* A RuntimeClass's scheduling: the node agent's nodes. */}}
+{{- define "airlock.runtimeClassScheduling" -}}
+{{- with .Values.nodeAgent.nodeSelector }}
+scheduling:
+  nodeSelector: {{- toYaml . | nindent 4 }}
+  {{- with $.Values.nodeAgent.tolerations }}
+  tolerations: {{- toYaml . | nindent 4 }}
+  {{- end }}
+{{- end }}
+{{- end -}}
+
+{{- define "airlock.gateName" -}}
+{{- printf "%s-egress-gate" (include "airlock.fullname" .) | trunc 63 | trimSuffix "-" -}}
 {{- end -}}

@@ -65,6 +65,11 @@ spec:
             - --keep-stale-logs
             {{- end }}
             - --exec-dir={{ $a.hostPaths.execDir }}
+            {{- if $r.Values.egress.enabled }}
+            # The one class whose sandboxes may have a network stack
+            # (runsc's network=sandbox); without the flag, none may.
+            - --network-runtime-class={{ $r.Values.egress.runtimeClass.name }}
+            {{- end }}
             {{- if $a.runsc.path }}
             - --runsc={{ $a.runsc.path }}
             - --runsc-root={{ $a.runsc.root }}
