@@ -185,6 +185,14 @@ $(B)/tests/unit/test_warm_bin: | $(B)/images/warm
 $(B)/tests/unit/test_session_bin: | $(B)/images/warm
 $(B)/tests/unit/test_zygote_bin: | $(B)/images/warm
 
+# /airlock/bin/gate and the egress-gate image's binary, for the host too,
+# so that test_gate_bin runs both of its modes on loopback.
+$(B)/images/gate: images/runner/gate.c
+	@mkdir -p $(@D)
+	$(CC) -D_GNU_SOURCE $(CFLAGS) $(LDFLAGS) -o $@ $<
+
+$(B)/tests/unit/test_gate_bin: | $(B)/images/gate
+
 # This flavour's dependency files only.
 -include $(shell find $(B) -name '*.d' 2>/dev/null)
 

@@ -4,9 +4,9 @@
 #
 #   $AIRLOCK_CACHE/images/<name>-<key>.tar    (import: ctr -n k8s.io images import)
 #
-# No registry is reachable, so nothing is pulled: the pause image is a static
-# C program, the runner images are minimal Debian root filesystems made by
-# mmdebstrap from the machine's own apt sources file. The tag is the key (a
+# No registry is reachable, so nothing is pulled: the pause and egress-gate
+# images are a static C program each, the runner images are minimal Debian
+# root filesystems made by mmdebstrap from the machine's own apt sources file. The tag is the key (a
 # hash of everything that goes in), so a changed input is a new image and a
 # stale one is never reused. See images/README.md.
 #
@@ -58,7 +58,7 @@ runner_purge() {
 		     "libxml2 libicu72" ;;
 	esac
 }
-ALL=(pause $(profiles_names | sed 's/^/runner-/'))
+ALL=(pause egress-gate $(profiles_names | sed 's/^/runner-/'))
 
 # The machine's own apt sources: no mirror's address is written anywhere in
 # the project. deb822 (.sources) and one-line files both work with mmdebstrap.
@@ -81,10 +81,12 @@ key() {
 	case $1 in
 	pause)
 		{ cat "$here/build.sh" "$here/pause/pause.c"; gcc --version | head -n1; arch; } | hash_of ;;
+	egress-gate)
+		{ cat "$here/build.sh" "$here/runner/gate.c"; gcc --version | head -n1; arch; } | hash_of ;;
 	runner-*)
 		profiles_names | grep -qxF "${1#runner-}" ||
 			die "unknown image '$1' (known: ${ALL[*]} ${DAEMONS[*]})"
-		{ cat "$here/build.sh" "$here/runner/run" "$here/runner/warm.c" \
+		{ cat "$here/build.sh" "$here/runner/run" "$here/runner/warm.c" "$here/runner/gate.c" \
 		  "$here/runner/policy.py" "$here/runner/policy.sh" "$here/runner/policy.bashrc" \
 		  "$here/runner/kernel.py" "$here/runner/kernel.sh" "$here/runner/zygote.py" \
 		  "$(apt_sources)"; suite; arch; gcc --version | head -n1
@@ -144,6 +146,22 @@ build_pause() {
 	rm -rf "$d"
 }
 
+# The canary of the egress start gate (runner/gate.c): the binary alone,
+# listening on 8181 (the execution's policy allows it) and 8182 (none
+# does). Both above 1024: it runs as 65532, with no capability to bind
+# below.
+build_egress_gate() {
+	local out=$1 ref=$2 d
+	d=$(mktemp -d "$cache/.egress-gate.XXXXXX")
+	mkdir -p "$d/root"
+	gcc -static -O2 -s -o "$d/root/gate" "$here/runner/gate.c" ||
+		{ rm -rf "$d"; die "cannot build images/runner/gate.c"; }
+	tar -C "$d/root" --owner=0 --group=0 --numeric-owner --mtime=@0 -cf "$d/layer.tar" gate
+	oci_archive "$out" "$ref" "$d/layer.tar" \
+		'"User":"65532:65532","Entrypoint":["/gate","--serve","8181","8182"]'
+	rm -rf "$d"
+}
+
 build_runner() {
 	local name=$1 out=$2 ref=$3 d pkgs
 	d=$(mktemp -d "$cache/.$name.XXXXXX")
@@ -159,6 +177,9 @@ build_runner() {
 	# /airlock/bin/warm: static, so that it needs nothing of the image.
 	gcc -static -O2 -s -o "$d/warm" "$here/runner/warm.c" ||
 		{ rm -rf "$d"; die "cannot build images/runner/warm.c"; }
+	# /airlock/bin/gate: run's egress start gate, static for the same reason.
+	gcc -static -O2 -s -o "$d/gate" "$here/runner/gate.c" ||
+		{ rm -rf "$d"; die "cannot build images/runner/gate.c"; }
 	# essential: only the Essential:yes set (libc, bash, dash, coreutils, ...)
 	# plus what we include; no apt, no init. Documentation, manuals and
 	# locales are left out at dpkg level.
@@ -184,6 +205,7 @@ build_runner() {
 		--customize-hook='ln -s /dev/shm/airlock-out "$1/airlock/out"' \
 		--customize-hook="install -m 0755 '$here/runner/run' \"\$1/airlock/bin/run\"" \
 		--customize-hook="install -m 0755 '$d/warm' \"\$1/airlock/bin/warm\"" \
+		--customize-hook="install -m 0755 '$d/gate' \"\$1/airlock/bin/gate\"" \
 		--customize-hook="install -m 0644 '$here/runner/policy.py' '$here/runner/policy.sh' '$here/runner/policy.bashrc' \"\$1/airlock/bin/\"" \
 		--customize-hook="install -m 0644 '$here/runner/kernel.py' '$here/runner/kernel.sh' '$here/runner/zygote.py' \"\$1/airlock/bin/\"" \
 		--customize-hook='echo "airlock:x:65532:65532:airlock runner:/airlock/work:/usr/sbin/nologin" >>"$1/etc/passwd"' \
@@ -260,6 +282,7 @@ for name in "${images[@]}"; do
 		echo "images/build.sh: building $ref (cold; cached in $out)" >&2
 		case $name in
 		pause) build_pause "$out" "$ref" ;;
+		egress-gate) build_egress_gate "$out" "$ref" ;;
 		controller|node-agent) build_daemon "$name" "$out" "$ref" ;;
 		*) build_runner "$name" "$out" "$ref" ;;
 		esac

@@ -1,0 +1,427 @@
+/*
+ * gate.c - /airlock/bin/gate, the egress start gate, and the canary it
+ * asks.
+ *
+ * An execution allowed network egress gets a NetworkPolicy of its own,
+ * but the policy engine (kube-router on the test node) applies a new
+ * pod's policy 5-7 s after the pod starts, and until then the pod can
+ * reach anything. So the runner holds the tenant's program until the
+ * policy is seen in force, by asking a canary: a pod that listens on two
+ * TCP ports, OPEN (the execution's policy allows it) and CLOSED (no
+ * policy ever does). One process serves both, so one cannot be down while
+ * the other is up. Before the policy is in force both connect; after, OPEN
+ * connects and CLOSED does not (the engine drops the SYN, or rejects it).
+ *
+ *   gate --serve OPEN CLOSED
+ *       the canary: listen on 0.0.0.0:OPEN and 0.0.0.0:CLOSED, accept
+ *       each connection and close it at once. Nothing is read and nothing
+ *       is kept per connection, so memory is bounded whatever arrives.
+ *       Exit 0 on SIGTERM or SIGINT; 1 when a port cannot be listened on;
+ *       2 on bad arguments.
+ *
+ *   gate --wait OPEN CLOSED SECONDS IP [IP...]
+ *       the runner's, before the program (images/runner/run). Rounds, on
+ *       one canary address at a time (at most 8), until one passes or
+ *       SECONDS (1-3600) have gone by:
+ *         1. IP:OPEN connects within 1 s (its time is the round trip, rtt);
+ *         2. three connects to IP:CLOSED at once, given T =
+ *            clamp(20 * rtt, 25 ms, 500 ms): none may complete;
+ *         3. IP:OPEN connects again.
+ *       A CLOSED connect that times out, is refused or finds the host or
+ *       net unreachable is denied: only a completed connect shows the
+ *       policy is not in force. The second OPEN connect is there because a
+ *       canary that died during the round would be refused on CLOSED too.
+ *       A round that passes: exit 0, silent. CLOSED answered: the same
+ *       address again 50 ms later. OPEN did not connect: that canary
+ *       cannot vouch either way, so the next address, 50 ms later. At the
+ *       deadline (checked between rounds, so a round started before it,
+ *       at most 2.5 s, finishes), one line on stderr and exit 125:
+ *         airlock: egress: the execution's network policy was not seen
+ *         in force within N s (REASON)
+ *       Any other error (no socket, an errno not listed above) fails the
+ *       round: the gate never lets a program through on a doubt. Bad
+ *       arguments: exit 125, as any failure of the runner before the
+ *       program.
+ *
+ * Static in the runner images (gcc -static), so it needs nothing of the
+ * image; images/build.sh also packs it alone as the egress-gate image.
+ */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE	/* accept4 */
+#endif
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#define MAX_IPS		8
+#define NCLOSED		3
+#define OPEN_MS		1000
+#define RETRY_MS	50
+#define T_MIN_MS	25
+#define T_MAX_MS	500
+#define WAIT_FAIL	125
+
+static const char usage[] = "usage: gate --serve OPEN CLOSED | "
+    "gate --wait OPEN CLOSED SECONDS IP [IP...]";
+
+static long long
+now_us(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (long long)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
+static void
+sleep_ms(long ms)
+{
+	struct timespec ts = { ms / 1000, (ms % 1000) * 1000000 };
+
+	while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
+		;
+}
+
+/* s as a number in [min, max]: plain digits, no sign, no leading zero. */
+static int
+parse_num(const char *s, long min, long max, long *out)
+{
+	long v = 0;
+
+	if (*s == '\0' || (s[0] == '0' && s[1] != '\0') || strlen(s) > 9)
+		return -1;
+	for (const char *p = s; *p; p++) {
+		if (*p < '0' || *p > '9')
+			return -1;
+		v = v * 10 + (*p - '0');
+	}
+	if (v < min || v > max)
+		return -1;
+	*out = v;
+	return 0;
+}
+
+/*
+ * The two ports of argv[2] and argv[3], told apart. 0, or -1 with why on
+ * stderr.
+ */
+static int
+parse_ports(char **argv, const char *mode, long *open, long *closed)
+{
+	if (parse_num(argv[2], 1, 65535, open) != 0) {
+		fprintf(stderr, "gate: %s: OPEN '%s' is not a port (1-65535)\n", mode, argv[2]);
+		return -1;
+	}
+	if (parse_num(argv[3], 1, 65535, closed) != 0) {
+		fprintf(stderr, "gate: %s: CLOSED '%s' is not a port (1-65535)\n", mode, argv[3]);
+		return -1;
+	}
+	if (*open == *closed) {
+		fprintf(stderr, "gate: %s: CLOSED '%s' is the same port as OPEN\n", mode, argv[3]);
+		return -1;
+	}
+	return 0;
+}
+
+/* --serve */
+
+static void
+serve_stop(int sig)
+{
+	(void)sig;
+	_exit(0);
+}
+
+/* A non-blocking listening socket on 0.0.0.0:port, or -1 with why on stderr. */
+static int
+serve_listen(long port)
+{
+	struct sockaddr_in sa = { .sin_family = AF_INET };
+	int fd, one = 1;
+
+	sa.sin_addr.s_addr = htonl(INADDR_ANY);
+	sa.sin_port = htons((unsigned short)port);
+	fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (fd < 0 || setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) != 0 ||
+	    bind(fd, (struct sockaddr *)&sa, sizeof(sa)) != 0 || listen(fd, 128) != 0) {
+		fprintf(stderr, "gate: cannot listen on port %ld: %s\n", port, strerror(errno));
+		if (fd >= 0)
+			close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+static int
+serve(int argc, char **argv)
+{
+	struct pollfd pfd[2];
+	struct sigaction sa = { 0 };
+	long open, closed;
+
+	if (argc != 4) {
+		fprintf(stderr, "gate: %s\n", usage);
+		return 2;
+	}
+	if (parse_ports(argv, "--serve", &open, &closed) != 0)
+		return 2;
+	/* _exit in the handler: no flag to check between poll() calls. */
+	sa.sa_handler = serve_stop;
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGINT, &sa, NULL);
+	signal(SIGPIPE, SIG_IGN);
+	if ((pfd[0].fd = serve_listen(open)) < 0)
+		return 1;
+	if ((pfd[1].fd = serve_listen(closed)) < 0)
+		return 1;
+	pfd[0].events = pfd[1].events = POLLIN;
+	fprintf(stderr, "gate: serving %ld and %ld\n", open, closed);
+	for (;;) {
+		if (poll(pfd, 2, -1) < 0) {
+			if (errno == EINTR)
+				continue;
+			fprintf(stderr, "gate: poll: %s\n", strerror(errno));
+			return 1;
+		}
+		for (int i = 0; i < 2; i++) {
+			int c;
+
+			if (!(pfd[i].revents & POLLIN))
+				continue;
+			/*
+			 * Everything queued, each closed at once. A failed
+			 * accept (the peer gone, no fd to spare) leaves the rest
+			 * to the next poll().
+			 */
+			while ((c = accept4(pfd[i].fd, NULL, NULL, SOCK_CLOEXEC)) >= 0)
+				close(c);
+		}
+	}
+}
+
+/* --wait */
+
+/* Whether a connect's errno says the way is shut: the policy's doing. */
+static int
+denied(int err)
+{
+	return err == ECONNREFUSED || err == EHOSTUNREACH || err == ENETUNREACH ||
+	    err == ETIMEDOUT;
+}
+
+/*
+ * Start a non-blocking connect to ip:port. 1 connected already, 0 under
+ * way, -1 failed (errno set); *fdp the socket, or -1 when there is none.
+ */
+static int
+conn_start(struct in_addr ip, long port, int *fdp)
+{
+	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_addr = ip };
+
+	sa.sin_port = htons((unsigned short)port);
+	*fdp = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (*fdp < 0)
+		return -1;
+	if (connect(*fdp, (struct sockaddr *)&sa, sizeof(sa)) == 0)
+		return 1;
+	return errno == EINPROGRESS ? 0 : -1;
+}
+
+/* A connect that poll() says is done: 0 connected, else its errno. */
+static int
+conn_error(int fd)
+{
+	int err = 0;
+	socklen_t len = sizeof(err);
+
+	if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len) != 0)
+		return errno ? errno : EIO;
+	return err;
+}
+
+/*
+ * Connect to ip:port within OPEN_MS. 0, with the time it took in *rtt_us;
+ * -1 with why in why.
+ */
+static int
+probe_open(struct in_addr ip, long port, long long *rtt_us, char *why, size_t n)
+{
+	long long t0 = now_us();
+	int fd, r = conn_start(ip, port, &fd), err = errno;
+
+	if (r == 0) {
+		struct pollfd p = { .fd = fd, .events = POLLOUT };
+		int k;
+
+		while ((k = poll(&p, 1, OPEN_MS)) < 0 && errno == EINTR)
+			;
+		err = k < 0 ? errno : k == 0 ? ETIMEDOUT : conn_error(fd);
+		r = err == 0 ? 1 : -1;
+	}
+	*rtt_us = now_us() - t0;
+	if (fd >= 0)
+		close(fd);
+	if (r == 1)
+		return 0;
+	if (fd < 0)
+		snprintf(why, n, "cannot make a socket: %s", strerror(err));
+	else
+		snprintf(why, n, "no gate answered on port %ld", port);
+	return -1;
+}
+
+/*
+ * Three connects to ip:port at once, for t_ms. 0 when none completed and
+ * each was denied or is still under way; 1 when one completed; -1 on any
+ * other error. why says which, but for 0.
+ */
+static int
+probe_closed(struct in_addr ip, long port, long t_ms, char *why, size_t n)
+{
+	struct pollfd p[NCLOSED];
+	char addr[INET_ADDRSTRLEN];
+	long long end = now_us() + t_ms * 1000;
+	int rc = 0, left = 0;
+
+	inet_ntop(AF_INET, &ip, addr, sizeof(addr));
+	for (int i = 0; i < NCLOSED; i++)
+		p[i].fd = -1;
+	for (int i = 0; i < NCLOSED && rc == 0; i++) {
+		int r = conn_start(ip, port, &p[i].fd), err = errno;
+
+		p[i].events = POLLOUT;
+		if (r == 1)
+			rc = 1;
+		else if (r < 0 && !denied(err)) {
+			snprintf(why, n, "connect to %s:%ld: %s", addr, port, strerror(err));
+			rc = -1;
+		} else if (r == 0)
+			left++;
+		if (r != 0 && p[i].fd >= 0) {
+			close(p[i].fd);
+			p[i].fd = -1;	/* poll() skips it */
+		}
+	}
+	while (rc == 0 && left > 0) {
+		long long rest = end - now_us();
+		int k;
+
+		if (rest <= 0)
+			break;
+		k = poll(p, NCLOSED, (int)((rest + 999) / 1000));
+		if (k < 0 && errno != EINTR) {
+			snprintf(why, n, "poll: %s", strerror(errno));
+			rc = -1;
+		}
+		for (int i = 0; k > 0 && rc == 0 && i < NCLOSED; i++) {
+			int err;
+
+			if (p[i].fd < 0 || p[i].revents == 0)
+				continue;
+			err = conn_error(p[i].fd);
+			if (err == 0)
+				rc = 1;
+			else if (!denied(err)) {
+				snprintf(why, n, "connect to %s:%ld: %s", addr, port, strerror(err));
+				rc = -1;
+			}
+			close(p[i].fd);
+			p[i].fd = -1;
+			left--;
+		}
+	}
+	for (int i = 0; i < NCLOSED; i++)
+		if (p[i].fd >= 0)
+			close(p[i].fd);
+	if (rc == 1)
+		snprintf(why, n, "%s:%ld still answered", addr, port);
+	return rc;
+}
+
+enum round { ROUND_PASS, ROUND_AGAIN, ROUND_NEXT };
+
+/* One round on ip (see the header); why says what failed. */
+static enum round
+round_once(struct in_addr ip, long open, long closed, char *why, size_t n)
+{
+	long long rtt;
+	long t;
+
+	if (probe_open(ip, open, &rtt, why, n) != 0)
+		return ROUND_NEXT;
+	t = (long)(rtt * 20 / 1000);
+	t = t < T_MIN_MS ? T_MIN_MS : t > T_MAX_MS ? T_MAX_MS : t;
+	if (probe_closed(ip, closed, t, why, n) != 0)
+		return ROUND_AGAIN;
+	if (probe_open(ip, open, &rtt, why, n) != 0)
+		return ROUND_NEXT;
+	return ROUND_PASS;
+}
+
+static int
+wait_main(int argc, char **argv)
+{
+	struct in_addr ips[MAX_IPS];
+	char why[256] = "no round ran";
+	long open, closed, secs;
+	long long deadline;
+	int nip = argc - 5, cur = 0;
+
+	if (argc < 6) {
+		fprintf(stderr, "gate: %s\n", usage);
+		return WAIT_FAIL;
+	}
+	if (parse_ports(argv, "--wait", &open, &closed) != 0)
+		return WAIT_FAIL;
+	if (parse_num(argv[4], 1, 3600, &secs) != 0) {
+		fprintf(stderr, "gate: --wait: SECONDS '%s' is not a number of seconds (1-3600)\n",
+		    argv[4]);
+		return WAIT_FAIL;
+	}
+	if (nip > MAX_IPS) {
+		fprintf(stderr, "gate: --wait: %d addresses, more than %d\n", nip, MAX_IPS);
+		return WAIT_FAIL;
+	}
+	for (int i = 0; i < nip; i++)
+		if (inet_pton(AF_INET, argv[5 + i], &ips[i]) != 1) {
+			fprintf(stderr, "gate: --wait: IP '%s' is not an IPv4 address\n", argv[5 + i]);
+			return WAIT_FAIL;
+		}
+	deadline = now_us() + secs * 1000000;
+	for (;;) {
+		switch (round_once(ips[cur], open, closed, why, sizeof(why))) {
+		case ROUND_PASS:
+			return 0;
+		case ROUND_NEXT:
+			cur = (cur + 1) % nip;
+			break;
+		case ROUND_AGAIN:
+			break;
+		}
+		sleep_ms(RETRY_MS);
+		if (now_us() >= deadline)
+			break;
+	}
+	fprintf(stderr, "airlock: egress: the execution's network policy was not seen "
+	    "in force within %ld s (%s)\n", secs, why);
+	return WAIT_FAIL;
+}
+
+int
+main(int argc, char **argv)
+{
+	if (argc >= 2 && strcmp(argv[1], "--serve") == 0)
+		return serve(argc, argv);
+	if (argc >= 2 && strcmp(argv[1], "--wait") == 0)
+		return wait_main(argc, argv);
+	fprintf(stderr, "gate: %s\n", usage);
+	return 2;
+}

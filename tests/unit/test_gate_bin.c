@@ -1,0 +1,410 @@
+/*
+ * Unit tests: /airlock/bin/gate (images/runner/gate.c), built for the
+ * host as $(B)/images/gate: the canary (--serve) and the runner's wait
+ * (--wait) on loopback. The policy "in force" is, here, a port nothing
+ * listens on (refused), and in a network namespace of the test's own an
+ * iptables rule that drops or rejects the CLOSED port, as the policy
+ * engine does; that case is skipped where unshare or iptables cannot run.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+#include <sys/wait.h>
+#include <dirent.h>
+#include <unistd.h>
+#include <cmocka.h>
+
+#include "itutil.h"
+
+#define PREFIX "airlock: egress: the execution's network policy was not seen in force within "
+
+static char gate[4096 + 16];
+
+static int
+group_setup(void **state)
+{
+	char self[4096];
+	ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+	char *d;
+
+	(void)state;
+	if (n <= 0)
+		return -1;
+	self[n] = '\0';
+	/* $(B)/tests/unit/test_gate_bin -> $(B)/images/gate */
+	for (int i = 0; i < 3; i++)
+		if ((d = strrchr(self, '/')) != NULL)
+			*d = '\0';
+	snprintf(gate, sizeof(gate), "%s/images/gate", self);
+	signal(SIGPIPE, SIG_IGN);
+	return access(gate, X_OK) == 0 ? 0 : -1;
+}
+
+/* gate ARGS, stderr with stdout in *out (caller frees); its exit status, time in *ms. */
+static int
+run_gate(const char *args, char **out, long *ms)
+{
+	char cmd[8192];
+	long t0 = it_mono_ms();
+	int st;
+
+	snprintf(cmd, sizeof(cmd), "%s %s", gate, args);
+	st = it_sh(cmd, out, NULL);
+	if (ms)
+		*ms = it_mono_ms() - t0;
+	return st;
+}
+
+/* gate --serve open closed, started once it has said so. */
+static pid_t
+serve_start(int open, int closed)
+{
+	char o[16], c[16], want[64], line[64] = "";
+	int p[2];
+	pid_t pid;
+	ssize_t n, len = 0;
+
+	snprintf(o, sizeof(o), "%d", open);
+	snprintf(c, sizeof(c), "%d", closed);
+	assert_int_equal(pipe(p), 0);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		dup2(p[1], 2);
+		close(p[0]);
+		close(p[1]);
+		execl(gate, gate, "--serve", o, c, (char *)NULL);
+		_exit(127);
+	}
+	close(p[1]);
+	while (len < (ssize_t)sizeof(line) - 1 &&
+	    (n = read(p[0], line + len, sizeof(line) - 1 - (size_t)len)) > 0) {
+		len += n;
+		if (memchr(line, '\n', (size_t)len))
+			break;
+	}
+	close(p[0]);
+	snprintf(want, sizeof(want), "gate: serving %d and %d\n", open, closed);
+	assert_string_equal(line, want);
+	return pid;
+}
+
+/* SIGTERM: it must exit 0. */
+static void
+serve_stop(pid_t pid)
+{
+	int st;
+
+	assert_int_equal(kill(pid, SIGTERM), 0);
+	assert_int_equal(waitpid(pid, &st, 0), pid);
+	assert_true(WIFEXITED(st));
+	assert_int_equal(WEXITSTATUS(st), 0);
+}
+
+/* A plain listening socket on ip:port (the test's own canary, OPEN only). */
+static int
+listen_on(const char *ip, int port)
+{
+	struct sockaddr_in sa = { .sin_family = AF_INET };
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0), one = 1;
+
+	assert_true(fd >= 0);
+	assert_int_equal(inet_pton(AF_INET, ip, &sa.sin_addr), 1);
+	sa.sin_port = htons((uint16_t)port);
+	assert_int_equal(setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)), 0);
+	assert_int_equal(bind(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	assert_int_equal(listen(fd, 128), 0);
+	return fd;
+}
+
+/*
+ * No policy: the canary answers on CLOSED too, so the wait never passes,
+ * and at the deadline says which address still answered.
+ */
+static void
+test_wait_no_policy(void **state)
+{
+	int o = it_free_port(), c = it_free_port();
+	pid_t pid = serve_start(o, c);
+	char args[128], want[256], *out;
+	long ms;
+
+	(void)state;
+	snprintf(args, sizeof(args), "--wait %d %d 1 127.0.0.1", o, c);
+	assert_int_equal(run_gate(args, &out, &ms), 125);
+	snprintf(want, sizeof(want), PREFIX "1 s (127.0.0.1:%d still answered)\n", c);
+	assert_string_equal(out, want);
+	assert_in_range(ms, 1000, 2500);
+	free(out);
+	serve_stop(pid);
+}
+
+/* OPEN answers, CLOSED is refused (nothing there): in force, at once. */
+static void
+test_wait_closed_refused(void **state)
+{
+	int o = it_free_port(), c = it_free_port(), fd = listen_on("127.0.0.1", o);
+	char args[128], *out;
+	long ms;
+
+	(void)state;
+	snprintf(args, sizeof(args), "--wait %d %d 5 127.0.0.1", o, c);
+	assert_int_equal(run_gate(args, &out, &ms), 0);
+	assert_string_equal(out, "");
+	assert_in_range(ms, 0, 500);
+	free(out);
+	close(fd);
+}
+
+/* Nothing on OPEN: no canary can vouch, whatever CLOSED does. */
+static void
+test_wait_no_gate(void **state)
+{
+	int o = it_free_port(), c = it_free_port();
+	char args[128], want[256], *out;
+	long ms;
+
+	(void)state;
+	snprintf(args, sizeof(args), "--wait %d %d 1 127.0.0.1 127.0.0.2", o, c);
+	assert_int_equal(run_gate(args, &out, &ms), 125);
+	snprintf(want, sizeof(want), PREFIX "1 s (no gate answered on port %d)\n", o);
+	assert_string_equal(out, want);
+	assert_in_range(ms, 1000, 2500);
+	free(out);
+}
+
+/*
+ * The first address refuses OPEN (the listener is on 127.0.0.1 alone):
+ * the next one is asked and passes. Alone, the first never does.
+ */
+static void
+test_wait_next_ip(void **state)
+{
+	int o = it_free_port(), c = it_free_port(), fd = listen_on("127.0.0.1", o);
+	char args[128], want[256], *out;
+	long ms;
+
+	(void)state;
+	snprintf(args, sizeof(args), "--wait %d %d 5 127.0.0.2 127.0.0.1", o, c);
+	assert_int_equal(run_gate(args, &out, &ms), 0);
+	assert_string_equal(out, "");
+	assert_in_range(ms, 0, 1000);
+	free(out);
+	snprintf(args, sizeof(args), "--wait %d %d 1 127.0.0.2", o, c);
+	assert_int_equal(run_gate(args, &out, NULL), 125);
+	snprintf(want, sizeof(want), PREFIX "1 s (no gate answered on port %d)\n", o);
+	assert_string_equal(out, want);
+	free(out);
+	close(fd);
+}
+
+/*
+ * In a network namespace of its own, with lo up: the canary on 8181 and
+ * 8182, and iptables as the policy engine. One line a case: its name,
+ * the wait's exit status and time in ms, its stderr.
+ */
+static const char netns_script[] =
+    "G=$1\n"
+    "ip link set lo up || exit 3\n"
+    "$G --serve 8181 8182 2>/dev/null & p=$!\n"
+    "w() { s=$(date +%s%N); e=$($G --wait 8181 8182 $1 127.0.0.1 2>&1); r=$?;\n"
+    "  echo \"$2 $r $(( ($(date +%s%N) - s) / 1000000 )) $e\"; }\n"
+    "w 1 none\n"
+    "iptables -A INPUT -p tcp --dport 8182 -j DROP || exit 4\n"
+    "w 5 drop\n"
+    "iptables -F INPUT\n"
+    "iptables -A INPUT -p tcp --dport 8182 -j REJECT --reject-with tcp-reset\n"
+    "w 5 reject\n"
+    "iptables -F INPUT\n"
+    "(sleep 1; iptables -A INPUT -p tcp --dport 8182 -j DROP) &\n"
+    "w 5 late\n"
+    "wait $!\n"
+    "iptables -A INPUT -p tcp --dport 8181 -j DROP\n"
+    "w 1 all\n"
+    "kill $p\n";
+
+static void
+test_wait_netns(void **state)
+{
+	char path[] = "/tmp/airlock-gate-test-XXXXXX", cmd[8192], *out, *line;
+	char name[4][16];
+	int code[4], fd, end;
+	long ms[4];
+	FILE *f;
+
+	(void)state;
+	if (system("unshare -n iptables -S >/dev/null 2>&1") != 0)
+		skip();		/* not root, or no iptables in a new netns */
+	assert_true((fd = mkstemp(path)) >= 0);
+	assert_non_null(f = fdopen(fd, "w"));
+	fputs(netns_script, f);
+	fclose(f);
+	snprintf(cmd, sizeof(cmd), "unshare -n sh %s %s", path, gate);
+	assert_int_equal(it_sh(cmd, &out, NULL), 0);
+	unlink(path);
+	line = out;
+	/* No rule: CLOSED answers, and the deadline's line says so. */
+	assert_non_null(strstr(line, "none 125 "));
+	assert_non_null(strstr(line, PREFIX "1 s (127.0.0.1:8182 still answered)\n"));
+	line = strchr(line, '\n') + 1;
+	for (int i = 0; i < 3; i++) {
+		char *nl = strchr(line, '\n');
+
+		assert_non_null(nl);
+		*nl = '\0';
+		/* The line ends after the time: nothing on stderr. */
+		assert_int_equal(sscanf(line, "%15s %d %ld%n", name[i], &code[i], &ms[i], &end), 3);
+		assert_string_equal(line + end, " ");
+		line = nl + 1;
+	}
+	/* Dropped: T (25 ms on loopback) after OPEN; rejected: at once. */
+	assert_string_equal(name[0], "drop");
+	assert_int_equal(code[0], 0);
+	assert_in_range(ms[0], 25, 500);
+	assert_string_equal(name[1], "reject");
+	assert_int_equal(code[1], 0);
+	assert_in_range(ms[1], 0, 500);
+	/* The policy arrives a second after the pod starts: the wait holds it. */
+	assert_string_equal(name[2], "late");
+	assert_int_equal(code[2], 0);
+	assert_in_range(ms[2], 900, 2000);
+	/* Everything dropped, OPEN too: a second of connect timeout, then 125. */
+	assert_non_null(strstr(line, "all 125 "));
+	assert_non_null(strstr(line, PREFIX "1 s (no gate answered on port 8181)\n"));
+	free(out);
+}
+
+/* Bad arguments: each named, exit 125 for --wait (the runner's), 2 for the rest. */
+static void
+test_bad_args(void **state)
+{
+	static const struct {
+		const char *args;
+		int code;
+		const char *out;
+	} t[] = {
+		{ "", 2, "gate: usage: gate --serve OPEN CLOSED | gate --wait OPEN CLOSED SECONDS IP [IP...]\n" },
+		{ "--nope 1 2", 2, "gate: usage: gate --serve OPEN CLOSED | gate --wait OPEN CLOSED SECONDS IP [IP...]\n" },
+		{ "--serve 8181", 2, "gate: usage: gate --serve OPEN CLOSED | gate --wait OPEN CLOSED SECONDS IP [IP...]\n" },
+		{ "--serve 0 8182", 2, "gate: --serve: OPEN '0' is not a port (1-65535)\n" },
+		{ "--serve 8181 65536", 2, "gate: --serve: CLOSED '65536' is not a port (1-65535)\n" },
+		{ "--serve 8181 8181", 2, "gate: --serve: CLOSED '8181' is the same port as OPEN\n" },
+		{ "--wait 8181 8182 5", 125, "gate: usage: gate --serve OPEN CLOSED | gate --wait OPEN CLOSED SECONDS IP [IP...]\n" },
+		{ "--wait 08181 8182 5 10.0.0.1", 125, "gate: --wait: OPEN '08181' is not a port (1-65535)\n" },
+		{ "--wait +8181 8182 5 10.0.0.1", 125, "gate: --wait: OPEN '+8181' is not a port (1-65535)\n" },
+		{ "--wait 8181 x 5 10.0.0.1", 125, "gate: --wait: CLOSED 'x' is not a port (1-65535)\n" },
+		{ "--wait 8181 8182 0 10.0.0.1", 125, "gate: --wait: SECONDS '0' is not a number of seconds (1-3600)\n" },
+		{ "--wait 8181 8182 3601 10.0.0.1", 125, "gate: --wait: SECONDS '3601' is not a number of seconds (1-3600)\n" },
+		{ "--wait 8181 8182 5 10.0.0.1 10.0.0.256", 125, "gate: --wait: IP '10.0.0.256' is not an IPv4 address\n" },
+		{ "--wait 8181 8182 5 10.0.0.01", 125, "gate: --wait: IP '10.0.0.01' is not an IPv4 address\n" },
+		{ "--wait 8181 8182 5 10.0.1", 125, "gate: --wait: IP '10.0.1' is not an IPv4 address\n" },
+		{ "--wait 8181 8182 5 ::1", 125, "gate: --wait: IP '::1' is not an IPv4 address\n" },
+		{ "--wait 8181 8182 5 1.1.1.1 1.1.1.2 1.1.1.3 1.1.1.4 1.1.1.5 1.1.1.6 1.1.1.7 1.1.1.8 1.1.1.9",
+		    125, "gate: --wait: 9 addresses, more than 8\n" },
+	};
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++) {
+		char *out;
+		int st = run_gate(t[i].args, &out, NULL);
+
+		if (st != t[i].code || strcmp(out, t[i].out) != 0)
+			fail_msg("gate %s: exit %d (want %d): %s", t[i].args, st, t[i].code, out);
+		free(out);
+	}
+}
+
+/* The number of pid's open fds. */
+static int
+fd_count(pid_t pid)
+{
+	char path[64];
+	struct dirent *e;
+	DIR *d;
+	int n = 0;
+
+	snprintf(path, sizeof(path), "/proc/%d/fd", (int)pid);
+	assert_non_null(d = opendir(path));
+	while ((e = readdir(d)) != NULL)
+		n += e->d_name[0] != '.';
+	closedir(d);
+	return n;
+}
+
+/*
+ * 1000 connections, 100 held open at a time: the canary closes each at
+ * once (every one reads EOF) and keeps no fd for any. Its ports taken:
+ * exit 1, saying which.
+ */
+static void
+test_serve(void **state)
+{
+	int o = it_free_port(), c = it_free_port(), eof = 0, base, most = 0;
+	pid_t pid = serve_start(o, c);
+	struct timeval tv = { 2, 0 };
+	char args[64], want[128], *out;
+
+	(void)state;
+	base = fd_count(pid);
+	for (int batch = 0; batch < 10; batch++) {
+		int fds[100], n;
+
+		for (int i = 0; i < 100; i++) {
+			struct sockaddr_in sa = { .sin_family = AF_INET };
+
+			sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+			sa.sin_port = htons((uint16_t)(i % 2 ? c : o));
+			assert_true((fds[i] = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0)) >= 0);
+			assert_int_equal(setsockopt(fds[i], SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)), 0);
+			assert_int_equal(connect(fds[i], (struct sockaddr *)&sa, sizeof(sa)), 0);
+		}
+		for (int i = 0; i < 100; i++) {
+			char b;
+
+			/* At the first that does not, rather than 2 s each. */
+			assert_int_equal(recv(fds[i], &b, 1, 0), 0);
+			eof++;
+		}
+		/* One may be between its accept and its close. */
+		n = fd_count(pid);
+		most = n > most ? n : most;
+		for (int i = 0; i < 100; i++)
+			close(fds[i]);
+	}
+	assert_int_equal(eof, 1000);
+	assert_in_range(most, base, base + 1);
+	assert_int_equal(fd_count(pid), base);
+	snprintf(args, sizeof(args), "--serve %d %d", o, c);
+	assert_int_equal(run_gate(args, &out, NULL), 1);
+	snprintf(want, sizeof(want), "gate: cannot listen on port %d: Address already in use\n", o);
+	assert_string_equal(out, want);
+	free(out);
+	serve_stop(pid);
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_wait_no_policy),
+		cmocka_unit_test(test_wait_closed_refused),
+		cmocka_unit_test(test_wait_no_gate),
+		cmocka_unit_test(test_wait_next_ip),
+		cmocka_unit_test(test_wait_netns),
+		cmocka_unit_test(test_bad_args),
+		cmocka_unit_test(test_serve),
+	};
+
+	return cmocka_run_group_tests(tests, group_setup, NULL);
+}
