@@ -179,9 +179,10 @@ $(B)/bench/%: $(B)/bench/%.o $(ALL_LIBS)
 $(B)/images/warm: images/runner/warm.c
 	@mkdir -p $(@D)
 	$(CC) -D_GNU_SOURCE -DWARM_TEST -DOUT_DIR='"/tmp/airlock-test-out"' \
-		-DOUT_REAL='"/tmp/airlock-test-out"' $(CFLAGS) $(LDFLAGS) -o $@ $<
+		-DOUT_REAL='"/tmp/airlock-test-out"' \
+		-DGATE_BIN='"$(CURDIR)/$(B)/images/gate"' $(CFLAGS) $(LDFLAGS) -o $@ $<
 
-$(B)/tests/unit/test_warm_bin: | $(B)/images/warm
+$(B)/tests/unit/test_warm_bin: | $(B)/images/warm $(B)/images/gate
 $(B)/tests/unit/test_session_bin: | $(B)/images/warm
 $(B)/tests/unit/test_zygote_bin: | $(B)/images/warm
 

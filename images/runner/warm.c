@@ -219,6 +219,53 @@ die(const char *fmt, ...)
 	exit(125);
 }
 
+/*
+ * An execution with egress (docs/network.md, "The start gate"): its
+ * program waits until its NetworkPolicy is seen in force, as run's cold
+ * form does; a direct pod (--env) never goes through run. The variable
+ * holds gate --wait's arguments, "OPEN CLOSED SECONDS IP [IP...]". Not in
+ * force in time: gate has said why on stderr, and the program never runs.
+ */
+#ifndef GATE_BIN
+#define GATE_BIN "/airlock/bin/gate"
+#endif
+static void
+egress_gate(void)
+{
+	const char *v = getenv("AIRLOCK_EGRESS_GATE");
+	char buf[512], *args[16], *save = NULL, *t;
+	int n = 0, status;
+	pid_t pid;
+
+	if (v == NULL || *v == '\0')
+		return;
+	if (strlen(v) >= sizeof(buf))
+		die("%s", "AIRLOCK_EGRESS_GATE is too long");
+	strcpy(buf, v);
+	args[n++] = GATE_BIN;
+	args[n++] = "--wait";
+	for (t = strtok_r(buf, " ", &save); t != NULL; t = strtok_r(NULL, " ",
+	    &save)) {
+		if (n == (int)(sizeof(args) / sizeof(args[0])) - 1)
+			die("%s", "AIRLOCK_EGRESS_GATE has too many words");
+		args[n++] = t;
+	}
+	args[n] = NULL;
+	if ((pid = fork()) < 0)
+		die("cannot start the egress gate: %s", strerror(errno));
+	if (pid == 0) {
+		execv(args[0], args);
+		fprintf(stderr, "warm: cannot run %s: %s\n", args[0],
+		    strerror(errno));
+		_exit(125);
+	}
+	while (waitpid(pid, &status, 0) < 0)
+		if (errno != EINTR)
+			die("cannot wait for the egress gate: %s", strerror(errno));
+	if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+		exit(125);
+}
+
 /* The archive in memory (warm --env): read_full's fd -1. */
 static const unsigned char *mem;
 static size_t mem_len, mem_off;
@@ -2228,6 +2275,7 @@ main(int argc, char **argv)
 #endif
 
 	if (argc >= 4 && strcmp(argv[1], "--env") == 0) {
+		egress_gate();
 		from_env(argv[2]);
 		unpack(-1, (long)mem_len);
 		fd = open(".stdin", O_RDONLY | O_NOFOLLOW);

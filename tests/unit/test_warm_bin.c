@@ -13,6 +13,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -129,6 +132,51 @@ test_unpack_any_pieces(void **state)
 		    "print(1)\n0\nexit 1\n");
 		free(out);
 	}
+	free(b64);
+}
+
+/*
+ * A direct pod with egress (docs/network.md): warm --env runs the start
+ * gate before the program. Nothing answers on the gate's open port: the
+ * gate says so, warm exits 125, and the program never ran (no file). A
+ * gate address whose open port answers and whose closed port refuses:
+ * the program runs.
+ */
+static void
+test_egress_gate(void **state)
+{
+	const struct codetar_entry e[] = { { "main.sh", "x", 1 } };
+	char *b64 = b64_tar(e, 1), *out, gate[128];
+	struct sockaddr_in sa = { .sin_family = AF_INET };
+	socklen_t len = sizeof(sa);
+	int open_fd = socket(AF_INET, SOCK_STREAM, 0), closed_port;
+
+	(void)state;
+	/* Ports: one listening, one bound and closed again (nothing there). */
+	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	assert_int_equal(bind(open_fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	assert_int_equal(listen(open_fd, 16), 0);
+	assert_int_equal(getsockname(open_fd, (struct sockaddr *)&sa, &len), 0);
+	closed_port = it_free_port();
+
+	snprintf(gate, sizeof(gate), "%d %d 1 127.0.0.1", closed_port,
+	    ntohs(sa.sin_port));
+	setenv("AIRLOCK_EGRESS_GATE", gate, 1);
+	assert_int_equal(run(b64, 1 << 20, NULL, "touch ran; echo ran", &out), 0);
+	assert_non_null(strstr(out, "airlock: egress: "));
+	assert_non_null(strstr(out, "no gate answered"));
+	assert_null(strstr(out, "ran\n"));
+	assert_non_null(strstr(out, "exit 125\n"));
+	free(out);
+
+	snprintf(gate, sizeof(gate), "%d %d 5 127.0.0.1", ntohs(sa.sin_port),
+	    closed_port);
+	setenv("AIRLOCK_EGRESS_GATE", gate, 1);
+	assert_int_equal(run(b64, 1 << 20, NULL, "echo ran", &out), 0);
+	assert_string_equal(out, "ran\nexit 0\n");
+	free(out);
+	unsetenv("AIRLOCK_EGRESS_GATE");
+	close(open_fd);
 	free(b64);
 }
 
@@ -307,6 +355,7 @@ main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_unpack_any_pieces),
+		cmocka_unit_test(test_egress_gate),
 		cmocka_unit_test(test_no_stdin),
 		cmocka_unit_test(test_refused),
 		cmocka_unit_test(test_files_out),
