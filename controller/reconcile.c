@@ -166,6 +166,16 @@ delete_children(struct controller *ctl, const char *ns, const char *uid,
  * engine's work. The namespace's deny-all still holds its pod meanwhile.
  */
 static int
+profile_egress(struct controller *ctl, json_t *cx)
+{
+	const struct ctl_profile *p = ctl_config_profile(ctl->cfg,
+	    json_string_value(json_object_get(json_object_get(cx, "spec"),
+	    "runtime")));
+
+	return p != NULL && p->negress > 0;
+}
+
+static int
 delete_egress(struct controller *ctl, const char *ns, const char *uid)
 {
 	struct k8s_error err;
@@ -595,34 +605,20 @@ out:
 
 /*
  * The node agent lets an execution's sandbox have gVisor's network stack
- * only when the execution says so (status.egress.granted, which only the
+ * only when the execution says so (status.egress, which only the
  * controller may write: the chart's status guard), not on its pod's word
- * alone (node-agent/trust.c). Written with podName, in the same patch.
+ * alone (node-agent/trust.c), and only for the pod this controller made:
+ * by its uid, so that a pod made later under the same name gets nothing.
+ * Written with podName, in the same patch; never for a pod found rather
+ * than made (follow_pod): that one runs without.
  */
 static void
-grant_egress(json_t *status)
+grant_egress(json_t *status, const char *pod_uid)
 {
-	json_object_set_new(status, "egress", json_pack("{s:b}", "granted", 1));
+	json_object_set_new(status, "egress", json_pack("{s:b, s:s}",
+	    "granted", 1, "podUID", pod_uid));
 }
 
-/*
- * Its pod, found with no podName written (a controller that stopped
- * between the create and the status write): granted if the pod is under
- * the network class and the execution's profile has egress, as the pod
- * this controller made would be.
- */
-static int
-egress_pod(struct controller *ctl, json_t *cx, json_t *pod)
-{
-	const struct ctl_profile *p = ctl_config_profile(ctl->cfg,
-	    json_string_value(json_object_get(json_object_get(cx, "spec"),
-	    "runtime")));
-	const char *rc = json_string_value(json_object_get(json_object_get(pod,
-	    "spec"), "runtimeClassName"));
-
-	return p != NULL && p->negress > 0 && rc != NULL &&
-	    strcmp(rc, ctl->cfg->network_runtime_class) == 0;
-}
 
 /* Follow the pod into the status: Scheduled, Started, Running. */
 static int
@@ -657,8 +653,6 @@ follow_pod(struct controller *ctl, json_t *cx, json_t *pod, json_t *status,
 			podspec_code_sha256(cx, sha);
 		json_object_set_new(status, "podName", json_string(name));
 		json_object_set_new(status, "codeSha256", json_string(sha));
-		if (egress_pod(ctl, cx, pod))
-			grant_egress(status);
 		free(name);
 	}
 	init_pending(cx, status, notes);
@@ -729,25 +723,39 @@ follow_pod(struct controller *ctl, json_t *cx, json_t *pod, json_t *status,
 
 /*
  * Create obj; one of that name already there is fine only if it is this
- * execution's own (a retry after a lost answer), and, with same_spec, has
- * obj's spec exactly (a NetworkPolicy: one made ahead by whoever knew the
- * uid, owner reference and all, must not stand in for ours). Anyone
- * else's, made before us under the name we use, is refused: K8S_EEXIST.
+ * execution's own (a retry after a lost answer), and, with ADOPT_SAME_SPEC,
+ * has obj's spec exactly (a NetworkPolicy: one made ahead by whoever knew
+ * the uid, owner reference and all, must not stand in for ours); with
+ * ADOPT_NEVER, not even then (the pod of an execution with egress: one
+ * made ahead could be anyone's, with any image, and would get a network
+ * stack). Anyone else's, made before us under the name we use, is
+ * refused: K8S_EEXIST. made, unless NULL: the object's uid as created
+ * (caller frees).
  */
+enum adopt { ADOPT_OWNED, ADOPT_SAME_SPEC, ADOPT_NEVER };
 static int
 create_owned(struct controller *ctl, const struct k8s_resource *res,
-    const char *ns, json_t *obj, const char *uid, int same_spec,
-    struct k8s_error *err)
+    const char *ns, json_t *obj, const char *uid, enum adopt adopt,
+    char **made, struct k8s_error *err)
 {
-	json_t *there = NULL;
-	int rc = k8s_create(ctl->client, res, ns, obj, NULL, err);
+	json_t *there = NULL, *out = NULL;
+	int rc = k8s_create(ctl->client, res, ns, obj, made ? &out : NULL, err);
 
+	if (made)
+		*made = rc == 0 && k8s_obj_uid(out) ? xstrdup(k8s_obj_uid(out)) :
+		    NULL;
+	json_decref(out);
 	if (rc != K8S_EEXIST)
 		return rc;
+	if (adopt == ADOPT_NEVER)
+		return k8s_error_set(err, K8S_EEXIST, 409, "AlreadyExists",
+		    "%s %s exists: one made before this controller's create "
+		    "is never taken for an execution with egress", res->plural,
+		    k8s_obj_name(obj));
 	if ((rc = k8s_get(ctl->client, res, ns, k8s_obj_name(obj), &there,
 	    err)) != 0)
 		return rc;
-	rc = ctl_owned_by(there, "CodeExecution", uid) && (!same_spec ||
+	rc = ctl_owned_by(there, "CodeExecution", uid) && (adopt != ADOPT_SAME_SPEC ||
 	    json_equal(json_object_get(there, "spec"), json_object_get(obj,
 	    "spec"))) ? 0 : k8s_error_set(err, K8S_EEXIST, 409,
 	    "AlreadyExists", "%s %s exists and is not this execution's",
@@ -806,7 +814,7 @@ create_pod(struct controller *ctl, json_t *cached)
 	struct k8s_error err;
 	const char *ns = k8s_obj_namespace(cached), *uid = k8s_obj_uid(cached);
 	json_t *cx = NULL, *status, *fst;
-	char msg[1200];
+	char msg[1200], *made = NULL;
 	long long created = clock_parse_rfc3339(json_string_value(json_object_get(
 	    json_object_get(cached, "metadata"), "creationTimestamp")));
 	long long wait, left = created > 0 ? cx_timeout_ms(cached) -
@@ -897,19 +905,21 @@ create_pod(struct controller *ctl, json_t *cached)
 		}
 	}
 	if (r.configmap && (rc = create_owned(ctl, &k8s_res_configmaps, ns,
-	    r.configmap, uid, 0, &err)) != 0)
+	    r.configmap, uid, ADOPT_OWNED, NULL, &err)) != 0)
 		goto fail;
 	/* Its egress, before its pod: the pod never runs without it. */
 	if (r.netpol && (rc = create_owned(ctl, ctl_guard_res[1], ns,
-	    r.netpol, uid, 1, &err)) != 0)
+	    r.netpol, uid, ADOPT_SAME_SPEC, NULL, &err)) != 0)
 		goto fail;
 	ctl_avoid_lost_nodes(ctl, r.pod);
-	if ((rc = create_owned(ctl, &k8s_res_pods, ns, r.pod, uid, 0, &err)) != 0)
+	if ((rc = create_owned(ctl, &k8s_res_pods, ns, r.pod, uid, r.netpol ?
+	    ADOPT_NEVER : ADOPT_OWNED, r.netpol ? &made : NULL, &err)) != 0)
 		goto fail;
 	json_object_set_new(status, "podName", json_string(k8s_obj_name(r.pod)));
 	json_object_set_new(status, "codeSha256", json_string(r.code_sha256));
-	if (r.netpol)
-		grant_egress(status);
+	if (r.netpol && made)
+		grant_egress(status, made);
+	free(made);
 	init_pending(cx, status, &notes);
 	podspec_result_free(&r);
 	rc = ctl_write_status(ctl, cx, status, &notes);
@@ -1014,9 +1024,14 @@ controller_reconcile(struct controller *ctl, const char *key)
 		 */
 		rc = pod && mine ? delete_children(ctl, ns, k8s_obj_uid(cx),
 		    podname) : 0;
-		/* Its egress policy, at its first visit since it ended. */
-		if (rc == 0 && !audited && json_is_true(json_object_get(
-		    json_object_get(status, "egress"), "granted")))
+		/*
+		 * Its egress policy, at its first visit since it ended: one
+		 * granted, or any of a profile with egress (the policy is made
+		 * before the pod, which may then have been refused).
+		 */
+		if (rc == 0 && !audited && (json_is_true(json_object_get(
+		    json_object_get(status, "egress"), "granted")) ||
+		    profile_egress(ctl, cx)))
 			rc = delete_egress(ctl, ns, k8s_obj_uid(cx));
 		/* Its audit record, once (audit.c). */
 		if (rc == 0)

@@ -566,10 +566,12 @@ walk_network(struct yamlwalk *w, yaml_node_t *body, const char *where,
 	 * start gate, docs/network.md): a command that does not start with
 	 * it would run the program at once, with the pod open meanwhile.
 	 */
-	if (p->negress > 0 && strcmp(p->command[0], PROFILE_RUNNER) != 0)
-		return yamlwalk_fail(w, "%s.egress needs the command [%s, ...]: "
-		    "the runner holds the program until its NetworkPolicy is in "
-		    "force (docs/network.md)", at, PROFILE_RUNNER);
+	if (p->negress > 0 && (strcmp(p->command[0], PROFILE_RUNNER) != 0 ||
+	    p->command[1] == NULL || p->command[1][0] == '-'))
+		return yamlwalk_fail(w, "%s.egress needs the command [%s, "
+		    "PROGRAM, ...]: the runner holds the program until its "
+		    "NetworkPolicy is in force (docs/network.md)", at,
+		    PROFILE_RUNNER);
 	return 0;
 }
 

@@ -223,9 +223,21 @@ podspec_check_reserved(json_t *spec, const struct ctl_profile *p,
 			return k8s_error_set(err, K8S_EINVAL, 0, NULL,
 			    "spec.env[%zu].name: '%.128s': names starting with "
 			    PODSPEC_TAR_ENV " are Airlock's", i, n);
-		if (n && strcmp(n, ARTIFACTS_ENV) == 0)
+		if (n && (strcmp(n, ARTIFACTS_ENV) == 0 ||
+		    strcmp(n, PODSPEC_GATE_ENV) == 0))
 			return k8s_error_set(err, K8S_EINVAL, 0, NULL,
 			    "spec.env[%zu].name: '%s' is Airlock's", i, n);
+		/*
+		 * Egress: the runner's shell starts before the start gate
+		 * (docs/network.md); what changes how it starts would run
+		 * the tenant's code with the pod still open.
+		 */
+		if (n && p->negress > 0 && (policy_env(n) || strcmp(n,
+		    "IFS") == 0))
+			return k8s_error_set(err, K8S_EINVAL, 0, NULL,
+			    "spec.env[%zu].name: '%.128s' is refused where the "
+			    "runtime has network egress (it would change how the "
+			    "runner starts, before its start gate)", i, n);
 		if (n && policy && policy_env(n))
 			return k8s_error_set(err, K8S_EINVAL, 0, NULL,
 			    "spec.env[%zu].name: '%.128s' is refused where the "
@@ -411,6 +423,11 @@ podspec_build_sized(const struct ctl_config *cfg, json_t *cx, size_t size,
 		return k8s_error_set(err, K8S_EINVAL, 0, NULL,
 		    "spec.image: runtime '%s' has a code policy, which runs in its "
 		    "own image only", runtime);
+	/* The start gate is the runner image's too: a tenant's would skip it. */
+	if (image && p->negress > 0)
+		return k8s_error_set(err, K8S_EINVAL, 0, NULL,
+		    "spec.image: runtime '%s' has network egress, whose start "
+		    "gate runs in its own image only (docs/network.md)", runtime);
 	stored = size ? size : jsonsize_value(cx);
 	if (stored + CX_STATUS_RESERVE > CX_OBJECT_BUDGET)
 		return k8s_error_set(err, K8S_EINVAL, 0, NULL,

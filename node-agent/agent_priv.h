@@ -142,9 +142,9 @@ struct run {
 	 * Egress (docs/network.md): netclass, its pod is an execution's
 	 * own under the network RuntimeClass (the pod's spec, which its
 	 * creator wrote); egress, the execution as the API server has it
-	 * says the controller granted it (status.egress.granted, which only
-	 * the controller may write). netstack, both: its sandbox may have
-	 * gVisor's network stack.
+	 * says the controller granted it to this very pod (status.egress,
+	 * which only the controller may write). netstack, both: its sandbox
+	 * may have gVisor's network stack.
 	 */
 	int		 netclass;
 	int		 egress;
@@ -344,8 +344,11 @@ int agent_pod_keeps_sandbox(json_t *pod);
 enum agent_trust { AGENT_TRUST, AGENT_NOT_YET, AGENT_ENDED, AGENT_OTHER_POD,
     AGENT_GONE };
 enum agent_trust agent_trust_verdict(json_t *cx, const char *pod);
-/* Did the controller grant execution cx egress (status.egress.granted)? */
-int agent_trust_egress(json_t *cx);
+/*
+ * Did the controller grant execution cx egress (status.egress.granted),
+ * for the pod of uid pod_uid (status.egress.podUID: the one it made)?
+ */
+int agent_trust_egress(json_t *cx, const char *pod_uid);
 /*
  * r may have gVisor's network stack once both its pod's class and its
  * execution say so; a refusal of its sandbox for that alone is then

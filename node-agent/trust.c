@@ -40,10 +40,13 @@ agent_trust_verdict(json_t *cx, const char *pod)
 }
 
 int
-agent_trust_egress(json_t *cx)
+agent_trust_egress(json_t *cx, const char *pod_uid)
 {
-	return json_is_true(json_object_get(json_object_get(json_object_get(cx,
-	    "status"), "egress"), "granted"));
+	json_t *e = json_object_get(json_object_get(cx, "status"), "egress");
+	const char *granted_to = json_string_value(json_object_get(e, "podUID"));
+
+	return json_is_true(json_object_get(e, "granted")) && pod_uid != NULL &&
+	    granted_to != NULL && strcmp(granted_to, pod_uid) == 0;
 }
 
 static const char *const trust_names[] = {
@@ -95,7 +98,7 @@ agent_memory_note(struct agent *a, const struct run *r, char *note,
  */
 static enum agent_trust
 ask(struct agent *a, const char *ns, const char *cx, const char *cx_uid,
-    const char *pod, char **name, char **uid, int *egress)
+    const char *pod, const char *pod_uid, char **name, char **uid, int *egress)
 {
 	struct k8s_error err;
 	json_t *cur = NULL;
@@ -122,7 +125,7 @@ ask(struct agent *a, const char *ns, const char *cx, const char *cx_uid,
 		/* What the server has, not what the pod said. */
 		*name = xstrdup(k8s_obj_name(cur) ? k8s_obj_name(cur) : cx);
 		*uid = xstrdup(k8s_obj_uid(cur) ? k8s_obj_uid(cur) : cx_uid);
-		*egress = agent_trust_egress(cur);
+		*egress = agent_trust_egress(cur, pod_uid);
 	}
 	json_decref(cur);
 	return v;
@@ -144,7 +147,7 @@ agent_verify(struct agent *a, struct run *r)
 	pod = xstrdup(r->pod);
 	puid = xstrdup(r->uid);
 	pthread_mutex_unlock(&a->lock);
-	v = ask(a, ns, cx, cx_uid, pod, &name, &uid, &egress);
+	v = ask(a, ns, cx, cx_uid, pod, puid, &name, &uid, &egress);
 	metric_inc(a->m_trust, trust_names[v]);
 	pthread_mutex_lock(&a->lock);
 	switch (v) {

@@ -14,8 +14,11 @@
  *
  *   gate --serve OPEN CLOSED
  *       the canary: listen on 0.0.0.0:OPEN and 0.0.0.0:CLOSED, accept
- *       each connection and close it at once. Nothing is read and nothing
- *       is kept per connection, so memory is bounded whatever arrives.
+ *       each connection and close it at once, at most 64 a port before
+ *       the other's turn (a flood on OPEN never fills CLOSED's queue,
+ *       whose dropped SYNs would look like the policy's). Nothing is read
+ *       and nothing is kept per connection, so memory is bounded whatever
+ *       arrives.
  *       Exit 0 on SIGTERM or SIGINT; 1 when a port cannot be listened on;
  *       2 on bad arguments.
  *
@@ -31,7 +34,9 @@
  *       net unreachable is denied: only a completed connect shows the
  *       policy is not in force. The second OPEN connect is there because a
  *       canary that died during the round would be refused on CLOSED too.
- *       A round that passes: exit 0, silent. CLOSED answered: the same
+ *       Two rounds in a row that pass, on one address (a SYN lost once,
+ *       a queue full for a moment, is never taken for the policy): exit
+ *       0, silent. CLOSED answered: the same
  *       address again 50 ms later. OPEN did not connect: that canary
  *       cannot vouch either way, so the next address, 50 ms later. At the
  *       deadline (checked between rounds, so a round started before it,
@@ -63,6 +68,8 @@
 
 #define MAX_IPS		8
 #define NCLOSED		3
+#define PASSES		2	/* rounds in a row */
+#define SERVE_BATCH	64	/* accepts a port, then the other's turn */
 #define OPEN_MS		1000
 #define RETRY_MS	50
 #define T_MIN_MS	25
@@ -151,7 +158,8 @@ serve_listen(long port)
 	sa.sin_port = htons((unsigned short)port);
 	fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	if (fd < 0 || setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) != 0 ||
-	    bind(fd, (struct sockaddr *)&sa, sizeof(sa)) != 0 || listen(fd, 128) != 0) {
+	    bind(fd, (struct sockaddr *)&sa, sizeof(sa)) != 0 ||
+	    listen(fd, SOMAXCONN) != 0) {
 		fprintf(stderr, "gate: cannot listen on port %ld: %s\n", port, strerror(errno));
 		if (fd >= 0)
 			close(fd);
@@ -197,11 +205,16 @@ serve(int argc, char **argv)
 			if (!(pfd[i].revents & POLLIN))
 				continue;
 			/*
-			 * Everything queued, each closed at once. A failed
-			 * accept (the peer gone, no fd to spare) leaves the rest
-			 * to the next poll().
+			 * Each closed at once; at most SERVE_BATCH a port before
+			 * the other's turn, so that connects flooding one port
+			 * (an execution may loop on the open one) never leave
+			 * the other's queue to fill: a full queue drops a SYN,
+			 * which a runner would take for its policy's drop. A
+			 * failed accept (the peer gone, no fd to spare) leaves
+			 * the rest to the next poll().
 			 */
-			while ((c = accept4(pfd[i].fd, NULL, NULL, SOCK_CLOEXEC)) >= 0)
+			for (int k = 0; k < SERVE_BATCH && (c = accept4(pfd[i].fd,
+			    NULL, NULL, SOCK_CLOEXEC)) >= 0; k++)
 				close(c);
 		}
 	}
@@ -396,14 +409,22 @@ wait_main(int argc, char **argv)
 			return WAIT_FAIL;
 		}
 	deadline = now_us() + secs * 1000000;
-	for (;;) {
+	for (int passed = 0;;) {
+		/*
+		 * PASSES rounds in a row, on the same address: one SYN lost
+		 * (a queue full for a moment) is never taken for the policy.
+		 */
 		switch (round_once(ips[cur], open, closed, why, sizeof(why))) {
 		case ROUND_PASS:
-			return 0;
+			if (++passed == PASSES)
+				return 0;
+			continue;
 		case ROUND_NEXT:
 			cur = (cur + 1) % nip;
+			passed = 0;
 			break;
 		case ROUND_AGAIN:
+			passed = 0;
 			break;
 		}
 		sleep_ms(RETRY_MS);

@@ -1060,27 +1060,32 @@ test_netstack_learned(void **state)
 	static const char *const cls[] = { "gvisor-net", "gvisor", NULL };
 	const char *const bad[] = { AGENT_NETSTACK, AGENT_NETSTACK, AGENT_NETSTACK,
 	    "its gVisor sandbox has a network (runsc --network is not none)",
-	    AGENT_NETSTACK, AGENT_NETSTACK, AGENT_NETSTACK };
+	    AGENT_NETSTACK, AGENT_NETSTACK, AGENT_NETSTACK, AGENT_NETSTACK };
 	const char *const cls_of[] = { cls[0], cls[1], cls[2], cls[0], cls[0],
-	    cls[0], cls[0] };
+	    cls[0], cls[0], cls[0] };
 	/* The agent's --network-runtime-class: unset (the default), none may. */
 	const char *const agent_cls[] = { "gvisor-net", "gvisor-net", "gvisor-net",
-	    "gvisor-net", NULL, "gvisor-net", "gvisor-net" };
-	/* status.egress of its execution: granted, absent, false. */
-	json_t *const granted = json_pack("{s:{s:b}}", "egress", "granted", 1);
-	json_t *const st[] = { granted, granted, granted, granted, granted,
-	    NULL, NULL };
+	    "gvisor-net", NULL, "gvisor-net", "gvisor-net", "gvisor-net" };
+	/*
+	 * status.egress of its execution: granted to this pod; absent;
+	 * granted false; granted to another pod (one made earlier under the
+	 * name, deleted since).
+	 */
+	const char *const st[] = { "mine", "mine", "mine", "mine", "mine", NULL,
+	    "false", "other" };
 	/* 1: the execution's answer comes before its pod is learned. */
-	const int verified_first[] = { 0, 0, 0, 0, 0, 0, 1 };
-	const int taken_back[] = { 1, 0, 0, 0, 0, 0, 0 };
+	const int verified_first[] = { 0, 0, 0, 0, 0, 0, 1, 0 };
+	const int taken_back[] = { 1, 0, 0, 0, 0, 0, 0, 0 };
 	const size_t n = sizeof(taken_back) / sizeof(taken_back[0]);
 
 	(void)state;
 	for (size_t i = 0; i < n; i++) {
 		struct run r = { 0 };
 		json_t *pod = exec_pod();
-		json_t *cx = i == 6 ? json_pack("{s:{s:{s:b}}}", "status",
-		    "egress", "granted", 0) : json_pack("{s:O?}", "status", st[i]);
+		json_t *cx = st[i] == NULL ? json_pack("{s:{}}", "status") :
+		    json_pack("{s:{s:{s:b, s:s}}}", "status", "egress", "granted",
+		    strcmp(st[i], "false") != 0, "podUID", strcmp(st[i], "other")
+		    == 0 ? "uid-of-another-pod" : "pod-uid-1");
 
 		if (cls_of[i])
 			json_object_set_new(pod, "spec", json_pack("{s:s}",
@@ -1088,7 +1093,7 @@ test_netstack_learned(void **state)
 		r.isolation = xstrdup(bad[i]);
 		r.why = CX_KILL_ISOLATION;
 		if (verified_first[i]) {
-			r.egress = agent_trust_egress(cx);
+			r.egress = agent_trust_egress(cx, "pod-uid-1");
 			agent_netstack_grant(&r);
 		}
 		agent_learn_pod(&r, pod, agent_cls[i]);
@@ -1097,10 +1102,11 @@ test_netstack_learned(void **state)
 		if (!verified_first[i]) {
 			/* The trust check's answer, as agent_verify takes it. */
 			assert_int_equal(r.netstack, 0);
-			r.egress = agent_trust_egress(cx);
+			r.egress = agent_trust_egress(cx, "pod-uid-1");
 			agent_netstack_grant(&r);
 		}
-		assert_int_equal(r.egress, st[i] != NULL);
+		assert_int_equal(r.egress, st[i] != NULL && strcmp(st[i],
+		    "mine") == 0);
 		assert_int_equal(r.netstack, i == 0 || i == 3);
 		if (taken_back[i]) {
 			assert_null(r.isolation);
@@ -1115,7 +1121,7 @@ test_netstack_learned(void **state)
 		json_decref(pod);
 		json_decref(cx);
 	}
-	json_decref(granted);
+	assert_int_equal(agent_trust_egress(NULL, "pod-uid-1"), 0);
 }
 
 int

@@ -946,11 +946,17 @@ test_network_egress(void **state)
 	 * Well formed, but not started by the runner, which holds the
 	 * program until its policy is in force: refused.
 	 */
-	expect_message("profiles:\n  p: {image: i, command: [x], sourceFile: m,\n"
-	    "    network: {egress: [{cidr: 10.20.0.0/16, ports: [5432, 443]}]}}\n",
-	    "profiles.p.network.egress needs the command [/airlock/bin/run, ...]: "
-	    "the runner holds the program until its NetworkPolicy is in force "
-	    "(docs/network.md)");
+	for (const char *const *cmd = (const char *const[]){ "[x]", "[x, y]",
+	    "[/airlock/bin/run]", "[/airlock/bin/run, --hold, m, sh]", NULL };
+	    *cmd != NULL; cmd++) {
+		y = xasprintf("profiles:\n  p: {image: i, command: %s, sourceFile: "
+		    "m,\n    network: {egress: [{cidr: 10.20.0.0/16, ports: "
+		    "[5432]}]}}\n", *cmd);
+		expect_message(y, "profiles.p.network.egress needs the command "
+		    "[/airlock/bin/run, PROGRAM, ...]: the runner holds the "
+		    "program until its NetworkPolicy is in force (docs/network.md)");
+		free(y);
+	}
 	/* Read whole. */
 	y = xasprintf("profiles:\n  p: {image: i, command: [/airlock/bin/run, x], "
 	    "sourceFile: m,\n"

@@ -844,8 +844,7 @@ test_egress_gate(void **state)
 {
 	struct ctl_config *c = config();
 	struct ctl_profile *p = (struct ctl_profile *)ctl_config_profile(c, "python");
-	json_t *o = cx("{\"runtime\":\"python\",\"source\":\"print(1)\","
-	    "\"env\":[{\"name\":\"AIRLOCK_EGRESS_GATE\",\"value\":\"\"}]}");
+	json_t *o = cx("{\"runtime\":\"python\",\"source\":\"print(1)\"}");
 	struct podspec_gate g = { .ns = "airlock-system", .addrs = { "10.244.0.9",
 	    "10.244.0.12" }, .n = 2 };
 	struct podspec_gate none = { .ns = "airlock-system" };
@@ -859,11 +858,53 @@ test_egress_gate(void **state)
 	assert_int_equal(podspec_egress_gate(&r, &g, &err), K8S_EINVAL);
 	assert_string_equal(err.message, "no egress start gate to give the pod");
 	podspec_result_free(&r);
+	/* The gate's variable is Airlock's, whatever the profile. */
+	{
+		json_t *o2 = cx("{\"runtime\":\"python\",\"source\":\"1\","
+		    "\"env\":[{\"name\":\"AIRLOCK_EGRESS_GATE\",\"value\":\"\"}]}");
+
+		assert_int_equal(podspec_build(c, o2, &r, &err), K8S_EINVAL);
+		assert_string_equal(err.message, "spec.env[0].name: "
+		    "'AIRLOCK_EGRESS_GATE' is Airlock's");
+		json_decref(o2);
+	}
 
 	p->egress = xcalloc(1, sizeof(*p->egress));
 	p->negress = 1;
 	p->egress[0] = (struct ctl_egress){ .cidr = xstrdup("10.20.0.0/16"),
 	    .addr = 0x0a140000, .prefix = 16, .ports = { 5432 }, .nports = 1 };
+	/*
+	 * With egress: nothing that changes how the runner's shell starts
+	 * (it runs before the gate), and no image but the profile's.
+	 */
+	{
+		static const char *const spec[] = {
+			"{\"runtime\":\"python\",\"source\":\"1\",\"env\":"
+			"[{\"name\":\"A\",\"value\":\"\"},{\"name\":\"LD_PRELOAD\","
+			"\"value\":\"/airlock/code/x.so\"}]}",
+			"{\"runtime\":\"python\",\"source\":\"1\",\"env\":"
+			"[{\"name\":\"IFS\",\"value\":\"8\"}]}",
+			"{\"runtime\":\"python\",\"source\":\"1\",\"image\":\"mine:1\"}" };
+		static const char *const want[] = {
+			"spec.env[1].name: 'LD_PRELOAD' is refused where the runtime "
+			"has network egress (it would change how the runner starts, "
+			"before its start gate)",
+			"spec.env[0].name: 'IFS' is refused where the runtime has "
+			"network egress (it would change how the runner starts, "
+			"before its start gate)",
+			"spec.image: runtime 'python' has network egress, whose start "
+			"gate runs in its own image only (docs/network.md)" };
+
+		c->allow_custom_images = 1;
+		for (size_t i = 0; i < 3; i++) {
+			json_t *o2 = cx(spec[i]);
+
+			assert_int_equal(podspec_build(c, o2, &r, &err), K8S_EINVAL);
+			assert_string_equal(err.message, want[i]);
+			json_decref(o2);
+		}
+		c->allow_custom_images = 0;
+	}
 	assert_int_equal(podspec_build(c, o, &r, &err), 0);
 	assert_int_equal(podspec_egress_gate(&r, &none, &err), K8S_EINVAL);
 	assert_int_equal(json_array_size(json_object_get(json_object_get(
