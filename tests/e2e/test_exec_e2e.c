@@ -1747,13 +1747,13 @@ test_network_policy_enforced(void **state)
 
 static json_t *
 eg_run(const char *ns2, const char *name, const char *runtime, const char *a_ip,
-    const char *b_ip, const char *wait_s)
+    const char *b_ip, const char *wait_s, json_t *network)
 {
 	struct k8s_error err;
-	json_t *o = json_pack("{s:s, s:s, s:{s:s}, s:{s:s, s:s, s:i, s:[s, s, s]}}",
+	json_t *o = json_pack("{s:s, s:s, s:{s:s}, s:{s:s, s:s, s:i, s:[s, s, s], s:o*}}",
 	    "apiVersion", "airlock.dev/v1alpha1", "kind", "CodeExecution",
 	    "metadata", "name", name, "spec", "runtime", runtime, "source", EG_CLIENT,
-	    "timeoutSeconds", 90, "args", a_ip, b_ip, wait_s);
+	    "timeoutSeconds", 90, "args", a_ip, b_ip, wait_s, "network", network);
 
 	if (k8s_create(c, &cx_resource, ns2, o, NULL, &err) != 0)
 		fail_msg("create %s: %s", name, err.message);
@@ -1839,14 +1839,17 @@ test_egress_cidr(void **state)
 	fprintf(f, "networkRuntimeClassName: %s\nprofiles:\n"
 	    "  python-net:\n    image: %s\n    command: [/airlock/bin/run, python3, main.py]\n"
 	    "    sourceFile: main.py\n"
-	    "    network: {egress: [{cidr: %s/32, ports: [8080]}]}\n"
+	    "    network: {egress: [{cidr: %s/32, ports: [8080]}, {cidr: %s/32, ports: [8080]}]}\n"
 	    "  python:\n    image: %s\n    command: [/airlock/bin/run, python3, main.py]\n"
 	    "    sourceFile: main.py\n", netclass, it_env_need("RUNNER_PYTHON_IMAGE"),
-	    pods[0].ip, it_env_need("RUNNER_PYTHON_IMAGE"));
+	    pods[0].ip, pods[1].ip, it_env_need("RUNNER_PYTHON_IMAGE"));
 	fclose(f);
 	/* The controller's own namespace, where it finds the gate, is nst. */
 	spawn_pair(ns2, conf, netclass, nst, pid);
-	st = eg_run(ns2, "egress", "python-net", pods[0].ip, pods[1].ip, "20");
+	/* Narrowed to a: b, which the profile allows, is lost. */
+	snprintf(want, sizeof(want), "%s/32", pods[0].ip);
+	st = eg_run(ns2, "egress", "python-net", pods[0].ip, pods[1].ip, "20",
+	    json_pack("{s:[{s:s, s:[i]}]}", "egress", "cidr", want, "ports", 8080));
 	print_message("# with egress: %s/%s in %lld ms: %s\n", it_str(st, "phase"),
 	    it_str(st, "reason"), it_int(st, "durationMillis"), it_str(st, "stdout"));
 	assert_string_equal(it_str(st, "phase"), "Succeeded");
@@ -1858,6 +1861,9 @@ test_egress_cidr(void **state)
 	if (k8s_get(c, &k8s_res_pods, ns2, podname, &pod, &err) == 0) {
 		assert_string_equal(json_string_value(json_object_get(json_object_get(pod,
 		    "spec"), "runtimeClassName")), netclass);
+		/* Granted to this very pod. */
+		assert_string_equal(json_string_value(json_object_get(json_object_get(st,
+		    "egress"), "podUID")), k8s_obj_uid(pod));
 		json_decref(pod);
 	}
 	o = NULL;
@@ -1874,7 +1880,28 @@ test_egress_cidr(void **state)
 		fail_msg("the NetworkPolicy %s is still there 30 s after its end", podname);
 	free(podname);
 	json_decref(st);
-	st = eg_run(ns2, "no-egress", "python", pods[0].ip, pods[1].ip, "3");
+	/* The profile's list: both. */
+	st = eg_run(ns2, "both", "python-net", pods[0].ip, pods[1].ip, "20", NULL);
+	assert_string_equal(it_str(st, "phase"), "Succeeded");
+	assert_string_equal(it_str(st, "stdout"), "a open\nb open\nb at the start open\n");
+	json_decref(st);
+	/* None asked: no network at all, no policy, nothing granted. */
+	st = eg_run(ns2, "none", "python-net", pods[0].ip, pods[1].ip, "3",
+	    json_pack("{s:[]}", "egress"));
+	assert_string_equal(it_str(st, "phase"), "Succeeded");
+	assert_string_equal(it_str(st, "stdout"), "a fail\nb fail\nb at the start fail\n");
+	assert_null(json_object_get(st, "egress"));
+	json_decref(st);
+	/* Wider than the profile, the metadata address: Rejected, named. */
+	st = eg_run(ns2, "wider", "python-net", pods[0].ip, pods[1].ip, "3",
+	    json_pack("{s:[{s:s, s:[i]}, {s:s, s:[i]}]}", "egress", "cidr", want,
+	    "ports", 8080, "cidr", "169.254.169.254/32", "ports", 80));
+	assert_string_equal(it_str(st, "phase"), "Failed");
+	assert_string_equal(it_str(st, "reason"), "Rejected");
+	assert_string_equal(it_str(st, "message"), "spec.network.egress[1]: "
+	    "169.254.169.254/32 port 80 is not in profile python-net's egress");
+	json_decref(st);
+	st = eg_run(ns2, "no-egress", "python", pods[0].ip, pods[1].ip, "3", NULL);
 	print_message("# without: %s/%s: %s\n", it_str(st, "phase"), it_str(st, "reason"),
 	    it_str(st, "stdout"));
 	assert_string_equal(it_str(st, "phase"), "Succeeded");
