@@ -617,3 +617,20 @@ it_cx_wait(struct k8s_client *c, const char *ns, const char *name,
 {
 	return it_cx_until(c, ns, name, ended, "finish", timeout_ms);
 }
+
+int
+it_images_bin(const char *name, char *out, size_t n)
+{
+	char self[4096], *d;
+	ssize_t len = readlink("/proc/self/exe", self, sizeof(self) - 1);
+
+	if (len <= 0)
+		return -1;
+	self[len] = '\0';
+	for (int i = 0; i < 3; i++)	/* $(B)/tests/TIER/x -> $(B) */
+		if ((d = strrchr(self, '/')) != NULL)
+			*d = '\0';
+	if ((size_t)snprintf(out, n, "%s/images/%s", self, name) >= n)
+		return -1;
+	return access(out, X_OK) == 0 ? 0 : -1;
+}

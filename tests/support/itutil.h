@@ -75,6 +75,13 @@ int it_stop(pid_t pid, int sig);
  */
 int it_free_port(void);
 
+/*
+ * The path of $(B)/images/NAME, the host build of a runner image's binary
+ * (the Makefile's), found from this test's own path ($(B)/tests/TIER/x),
+ * into out: 0 when it is there and executable, else -1.
+ */
+int it_images_bin(const char *name, char *out, size_t n);
+
 long it_mono_ms(void);
 void it_sleep_ms(long ms);
 

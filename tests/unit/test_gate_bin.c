@@ -34,21 +34,9 @@ static char gate[4096 + 16];
 static int
 group_setup(void **state)
 {
-	char self[4096];
-	ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
-	char *d;
-
 	(void)state;
-	if (n <= 0)
-		return -1;
-	self[n] = '\0';
-	/* $(B)/tests/unit/test_gate_bin -> $(B)/images/gate */
-	for (int i = 0; i < 3; i++)
-		if ((d = strrchr(self, '/')) != NULL)
-			*d = '\0';
-	snprintf(gate, sizeof(gate), "%s/images/gate", self);
 	signal(SIGPIPE, SIG_IGN);
-	return access(gate, X_OK) == 0 ? 0 : -1;
+	return it_images_bin("gate", gate, sizeof(gate));
 }
 
 /* gate ARGS, stderr with stdout in *out (caller frees); its exit status, time in *ms. */

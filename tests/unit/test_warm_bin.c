@@ -34,20 +34,8 @@ static char warm[4096 + 16];
 static int
 group_setup(void **state)
 {
-	char self[4096];
-	ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
-	char *d;
-
 	(void)state;
-	if (n <= 0)
-		return -1;
-	self[n] = '\0';
-	/* $(B)/tests/unit/test_warm_bin -> $(B)/images/warm */
-	for (int i = 0; i < 3; i++)
-		if ((d = strrchr(self, '/')) != NULL)
-			*d = '\0';
-	snprintf(warm, sizeof(warm), "%s/images/warm", self);
-	return access(warm, X_OK) == 0 ? 0 : -1;
+	return it_images_bin("warm", warm, sizeof(warm));
 }
 
 /* The base64 of the tar of e[0..n). A new string. */
