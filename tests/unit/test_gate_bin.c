@@ -253,35 +253,40 @@ test_wait_netns(void **state)
 	snprintf(cmd, sizeof(cmd), "unshare -n sh %s %s", path, gate);
 	assert_int_equal(it_sh(cmd, &out, NULL), 0);
 	unlink(path);
+	/*
+	 * The times' upper bounds leave room for a loaded machine (make check
+	 * runs four tests at once, ASan's among them); the lower ones are
+	 * what the gate must wait: T, at least 25 ms, after a drop, and the
+	 * rule itself when it comes late.
+	 */
 	line = out;
 	/* No rule: CLOSED answers, and the deadline's line says so. */
-	assert_non_null(strstr(line, "none 125 "));
-	assert_non_null(strstr(line, PREFIX "1 s (127.0.0.1:8182 still answered)\n"));
+	if (strncmp(line, "none 125 ", 9) != 0 ||
+	    strstr(line, PREFIX "1 s (127.0.0.1:8182 still answered)\n") == NULL)
+		fail_msg("%s", out);
 	line = strchr(line, '\n') + 1;
 	for (int i = 0; i < 3; i++) {
 		char *nl = strchr(line, '\n');
 
-		assert_non_null(nl);
+		if (nl == NULL)
+			fail_msg("%s", out);
 		*nl = '\0';
 		/* The line ends after the time: nothing on stderr. */
-		assert_int_equal(sscanf(line, "%15s %d %ld%n", name[i], &code[i], &ms[i], &end), 3);
-		assert_string_equal(line + end, " ");
+		if (sscanf(line, "%15s %d %ld%n", name[i], &code[i], &ms[i], &end) != 3 ||
+		    strcmp(line + end, " ") != 0)
+			fail_msg("line %d: '%s'", i + 2, line);
+		*nl = '\n';
 		line = nl + 1;
 	}
-	/* Dropped: T (25 ms on loopback) after OPEN; rejected: at once. */
-	assert_string_equal(name[0], "drop");
-	assert_int_equal(code[0], 0);
-	assert_in_range(ms[0], 25, 500);
-	assert_string_equal(name[1], "reject");
-	assert_int_equal(code[1], 0);
-	assert_in_range(ms[1], 0, 500);
-	/* The policy arrives a second after the pod starts: the wait holds it. */
-	assert_string_equal(name[2], "late");
-	assert_int_equal(code[2], 0);
-	assert_in_range(ms[2], 900, 2000);
-	/* Everything dropped, OPEN too: a second of connect timeout, then 125. */
-	assert_non_null(strstr(line, "all 125 "));
-	assert_non_null(strstr(line, PREFIX "1 s (no gate answered on port 8181)\n"));
+	/* Dropped: T after OPEN; rejected: at once. */
+	if (strcmp(name[0], "drop") != 0 || code[0] != 0 || ms[0] < 25 || ms[0] > 2000 ||
+	    strcmp(name[1], "reject") != 0 || code[1] != 0 || ms[1] > 2000 ||
+	    /* The policy arrives a second after the pod starts: the wait holds it. */
+	    strcmp(name[2], "late") != 0 || code[2] != 0 || ms[2] < 900 || ms[2] > 3000 ||
+	    /* Everything dropped, OPEN too: a second of connect timeout, then 125. */
+	    strncmp(line, "all 125 ", 8) != 0 ||
+	    strstr(line, PREFIX "1 s (no gate answered on port 8181)\n") == NULL)
+		fail_msg("%s", out);
 	free(out);
 }
 
