@@ -1,47 +1,41 @@
 /*
- * gate.c - /airlock/bin/gate, the egress start gate, and the canary it
- * asks.
+ * gate.c - /airlock/bin/gate, the egress start gate, and its canary.
  *
  * An execution allowed network egress gets a NetworkPolicy of its own,
  * but the policy engine (kube-router on the test node) applies a new
  * pod's policy 5-7 s after the pod starts, and until then the pod can
  * reach anything. So the runner holds the tenant's program until the
- * policy is seen in force, by asking a canary: a pod that listens on two
- * TCP ports, OPEN (the execution's policy allows it) and CLOSED (no
- * policy ever does). One process serves both, so one cannot be down while
- * the other is up. Before the policy is in force both connect; after, OPEN
- * connects and CLOSED does not (the engine drops the SYN, or rejects it).
+ * policy is seen in force, by asking a canary that listens on two TCP
+ * ports: OPEN (the execution's policy allows it) and CLOSED (no policy
+ * does). One process serves both, so one cannot be down while the other
+ * is up. Before the policy is in force both connect; after, only OPEN.
  *
  *   gate --serve OPEN CLOSED
- *       the canary: listen on 0.0.0.0:OPEN and 0.0.0.0:CLOSED, accept
- *       each connection and close it at once. Nothing is read and nothing
- *       is kept per connection, so memory is bounded whatever arrives.
- *       Exit 0 on SIGTERM or SIGINT; 1 when a port cannot be listened on;
- *       2 on bad arguments.
+ *       the canary: listen on 0.0.0.0:OPEN and :CLOSED, accept each
+ *       connection and close it at once. Nothing is read or kept, so
+ *       memory is bounded whatever arrives. Exit 0 on SIGTERM or SIGINT,
+ *       1 when a port cannot be listened on, 2 on bad arguments.
  *
  *   gate --wait OPEN CLOSED SECONDS IP [IP...]
- *       the runner's, before the program (images/runner/run). Rounds, on
- *       one canary address at a time (at most 8), until one passes or
- *       SECONDS (1-3600) have gone by:
+ *       run's, before the program. Rounds on one canary address at a
+ *       time (at most 8) until one passes or SECONDS (1-3600) have gone:
  *         1. IP:OPEN connects within 1 s (its time is the round trip, rtt);
  *         2. three connects to IP:CLOSED at once, given T =
  *            clamp(20 * rtt, 25 ms, 500 ms): none may complete;
- *         3. IP:OPEN connects again.
+ *         3. IP:OPEN connects again: a canary that died during the round
+ *            would have refused CLOSED too.
  *       A CLOSED connect that times out, is refused or finds the host or
  *       net unreachable is denied: only a completed connect shows the
- *       policy is not in force. The second OPEN connect is there because a
- *       canary that died during the round would be refused on CLOSED too.
- *       A round that passes: exit 0, silent. CLOSED answered: the same
- *       address again 50 ms later. OPEN did not connect: that canary
- *       cannot vouch either way, so the next address, 50 ms later. At the
- *       deadline (checked between rounds, so a round started before it,
- *       at most 2.5 s, finishes), one line on stderr and exit 125:
+ *       policy is not in force. A pass: exit 0, silent. CLOSED answered:
+ *       the same address again 50 ms later. OPEN did not connect: that
+ *       canary cannot vouch, so the next address, 50 ms later. At the
+ *       deadline (checked between rounds: a round started before it, at
+ *       most 2.5 s, finishes), one line on stderr and exit 125:
  *         airlock: egress: the execution's network policy was not seen
  *         in force within N s (REASON)
- *       Any other error (no socket, an errno not listed above) fails the
- *       round: the gate never lets a program through on a doubt. Bad
- *       arguments: exit 125, as any failure of the runner before the
- *       program.
+ *       Any other error (no socket, another errno) fails the round: the
+ *       program never goes through on a doubt. Bad arguments: exit 125,
+ *       as any failure of the runner before the program.
  *
  * Static in the runner images (gcc -static), so it needs nothing of the
  * image; images/build.sh also packs it alone as the egress-gate image.
