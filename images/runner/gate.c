@@ -127,31 +127,37 @@ parse_ports(char **argv, const char *mode, long *open, long *closed)
 
 /* --serve */
 
+/*
+ * OPEN must never answer while CLOSED does not: a wait would take that
+ * for the policy. So CLOSED listens first, and OPEN goes first at the
+ * end: closed by the handler, and, killed, by the kernel, which closes
+ * a dying process's fds in order and OPEN's is the lower.
+ */
+static int serve_open_fd = -1;
+
 static void
 serve_stop(int sig)
 {
 	(void)sig;
+	close(serve_open_fd);
 	_exit(0);
 }
 
-/* A non-blocking listening socket on 0.0.0.0:port, or -1 with why on stderr. */
+/* fd (a non-blocking socket) listening on 0.0.0.0:port; -1 with why on stderr. */
 static int
-serve_listen(long port)
+serve_listen(int fd, long port)
 {
 	struct sockaddr_in sa = { .sin_family = AF_INET };
-	int fd, one = 1;
+	int one = 1;
 
 	sa.sin_addr.s_addr = htonl(INADDR_ANY);
 	sa.sin_port = htons((unsigned short)port);
-	fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	if (fd < 0 || setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) != 0 ||
 	    bind(fd, (struct sockaddr *)&sa, sizeof(sa)) != 0 || listen(fd, 128) != 0) {
 		fprintf(stderr, "gate: cannot listen on port %ld: %s\n", port, strerror(errno));
-		if (fd >= 0)
-			close(fd);
 		return -1;
 	}
-	return fd;
+	return 0;
 }
 
 static int
@@ -172,9 +178,10 @@ serve(int argc, char **argv)
 	sigaction(SIGTERM, &sa, NULL);
 	sigaction(SIGINT, &sa, NULL);
 	signal(SIGPIPE, SIG_IGN);
-	if ((pfd[0].fd = serve_listen(open)) < 0)
-		return 1;
-	if ((pfd[1].fd = serve_listen(closed)) < 0)
+	pfd[0].fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	pfd[1].fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	serve_open_fd = pfd[0].fd;
+	if (serve_listen(pfd[1].fd, closed) != 0 || serve_listen(pfd[0].fd, open) != 0)
 		return 1;
 	pfd[0].events = pfd[1].events = POLLIN;
 	fprintf(stderr, "gate: serving %ld and %ld\n", open, closed);
