@@ -21,7 +21,8 @@
  *       time (at most 8) until one passes or SECONDS (1-3600) have gone:
  *         1. IP:OPEN connects within 1 s (its time is the round trip, rtt);
  *         2. three connects to IP:CLOSED at once, given T =
- *            clamp(20 * rtt, 25 ms, 500 ms): none may complete;
+ *            clamp(20 * rtt, 25 ms, 500 ms): none may complete, and one
+ *            to IP:OPEN beside them must (else the round is retried);
  *         3. IP:OPEN connects again: a canary that died during the round
  *            would have refused CLOSED too.
  *       A CLOSED connect that times out, is refused or finds the host or
@@ -280,29 +281,34 @@ probe_open(struct in_addr ip, long port, long long *rtt_us, char *why, size_t n)
 }
 
 /*
- * Three connects to ip:port at once, for t_ms. 0 when none completed and
- * each was denied or is still under way; 1 when one completed; -1 on any
- * other error. why says which, but for 0.
+ * Three connects to ip:closed at once, for t_ms, and beside them one to
+ * ip:open, the control: a connect that took longer than T for want of
+ * CPU or a full queue would look denied, and the control, on the same
+ * path at the same time, shows the path was quick enough. 0 when the
+ * control connected within t_ms and no CLOSED connect completed, each
+ * denied or still under way; 1 when one completed; 2 when the control
+ * did not connect; -1 on any other error. why says which, but for 0.
  */
 static int
-probe_closed(struct in_addr ip, long port, long t_ms, char *why, size_t n)
+probe_closed(struct in_addr ip, long open, long closed, long t_ms, char *why, size_t n)
 {
-	struct pollfd p[NCLOSED];
+	struct pollfd p[NCLOSED + 1];
 	char addr[INET_ADDRSTRLEN];
 	long long end = now_us() + t_ms * 1000;
-	int rc = 0, left = 0;
+	int rc = 0, left = 0, ctl = 0;
 
 	inet_ntop(AF_INET, &ip, addr, sizeof(addr));
-	for (int i = 0; i < NCLOSED; i++)
+	for (int i = 0; i <= NCLOSED; i++)
 		p[i].fd = -1;
-	for (int i = 0; i < NCLOSED && rc == 0; i++) {
-		int r = conn_start(ip, port, &p[i].fd), err = errno;
+	for (int i = 0; i <= NCLOSED && rc == 0; i++) {
+		int r = conn_start(ip, i < NCLOSED ? closed : open, &p[i].fd), err = errno;
 
 		p[i].events = POLLOUT;
 		if (r == 1)
-			rc = 1;
-		else if (r < 0 && !denied(err)) {
-			snprintf(why, n, "connect to %s:%ld: %s", addr, port, strerror(err));
+			i < NCLOSED ? (rc = 1) : (ctl = 1);
+		else if (r < 0 && (i == NCLOSED || !denied(err))) {
+			snprintf(why, n, "connect to %s:%ld: %s", addr,
+			    i < NCLOSED ? closed : open, strerror(err));
 			rc = -1;
 		} else if (r == 0)
 			left++;
@@ -317,21 +323,23 @@ probe_closed(struct in_addr ip, long port, long t_ms, char *why, size_t n)
 
 		if (rest <= 0)
 			break;
-		k = poll(p, NCLOSED, (int)((rest + 999) / 1000));
+		k = poll(p, NCLOSED + 1, (int)((rest + 999) / 1000));
 		if (k < 0 && errno != EINTR) {
 			snprintf(why, n, "poll: %s", strerror(errno));
 			rc = -1;
 		}
-		for (int i = 0; k > 0 && rc == 0 && i < NCLOSED; i++) {
+		for (int i = 0; k > 0 && rc == 0 && i <= NCLOSED; i++) {
 			int err;
 
 			if (p[i].fd < 0 || p[i].revents == 0)
 				continue;
 			err = conn_error(p[i].fd);
-			if (err == 0)
+			if (i == NCLOSED)
+				ctl = err == 0;
+			else if (err == 0)
 				rc = 1;
 			else if (!denied(err)) {
-				snprintf(why, n, "connect to %s:%ld: %s", addr, port, strerror(err));
+				snprintf(why, n, "connect to %s:%ld: %s", addr, closed, strerror(err));
 				rc = -1;
 			}
 			close(p[i].fd);
@@ -339,11 +347,15 @@ probe_closed(struct in_addr ip, long port, long t_ms, char *why, size_t n)
 			left--;
 		}
 	}
-	for (int i = 0; i < NCLOSED; i++)
+	for (int i = 0; i <= NCLOSED; i++)
 		if (p[i].fd >= 0)
 			close(p[i].fd);
 	if (rc == 1)
-		snprintf(why, n, "%s:%ld still answered", addr, port);
+		snprintf(why, n, "%s:%ld still answered", addr, closed);
+	else if (rc == 0 && !ctl) {
+		snprintf(why, n, "%s:%ld did not answer within %ld ms beside CLOSED", addr, open, t_ms);
+		rc = 2;
+	}
 	return rc;
 }
 
@@ -360,7 +372,7 @@ round_once(struct in_addr ip, long open, long closed, char *why, size_t n)
 		return ROUND_NEXT;
 	t = (long)(rtt * 20 / 1000);
 	t = t < T_MIN_MS ? T_MIN_MS : t > T_MAX_MS ? T_MAX_MS : t;
-	if (probe_closed(ip, closed, t, why, n) != 0)
+	if (probe_closed(ip, open, closed, t, why, n) != 0)
 		return ROUND_AGAIN;
 	if (probe_open(ip, open, &rtt, why, n) != 0)
 		return ROUND_NEXT;
