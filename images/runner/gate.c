@@ -1,52 +1,46 @@
 /*
- * gate.c - /airlock/bin/gate, the egress start gate, and the canary it
- * asks.
+ * gate.c - /airlock/bin/gate, the egress start gate, and its canary.
  *
  * An execution allowed network egress gets a NetworkPolicy of its own,
  * but the policy engine (kube-router on the test node) applies a new
  * pod's policy 5-7 s after the pod starts, and until then the pod can
  * reach anything. So the runner holds the tenant's program until the
- * policy is seen in force, by asking a canary: a pod that listens on two
- * TCP ports, OPEN (the execution's policy allows it) and CLOSED (no
- * policy ever does). One process serves both, so one cannot be down while
- * the other is up. Before the policy is in force both connect; after, OPEN
- * connects and CLOSED does not (the engine drops the SYN, or rejects it).
+ * policy is seen in force, by asking a canary that listens on two TCP
+ * ports: OPEN (the execution's policy allows it) and CLOSED (no policy
+ * does). One process serves both, so one cannot be down while the other
+ * is up. Before the policy is in force both connect; after, only OPEN.
  *
  *   gate --serve OPEN CLOSED
- *       the canary: listen on 0.0.0.0:OPEN and 0.0.0.0:CLOSED, accept
- *       each connection and close it at once, at most 64 a port before
- *       the other's turn (a flood on OPEN never fills CLOSED's queue,
- *       whose dropped SYNs would look like the policy's). Nothing is read
- *       and nothing is kept per connection, so memory is bounded whatever
- *       arrives.
- *       Exit 0 on SIGTERM or SIGINT; 1 when a port cannot be listened on;
- *       2 on bad arguments.
+ *       the canary: listen on 0.0.0.0:OPEN and :CLOSED, accept each
+ *       connection and close it at once, at most 64 a port before the
+ *       other's turn (a flood on OPEN never fills CLOSED's queue, whose
+ *       dropped SYNs would look like the policy's). Nothing is read or
+ *       kept, so memory is bounded whatever arrives. Exit 0 on SIGTERM or
+ *       SIGINT, 1 when a port cannot be listened on, 2 on bad arguments.
  *
  *   gate --wait OPEN CLOSED SECONDS IP [IP...]
- *       the runner's, before the program (images/runner/run). Rounds, on
- *       one canary address at a time (at most 8), until one passes or
- *       SECONDS (1-3600) have gone by:
+ *       run's, before the program. Rounds on one canary address at a
+ *       time (at most 8) until one passes or SECONDS (1-3600) have gone:
  *         1. IP:OPEN connects within 1 s (its time is the round trip, rtt);
  *         2. three connects to IP:CLOSED at once, given T =
- *            clamp(20 * rtt, 25 ms, 500 ms): none may complete;
- *         3. IP:OPEN connects again.
+ *            clamp(20 * rtt, 25 ms, 500 ms): none may complete, and one
+ *            to IP:OPEN beside them must (else the round is retried);
+ *         3. IP:OPEN connects again: a canary that died during the round
+ *            would have refused CLOSED too.
  *       A CLOSED connect that times out, is refused or finds the host or
  *       net unreachable is denied: only a completed connect shows the
- *       policy is not in force. The second OPEN connect is there because a
- *       canary that died during the round would be refused on CLOSED too.
- *       Two rounds in a row that pass, on one address (a SYN lost once,
- *       a queue full for a moment, is never taken for the policy): exit
- *       0, silent. CLOSED answered: the same
+ *       policy is not in force. Two rounds in a row that pass, on one
+ *       address (a SYN lost once, a queue full for a moment, is never
+ *       taken for the policy): exit 0, silent. CLOSED answered: the same
  *       address again 50 ms later. OPEN did not connect: that canary
- *       cannot vouch either way, so the next address, 50 ms later. At the
- *       deadline (checked between rounds, so a round started before it,
- *       at most 2.5 s, finishes), one line on stderr and exit 125:
+ *       cannot vouch, so the next address, 50 ms later. At the deadline
+ *       (checked between rounds: a round started before it, at most
+ *       2.5 s, finishes), one line on stderr and exit 125:
  *         airlock: egress: the execution's network policy was not seen
  *         in force within N s (REASON)
- *       Any other error (no socket, an errno not listed above) fails the
- *       round: the gate never lets a program through on a doubt. Bad
- *       arguments: exit 125, as any failure of the runner before the
- *       program.
+ *       Any other error (no socket, another errno) fails the round: the
+ *       program never goes through on a doubt. Bad arguments: exit 125,
+ *       as any failure of the runner before the program.
  *
  * Static in the runner images (gcc -static), so it needs nothing of the
  * image; images/build.sh also packs it alone as the egress-gate image.
@@ -140,32 +134,38 @@ parse_ports(char **argv, const char *mode, long *open, long *closed)
 
 /* --serve */
 
+/*
+ * OPEN must never answer while CLOSED does not: a wait would take that
+ * for the policy. So CLOSED listens first, and OPEN goes first at the
+ * end: closed by the handler, and, killed, by the kernel, which closes
+ * a dying process's fds in order and OPEN's is the lower.
+ */
+static int serve_open_fd = -1;
+
 static void
 serve_stop(int sig)
 {
 	(void)sig;
+	close(serve_open_fd);
 	_exit(0);
 }
 
-/* A non-blocking listening socket on 0.0.0.0:port, or -1 with why on stderr. */
+/* fd (a non-blocking socket) listening on 0.0.0.0:port; -1 with why on stderr. */
 static int
-serve_listen(long port)
+serve_listen(int fd, long port)
 {
 	struct sockaddr_in sa = { .sin_family = AF_INET };
-	int fd, one = 1;
+	int one = 1;
 
 	sa.sin_addr.s_addr = htonl(INADDR_ANY);
 	sa.sin_port = htons((unsigned short)port);
-	fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	if (fd < 0 || setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) != 0 ||
 	    bind(fd, (struct sockaddr *)&sa, sizeof(sa)) != 0 ||
 	    listen(fd, SOMAXCONN) != 0) {
 		fprintf(stderr, "gate: cannot listen on port %ld: %s\n", port, strerror(errno));
-		if (fd >= 0)
-			close(fd);
 		return -1;
 	}
-	return fd;
+	return 0;
 }
 
 static int
@@ -186,9 +186,10 @@ serve(int argc, char **argv)
 	sigaction(SIGTERM, &sa, NULL);
 	sigaction(SIGINT, &sa, NULL);
 	signal(SIGPIPE, SIG_IGN);
-	if ((pfd[0].fd = serve_listen(open)) < 0)
-		return 1;
-	if ((pfd[1].fd = serve_listen(closed)) < 0)
+	pfd[0].fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	pfd[1].fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	serve_open_fd = pfd[0].fd;
+	if (serve_listen(pfd[1].fd, closed) != 0 || serve_listen(pfd[0].fd, open) != 0)
 		return 1;
 	pfd[0].events = pfd[1].events = POLLIN;
 	fprintf(stderr, "gate: serving %ld and %ld\n", open, closed);
@@ -292,29 +293,34 @@ probe_open(struct in_addr ip, long port, long long *rtt_us, char *why, size_t n)
 }
 
 /*
- * Three connects to ip:port at once, for t_ms. 0 when none completed and
- * each was denied or is still under way; 1 when one completed; -1 on any
- * other error. why says which, but for 0.
+ * Three connects to ip:closed at once, for t_ms, and beside them one to
+ * ip:open, the control: a connect that took longer than T for want of
+ * CPU or a full queue would look denied, and the control, on the same
+ * path at the same time, shows the path was quick enough. 0 when the
+ * control connected within t_ms and no CLOSED connect completed, each
+ * denied or still under way; 1 when one completed; 2 when the control
+ * did not connect; -1 on any other error. why says which, but for 0.
  */
 static int
-probe_closed(struct in_addr ip, long port, long t_ms, char *why, size_t n)
+probe_closed(struct in_addr ip, long open, long closed, long t_ms, char *why, size_t n)
 {
-	struct pollfd p[NCLOSED];
+	struct pollfd p[NCLOSED + 1];
 	char addr[INET_ADDRSTRLEN];
 	long long end = now_us() + t_ms * 1000;
-	int rc = 0, left = 0;
+	int rc = 0, left = 0, ctl = 0;
 
 	inet_ntop(AF_INET, &ip, addr, sizeof(addr));
-	for (int i = 0; i < NCLOSED; i++)
+	for (int i = 0; i <= NCLOSED; i++)
 		p[i].fd = -1;
-	for (int i = 0; i < NCLOSED && rc == 0; i++) {
-		int r = conn_start(ip, port, &p[i].fd), err = errno;
+	for (int i = 0; i <= NCLOSED && rc == 0; i++) {
+		int r = conn_start(ip, i < NCLOSED ? closed : open, &p[i].fd), err = errno;
 
 		p[i].events = POLLOUT;
 		if (r == 1)
-			rc = 1;
-		else if (r < 0 && !denied(err)) {
-			snprintf(why, n, "connect to %s:%ld: %s", addr, port, strerror(err));
+			i < NCLOSED ? (rc = 1) : (ctl = 1);
+		else if (r < 0 && (i == NCLOSED || !denied(err))) {
+			snprintf(why, n, "connect to %s:%ld: %s", addr,
+			    i < NCLOSED ? closed : open, strerror(err));
 			rc = -1;
 		} else if (r == 0)
 			left++;
@@ -329,21 +335,23 @@ probe_closed(struct in_addr ip, long port, long t_ms, char *why, size_t n)
 
 		if (rest <= 0)
 			break;
-		k = poll(p, NCLOSED, (int)((rest + 999) / 1000));
+		k = poll(p, NCLOSED + 1, (int)((rest + 999) / 1000));
 		if (k < 0 && errno != EINTR) {
 			snprintf(why, n, "poll: %s", strerror(errno));
 			rc = -1;
 		}
-		for (int i = 0; k > 0 && rc == 0 && i < NCLOSED; i++) {
+		for (int i = 0; k > 0 && rc == 0 && i <= NCLOSED; i++) {
 			int err;
 
 			if (p[i].fd < 0 || p[i].revents == 0)
 				continue;
 			err = conn_error(p[i].fd);
-			if (err == 0)
+			if (i == NCLOSED)
+				ctl = err == 0;
+			else if (err == 0)
 				rc = 1;
 			else if (!denied(err)) {
-				snprintf(why, n, "connect to %s:%ld: %s", addr, port, strerror(err));
+				snprintf(why, n, "connect to %s:%ld: %s", addr, closed, strerror(err));
 				rc = -1;
 			}
 			close(p[i].fd);
@@ -351,11 +359,15 @@ probe_closed(struct in_addr ip, long port, long t_ms, char *why, size_t n)
 			left--;
 		}
 	}
-	for (int i = 0; i < NCLOSED; i++)
+	for (int i = 0; i <= NCLOSED; i++)
 		if (p[i].fd >= 0)
 			close(p[i].fd);
 	if (rc == 1)
-		snprintf(why, n, "%s:%ld still answered", addr, port);
+		snprintf(why, n, "%s:%ld still answered", addr, closed);
+	else if (rc == 0 && !ctl) {
+		snprintf(why, n, "%s:%ld did not answer within %ld ms beside CLOSED", addr, open, t_ms);
+		rc = 2;
+	}
 	return rc;
 }
 
@@ -372,7 +384,7 @@ round_once(struct in_addr ip, long open, long closed, char *why, size_t n)
 		return ROUND_NEXT;
 	t = (long)(rtt * 20 / 1000);
 	t = t < T_MIN_MS ? T_MIN_MS : t > T_MAX_MS ? T_MAX_MS : t;
-	if (probe_closed(ip, closed, t, why, n) != 0)
+	if (probe_closed(ip, open, closed, t, why, n) != 0)
 		return ROUND_AGAIN;
 	if (probe_open(ip, open, &rtt, why, n) != 0)
 		return ROUND_NEXT;
