@@ -1812,7 +1812,7 @@ test_egress_cidr(void **state)
 	static const struct k8s_resource np_res = { "networking.k8s.io", "v1", "networkpolicies", 1 };
 	struct np_pod pods[] = { { "a", 0, "" }, { "b", 0, "" } };
 	struct np_pod gate = { "gate", 0, "" };
-	const char *netclass = getenv("RUNTIME_CLASS_NET");
+	const char *netclass = it_env("RUNTIME_CLASS_NET");
 	char conf[] = "/tmp/airlock-e2e-egress-XXXXXX";
 	char *nst, *ns2, want[80], *podname;
 	struct k8s_error err;
