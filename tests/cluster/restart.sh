@@ -128,6 +128,12 @@ apiserver_ok() {
 	curl -sf --max-time 2 --cacert "$pki/ca.crt" --cert "$pki/admin.crt" \
 		--key "$pki/admin.key" "$APISERVER_URL/readyz" 2>/dev/null | grep -qx ok
 }
+# containerd serves its API only once its plugins have loaded, and the
+# task plugin first cleans up every shim left from before; a shim whose
+# delete hangs (a sandbox killed with its node) costs 5 s, one after the
+# other (CI, 2026-11-28: a lost node's containerd took over 30 s with
+# about ten). So up to CONTAINERD_WAIT_S (120) before it counts as failed.
+CONTAINERD_WAIT_S=120
 containerd_ok() { ctr --address "$node/containerd/containerd.sock" version >/dev/null 2>&1; }
 kubelet_ok() {
 	local port
@@ -181,7 +187,7 @@ containerd)
 	node_of "${1-}"
 	stop_proc "containerd$PSUF" "$sig"
 	start_proc "containerd$PSUF"
-	wait_until "containerd$PSUF" 30 containerd_ok
+	wait_until "containerd$PSUF" "$CONTAINERD_WAIT_S" containerd_ok
 	;;
 kubelet)
 	[ $# -le 1 ] || usage
@@ -215,7 +221,7 @@ start-node)
 	[ $# = 1 ] || usage
 	node_of "$1"
 	start_proc "containerd$PSUF"
-	wait_until "containerd$PSUF" 30 containerd_ok
+	wait_until "containerd$PSUF" "$CONTAINERD_WAIT_S" containerd_ok
 	start_proc "kubelet$PSUF"
 	wait_until "kubelet$PSUF" 60 kubelet_ok
 	wait_until "kubelet$PSUF" 60 node_ready_ok
