@@ -97,28 +97,10 @@ def holders():
     return [p for p in A.get("/api/v1/namespaces/%s/pods" % ns)["items"]
             if "airlock.dev/pool-uid" in p["metadata"].get("labels", {})]
 
-def busy(ms=300):
-    """The machine's CPU busy fraction over the next ms (/proc/stat)."""
-    def read():
-        v = [int(x) for x in open("/proc/stat").readline().split()[1:]]
-        return sum(v), v[3] + v[4]
-    t1, i1 = read()
-    time.sleep(ms / 1000)
-    t2, i2 = read()
-    return 1 - (i2 - i1) / max(1, t2 - t1)
-
 unquiet = []
 
 def quiet():
-    """Untimed: the node quiet (at most 25% busy over 300 ms), at most
-    15 s: a cold sample's sandbox is still torn down on the node after its
-    pod is gone from the API, and a holder starts its interpreter after
-    the pod reads ready. Not quiet then: the sample runs, and is counted."""
-    t0 = time.monotonic()
-    while busy() > 0.25:
-        if time.monotonic() - t0 > 15:
-            unquiet.append(1)
-            return
+    lib.quiet(unquiet)
 
 def idle():
     """Untimed: each pool's one holder ready and idle, nothing else; then

@@ -82,22 +82,9 @@ sys.path.insert(0, top + "/bench")
 import lib
 A = lib.Api(work, url)
 
-def busy(ms=300):
-    def read():
-        v = [int(x) for x in open("/proc/stat").readline().split()[1:]]
-        return sum(v), v[3] + v[4]
-    t1, i1 = read()
-    time.sleep(ms / 1000)
-    t2, i2 = read()
-    return 1 - (i2 - i1) / max(1, t2 - t1)
-
 unquiet = []
 def quiet():
-    t0 = time.monotonic()
-    while busy() > 0.25:
-        if time.monotonic() - t0 > 15:
-            unquiet.append(1)
-            return
+    lib.quiet(unquiet)
 
 def run(name, runtime):
     quiet()

@@ -143,3 +143,27 @@ def q(v, p):
     """The p-th percentile of v, nearest rank."""
     v = sorted(v)
     return v[min(len(v) - 1, int(round(p / 100 * (len(v) - 1))))]
+
+
+def busy(ms=300):
+    """The machine's CPU busy fraction over the next ms (/proc/stat)."""
+    def read():
+        v = [int(x) for x in open("/proc/stat").readline().split()[1:]]
+        return sum(v), v[3] + v[4]
+    t1, i1 = read()
+    time.sleep(ms / 1000)
+    t2, i2 = read()
+    return 1 - (i2 - i1) / max(1, t2 - t1)
+
+
+def quiet(unquiet):
+    """Untimed: the node quiet (at most 25% busy over 300 ms), at most
+    15 s: a cold sample's sandbox is still torn down on the node after its
+    pod is gone from the API, and a holder starts its interpreter after
+    the pod reads ready. Not quiet then: the sample runs, and is counted
+    (a 1 appended to the list unquiet)."""
+    t0 = time.monotonic()
+    while busy() > 0.25:
+        if time.monotonic() - t0 > 15:
+            unquiet.append(1)
+            return
