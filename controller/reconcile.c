@@ -159,12 +159,7 @@ delete_children(struct controller *ctl, const char *ns, const char *uid,
 	return rc;
 }
 
-/*
- * The NetworkPolicy of an execution that had egress (podspec: named as
- * its pod), deleted once it has ended: it would otherwise live as long as
- * the execution is kept (its owner), and each one adds to the policy
- * engine's work. The namespace's deny-all still holds its pod meanwhile.
- */
+/* Does execution cx's profile have egress (the config's list, not narrowed)? */
 static int
 profile_egress(struct controller *ctl, json_t *cx)
 {
@@ -175,6 +170,12 @@ profile_egress(struct controller *ctl, json_t *cx)
 	return p != NULL && p->negress > 0;
 }
 
+/*
+ * The NetworkPolicy of an execution that had egress (podspec: named as
+ * its pod), deleted once it has ended: it would otherwise live as long as
+ * the execution is kept (its owner), and each one adds to the policy
+ * engine's work. The namespace's deny-all still holds its pod meanwhile.
+ */
 static int
 delete_egress(struct controller *ctl, const char *ns, const char *uid)
 {
@@ -618,7 +619,6 @@ grant_egress(json_t *status, const char *pod_uid)
 	json_object_set_new(status, "egress", json_pack("{s:b, s:s}",
 	    "granted", 1, "podUID", pod_uid));
 }
-
 
 /* Follow the pod into the status: Scheduled, Started, Running. */
 static int
