@@ -661,9 +661,14 @@ trim_metadata(json_t *md)
 static void
 trim_keep_audit(json_t *out, json_t *cx)
 {
+	/*
+	 * egress too: the terminal visit before the audit deletes a granted
+	 * execution's NetworkPolicy (reconcile.c), whatever its profile says
+	 * by then.
+	 */
 	static const char *const st_keys[] = { "reason", "exitCode",
 	    "durationMillis", "peakMemoryBytes", "cpuTimeMillis", "startMode",
-	    "codeSha256" };
+	    "codeSha256", "egress" };
 	json_t *st = json_object_get(cx, "status");
 	json_t *ost = json_object_get(out, "status");
 	json_t *spec = json_object_get(cx, "spec");

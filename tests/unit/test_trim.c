@@ -134,6 +134,38 @@ test_created_by_capped_unaudited(void **state)
 	json_decref(cx);
 }
 
+/*
+ * Finished, not audited yet: its egress grant is kept for that visit
+ * (reconcile.c deletes the granted execution's NetworkPolicy then);
+ * once audited, not.
+ */
+static void
+test_egress_kept_unaudited(void **state)
+{
+	json_t *cx, *t;
+
+	(void)state;
+	for (int audited = 0; audited < 2; audited++) {
+		cx = json_pack("{s:{s:s, s:s, s:s}, s:{s:s}, s:{s:s, s:b, s:{s:b, s:s}}}",
+		    "metadata", "name", "x", "namespace", "n", "uid", "u",
+		    "spec", "runtime", "python", "status", "phase", "Succeeded",
+		    "audited", audited, "egress", "granted", 1, "podUID", "p");
+		t = ctl_trim_cx(cx);
+		if (audited) {
+			assert_null(json_object_get(json_object_get(t, "status"),
+			    "egress"));
+		} else {
+			assert_true(json_is_true(json_object_get(json_object_get(
+			    json_object_get(t, "status"), "egress"), "granted")));
+			assert_string_equal(json_string_value(json_object_get(
+			    json_object_get(json_object_get(t, "status"), "egress"),
+			    "podUID")), "p");
+		}
+		json_decref(t);
+		json_decref(cx);
+	}
+}
+
 /* The one annotation kept is capped all the same. */
 static void
 test_created_by_capped(void **state)
@@ -274,6 +306,7 @@ main(void)
 		cmocka_unit_test(test_cx_finished_keeps_no_tenant_metadata),
 		cmocka_unit_test(test_created_by_capped),
 		cmocka_unit_test(test_created_by_capped_unaudited),
+		cmocka_unit_test(test_egress_kept_unaudited),
 		cmocka_unit_test(test_pool_keeps_no_tenant_metadata),
 		cmocka_unit_test(test_pod_annotation_capped),
 		cmocka_unit_test(test_pod_preload_failed_kept),
