@@ -55,13 +55,17 @@ enum ctl_policy {
 
 /*
  * network.egress (docs/network.md): where a profile's executions may
- * connect, over TCP. An IPv4 CIDR (canonical: no host bits) and its
- * ports; host names wait for the egress proxy and are refused.
+ * connect, over TCP. Each entry either an IPv4 CIDR (canonical: no host
+ * bits), which the execution's NetworkPolicy allows, or a host name,
+ * which only the egress proxy reaches (host set, cidr NULL); and its
+ * ports.
  */
 #define CTL_EGRESS_MAX		32
 #define CTL_EGRESS_PORTS_MAX	16
+#define CTL_EGRESS_HOST_MAX	253	/* a DNS name's longest text form */
 struct ctl_egress {
-	char		*cidr;		/* "a.b.c.d/n", as given */
+	char		*host;		/* lowercase, no trailing dot; or NULL */
+	char		*cidr;		/* "a.b.c.d/n", as given; NULL for a host */
 	uint32_t	 addr;		/* the network, host byte order */
 	int		 prefix;	/* 0 to 32 */
 	int		 ports[CTL_EGRESS_PORTS_MAX];	/* 1 to 65535, none twice */
