@@ -147,31 +147,98 @@ refuse_forbidden(struct yamlwalk *w, const char *here,
 	return 0;
 }
 
+/*
+ * A host entry's name in s (len bytes) into out (lowercase, one trailing
+ * dot dropped): a DNS name of at least two labels, each 1 to 63 of
+ * [a-z0-9-], not starting or ending with '-', at most CTL_EGRESS_HOST_MAX
+ * in all, whose last label is not all digits nor 0x... (so that nothing
+ * that reads as an address is a name). NULL, or why not.
+ */
+static const char *
+host_name(const char *s, size_t len, char out[CTL_EGRESS_HOST_MAX + 1])
+{
+	size_t i, label = 0, labels = 1, last = 0;
+	int digits = 1;
+
+	if (len > 0 && s[len - 1] == '.')
+		len--;
+	if (len == 0 || len > CTL_EGRESS_HOST_MAX)
+		return "is not a DNS name of 1 to 253 characters";
+	for (i = 0; i < len; i++) {
+		char c = s[i] >= 'A' && s[i] <= 'Z' ? (char)(s[i] + 32) : s[i];
+
+		if (c == '.') {
+			if (label == 0 || out[i - 1] == '-')
+				return "has an empty label or one ending in '-'";
+			labels++, label = 0, last = i + 1, digits = 1;
+			out[i] = c;
+			continue;
+		}
+		if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
+		    c == '-'))
+			return "may hold only letters, digits, '-' and '.' "
+			    "(no wildcard, no address)";
+		if ((c == '-' && label == 0) || ++label > 63)
+			return "has a label starting with '-' or longer than 63";
+		digits &= c >= '0' && c <= '9';
+		out[i] = c;
+	}
+	out[len] = '\0';
+	if (out[len - 1] == '-')
+		return "has a label ending in '-'";
+	if (labels < 2)
+		return "is not a fully qualified name (at least two labels, "
+		    "such as pypi.org)";
+	if (digits || strncmp(out + last, "0x", 2) == 0)
+		return "reads as an address: give an address as a cidr";
+	return NULL;
+}
+
 static const char *const network_keys[] = { "egress", NULL };
 static const char *const egress_keys[] = { "cidr", "host", "ports", NULL };
+
+/* A host entry's name, the scalar n, at its entry's path here, into e. */
+static int
+walk_host(struct yamlwalk *w, yaml_node_t *n, const char *here,
+    struct ctl_egress *e)
+{
+	char host[CTL_EGRESS_HOST_MAX + 1];
+	const char *v, *why;
+
+	if (n->type != YAML_SCALAR_NODE || yamlwalk_is_null(n))
+		return yamlwalk_fail(w, "%s.host is not a string", here);
+	v = (const char *)n->data.scalar.value;
+	if (strlen(v) != n->data.scalar.length)
+		return yamlwalk_fail(w, "%s.host holds a NUL", here);
+	if ((why = host_name(v, n->data.scalar.length, host)) != NULL)
+		return yamlwalk_fail(w, "%s.host '%.64s' %s", here, v, why);
+	e->host = xstrdup(host);
+	return 0;
+}
 
 /* One entry of the config's list, at its field path here, into e. */
 static int
 walk_entry(struct yamlwalk *w, yaml_node_t *entry, const char *here,
     struct ctl_egress *e)
 {
-	yaml_node_t *n;
+	yaml_node_t *n, *h;
 	uint32_t addr;
 	int prefix, rc;
 
 	if (entry == NULL || entry->type != YAML_MAPPING_NODE)
 		return yamlwalk_fail(w, "%s is not a mapping", here);
 	if ((rc = yamlwalk_check_keys(w, entry, here, egress_keys)) != 0 ||
-	    (rc = yamlwalk_lookup(w, entry, here, "host", &n)) != 0)
+	    (rc = yamlwalk_lookup(w, entry, here, "host", &h)) != 0 ||
+	    (rc = yamlwalk_lookup(w, entry, here, "cidr", &n)) != 0)
 		return rc;
-	if (n != NULL)
-		return yamlwalk_fail(w, "%s.host: host names need the "
-		    "egress proxy, which is not built yet "
-		    "(docs/network.md); give a cidr", here);
-	if ((rc = yamlwalk_lookup(w, entry, here, "cidr", &n)) != 0)
-		return rc;
+	if (h != NULL && n != NULL)
+		return yamlwalk_fail(w, "%s has both host and cidr: give one "
+		    "per entry", here);
+	if (h != NULL)
+		return (rc = walk_host(w, h, here, e)) != 0 ? rc :
+		    walk_ports(w, entry, here, e);
 	if (n == NULL || n->type != YAML_SCALAR_NODE || yamlwalk_is_null(n))
-		return yamlwalk_fail(w, "%s.cidr is missing", here);
+		return yamlwalk_fail(w, "%s needs a cidr or a host", here);
 	rc = parse_cidr(n->data.scalar.value, n->data.scalar.length, &addr,
 	    &prefix);
 	if (rc < 0)
@@ -189,6 +256,16 @@ walk_entry(struct yamlwalk *w, yaml_node_t *entry, const char *here,
 	if ((rc = refuse_forbidden(w, here, e)) != 0)
 		return rc;
 	return walk_ports(w, entry, here, e);
+}
+
+/* Whether a and b are the same entry's target: one host, or one CIDR. */
+static int
+same_target(const struct ctl_egress *a, const struct ctl_egress *b)
+{
+	if (a->host != NULL || b->host != NULL)
+		return a->host != NULL && b->host != NULL &&
+		    strcmp(a->host, b->host) == 0;
+	return a->addr == b->addr && a->prefix == b->prefix;
 }
 
 int
@@ -226,10 +303,11 @@ egress_config_walk(struct yamlwalk *w, yaml_node_t *net, const char *at,
 		    &p->egress[i])) != 0)
 			return rc;
 		for (j = 0; j < i; j++)
-			if (p->egress[j].addr == p->egress[i].addr &&
-			    p->egress[j].prefix == p->egress[i].prefix)
-				return yamlwalk_fail(w, "%s.cidr %s is given "
+			if (same_target(&p->egress[j], &p->egress[i]))
+				return yamlwalk_fail(w, "%s.%s %s is given "
 				    "twice (list its ports in one entry)", here,
+				    p->egress[i].host ? "host" : "cidr",
+				    p->egress[i].host ? p->egress[i].host :
 				    p->egress[i].cidr);
 	}
 	return 0;
@@ -238,8 +316,10 @@ egress_config_walk(struct yamlwalk *w, yaml_node_t *net, const char *at,
 void
 egress_free(struct ctl_egress *e, size_t n)
 {
-	for (size_t i = 0; i < n; i++)
+	for (size_t i = 0; i < n; i++) {
+		free(e[i].host);
 		free(e[i].cidr);
+	}
 	free(e);
 }
 
@@ -256,8 +336,11 @@ egress_policy(const struct ctl_egress *e, size_t n, json_t *md)
 	    "labels"), CX_LABEL_UID));
 
 	for (size_t i = 0; i < n; i++) {
-		json_t *ports = json_array();
+		json_t *ports;
 
+		if (e[i].cidr == NULL)		/* a host: the proxy's rule */
+			continue;
+		ports = json_array();
 		for (size_t j = 0; j < e[i].nports; j++)
 			json_array_append_new(ports, json_pack("{s:s, s:i}",
 			    "protocol", "TCP", "port", e[i].ports[j]));
@@ -282,23 +365,34 @@ egress_policy(const struct ctl_egress *e, size_t n, json_t *md)
 
 #define SPEC_AT	"spec.network.egress"
 
-/* Entry i of spec.network.egress (x, borrowed) into e (zeroed). */
+/* spec.network.egress[i].host, h (borrowed), into e. */
 static int
-spec_entry(json_t *x, size_t i, struct ctl_egress *e, struct k8s_error *err)
+spec_host(json_t *h, size_t i, struct ctl_egress *e, struct k8s_error *err)
 {
-	json_t *c, *ports, *v;
-	const char *k;
-	size_t j, l;
+	char host[CTL_EGRESS_HOST_MAX + 1];
+	const char *why;
+
+	if (!json_is_string(h))
+		return k8s_error_set(err, K8S_EINVAL, 0, NULL, SPEC_AT
+		    "[%zu].host: must be a string such as pypi.org", i);
+	if (strlen(json_string_value(h)) != json_string_length(h))
+		return k8s_error_set(err, K8S_EINVAL, 0, NULL, SPEC_AT
+		    "[%zu].host: holds a NUL", i);
+	if ((why = host_name(json_string_value(h), json_string_length(h),
+	    host)) != NULL)
+		return k8s_error_set(err, K8S_EINVAL, 0, NULL, SPEC_AT
+		    "[%zu].host: '%.64s' %s", i, json_string_value(h), why);
+	e->host = xstrdup(host);
+	return 0;
+}
+
+/* spec.network.egress[i].cidr, c (borrowed), into e. */
+static int
+spec_cidr(json_t *c, size_t i, struct ctl_egress *e, struct k8s_error *err)
+{
 	int rc;
 
-	if (!json_is_object(x))
-		return k8s_error_set(err, K8S_EINVAL, 0, NULL, SPEC_AT "[%zu]: "
-		    "must be an object with cidr and ports", i);
-	json_object_foreach(x, k, v)
-		if (strcmp(k, "cidr") != 0 && strcmp(k, "ports") != 0)
-			return k8s_error_set(err, K8S_EINVAL, 0, NULL, SPEC_AT
-			    "[%zu].%.64s: unknown field", i, k);
-	if (!json_is_string(c = json_object_get(x, "cidr")))
+	if (!json_is_string(c))
 		return k8s_error_set(err, K8S_EINVAL, 0, NULL, SPEC_AT
 		    "[%zu].cidr: must be a string such as 10.20.0.0/16", i);
 	rc = parse_cidr((const unsigned char *)json_string_value(c),
@@ -314,6 +408,37 @@ spec_entry(json_t *x, size_t i, struct ctl_egress *e, struct k8s_error *err)
 		    e->addr >> 16 & 255, e->addr >> 8 & 255, e->addr & 255,
 		    e->prefix);
 	e->cidr = xstrdup(json_string_value(c));
+	return 0;
+}
+
+/* Entry i of spec.network.egress (x, borrowed) into e (zeroed). */
+static int
+spec_entry(json_t *x, size_t i, struct ctl_egress *e, struct k8s_error *err)
+{
+	json_t *c, *h, *ports, *v;
+	const char *k;
+	size_t j, l;
+	int rc;
+
+	if (!json_is_object(x))
+		return k8s_error_set(err, K8S_EINVAL, 0, NULL, SPEC_AT "[%zu]: "
+		    "must be an object with a cidr or a host, and ports", i);
+	json_object_foreach(x, k, v)
+		if (strcmp(k, "cidr") != 0 && strcmp(k, "host") != 0 &&
+		    strcmp(k, "ports") != 0)
+			return k8s_error_set(err, K8S_EINVAL, 0, NULL, SPEC_AT
+			    "[%zu].%.64s: unknown field", i, k);
+	c = json_object_get(x, "cidr");
+	h = json_object_get(x, "host");
+	if (c != NULL && h != NULL)
+		return k8s_error_set(err, K8S_EINVAL, 0, NULL, SPEC_AT
+		    "[%zu]: has both host and cidr: give one per entry", i);
+	if (c == NULL && h == NULL)
+		return k8s_error_set(err, K8S_EINVAL, 0, NULL, SPEC_AT
+		    "[%zu]: needs a cidr or a host", i);
+	if ((rc = h != NULL ? spec_host(h, i, e, err) :
+	    spec_cidr(c, i, e, err)) != 0)
+		return rc;
 	ports = json_object_get(x, "ports");
 	if (!json_is_array(ports) || json_array_size(ports) == 0 ||
 	    json_array_size(ports) > CTL_EGRESS_PORTS_MAX)
@@ -375,11 +500,12 @@ egress_spec_parse(json_t *network, struct ctl_egress **out, size_t *n,
 		if ((rc = spec_entry(v, i, &(*out)[i], err)) != 0)
 			goto out;
 		for (j = 0; j < i; j++)
-			if ((*out)[j].addr == (*out)[i].addr &&
-			    (*out)[j].prefix == (*out)[i].prefix) {
+			if (same_target(&(*out)[j], &(*out)[i])) {
 				rc = k8s_error_set(err, K8S_EINVAL, 0, NULL,
-				    SPEC_AT "[%zu].cidr: %s is given twice (list "
-				    "its ports in one entry)", i, (*out)[i].cidr);
+				    SPEC_AT "[%zu].%s: %s is given twice (list "
+				    "its ports in one entry)", i, (*out)[i].host ?
+				    "host" : "cidr", (*out)[i].host ?
+				    (*out)[i].host : (*out)[i].cidr);
 				goto out;
 			}
 	}
@@ -392,7 +518,10 @@ out:
 	return rc;
 }
 
-/* Whether p's list lets e's whole CIDR connect to port. */
+/*
+ * Whether p's list lets e connect to port: e's host is one of its hosts,
+ * or e's whole CIDR lies in one of its CIDRs, with port on that entry.
+ */
 static int
 profile_allows(const struct ctl_profile *p, const struct ctl_egress *e,
     int port)
@@ -400,7 +529,9 @@ profile_allows(const struct ctl_profile *p, const struct ctl_egress *e,
 	for (size_t i = 0; i < p->negress; i++) {
 		const struct ctl_egress *pe = &p->egress[i];
 
-		if (e->prefix < pe->prefix ||
+		if (e->host != NULL ? pe->host == NULL ||
+		    strcmp(e->host, pe->host) != 0 : pe->cidr == NULL ||
+		    e->prefix < pe->prefix ||
 		    (e->addr & mask(pe->prefix)) != pe->addr)
 			continue;
 		for (size_t j = 0; j < pe->nports; j++)
@@ -424,7 +555,10 @@ egress_effective(const struct ctl_profile *p, json_t *network,
 		*out = p->negress ? xcalloc(p->negress, sizeof(**out)) : NULL;
 		for (i = 0; i < p->negress; i++) {
 			(*out)[i] = p->egress[i];
-			(*out)[i].cidr = xstrdup(p->egress[i].cidr);
+			(*out)[i].host = p->egress[i].host ?
+			    xstrdup(p->egress[i].host) : NULL;
+			(*out)[i].cidr = p->egress[i].cidr ?
+			    xstrdup(p->egress[i].cidr) : NULL;
 		}
 		return 0;
 	}
@@ -438,7 +572,8 @@ egress_effective(const struct ctl_profile *p, json_t *network,
 			if (!profile_allows(p, &(*out)[i], (*out)[i].ports[j])) {
 				rc = k8s_error_set(err, K8S_EINVAL, 0, NULL,
 				    SPEC_AT "[%zu]: %s port %d is not in profile "
-				    "%s's egress", i, (*out)[i].cidr,
+				    "%s's egress", i, (*out)[i].host ?
+				    (*out)[i].host : (*out)[i].cidr,
 				    (*out)[i].ports[j], p->name);
 				goto out;
 			}

@@ -840,14 +840,45 @@ test_network_egress(void **state)
 	    "        network: {}}\n"
 	    "  plain: {image: i, command: [python3, main.py], sourceFile: main.py}\n";
 	static const struct { const char *yaml, *msg; } bad[] = {
-		{ "network: {egress: [{host: pypi.org, ports: [443]}]}",
-		    "profiles.p.network.egress[0].host: host names need the egress "
-		    "proxy, which is not built yet (docs/network.md); give a cidr" },
+		{ "network: {egress: [{host: pypi.org, cidr: 10.0.0.0/8, ports: [443]}]}",
+		    "profiles.p.network.egress[0] has both host and cidr: give one "
+		    "per entry" },
+		{ "network: {egress: [{host: '*.pypi.org', ports: [443]}]}",
+		    "profiles.p.network.egress[0].host '*.pypi.org' may hold only "
+		    "letters, digits, '-' and '.' (no wildcard, no address)" },
+		{ "network: {egress: [{host: 169.254.169.254, ports: [80]}]}",
+		    "profiles.p.network.egress[0].host '169.254.169.254' reads as an "
+		    "address: give an address as a cidr" },
+		{ "network: {egress: [{host: 0x7f000001.0x1, ports: [80]}]}",
+		    "profiles.p.network.egress[0].host '0x7f000001.0x1' reads as an "
+		    "address: give an address as a cidr" },
+		{ "network: {egress: [{host: localhost, ports: [80]}]}",
+		    "profiles.p.network.egress[0].host 'localhost' is not a fully "
+		    "qualified name (at least two labels, such as pypi.org)" },
+		{ "network: {egress: [{host: -a.org, ports: [80]}]}",
+		    "profiles.p.network.egress[0].host '-a.org' has a label starting "
+		    "with '-' or longer than 63" },
+		{ "network: {egress: [{host: a-.org, ports: [80]}]}",
+		    "profiles.p.network.egress[0].host 'a-.org' has an empty label or "
+		    "one ending in '-'" },
+		{ "network: {egress: [{host: a.org-, ports: [80]}]}",
+		    "profiles.p.network.egress[0].host 'a.org-' has a label ending in '-'" },
+		{ "network: {egress: [{host: '', ports: [80]}]}",
+		    "profiles.p.network.egress[0].host '' is not a DNS name of 1 to 253 "
+		    "characters" },
+		{ "network: {egress: [{host: [a.org], ports: [80]}]}",
+		    "profiles.p.network.egress[0].host is not a string" },
+		{ "network: {egress: [{host: a.org}]}",
+		    "profiles.p.network.egress[0].ports is missing: list the TCP "
+		    "ports it may connect to" },
+		{ "network: {egress: [{host: pypi.org, ports: [443]}, {host: PyPI.org., ports: [80]}]}",
+		    "profiles.p.network.egress[1].host pypi.org is given twice "
+		    "(list its ports in one entry)" },
 		{ "network: {egress: [{cidr: 10.0.0.0/8}]}",
 		    "profiles.p.network.egress[0].ports is missing: list the TCP "
 		    "ports it may connect to" },
 		{ "network: {egress: [{ports: [1]}]}",
-		    "profiles.p.network.egress[0].cidr is missing" },
+		    "profiles.p.network.egress[0] needs a cidr or a host" },
 		{ "network: {egress: [{cidr: 10.0.0.0/8, ports: []}]}",
 		    "profiles.p.network.egress[0].ports is empty" },
 		{ "network: {egress: [{cidr: 10.0.0.0/8, ports: 443}]}",
@@ -962,12 +993,18 @@ test_network_egress(void **state)
 	    "sourceFile: m,\n"
 	    "    network: {egress: [{cidr: 10.20.0.0/16, ports: [5432, 443]},\n"
 	    "                       {cidr: 192.168.1.7/32, ports: [8080]},\n"
-	    "                       {cidr: 203.0.113.0/24, ports: [65535, 1]}]}}\n");
+	    "                       {cidr: 203.0.113.0/24, ports: [65535, 1]},\n"
+	    "                       {host: Files.PyPI.org., ports: [443]}]}}\n");
 	assert_int_equal(ctl_config_parse(y, strlen(y), "mem", &c, &e), 0);
 	{
 		const struct ctl_profile *p = ctl_config_profile(c, "p");
 
-		assert_int_equal(p->negress, 3);
+		assert_int_equal(p->negress, 4);
+		assert_null(p->egress[1].host);
+		assert_string_equal(p->egress[3].host, "files.pypi.org");
+		assert_null(p->egress[3].cidr);
+		assert_int_equal(p->egress[3].nports, 1);
+		assert_int_equal(p->egress[3].ports[0], 443);
 		assert_string_equal(p->egress[1].cidr, "192.168.1.7/32");
 		assert_int_equal(p->egress[1].addr, 0xc0a80107);
 		assert_int_equal(p->egress[1].prefix, 32);

@@ -24,14 +24,18 @@ profile(void)
 	struct ctl_profile *p = xcalloc(1, sizeof(*p));
 
 	p->name = xstrdup("python-net");
-	p->egress = xcalloc(3, sizeof(*p->egress));
-	p->negress = 3;
+	p->egress = xcalloc(5, sizeof(*p->egress));
+	p->negress = 5;
 	p->egress[0] = (struct ctl_egress){ .cidr = xstrdup("10.20.0.0/16"),
 	    .addr = 0x0a140000, .prefix = 16, .ports = { 5432, 443 }, .nports = 2 };
 	p->egress[1] = (struct ctl_egress){ .cidr = xstrdup("192.168.1.7/32"),
 	    .addr = 0xc0a80107, .prefix = 32, .ports = { 8080 }, .nports = 1 };
 	p->egress[2] = (struct ctl_egress){ .cidr = xstrdup("10.0.0.0/8"),
 	    .addr = 0x0a000000, .prefix = 8, .ports = { 80 }, .nports = 1 };
+	p->egress[3] = (struct ctl_egress){ .host = xstrdup("pypi.org"),
+	    .ports = { 443 }, .nports = 1 };
+	p->egress[4] = (struct ctl_egress){ .host = xstrdup("data.example.com"),
+	    .ports = { 80, 443 }, .nports = 2 };
 	return p;
 }
 
@@ -43,15 +47,19 @@ profile_free(struct ctl_profile *p)
 	free(p);
 }
 
-/* The list as "cidr:port,port cidr:port", for exact comparison. */
+/* The list as "cidr/n:port,port host:port", for exact comparison. */
 static char *
 show(const struct ctl_egress *e, size_t n)
 {
 	char *s = xcalloc(1, 1024);
 
 	for (size_t i = 0; i < n; i++) {
-		snprintf(s + strlen(s), 1024 - strlen(s), "%s%s/%d:", i ? " " : "",
-		    e[i].cidr, e[i].prefix);
+		if (e[i].host != NULL)
+			snprintf(s + strlen(s), 1024 - strlen(s), "%s%s:",
+			    i ? " " : "", e[i].host);
+		else
+			snprintf(s + strlen(s), 1024 - strlen(s), "%s%s/%d:",
+			    i ? " " : "", e[i].cidr, e[i].prefix);
 		for (size_t j = 0; j < e[i].nports; j++)
 			snprintf(s + strlen(s), 1024 - strlen(s), "%s%d",
 			    j ? "," : "", e[i].ports[j]);
@@ -86,8 +94,8 @@ test_narrowing_accepted(void **state)
 {
 	static const struct { const char *network, *want; } t[] = {
 		/* Absent: the profile's list, as it is. */
-		{ NULL, "10.20.0.0/16/16:5432,443 192.168.1.7/32/32:8080 10.0.0.0/8/8:80" },
-		{ "{}", "10.20.0.0/16/16:5432,443 192.168.1.7/32/32:8080 10.0.0.0/8/8:80" },
+		{ NULL, "10.20.0.0/16/16:5432,443 192.168.1.7/32/32:8080 10.0.0.0/8/8:80 pypi.org:443 data.example.com:80,443" },
+		{ "{}", "10.20.0.0/16/16:5432,443 192.168.1.7/32/32:8080 10.0.0.0/8/8:80 pypi.org:443 data.example.com:80,443" },
 		/* None. */
 		{ "{\"egress\":[]}", "" },
 		/* Fewer ports, a smaller CIDR, the very entry. */
@@ -103,6 +111,12 @@ test_narrowing_accepted(void **state)
 		  "10.20.1.0/24/24:80,443" },
 		{ "{\"egress\":[{\"cidr\":\"10.99.0.0/16\",\"ports\":[80]}]}",
 		  "10.99.0.0/16/16:80" },
+		/* A host of the profile's, on fewer ports; any case, a root dot. */
+		{ "{\"egress\":[{\"host\":\"data.example.com\",\"ports\":[443]}]}",
+		  "data.example.com:443" },
+		{ "{\"egress\":[{\"host\":\"PyPI.org.\",\"ports\":[443]},"
+		  "{\"cidr\":\"10.20.0.0/16\",\"ports\":[5432]}]}",
+		  "pypi.org:443 10.20.0.0/16/16:5432" },
 	};
 	struct ctl_profile *p = profile();
 
@@ -159,7 +173,7 @@ test_narrowing_refused(void **state)
 		{ E("{\"cidr\":7,\"ports\":[443]}"),
 		  "spec.network.egress[0].cidr: must be a string such as 10.20.0.0/16" },
 		{ E("{\"ports\":[443]}"),
-		  "spec.network.egress[0].cidr: must be a string such as 10.20.0.0/16" },
+		  "spec.network.egress[0]: needs a cidr or a host" },
 		{ E("{\"cidr\":\"10.20.0.0/16\",\"ports\":[]}"),
 		  "spec.network.egress[0].ports: must be a list of 1 to 16 ports" },
 		{ E("{\"cidr\":\"10.20.0.0/16\"}"),
@@ -181,10 +195,40 @@ test_narrowing_refused(void **state)
 		    "{\"cidr\":\"10.20.0.0/16\",\"ports\":[5432]}"),
 		  "spec.network.egress[1].cidr: 10.20.0.0/16 is given twice (list "
 		  "its ports in one entry)" },
-		{ E("{\"cidr\":\"10.20.0.0/16\",\"ports\":[443],\"host\":\"x\"}"),
-		  "spec.network.egress[0].host: unknown field" },
+		{ E("{\"cidr\":\"10.20.0.0/16\",\"ports\":[443],\"host\":\"pypi.org\"}"),
+		  "spec.network.egress[0]: has both host and cidr: give one per entry" },
+		{ E("{\"host\":\"pypi.org\",\"ports\":[443],\"sni\":\"x\"}"),
+		  "spec.network.egress[0].sni: unknown field" },
 		{ E("\"10.20.0.0/16\""),
-		  "spec.network.egress[0]: must be an object with cidr and ports" },
+		  "spec.network.egress[0]: must be an object with a cidr or a host, "
+		  "and ports" },
+		/* Host entries: only the profile's, on its ports; well formed. */
+		{ E("{\"host\":\"files.pypi.org\",\"ports\":[443]}"),
+		  "spec.network.egress[0]: files.pypi.org port 443 is not in profile "
+		  "python-net's egress" },
+		{ E("{\"host\":\"pypi.org\",\"ports\":[443, 80]}"),
+		  "spec.network.egress[0]: pypi.org port 80 is not in profile "
+		  "python-net's egress" },
+		{ E("{\"host\":\"pypi.org\",\"ports\":[443]},"
+		    "{\"host\":\"PYPI.ORG\",\"ports\":[443]}"),
+		  "spec.network.egress[1].host: pypi.org is given twice (list its "
+		  "ports in one entry)" },
+		{ E("{\"host\":\"*.pypi.org\",\"ports\":[443]}"),
+		  "spec.network.egress[0].host: '*.pypi.org' may hold only letters, "
+		  "digits, '-' and '.' (no wildcard, no address)" },
+		{ E("{\"host\":\"10.20.0.1\",\"ports\":[443]}"),
+		  "spec.network.egress[0].host: '10.20.0.1' reads as an address: "
+		  "give an address as a cidr" },
+		{ E("{\"host\":\"pypi\",\"ports\":[443]}"),
+		  "spec.network.egress[0].host: 'pypi' is not a fully qualified "
+		  "name (at least two labels, such as pypi.org)" },
+		{ E("{\"host\":\"pypi..org\",\"ports\":[443]}"),
+		  "spec.network.egress[0].host: 'pypi..org' has an empty label or "
+		  "one ending in '-'" },
+		{ E("{\"host\":\"pypi.org\\u0000.evil\",\"ports\":[443]}"),
+		  "spec.network.egress[0].host: holds a NUL" },
+		{ E("{\"host\":443,\"ports\":[443]}"),
+		  "spec.network.egress[0].host: must be a string such as pypi.org" },
 		{ "{\"egress\":{\"cidr\":\"10.20.0.0/16\"}}",
 		  "spec.network.egress: must be a list" },
 		{ "{\"egress\":null}", "spec.network.egress: must be a list" },
