@@ -1,6 +1,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include <openssl/evp.h>
 
@@ -68,7 +69,10 @@ podspec_result_free(struct podspec_result *r)
 	json_decref(r->pod);
 	json_decref(r->configmap);
 	json_decref(r->netpol);
+	egress_free(r->egress, r->negress);
 	r->pod = r->configmap = r->netpol = NULL;
+	r->egress = NULL;
+	r->negress = 0;
 }
 
 void
@@ -185,6 +189,19 @@ path_clash(const char *a, const char *b)
  * would refuse a direct pod's archive, and the program would never
  * start), or an env name that would be taken for the code's.
  */
+/* The proxy's variables, which podspec_egress_gate sets: any case. */
+static const char *const proxy_vars[] = { "HTTP_PROXY", "HTTPS_PROXY",
+    "NO_PROXY", NULL };
+
+static int
+proxy_env(const char *n)
+{
+	for (size_t i = 0; proxy_vars[i] != NULL; i++)
+		if (strcasecmp(n, proxy_vars[i]) == 0)
+			return 1;
+	return 0;
+}
+
 /*
  * Variables that change how bash or Python start, or what the dynamic
  * linker loads: under a code policy they would run the tenant's code
@@ -227,6 +244,11 @@ podspec_check_reserved(json_t *spec, const struct ctl_profile *p,
 		    strcmp(n, PODSPEC_GATE_ENV) == 0))
 			return k8s_error_set(err, K8S_EINVAL, 0, NULL,
 			    "spec.env[%zu].name: '%s' is Airlock's", i, n);
+		if (n && p->negress > 0 && proxy_env(n))
+			return k8s_error_set(err, K8S_EINVAL, 0, NULL,
+			    "spec.env[%zu].name: '%.32s' is set by Airlock where "
+			    "the runtime has network egress (the egress proxy)",
+			    i, n);
 		/*
 		 * Egress: the runner's shell starts before the start gate
 		 * (docs/network.md); what changes how it starts would run
@@ -339,6 +361,68 @@ tar_env(json_t *env, json_t *data, json_t *items, size_t *chunks,
 	return 0;
 }
 
+/* A rule of r's policy to the gate pods of g on ports[0..n). */
+static void
+gate_rule(json_t *rules, const struct podspec_gate *g, const int *ports,
+    size_t n)
+{
+	json_t *pl = json_array();
+
+	for (size_t i = 0; i < n; i++)
+		json_array_append_new(pl, json_pack("{s:s, s:i}", "protocol",
+		    "TCP", "port", ports[i]));
+	json_array_append_new(rules, json_pack("{s:[{s:{s:{s:s}}, s:{s:{s:s}}}],"
+	    " s:o}", "to", "namespaceSelector", "matchLabels",
+	    "kubernetes.io/metadata.name", g->ns, "podSelector", "matchLabels",
+	    PODSPEC_GATE_LABEL, PODSPEC_GATE_COMPONENT, "ports", pl));
+}
+
+/* Append name=value to the container c's env. */
+static void
+set_env(json_t *c, const char *name, const char *value)
+{
+	if (!json_is_array(json_object_get(c, "env")))
+		json_object_set_new(c, "env", json_array());
+	json_array_append_new(json_object_get(c, "env"), json_pack(
+	    "{s:s, s:s}", "name", name, "value", value));
+}
+
+/*
+ * The proxy's env in c: the gate address of g that the uid picks (its
+ * first hex digit: executions spread over the gate pods), and the CIDR
+ * entries of r, which are reached directly, in NO_PROXY. Its address
+ * into proxy.
+ */
+static void
+proxy_env_set(json_t *c, const struct podspec_result *r,
+    const struct podspec_gate *g, const char *uid, const char **addr)
+{
+	char url[40], no[CTL_EGRESS_MAX * 20 + 1] = "";
+	size_t k = (size_t)(uid[0] % 16) % g->n, n = 0;
+
+	*addr = g->addrs[k];
+	snprintf(url, sizeof(url), "http://%.15s:%d", *addr,
+	    PODSPEC_PROXY_PORT);
+	for (size_t i = 0; i < r->negress; i++)
+		if (r->egress[i].cidr != NULL)
+			n += (size_t)snprintf(no + n, sizeof(no) - n, "%s%.18s",
+			    n ? "," : "", r->egress[i].cidr);
+	for (size_t i = 0; proxy_vars[i] != NULL; i++) {
+		char lower[16];
+		const char *v = strcmp(proxy_vars[i], "NO_PROXY") == 0 ? no : url;
+		size_t j;
+
+		for (j = 0; proxy_vars[i][j] != '\0' && j + 1 < sizeof(lower);
+		    j++)
+			lower[j] = (char)(proxy_vars[i][j] >= 'A' &&
+			    proxy_vars[i][j] <= 'Z' ? proxy_vars[i][j] + 32 :
+			    proxy_vars[i][j]);
+		lower[j] = '\0';
+		set_env(c, proxy_vars[i], v);
+		set_env(c, lower, v);
+	}
+}
+
 int
 podspec_egress_gate(struct podspec_result *r, const struct podspec_gate *g,
     struct k8s_error *err)
@@ -347,11 +431,18 @@ podspec_egress_gate(struct podspec_result *r, const struct podspec_gate *g,
 	    "spec"), "containers"), 0);
 	json_t *rules = json_object_get(json_object_get(r->netpol, "spec"),
 	    "egress");
-	char val[64 + PODSPEC_GATE_MAX * PODSPEC_GATE_ADDR];
+	const char *uid = json_string_value(json_object_get(json_object_get(
+	    json_object_get(r->pod, "metadata"), "labels"), CX_LABEL_UID));
+	static const int open[] = { PODSPEC_GATE_OPEN };
+	static const int proxied[] = { PODSPEC_GATE_OPEN, PODSPEC_PROXY_PORT,
+	    PODSPEC_GRANT_PORT };
+	char val[160 + PODSPEC_GATE_MAX * PODSPEC_GATE_ADDR];
+	const char *addr;
 	int n;
 
 	if (r->netpol == NULL || !json_is_array(rules) || c == NULL ||
-	    g->n == 0 || g->n > PODSPEC_GATE_MAX || g->ns == NULL)
+	    g->n == 0 || g->n > PODSPEC_GATE_MAX || g->ns == NULL ||
+	    (r->hosts && (uid == NULL || uid[0] == '\0')))
 		return k8s_error_set(err, K8S_EINVAL, 0, NULL,
 		    "no egress start gate to give the pod");
 	n = snprintf(val, sizeof(val), "%d %d %d", PODSPEC_GATE_OPEN,
@@ -359,15 +450,16 @@ podspec_egress_gate(struct podspec_result *r, const struct podspec_gate *g,
 	for (size_t i = 0; i < g->n; i++)
 		n += snprintf(val + n, sizeof(val) - (size_t)n, " %.15s",
 		    g->addrs[i]);
-	if (!json_is_array(json_object_get(c, "env")))
-		json_object_set_new(c, "env", json_array());
-	json_array_append_new(json_object_get(c, "env"), json_pack(
-	    "{s:s, s:s}", "name", PODSPEC_GATE_ENV, "value", val));
-	json_array_append_new(rules, json_pack("{s:[{s:{s:{s:s}}, s:{s:{s:s}}}],"
-	    " s:[{s:s, s:i}]}", "to", "namespaceSelector", "matchLabels",
-	    "kubernetes.io/metadata.name", g->ns, "podSelector", "matchLabels",
-	    PODSPEC_GATE_LABEL, PODSPEC_GATE_COMPONENT, "ports", "protocol",
-	    "TCP", "port", PODSPEC_GATE_OPEN));
+	if (r->hosts) {
+		proxy_env_set(c, r, g, uid, &addr);
+		n += snprintf(val + n, sizeof(val) - (size_t)n, " --grant "
+		    "%.15s:%d %.64s", addr, PODSPEC_GRANT_PORT, uid);
+	}
+	set_env(c, PODSPEC_GATE_ENV, val);
+	if (r->hosts)
+		gate_rule(rules, g, proxied, 3);
+	else
+		gate_rule(rules, g, open, 1);
 	return 0;
 }
 
@@ -654,6 +746,12 @@ podspec_build_sized(const struct ctl_config *cfg, json_t *cx, size_t size,
 		json_decref(out->pod);
 		out->pod = NULL;
 	}
+	for (i = 0; i < neg; i++)
+		out->hosts |= eg[i].host != NULL;
+	out->egress = eg;
+	out->negress = neg;
+	eg = NULL;
+	neg = 0;
 	free(podname);
 	json_decref(code.data);
 	json_decref(code.items);

@@ -49,6 +49,9 @@ struct podspec_result {
 	json_t	*pod;		/* always, on success */
 	json_t	*configmap;	/* when the code does not fit annotations */
 	json_t	*netpol;	/* its egress NetworkPolicy, when its list is not empty */
+	struct ctl_egress *egress;	/* that list (spec.network narrows the profile's) */
+	size_t	 negress;
+	int	 hosts;		/* whether it has host entries: the proxy's */
 	char	 code_sha256[65];	/* of the program text (spec.source) */
 };
 
@@ -96,6 +99,14 @@ void podspec_result_free(struct podspec_result *r);
 #define PODSPEC_GATE_ENV	"AIRLOCK_EGRESS_GATE"
 #define PODSPEC_GATE_ADDR	16	/* an IPv4 address's text and NUL */
 #define PODSPEC_GATE_MAX	8	/* addresses handed to one pod */
+/*
+ * The egress proxy (docs/network.md, "Host entries") runs in the gate
+ * pods: an execution with host entries has it in HTTP(S)_PROXY, and its
+ * start gate also waits until the proxy knows the pod as this execution
+ * (PODSPEC_GRANT_PORT answers a pod with its execution's uid).
+ */
+#define PODSPEC_PROXY_PORT	3128
+#define PODSPEC_GRANT_PORT	8183
 
 struct podspec_gate {
 	const char	*ns;	/* the gate pods' namespace */
@@ -107,8 +118,12 @@ struct podspec_gate {
  * Give r (a podspec_build result with egress: r->netpol set) its gate:
  * the pod's env PODSPEC_GATE_ENV, "OPEN CLOSED SECONDS ADDR...", set last
  * so that it wins over a spec.env of that name, and the policy's rule to
- * the gate pods' open port. 0, or K8S_EINVAL when r has no policy or g
- * no address.
+ * the gate pods' open port. With host entries (r->hosts), the proxy too:
+ * one of g's addresses (by the execution's uid) in HTTP_PROXY,
+ * HTTPS_PROXY and their lowercase forms, the CIDR entries in NO_PROXY,
+ * the policy's rule to the proxy and grant ports, and " --grant
+ * ADDR:PORT UID" at the end of PODSPEC_GATE_ENV. 0, or K8S_EINVAL when r
+ * has no policy or g no address.
  */
 int podspec_egress_gate(struct podspec_result *r, const struct podspec_gate *g,
     struct k8s_error *err) __attribute__((warn_unused_result));

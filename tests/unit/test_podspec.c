@@ -1025,6 +1025,125 @@ test_egress_narrowed(void **state)
 	ctl_config_free(c);
 }
 
+
+/* The env's names and values from its entry from on, as "N=V;..." */
+static char *
+env_from(json_t *pod, size_t from)
+{
+	json_t *env = json_object_get(json_array_get(json_object_get(
+	    json_object_get(pod, "spec"), "containers"), 0), "env"), *e;
+	char *s = xcalloc(1, 2048);
+	size_t i;
+
+	json_array_foreach(env, i, e)
+		if (i >= from)
+			snprintf(s + strlen(s), 2048 - strlen(s), "%s=%s;",
+			    json_string_value(json_object_get(e, "name")),
+			    json_string_value(json_object_get(e, "value")));
+	return s;
+}
+
+/*
+ * Host entries go through the egress proxy in the gate pods: the pod has
+ * it in HTTP(S)_PROXY (both cases; CIDR entries in NO_PROXY), the gate
+ * waits for the proxy's grant (--grant), the policy allows the gate,
+ * proxy and grant ports, and no ipBlock for a host. A tenant's own
+ * proxy variables are refused.
+ */
+static void
+test_egress_proxy(void **state)
+{
+	struct ctl_config *c = config();
+	struct ctl_profile *p = (struct ctl_profile *)ctl_config_profile(c, "python");
+	struct podspec_gate g = { .ns = "airlock-system", .addrs = { "10.244.0.9",
+	    "10.244.0.12" }, .n = 2 };
+	struct podspec_result r;
+	struct k8s_error err;
+	json_t *o, *env;
+	size_t before;
+	char *got;
+
+	(void)state;
+	p->egress = xcalloc(2, sizeof(*p->egress));
+	p->negress = 2;
+	p->egress[0] = (struct ctl_egress){ .cidr = xstrdup("10.20.0.0/16"),
+	    .addr = 0x0a140000, .prefix = 16, .ports = { 5432 }, .nports = 1 };
+	p->egress[1] = (struct ctl_egress){ .host = xstrdup("pypi.org"),
+	    .ports = { 443 }, .nports = 1 };
+	o = cx("{\"runtime\":\"python\",\"source\":\"1\",\"env\":"
+	    "[{\"name\":\"Https_Proxy\",\"value\":\"http://evil:1\"}]}");
+	assert_int_equal(podspec_build(c, o, &r, &err), K8S_EINVAL);
+	assert_string_equal(err.message, "spec.env[0].name: 'Https_Proxy' is set "
+	    "by Airlock where the runtime has network egress (the egress proxy)");
+	json_decref(o);
+
+	o = cx("{\"runtime\":\"python\",\"source\":\"print(1)\"}");
+	assert_int_equal(podspec_build(c, o, &r, &err), 0);
+	assert_int_equal(r.hosts, 1);
+	assert_int_equal(r.negress, 2);
+	assert_string_equal(r.egress[1].host, "pypi.org");
+	env = json_object_get(json_array_get(json_object_get(json_object_get(
+	    r.pod, "spec"), "containers"), 0), "env");
+	before = json_array_size(env);
+	assert_int_equal(podspec_egress_gate(&r, &g, &err), 0);
+	got = env_from(r.pod, before);
+	assert_string_equal(got,
+	    "HTTP_PROXY=http://10.244.0.9:3128;http_proxy=http://10.244.0.9:3128;"
+	    "HTTPS_PROXY=http://10.244.0.9:3128;https_proxy=http://10.244.0.9:3128;"
+	    "NO_PROXY=10.20.0.0/16;no_proxy=10.20.0.0/16;"
+	    "AIRLOCK_EGRESS_GATE=8181 8182 30 10.244.0.9 10.244.0.12 --grant "
+	    "10.244.0.9:8183 " UID ";");
+	free(got);
+	got = json_dumps(json_object_get(r.netpol, "spec"), JSON_COMPACT |
+	    JSON_SORT_KEYS);
+	assert_string_equal(got, "{\"egress\":["
+	    "{\"ports\":[{\"port\":5432,\"protocol\":\"TCP\"}],"
+	    "\"to\":[{\"ipBlock\":{\"cidr\":\"10.20.0.0/16\"}}]},"
+	    "{\"ports\":[{\"port\":8181,\"protocol\":\"TCP\"},"
+	    "{\"port\":3128,\"protocol\":\"TCP\"},"
+	    "{\"port\":8183,\"protocol\":\"TCP\"}],"
+	    "\"to\":[{\"namespaceSelector\":{\"matchLabels\":"
+	    "{\"kubernetes.io/metadata.name\":\"airlock-system\"}},"
+	    "\"podSelector\":{\"matchLabels\":"
+	    "{\"app.kubernetes.io/component\":\"egress-gate\"}}}]}],"
+	    "\"podSelector\":{\"matchLabels\":{\"airlock.dev/execution-uid\":\"" UID "\"}},"
+	    "\"policyTypes\":[\"Egress\"]}");
+	free(got);
+	podspec_result_free(&r);
+	json_decref(o);
+
+	/* Narrowed to the host alone: no ipBlock, nothing bypasses the proxy. */
+	o = cx("{\"runtime\":\"python\",\"source\":\"print(1)\",\"network\":"
+	    "{\"egress\":[{\"host\":\"pypi.org\",\"ports\":[443]}]}}");
+	assert_int_equal(podspec_build(c, o, &r, &err), 0);
+	assert_int_equal(r.negress, 1);
+	assert_int_equal(json_array_size(json_object_get(json_object_get(r.netpol,
+	    "spec"), "egress")), 0);
+	g.n = 1;
+	assert_int_equal(podspec_egress_gate(&r, &g, &err), 0);
+	got = env_from(r.pod, before);
+	assert_non_null(strstr(got, ";NO_PROXY=;no_proxy=;"));
+	free(got);
+	assert_int_equal(json_array_size(json_object_get(json_object_get(r.netpol,
+	    "spec"), "egress")), 1);
+	podspec_result_free(&r);
+	json_decref(o);
+
+	/* CIDRs alone: no proxy, the gate's port alone (test_egress_gate). */
+	o = cx("{\"runtime\":\"python\",\"source\":\"print(1)\",\"network\":"
+	    "{\"egress\":[{\"cidr\":\"10.20.0.0/16\",\"ports\":[5432]}]}}");
+	assert_int_equal(podspec_build(c, o, &r, &err), 0);
+	assert_int_equal(r.hosts, 0);
+	assert_int_equal(podspec_egress_gate(&r, &g, &err), 0);
+	got = env_from(r.pod, before);
+	assert_null(strstr(got, "PROXY"));
+	assert_null(strstr(got, "--grant"));
+	free(got);
+	podspec_result_free(&r);
+	json_decref(o);
+	ctl_config_free(c);
+}
+
 int
 main(void)
 {
@@ -1043,6 +1162,7 @@ main(void)
 		cmocka_unit_test(test_egress_policy),
 		cmocka_unit_test(test_egress_gate),
 		cmocka_unit_test(test_egress_narrowed),
+		cmocka_unit_test(test_egress_proxy),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
