@@ -54,6 +54,12 @@ struct controller_opts {
 	const char	*agent_lease_ns;
 	long		 agent_absent_ms;
 	/*
+	 * The egress proxy's key (egress_token.h), which signs the pass of
+	 * an execution with host entries; NULL when no profile has one.
+	 */
+	const unsigned char *egress_key;
+	size_t		 egress_key_len;
+	/*
 	 * How long an execution's pod may go without its program starting
 	 * (from the pod's creation) before the execution ends StartFailed
 	 * and the pod is deleted, whatever the kubelet does; a warm claim

@@ -14,6 +14,8 @@
 #include "ctl_config.h"
 #include "daemon.h"
 #include "lease.h"
+#include "egress.h"
+#include "egress_token.h"
 #include "log.h"
 #include "xmalloc.h"
 
@@ -32,7 +34,7 @@ usage(void)
 	    "       [--lease-duration-ms MS] [--renew-deadline-ms MS] [--retry-period-ms MS]\n"
 	    "       [--guardrail-owner-clusterrole NAME] [--result-grace-ms MS]\n"
 	    "       [--pool-refill-delay-ms MS] [--start-deadline-seconds S]\n"
-	    "       [--agent-absent-seconds S]\n");
+	    "       [--agent-absent-seconds S] [--egress-key FILE]\n");
 	exit(2);
 }
 
@@ -95,11 +97,14 @@ main(int argc, char **argv)
 		{ "pool-refill-delay-ms", required_argument, NULL, 'F' },
 		{ "start-deadline-seconds", required_argument, NULL, 'S' },
 		{ "agent-absent-seconds", required_argument, NULL, 'A' },
+		{ "egress-key", required_argument, NULL, 'K' },
 		{ NULL, 0, NULL, 0 },
 	};
 	const char *kubeconfig = NULL, *context = NULL, *confpath = NULL;
 	const char *metrics_addr = ":8080", *probe_addr = "0", *lease_ns = NULL;
 	const char *lease_name = "airlock-controller", *owner_role = NULL;
+	const char *egress_key = NULL;
+	unsigned char *key = NULL;
 	static const char prog[] = "airlock-controller";
 	char *identity = NULL;
 	struct controller_opts co = { .refill_delay_ms = 500 };
@@ -138,12 +143,19 @@ main(int argc, char **argv)
 		    prog, "--start-deadline-seconds", optarg, 1, 86400); break;
 		case 'A': co.agent_absent_ms = 1000 * (long)daemon_flag_number(
 		    prog, "--agent-absent-seconds", optarg, 1, 86400); break;
+		case 'K': egress_key = optarg; break;
 		default: usage();
 		}
 	}
 	if (confpath == NULL || optind != argc)
 		usage();
 	if (ctl_config_load(confpath, &cfg, &err) != 0)
+		daemon_die(prog, 1, "%s", err.message);
+	if (egress_key && egress_key_load(egress_key, &key, &co.egress_key_len,
+	    &err) != 0)
+		daemon_die(prog, 1, "--egress-key: %s", err.message);
+	co.egress_key = key;
+	if (key == NULL && egress_config_hosts(cfg, &err))
 		daemon_die(prog, 1, "%s", err.message);
 	/* Signals go to one thread; everything else runs with them blocked. */
 	daemon_init(&d, prog, kubeconfig, context);
@@ -188,6 +200,7 @@ main(int argc, char **argv)
 	controller_free(ctl);
 	lease_free(the_lease);
 	ctl_config_free(cfg);
+	free(key);
 	free(identity);
 	log_info("controller stopped");
 	return 0;

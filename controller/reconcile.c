@@ -767,21 +767,29 @@ create_owned(struct controller *ctl, const struct k8s_resource *res,
 /*
  * An execution with egress gets its start gate (egress.c): 1 when it has
  * it. None ready: it waits, looking again every GATE_RETRY_MS, within its
- * own timeout (left ms), then ends StartFailed saying why: 0, or the
- * write's error.
+ * own timeout (left ms), then ends StartFailed saying why; one that
+ * cannot be given (its pass through the proxy cannot be made) ends so at
+ * once: 0, or the write's error.
  */
 #define GATE_RETRY_MS	2000
 static int
 give_gate(struct controller *ctl, json_t *cx, json_t *status,
     struct podspec_result *r, long long left)
 {
-	struct podspec_gate g = { .ns = ctl->opts.agent_lease_ns };
+	struct podspec_gate g = { .ns = ctl->opts.agent_lease_ns,
+	    .key = ctl->opts.egress_key, .keylen = ctl->opts.egress_key_len,
+	    .now = (long long)time(NULL) };
 	struct k8s_error err;
 	char msg[512], *key;
 
 	g.n = ctl_gate_addrs(ctl, g.addrs, PODSPEC_GATE_MAX);
 	if (g.n > 0 && podspec_egress_gate(r, &g, &err) == 0)
 		return 1;
+	if (g.n > 0) {
+		snprintf(msg, sizeof(msg), "its egress cannot be given: %.300s; its "
+		    "program never ran (docs/network.md)", err.message);
+		return ctl_finish(ctl, cx, status, "Failed", "StartFailed", msg);
+	}
 	if (left > 0) {
 		log_debug("no egress start gate ready: waiting", "execution=%s/%s",
 		    k8s_obj_namespace(cx), k8s_obj_name(cx));

@@ -313,6 +313,22 @@ egress_config_walk(struct yamlwalk *w, yaml_node_t *net, const char *at,
 	return 0;
 }
 
+int
+egress_config_hosts(const struct ctl_config *c, struct k8s_error *err)
+{
+	for (size_t i = 0; i < c->nprofiles; i++)
+		for (size_t j = 0; j < c->profiles[i].negress; j++)
+			if (c->profiles[i].egress[j].host != NULL) {
+				k8s_error_set(err, K8S_EINVAL, 0, NULL, "profiles."
+				    "%s.network.egress[%zu].host needs the egress "
+				    "proxy's key: start the controller with "
+				    "--egress-key FILE (the chart does, with "
+				    "egress.enabled)", c->profiles[i].name, j);
+				return 1;
+			}
+	return 0;
+}
+
 void
 egress_free(struct ctl_egress *e, size_t n)
 {

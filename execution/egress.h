@@ -64,6 +64,13 @@ int egress_effective(const struct ctl_profile *p, json_t *network,
     struct ctl_egress **out, size_t *n, struct k8s_error *err)
     __attribute__((warn_unused_result));
 
+/*
+ * Whether a profile of c has a host entry: 1 with err naming the first
+ * ("profiles.P.network.egress[I].host needs ..."), which a controller
+ * without the egress proxy's key refuses to start with; else 0.
+ */
+int egress_config_hosts(const struct ctl_config *c, struct k8s_error *err);
+
 /* Free a list of n entries (NULL, 0 is fine). */
 void egress_free(struct ctl_egress *e, size_t n);
 

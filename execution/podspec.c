@@ -9,6 +9,7 @@
 #include "client.h"
 #include "codetar.h"
 #include "egress.h"
+#include "egress_token.h"
 #include "artifacts.h"
 #include "podspec.h"
 #include "jsonsize.h"
@@ -389,20 +390,35 @@ set_env(json_t *c, const char *name, const char *value)
 
 /*
  * The proxy's env in c: the gate address of g that the uid picks (its
- * first hex digit: executions spread over the gate pods), and the CIDR
- * entries of r, which are reached directly, in NO_PROXY. Its address
- * into proxy.
+ * first hex digit: executions spread over the gate pods) with the pass
+ * of the execution (metadata md) for r's host entries, and the CIDR
+ * entries of r, which are reached directly, in NO_PROXY.
  */
-static void
+static int
 proxy_env_set(json_t *c, const struct podspec_result *r,
-    const struct podspec_gate *g, const char *uid, const char **addr)
+    const struct podspec_gate *g, json_t *md, struct k8s_error *err)
 {
-	char url[40], no[CTL_EGRESS_MAX * 20 + 1] = "";
-	size_t k = (size_t)(uid[0] % 16) % g->n, n = 0;
+	const char *uid = json_string_value(json_object_get(json_object_get(md,
+	    "labels"), CX_LABEL_UID));
+	const char *ns = json_string_value(json_object_get(md, "namespace"));
+	const char *name = json_string_value(json_object_get(json_object_get(md,
+	    "annotations"), CX_ANN_NAME));
+	json_int_t deadline = json_integer_value(json_object_get(json_object_get(
+	    r->pod, "spec"), "activeDeadlineSeconds"));
+	char pass[EGRESS_PASS_LEN + 1], no[CTL_EGRESS_MAX * 20 + 1] = "";
+	char *user, *url;
+	size_t n = 0;
 
-	*addr = g->addrs[k];
-	snprintf(url, sizeof(url), "http://%.15s:%d", *addr,
-	    PODSPEC_PROXY_PORT);
+	if (uid == NULL || uid[0] == '\0' || ns == NULL || name == NULL)
+		return k8s_error_set(err, K8S_EINVAL, 0, NULL,
+		    "no egress start gate to give the pod");
+	if (egress_token_make(r->egress, r->negress, uid, ns, name, g->now +
+	    deadline + PODSPEC_PASS_SLACK, g->key, g->keylen, &user, pass,
+	    err) != 0)
+		return K8S_EINVAL;
+	url = xasprintf("http://%s:%s@%.15s:%d", user, pass,
+	    g->addrs[(size_t)(uid[0] % 16) % g->n], PODSPEC_PROXY_PORT);
+	free(user);
 	for (size_t i = 0; i < r->negress; i++)
 		if (r->egress[i].cidr != NULL)
 			n += (size_t)snprintf(no + n, sizeof(no) - n, "%s%.18s",
@@ -421,6 +437,8 @@ proxy_env_set(json_t *c, const struct podspec_result *r,
 		set_env(c, proxy_vars[i], v);
 		set_env(c, lower, v);
 	}
+	free(url);
+	return 0;
 }
 
 int
@@ -431,33 +449,26 @@ podspec_egress_gate(struct podspec_result *r, const struct podspec_gate *g,
 	    "spec"), "containers"), 0);
 	json_t *rules = json_object_get(json_object_get(r->netpol, "spec"),
 	    "egress");
-	const char *uid = json_string_value(json_object_get(json_object_get(
-	    json_object_get(r->pod, "metadata"), "labels"), CX_LABEL_UID));
 	static const int open[] = { PODSPEC_GATE_OPEN };
-	static const int proxied[] = { PODSPEC_GATE_OPEN, PODSPEC_PROXY_PORT,
-	    PODSPEC_GRANT_PORT };
-	char val[160 + PODSPEC_GATE_MAX * PODSPEC_GATE_ADDR];
-	const char *addr;
+	static const int proxied[] = { PODSPEC_GATE_OPEN, PODSPEC_PROXY_PORT };
+	char val[64 + PODSPEC_GATE_MAX * PODSPEC_GATE_ADDR];
 	int n;
 
 	if (r->netpol == NULL || !json_is_array(rules) || c == NULL ||
-	    g->n == 0 || g->n > PODSPEC_GATE_MAX || g->ns == NULL ||
-	    (r->hosts && (uid == NULL || uid[0] == '\0')))
+	    g->n == 0 || g->n > PODSPEC_GATE_MAX || g->ns == NULL)
 		return k8s_error_set(err, K8S_EINVAL, 0, NULL,
 		    "no egress start gate to give the pod");
+	if (r->hosts && proxy_env_set(c, r, g, json_object_get(r->pod,
+	    "metadata"), err) != 0)
+		return K8S_EINVAL;
 	n = snprintf(val, sizeof(val), "%d %d %d", PODSPEC_GATE_OPEN,
 	    PODSPEC_GATE_CLOSED, PODSPEC_GATE_SECONDS);
 	for (size_t i = 0; i < g->n; i++)
 		n += snprintf(val + n, sizeof(val) - (size_t)n, " %.15s",
 		    g->addrs[i]);
-	if (r->hosts) {
-		proxy_env_set(c, r, g, uid, &addr);
-		n += snprintf(val + n, sizeof(val) - (size_t)n, " --grant "
-		    "%.15s:%d %.64s", addr, PODSPEC_GRANT_PORT, uid);
-	}
 	set_env(c, PODSPEC_GATE_ENV, val);
 	if (r->hosts)
-		gate_rule(rules, g, proxied, 3);
+		gate_rule(rules, g, proxied, 2);
 	else
 		gate_rule(rules, g, open, 1);
 	return 0;

@@ -101,17 +101,22 @@ void podspec_result_free(struct podspec_result *r);
 #define PODSPEC_GATE_MAX	8	/* addresses handed to one pod */
 /*
  * The egress proxy (docs/network.md, "Host entries") runs in the gate
- * pods: an execution with host entries has it in HTTP(S)_PROXY, and its
- * start gate also waits until the proxy knows the pod as this execution
- * (PODSPEC_GRANT_PORT answers a pod with its execution's uid).
+ * pods: an execution with host entries has it in HTTP(S)_PROXY, with its
+ * pass (egress_token.h) as the URL's user and password. The pass expires
+ * PODSPEC_PASS_SLACK seconds after the pod's own deadline
+ * (activeDeadlineSeconds, which counts from its start): room for the
+ * pod to be scheduled and started.
  */
 #define PODSPEC_PROXY_PORT	3128
-#define PODSPEC_GRANT_PORT	8183
+#define PODSPEC_PASS_SLACK	600
 
 struct podspec_gate {
 	const char	*ns;	/* the gate pods' namespace */
 	char		 addrs[PODSPEC_GATE_MAX][PODSPEC_GATE_ADDR];
 	size_t		 n;	/* at least one */
+	const unsigned char *key;	/* the proxy's key, for host entries */
+	size_t		 keylen;
+	long long	 now;	/* Unix seconds: the pass's expiry counts from it */
 };
 
 /*
@@ -119,11 +124,11 @@ struct podspec_gate {
  * the pod's env PODSPEC_GATE_ENV, "OPEN CLOSED SECONDS ADDR...", set last
  * so that it wins over a spec.env of that name, and the policy's rule to
  * the gate pods' open port. With host entries (r->hosts), the proxy too:
- * one of g's addresses (by the execution's uid) in HTTP_PROXY,
- * HTTPS_PROXY and their lowercase forms, the CIDR entries in NO_PROXY,
- * the policy's rule to the proxy and grant ports, and " --grant
- * ADDR:PORT UID" at the end of PODSPEC_GATE_ENV. 0, or K8S_EINVAL when r
- * has no policy or g no address.
+ * http://PASS@ADDR:PODSPEC_PROXY_PORT, ADDR one of g's addresses (by the
+ * execution's uid), in HTTP_PROXY, HTTPS_PROXY and their lowercase forms,
+ * the CIDR entries in NO_PROXY, and the policy's rule to the proxy's
+ * port. 0, or K8S_EINVAL when r has no policy, g no address, or (with
+ * host entries) no key.
  */
 int podspec_egress_gate(struct podspec_result *r, const struct podspec_gate *g,
     struct k8s_error *err) __attribute__((warn_unused_result));

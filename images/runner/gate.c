@@ -42,15 +42,6 @@
  *       program never goes through on a doubt. Bad arguments: exit 125,
  *       as any failure of the runner before the program.
  *
- *   gate --wait OPEN CLOSED SECONDS IP [IP...] --grant ADDR:PORT UID
- *       the same, then, for an execution with host entries, until the
- *       egress proxy knows this pod as execution UID (its ACL helper
- *       answers a connect to ADDR:PORT with the uid its grant for the
- *       caller's address names, a line): read that line every 50 ms
- *       until it is UID, within the same SECONDS. Else exit 125 with
- *         airlock: egress: the egress proxy did not know this execution
- *         within N s (REASON)
- *
  * Static in the runner images (gcc -static), so it needs nothing of the
  * image; images/build.sh also packs it alone as the egress-gate image.
  */
@@ -79,10 +70,8 @@
 #define T_MAX_MS	500
 #define WAIT_FAIL	125
 
-#define GRANT_LINE	80	/* a uid and its newline, and room */
-
 static const char usage[] = "usage: gate --serve OPEN CLOSED | "
-    "gate --wait OPEN CLOSED SECONDS IP [IP...] [--grant ADDR:PORT UID]";
+    "gate --wait OPEN CLOSED SECONDS IP [IP...]";
 
 static long long
 now_us(void)
@@ -402,84 +391,6 @@ round_once(struct in_addr ip, long open, long closed, char *why, size_t n)
 	return ROUND_PASS;
 }
 
-/*
- * Ask the proxy's grant port at sa who this pod is: 0 when it names uid;
- * -1 with why in why.
- */
-static int
-grant_once(const struct sockaddr_in *sa, const char *uid, char *why, size_t n)
-{
-	char line[GRANT_LINE + 1];
-	size_t got = 0;
-	int fd, r = conn_start(sa->sin_addr, ntohs(sa->sin_port), &fd);
-
-	if (r == 0) {
-		struct pollfd p = { .fd = fd, .events = POLLOUT };
-
-		r = poll(&p, 1, OPEN_MS) == 1 && conn_error(fd) == 0 ? 1 : -1;
-	}
-	while (r == 1 && got < GRANT_LINE) {
-		struct pollfd p = { .fd = fd, .events = POLLIN };
-		ssize_t k;
-
-		if (poll(&p, 1, OPEN_MS) != 1 ||
-		    (k = read(fd, line + got, GRANT_LINE - got)) < 0) {
-			r = -1;
-			break;
-		}
-		if (k == 0)
-			break;
-		got += (size_t)k;
-	}
-	if (fd >= 0)
-		close(fd);
-	line[got] = '\0';
-	line[strcspn(line, "\n")] = '\0';
-	if (r == 1 && strcmp(line, uid) == 0)
-		return 0;
-	snprintf(why, n, r == 1 ? "it answered '%.40s'" : "no answer on its "
-	    "grant port", line);
-	return -1;
-}
-
-/*
- * After the policy: until the proxy's grant port names uid, or the
- * deadline. 0, or WAIT_FAIL with a line on stderr.
- */
-static int
-wait_grant(const char *addr, const char *uid, long long deadline, long secs)
-{
-	struct sockaddr_in sa = { .sin_family = AF_INET };
-	char why[256], ip[INET_ADDRSTRLEN];
-	const char *colon = strrchr(addr, ':');
-	long port;
-
-	if (colon == NULL || (size_t)(colon - addr) >= sizeof(ip) ||
-	    parse_num(colon + 1, 1, 65535, &port) != 0 || strlen(uid) == 0 ||
-	    strlen(uid) >= GRANT_LINE) {
-		fprintf(stderr, "gate: --wait: --grant '%s' '%s' is not ADDR:PORT UID\n",
-		    addr, uid);
-		return WAIT_FAIL;
-	}
-	memcpy(ip, addr, (size_t)(colon - addr));
-	ip[colon - addr] = '\0';
-	if (inet_pton(AF_INET, ip, &sa.sin_addr) != 1) {
-		fprintf(stderr, "gate: --wait: --grant address '%s' is not IPv4\n", ip);
-		return WAIT_FAIL;
-	}
-	sa.sin_port = htons((unsigned short)port);
-	for (;;) {
-		if (grant_once(&sa, uid, why, sizeof(why)) == 0)
-			return 0;
-		sleep_ms(RETRY_MS);
-		if (now_us() >= deadline)
-			break;
-	}
-	fprintf(stderr, "airlock: egress: the egress proxy did not know this "
-	    "execution within %ld s (%s)\n", secs, why);
-	return WAIT_FAIL;
-}
-
 static int
 wait_main(int argc, char **argv)
 {
@@ -488,14 +399,6 @@ wait_main(int argc, char **argv)
 	long open, closed, secs;
 	long long deadline;
 	int nip = argc - 5, cur = 0;
-	const char *grant = NULL, *uid = NULL;
-
-	if (argc >= 9 && strcmp(argv[argc - 3], "--grant") == 0) {
-		grant = argv[argc - 2];
-		uid = argv[argc - 1];
-		nip -= 3;
-		argc -= 3;
-	}
 
 	if (argc < 6) {
 		fprintf(stderr, "gate: %s\n", usage);
@@ -526,8 +429,7 @@ wait_main(int argc, char **argv)
 		switch (round_once(ips[cur], open, closed, why, sizeof(why))) {
 		case ROUND_PASS:
 			if (++passed == PASSES)
-				return grant ? wait_grant(grant, uid, deadline,
-				    secs) : 0;
+				return 0;
 			continue;
 		case ROUND_NEXT:
 			cur = (cur + 1) % nip;

@@ -223,8 +223,7 @@ die(const char *fmt, ...)
  * An execution with egress (docs/network.md, "The start gate"): its
  * program waits until its NetworkPolicy is seen in force, as run's cold
  * form does; a direct pod (--env) never goes through run. The variable
- * holds gate --wait's arguments, "OPEN CLOSED SECONDS IP [IP...] [--grant
- * ADDR:PORT UID]" (at most 8 addresses: 16 words and ours). Not in
+ * holds gate --wait's arguments, "OPEN CLOSED SECONDS IP [IP...]". Not in
  * force in time: gate has said why on stderr, and the program never runs.
  */
 #ifndef GATE_BIN
@@ -234,7 +233,7 @@ static void
 egress_gate(void)
 {
 	const char *v = getenv("AIRLOCK_EGRESS_GATE");
-	char buf[512], *args[24], *save = NULL, *t;
+	char buf[512], *args[16], *save = NULL, *t;
 	int n = 0, status;
 	pid_t pid;
 

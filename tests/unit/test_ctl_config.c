@@ -10,6 +10,7 @@
 #include <cmocka.h>
 
 #include "ctl_config.h"
+#include "egress.h"
 #include "k8s_error.h"
 #include "xmalloc.h"
 
@@ -1005,6 +1006,11 @@ test_network_egress(void **state)
 		assert_null(p->egress[3].cidr);
 		assert_int_equal(p->egress[3].nports, 1);
 		assert_int_equal(p->egress[3].ports[0], 443);
+		/* A controller without the proxy's key refuses it. */
+		assert_int_equal(egress_config_hosts(c, &e), 1);
+		assert_string_equal(e.message, "profiles.p.network.egress[3].host "
+		    "needs the egress proxy's key: start the controller with "
+		    "--egress-key FILE (the chart does, with egress.enabled)");
 		assert_string_equal(p->egress[1].cidr, "192.168.1.7/32");
 		assert_int_equal(p->egress[1].addr, 0xc0a80107);
 		assert_int_equal(p->egress[1].prefix, 32);
@@ -1024,6 +1030,7 @@ test_network_egress(void **state)
 	    "        {cidr: 170.0.0.0/7, ports: [1]}, {cidr: 223.255.255.255/32, ports: [1]}]}}\n");
 	assert_int_equal(ctl_config_parse(y, strlen(y), "mem", &c, &e), 0);
 	assert_int_equal(ctl_config_profile(c, "p")->negress, 7);
+	assert_int_equal(egress_config_hosts(c, &e), 0);
 	ctl_config_free(c);
 	free(y);
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {

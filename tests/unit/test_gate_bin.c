@@ -213,87 +213,6 @@ test_wait_next_ip(void **state)
 	close(fd);
 }
 
-
-/*
- * A grant port on 127.0.0.1:port, in a child: its first `wrong`
- * connections are answered "-" (the proxy does not know the caller yet),
- * the next ones line; the child is killed by the caller.
- */
-static pid_t
-grant_serve(int port, int wrong, const char *line)
-{
-	int fd = listen_on("127.0.0.1", port);
-	pid_t pid = fork();
-
-	assert_true(pid >= 0);
-	if (pid == 0) {
-		for (int n = 0;; n++) {
-			int c = accept(fd, NULL, NULL);
-
-			if (c < 0)
-				_exit(1);
-			if (n < wrong)
-				(void)!write(c, "-\n", 2);
-			else
-				(void)!write(c, line, strlen(line));
-			close(c);
-		}
-	}
-	close(fd);
-	return pid;
-}
-
-#define GRANT_PREFIX "airlock: egress: the egress proxy did not know this execution within "
-
-/*
- * --grant: after the policy rounds, the wait goes on until the proxy's
- * grant port names this execution; three "-" answers cost three 50 ms
- * retries. Never its uid: 125, saying what it answered; nothing on the
- * port: 125 too; a malformed --grant: 125 at once.
- */
-static void
-test_wait_grant(void **state)
-{
-	int o = it_free_port(), c = it_free_port(), gp = it_free_port();
-	int fd = listen_on("127.0.0.1", o);
-	char args[256], want[256], *out;
-	pid_t g;
-	long ms;
-
-	(void)state;
-	g = grant_serve(gp, 3, "0b9c-uid\n");
-	snprintf(args, sizeof(args), "--wait %d %d 5 127.0.0.1 --grant "
-	    "127.0.0.1:%d 0b9c-uid", o, c, gp);
-	assert_int_equal(run_gate(args, &out, &ms), 0);
-	assert_string_equal(out, "");
-	assert_in_range(ms, 150, 1500);
-	free(out);
-	kill(g, SIGKILL);
-	waitpid(g, NULL, 0);
-
-	g = grant_serve(gp, 0, "another-uid\n");
-	snprintf(args, sizeof(args), "--wait %d %d 1 127.0.0.1 --grant "
-	    "127.0.0.1:%d 0b9c-uid", o, c, gp);
-	assert_int_equal(run_gate(args, &out, &ms), 125);
-	assert_string_equal(out, GRANT_PREFIX "1 s (it answered 'another-uid')\n");
-	assert_in_range(ms, 1000, 2500);
-	free(out);
-	kill(g, SIGKILL);
-	waitpid(g, NULL, 0);
-
-	assert_int_equal(run_gate(args, &out, &ms), 125);
-	assert_string_equal(out, GRANT_PREFIX "1 s (no answer on its grant port)\n");
-	free(out);
-	snprintf(args, sizeof(args), "--wait %d %d 1 127.0.0.1 --grant "
-	    "127.0.0.1 0b9c-uid", o, c);
-	assert_int_equal(run_gate(args, &out, &ms), 125);
-	snprintf(want, sizeof(want), "gate: --wait: --grant '127.0.0.1' "
-	    "'0b9c-uid' is not ADDR:PORT UID\n");
-	assert_string_equal(out, want);
-	free(out);
-	close(fd);
-}
-
 /*
  * In a network namespace of its own, with lo up: the canary on 8181 and
  * 8182, and iptables as the policy engine. One line a case: its name,
@@ -384,13 +303,13 @@ test_bad_args(void **state)
 		int code;
 		const char *out;
 	} t[] = {
-		{ "", 2, "gate: usage: gate --serve OPEN CLOSED | gate --wait OPEN CLOSED SECONDS IP [IP...] [--grant ADDR:PORT UID]\n" },
-		{ "--nope 1 2", 2, "gate: usage: gate --serve OPEN CLOSED | gate --wait OPEN CLOSED SECONDS IP [IP...] [--grant ADDR:PORT UID]\n" },
-		{ "--serve 8181", 2, "gate: usage: gate --serve OPEN CLOSED | gate --wait OPEN CLOSED SECONDS IP [IP...] [--grant ADDR:PORT UID]\n" },
+		{ "", 2, "gate: usage: gate --serve OPEN CLOSED | gate --wait OPEN CLOSED SECONDS IP [IP...]\n" },
+		{ "--nope 1 2", 2, "gate: usage: gate --serve OPEN CLOSED | gate --wait OPEN CLOSED SECONDS IP [IP...]\n" },
+		{ "--serve 8181", 2, "gate: usage: gate --serve OPEN CLOSED | gate --wait OPEN CLOSED SECONDS IP [IP...]\n" },
 		{ "--serve 0 8182", 2, "gate: --serve: OPEN '0' is not a port (1-65535)\n" },
 		{ "--serve 8181 65536", 2, "gate: --serve: CLOSED '65536' is not a port (1-65535)\n" },
 		{ "--serve 8181 8181", 2, "gate: --serve: CLOSED '8181' is the same port as OPEN\n" },
-		{ "--wait 8181 8182 5", 125, "gate: usage: gate --serve OPEN CLOSED | gate --wait OPEN CLOSED SECONDS IP [IP...] [--grant ADDR:PORT UID]\n" },
+		{ "--wait 8181 8182 5", 125, "gate: usage: gate --serve OPEN CLOSED | gate --wait OPEN CLOSED SECONDS IP [IP...]\n" },
 		{ "--wait 08181 8182 5 10.0.0.1", 125, "gate: --wait: OPEN '08181' is not a port (1-65535)\n" },
 		{ "--wait +8181 8182 5 10.0.0.1", 125, "gate: --wait: OPEN '+8181' is not a port (1-65535)\n" },
 		{ "--wait 8181 x 5 10.0.0.1", 125, "gate: --wait: CLOSED 'x' is not a port (1-65535)\n" },
@@ -495,7 +414,6 @@ main(void)
 		cmocka_unit_test(test_wait_closed_refused),
 		cmocka_unit_test(test_wait_no_gate),
 		cmocka_unit_test(test_wait_next_ip),
-		cmocka_unit_test(test_wait_grant),
 		cmocka_unit_test(test_wait_netns),
 		cmocka_unit_test(test_bad_args),
 		cmocka_unit_test_teardown(test_serve, teardown),

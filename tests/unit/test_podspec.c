@@ -17,6 +17,7 @@
 #include "artifacts.h"
 #include "jsonsize.h"
 #include "podspec.h"
+#include "egress_token.h"
 #include "pool.h"
 #include "xmalloc.h"
 
@@ -1045,20 +1046,25 @@ env_from(json_t *pod, size_t from)
 
 /*
  * Host entries go through the egress proxy in the gate pods: the pod has
- * it in HTTP(S)_PROXY (both cases; CIDR entries in NO_PROXY), the gate
- * waits for the proxy's grant (--grant), the policy allows the gate,
- * proxy and grant ports, and no ipBlock for a host. A tenant's own
- * proxy variables are refused.
+ * it in HTTP(S)_PROXY (both cases; CIDR entries in NO_PROXY), with the
+ * execution's pass as the URL's user and password, which the proxy's key
+ * checks and which names the execution and its hosts alone; the policy
+ * allows the gate's and the proxy's ports, and no ipBlock for a host. A
+ * tenant's own proxy variables are refused.
  */
 static void
 test_egress_proxy(void **state)
 {
 	struct ctl_config *c = config();
 	struct ctl_profile *p = (struct ctl_profile *)ctl_config_profile(c, "python");
+	static const unsigned char key[] = "0123456789abcdef0123456789abcdef";
 	struct podspec_gate g = { .ns = "airlock-system", .addrs = { "10.244.0.9",
-	    "10.244.0.12" }, .n = 2 };
+	    "10.244.0.12" }, .n = 2, .key = key, .keylen = 32, .now = 1000000 };
+	struct egress_claims cl;
 	struct podspec_result r;
 	struct k8s_error err;
+	const char *why;
+	char *user, *pass, *at, want[2048];
 	json_t *o, *env;
 	size_t before;
 	char *got;
@@ -1085,14 +1091,43 @@ test_egress_proxy(void **state)
 	env = json_object_get(json_array_get(json_object_get(json_object_get(
 	    r.pod, "spec"), "containers"), 0), "env");
 	before = json_array_size(env);
+	/* No key: no pass, so no pod. */
+	g.keylen = 0;
+	assert_int_equal(podspec_egress_gate(&r, &g, &err), K8S_EINVAL);
+	assert_int_equal(json_array_size(env), before);
+	g.keylen = 32;
 	assert_int_equal(podspec_egress_gate(&r, &g, &err), 0);
 	got = env_from(r.pod, before);
-	assert_string_equal(got,
-	    "HTTP_PROXY=http://10.244.0.9:3128;http_proxy=http://10.244.0.9:3128;"
-	    "HTTPS_PROXY=http://10.244.0.9:3128;https_proxy=http://10.244.0.9:3128;"
-	    "NO_PROXY=10.20.0.0/16;no_proxy=10.20.0.0/16;"
-	    "AIRLOCK_EGRESS_GATE=8181 8182 30 10.244.0.9 10.244.0.12 --grant "
-	    "10.244.0.9:8183 " UID ";");
+	/* HTTP_PROXY=http://USER:PASS@10.244.0.9:3128, the same in all four. */
+	assert_int_equal(strncmp(got, "HTTP_PROXY=http://", 18), 0);
+	user = xstrndup(got + 18, strcspn(got + 18, ":"));
+	pass = got + 18 + strlen(user) + 1;
+	at = strchr(pass, '@');
+	assert_non_null(at);
+	*at = '\0';
+	snprintf(want, sizeof(want), "http://%s:%s@10.244.0.9:3128", user, pass);
+	*at = '@';
+	{
+		char all[4 * 2048 + 256];
+
+		snprintf(all, sizeof(all), "HTTP_PROXY=%s;http_proxy=%s;"
+		    "HTTPS_PROXY=%s;https_proxy=%s;NO_PROXY=10.20.0.0/16;"
+		    "no_proxy=10.20.0.0/16;AIRLOCK_EGRESS_GATE=8181 8182 30 "
+		    "10.244.0.9 10.244.0.12;", want, want, want, want);
+		assert_string_equal(got, all);
+	}
+	assert_int_equal(egress_token_check(user, strlen(user), pass, 64,
+	    1000000, key, 32, &cl, &why), 0);
+	assert_string_equal(cl.uid, UID);
+	assert_string_equal(cl.ns, "team-a");
+	assert_string_equal(cl.name, "hello");
+	assert_int_equal(cl.nhosts, 1);
+	assert_string_equal(cl.hosts[0].host, "pypi.org");
+	assert_int_equal(cl.hosts[0].ports[0], 443);
+	/* The pod's deadline (timeout 30 s + 30) and the slack: then no more. */
+	assert_int_equal(cl.exp, 1000000 + 60 + PODSPEC_PASS_SLACK);
+	egress_claims_free(&cl);
+	free(user);
 	free(got);
 	got = json_dumps(json_object_get(r.netpol, "spec"), JSON_COMPACT |
 	    JSON_SORT_KEYS);
@@ -1100,8 +1135,7 @@ test_egress_proxy(void **state)
 	    "{\"ports\":[{\"port\":5432,\"protocol\":\"TCP\"}],"
 	    "\"to\":[{\"ipBlock\":{\"cidr\":\"10.20.0.0/16\"}}]},"
 	    "{\"ports\":[{\"port\":8181,\"protocol\":\"TCP\"},"
-	    "{\"port\":3128,\"protocol\":\"TCP\"},"
-	    "{\"port\":8183,\"protocol\":\"TCP\"}],"
+	    "{\"port\":3128,\"protocol\":\"TCP\"}],"
 	    "\"to\":[{\"namespaceSelector\":{\"matchLabels\":"
 	    "{\"kubernetes.io/metadata.name\":\"airlock-system\"}},"
 	    "\"podSelector\":{\"matchLabels\":"
@@ -1136,8 +1170,7 @@ test_egress_proxy(void **state)
 	assert_int_equal(r.hosts, 0);
 	assert_int_equal(podspec_egress_gate(&r, &g, &err), 0);
 	got = env_from(r.pod, before);
-	assert_null(strstr(got, "PROXY"));
-	assert_null(strstr(got, "--grant"));
+	assert_string_equal(got, "AIRLOCK_EGRESS_GATE=8181 8182 30 10.244.0.9;");
 	free(got);
 	podspec_result_free(&r);
 	json_decref(o);

@@ -134,7 +134,7 @@ static void
 test_egress_gate(void **state)
 {
 	const struct codetar_entry e[] = { { "main.sh", "x", 1 } };
-	char *b64 = b64_tar(e, 1), *out, gate[256];
+	char *b64 = b64_tar(e, 1), *out, gate[128];
 	struct sockaddr_in sa = { .sin_family = AF_INET };
 	socklen_t len = sizeof(sa);
 	int open_fd = socket(AF_INET, SOCK_STREAM, 0), closed_port;
@@ -162,18 +162,6 @@ test_egress_gate(void **state)
 	setenv("AIRLOCK_EGRESS_GATE", gate, 1);
 	assert_int_equal(run(b64, 1 << 20, NULL, "echo ran", &out), 0);
 	assert_string_equal(out, "ran\nexit 0\n");
-	free(out);
-
-	/* All 8 addresses and --grant fit; no grant known: never runs. */
-	snprintf(gate, sizeof(gate), "%d %d 1 127.0.0.1 127.0.0.2 127.0.0.3 "
-	    "127.0.0.4 127.0.0.5 127.0.0.6 127.0.0.7 127.0.0.8 --grant "
-	    "127.0.0.1:%d 0b9c-uid", ntohs(sa.sin_port), closed_port,
-	    closed_port);
-	setenv("AIRLOCK_EGRESS_GATE", gate, 1);
-	assert_int_equal(run(b64, 1 << 20, NULL, "touch ran; echo ran", &out), 0);
-	assert_string_equal(out, "airlock: egress: the egress proxy did not "
-	    "know this execution within 1 s (no answer on its grant port)\n"
-	    "exit 125\n");
 	free(out);
 	unsetenv("AIRLOCK_EGRESS_GATE");
 	close(open_fd);
