@@ -843,8 +843,16 @@ test_refused(void **state)
 	    "at '/config/profiles/python/network/egress/0/ports/0': minimum: got 0, want 1");
 	refused(NET("{\"cidr\":\"10.0.0.0/8\"}"),
 	    "at '/config/profiles/python/network/egress/0': missing property 'ports'");
-	refused(NET("{\"host\":\"pypi.org\",\"ports\":[443]}"),
-	    "at '/config/profiles/python/network/egress/0': additional properties 'host' not allowed");
+	refused(NET("{\"host\":\"pypi.org\",\"cidr\":\"10.0.0.0/8\",\"ports\":[443]}"),
+	    "at '/config/profiles/python/network/egress/0': 'oneOf' failed, subschemas 0, 1 matched");
+	refused(NET("{\"ports\":[443]}"),
+	    "at '/config/profiles/python/network/egress/0': missing property 'host'");
+	refused(NET("{\"host\":\"*.pypi.org\",\"ports\":[443]}"),
+	    "at '/config/profiles/python/network/egress/0/host'");
+	refused("--set egress.enabled=true --set 'egress.proxy.exemptCIDRs[0]=10.0.0.0'",
+	    "at '/egress/proxy/exemptCIDRs/0'");
+	refused("--set egress.enabled=true --set-json 'egress.proxy.hosts=[{\"ip\":\"10.0.0.1\"}]'",
+	    "at '/egress/proxy/hosts/0': missing property 'names'");
 	refused("--set egress.enabled=true --set config.profiles.python.network.ingress=x",
 	    "at '/config/profiles/python/network': additional properties 'ingress' not allowed");
 #undef NET
@@ -1195,8 +1203,9 @@ test_egress_on(void **state)
 	assert_null(at(pod, "serviceAccountName"));
 	assert_true(json_is_false(at(pod, "automountServiceAccountToken")));
 	assert_json(at(pod, "securityContext"), "{\"runAsNonRoot\": true, \"runAsUser\": 65532, "
-	    "\"runAsGroup\": 65532, \"seccompProfile\": {\"type\": \"RuntimeDefault\"}}");
-	assert_int_equal(json_array_size(at(pod, "containers")), 1);
+	    "\"runAsGroup\": 65532, \"fsGroup\": 65532, \"seccompProfile\": {\"type\": "
+	    "\"RuntimeDefault\"}}");
+	assert_int_equal(json_array_size(at(pod, "containers")), 2);
 	c = at(pod, "containers[0]");
 	assert_string_equal(str(c, "image"), "airlock.dev/egress-gate:0.1.0");
 	assert_string_equal(str(c, "imagePullPolicy"), "IfNotPresent");
@@ -1215,6 +1224,36 @@ test_egress_on(void **state)
 	    "\"readOnlyRootFilesystem\": true, \"capabilities\": {\"drop\": [\"ALL\"]}}");
 	assert_json(at(c, "resources"), "{\"requests\": {\"cpu\": \"10m\", \"memory\": \"8Mi\"}, "
 	    "\"limits\": {\"memory\": \"32Mi\"}}");
+	/*
+	 * The proxy beside it: its key from the Secret the controller signs
+	 * with, read-only, its ports none (no host entry: 443 alone, unused),
+	 * the cluster's resolver; ready when 3128 answers.
+	 */
+	c = at(pod, "containers[1]");
+	assert_string_equal(str(c, "name"), "proxy");
+	assert_string_equal(str(c, "image"), "airlock.dev/egress:0.1.0");
+	assert_json(at(c, "env"), "[{\"name\": \"EGRESS_KEY_FILE\", \"value\": "
+	    "\"/etc/airlock-egress/key\"}, {\"name\": \"EGRESS_PORTS\", \"value\": \"443\"}, "
+	    "{\"name\": \"EGRESS_DNS\", \"value\": \"\"}, {\"name\": "
+	    "\"EGRESS_EXTRA_DENIED_CIDRS\", \"value\": \"\"}, {\"name\": "
+	    "\"EGRESS_EXEMPT_CIDRS\", \"value\": \"\"}, {\"name\": \"EGRESS_MAX_SECONDS\", "
+	    "\"value\": \"3600\"}]");
+	assert_int_equal(json_integer_value(at(c, "readinessProbe.tcpSocket.port")), 3128);
+	assert_json(at(c, "securityContext"), "{\"allowPrivilegeEscalation\": false, "
+	    "\"readOnlyRootFilesystem\": true, \"capabilities\": {\"drop\": [\"ALL\"]}}");
+	assert_json(at(c, "volumeMounts"), "[{\"name\": \"run\", \"mountPath\": "
+	    "\"/run/airlock\"}, {\"name\": \"egress-key\", \"mountPath\": "
+	    "\"/etc/airlock-egress\", \"readOnly\": true}]");
+	assert_json(at(pod, "volumes"), "[{\"name\": \"run\", \"emptyDir\": {\"medium\": "
+	    "\"Memory\", \"sizeLimit\": \"4Mi\"}}, {\"name\": \"egress-key\", \"secret\": "
+	    "{\"secretName\": \"rel-airlock-egress-key\", \"defaultMode\": 288}}]");
+	/* The key: made once, 48 characters; the controller reads the same. */
+	assert_non_null(o = find(all, "Secret", "rel-airlock-egress-key"));
+	assert_int_equal(strlen(str(o, "data.key")), 64);
+	c = at(find(all, "Deployment", "rel-airlock-controller"), "spec.template.spec");
+	arg_is(at(c, "containers[0]"), "--egress-key=", "/etc/airlock-egress/key");
+	assert_string_equal(str(c, "volumes[1].secret.secretName"), "rel-airlock-egress-key");
+	assert_int_equal(json_integer_value(at(c, "securityContext.fsGroup")), 65532);
 	/* Not an Airlock-managed pod: the forgery guard would refuse it. */
 	assert_null(json_object_get(at(d, "spec.template.metadata.labels"),
 	    "app.kubernetes.io/managed-by"));
@@ -1236,11 +1275,19 @@ test_egress_on(void **state)
 	s = xasprintf("[{\"from\": [{\"namespaceSelector\": {}, \"podSelector\": {\"matchLabels\": "
 	    "{\"app.kubernetes.io/managed-by\": \"airlock-controller\", "
 	    "\"app.kubernetes.io/component\": \"execution\"}}}], \"ports\": [{\"protocol\": "
-	    "\"TCP\", \"port\": %d}, {\"protocol\": \"TCP\", \"port\": %d}]}]",
-	    PODSPEC_GATE_OPEN, PODSPEC_GATE_CLOSED);
+	    "\"TCP\", \"port\": %d}, {\"protocol\": \"TCP\", \"port\": %d}, {\"protocol\": "
+	    "\"TCP\", \"port\": %d}]}]", PODSPEC_GATE_OPEN, PODSPEC_GATE_CLOSED,
+	    PODSPEC_PROXY_PORT);
 	assert_json(at(o, "spec.ingress"), s);
 	free(s);
-	assert_json(at(o, "spec.egress"), "[]");
+	/* Out: the proxy's, public addresses on TCP, and DNS. */
+	assert_json(at(o, "spec.egress"), "[{\"to\": [{\"ipBlock\": {\"cidr\": \"0.0.0.0/0\", "
+	    "\"except\": [\"0.0.0.0/8\", \"10.0.0.0/8\", \"100.64.0.0/10\", \"127.0.0.0/8\", "
+	    "\"169.254.0.0/16\", \"172.16.0.0/12\", \"192.168.0.0/16\", \"224.0.0.0/3\"]}}], "
+	    "\"ports\": [{\"protocol\": \"TCP\"}]}, {\"to\": [{\"namespaceSelector\": "
+	    "{\"matchLabels\": {\"kubernetes.io/metadata.name\": \"kube-system\"}}, "
+	    "\"podSelector\": {\"matchLabels\": {\"k8s-app\": \"kube-dns\"}}}], \"ports\": "
+	    "[{\"protocol\": \"UDP\", \"port\": 53}, {\"protocol\": \"TCP\", \"port\": 53}]}]");
 	/* The daemons' policy is still there, beside it. */
 	assert_non_null(find(all, "NetworkPolicy", "rel-airlock-daemons"));
 	assert_int_equal(count(all, "NetworkPolicy"), 2);
@@ -1280,9 +1327,7 @@ test_egress_on(void **state)
 
 	/*
 	 * A profile's egress, into the config as the controller reads it
-	 * (ctl_config.c). The config still refuses a well-formed list until
-	 * the start gate is in (docs/network.md); any other refusal, or
-	 * another list, is the chart's fault.
+	 * (ctl_config.c): any refusal, or another list, is the chart's fault.
 	 */
 	all = render("--set egress.enabled=true --set-json 'config.profiles.python.network="
 	    "{\"egress\":[{\"cidr\":\"10.20.0.0/16\",\"ports\":[5432,5433]}]}'");
@@ -1301,9 +1346,37 @@ test_egress_on(void **state)
 		assert_int_equal(p->egress[0].ports[1], 5433);
 		assert_int_equal(ctl_config_profile(cfg, "node")->negress, 0);
 		ctl_config_free(cfg);
-	} else if (strstr(err.message, "profiles.python.network.egress (1 entry): egress is "
-	    "not enforced from a pod's start yet") == NULL)
+	} else
 		fail_msg("the controller refuses the chart's egress: %s\n%s", err.message, conf);
+	json_decref(all);
+
+	/*
+	 * Host entries: their ports are the proxy's (each once); the
+	 * operator's names, resolvers, ranges and way out reach it.
+	 */
+	all = render("--set egress.enabled=true --set-json 'config.profiles.python.network="
+	    "{\"egress\":[{\"host\":\"pypi.org\",\"ports\":[443]},{\"cidr\":\"10.20.0.0/16\","
+	    "\"ports\":[5432]}]}' --set-json 'config.profiles.node.network={\"egress\":[{\"host\":"
+	    "\"a.example.com\",\"ports\":[8443,443]}]}' --set-json 'egress.proxy.hosts=[{\"ip\":"
+	    "\"10.9.0.5\",\"names\":[\"a.example.com\",\"b.example.com\"]}]' "
+	    "--set 'egress.proxy.dnsServers={10.96.0.10}' --set 'egress.proxy.exemptCIDRs={10.9.0.5/32}' "
+	    "--set-json 'egress.proxy.egressTo=[{\"to\":[{\"ipBlock\":{\"cidr\":\"10.9.0.5/32\"}}]}]'");
+	conf = str(find(all, "ConfigMap", "rel-airlock-controller"), "data.config\\.yaml");
+	if (ctl_config_parse(conf, strlen(conf), "chart config", &cfg, &err) != 0)
+		fail_msg("the controller refuses the chart's host entries: %s\n%s", err.message, conf);
+	assert_string_equal(ctl_config_profile(cfg, "python")->egress[0].host, "pypi.org");
+	ctl_config_free(cfg);
+	c = at(find(all, "Deployment", "rel-airlock-egress-gate"), "spec.template.spec");
+	assert_string_equal(str(c, "containers[1].env[1].value"), "443 8443");
+	assert_string_equal(str(c, "containers[1].env[2].value"), "10.96.0.10");
+	assert_json(at(c, "containers[1].env[3]"), "{\"name\": \"EGRESS_HOSTS_FILE\", "
+	    "\"value\": \"/etc/airlock-egress-hosts/hosts\"}");
+	assert_string_equal(str(c, "containers[1].env[5].value"), "10.9.0.5/32");
+	assert_string_equal(str(c, "volumes[2].configMap.name"), "rel-airlock-egress-gate-hosts");
+	assert_string_equal(str(find(all, "ConfigMap", "rel-airlock-egress-gate-hosts"),
+	    "data.hosts"), "10.9.0.5 a.example.com b.example.com\n");
+	assert_json(at(find(all, "NetworkPolicy", "rel-airlock-egress-gate"), "spec.egress[2]"),
+	    "{\"to\": [{\"ipBlock\": {\"cidr\": \"10.9.0.5/32\"}}]}");
 	json_decref(all);
 
 	/* A class made by the operator: named everywhere, not made here. */

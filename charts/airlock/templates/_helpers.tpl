@@ -149,3 +149,26 @@ scheduling:
 {{- define "airlock.gateName" -}}
 {{- printf "%s-egress-gate" (include "airlock.fullname" .) | trunc 63 | trimSuffix "-" -}}
 {{- end -}}
+
+{{/* The Secret holding the egress proxy's key (execution/egress_token.h). */}}
+{{- define "airlock.egressKeyName" -}}
+{{- printf "%s-egress-key" (include "airlock.fullname" .) | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+
+{{/*
+The TCP ports of every profile's host entries, space-separated and in
+order: the proxy takes no other (its `ports` acl). "" when none.
+*/}}
+{{- define "airlock.egressPorts" -}}
+{{- $ports := list -}}
+{{- range $name, $p := .Values.config.profiles -}}
+{{- range (dig "network" "egress" list $p) -}}
+{{- if .host -}}
+{{- range .ports -}}
+{{- $ports = append $ports (int .) -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+{{- $ports | uniq | sortAlpha | join " " -}}
+{{- end -}}
