@@ -238,8 +238,10 @@ egress_config_walk(struct yamlwalk *w, yaml_node_t *net, const char *at,
 void
 egress_free(struct ctl_egress *e, size_t n)
 {
-	for (size_t i = 0; i < n; i++)
+	for (size_t i = 0; i < n; i++) {
 		free(e[i].cidr);
+		free(e[i].host);
+	}
 	free(e);
 }
 
@@ -282,13 +284,40 @@ egress_policy(const struct ctl_egress *e, size_t n, json_t *md)
 
 #define SPEC_AT	"spec.network.egress"
 
+int
+egress_json_ports(json_t *ports, const char *at, struct ctl_egress *e,
+    struct k8s_error *err)
+{
+	json_t *v;
+	size_t j, l;
+
+	if (!json_is_array(ports) || json_array_size(ports) == 0 ||
+	    json_array_size(ports) > CTL_EGRESS_PORTS_MAX)
+		return k8s_error_set(err, K8S_EINVAL, 0, NULL, "%s.ports: must "
+		    "be a list of 1 to %d ports", at, CTL_EGRESS_PORTS_MAX);
+	json_array_foreach(ports, j, v) {
+		json_int_t port = json_integer_value(v);
+
+		if (!json_is_integer(v) || port < 1 || port > 65535)
+			return k8s_error_set(err, K8S_EINVAL, 0, NULL, "%s.ports"
+			    "[%zu]: not a port from 1 to 65535", at, j);
+		for (l = 0; l < e->nports; l++)
+			if (e->ports[l] == (int)port)
+				return k8s_error_set(err, K8S_EINVAL, 0, NULL,
+				    "%s.ports[%zu]: %d is given twice", at, j,
+				    (int)port);
+		e->ports[e->nports++] = (int)port;
+	}
+	return 0;
+}
+
 /* Entry i of spec.network.egress (x, borrowed) into e (zeroed). */
 static int
 spec_entry(json_t *x, size_t i, struct ctl_egress *e, struct k8s_error *err)
 {
-	json_t *c, *ports, *v;
+	char here[64];
+	json_t *c, *v;
 	const char *k;
-	size_t j, l;
 	int rc;
 
 	if (!json_is_object(x))
@@ -314,26 +343,8 @@ spec_entry(json_t *x, size_t i, struct ctl_egress *e, struct k8s_error *err)
 		    e->addr >> 16 & 255, e->addr >> 8 & 255, e->addr & 255,
 		    e->prefix);
 	e->cidr = xstrdup(json_string_value(c));
-	ports = json_object_get(x, "ports");
-	if (!json_is_array(ports) || json_array_size(ports) == 0 ||
-	    json_array_size(ports) > CTL_EGRESS_PORTS_MAX)
-		return k8s_error_set(err, K8S_EINVAL, 0, NULL, SPEC_AT
-		    "[%zu].ports: must be a list of 1 to %d ports", i,
-		    CTL_EGRESS_PORTS_MAX);
-	json_array_foreach(ports, j, v) {
-		json_int_t port = json_integer_value(v);
-
-		if (!json_is_integer(v) || port < 1 || port > 65535)
-			return k8s_error_set(err, K8S_EINVAL, 0, NULL, SPEC_AT
-			    "[%zu].ports[%zu]: not a port from 1 to 65535", i, j);
-		for (l = 0; l < e->nports; l++)
-			if (e->ports[l] == (int)port)
-				return k8s_error_set(err, K8S_EINVAL, 0, NULL,
-				    SPEC_AT "[%zu].ports[%zu]: %d is given twice",
-				    i, j, (int)port);
-		e->ports[e->nports++] = (int)port;
-	}
-	return 0;
+	snprintf(here, sizeof(here), SPEC_AT "[%zu]", i);
+	return egress_json_ports(json_object_get(x, "ports"), here, e, err);
 }
 
 int

@@ -64,7 +64,16 @@ int egress_effective(const struct ctl_profile *p, json_t *network,
     struct ctl_egress **out, size_t *n, struct k8s_error *err)
     __attribute__((warn_unused_result));
 
-/* Free a list of n entries (NULL, 0 is fine). */
+/*
+ * An entry's JSON ports (borrowed; at is the entry's field path, such as
+ * "spec.network.egress[1]") into e->ports: a list of 1 to
+ * CTL_EGRESS_PORTS_MAX ports from 1 to 65535, none twice. K8S_EINVAL
+ * naming the field ("AT.ports[2]: 443 is given twice").
+ */
+int egress_json_ports(json_t *ports, const char *at, struct ctl_egress *e,
+    struct k8s_error *err) __attribute__((warn_unused_result));
+
+/* Free a list of n entries and their strings (NULL, 0 is fine). */
 void egress_free(struct ctl_egress *e, size_t n);
 
 /*
