@@ -41,7 +41,7 @@ TESTLIBS = $(eval TESTLIBS := $$(call pkgcheck,$$(call pkg,--libs,cmocka),cmocka
 #
 #   operator/    Kubernetes client, informers, queues: knows no CodeExecution
 #   execution/   what a CodeExecution is (cx.h), its pod, config, log, result
-#   controller/ node-agent/ cli/   one program each, on the two above
+#   controller/ node-agent/ cli/ proxy/   one program each, on the two above
 #
 # tests/support is on the path of the tests alone; tests and benchmarks
 # may reach every layer.
@@ -50,8 +50,9 @@ INC_execution	= $(INC_operator) -Iexecution
 INC_controller	= $(INC_execution) -Icontroller
 INC_node-agent	= $(INC_execution) -Inode-agent
 INC_cli		= $(INC_execution) -Icli
-INC_tests	= $(INC_execution) -Icontroller -Inode-agent -Icli -Itests/support
-INC_bench	= $(INC_execution) -Icontroller -Inode-agent -Icli
+INC_proxy	= $(INC_execution) -Iproxy
+INC_tests	= $(INC_execution) -Icontroller -Inode-agent -Icli -Iproxy -Itests/support
+INC_bench	= $(INC_execution) -Icontroller -Inode-agent -Icli -Iproxy
 CPPFLAGS = -D_GNU_SOURCE $(INC_$(firstword $(subst /, ,$(<)))) $(PKG_CFLAGS)
 
 # Object trees are per flavour so a sanitizer build never mixes with a plain one.
@@ -63,15 +64,17 @@ EX_LIB	 = $(B)/libexecution.a
 CTL_LIB	 = $(B)/libcontroller.a
 AG_LIB	 = $(B)/libnode-agent.a
 CLI_LIB	 = $(B)/libcli.a
+PX_LIB	 = $(B)/libproxy.a
 lib_obj	 = $(patsubst %.c,$(B)/%.o,$(filter-out $(1)/main.c,$(wildcard $(1)/*.c)))
 OP_OBJ	 = $(call lib_obj,operator)
 EX_OBJ	 = $(call lib_obj,execution)
 CTL_OBJ	 = $(call lib_obj,controller)
 AG_OBJ	 = $(call lib_obj,node-agent)
 CLI_OBJ	 = $(call lib_obj,cli) $(B)/gen/values.o
+PX_OBJ	 = $(call lib_obj,proxy)
 # What a test links: every program's library, then the layers (a static
 # library is searched once, so each comes after what uses it).
-ALL_LIBS = $(CTL_LIB) $(AG_LIB) $(CLI_LIB) $(EX_LIB) $(OP_LIB)
+ALL_LIBS = $(CTL_LIB) $(AG_LIB) $(CLI_LIB) $(PX_LIB) $(EX_LIB) $(OP_LIB)
 
 SUP_SRC	 = $(wildcard tests/support/*.c)
 SUP_OBJ	 = $(SUP_SRC:%.c=$(B)/%.o)
@@ -102,7 +105,8 @@ BENCH_BIN = $(BENCH_SRC:bench/%.c=$(B)/bench/%)
 
 # Binaries: bin/ for the plain flavour, the flavour's own bin/ otherwise.
 BIN_DIR	?= bin
-BINS	 = $(BIN_DIR)/airlock-controller $(BIN_DIR)/airlock-node-agent $(BIN_DIR)/airlock
+BINS	 = $(BIN_DIR)/airlock-controller $(BIN_DIR)/airlock-node-agent $(BIN_DIR)/airlock \
+	   $(BIN_DIR)/airlock-egress $(BIN_DIR)/airlock-egress-log
 
 # Objects are never removed as intermediates: an incremental make check
 # (the ASan flavour's test objects were) rebuilds only what changed.
@@ -138,6 +142,7 @@ $(EX_LIB): $(EX_OBJ)
 $(CTL_LIB): $(CTL_OBJ)
 $(AG_LIB): $(AG_OBJ)
 $(CLI_LIB): $(CLI_OBJ)
+$(PX_LIB): $(PX_OBJ)
 $(ALL_LIBS):
 	@rm -f $@
 	ar rcs $@ $^
@@ -153,6 +158,15 @@ $(BIN_DIR)/airlock-node-agent: $(B)/node-agent/main.o $(AG_LIB) $(EX_LIB) $(OP_L
 $(BIN_DIR)/airlock: $(B)/cli/main.o $(CLI_LIB) $(EX_LIB) $(OP_LIB)
 	@mkdir -p $(@D)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+
+# The egress proxy's two programs, one binary: the mode is argv[0]'s name
+# (Squid's logfile_daemon gives no arguments of ours) or the first one.
+$(BIN_DIR)/airlock-egress: $(B)/proxy/main.o $(PX_LIB) $(EX_LIB) $(OP_LIB)
+	@mkdir -p $(@D)
+	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+
+$(BIN_DIR)/airlock-egress-log: $(BIN_DIR)/airlock-egress
+	ln -sf airlock-egress $@
 
 $(B)/tests/unit/%: $(B)/tests/unit/%.o $(SUP_OBJ) $(ALL_LIBS)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS) $(TESTLIBS)
