@@ -29,7 +29,12 @@
 
 #define EGRESS_KEY_MIN		32	/* bytes of the shared key */
 #define EGRESS_KEY_MAX		4096
-#define EGRESS_USER_MAX		(16 * 1024)	/* base64url claims */
+/*
+ * The base64url claims: a header of about 5.6 KiB, which Squid passes to
+ * its helper twice a line (header and tag); a profile of many long host
+ * names may not fit, and its execution ends StartFailed saying so.
+ */
+#define EGRESS_USER_MAX		4096
 #define EGRESS_PASS_LEN		64	/* hex HMAC-SHA256 */
 
 /* What a pass says. Its hosts each have host set, cidr NULL. */

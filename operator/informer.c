@@ -34,7 +34,6 @@ struct informer {
 	size_t			 writes;	/* cache writes since the last compaction */
 	struct watch		*watch;
 	struct watch_stats	 stats;		/* of watches already freed */
-	long long		 ok_at;		/* of the watch last freed */
 	pthread_t		 thread;
 };
 
@@ -584,7 +583,6 @@ informer_stop(struct informer *inf)
 	free(inf->last_rv);
 	inf->last_rv = watch_resource_version(inf->watch);
 	watch_get_stats(inf->watch, &ws);
-	inf->ok_at = watch_ok_at(inf->watch);
 	inf->stats.connects += ws.connects;
 	inf->stats.relists += ws.relists;
 	inf->stats.expired += ws.expired;
@@ -763,17 +761,6 @@ informer_get_stats(struct informer *inf, struct watch_stats *out)
 	out->relists += ws.relists;
 	out->expired += ws.expired;
 	out->bookmarks += ws.bookmarks;
-}
-
-long long
-informer_ok_at(struct informer *inf)
-{
-	long long at;
-
-	pthread_mutex_lock(&inf->lock);
-	at = inf->watch ? watch_ok_at(inf->watch) : inf->ok_at;
-	pthread_mutex_unlock(&inf->lock);
-	return at;
 }
 
 void

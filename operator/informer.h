@@ -131,13 +131,6 @@ json_t *informer_by_index(struct informer *inf, const char *value);
 /* The watch's counters (connects, relists, 410s, bookmarks). */
 void informer_get_stats(struct informer *inf, struct watch_stats *out);
 
-/*
- * When its watch was last known to work (watch_ok_at()), for a health
- * check: "synced, and heard from within N s". While stopped: as it was
- * at the stop. 0 before the first list.
- */
-long long informer_ok_at(struct informer *inf);
-
 /* Stops it if running, then frees. NULL is fine. */
 void informer_free(struct informer *inf);
 

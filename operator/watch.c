@@ -137,9 +137,6 @@ struct watch {
 	pthread_cond_t		 cond;		/* backoff sleeps wait on it */
 	char			*rv;
 	struct watch_stats	 stats;
-	/* With lock: a 2xx watch response is open; when one last ended. */
-	int			 streaming;
-	long long		 ok_at;		/* mono ms; 0: never */
 	long long		 next_tick;	/* mono ms */
 
 	/* Per connection, touched only by the run thread. */
@@ -252,17 +249,6 @@ watch_get_stats(struct watch *w, struct watch_stats *out)
 	pthread_mutex_unlock(&w->lock);
 }
 
-long long
-watch_ok_at(struct watch *w)
-{
-	long long at;
-
-	pthread_mutex_lock(&w->lock);
-	at = w->streaming ? clock_mono_ms() : w->ok_at;
-	pthread_mutex_unlock(&w->lock);
-	return at;
-}
-
 static void
 set_rv(struct watch *w, const char *rv)
 {
@@ -369,11 +355,6 @@ stream_header(char *p, size_t size, size_t n, void *arg)
 
 		if (sp)
 			w->status = strtol(sp + 1, NULL, 10);
-		if (w->status >= 200 && w->status < 300) {
-			pthread_mutex_lock(&w->lock);
-			w->streaming = 1;
-			pthread_mutex_unlock(&w->lock);
-		}
 	}
 	return len;
 }
@@ -478,11 +459,6 @@ watch_once(struct watch *w, const char *rv)
 		if (msg->msg == CURLMSG_DONE && msg->easy_handle == h)
 			cc = msg->data.result;
 	curl_multi_remove_handle(w->multi, h);
-	pthread_mutex_lock(&w->lock);
-	if (w->streaming)
-		w->ok_at = clock_mono_ms();
-	w->streaming = 0;
-	pthread_mutex_unlock(&w->lock);
 
 	if (atomic_load(&w->stop)) {
 		rc = K8S_ECANCELED;
@@ -536,7 +512,6 @@ watch_run(struct watch *w, const char *start_rv)
 			set_rv(w, rv);
 			pthread_mutex_lock(&w->lock);
 			w->stats.relists++;
-			w->ok_at = clock_mono_ms();
 			pthread_mutex_unlock(&w->lock);
 		}
 		rc = watch_once(w, rv);

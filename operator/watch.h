@@ -106,15 +106,6 @@ void watch_stop(struct watch *w);
 /* The last resourceVersion seen, or NULL. Caller frees. Any thread. */
 char *watch_resource_version(struct watch *w);
 
-/*
- * When the watch was last known to work, in clock_mono_ms() terms: now
- * while a watch response is open (its 2xx status came, the stream has not
- * ended), else when the last one ended or the last relist succeeded; 0
- * if neither happened yet. A silent dead peer counts as open until curl's
- * low-speed limit (timeout_seconds + 30 s) cuts it. Any thread.
- */
-long long watch_ok_at(struct watch *w);
-
 /* Counters for tests and metrics. Any thread. */
 struct watch_stats {
 	unsigned long	connects;	/* watch requests made */

@@ -6,8 +6,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "acl.h"
+#include "base64.h"
 
 static const struct {
 	const char	*name;
@@ -77,10 +79,17 @@ all_digits(const char *s, size_t min, size_t max)
 	return n >= min && n <= max && strspn(s, "0123456789") == n;
 }
 
+/* "-" (absent) as NULL. */
+static const char *
+given(const char *s)
+{
+	return strcmp(s, "-") == 0 ? NULL : s;
+}
+
 int
 acl_parse_line(char *line, size_t len, struct acl_request *rq)
 {
-	char *f[7], *p = line;
+	char *f[8], *p = line;
 	int n = 0;
 
 	memset(rq, 0, sizeof(*rq));
@@ -95,7 +104,7 @@ acl_parse_line(char *line, size_t len, struct acl_request *rq)
 	for (;;) {
 		char *sp = strchr(p, ' ');
 
-		if (n < 7)
+		if (n < 8)
 			f[n] = p;
 		n++;
 		if (sp == NULL)
@@ -106,24 +115,25 @@ acl_parse_line(char *line, size_t len, struct acl_request *rq)
 	if (!all_digits(f[0], 1, 9))
 		return -1;
 	rq->channel = f[0];
-	if (n != 7)
+	if (n != 8)
 		return -1;
-	for (int i = 1; i < 7; i++)
+	for (int i = 1; i < 8; i++)
 		if (f[i][0] == '\0' || unescape(f[i]) != 0)
 			return -1;
-	if (!all_digits(f[3], 1, 5) || (rq->port = atoi(f[3])) < 1 ||
+	if (!all_digits(f[4], 1, 5) || (rq->port = atoi(f[4])) < 1 ||
 	    rq->port > 65535)
 		return -1;
-	if (strcmp(f[6], "connect") == 0)
+	if (strcmp(f[7], "connect") == 0)
 		rq->stage = ACL_STAGE_CONNECT;
-	else if (strcmp(f[6], "tls") == 0)
+	else if (strcmp(f[7], "tls") == 0)
 		rq->stage = ACL_STAGE_TLS;
 	else
 		return -1;
-	rq->src = f[1];
-	rq->method = f[5];
-	rq->sni = host_norm(f[4]);
-	return (rq->dst = host_norm(f[2])) == NULL ? -1 : 0;
+	rq->auth = given(f[1]);
+	rq->tag = given(f[2]);
+	rq->method = f[6];
+	rq->sni = host_norm(f[5]);
+	return (rq->dst = host_norm(f[3])) == NULL ? -1 : 0;
 }
 
 int
@@ -150,45 +160,26 @@ acl_ip_literal(const char *host)
 	}
 }
 
-int
-acl_src_addr(const char *src, uint32_t *addr)
-{
-	struct in_addr in;
-
-	if (strncmp(src, "::ffff:", 7) == 0)
-		src += 7;
-	if (inet_pton(AF_INET, src, &in) != 1)
-		return -1;
-	*addr = ntohl(in.s_addr);
-	return 0;
-}
-
 static int
-listed(const struct egress_grant *g, const char *host, int port)
+listed(const struct egress_claims *c, const char *host, int port)
 {
-	for (size_t i = 0; i < g->nhosts; i++) {
-		if (strcmp(g->hosts[i].host, host) != 0)
+	for (size_t i = 0; i < c->nhosts; i++) {
+		if (strcmp(c->hosts[i].host, host) != 0)
 			continue;
-		for (size_t j = 0; j < g->hosts[i].nports; j++)
-			if (g->hosts[i].ports[j] == port)
+		for (size_t j = 0; j < c->hosts[i].nports; j++)
+			if (c->hosts[i].ports[j] == port)
 				return 1;
 	}
 	return 0;
 }
 
-enum acl_reason
-acl_decide(const struct acl_request *rq, const struct egress_grant *g,
-    int ambiguous, int stale)
+/* The decision for rq on an execution's claims c. */
+static enum acl_reason
+decide(const struct acl_request *rq, const struct egress_claims *c)
 {
-	if (stale)
-		return ACL_STALE;
-	if (ambiguous)
-		return ACL_AMBIGUOUS;
-	if (g == NULL)
-		return ACL_NO_EXECUTION;
 	if (acl_ip_literal(rq->dst))
 		return ACL_IP_LITERAL;
-	if (!listed(g, rq->dst, rq->port))
+	if (!listed(c, rq->dst, rq->port))
 		return ACL_NOT_IN_LIST;
 	if (rq->stage == ACL_STAGE_TLS && rq->sni == NULL)
 		return ACL_NO_SNI;
@@ -214,19 +205,86 @@ put_kv(char *out, size_t off, const char *key, const char *v)
 	return off;
 }
 
+/*
+ * rq's pass: from its header into *buf (new, "USER:PASS"), or from its
+ * tag; user, ulen, pass, plen point into one of them. ACL_OK, ACL_NO_PASS
+ * or ACL_BAD_PASS; *from_auth when it came from the header.
+ */
+static enum acl_reason
+pass_of(const struct acl_request *rq, char **buf, const char **user,
+    size_t *ulen, const char **pass, size_t *plen, int *from_auth)
+{
+	const char *sep;
+	size_t len;
+
+	*buf = NULL;
+	*from_auth = rq->auth != NULL;
+	if (rq->auth != NULL) {
+		if (strncasecmp(rq->auth, "Basic ", 6) != 0 ||
+		    base64_decode(rq->auth + 6, strlen(rq->auth + 6), buf,
+		    &len) != 0)
+			return ACL_BAD_PASS;
+		*user = *buf;
+		sep = memchr(*buf, ':', len);
+	} else if (rq->tag != NULL) {
+		*user = rq->tag;
+		len = strlen(rq->tag);
+		sep = strrchr(rq->tag, '.');
+	} else
+		return ACL_NO_PASS;
+	if (sep == NULL)
+		return ACL_BAD_PASS;
+	*ulen = (size_t)(sep - *user);
+	*pass = sep + 1;
+	*plen = len - *ulen - 1;
+	return ACL_OK;
+}
+
+size_t
+acl_answer(const struct acl_request *rq, const unsigned char *key,
+    size_t keylen, long long now, char out[ACL_REPLY_MAX])
+{
+	char tag[EGRESS_USER_MAX + EGRESS_PASS_LEN + 2], *buf;
+	const char *user = NULL, *pass = NULL, *why;
+	struct egress_claims c = { 0 };
+	size_t ulen = 0, plen = 0, n;
+	int from_auth, checked = 0;
+	enum acl_reason r;
+
+	r = pass_of(rq, &buf, &user, &ulen, &pass, &plen, &from_auth);
+	if (r == ACL_OK && egress_token_check(user, ulen, pass, plen, now, key,
+	    keylen, &c, &why) != 0)
+		r = strcmp(why, "expired") == 0 ? ACL_EXPIRED : ACL_BAD_PASS;
+	else if (r == ACL_OK) {
+		checked = 1;
+		r = decide(rq, &c);
+	}
+	/* Checked, so it fits: at most EGRESS_USER_MAX and the HMAC. */
+	if (r == ACL_OK && from_auth)
+		snprintf(tag, sizeof(tag), "%.*s.%.*s", (int)ulen, user,
+		    (int)plen, pass);
+	n = acl_format_reply(out, rq->channel, r, checked ? &c : NULL,
+	    r == ACL_OK && from_auth ? tag : NULL);
+	egress_claims_free(&c);
+	free(buf);
+	return n;
+}
+
 size_t
 acl_format_reply(char out[ACL_REPLY_MAX], const char *channel,
-    enum acl_reason r, const struct egress_grant *g)
+    enum acl_reason r, const struct egress_claims *c, const char *tag)
 {
 	size_t off;
 
 	off = (size_t)snprintf(out, ACL_REPLY_MAX, "%s%s%s", channel,
 	    channel[0] ? " " : "", r == ACL_OK ? "OK" : "ERR");
-	if (g != NULL && reasons[r].names) {
-		off = put_kv(out, off, "uid", g->uid);
-		off = put_kv(out, off, "ns", g->ns);
-		off = put_kv(out, off, "name", g->name);
+	if (c != NULL && reasons[r].names) {
+		off = put_kv(out, off, "uid", c->uid);
+		off = put_kv(out, off, "ns", c->ns);
+		off = put_kv(out, off, "name", c->name);
 	}
+	if (r == ACL_OK && tag != NULL)
+		off = put_kv(out, off, "clt_conn_tag", tag);
 	if (r != ACL_OK)
 		off = put_kv(out, off, "reason", acl_reason_name(r));
 	out[off++] = '\n';

@@ -2,7 +2,6 @@
  * aclserve.c - see aclserve.h.
  */
 #include <errno.h>
-#include <fcntl.h>
 #include <poll.h>
 #include <string.h>
 #include <unistd.h>
@@ -11,13 +10,14 @@
 #include "log.h"
 
 void
-aclserve_init(struct aclserve *s, const struct aclserve_source *src,
-    int out, const char *ready_file)
+aclserve_init(struct aclserve *s, const unsigned char *key, size_t keylen,
+    long long (*now)(void), int out)
 {
 	memset(s, 0, sizeof(*s));
-	s->src = *src;
+	s->key = key;
+	s->keylen = keylen;
+	s->now = now;
 	s->out = out;
-	s->ready_file = ready_file;
 	lines_init(&s->in, ACL_LINE_MAX);
 }
 
@@ -51,12 +51,13 @@ on_line(void *arg, char *line, size_t len, int too_long)
 	if (too_long) {
 		log_debug("acl: request past the cap", "bytes=%zu", len);
 		n = acl_format_reply(out, cut_channel(line, len),
-		    ACL_BAD_REQUEST, NULL);
+		    ACL_BAD_REQUEST, NULL, NULL);
 	} else if (acl_parse_line(line, len, &rq) != 0) {
 		log_debug("acl: malformed request", "bytes=%zu", len);
-		n = acl_format_reply(out, rq.channel, ACL_BAD_REQUEST, NULL);
+		n = acl_format_reply(out, rq.channel, ACL_BAD_REQUEST, NULL,
+		    NULL);
 	} else
-		n = s->src.answer(s->src.arg, &rq, out);
+		n = acl_answer(&rq, s->key, s->keylen, s->now(), out);
 	return lines_write(s->out, out, n);
 }
 
@@ -66,64 +67,23 @@ aclserve_feed(struct aclserve *s, const char *data, size_t n)
 	return lines_feed(&s->in, data, n, on_line, s);
 }
 
-static void
-set_ready(struct aclserve *s, int ready)
-{
-	int fd;
-
-	if (ready) {
-		fd = open(s->ready_file, O_WRONLY | O_CREAT | O_TRUNC |
-		    O_CLOEXEC, 0644);
-		if (fd < 0) {
-			log_error("cannot create the ready file", "errno=%d",
-			    errno);
-			return;
-		}
-		close(fd);
-		log_info("egress grants synced: ready");
-	} else {
-		if (unlink(s->ready_file) != 0 && errno != ENOENT)
-			log_error("cannot remove the ready file", "errno=%d",
-			    errno);
-		log_warn("egress grants stale: not ready");
-	}
-	s->ready = ready;
-}
-
-void
-aclserve_readiness(struct aclserve *s)
-{
-	int ready;
-
-	if (s->ready_file == NULL)
-		return;
-	ready = !s->src.stale(s->src.arg);
-	if (ready != s->ready)
-		set_ready(s, ready);
-}
-
 int
 aclserve_run(struct aclserve *s, int in)
 {
 	char chunk[65536];
 	int rc = 0;
 
-	/* Not there until this process says so: a restart starts unready. */
-	if (s->ready_file != NULL)
-		(void)unlink(s->ready_file);
 	for (;;) {
-		struct pollfd p = { .fd = in, .events = POLLIN };
-		ssize_t r;
+		ssize_t r = read(in, chunk, sizeof(chunk));
 
-		aclserve_readiness(s);
-		if (poll(&p, 1, 1000) < 0 && errno != EINTR) {
-			rc = -1;
-			break;
-		}
-		if (p.revents == 0)
+		if (r < 0 && errno == EAGAIN) {
+			/* A non-blocking stdin: wait for it, never spin. */
+			struct pollfd p = { .fd = in, .events = POLLIN };
+
+			(void)poll(&p, 1, -1);
 			continue;
-		r = read(in, chunk, sizeof(chunk));
-		if (r < 0 && (errno == EINTR || errno == EAGAIN))
+		}
+		if (r < 0 && errno == EINTR)
 			continue;
 		if (r <= 0) {
 			rc = r == 0 ? 0 : -1;
@@ -135,7 +95,5 @@ aclserve_run(struct aclserve *s, int in)
 			break;
 		}
 	}
-	if (s->ready_file != NULL && s->ready)
-		(void)unlink(s->ready_file);
 	return rc;
 }

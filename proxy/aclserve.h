@@ -1,10 +1,7 @@
 /*
  * aclserve.h - the ACL helper's loop: Squid's requests on one fd, one
- * reply each on another (acl.h has the protocol), and the ready file the
- * pod's readiness probe checks.
- *
- * Reading never waits on the API: the answers come from a source that
- * only looks at memory (grants.h), kept up to date by its own thread.
+ * reply each on another (acl.h has the protocol). The answers need
+ * nothing but the key and the clock: no API, nothing to wait for.
  */
 #ifndef AIRLOCK_ACLSERVE_H
 #define AIRLOCK_ACLSERVE_H
@@ -12,27 +9,17 @@
 #include "acl.h"
 #include "lines.h"
 
-/* Where answers come from: grants.h in the helper, a stand-in in tests. */
-struct aclserve_source {
-	/* The reply to rq (a parsed request) into out; its length. */
-	size_t	(*answer)(void *arg, const struct acl_request *rq,
-		    char out[ACL_REPLY_MAX]);
-	/* Whether the answers are stale (the ready file goes). */
-	int	(*stale)(void *arg);
-	void	*arg;
-};
-
 struct aclserve {
-	struct aclserve_source	 src;
+	const unsigned char	*key;	/* the passes' key, borrowed */
+	size_t			 keylen;
+	long long		(*now)(void);	/* Unix seconds */
 	int			 out;
 	struct lines		 in;
-	const char		*ready_file;	/* NULL: none */
-	int			 ready;		/* the file is there */
 };
 
-/* src is copied; ready_file (may be NULL) borrowed. */
-void aclserve_init(struct aclserve *s, const struct aclserve_source *src,
-    int out, const char *ready_file);
+/* key is borrowed; now is the clock (time(NULL), or a test's). */
+void aclserve_init(struct aclserve *s, const unsigned char *key,
+    size_t keylen, long long (*now)(void), int out);
 void aclserve_free(struct aclserve *s);
 
 /*
@@ -45,15 +32,8 @@ int aclserve_feed(struct aclserve *s, const char *data, size_t n)
     __attribute__((warn_unused_result));
 
 /*
- * Create the ready file (empty) when the source is not stale, remove it
- * when it is; a no-op without one. Logged when it changes.
- */
-void aclserve_readiness(struct aclserve *s);
-
-/*
  * Serve in until its end (0) or an error (-1: reading in or writing out
- * failed), checking readiness at least every second. The ready file is
- * removed on the way out.
+ * failed).
  */
 int aclserve_run(struct aclserve *s, int in);
 

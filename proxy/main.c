@@ -2,9 +2,9 @@
  * airlock-egress - the two programs the egress proxy's Squid runs
  * (docs/network-proxy-research.md), one binary:
  *
- *   airlock-egress acl --grants-namespace NS [--ready-file PATH]
- *       [--kubeconfig FILE] [--log-level LEVEL]
- *     the external ACL helper (aclserve.h, grants.h)
+ *   airlock-egress acl --key-file FILE [--log-level LEVEL]
+ *     the external ACL helper (aclserve.h, acl.h), checking each
+ *     request's pass under the key in FILE (egress_token.h)
  *   airlock-egress-log [PATH]  or  airlock-egress log [PATH]
  *     the logfile daemon (accesslog.h), writing the audit records to PATH
  *     (appended), or to stdout for "-" or none
@@ -21,85 +21,63 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/auxv.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "accesslog.h"
 #include "aclserve.h"
 #include "daemon.h"
-#include "grants.h"
+#include "egress_token.h"
 #include "log.h"
 
 static void
 usage(void)
 {
 	fprintf(stderr,
-	    "usage: airlock-egress acl --grants-namespace NS [--ready-file PATH]\n"
-	    "           [--kubeconfig FILE] [--log-level LEVEL]\n"
+	    "usage: airlock-egress acl --key-file FILE [--log-level LEVEL]\n"
 	    "       airlock-egress log [PATH]   (or as airlock-egress-log [PATH])\n");
 	exit(2);
 }
 
-static size_t
-answer(void *arg, const struct acl_request *rq, char out[ACL_REPLY_MAX])
+static long long
+now(void)
 {
-	return grants_answer(arg, rq, out);
-}
-
-static int
-stale(void *arg)
-{
-	return grants_stale(arg);
+	return (long long)time(NULL);
 }
 
 static int
 acl_main(int argc, char **argv)
 {
 	static const struct option longopts[] = {
-		{ "grants-namespace", required_argument, NULL, 'n' },
-		{ "ready-file", required_argument, NULL, 'r' },
-		{ "kubeconfig", required_argument, NULL, 'k' },
+		{ "key-file", required_argument, NULL, 'k' },
 		{ "log-level", required_argument, NULL, 'l' },
 		{ NULL, 0, NULL, 0 },
 	};
 	static const char prog[] = "airlock-egress acl";
-	const char *ns = NULL, *ready_file = NULL, *kubeconfig = NULL;
+	const char *key_file = NULL;
+	unsigned char *key;
+	struct k8s_error err;
 	struct aclserve s;
-	struct daemon d;
-	struct grants *gs;
-	sigset_t sigs;
+	size_t keylen;
 	int ch, rc;
 
 	while ((ch = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
 		switch (ch) {
-		case 'n': ns = optarg; break;
-		case 'r': ready_file = optarg; break;
-		case 'k': kubeconfig = optarg; break;
+		case 'k': key_file = optarg; break;
 		case 'l': daemon_flag_log_level(prog, optarg); break;
 		default: usage();
 		}
 	}
-	if (ns == NULL || !ns[0] || optind != argc)
+	if (key_file == NULL || optind != argc)
 		usage();
-	daemon_init(&d, prog, kubeconfig, NULL);
-	gs = grants_new(d.client, ns, 0);
-	if (grants_start(gs) != 0)
-		daemon_die(prog, 1, "cannot start the grants' watch");
-	/*
-	 * The watch's thread keeps SIGTERM blocked (daemon_init); here it
-	 * ends the helper at once: it holds nothing to flush, and Squid
-	 * closes stdin to end it in the ordinary way.
-	 */
-	sigemptyset(&sigs);
-	sigaddset(&sigs, SIGTERM);
-	sigaddset(&sigs, SIGINT);
-	pthread_sigmask(SIG_UNBLOCK, &sigs, NULL);
-	log_info("egress acl helper started", "namespace=%s", ns);
-	aclserve_init(&s, &(struct aclserve_source){ answer, stale, gs },
-	    STDOUT_FILENO, ready_file);
+	if (egress_key_load(key_file, &key, &keylen, &err) != 0)
+		daemon_die(prog, 1, "--key-file: %s", err.message);
+	signal(SIGPIPE, SIG_IGN);
+	log_info("egress acl helper started");
+	aclserve_init(&s, key, keylen, now, STDOUT_FILENO);
 	rc = aclserve_run(&s, STDIN_FILENO);
 	aclserve_free(&s);
-	grants_free(gs);
-	daemon_free(&d);
+	free(key);
 	log_info("egress acl helper stopped");
 	return rc == 0 ? 0 : 1;
 }

@@ -1408,9 +1408,10 @@ runc_class(void)
  * A second controller (config conf) and node agent, scoped to namespace
  * ns2, their logs in build/logs; netclass, unless NULL, the agent's
  * --network-runtime-class; lease_ns, unless NULL, the controller's own
- * namespace (where it finds the egress start gate). Their pids into
- * pid[0], pid[1].
+ * namespace (where it finds the egress start gate); egress_key, unless
+ * NULL, the controller's --egress-key. Their pids into pid[0], pid[1].
  */
+static const char *spawn_egress_key;
 static void
 spawn_pair(const char *ns2, const char *conf, const char *netclass,
     const char *lease_ns, pid_t pid[2])
@@ -1426,7 +1427,13 @@ spawn_pair(const char *ns2, const char *conf, const char *netclass,
 	{
 		const char *args[] = { "--config", conf, "--kubeconfig", it_env_need("KUBECONFIG_ADMIN"),
 		    "--namespace", ns2, "--no-leader-elect", "--metrics-addr", addr[0],
-		    lease_ns ? "--lease-namespace" : NULL, lease_ns, NULL };
+		    "--lease-namespace", lease_ns, "--egress-key", spawn_egress_key, NULL };
+
+		/* The optional pairs last, each cut off where it is NULL. */
+		if (lease_ns == NULL)
+			args[9] = NULL;
+		else if (spawn_egress_key == NULL)
+			args[11] = NULL;
 
 		pid[0] = it_spawn("airlock-controller", log[0], args);
 	}

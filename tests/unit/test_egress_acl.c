@@ -1,12 +1,10 @@
 /*
- * Unit tests: the egress proxy's ACL helper (proxy/acl.c, aclserve.c,
- * grants.c): Squid's request lines as 5.7 writes them, every decision,
- * the exact replies and their encoding, one write(2) per reply whatever
- * the reads' split, the line cap, the ready file, and the grants'
- * watch against a scripted API server: grants appear, move, go, clash,
- * fail to parse, and go stale.
+ * Unit tests: the egress proxy's ACL helper (proxy/acl.c, aclserve.c):
+ * Squid's request lines as 5.7 writes them, the execution's pass from
+ * the Proxy-Authorization header or the connection's tag, every
+ * decision, the exact replies and their encoding, one write(2) per reply
+ * whatever the reads' split, and the line cap.
  */
-#include <pthread.h>
 #include <setjmp.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -16,91 +14,161 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
-#include <sys/stat.h>
-#include <time.h>
 #include <unistd.h>
 #include <cmocka.h>
 
 #include "aclserve.h"
-#include "clock.h"
-#include "fakeapi.h"
-#include "grants.h"
+#include "base64.h"
+#include "egress_token.h"
+#include "xmalloc.h"
 
-static struct ctl_egress hosts[] = {
+#define NOW	1700000000LL
+static const unsigned char key[] = "0123456789abcdef0123456789abcdef";
+static const struct ctl_egress hosts[] = {
 	{ .host = "allowed.test", .ports = { 8080, 8443 }, .nports = 2 },
 	{ .host = "db.test", .ports = { 5432 }, .nports = 1 },
 };
-static struct egress_grant grant = { .uid = "0b8f-uid-a", .ns = "team-a",
-	.name = "run-x7k2p", .pod_ip = "127.0.0.1", .addr = 0x7f000001,
-	.hosts = hosts, .nhosts = 2 };
 
-/* The reply to line as the helper answers it from grant (or none). */
+/*
+ * The execution's pass as Squid hands it over: AUTH, the header's value
+ * %-encoded ("Basic%20" and base64 of USER:PASS), and TAG, "USER.PASS";
+ * one expired, one signed with another key.
+ */
+static char auth[8192], tag[8192], old_auth[8192], forged[8192];
+
+static void
+pass(long long exp, const unsigned char *k, char *a, char *t)
+{
+	struct k8s_error err;
+	char *user, p[EGRESS_PASS_LEN + 1], *up, *b64;
+
+	assert_int_equal(egress_token_make(hosts, 2, "0b8f-uid-a", "team-a",
+	    "run-x7k2p", exp, k, 32, &user, p, &err), 0);
+	up = xasprintf("%s:%s", user, p);
+	b64 = base64_encode(up, strlen(up), NULL);
+	snprintf(a, 8192, "Basic%%20%s", b64);
+	if (t != NULL)
+		snprintf(t, 8192, "%s.%s", user, p);
+	free(b64);
+	free(up);
+	free(user);
+}
+
+static int
+setup(void **state)
+{
+	(void)state;
+	pass(NOW + 60, key, auth, tag);
+	pass(NOW, key, old_auth, NULL);
+	pass(NOW + 60, (const unsigned char *)"ffffffffffffffffffffffffffffffff",
+	    forged, NULL);
+	return 0;
+}
+
+static long long
+now(void)
+{
+	return NOW;
+}
+
+/* line, its "{A}" the header and "{T}" the tag: the reply. */
 static const char *
-reply(const char *line, const struct egress_grant *g, int ambiguous,
-    int stale)
+reply(const char *fmt)
 {
 	static char out[ACL_REPLY_MAX];
 	char buf[ACL_LINE_MAX + 1];
 	struct acl_request rq;
+	size_t o = 0;
 
-	snprintf(buf, sizeof(buf), "%s", line);
-	if (acl_parse_line(buf, strlen(buf), &rq) != 0)
-		acl_format_reply(out, rq.channel, ACL_BAD_REQUEST, g);
+	for (const char *p = fmt; *p && o < sizeof(buf) - 1; p++) {
+		const char *v = strncmp(p, "{A}", 3) == 0 ? auth :
+		    strncmp(p, "{T}", 3) == 0 ? tag : strncmp(p, "{O}", 3) == 0 ?
+		    old_auth : strncmp(p, "{F}", 3) == 0 ? forged : NULL;
+
+		if (v != NULL) {
+			o += (size_t)snprintf(buf + o, sizeof(buf) - o, "%s", v);
+			p += 2;
+		} else
+			buf[o++] = *p;
+	}
+	buf[o] = '\0';
+	if (acl_parse_line(buf, o, &rq) != 0)
+		acl_format_reply(out, rq.channel, ACL_BAD_REQUEST, NULL, NULL);
 	else
-		acl_format_reply(out, rq.channel, acl_decide(&rq, g, ambiguous,
-		    stale), g);
+		acl_answer(&rq, key, 32, NOW, out);
 	return out;
 }
 
-#define OK_A	" OK uid=0b8f-uid-a ns=team-a name=run-x7k2p\n"
-#define ERR_A	" ERR uid=0b8f-uid-a ns=team-a name=run-x7k2p reason="
+#define WHO	" uid=0b8f-uid-a ns=team-a name=run-x7k2p"
+#define ERR_A	" ERR" WHO " reason="
+
+/* An OK with the header tags the connection with the pass. */
+static const char *
+ok_tagged(const char *channel)
+{
+	static char want[2 * 8192];
+
+	snprintf(want, sizeof(want), "%s OK" WHO " clt_conn_tag=%s\n", channel,
+	    tag);
+	return want;
+}
 
 static void
 test_decisions(void **state)
 {
 	static const struct { const char *line, *want; } cases[] = {
-		/* As Squid 5.7 writes them: a space after the last field. */
-		{ "1 127.0.0.1 allowed.test 8080 - GET connect ", "1" OK_A },
-		{ "0 127.0.0.1 allowed.test 8443 - CONNECT connect ", "0" OK_A },
-		{ "2 127.0.0.1 allowed.test 8443 allowed.test CONNECT tls ", "2" OK_A },
-		/* Case, one trailing dot and %-escapes are the same name. */
-		{ "3 127.0.0.1 Allowed.TEST. 8443 ALLOWED.test. CONNECT tls", "3" OK_A },
-		{ "4 127.0.0.1 %61llowed.test 8080 - GET connect", "4" OK_A },
-		{ "5 127.0.0.1 other.test 8443 - CONNECT connect", "5" ERR_A "not-in-list\n" },
-		{ "6 127.0.0.1 allowed.test 22 - GET connect", "6" ERR_A "not-in-list\n" },
-		{ "7 127.0.0.1 db.test 8080 - GET connect", "7" ERR_A "not-in-list\n" },
-		{ "8 127.0.0.1 allowed.test.. 8080 - GET connect", "8" ERR_A "not-in-list\n" },
-		{ "9 127.0.0.1 allowed.test 8443 - CONNECT tls", "9" ERR_A "no-sni\n" },
-		{ "10 127.0.0.1 allowed.test 8443 other.test CONNECT tls", "10" ERR_A "sni-mismatch\n" },
-		{ "11 127.0.0.1 allowed.test 8443 allowed.test. CONNECT tls", "11" OK_A },
-		{ "12 127.0.0.1 127.0.0.2 8443 - CONNECT connect", "12" ERR_A "ip-literal\n" },
-		{ "13 127.0.0.1 2130706434 8443 - CONNECT connect", "13" ERR_A "ip-literal\n" },
-		{ "14 127.0.0.1 [::1] 8443 - CONNECT connect", "14" ERR_A "ip-literal\n" },
-		{ "15 127.0.0.1 0x7f.0.0.1 8443 - CONNECT connect", "15" ERR_A "ip-literal\n" },
-		/* The SNI is not looked at before the tls stage. */
-		{ "16 127.0.0.1 allowed.test 8443 other.test CONNECT connect", "16" OK_A },
+		{ "5 {A} - other.test 8443 - CONNECT connect", "5" ERR_A "not-in-list\n" },
+		{ "6 {A} - allowed.test 22 - GET connect", "6" ERR_A "not-in-list\n" },
+		{ "7 {A} - db.test 8080 - GET connect", "7" ERR_A "not-in-list\n" },
+		{ "8 {A} - allowed.test.. 8080 - GET connect", "8" ERR_A "not-in-list\n" },
+		{ "9 {A} - allowed.test 8443 - CONNECT tls", "9" ERR_A "no-sni\n" },
+		{ "10 {A} - allowed.test 8443 other.test CONNECT tls", "10" ERR_A "sni-mismatch\n" },
+		{ "12 {A} - 127.0.0.2 8443 - CONNECT connect", "12" ERR_A "ip-literal\n" },
+		{ "13 {A} - 2130706434 8443 - CONNECT connect", "13" ERR_A "ip-literal\n" },
+		{ "14 {A} - [::1] 8443 - CONNECT connect", "14" ERR_A "ip-literal\n" },
+		{ "15 {A} - 0x7f.0.0.1 8443 - CONNECT connect", "15" ERR_A "ip-literal\n" },
+		/* The tag alone (Squid's own check of a spliced tunnel). */
+		{ "17 - {T} allowed.test 8443 allowed.test CONNECT connect", "17 OK" WHO "\n" },
+		{ "18 - {T} other.test 8443 other.test CONNECT connect", "18" ERR_A "not-in-list\n" },
+		/* No pass, a broken one, another key's, an old one. */
+		{ "20 - - allowed.test 8080 - GET connect", "20 ERR reason=no-pass\n" },
+		{ "21 {F} - allowed.test 8080 - GET connect", "21 ERR reason=bad-pass\n" },
+		{ "22 {O} - allowed.test 8080 - GET connect", "22 ERR reason=expired\n" },
+		{ "23 Bearer%20x - allowed.test 8080 - GET connect", "23 ERR reason=bad-pass\n" },
+		{ "24 Basic%20!! - allowed.test 8080 - GET connect", "24 ERR reason=bad-pass\n" },
+		{ "25 Basic%20eDp5 - allowed.test 8080 - GET connect", "25 ERR reason=bad-pass\n" },
+		{ "26 Basic%20eHk= - allowed.test 8080 - GET connect", "26 ERR reason=bad-pass\n" },
+		{ "27 - nodot allowed.test 8080 - GET connect", "27 ERR reason=bad-pass\n" },
+		/* The header wins over a tag: another's pass is not inherited. */
+		{ "28 {F} {T} allowed.test 8080 - GET connect", "28 ERR reason=bad-pass\n" },
 	};
 
 	(void)state;
+	/* As Squid 5.7 writes them: a space after the last field. */
+	assert_string_equal(reply("1 {A} - allowed.test 8080 - GET connect "),
+	    ok_tagged("1"));
+	assert_string_equal(reply("2 {A} {T} allowed.test 8443 allowed.test "
+	    "CONNECT tls "), ok_tagged("2"));
+	/* Case, one trailing dot and %-escapes are the same name. */
+	assert_string_equal(reply("3 {A} - Allowed.TEST. 8443 ALLOWED.test. "
+	    "CONNECT tls"), ok_tagged("3"));
+	assert_string_equal(reply("4 {A} - %61llowed.test 8080 - GET connect"),
+	    ok_tagged("4"));
+	/* The SNI is not looked at before the tls stage. */
+	assert_string_equal(reply("16 {A} - allowed.test 8443 other.test CONNECT "
+	    "connect"), ok_tagged("16"));
+	assert_string_equal(reply("11 {A} - allowed.test 8443 allowed.test. "
+	    "CONNECT tls"), ok_tagged("11"));
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-		const char *got = reply(cases[i].line, &grant, 0, 0);
+		const char *got = reply(cases[i].line);
 
 		if (strcmp(got, cases[i].want) != 0)
 			fail_msg("%s: got '%s', want '%s'", cases[i].line, got,
 			    cases[i].want);
 	}
-	assert_string_equal(reply("1 127.0.0.9 allowed.test 8080 - GET connect",
-	    NULL, 0, 0), "1 ERR reason=no-execution\n");
-	assert_string_equal(reply("1 127.0.0.1 allowed.test 8080 - GET connect",
-	    NULL, 1, 0), "1 ERR reason=ambiguous\n");
-	/* Stale comes before all: nothing the grants say is trusted. */
-	assert_string_equal(reply("1 127.0.0.1 allowed.test 8080 - GET connect",
-	    &grant, 0, 1), "1 ERR reason=stale\n");
-	assert_string_equal(reply("1 127.0.0.1 allowed.test 8080 - GET connect",
-	    NULL, 1, 1), "1 ERR reason=stale\n");
-	/* A bad request names nobody, even from a known address. */
-	assert_string_equal(reply("1 127.0.0.1 allowed.test 0 - GET connect",
-	    &grant, 0, 0), "1 ERR reason=bad-request\n");
+	/* A bad request names nobody, whatever its pass. */
+	assert_string_equal(reply("1 {A} - allowed.test 0 - GET connect"),
+	    "1 ERR reason=bad-request\n");
 }
 
 static void
@@ -108,28 +176,29 @@ test_bad_requests(void **state)
 {
 	static const struct { const char *line, *want; } cases[] = {
 		{ "", "ERR reason=bad-request\n" },
-		{ "x 127.0.0.1 a.test 80 - GET connect", "ERR reason=bad-request\n" },
-		{ "1234567890 127.0.0.1 a.test 80 - GET connect", "ERR reason=bad-request\n" },
-		{ " 1 127.0.0.1 a.test 80 - GET connect", "ERR reason=bad-request\n" },
-		{ "7 127.0.0.1 a.test 80 - GET", "7 ERR reason=bad-request\n" },
-		{ "7 127.0.0.1 a.test 80 - GET connect x", "7 ERR reason=bad-request\n" },
-		{ "7 127.0.0.1  a.test 80 - GET connect", "7 ERR reason=bad-request\n" },
-		{ "7 127.0.0.1 a.test 0 - GET connect", "7 ERR reason=bad-request\n" },
-		{ "7 127.0.0.1 a.test 65536 - GET connect", "7 ERR reason=bad-request\n" },
-		{ "7 127.0.0.1 a.test 8o - GET connect", "7 ERR reason=bad-request\n" },
-		{ "7 127.0.0.1 a.test 80 - GET ready", "7 ERR reason=bad-request\n" },
-		{ "7 127.0.0.1 - 80 - GET connect", "7 ERR reason=bad-request\n" },
-		{ "7 127.0.0.1 a%2.test 80 - GET connect", "7 ERR reason=bad-request\n" },
-		{ "7 127.0.0.1 a%zz.test 80 - GET connect", "7 ERR reason=bad-request\n" },
-		{ "7 127.0.0.1 a%00.test 80 - GET connect", "7 ERR reason=bad-request\n" },
-		{ "7 127.0.0.1 a.test 80 - GET connect%", "7 ERR reason=bad-request\n" },
+		{ "x - - a.test 80 - GET connect", "ERR reason=bad-request\n" },
+		{ "1234567890 - - a.test 80 - GET connect", "ERR reason=bad-request\n" },
+		{ " 1 - - a.test 80 - GET connect", "ERR reason=bad-request\n" },
+		{ "7 - - a.test 80 - GET", "7 ERR reason=bad-request\n" },
+		{ "7 - - a.test 80 - GET connect x", "7 ERR reason=bad-request\n" },
+		{ "7 -  - a.test 80 - GET connect", "7 ERR reason=bad-request\n" },
+		{ "7 - - a.test 0 - GET connect", "7 ERR reason=bad-request\n" },
+		{ "7 - - a.test 65536 - GET connect", "7 ERR reason=bad-request\n" },
+		{ "7 - - a.test 8o - GET connect", "7 ERR reason=bad-request\n" },
+		{ "7 - - a.test 80 - GET ready", "7 ERR reason=bad-request\n" },
+		{ "7 - - - 80 - GET connect", "7 ERR reason=bad-request\n" },
+		{ "7 - - a%2.test 80 - GET connect", "7 ERR reason=bad-request\n" },
+		{ "7 - - a%zz.test 80 - GET connect", "7 ERR reason=bad-request\n" },
+		{ "7 - - a%00.test 80 - GET connect", "7 ERR reason=bad-request\n" },
+		{ "7 - - a.test 80 - GET connect%", "7 ERR reason=bad-request\n" },
+		{ "7 Basic%00 - a.test 80 - GET connect", "7 ERR reason=bad-request\n" },
 	};
 	char buf[16] = "7 1\0 a";
 	struct acl_request rq;
 
 	(void)state;
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-		const char *got = reply(cases[i].line, &grant, 0, 0);
+		const char *got = reply(cases[i].line);
 
 		if (strcmp(got, cases[i].want) != 0)
 			fail_msg("'%s': got '%s', want '%s'", cases[i].line, got,
@@ -160,56 +229,30 @@ test_ip_literal(void **state)
 }
 
 static void
-test_src_and_encoding(void **state)
+test_encoding(void **state)
 {
-	struct egress_grant odd = { .uid = "a b", .ns = "x=y\"z",
-		.name = "%\n", .hosts = hosts, .nhosts = 1 };
+	struct egress_claims odd = { .uid = "a b", .ns = "x=y\"z",
+		.name = "%\n" };
 	char out[ACL_REPLY_MAX];
-	uint32_t a = 0;
 
 	(void)state;
-	assert_int_equal(acl_src_addr("10.1.2.3", &a), 0);
-	assert_int_equal(a, 0x0a010203);
-	assert_int_equal(acl_src_addr("::ffff:10.1.2.4", &a), 0);
-	assert_int_equal(a, 0x0a010204);
-	assert_int_equal(acl_src_addr("::1", &a), -1);
-	assert_int_equal(acl_src_addr("10.1.2", &a), -1);
 	/* Values are one token: anything but [A-Za-z0-9._-] is %XX. */
-	assert_int_equal(acl_format_reply(out, "3", ACL_NOT_IN_LIST, &odd), 60);
+	assert_int_equal(acl_format_reply(out, "3", ACL_NOT_IN_LIST, &odd,
+	    NULL), 60);
 	assert_string_equal(out, "3 ERR uid=a%20b ns=x%3Dy%22z name=%25%0A "
 	    "reason=not-in-list\n");
-	acl_format_reply(out, "", ACL_OK, NULL);
+	acl_format_reply(out, "", ACL_OK, NULL, NULL);
 	assert_string_equal(out, "OK\n");
+	/* A tag on an OK only. */
+	acl_format_reply(out, "1", ACL_NO_SNI, &odd, "u.p");
+	assert_null(strstr(out, "clt_conn_tag"));
+	acl_format_reply(out, "1", ACL_OK, NULL, "u.p");
+	assert_string_equal(out, "1 OK clt_conn_tag=u.p\n");
 	/* The table: each reason's word, OK none. */
 	assert_null(acl_reason_name(ACL_OK));
 	assert_string_equal(acl_reason_name(ACL_SNI_MISMATCH), "sni-mismatch");
-	assert_string_equal(acl_reason_name(ACL_BAD_REQUEST), "bad-request");
+	assert_string_equal(acl_reason_name(ACL_BAD_PASS), "bad-pass");
 }
-
-/* A stand-in source: the grant above for 127.0.0.1; stale on demand. */
-static int stand_in_stale;
-
-static size_t
-stand_in_answer(void *arg, const struct acl_request *rq,
-    char out[ACL_REPLY_MAX])
-{
-	uint32_t a;
-	int mine = acl_src_addr(rq->src, &a) == 0 && a == grant.addr;
-
-	(void)arg;
-	return acl_format_reply(out, rq->channel, acl_decide(rq, mine ?
-	    &grant : NULL, 0, stand_in_stale), mine ? &grant : NULL);
-}
-
-static int
-stand_in_is_stale(void *arg)
-{
-	(void)arg;
-	return stand_in_stale;
-}
-
-static const struct aclserve_source stand_in = { stand_in_answer,
-	stand_in_is_stale, NULL };
 
 /* Each packet read from a SOCK_SEQPACKET pair is one write(2). */
 static void
@@ -230,28 +273,28 @@ expect_packets(int fd, const char *const *want, size_t n)
 static void
 test_one_write_each(void **state)
 {
-	static const char in[] = "1 127.0.0.1 allowed.test 8080 - GET connect \n"
-	    "2 127.0.0.9 allowed.test 8080 - GET connect \n"
+	char *in = xasprintf("1 - %s allowed.test 8080 - GET connect \n"
+	    "2 - - allowed.test 8080 - GET connect \n"
 	    "3 bad\n"
-	    "4 127.0.0.1 other.test 8443 - CONNECT connect \n";
-	static const char *const want[] = { "1" OK_A,
-		"2 ERR reason=no-execution\n", "3 ERR reason=bad-request\n",
-		"4" ERR_A "not-in-list\n" };
+	    "4 - %s other.test 8443 - CONNECT connect \n", tag, tag);
+	const char *const want[] = { "1 OK" WHO "\n", "2 ERR reason=no-pass\n",
+		"3 ERR reason=bad-request\n", "4" ERR_A "not-in-list\n" };
+	size_t len = strlen(in);
 	int sv[2];
 
 	(void)state;
 	assert_int_equal(socketpair(AF_UNIX, SOCK_SEQPACKET, 0, sv), 0);
 	/* Every split of the stream into two reads answers the same. */
-	for (size_t cut = 0; cut <= sizeof(in) - 1; cut++) {
+	for (size_t cut = 0; cut <= len; cut++) {
 		struct aclserve s;
 
-		aclserve_init(&s, &stand_in, sv[0], NULL);
+		aclserve_init(&s, key, 32, now, sv[0]);
 		assert_int_equal(aclserve_feed(&s, in, cut), 0);
-		assert_int_equal(aclserve_feed(&s, in + cut,
-		    sizeof(in) - 1 - cut), 0);
+		assert_int_equal(aclserve_feed(&s, in + cut, len - cut), 0);
 		expect_packets(sv[1], want, 4);
 		aclserve_free(&s);
 	}
+	free(in);
 	close(sv[0]);
 	close(sv[1]);
 }
@@ -259,26 +302,27 @@ test_one_write_each(void **state)
 static void
 test_line_cap(void **state)
 {
-	static const char *const want[] = { "42 ERR reason=bad-request\n",
-		"ERR reason=bad-request\n", "5" OK_A };
-	char *big = malloc(3 * ACL_LINE_MAX);
+	const char *const want[] = { "42 ERR reason=bad-request\n",
+		"ERR reason=bad-request\n", ok_tagged("5") };
+	char *big = malloc(3 * ACL_LINE_MAX), *five;
 	struct aclserve s;
 	int sv[2];
 
 	(void)state;
 	assert_int_equal(socketpair(AF_UNIX, SOCK_SEQPACKET, 0, sv), 0);
-	aclserve_init(&s, &stand_in, sv[0], NULL);
+	aclserve_init(&s, key, 32, now, sv[0]);
 	/* A line of 2 caps, fed in three pieces: one answer, on its channel. */
 	memset(big, 'a', 3 * ACL_LINE_MAX);
-	memcpy(big, "42 127.0.0.1 ", 13);
+	memcpy(big, "42 - - a.tes", 13);
 	assert_int_equal(aclserve_feed(&s, big, ACL_LINE_MAX - 5), 0);
 	assert_int_equal(aclserve_feed(&s, big, ACL_LINE_MAX), 0);
 	assert_int_equal(aclserve_feed(&s, big, 10), 0);
 	assert_int_equal(aclserve_feed(&s, "\n", 1), 0);
 	/* One with no channel; then the stream goes on as before. */
 	assert_int_equal(aclserve_feed(&s, big + 13, ACL_LINE_MAX + 1), 0);
-	assert_int_equal(aclserve_feed(&s, "\n5 127.0.0.1 allowed.test 8080 - "
-	    "GET connect\n", 45), 0);
+	five = xasprintf("\n5 %s - allowed.test 8080 - GET connect\n", auth);
+	assert_int_equal(aclserve_feed(&s, five, strlen(five)), 0);
+	free(five);
 	expect_packets(sv[1], want, 3);
 	/* A line of exactly the cap is a line. */
 	memset(big, 'a', ACL_LINE_MAX);
@@ -294,110 +338,6 @@ test_line_cap(void **state)
 	free(big);
 }
 
-static void
-test_ready_file(void **state)
-{
-	char path[] = "/tmp/airlock-acl-ready-XXXXXX";
-	struct aclserve s;
-	struct stat st;
-	int fd = mkstemp(path);
-
-	(void)state;
-	close(fd);
-	unlink(path);
-	aclserve_init(&s, &stand_in, -1, path);
-	stand_in_stale = 1;
-	aclserve_readiness(&s);
-	assert_int_equal(stat(path, &st), -1);
-	stand_in_stale = 0;
-	aclserve_readiness(&s);
-	assert_int_equal(stat(path, &st), 0);
-	assert_int_equal(st.st_size, 0);
-	stand_in_stale = 1;
-	aclserve_readiness(&s);
-	assert_int_equal(stat(path, &st), -1);
-	stand_in_stale = 0;
-	aclserve_free(&s);
-}
-
-/* ---- the grants' watch, against a scripted API server ---- */
-
-#define CM(uid, ip, hostjson) "{\"metadata\":{\"name\":\"airlock-egress-" uid \
-	"\",\"namespace\":\"airlock\",\"resourceVersion\":\"1\"},\"data\":{\"uid\":\"" \
-	uid "\",\"namespace\":\"team-a\",\"name\":\"run-" uid "\",\"podIP\":\"" ip \
-	"\",\"hosts\":\"[{\\\"host\\\":\\\"" hostjson "\\\",\\\"ports\\\":[443]}]\"}}"
-#define EV(type, obj) "{\"type\":\"" type "\",\"object\":" obj "}\n"
-
-static const char *
-ask(struct grants *gs, const char *src)
-{
-	static char out[ACL_REPLY_MAX];
-	char line[128];
-	struct acl_request rq;
-
-	snprintf(line, sizeof(line), "1 %s a.test 443 - CONNECT connect", src);
-	assert_int_equal(acl_parse_line(line, strlen(line), &rq), 0);
-	grants_answer(gs, &rq, out);
-	return out;
-}
-
-/* Wait (at most 5 s) until src is answered want. */
-static void
-await(struct grants *gs, const char *src, const char *want)
-{
-	long long end = clock_mono_ms() + 5000;
-
-	while (strcmp(ask(gs, src), want) != 0 && clock_mono_ms() < end)
-		nanosleep(&(struct timespec){ 0, 5 * 1000000L }, NULL);
-	assert_string_equal(ask(gs, src), want);
-}
-
-static void
-test_grants_watch(void **state)
-{
-	struct fakeapi *api = fakeapi_start();
-	struct k8s_config *cfg = fakeapi_config(api, NULL);
-	struct k8s_client *c;
-	struct k8s_error err;
-	struct grants *gs;
-
-	(void)state;
-	assert_int_equal(k8s_client_new(cfg, NULL, &c, &err), 0);
-	/* a at .5; b does not parse (an upper-case host): skipped. */
-	fakeapi_push(api, 200, NULL, "{\"metadata\":{\"resourceVersion\":\"10\"},"
-	    "\"items\":[" CM("a", "10.0.0.5", "a.test") "," CM("b", "10.0.0.7",
-	    "A.test") "]}", 0);
-	/* a moves to .6, where c appears too: ambiguous. */
-	fakeapi_push(api, 200, NULL, EV("MODIFIED", CM("a", "10.0.0.6", "a.test"))
-	    EV("ADDED", CM("c", "10.0.0.6", "a.test")), FAKEAPI_HOLD);
-	/* c goes; then a quiet watch that does not answer: stale. */
-	fakeapi_push(api, 200, NULL, EV("DELETED", CM("c", "10.0.0.6", "a.test")),
-	    FAKEAPI_HOLD);
-	fakeapi_push(api, 200, NULL, "", FAKEAPI_HOLD);
-	gs = grants_new(c, "airlock", 2000);
-	assert_string_equal(ask(gs, "10.0.0.5"), "1 ERR reason=stale\n");
-	assert_int_equal(grants_start(gs), 0);
-	await(gs, "10.0.0.5", "1 OK uid=a ns=team-a name=run-a\n");
-	assert_int_equal(grants_len(gs), 1);
-	assert_string_equal(ask(gs, "10.0.0.7"), "1 ERR reason=no-execution\n");
-	assert_string_equal(fakeapi_request(api, 0), "GET /api/v1/namespaces/"
-	    "airlock/configmaps?labelSelector=app.kubernetes.io%2Fcomponent%3D"
-	    "egress-grant&limit=500");
-	fakeapi_release(api);
-	await(gs, "10.0.0.6", "1 ERR reason=ambiguous\n");
-	assert_string_equal(ask(gs, "10.0.0.5"), "1 ERR reason=no-execution\n");
-	fakeapi_release(api);
-	await(gs, "10.0.0.6", "1 OK uid=a ns=team-a name=run-a\n");
-	assert_int_equal(grants_len(gs), 1);
-	/* The watch now answers nothing: stale within 2 s and a bit. */
-	await(gs, "10.0.0.6", "1 ERR reason=stale\n");
-	assert_true(grants_stale(gs));
-	grants_free(gs);
-	k8s_client_free(c);
-	k8s_config_free(cfg);
-	fakeapi_stop(api);
-}
-
 int
 main(void)
 {
@@ -405,13 +345,11 @@ main(void)
 		cmocka_unit_test(test_decisions),
 		cmocka_unit_test(test_bad_requests),
 		cmocka_unit_test(test_ip_literal),
-		cmocka_unit_test(test_src_and_encoding),
+		cmocka_unit_test(test_encoding),
 		cmocka_unit_test(test_one_write_each),
 		cmocka_unit_test(test_line_cap),
-		cmocka_unit_test(test_ready_file),
-		cmocka_unit_test(test_grants_watch),
 	};
 
 	signal(SIGPIPE, SIG_IGN);	/* Squid gone is an error, not a death */
-	return cmocka_run_group_tests(tests, NULL, NULL);
+	return cmocka_run_group_tests(tests, setup, NULL);
 }

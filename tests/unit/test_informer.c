@@ -538,54 +538,6 @@ test_synced_after_handlers(void **state)
 	fakeapi_stop(api);
 }
 
-/*
- * informer_ok_at, the egress helper's staleness: moved by the list and by
- * each watch response that came (the fake answers a watch whole, so a
- * held one is a watch that is not answering), not while one is held.
- */
-static void
-test_ok_at(void **state)
-{
-	struct fakeapi *api = fakeapi_start();
-	struct k8s_config *cfg = fakeapi_config(api, NULL);
-	struct log l = { .lock = PTHREAD_MUTEX_INITIALIZER };
-	struct informer_opts io = { .res = &k8s_res_configmaps, .ns = "ns1",
-	    .backoff_initial_ms = 20 };
-	struct informer_handlers h = { on_add, on_update, on_delete, &l };
-	struct k8s_client *c;
-	struct k8s_error err;
-	struct informer *inf;
-	long long t0, t1, t2;
-
-	(void)state;
-	assert_int_equal(k8s_client_new(cfg, NULL, &c, &err), 0);
-	fakeapi_push(api, 200, NULL, "{\"metadata\":{\"resourceVersion\":\"10\"},"
-	    "\"items\":[" ITEM("a", "1") "]}", 0);
-	fakeapi_push(api, 200, NULL, "", FAKEAPI_HOLD);
-	fakeapi_push(api, 200, NULL, "", 2000);
-	inf = informer_new(c, &io, &h);
-	assert_true(informer_ok_at(inf) == 0);
-	t0 = clock_mono_ms();
-	assert_int_equal(informer_start(inf), 0);
-	assert_int_equal(informer_wait_synced(inf, 3000), 0);
-	assert_int_equal(fakeapi_wait_count(api, 2, 3000), 2);
-	t1 = informer_ok_at(inf);
-	assert_true(t1 >= t0 && t1 <= clock_mono_ms());
-	nanosleep(&(struct timespec){ 0, 200 * 1000000L }, NULL);
-	assert_true(informer_ok_at(inf) == t1);
-	fakeapi_release(api);
-	assert_int_equal(fakeapi_wait_count(api, 3, 3000), 3);
-	t2 = informer_ok_at(inf);
-	assert_true(t2 >= t1 + 200);
-	/* Stopped: as it was at the stop. */
-	informer_stop(inf);
-	assert_true(informer_ok_at(inf) >= t2);
-	informer_free(inf);
-	k8s_client_free(c);
-	k8s_config_free(cfg);
-	fakeapi_stop(api);
-}
-
 int
 main(void)
 {
@@ -599,7 +551,6 @@ main(void)
 		cmocka_unit_test(test_concurrent_stop),
 		cmocka_unit_test(test_transform),
 		cmocka_unit_test(test_synced_after_handlers),
-		cmocka_unit_test(test_ok_at),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
