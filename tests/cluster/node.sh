@@ -106,9 +106,17 @@ node_build() {
 	# Airlock's own daemons, once `make` has built them (the chart's
 	# tests run them in the cluster).
 	CONTROLLER_IMAGE= CONTROLLER_IMAGE_TAR= NODE_AGENT_IMAGE= NODE_AGENT_IMAGE_TAR=
+	EGRESS_IMAGE= EGRESS_IMAGE_TAR=
 	if [ -x "$root/bin/airlock-controller" ] && [ -x "$root/bin/airlock-node-agent" ]; then
 		out=$(AIRLOCK_BIN="$root/bin" "$root/images/build.sh" controller node-agent) ||
 			die "images/build.sh failed for the daemons"
+		eval "$(grep -E '^[A-Z_]+_IMAGE(_TAR)?=[^ ]+$' <<<"$out")"
+	fi
+	# The egress proxy (Squid and airlock-egress), for the e2e tier's
+	# host entries.
+	if [ -x "$root/bin/airlock-egress" ]; then
+		out=$(AIRLOCK_BIN="$root/bin" "$root/images/build.sh" egress) ||
+			die "images/build.sh failed for the egress proxy"
 		eval "$(grep -E '^[A-Z_]+_IMAGE(_TAR)?=[^ ]+$' <<<"$out")"
 	fi
 }
@@ -378,7 +386,8 @@ import_images() {
 			"$RUNNER_NODE_IMAGE_TAR" "$RUNNER_BASH_IMAGE_TAR" \
 			"$RUNNER_PYTHON_DATA_IMAGE_TAR" "$EGRESS_GATE_IMAGE_TAR" \
 			${CONTROLLER_IMAGE_TAR:+"$CONTROLLER_IMAGE_TAR"} \
-			${NODE_AGENT_IMAGE_TAR:+"$NODE_AGENT_IMAGE_TAR"}; do
+			${NODE_AGENT_IMAGE_TAR:+"$NODE_AGENT_IMAGE_TAR"} \
+			${EGRESS_IMAGE_TAR:+"$EGRESS_IMAGE_TAR"}; do
 			ctr --address "$CONTAINERD_SOCK" -n k8s.io images import \
 				--snapshotter overlayfs "$tar" >>"$logs/image-import.log" 2>&1 ||
 				{ echo "$tar" >"$node/import-failed"; exit 1; }
@@ -705,6 +714,7 @@ RUNNER_NODE_IMAGE=$RUNNER_NODE_IMAGE
 RUNNER_BASH_IMAGE=$RUNNER_BASH_IMAGE
 RUNNER_PYTHON_DATA_IMAGE=$RUNNER_PYTHON_DATA_IMAGE
 EGRESS_GATE_IMAGE=$EGRESS_GATE_IMAGE
+EGRESS_IMAGE=$EGRESS_IMAGE
 CONTROLLER_IMAGE=$CONTROLLER_IMAGE
 NODE_AGENT_IMAGE=$NODE_AGENT_IMAGE
 NODE_COUNT=$NODE_COUNT

@@ -36,6 +36,7 @@
 #include "itutil.h"
 #include "artifacts.h"
 #include "base64.h"
+#include "xmalloc.h"
 
 #ifndef E2E_WARM
 #define E2E_WARM 0
@@ -1924,6 +1925,333 @@ test_egress_cidr(void **state)
 	unlink(conf);
 }
 
+/*
+ * Host entries (docs/network.md): the egress proxy in the gate pod,
+ * names from a hosts file (the test cluster has no DNS). allowed.test is
+ * pod a (exempt from the proxy's private ranges), denied.test pod a too
+ * but not in the list, rebind.test pod b (in the list, a private
+ * address), meta.test the metadata address (in the list). The program
+ * reaches allowed.test over HTTP and over TLS with its SNI, and nothing
+ * else: not a, directly; not a name outside its list, nor an address
+ * literal, nor a name that resolves inward, nor a TLS name other than
+ * the one it asked for, nor a port outside its list; not without its
+ * pass, nor with a forged one. Every decision is in the proxy's audit.
+ */
+#define HOST_SERVER "import http.server, os, socketserver, ssl, sys, threading\n" \
+	"open('/tmp/c.pem', 'w').write(os.environ['CERT'])\n" \
+	"open('/tmp/k.pem', 'w').write(os.environ['KEY'])\n" \
+	"class H(http.server.BaseHTTPRequestHandler):\n" \
+	"    def do_GET(self):\n" \
+	"        b = ('%s host=%s sni=%s' % (sys.argv[1], self.headers.get('Host'),\n" \
+	"             getattr(self.request, 'sni', '-'))).encode()\n" \
+	"        self.send_response(200); self.send_header('Content-Length', str(len(b)))\n" \
+	"        self.end_headers(); self.wfile.write(b)\n" \
+	"    def log_message(self, *a): pass\n" \
+	"class S(socketserver.ThreadingMixIn, http.server.HTTPServer): daemon_threads = True\n" \
+	"h = S(('0.0.0.0', 8080), H); t = S(('0.0.0.0', 8443), H)\n" \
+	"ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER); ctx.load_cert_chain('/tmp/c.pem', '/tmp/k.pem')\n" \
+	"def cb(sock, name, c): sock.sni = name or '-'\n" \
+	"ctx.sni_callback = cb\n" \
+	"t.socket = ctx.wrap_socket(t.socket, server_side=True)\n" \
+	"threading.Thread(target=h.serve_forever, daemon=True).start()\n" \
+	"t.serve_forever()\n"
+
+#define HOST_CLIENT "import base64, json, os, socket, ssl, sys, urllib.error, urllib.parse, urllib.request\n" \
+	"u = urllib.parse.urlsplit(os.environ['HTTPS_PROXY'])\n" \
+	"good = 'Basic ' + base64.b64encode(('%s:%s' % (u.username, u.password)).encode()).decode()\n" \
+	"bad = 'Basic ' + base64.b64encode(('%s:%s' % (u.username, '0' * 64)).encode()).decode()\n" \
+	"def tls(target, port, sni, auth=good):\n" \
+	"    s = socket.create_connection((u.hostname, u.port), timeout=10)\n" \
+	"    h = 'CONNECT %s:%d HTTP/1.1\\r\\nHost: %s:%d\\r\\n' % (target, port, target, port)\n" \
+	"    if auth: h += 'Proxy-Authorization: %s\\r\\n' % auth\n" \
+	"    s.sendall((h + '\\r\\n').encode())\n" \
+	"    if b' 200 ' not in s.recv(4096).split(b'\\r\\n')[0]: return 'refused'\n" \
+	"    c = ssl.create_default_context(); c.check_hostname = False; c.verify_mode = ssl.CERT_NONE\n" \
+	"    try:\n" \
+	"        t = c.wrap_socket(s, server_hostname=sni)\n" \
+	"        t.sendall(('GET / HTTP/1.1\\r\\nHost: %s\\r\\nConnection: close\\r\\n\\r\\n' % target).encode())\n" \
+	"        r = b''\n" \
+	"        while True:\n" \
+	"            d = t.recv(4096)\n" \
+	"            if not d: break\n" \
+	"            r += d\n" \
+	"    except (OSError, ssl.SSLError):\n" \
+	"        return 'refused'\n" \
+	"    head, _, body = r.partition(b'\\r\\n\\r\\n')\n" \
+	"    code = head.split(b' ')[1].decode() if head else 'none'\n" \
+	"    return body.decode() if code == '200' else code\n" \
+	"def http(url):\n" \
+	"    try: return urllib.request.urlopen(url, timeout=10).read().decode()\n" \
+	"    except urllib.error.HTTPError as e: return str(e.code)\n" \
+	"    except OSError as e: return 'error'\n" \
+	"def direct(ip):\n" \
+	"    s = socket.socket(); s.settimeout(2)\n" \
+	"    try: s.connect((ip, 8080)); return 'open'\n" \
+	"    except OSError: return 'fail'\n" \
+	"    finally: s.close()\n" \
+	"out = {'http': http('http://allowed.test:8080/'), 'tls': tls('allowed.test', 8443, 'allowed.test')}\n" \
+	"if sys.argv[2] == 'all':\n" \
+	"    out.update({'denied': tls('denied.test', 8443, 'denied.test'),\n" \
+	"        'literal': tls(sys.argv[1], 8443, None), 'rebind': tls('rebind.test', 8443, 'rebind.test'),\n" \
+	"        'meta': http('http://meta.test:8080/'), 'port': http('http://allowed.test:9999/'),\n" \
+	"        'sni': tls('allowed.test', 8443, 'denied.test'), 'nopass': tls('allowed.test', 8443, 'allowed.test', None),\n" \
+	"        'forged': tls('allowed.test', 8443, 'allowed.test', bad), 'direct': direct(sys.argv[1])})\n" \
+	"print(json.dumps(out, sort_keys=True))\n"
+
+/* Pods a and b in np_ns serving HOST_SERVER (cert and key in PEM). */
+static void
+host_pods_start(struct np_pod *pods, size_t n, const char *cert, const char *key)
+{
+	struct k8s_error err;
+
+	for (size_t i = 0; i < n; i++) {
+		json_t *o = json_pack("{s:s, s:s, s:{s:s}, s:{s:s, s:b, s:I,"
+		    " s:{s:b, s:I, s:I, s:{s:s}},"
+		    " s:[{s:s, s:s, s:[s, s, s, s], s:[{s:s, s:s}, {s:s, s:s}],"
+		    " s:{s:b, s:{s:[s]}}}]}}",
+		    "apiVersion", "v1", "kind", "Pod", "metadata", "name", pods[i].name,
+		    "spec", "runtimeClassName", "airlock-e2e-runc",
+		    "automountServiceAccountToken", 0, "terminationGracePeriodSeconds", (json_int_t)0,
+		    "securityContext", "runAsNonRoot", 1, "runAsUser", (json_int_t)65532,
+		    "runAsGroup", (json_int_t)65532, "seccompProfile", "type", "RuntimeDefault",
+		    "containers", "name", "serve", "image", it_env_need("RUNNER_PYTHON_IMAGE"),
+		    "command", "python3", "-c", HOST_SERVER, pods[i].name,
+		    "env", "name", "CERT", "value", cert, "name", "KEY", "value", key,
+		    "securityContext", "allowPrivilegeEscalation", 0, "capabilities", "drop", "ALL");
+
+		if (o == NULL || k8s_create(c, &k8s_res_pods, np_ns, o, NULL, &err) != 0)
+			fail_msg("create pod %s: %s", pods[i].name, o ? err.message : "json_pack");
+		json_decref(o);
+	}
+	for (size_t i = 0; i < n; i++)
+		if (!it_wait_for(np_running, &pods[i], 120000))
+			fail_msg("pod %s is not Running with an IP after 120 s", pods[i].name);
+}
+
+/*
+ * The gate pod with the egress proxy beside the gate, as the chart runs
+ * them: the key from Secret egress-key, the names from ConfigMap
+ * egress-hosts, ports and the exempt range as given; no resolver.
+ */
+static void
+proxy_gate_pod_start(struct np_pod *g, const char *ports, const char *exempt)
+{
+	struct k8s_error err;
+	json_t *o = json_pack("{s:s, s:s, s:{s:s, s:{s:s}}, s:{s:s, s:b, s:I,"
+	    " s:{s:b, s:I, s:I, s:I, s:{s:s}},"
+	    " s:[{s:s, s:s, s:[s, s, s, s], s:{s:b, s:b, s:{s:[s]}}},"
+	    "    {s:s, s:s, s:[{s:s, s:s}, {s:s, s:s}, {s:s, s:s}, {s:s, s:s}, {s:s, s:s}],"
+	    "     s:{s:{s:i}, s:i}, s:{s:b, s:b, s:{s:[s]}},"
+	    "     s:[{s:s, s:s}, {s:s, s:s, s:b}, {s:s, s:s, s:b}]}],"
+	    " s:[{s:s, s:{s:s}}, {s:s, s:{s:s, s:i}}, {s:s, s:{s:s}}]}}",
+	    "apiVersion", "v1", "kind", "Pod",
+	    "metadata", "name", g->name, "labels", PODSPEC_GATE_LABEL,
+	    PODSPEC_GATE_COMPONENT,
+	    "spec", "runtimeClassName", "airlock-e2e-runc",
+	    "automountServiceAccountToken", 0, "terminationGracePeriodSeconds", (json_int_t)0,
+	    "securityContext", "runAsNonRoot", 1, "runAsUser", (json_int_t)65532,
+	    "runAsGroup", (json_int_t)65532, "fsGroup", (json_int_t)65532,
+	    "seccompProfile", "type", "RuntimeDefault",
+	    "containers", "name", "gate", "image", it_env_need("EGRESS_GATE_IMAGE"),
+	    "command", "/gate", "--serve", "8181", "8182",
+	    "securityContext", "allowPrivilegeEscalation", 0, "readOnlyRootFilesystem", 1,
+	    "capabilities", "drop", "ALL",
+	    "name", "proxy", "image", it_env_need("EGRESS_IMAGE"),
+	    "env", "name", "EGRESS_KEY_FILE", "value", "/etc/airlock-egress/key",
+	    "name", "EGRESS_PORTS", "value", ports,
+	    "name", "EGRESS_DNS", "value", "127.0.0.1",
+	    "name", "EGRESS_HOSTS_FILE", "value", "/etc/airlock-egress-hosts/hosts",
+	    "name", "EGRESS_EXEMPT_CIDRS", "value", exempt,
+	    "readinessProbe", "tcpSocket", "port", PODSPEC_PROXY_PORT, "periodSeconds", 1,
+	    "securityContext", "allowPrivilegeEscalation", 0, "readOnlyRootFilesystem", 1,
+	    "capabilities", "drop", "ALL",
+	    "volumeMounts", "name", "run", "mountPath", "/run/airlock",
+	    "name", "key", "mountPath", "/etc/airlock-egress", "readOnly", 1,
+	    "name", "hosts", "mountPath", "/etc/airlock-egress-hosts", "readOnly", 1,
+	    "volumes", "name", "run", "emptyDir", "medium", "Memory",
+	    "name", "key", "secret", "secretName", "egress-key", "defaultMode", 288,
+	    "name", "hosts", "configMap", "name", "egress-hosts");
+
+	if (o == NULL || k8s_create(c, &k8s_res_pods, np_ns, o, NULL, &err) != 0)
+		fail_msg("create the gate pod: %s", o ? err.message : "json_pack");
+	json_decref(o);
+	if (!it_wait_for(np_running, g, 120000))
+		fail_msg("the gate pod is not Running with an IP after 120 s");
+}
+
+/* The proxy's audit records (its container's log) for execution uid. */
+static char *
+proxy_audit(const char *gate, const char *uid)
+{
+	char *cmd = NULL, *out, *errout, *recs = xstrdup(""), *line, *save = NULL;
+
+	if (asprintf(&cmd, "'%s' --kubeconfig '%s' -n '%s' logs '%s' -c proxy",
+	    it_env_need("KUBECTL"), it_env_need("KUBECONFIG_ADMIN"), np_ns, gate) < 0)
+		fail_msg("out of memory");
+	if (it_sh(cmd, &out, &errout) != 0)
+		fail_msg("kubectl logs %s: %s", gate, errout);
+	for (line = strtok_r(out, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+		json_t *r = json_loads(line, 0, NULL);
+		const char *ru = json_string_value(json_object_get(r, "uid"));
+		char *next;
+
+		if (r && strcmp(json_string_value(json_object_get(r, "kind")) ?
+		    json_string_value(json_object_get(r, "kind")) : "", "CodeExecutionEgress") == 0 &&
+		    (ru ? strcmp(ru, uid) == 0 : strcmp(uid, "") == 0)) {
+			next = xasprintf("%s%s %s:%lld %s %s %s\n", recs,
+			    it_str(r, "method"), it_str(r, "host"),
+			    (long long)json_integer_value(json_object_get(r, "port")),
+			    json_string_value(json_object_get(r, "sni")) ?
+			    json_string_value(json_object_get(r, "sni")) : "-",
+			    it_str(r, "decision"), json_string_value(json_object_get(r,
+			    "reason")) ? json_string_value(json_object_get(r, "reason")) : "-");
+			free(recs);
+			recs = next;
+		}
+		json_decref(r);
+	}
+	free(cmd);
+	free(out);
+	free(errout);
+	return recs;
+}
+
+static void
+test_egress_host(void **state)
+{
+	struct np_pod pods[] = { { "a", 0, "" }, { "b", 0, "" } };
+	struct np_pod gate = { "gate", 0, "" };
+	const char *netclass = it_env("RUNTIME_CLASS_NET");
+	char conf[] = "/tmp/airlock-e2e-egress-XXXXXX", keyf[] = "/tmp/airlock-e2e-key-XXXXXX";
+	char dir[] = "/tmp/airlock-e2e-cert-XXXXXX", *cmd, *cert, *pem, *err_out;
+	char *nst, *ns2, *hosts, *got, *exempt, *want;
+	static const char key[] = "e2e-egress-key-0123456789abcdef0123456789";
+	struct k8s_error err;
+	json_t *o, *st;
+	pid_t pid[2];
+	FILE *f;
+	int fd;
+
+	(void)state;
+	if (netclass == NULL || *netclass == '\0' || it_env("EGRESS_IMAGE") == NULL ||
+	    *it_env("EGRESS_IMAGE") == '\0') {
+		print_message("# skipped: no network RuntimeClass or no egress proxy image\n");
+		skip();
+	}
+	nst = it_namespace_new(c, "e2e-egress-t");
+	ns2 = it_namespace_new(c, "e2e-egress");
+	np_ns = nst;
+	runc_class();
+	/* The targets' certificate, for CN allowed.test; passed as PEM. */
+	if (mkdtemp(dir) == NULL)
+		fail_msg("mkdtemp");
+	cmd = xasprintf("openssl req -x509 -newkey rsa:2048 -nodes -days 1 -subj "
+	    "/CN=allowed.test -keyout %s/k -out %s/c 2>/dev/null && cat %s/c", dir, dir, dir);
+	if (it_sh(cmd, &cert, &err_out) != 0)
+		fail_msg("openssl: %s", err_out);
+	free(cmd);
+	free(err_out);
+	cmd = xasprintf("cat %s/k; rm -rf %s", dir, dir);
+	if (it_sh(cmd, &pem, &err_out) != 0)
+		fail_msg("cat: %s", err_out);
+	free(cmd);
+	free(err_out);
+	host_pods_start(pods, 2, cert, pem);
+	free(cert);
+	free(pem);
+	/* The proxy's key and names. */
+	o = json_pack("{s:s, s:s, s:{s:s}, s:{s:s}}", "apiVersion", "v1", "kind",
+	    "Secret", "metadata", "name", "egress-key", "stringData", "key", key);
+	if (k8s_create(c, &k8s_res_secrets, nst, o, NULL, &err) != 0)
+		fail_msg("create the key: %s", err.message);
+	json_decref(o);
+	hosts = xasprintf("%s allowed.test denied.test\n%s rebind.test\n"
+	    "169.254.169.254 meta.test\n", pods[0].ip, pods[1].ip);
+	o = json_pack("{s:s, s:s, s:{s:s}, s:{s:s}}", "apiVersion", "v1", "kind",
+	    "ConfigMap", "metadata", "name", "egress-hosts", "data", "hosts", hosts);
+	if (k8s_create(c, &k8s_res_configmaps, nst, o, NULL, &err) != 0)
+		fail_msg("create the hosts: %s", err.message);
+	json_decref(o);
+	free(hosts);
+	exempt = xasprintf("%s/32", pods[0].ip);
+	proxy_gate_pod_start(&gate, "8080 8443", exempt);
+	free(exempt);
+	if ((fd = mkstemp(keyf)) < 0 || write(fd, key, strlen(key)) != (ssize_t)strlen(key))
+		fail_msg("the key file");
+	close(fd);
+	if ((fd = mkstemp(conf)) < 0 || (f = fdopen(fd, "w")) == NULL)
+		fail_msg("mkstemp");
+	fprintf(f, "networkRuntimeClassName: %s\nprofiles:\n"
+	    "  python-net:\n    image: %s\n    command: [/airlock/bin/run, python3, main.py]\n"
+	    "    sourceFile: main.py\n"
+	    "    network: {egress: [{host: allowed.test, ports: [8080, 8443]},\n"
+	    "      {host: rebind.test, ports: [8443]}, {host: meta.test, ports: [8080]}]}\n",
+	    netclass, it_env_need("RUNNER_PYTHON_IMAGE"));
+	fclose(f);
+	spawn_egress_key = keyf;
+	spawn_pair(ns2, conf, netclass, nst, pid);
+	spawn_egress_key = NULL;
+
+	/* The profile's list: allowed.test and nothing else. */
+	o = json_pack("{s:s, s:s, s:{s:s}, s:{s:s, s:s, s:i, s:[s, s]}}",
+	    "apiVersion", "airlock.dev/v1alpha1", "kind", "CodeExecution",
+	    "metadata", "name", "hosts", "spec", "runtime", "python-net",
+	    "source", HOST_CLIENT, "timeoutSeconds", 120, "args", pods[0].ip, "all");
+	if (k8s_create(c, &cx_resource, ns2, o, NULL, &err) != 0)
+		fail_msg("create: %s", err.message);
+	json_decref(o);
+	st = it_cx_wait(c, ns2, "hosts", 180000);
+	print_message("# hosts: %s/%s in %lld ms: %s %s\n", it_str(st, "phase"),
+	    it_str(st, "reason"), it_int(st, "durationMillis"), it_str(st, "stdout"),
+	    it_str(st, "stderr"));
+	assert_string_equal(it_str(st, "phase"), "Succeeded");
+	want = xasprintf("{\"denied\": \"403\", \"direct\": \"fail\", \"forged\": \"403\", "
+	    "\"http\": \"a host=allowed.test:8080 sni=-\", \"literal\": \"403\", "
+	    "\"meta\": \"403\", \"nopass\": \"403\", \"port\": \"403\", "
+	    "\"rebind\": \"403\", \"sni\": \"refused\", "
+	    "\"tls\": \"a host=allowed.test sni=allowed.test\"}\n");
+	assert_string_equal(it_str(st, "stdout"), want);
+	free(want);
+	/* Its audit: one record a decision, named; the passless ones, not. */
+	{
+		json_t *cx = NULL;
+
+		if (k8s_get(c, &cx_resource, ns2, "hosts", &cx, &err) != 0)
+			fail_msg("get: %s", err.message);
+		got = proxy_audit("gate", k8s_obj_uid(cx));
+		print_message("# audit:\n%s", got);
+		free(got);
+		got = proxy_audit("gate", "");
+		print_message("# audit, no execution:\n%s", got);
+		free(got);
+		json_decref(cx);
+	}
+	json_decref(st);
+
+	/* Narrowed to TLS on allowed.test: plain HTTP there is refused. */
+	o = json_pack("{s:s, s:s, s:{s:s}, s:{s:s, s:s, s:i, s:[s, s], s:{s:[{s:s, s:[i]}]}}}",
+	    "apiVersion", "airlock.dev/v1alpha1", "kind", "CodeExecution",
+	    "metadata", "name", "narrowed", "spec", "runtime", "python-net",
+	    "source", HOST_CLIENT, "timeoutSeconds", 60, "args", pods[0].ip, "some",
+	    "network", "egress", "host", "allowed.test", "ports", 8443);
+	if (k8s_create(c, &cx_resource, ns2, o, NULL, &err) != 0)
+		fail_msg("create: %s", err.message);
+	json_decref(o);
+	st = it_cx_wait(c, ns2, "narrowed", 120000);
+	assert_string_equal(it_str(st, "phase"), "Succeeded");
+	assert_string_equal(it_str(st, "stdout"), "{\"http\": \"403\", "
+	    "\"tls\": \"a host=allowed.test sni=allowed.test\"}\n");
+	json_decref(st);
+	it_stop(pid[0], SIGTERM);
+	it_stop(pid[1], SIGTERM);
+	it_namespace_delete(c, ns2);
+	it_namespace_delete(c, nst);
+	free(ns2);
+	free(nst);
+	unlink(conf);
+	unlink(keyf);
+}
+
 /* A fork bomb ends, and the node runs the next execution as usual. */
 static void
 test_fork_bomb(void **state)
@@ -2695,6 +3023,7 @@ main(void)
 		COLD(cmocka_unit_test(test_isolation_refused))
 		COLD(cmocka_unit_test(test_network_policy_enforced))
 		COLD(cmocka_unit_test(test_egress_cidr))
+		COLD(cmocka_unit_test(test_egress_host))
 		cmocka_unit_test(test_fork_bomb),
 		cmocka_unit_test(test_fill_tmp),
 		COLD(cmocka_unit_test_teardown(test_sweep, sweep_teardown))
