@@ -6,6 +6,7 @@
 #                                      environment, make the throwaway bump
 #                                      certificate, exec squid in the foreground
 #   airlock-egress-entrypoint parse    render, then squid -k parse (exit: its)
+#   airlock-egress-entrypoint render   only print the squid.conf it would run
 #   airlock-egress-entrypoint ready    the readiness probe: exit 0 when squid
 #                                      listens on 3128 and the ACL helper has
 #                                      written /run/airlock/acl-synced
@@ -14,7 +15,9 @@
 set -euf
 
 RUN=/run/airlock
-TEMPLATE=/usr/local/share/airlock/squid.conf.in
+# AIRLOCK_EGRESS_TEMPLATE: for tests/unit/test_egress_entrypoint.c, which
+# renders with this tree's template on the host.
+TEMPLATE=${AIRLOCK_EGRESS_TEMPLATE:-/usr/local/share/airlock/squid.conf.in}
 PORT=3128
 DEFAULT_DENIED="0.0.0.0/8 10.0.0.0/8 100.64.0.0/10 127.0.0.0/8 169.254.0.0/16
 172.16.0.0/12 192.168.0.0/16 224.0.0.0/3 ::/128 ::1/128 fc00::/7 fe80::/10
@@ -198,7 +201,7 @@ cidrs() {
 
 # --- the environment ----------------------------------------------------
 
-# render: check every variable, write $RUN/squid.conf.
+# render: check every variable, print the squid.conf.
 render() {
 	ns=${EGRESS_GRANTS_NAMESPACE-}
 	[ -n "$ns" ] || die "EGRESS_GRANTS_NAMESPACE: not set"
@@ -269,10 +272,9 @@ render() {
 	for d in "$@" $hard; do
 		internal="$internal $(bits_cidr "$d")"
 	done
-	internal=$(printf '%s\n' $internal | sort -u | tr '\n' ' ')
+	internal=$(printf '%s\n' $internal | LC_ALL=C sort -u | tr '\n' ' ')
 
 	[ -r "$TEMPLATE" ] || die "cannot read the template '$TEMPLATE'"
-	[ -d "$RUN" ] && [ -w "$RUN" ] || die "'$RUN' is not a writable directory (the chart's emptyDir)"
 	# Every value is checked above to hold none of sed's | \ & or newline.
 	sed -e "s|@GRANTS_NAMESPACE@|$ns|g" \
 	    -e "s|@PORTS@|$(echo $ports)|g" \
@@ -280,7 +282,13 @@ render() {
 	    -e "s|@DNS@|$(echo $dns)|g" \
 	    -e "s|@HOSTS_FILE@|$hosts|g" \
 	    -e "s|@INTERNAL_CIDRS@|${internal% }|g" \
-	    "$TEMPLATE" >"$RUN/squid.conf.tmp"
+	    "$TEMPLATE"
+}
+
+# conf: render into $RUN/squid.conf.
+conf() {
+	[ -d "$RUN" ] && [ -w "$RUN" ] || die "'$RUN' is not a writable directory (the chart's emptyDir)"
+	render >"$RUN/squid.conf.tmp"
 	mv "$RUN/squid.conf.tmp" "$RUN/squid.conf"
 }
 
@@ -307,15 +315,16 @@ ready() {
 
 case ${1-run} in
 run)
-	render
+	conf
 	cert
 	exec /usr/sbin/squid -N -f "$RUN/squid.conf"
 	;;
 parse)
-	render
+	conf
 	cert
 	exec /usr/sbin/squid -k parse -f "$RUN/squid.conf"
 	;;
+render) render ;;
 ready) ready ;;
-*) echo "usage: airlock-egress-entrypoint [run|parse|ready]" >&2; exit 2 ;;
+*) echo "usage: airlock-egress-entrypoint [run|parse|render|ready]" >&2; exit 2 ;;
 esac
