@@ -12,20 +12,26 @@
 #
 # usage: images/build.sh [image ...]    (default: all but the daemons)
 #
-# controller and node-agent are Airlock's own daemons: a Debian root
-# filesystem with their shared libraries (cached by its own key), plus the
-# binary from $AIRLOCK_BIN (default: bin/ at the top of the tree). Build
-# them after `make`.
+# controller, node-agent and egress are Airlock's own daemons: a Debian
+# root filesystem with their shared libraries (cached by its own key), plus
+# the binary from $AIRLOCK_BIN (default: bin/ at the top of the tree). Build
+# them after `make`. egress is the Squid proxy of host entries
+# (docs/network-proxy-research.md), with airlock-egress as its ACL helper
+# and log daemon.
 # Prints, per image, NAME_IMAGE=<reference> and NAME_IMAGE_TAR=<archive>,
 # e.g. RUNNER_PYTHON_IMAGE=airlock.dev/runner-python:3f2a...
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 cache=${AIRLOCK_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/airlock}/images
 REGISTRY=airlock.dev
-DAEMONS=(controller node-agent)
+DAEMONS=(controller node-agent egress)
 bindir=${AIRLOCK_BIN:-$here/../bin}
 # The daemons' shared libraries (ldd bin/airlock-*), by Debian package.
 DAEMON_PACKAGES="libcurl4 libjansson4 libyaml-0-2 libmicrohttpd12"
+# The proxy: squid-openssl, not squid (the GnuTLS build, which has no
+# ssl_bump peek, so no SNI), and openssl for the throwaway certificate of
+# the bump port (egress/entrypoint.sh).
+EGRESS_PACKAGES="squid-openssl openssl"
 
 die() { echo "images/build.sh: $*" >&2; exit 1; }
 
@@ -92,11 +98,15 @@ key() {
 		  "$(apt_sources)"; suite; arch; gcc --version | head -n1
 		  runner_packages "$1"; runner_cmd "$1"; runner_env "$1"
 		  runner_purge "$1"; } | hash_of ;;
-	daemon-base)
-		{ cat "$here/build.sh" "$(apt_sources)"; suite; arch; } | hash_of ;;
+	daemon-base|egress-base)
+		{ cat "$here/build.sh" "$(apt_sources)"; suite; arch; echo "$1"; } | hash_of ;;
 	controller|node-agent)
 		[ -x "$bindir/airlock-$1" ] || die "$bindir/airlock-$1 is not built (run make)"
 		{ key daemon-base; sha256sum <"$bindir/airlock-$1"; } | hash_of ;;
+	egress)
+		[ -x "$bindir/airlock-egress" ] || die "$bindir/airlock-egress is not built (run make)"
+		{ key egress-base; cat "$here/egress/entrypoint.sh" "$here/egress/squid.conf.in"
+		  sha256sum <"$bindir/airlock-egress"; } | hash_of ;;
 	*) die "unknown image '$1' (known: ${ALL[*]} ${DAEMONS[*]})" ;;
 	esac
 }
@@ -220,18 +230,65 @@ build_runner() {
 	rm -rf "$d"
 }
 
-# The daemons' root filesystem: Essential, their libraries and CA
-# certificates, as a layer tarball cached under its own key (mmdebstrap
-# takes ~40 s; a new binary must not pay it again). Prints its path.
-daemon_base() {
-	local k out d
-	k=$(key daemon-base)
-	out=$cache/daemon-base-$k.tar
+# base_packages NAME: the Debian packages of a daemons' base on top of
+# Essential. base_purge NAME: those their Depends pull in that the image
+# never runs, purged after the install (dpkg --force-depends, as
+# runner_purge). base_prune NAME: shell lines run on the new root ($1)
+# after that, for files of packages that stay.
+base_packages() {
+	case $1 in
+	daemon-base) echo "$DAEMON_PACKAGES ca-certificates" ;;
+	egress-base) echo "$DAEMON_PACKAGES $EGRESS_PACKAGES" ;;
+	esac
+}
+# egress-base: squid-openssl depends on libdbi-perl (for log_db_daemon, a
+# helper Airlock does not use), so on the whole of perl, 48 MB of a 152 MB
+# root; and on logrotate, so on cron. Squid itself is C++ and runs neither.
+base_purge() {
+	case $1 in
+	egress-base)
+		echo "libdbi-perl perl perl-modules-5.36 libperl5.36 libgdbm-compat4" \
+		     "libgdbm6 logrotate libpopt0 cron cron-daemon-common" ;;
+	esac
+}
+# egress-base: the error pages in English only (error_directory in
+# egress/squid.conf.in; 8 MB for all 48 languages), and no pinger, which is
+# setuid root and disabled by pinger_enable off.
+base_prune() {
+	case $1 in
+	egress-base)
+		echo 'find "$1/usr/share/squid-langpack" -mindepth 1 -maxdepth 1 ! -name en -exec rm -rf {} +'
+		echo 'rm -f "$1/usr/lib/squid/pinger"' ;;
+	esac
+}
+
+# base_root NAME: the daemons' root filesystem (daemon-base: Essential,
+# their libraries and CA certificates; egress-base: the same libraries and
+# Squid), as a layer tarball cached under its own key (mmdebstrap takes
+# ~40 s; a new binary must not pay it again). Prints its path.
+base_root() {
+	local name=$1 k out d opts=()
+	# The daemons' base keeps its Recommends (what it has always had); the
+	# proxy's has none: squid-openssl's would add libcap2-bin and
+	# ca-certificates, which it never uses (it splices TLS, never verifies).
+	[ "$name" = daemon-base ] || opts=(--aptopt='Apt::Install-Recommends "false"')
+	k=$(key "$name")
+	out=$cache/$name-$k.tar
 	if [ ! -s "$out" ]; then
-		d=$(mktemp -d "$cache/.daemon-base.XXXXXX")
+		d=$(mktemp -d "$cache/.$name.XXXXXX")
+		{
+			echo '#!/bin/sh'
+			echo "want=\"$(base_purge "$name")\""
+			echo 'set -e'
+			echo 'if [ -n "$want" ]; then'
+			echo '	have=$(chroot "$1" dpkg-query -W -f="\${Package}\n" $want 2>/dev/null || :)'
+			echo '	[ -z "$have" ] || chroot "$1" dpkg --purge --force-depends $have >/dev/null'
+			echo 'fi'
+			base_prune "$name"
+		} >"$d/purge.sh"
 		mmdebstrap --quiet --variant=essential --mode=root \
 			--hook-dir=/usr/share/mmdebstrap/hooks/merged-usr \
-			--include="$DAEMON_PACKAGES ca-certificates" \
+			"${opts[@]}" --include="$(base_packages "$name")" \
 			--dpkgopt='path-exclude=/usr/share/doc/*' \
 			--dpkgopt='path-include=/usr/share/doc/*/copyright' \
 			--dpkgopt='path-exclude=/usr/share/man/*' \
@@ -239,12 +296,13 @@ daemon_base() {
 			--dpkgopt='path-exclude=/usr/share/locale/*' \
 			--customize-hook='echo "airlock:x:65532:65532:airlock:/nonexistent:/usr/sbin/nologin" >>"$1/etc/passwd"' \
 			--customize-hook='echo "airlock:x:65532:" >>"$1/etc/group"' \
+			--customize-hook="sh '$d/purge.sh' \"\$1\"" \
 			--customize-hook='rm -rf "$1"/var/cache/* "$1"/var/log/* "$1"/var/lib/apt/lists/*' \
 			"$(suite)" "$d/layer.tar" "$(apt_sources)" >"$d/mmdebstrap.log" 2>&1 ||
-			{ tail -n 40 "$d/mmdebstrap.log" >&2; rm -rf "$d"; die "mmdebstrap failed for the daemons' base"; }
+			{ tail -n 40 "$d/mmdebstrap.log" >&2; rm -rf "$d"; die "mmdebstrap failed for $name"; }
 		mv "$d/layer.tar" "$out.tmp.$$" && mv "$out.tmp.$$" "$out"
 		rm -rf "$d"
-		ls -t "$cache"/daemon-base-????????????.tar | tail -n +3 | xargs -r rm -f
+		ls -t "$cache/$name"-????????????.tar | tail -n +3 | xargs -r rm -f
 	fi
 	echo "$out"
 }
@@ -254,7 +312,7 @@ daemon_base() {
 # which its DaemonSet narrows to the capabilities it needs (the chart).
 build_daemon() {
 	local name=$1 out=$2 ref=$3 base d user
-	base=$(daemon_base)
+	base=$(base_root daemon-base)
 	d=$(mktemp -d "$cache/.$name.XXXXXX")
 	mkdir -p "$d/root/usr/local/bin"
 	strip -o "$d/root/usr/local/bin/airlock-$name" "$bindir/airlock-$name"
@@ -267,6 +325,31 @@ build_daemon() {
 	esac
 	oci_archive "$out" "$ref" "$d/layer.tar" \
 		"\"User\":\"$user\",\"Env\":[\"PATH=/usr/local/bin:/usr/bin:/bin\"],\"Entrypoint\":[\"/usr/local/bin/airlock-$name\"]"
+	rm -rf "$d"
+}
+
+# build_egress OUT REF: the proxy's base plus the stripped airlock-egress
+# (the ACL helper; through the airlock-egress-log link, Squid's log
+# daemon, which Squid starts with argv[0] "(logfile-daemon)", not the
+# link's name), the entrypoint and the squid.conf template. uid 65532, as
+# the egress-gate container beside it in the pod (images/README.md says
+# why not proxy/13).
+build_egress() {
+	local out=$1 ref=$2 base d
+	base=$(base_root egress-base)
+	d=$(mktemp -d "$cache/.egress.XXXXXX")
+	mkdir -p "$d/root/usr/local/bin" "$d/root/usr/local/share/airlock"
+	strip -o "$d/root/usr/local/bin/airlock-egress" "$bindir/airlock-egress"
+	chmod 0755 "$d/root/usr/local/bin/airlock-egress"
+	ln -s airlock-egress "$d/root/usr/local/bin/airlock-egress-log"
+	install -m 0755 "$here/egress/entrypoint.sh" "$d/root/usr/local/bin/airlock-egress-entrypoint"
+	install -m 0644 "$here/egress/squid.conf.in" "$d/root/usr/local/share/airlock/squid.conf.in"
+	cp "$base" "$d/layer.tar"
+	tar -C "$d/root" --owner=0 --group=0 --numeric-owner --mtime=@0 -rf "$d/layer.tar" \
+		usr/local/bin/airlock-egress usr/local/bin/airlock-egress-log \
+		usr/local/bin/airlock-egress-entrypoint usr/local/share/airlock
+	oci_archive "$out" "$ref" "$d/layer.tar" \
+		'"User":"65532:65532","Env":["PATH=/usr/local/bin:/usr/bin:/bin"],"ExposedPorts":{"3128/tcp":{}},"Entrypoint":["/usr/local/bin/airlock-egress-entrypoint"]'
 	rm -rf "$d"
 }
 
@@ -284,6 +367,7 @@ for name in "${images[@]}"; do
 		pause) build_pause "$out" "$ref" ;;
 		egress-gate) build_egress_gate "$out" "$ref" ;;
 		controller|node-agent) build_daemon "$name" "$out" "$ref" ;;
+		egress) build_egress "$out" "$ref" ;;
 		*) build_runner "$name" "$out" "$ref" ;;
 		esac
 		echo "images/build.sh: built $name in $((SECONDS - start)) s" >&2
