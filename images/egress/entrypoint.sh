@@ -8,8 +8,7 @@
 #   airlock-egress-entrypoint parse    render, then squid -k parse (exit: its)
 #   airlock-egress-entrypoint render   only print the squid.conf it would run
 #   airlock-egress-entrypoint ready    the readiness probe: exit 0 when squid
-#                                      listens on 3128 and the ACL helper has
-#                                      written /run/airlock/acl-synced
+#                                      listens on 3128
 #
 # A bad variable: "airlock-egress-entrypoint: NAME: why" on stderr, exit 2.
 set -euf
@@ -203,12 +202,16 @@ cidrs() {
 
 # render: check every variable, print the squid.conf.
 render() {
-	ns=${EGRESS_GRANTS_NAMESPACE-}
-	[ -n "$ns" ] || die "EGRESS_GRANTS_NAMESPACE: not set"
-	case $ns in
-	*[!a-z0-9-]* | -* | *-) die "EGRESS_GRANTS_NAMESPACE: '$ns' is not a namespace name" ;;
+	key=${EGRESS_KEY_FILE-}
+	[ -n "$key" ] || die "EGRESS_KEY_FILE: not set (the passes' key: the chart's Secret)"
+	case $key in
+	/*) ;;
+	*) die "EGRESS_KEY_FILE: '$key' is not an absolute path" ;;
 	esac
-	[ "${#ns}" -le 63 ] || die "EGRESS_GRANTS_NAMESPACE: '$ns' is longer than 63"
+	case $key in
+	*[!A-Za-z0-9._/-]*) die "EGRESS_KEY_FILE: '$key' has characters other than A-Z a-z 0-9 . _ / -" ;;
+	esac
+	[ -f "$key" ] && [ -r "$key" ] || die "EGRESS_KEY_FILE: cannot read '$key'"
 
 	ports=${EGRESS_PORTS-}
 	[ -n "$(echo $ports)" ] || die "EGRESS_PORTS: not set (the profiles' host-entry ports)"
@@ -221,11 +224,16 @@ render() {
 	decimal "$max" 2592000 && [ "$max" -ge 1 ] ||
 		die "EGRESS_MAX_SECONDS: '$max' is not a number of seconds (1..2592000)"
 
-	dns=${EGRESS_DNS-127.0.0.1}
-	[ -n "$(echo $dns)" ] || die "EGRESS_DNS: empty (unset it for 127.0.0.1: no resolver)"
+	# Unset or empty: the pod's own resolver (/etc/resolv.conf).
+	dns=$(echo ${EGRESS_DNS-})
 	for a in $dns; do
 		addr_bits "$a" >/dev/null || die "EGRESS_DNS: '$a' is not an IP address"
 	done
+	if [ -n "$dns" ]; then
+		dnsline="dns_nameservers $dns"
+	else
+		dnsline="# dns_nameservers: the pod's /etc/resolv.conf (EGRESS_DNS empty)"
+	fi
 
 	hosts=${EGRESS_HOSTS_FILE:-none}
 	if [ "$hosts" != none ]; then
@@ -276,10 +284,10 @@ render() {
 
 	[ -r "$TEMPLATE" ] || die "cannot read the template '$TEMPLATE'"
 	# Every value is checked above to hold none of sed's | \ & or newline.
-	sed -e "s|@GRANTS_NAMESPACE@|$ns|g" \
+	sed -e "s|@KEY_FILE@|$key|g" \
 	    -e "s|@PORTS@|$(echo $ports)|g" \
 	    -e "s|@MAX_SECONDS@|$max|g" \
-	    -e "s|@DNS@|$(echo $dns)|g" \
+	    -e "s|@DNS_LINE@|$dnsline|g" \
 	    -e "s|@HOSTS_FILE@|$hosts|g" \
 	    -e "s|@INTERNAL_CIDRS@|${internal% }|g" \
 	    "$TEMPLATE"
@@ -304,10 +312,9 @@ cert() {
 
 # ready: a socket listening on :3128 (IPv4 or IPv6 any address; what a
 # tcpSocket probe would prove, since the kernel completes the handshake for
-# a listening socket) and the helper's first full list of the grants.
-# No TCP client in the image (dash has no /dev/tcp), so /proc/net.
+# a listening socket). No TCP client in the image (dash has no /dev/tcp),
+# so /proc/net.
 ready() {
-	[ -f "$RUN/acl-synced" ] || { echo "not ready: no $RUN/acl-synced" >&2; exit 1; }
 	hex=$(printf '%04X' "$PORT")
 	grep -qE "^ *[0-9]+: [0-9A-F]+:$hex [0-9A-F]+:[0-9A-F]+ 0A " /proc/net/tcp /proc/net/tcp6 2>/dev/null ||
 		{ echo "not ready: nothing listens on $PORT" >&2; exit 1; }
@@ -317,6 +324,14 @@ case ${1-run} in
 run)
 	conf
 	cert
+	# The audit records: Squid gives airlock-egress-log one socket as its
+	# stdin and stdout, so it writes them to this FIFO, and cat copies
+	# them to the container's stdout. Opened read-write, cat never sees
+	# an end when a log daemon Squid restarts closes it; if cat dies, the
+	# daemon's write fails and Squid exits with it: no unaudited traffic.
+	rm -f "$RUN/audit"
+	mkfifo -m 600 "$RUN/audit"
+	cat <>"$RUN/audit" &
 	exec /usr/sbin/squid -N -f "$RUN/squid.conf"
 	;;
 parse)

@@ -98,7 +98,7 @@ expect_refused(const char *env, const char *want_err)
 	free(err);
 }
 
-#define BASE "EGRESS_GRANTS_NAMESPACE=airlock-system EGRESS_PORTS='80 443' "
+#define BASE "EGRESS_KEY_FILE=/etc/hostname EGRESS_PORTS='80 443' "
 #define FIXED "0.0.0.0/8 0:0:0:0:0:0:0:0/128 0:0:0:0:0:0:0:1/128 "
 
 /* Only the two required variables: the defaults. */
@@ -112,14 +112,16 @@ test_defaults(void **state)
 	    "fc00:0:0:0:0:0:0:0/7 fe80:0:0:0:0:0:0:0/10\n");
 	expect_line(BASE, "acl ports ", "acl ports port 80 443\n");
 	expect_line(BASE, "hosts_file ", "hosts_file none\n");
-	expect_line(BASE, "dns_nameservers ", "dns_nameservers 127.0.0.1\n");
+	expect_line(BASE, "# dns_nameservers", "# dns_nameservers: the pod's "
+	    "/etc/resolv.conf (EGRESS_DNS empty)\n");
 	expect_line(BASE, "client_lifetime ", "client_lifetime 3600 seconds\n");
 	expect_line(BASE, "external_acl_type ", "external_acl_type airlock "
 	    "ttl=0 negative_ttl=0 cache=0 concurrency=64 children-max=1 "
-	    "children-startup=1 queue-size=4096 %>a %DST %PORT %ssl::>sni %>rm "
-	    "%DATA /usr/local/bin/airlock-egress acl "
-	    "--grants-namespace=airlock-system "
-	    "--ready-file=/run/airlock/acl-synced\n");
+	    "children-startup=1 queue-size=4096 %>ha{Proxy-Authorization} "
+	    "%{clt_conn_tag}note %DST %PORT %ssl::>sni %>rm "
+	    "%DATA /usr/local/bin/airlock-egress acl --key-file=/etc/hostname\n");
+	expect_line(BASE, "access_log ", "access_log daemon:/run/airlock/audit "
+	    "airlock\n");
 	/* Nothing left unrendered. */
 	expect_line(BASE, "[^#].*@[A-Z_]*@", "");
 }
@@ -189,29 +191,30 @@ static void
 test_refused(void **state)
 {
 	(void)state;
-	expect_refused("EGRESS_PORTS=80", E "EGRESS_GRANTS_NAMESPACE: not set\n");
-	expect_refused("EGRESS_GRANTS_NAMESPACE=Airlock EGRESS_PORTS=80",
-	    E "EGRESS_GRANTS_NAMESPACE: 'Airlock' is not a namespace name\n");
-	expect_refused("EGRESS_GRANTS_NAMESPACE=a- EGRESS_PORTS=80",
-	    E "EGRESS_GRANTS_NAMESPACE: 'a-' is not a namespace name\n");
-	expect_refused("EGRESS_GRANTS_NAMESPACE=a EGRESS_PORTS=' '",
+	expect_refused("EGRESS_PORTS=80", E "EGRESS_KEY_FILE: not set (the passes' "
+	    "key: the chart's Secret)\n");
+	expect_refused("EGRESS_KEY_FILE=key EGRESS_PORTS=80",
+	    E "EGRESS_KEY_FILE: 'key' is not an absolute path\n");
+	expect_refused("EGRESS_KEY_FILE='/etc/a b' EGRESS_PORTS=80",
+	    E "EGRESS_KEY_FILE: '/etc/a b' has characters other than A-Z a-z 0-9 . _ / -\n");
+	expect_refused("EGRESS_KEY_FILE=/nonexistent/key EGRESS_PORTS=80",
+	    E "EGRESS_KEY_FILE: cannot read '/nonexistent/key'\n");
+	expect_refused("EGRESS_KEY_FILE=/etc/hostname EGRESS_PORTS=' '",
 	    E "EGRESS_PORTS: not set (the profiles' host-entry ports)\n");
-	expect_refused("EGRESS_GRANTS_NAMESPACE=a EGRESS_PORTS='80 0'",
+	expect_refused("EGRESS_KEY_FILE=/etc/hostname EGRESS_PORTS='80 0'",
 	    E "EGRESS_PORTS: '0' is not a TCP port (1..65535)\n");
-	expect_refused("EGRESS_GRANTS_NAMESPACE=a EGRESS_PORTS=65536",
+	expect_refused("EGRESS_KEY_FILE=/etc/hostname EGRESS_PORTS=65536",
 	    E "EGRESS_PORTS: '65536' is not a TCP port (1..65535)\n");
-	expect_refused("EGRESS_GRANTS_NAMESPACE=a EGRESS_PORTS=080",
+	expect_refused("EGRESS_KEY_FILE=/etc/hostname EGRESS_PORTS=080",
 	    E "EGRESS_PORTS: '080' is not a TCP port (1..65535)\n");
 	/* No glob expansion: '*' is refused as itself. */
-	expect_refused("EGRESS_GRANTS_NAMESPACE=a EGRESS_PORTS='*'",
+	expect_refused("EGRESS_KEY_FILE=/etc/hostname EGRESS_PORTS='*'",
 	    E "EGRESS_PORTS: '*' is not a TCP port (1..65535)\n");
 	expect_refused(BASE "EGRESS_MAX_SECONDS=0",
 	    E "EGRESS_MAX_SECONDS: '0' is not a number of seconds (1..2592000)\n");
 	expect_refused(BASE "EGRESS_MAX_SECONDS=99999999999",
 	    E "EGRESS_MAX_SECONDS: '99999999999' is not a number of seconds "
 	    "(1..2592000)\n");
-	expect_refused(BASE "EGRESS_DNS=",
-	    E "EGRESS_DNS: empty (unset it for 127.0.0.1: no resolver)\n");
 	expect_refused(BASE "EGRESS_DNS=10.0.0.256",
 	    E "EGRESS_DNS: '10.0.0.256' is not an IP address\n");
 	expect_refused(BASE "EGRESS_DNS=dns.example",
