@@ -1998,6 +1998,39 @@ test_egress_cidr(void **state)
 	"        'forged': tls('allowed.test', 8443, 'allowed.test', bad), 'direct': direct(sys.argv[1])})\n" \
 	"print(json.dumps(out, sort_keys=True))\n"
 
+/* Through the proxy until it fails, then a direct connect (argv[1]). */
+#define PROXY_DOWN "import socket, sys, time, urllib.request\n" \
+	"def get():\n" \
+	"    try: return urllib.request.urlopen('http://allowed.test:8080/', timeout=3).read().decode()\n" \
+	"    except Exception: return 'error'\n" \
+	"print('first', get(), flush=True)\n" \
+	"end, r = time.monotonic() + 90, 'ok'\n" \
+	"while time.monotonic() < end:\n" \
+	"    r = get()\n" \
+	"    if r == 'error': break\n" \
+	"    time.sleep(0.2)\n" \
+	"print('then', r)\n" \
+	"s = socket.socket(); s.settimeout(2)\n" \
+	"try: s.connect((sys.argv[1], 8080)); print('direct open')\n" \
+	"except OSError: print('direct fail')\n"
+
+/* Has execution "down" (in np_ns2) streamed its first line? */
+static int
+first_streamed(void *arg)
+{
+	struct k8s_error err;
+	json_t *o = NULL;
+	int ok;
+
+	(void)arg;
+	ok = k8s_get(c, &cx_resource, np_ns2, "down", &o, &err) == 0 &&
+	    strncmp(json_string_value(json_object_get(json_object_get(o, "status"),
+	    "stdout")) ? json_string_value(json_object_get(json_object_get(o,
+	    "status"), "stdout")) : "", "first ", 6) == 0;
+	json_decref(o);
+	return ok;
+}
+
 /* Pods a and b in np_ns serving HOST_SERVER (cert and key in PEM). */
 static void
 host_pods_start(struct np_pod *pods, size_t n, const char *cert, const char *key)
@@ -2079,7 +2112,11 @@ proxy_gate_pod_start(struct np_pod *g, const char *ports, const char *exempt)
 		fail_msg("the gate pod is not Running with an IP after 120 s");
 }
 
-/* The proxy's audit records (its container's log) for execution uid. */
+/*
+ * The proxy's audit records (its container's log) for execution uid ("":
+ * those that name none), a line each: method host:port sni decision
+ * reason, and "bytes" when an allowed one carried some both ways.
+ */
 static char *
 proxy_audit(const char *gate, const char *uid)
 {
@@ -2098,13 +2135,16 @@ proxy_audit(const char *gate, const char *uid)
 		if (r && strcmp(json_string_value(json_object_get(r, "kind")) ?
 		    json_string_value(json_object_get(r, "kind")) : "", "CodeExecutionEgress") == 0 &&
 		    (ru ? strcmp(ru, uid) == 0 : strcmp(uid, "") == 0)) {
-			next = xasprintf("%s%s %s:%lld %s %s %s\n", recs,
+			next = xasprintf("%s%s %s:%lld %s %s %s%s\n", recs,
 			    it_str(r, "method"), it_str(r, "host"),
 			    (long long)json_integer_value(json_object_get(r, "port")),
 			    json_string_value(json_object_get(r, "sni")) ?
 			    json_string_value(json_object_get(r, "sni")) : "-",
 			    it_str(r, "decision"), json_string_value(json_object_get(r,
-			    "reason")) ? json_string_value(json_object_get(r, "reason")) : "-");
+			    "reason")) ? json_string_value(json_object_get(r, "reason")) : "-",
+			    strcmp(it_str(r, "decision"), "allowed") == 0 &&
+			    json_integer_value(json_object_get(r, "bytesOut")) > 0 &&
+			    json_integer_value(json_object_get(r, "bytesIn")) > 0 ? " bytes" : "");
 			free(recs);
 			recs = next;
 		}
@@ -2219,10 +2259,22 @@ test_egress_host(void **state)
 		if (k8s_get(c, &cx_resource, ns2, "hosts", &cx, &err) != 0)
 			fail_msg("get: %s", err.message);
 		got = proxy_audit("gate", k8s_obj_uid(cx));
-		print_message("# audit:\n%s", got);
+		want = xasprintf("GET allowed.test:8080 - allowed - bytes\n"
+		    "CONNECT allowed.test:8443 allowed.test allowed - bytes\n"
+		    "CONNECT denied.test:8443 denied.test refused not-in-list\n"
+		    "CONNECT %s:8443 - refused ip-literal\n"
+		    "CONNECT rebind.test:8443 rebind.test refused internal-address\n"
+		    "GET meta.test:8080 - refused internal-address\n"
+		    "GET allowed.test:9999 - refused not-in-list\n"
+		    "CONNECT allowed.test:8443 denied.test refused sni-mismatch\n",
+		    pods[0].ip);
+		assert_string_equal(got, want);
+		free(want);
 		free(got);
+		/* Without a pass, or with a forged one: no execution named. */
 		got = proxy_audit("gate", "");
-		print_message("# audit, no execution:\n%s", got);
+		assert_string_equal(got, "CONNECT allowed.test:8443 allowed.test refused no-pass\n"
+		    "CONNECT allowed.test:8443 allowed.test refused bad-pass\n");
 		free(got);
 		json_decref(cx);
 	}
@@ -2241,6 +2293,30 @@ test_egress_host(void **state)
 	assert_string_equal(it_str(st, "phase"), "Succeeded");
 	assert_string_equal(it_str(st, "stdout"), "{\"http\": \"403\", "
 	    "\"tls\": \"a host=allowed.test sni=allowed.test\"}\n");
+	json_decref(st);
+
+	/*
+	 * The proxy's failure closes egress: its pod gone mid-run, the
+	 * program's requests fail, and the target is still not reachable
+	 * directly.
+	 */
+	o = json_pack("{s:s, s:s, s:{s:s}, s:{s:s, s:s, s:i, s:[s], s:{s:b}}}",
+	    "apiVersion", "airlock.dev/v1alpha1", "kind", "CodeExecution",
+	    "metadata", "name", "down", "spec", "runtime", "python-net",
+	    "source", PROXY_DOWN, "timeoutSeconds", 120, "args", pods[0].ip,
+	    "output", "stream", 1);
+	if (k8s_create(c, &cx_resource, ns2, o, NULL, &err) != 0)
+		fail_msg("create: %s", err.message);
+	json_decref(o);
+	np_ns2 = ns2;
+	if (!it_wait_for(first_streamed, NULL, 120000))
+		fail_msg("execution down streamed nothing in 120 s");
+	if (k8s_delete(c, &k8s_res_pods, nst, "gate", NULL, NULL, &err) != 0)
+		fail_msg("delete the gate pod: %s", err.message);
+	st = it_cx_wait(c, ns2, "down", 150000);
+	assert_string_equal(it_str(st, "phase"), "Succeeded");
+	assert_string_equal(it_str(st, "stdout"), "first a host=allowed.test:8080 "
+	    "sni=-\nthen error\ndirect fail\n");
 	json_decref(st);
 	it_stop(pid[0], SIGTERM);
 	it_stop(pid[1], SIGTERM);
