@@ -1450,6 +1450,18 @@ spawn_pair(const char *ns2, const char *conf, const char *netclass,
 	}
 }
 
+/* Stop spawn_pair's two, delete (and free) their two namespaces. */
+static void
+pair_end(pid_t pid[2], char *ns2, char *nst)
+{
+	it_stop(pid[0], SIGTERM);
+	it_stop(pid[1], SIGTERM);
+	it_namespace_delete(c, ns2);
+	it_namespace_delete(c, nst);
+	free(ns2);
+	free(nst);
+}
+
 /*
  * A node whose runtime does not isolate (here runc, through a RuntimeClass
  * made for the test; a runsc without network=none is refused the same
@@ -1578,12 +1590,13 @@ np_running(void *arg)
 }
 
 /*
- * pods[0..n) in np_ns, under airlock-e2e-runc (runc_class), each serving
- * NP_SERVER on 8080, a sealed one labelled as Airlock labels an
- * execution's pod; then each Running, its IP in ip.
+ * pods[0..n) in np_ns, under airlock-e2e-runc (runc_class), each running
+ * the Python code (its argv[1] the pod's name) with env (borrowed, may be
+ * NULL), a sealed one labelled as Airlock labels an execution's pod; then
+ * each Running, its IP in ip.
  */
 static void
-np_pods_start(struct np_pod *pods, size_t n)
+np_pods_start_with(struct np_pod *pods, size_t n, const char *code, json_t *env)
 {
 	struct k8s_error err;
 	json_t *o;
@@ -1594,7 +1607,7 @@ np_pods_start(struct np_pod *pods, size_t n)
 
 		o = json_pack("{s:s, s:s, s:{s:s, s:o}, s:{s:s, s:b, s:I,"
 		    " s:{s:b, s:I, s:I, s:{s:s}},"
-		    " s:[{s:s, s:s, s:[s, s, s], s:{s:b, s:{s:[s]}}}]}}",
+		    " s:[{s:s, s:s, s:[s, s, s, s], s:o, s:{s:b, s:{s:[s]}}}]}}",
 		    "apiVersion", "v1", "kind", "Pod",
 		    "metadata", "name", pods[i].name, "labels", labels,
 		    "spec", "runtimeClassName", "airlock-e2e-runc",
@@ -1602,7 +1615,8 @@ np_pods_start(struct np_pod *pods, size_t n)
 		    "securityContext", "runAsNonRoot", 1, "runAsUser", (json_int_t)65532,
 		    "runAsGroup", (json_int_t)65532, "seccompProfile", "type", "RuntimeDefault",
 		    "containers", "name", "serve", "image", it_env_need("RUNNER_PYTHON_IMAGE"),
-		    "command", "python3", "-c", NP_SERVER,
+		    "command", "python3", "-c", code, pods[i].name,
+		    "env", env ? json_incref(env) : json_array(),
 		    "securityContext", "allowPrivilegeEscalation", 0, "capabilities", "drop", "ALL");
 		if (o == NULL)
 			fail_msg("json_pack of pod %s", pods[i].name);
@@ -1613,6 +1627,13 @@ np_pods_start(struct np_pod *pods, size_t n)
 	for (size_t i = 0; i < n; i++)
 		if (!it_wait_for(np_running, &pods[i], 120000))
 			fail_msg("pod %s is not Running with an IP after 120 s", pods[i].name);
+}
+
+/* The same, each serving NP_SERVER on 8080. */
+static void
+np_pods_start(struct np_pod *pods, size_t n)
+{
+	np_pods_start_with(pods, n, NP_SERVER, NULL);
 }
 
 /* "open" or "fail": a TCP connect from inside pod FROM to TO:8080. */
@@ -1772,32 +1793,44 @@ eg_run(const char *ns2, const char *name, const char *runtime, const char *a_ip,
 /*
  * The egress start gate's pod (docs/network.md) in np_ns, as the chart
  * runs it: labelled as the controller looks for it, serving 8181 and
- * 8182; then Running, its IP in g->ip.
+ * 8182, with the container proxy and the volumes (both stolen; NULL:
+ * none) beside the gate; then Running, its IP in g->ip.
  */
 static void
-gate_pod_start(struct np_pod *g)
+gate_pod_start_with(struct np_pod *g, json_t *proxy, json_t *volumes)
 {
 	struct k8s_error err;
 	json_t *o = json_pack("{s:s, s:s, s:{s:s, s:{s:s}}, s:{s:s, s:b, s:I,"
-	    " s:{s:b, s:I, s:I, s:{s:s}},"
-	    " s:[{s:s, s:s, s:[s, s, s, s], s:{s:b, s:b, s:{s:[s]}}}]}}",
+	    " s:{s:b, s:I, s:I, s:I, s:{s:s}},"
+	    " s:[{s:s, s:s, s:[s, s, s, s], s:{s:b, s:b, s:{s:[s]}}}], s:o}}",
 	    "apiVersion", "v1", "kind", "Pod",
 	    "metadata", "name", g->name, "labels", PODSPEC_GATE_LABEL,
 	    PODSPEC_GATE_COMPONENT,
 	    "spec", "runtimeClassName", "airlock-e2e-runc",
 	    "automountServiceAccountToken", 0, "terminationGracePeriodSeconds", (json_int_t)0,
 	    "securityContext", "runAsNonRoot", 1, "runAsUser", (json_int_t)65532,
-	    "runAsGroup", (json_int_t)65532, "seccompProfile", "type", "RuntimeDefault",
+	    "runAsGroup", (json_int_t)65532, "fsGroup", (json_int_t)65532,
+	    "seccompProfile", "type", "RuntimeDefault",
 	    "containers", "name", "gate", "image", it_env_need("EGRESS_GATE_IMAGE"),
 	    "command", "/gate", "--serve", "8181", "8182",
 	    "securityContext", "allowPrivilegeEscalation", 0, "readOnlyRootFilesystem", 1,
-	    "capabilities", "drop", "ALL");
+	    "capabilities", "drop", "ALL", "volumes", volumes ? volumes : json_array());
 
+	if (o != NULL && proxy != NULL)
+		json_array_append_new(json_object_get(json_object_get(o, "spec"),
+		    "containers"), proxy);
 	if (o == NULL || k8s_create(c, &k8s_res_pods, np_ns, o, NULL, &err) != 0)
 		fail_msg("create the gate pod: %s", o ? err.message : "json_pack");
 	json_decref(o);
 	if (!it_wait_for(np_running, g, 120000))
 		fail_msg("the gate pod is not Running with an IP after 120 s");
+}
+
+/* The gate alone (CIDR entries need no proxy). */
+static void
+gate_pod_start(struct np_pod *g)
+{
+	gate_pod_start_with(g, NULL, NULL);
 }
 
 /* Is the NetworkPolicy named arg (in np_ns2) gone? */
@@ -1916,12 +1949,7 @@ test_egress_cidr(void **state)
 	assert_string_equal(it_str(st, "stdout"), "a fail\nb fail\nb at the start fail\n");
 	assert_null(json_object_get(st, "egress"));
 	json_decref(st);
-	it_stop(pid[0], SIGTERM);
-	it_stop(pid[1], SIGTERM);
-	it_namespace_delete(c, ns2);
-	it_namespace_delete(c, nst);
-	free(ns2);
-	free(nst);
+	pair_end(pid, ns2, nst);
 	unlink(conf);
 }
 
@@ -2035,30 +2063,11 @@ first_streamed(void *arg)
 static void
 host_pods_start(struct np_pod *pods, size_t n, const char *cert, const char *key)
 {
-	struct k8s_error err;
+	json_t *env = json_pack("[{s:s, s:s}, {s:s, s:s}]", "name", "CERT", "value",
+	    cert, "name", "KEY", "value", key);
 
-	for (size_t i = 0; i < n; i++) {
-		json_t *o = json_pack("{s:s, s:s, s:{s:s}, s:{s:s, s:b, s:I,"
-		    " s:{s:b, s:I, s:I, s:{s:s}},"
-		    " s:[{s:s, s:s, s:[s, s, s, s], s:[{s:s, s:s}, {s:s, s:s}],"
-		    " s:{s:b, s:{s:[s]}}}]}}",
-		    "apiVersion", "v1", "kind", "Pod", "metadata", "name", pods[i].name,
-		    "spec", "runtimeClassName", "airlock-e2e-runc",
-		    "automountServiceAccountToken", 0, "terminationGracePeriodSeconds", (json_int_t)0,
-		    "securityContext", "runAsNonRoot", 1, "runAsUser", (json_int_t)65532,
-		    "runAsGroup", (json_int_t)65532, "seccompProfile", "type", "RuntimeDefault",
-		    "containers", "name", "serve", "image", it_env_need("RUNNER_PYTHON_IMAGE"),
-		    "command", "python3", "-c", HOST_SERVER, pods[i].name,
-		    "env", "name", "CERT", "value", cert, "name", "KEY", "value", key,
-		    "securityContext", "allowPrivilegeEscalation", 0, "capabilities", "drop", "ALL");
-
-		if (o == NULL || k8s_create(c, &k8s_res_pods, np_ns, o, NULL, &err) != 0)
-			fail_msg("create pod %s: %s", pods[i].name, o ? err.message : "json_pack");
-		json_decref(o);
-	}
-	for (size_t i = 0; i < n; i++)
-		if (!it_wait_for(np_running, &pods[i], 120000))
-			fail_msg("pod %s is not Running with an IP after 120 s", pods[i].name);
+	np_pods_start_with(pods, n, HOST_SERVER, env);
+	json_decref(env);
 }
 
 /*
@@ -2069,26 +2078,9 @@ host_pods_start(struct np_pod *pods, size_t n, const char *cert, const char *key
 static void
 proxy_gate_pod_start(struct np_pod *g, const char *ports, const char *exempt)
 {
-	struct k8s_error err;
-	json_t *o = json_pack("{s:s, s:s, s:{s:s, s:{s:s}}, s:{s:s, s:b, s:I,"
-	    " s:{s:b, s:I, s:I, s:I, s:{s:s}},"
-	    " s:[{s:s, s:s, s:[s, s, s, s], s:{s:b, s:b, s:{s:[s]}}},"
-	    "    {s:s, s:s, s:[{s:s, s:s}, {s:s, s:s}, {s:s, s:s}, {s:s, s:s}, {s:s, s:s}],"
-	    "     s:{s:{s:i}, s:i}, s:{s:b, s:b, s:{s:[s]}},"
-	    "     s:[{s:s, s:s}, {s:s, s:s, s:b}, {s:s, s:s, s:b}]}],"
-	    " s:[{s:s, s:{s:s}}, {s:s, s:{s:s, s:i}}, {s:s, s:{s:s}}]}}",
-	    "apiVersion", "v1", "kind", "Pod",
-	    "metadata", "name", g->name, "labels", PODSPEC_GATE_LABEL,
-	    PODSPEC_GATE_COMPONENT,
-	    "spec", "runtimeClassName", "airlock-e2e-runc",
-	    "automountServiceAccountToken", 0, "terminationGracePeriodSeconds", (json_int_t)0,
-	    "securityContext", "runAsNonRoot", 1, "runAsUser", (json_int_t)65532,
-	    "runAsGroup", (json_int_t)65532, "fsGroup", (json_int_t)65532,
-	    "seccompProfile", "type", "RuntimeDefault",
-	    "containers", "name", "gate", "image", it_env_need("EGRESS_GATE_IMAGE"),
-	    "command", "/gate", "--serve", "8181", "8182",
-	    "securityContext", "allowPrivilegeEscalation", 0, "readOnlyRootFilesystem", 1,
-	    "capabilities", "drop", "ALL",
+	json_t *proxy = json_pack("{s:s, s:s, s:[{s:s, s:s}, {s:s, s:s}, {s:s, s:s},"
+	    " {s:s, s:s}, {s:s, s:s}], s:{s:{s:i}, s:i}, s:{s:b, s:b, s:{s:[s]}},"
+	    " s:[{s:s, s:s}, {s:s, s:s, s:b}, {s:s, s:s, s:b}]}",
 	    "name", "proxy", "image", it_env_need("EGRESS_IMAGE"),
 	    "env", "name", "EGRESS_KEY_FILE", "value", "/etc/airlock-egress/key",
 	    "name", "EGRESS_PORTS", "value", ports,
@@ -2100,16 +2092,15 @@ proxy_gate_pod_start(struct np_pod *g, const char *ports, const char *exempt)
 	    "capabilities", "drop", "ALL",
 	    "volumeMounts", "name", "run", "mountPath", "/run/airlock",
 	    "name", "key", "mountPath", "/etc/airlock-egress", "readOnly", 1,
-	    "name", "hosts", "mountPath", "/etc/airlock-egress-hosts", "readOnly", 1,
-	    "volumes", "name", "run", "emptyDir", "medium", "Memory",
+	    "name", "hosts", "mountPath", "/etc/airlock-egress-hosts", "readOnly", 1);
+	json_t *volumes = json_pack("[{s:s, s:{s:s}}, {s:s, s:{s:s, s:i}}, {s:s, s:{s:s}}]",
+	    "name", "run", "emptyDir", "medium", "Memory",
 	    "name", "key", "secret", "secretName", "egress-key", "defaultMode", 288,
 	    "name", "hosts", "configMap", "name", "egress-hosts");
 
-	if (o == NULL || k8s_create(c, &k8s_res_pods, np_ns, o, NULL, &err) != 0)
-		fail_msg("create the gate pod: %s", o ? err.message : "json_pack");
-	json_decref(o);
-	if (!it_wait_for(np_running, g, 120000))
-		fail_msg("the gate pod is not Running with an IP after 120 s");
+	if (proxy == NULL || volumes == NULL)
+		fail_msg("json_pack of the proxy container");
+	gate_pod_start_with(g, proxy, volumes);
 }
 
 /*
@@ -2318,12 +2309,7 @@ test_egress_host(void **state)
 	assert_string_equal(it_str(st, "stdout"), "first a host=allowed.test:8080 "
 	    "sni=-\nthen error\ndirect fail\n");
 	json_decref(st);
-	it_stop(pid[0], SIGTERM);
-	it_stop(pid[1], SIGTERM);
-	it_namespace_delete(c, ns2);
-	it_namespace_delete(c, nst);
-	free(ns2);
-	free(nst);
+	pair_end(pid, ns2, nst);
 	unlink(conf);
 	unlink(keyf);
 }
