@@ -65,7 +65,8 @@ bench_config() {
 	[ -z "${3-}" ] || printf '%s\n' "$3" >>"$work/config.yaml"
 }
 
-# bench_daemons BIN NS [AGENT FLAGS...]: BIN's controller and node agent
+# bench_daemons BIN NS [AGENT FLAGS...]: BIN's controller (with the
+# caller's ctl_flags array, if any) and node agent
 # for namespace NS, beside the cluster, at warn (their logs in $work); the
 # agent ready, its metrics address in $aaddr, both pids added to the
 # caller's pids array (its EXIT trap stops them). To trace a run (not for
@@ -76,7 +77,8 @@ bench_daemons() {
 	shift 2
 	"$bin/airlock-controller" --config "$work/config.yaml" --kubeconfig "$KUBECONFIG_ADMIN" \
 		--namespace "$s" --lease-namespace "$s" --metrics-addr "127.0.0.1:$(port)" \
-		--log-level ${BENCH_LOG_LEVEL:-warn} > "$work/controller-$s.log" 2>&1 &
+		--log-level ${BENCH_LOG_LEVEL:-warn} ${ctl_flags[@]+"${ctl_flags[@]}"} \
+		> "$work/controller-$s.log" 2>&1 &
 	pids+=($!)
 	aaddr=127.0.0.1:$(port)
 	"$bin/airlock-node-agent" --kubeconfig "$KUBECONFIG_ADMIN" --node-name "$NODE_NAME" \
