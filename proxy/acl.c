@@ -112,7 +112,7 @@ acl_parse_line(char *line, size_t len, struct acl_request *rq)
 		*sp = '\0';
 		p = sp + 1;
 	}
-	if (!all_digits(f[0], 1, 9))
+	if (!all_digits(f[0], 1, ACL_CHANNEL_MAX))
 		return -1;
 	rq->channel = f[0];
 	if (n != 8)

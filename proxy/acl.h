@@ -43,6 +43,13 @@
  * bytes thrice) and the rest; a longer one is answered bad-request.
  */
 #define ACL_LINE_MAX	(8 * (EGRESS_USER_MAX + EGRESS_PASS_LEN + 512))
+/*
+ * Squid's channel is its request id, a 64-bit count a helper process
+ * (helperDispatch: ++nextRequestId): up to 20 digits. One of 1 to 9 alone
+ * left the billionth request unanswered, and every later one queued
+ * behind it (found by review, 2026-11-28).
+ */
+#define ACL_CHANNEL_MAX	20
 /* Room for any reply: three values of at most 253 bytes, each x3, a tag. */
 #define ACL_REPLY_MAX	(2560 + EGRESS_USER_MAX + EGRESS_PASS_LEN + 64)
 
@@ -94,7 +101,8 @@ struct acl_request {
  * Parse line (len bytes, no newline; at most ACL_LINE_MAX, with room for
  * a NUL at line[len]), decoding it in place, into *rq. 0, or -1 for a
  * malformed line: not eight fields split by single spaces, a bad
- * %-escape or a %00, a channel not 1 to 9 digits, a port not 1 to 65535,
+ * %-escape or a %00, a channel not 1 to ACL_CHANNEL_MAX digits, a port
+ * not 1 to 65535,
  * no dst, or an unknown stage. rq->channel is set whenever the first
  * field was a channel, so that even a refusal goes back on it.
  */

@@ -33,7 +33,7 @@ cut_channel(char *line, size_t len)
 {
 	size_t n = strspn(line, "0123456789");
 
-	if (n == 0 || n > 9 || n >= len || line[n] != ' ')
+	if (n == 0 || n > ACL_CHANNEL_MAX || n >= len || line[n] != ' ')
 		return "";
 	line[n] = '\0';
 	return line;

@@ -1360,6 +1360,7 @@ test_egress_on(void **state)
 	    "\"a.example.com\",\"ports\":[8443,443]}]}' --set-json 'egress.proxy.hosts=[{\"ip\":"
 	    "\"10.9.0.5\",\"names\":[\"a.example.com\",\"b.example.com\"]}]' "
 	    "--set 'egress.proxy.dnsServers={10.96.0.10}' --set 'egress.proxy.exemptCIDRs={10.9.0.5/32}' "
+	    "--set 'egress.proxy.deniedCIDRs={203.0.113.0/24}' "
 	    "--set-json 'egress.proxy.egressTo=[{\"to\":[{\"ipBlock\":{\"cidr\":\"10.9.0.5/32\"}}]}]'");
 	conf = str(find(all, "ConfigMap", "rel-airlock-controller"), "data.config\\.yaml");
 	if (ctl_config_parse(conf, strlen(conf), "chart config", &cfg, &err) != 0)
@@ -1377,6 +1378,12 @@ test_egress_on(void **state)
 	    "data.hosts"), "10.9.0.5 a.example.com b.example.com\n");
 	assert_json(at(find(all, "NetworkPolicy", "rel-airlock-egress-gate"), "spec.egress[2]"),
 	    "{\"to\": [{\"ipBlock\": {\"cidr\": \"10.9.0.5/32\"}}]}");
+	/* The operator's denied ranges are the policy's exceptions too. */
+	assert_json(at(find(all, "NetworkPolicy", "rel-airlock-egress-gate"),
+	    "spec.egress[0].to[0].ipBlock.except"), "[\"0.0.0.0/8\", \"10.0.0.0/8\", "
+	    "\"100.64.0.0/10\", \"127.0.0.0/8\", \"169.254.0.0/16\", \"172.16.0.0/12\", "
+	    "\"192.168.0.0/16\", \"224.0.0.0/3\", \"203.0.113.0/24\"]");
+	assert_string_equal(str(c, "containers[1].env[4].value"), "203.0.113.0/24");
 	json_decref(all);
 
 	/* A class made by the operator: named everywhere, not made here. */

@@ -2012,6 +2012,11 @@ test_egress_cidr(void **state)
 	"    try: return urllib.request.urlopen(url, timeout=10).read().decode()\n" \
 	"    except urllib.error.HTTPError as e: return str(e.code)\n" \
 	"    except OSError as e: return 'error'\n" \
+	"def raw(url):\n" \
+	"    s = socket.create_connection((u.hostname, u.port), timeout=10)\n" \
+	"    s.sendall(('GET %s HTTP/1.1\\r\\nHost: allowed.test:8080\\r\\nProxy-Authorization: %s\\r\\n'\n" \
+	"               'Connection: close\\r\\n\\r\\n' % (url, good)).encode())\n" \
+	"    return s.recv(4096).split(b'\\r\\n')[0].split(b' ')[1].decode()\n" \
 	"def direct(ip):\n" \
 	"    s = socket.socket(); s.settimeout(2)\n" \
 	"    try: s.connect((ip, 8080)); return 'open'\n" \
@@ -2023,7 +2028,9 @@ test_egress_cidr(void **state)
 	"        'literal': tls(sys.argv[1], 8443, None), 'rebind': tls('rebind.test', 8443, 'rebind.test'),\n" \
 	"        'meta': http('http://meta.test:8080/'), 'port': http('http://allowed.test:9999/'),\n" \
 	"        'sni': tls('allowed.test', 8443, 'denied.test'), 'nopass': tls('allowed.test', 8443, 'allowed.test', None),\n" \
-	"        'forged': tls('allowed.test', 8443, 'allowed.test', bad), 'direct': direct(sys.argv[1])})\n" \
+	"        'forged': tls('allowed.test', 8443, 'allowed.test', bad),\n" \
+	"        'manager': raw('cache_object://allowed.test:8080/menu'), 'scheme': raw('ftp://allowed.test:8080/'),\n" \
+	"        'direct': direct(sys.argv[1])})\n" \
 	"print(json.dumps(out, sort_keys=True))\n"
 
 /* Through the proxy until it fails, then a direct connect (argv[1]). */
@@ -2238,8 +2245,8 @@ test_egress_host(void **state)
 	assert_string_equal(it_str(st, "phase"), "Succeeded");
 	want = xasprintf("{\"denied\": \"403\", \"direct\": \"fail\", \"forged\": \"403\", "
 	    "\"http\": \"a host=allowed.test:8080 sni=-\", \"literal\": \"403\", "
-	    "\"meta\": \"403\", \"nopass\": \"403\", \"port\": \"403\", "
-	    "\"rebind\": \"403\", \"sni\": \"refused\", "
+	    "\"manager\": \"403\", \"meta\": \"403\", \"nopass\": \"403\", \"port\": \"403\", "
+	    "\"rebind\": \"403\", \"scheme\": \"403\", \"sni\": \"refused\", "
 	    "\"tls\": \"a host=allowed.test sni=allowed.test\"}\n");
 	assert_string_equal(it_str(st, "stdout"), want);
 	free(want);

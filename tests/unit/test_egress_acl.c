@@ -177,7 +177,11 @@ test_bad_requests(void **state)
 	static const struct { const char *line, *want; } cases[] = {
 		{ "", "ERR reason=bad-request\n" },
 		{ "x - - a.test 80 - GET connect", "ERR reason=bad-request\n" },
-		{ "1234567890 - - a.test 80 - GET connect", "ERR reason=bad-request\n" },
+		{ "123456789012345678901 - - a.test 80 - GET connect", "ERR reason=bad-request\n" },
+		/* Squid's 64-bit request ids, past a billion and at the last. */
+		{ "1000000000 - - a.test 80 - GET connect", "1000000000 ERR reason=no-pass\n" },
+		{ "18446744073709551615 - - a.test 80 - GET connect",
+		  "18446744073709551615 ERR reason=no-pass\n" },
 		{ " 1 - - a.test 80 - GET connect", "ERR reason=bad-request\n" },
 		{ "7 - - a.test 80 - GET", "7 ERR reason=bad-request\n" },
 		{ "7 - - a.test 80 - GET connect x", "7 ERR reason=bad-request\n" },
@@ -330,6 +334,13 @@ test_line_cap(void **state)
 	big[ACL_LINE_MAX] = '\n';
 	assert_int_equal(aclserve_feed(&s, big, ACL_LINE_MAX + 1), 0);
 	expect_packets(sv[1], (const char *const[]){ "6 ERR reason=bad-request\n" }, 1);
+	/* Past the cap, on a channel of 20 digits: answered on it. */
+	memset(big, 'a', ACL_LINE_MAX + 1);
+	memcpy(big, "18446744073709551615 ", 21);
+	big[ACL_LINE_MAX + 1] = '\n';
+	assert_int_equal(aclserve_feed(&s, big, ACL_LINE_MAX + 2), 0);
+	expect_packets(sv[1], (const char *const[]){
+	    "18446744073709551615 ERR reason=bad-request\n" }, 1);
 	/* Squid gone: the write fails, and the feed says so. */
 	close(sv[1]);
 	assert_int_equal(aclserve_feed(&s, "7 bad\n", 6), -1);

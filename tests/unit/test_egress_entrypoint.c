@@ -122,6 +122,21 @@ test_defaults(void **state)
 	    "%DATA /usr/local/bin/airlock-egress acl --key-file=/etc/hostname\n");
 	expect_line(BASE, "access_log ", "access_log daemon:/run/airlock/audit "
 	    "airlock\n");
+	/*
+	 * Squid's cache manager and any scheme but HTTP outside a CONNECT
+	 * are refused before the helper is asked (review, 2026-11-28).
+	 */
+	expect_line(BASE, "http_access ", "http_access deny manager r_manager\n"
+	    "http_access deny !CONNECT !http_scheme r_scheme\n"
+	    "http_access deny !exec_allows\n"
+	    "http_access deny !ports r_port\n"
+	    "http_access deny ip_literal r_literal\n"
+	    "http_access deny !resolved r_dns\n"
+	    "http_access deny internal r_internal\n"
+	    "http_access allow r_ok\n"
+	    "http_access deny all\n");
+	expect_line(BASE, "cachemgr_passwd ", "cachemgr_passwd disable all\n");
+	expect_line(BASE, "email_err_data ", "email_err_data off\n");
 	/* Nothing left unrendered. */
 	expect_line(BASE, "[^#].*@[A-Z_]*@", "");
 }
