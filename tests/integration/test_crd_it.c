@@ -1313,7 +1313,17 @@ test_execution_network(void **state)
 	    "spec.network.egress[0].ports: Required value");
 	expect_refused("net-no-cidr", spec_json("{\"runtime\":\"python\",\"network\":{\"egress\":"
 	    "[{\"ports\":[443]}]}}"),
-	    "spec.network.egress[0].cidr: Required value");
+	    "spec.network.egress[0]: Invalid value: needs one of cidr and host");
+	/* A host entry: one of cidr and host, a name's characters. */
+	out = admit("net-host", spec_json("{\"runtime\":\"python\",\"network\":{\"egress\":"
+	    "[{\"host\":\"pypi.org\",\"ports\":[443]},{\"cidr\":\"10.20.0.0/16\",\"ports\":[5432]}]}}"));
+	json_decref(out);
+	expect_refused("net-both", spec_json("{\"runtime\":\"python\",\"network\":{\"egress\":"
+	    "[{\"host\":\"pypi.org\",\"cidr\":\"10.20.0.0/16\",\"ports\":[443]}]}}"),
+	    "spec.network.egress[0]: Invalid value: needs one of cidr and host");
+	expect_refused("net-host-star", spec_json("{\"runtime\":\"python\",\"network\":{\"egress\":"
+	    "[{\"host\":\"*.pypi.org\",\"ports\":[443]}]}}"),
+	    "spec.network.egress[0].host: Invalid value: \"*.pypi.org\"");
 	expect_refused("net-cidr-long", spec_json("{\"runtime\":\"python\",\"network\":{\"egress\":"
 	    "[{\"cidr\":\"100.100.100.100/320\",\"ports\":[443]}]}}"),
 	    "spec.network.egress[0].cidr: Too long: may not be more than 18 bytes");
