@@ -52,7 +52,7 @@ spec:
   containers:
   - name: gate
     image: $EGRESS_GATE_IMAGE
-    command: [/gate, --serve, "8181", "8182"]
+    command: [/gate, --serve, "8200-8327", "8182"]
     securityContext: {allowPrivilegeEscalation: false, readOnlyRootFilesystem: true, capabilities: {drop: [ALL]}}
 YAML
 k -n "$ns" wait --for=condition=Ready pod/gate --timeout=120s >/dev/null

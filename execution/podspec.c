@@ -362,6 +362,22 @@ tar_env(json_t *env, json_t *data, json_t *items, size_t *chunks,
 	return 0;
 }
 
+void
+podspec_gate_ports(const char *uid, int ports[2])
+{
+	char h[65];
+	unsigned a, b;
+
+	sha256_hex(uid, strlen(uid), h);
+	sscanf(h, "%4x%4x", &a, &b);
+	a %= PODSPEC_GATE_OPEN_PORTS;
+	b %= PODSPEC_GATE_OPEN_PORTS;
+	if (b == a)
+		b = (b + 1) % PODSPEC_GATE_OPEN_PORTS;
+	ports[0] = PODSPEC_GATE_OPEN_BASE + (int)a;
+	ports[1] = PODSPEC_GATE_OPEN_BASE + (int)b;
+}
+
 /* A rule of r's policy to the gate pods of g on ports[0..n). */
 static void
 gate_rule(json_t *rules, const struct podspec_gate *g, const int *ports,
@@ -449,28 +465,27 @@ podspec_egress_gate(struct podspec_result *r, const struct podspec_gate *g,
 	    "spec"), "containers"), 0);
 	json_t *rules = json_object_get(json_object_get(r->netpol, "spec"),
 	    "egress");
-	static const int open[] = { PODSPEC_GATE_OPEN };
-	static const int proxied[] = { PODSPEC_GATE_OPEN, PODSPEC_PROXY_PORT };
+	const char *uid = json_string_value(json_object_get(json_object_get(
+	    json_object_get(r->pod, "metadata"), "labels"), CX_LABEL_UID));
 	char val[64 + PODSPEC_GATE_MAX * PODSPEC_GATE_ADDR];
-	int n;
+	int n, ports[3];
 
 	if (r->netpol == NULL || !json_is_array(rules) || c == NULL ||
-	    g->n == 0 || g->n > PODSPEC_GATE_MAX || g->ns == NULL)
+	    g->n == 0 || g->n > PODSPEC_GATE_MAX || g->ns == NULL || uid == NULL)
 		return k8s_error_set(err, K8S_EINVAL, 0, NULL,
 		    "no egress start gate to give the pod");
 	if (r->hosts && proxy_env_set(c, r, g, json_object_get(r->pod,
 	    "metadata"), err) != 0)
 		return K8S_EINVAL;
-	n = snprintf(val, sizeof(val), "%d %d %d", PODSPEC_GATE_OPEN,
+	podspec_gate_ports(uid, ports);
+	ports[2] = PODSPEC_PROXY_PORT;
+	n = snprintf(val, sizeof(val), "%d,%d %d %d", ports[0], ports[1],
 	    PODSPEC_GATE_CLOSED, PODSPEC_GATE_SECONDS);
 	for (size_t i = 0; i < g->n; i++)
 		n += snprintf(val + n, sizeof(val) - (size_t)n, " %.15s",
 		    g->addrs[i]);
 	set_env(c, PODSPEC_GATE_ENV, val);
-	if (r->hosts)
-		gate_rule(rules, g, proxied, 2);
-	else
-		gate_rule(rules, g, open, 1);
+	gate_rule(rules, g, ports, r->hosts ? 3 : 2);
 	return 0;
 }
 

@@ -87,13 +87,19 @@ void podspec_result_free(struct podspec_result *r);
  * The start gate (docs/network.md): an execution with egress holds its
  * program until its NetworkPolicy is seen in force, by the gate pods in
  * the controller's namespace (label PODSPEC_GATE_LABEL=
- * PODSPEC_GATE_COMPONENT), which listen on PODSPEC_GATE_OPEN, which its
- * policy allows, and PODSPEC_GATE_CLOSED, which it never does; for at
- * most PODSPEC_GATE_SECONDS, after which the program never runs.
+ * PODSPEC_GATE_COMPONENT), which listen on every port of the range
+ * PODSPEC_GATE_OPEN_BASE + [0, PODSPEC_GATE_OPEN_PORTS), of which its
+ * policy allows two picked by its uid (podspec_gate_ports), and on
+ * PODSPEC_GATE_CLOSED, which it never does; for at most
+ * PODSPEC_GATE_SECONDS, after which the program never runs. Two ports of
+ * its own: a policy left on the node for an earlier pod at the same
+ * address (kube-router matches by address until its next sync) allows
+ * other ones, but for 1 in 8128 pairs.
  */
 #define PODSPEC_GATE_LABEL	"app.kubernetes.io/component"
 #define PODSPEC_GATE_COMPONENT	"egress-gate"
-#define PODSPEC_GATE_OPEN	8181
+#define PODSPEC_GATE_OPEN_BASE	8200
+#define PODSPEC_GATE_OPEN_PORTS	128
 #define PODSPEC_GATE_CLOSED	8182
 #define PODSPEC_GATE_SECONDS	30
 #define PODSPEC_GATE_ENV	"AIRLOCK_EGRESS_GATE"
@@ -110,6 +116,9 @@ void podspec_result_free(struct podspec_result *r);
 #define PODSPEC_PROXY_PORT	3128
 #define PODSPEC_PASS_SLACK	600
 
+/* The two gate ports of execution uid's policy, different, in the range. */
+void podspec_gate_ports(const char *uid, int ports[2]);
+
 struct podspec_gate {
 	const char	*ns;	/* the gate pods' namespace */
 	char		 addrs[PODSPEC_GATE_MAX][PODSPEC_GATE_ADDR];
@@ -121,9 +130,9 @@ struct podspec_gate {
 
 /*
  * Give r (a podspec_build result with egress: r->netpol set) its gate:
- * the pod's env PODSPEC_GATE_ENV, "OPEN CLOSED SECONDS ADDR...", set last
- * so that it wins over a spec.env of that name, and the policy's rule to
- * the gate pods' open port. With host entries (r->hosts), the proxy too:
+ * the pod's env PODSPEC_GATE_ENV, "P,Q CLOSED SECONDS ADDR..." (P, Q its
+ * podspec_gate_ports), set last so that it wins over a spec.env of that
+ * name, and the policy's rule to the gate pods' P and Q. With host entries (r->hosts), the proxy too:
  * http://PASS@ADDR:PODSPEC_PROXY_PORT, ADDR one of g's addresses (by the
  * execution's uid), in HTTP_PROXY, HTTPS_PROXY and their lowercase forms,
  * the CIDR entries in NO_PROXY, and the policy's rule to the proxy's

@@ -157,7 +157,7 @@ build_pause() {
 }
 
 # The canary of the egress start gate (runner/gate.c): the binary alone,
-# listening on 8181 (the execution's policy allows it) and 8182 (none
+# listening on 8200-8327 (an execution's policy allows two of them) and 8182 (none
 # does). Both above 1024: it runs as 65532, with no capability to bind
 # below.
 build_egress_gate() {
@@ -168,7 +168,7 @@ build_egress_gate() {
 		{ rm -rf "$d"; die "cannot build images/runner/gate.c"; }
 	tar -C "$d/root" --owner=0 --group=0 --numeric-owner --mtime=@0 -cf "$d/layer.tar" gate
 	oci_archive "$out" "$ref" "$d/layer.tar" \
-		'"User":"65532:65532","Entrypoint":["/gate","--serve","8181","8182"]'
+		'"User":"65532:65532","Entrypoint":["/gate","--serve","8200-8327","8182"]'
 	rm -rf "$d"
 }
 

@@ -11,7 +11,8 @@
  * is up. Before the policy is in force both connect; after, only OPEN.
  *
  *   gate --serve OPEN CLOSED
- *       the canary: listen on 0.0.0.0:OPEN and :CLOSED, accept each
+ *       the canary: listen on 0.0.0.0:OPEN (a port, or a range A-B of at
+ *       most 256: every port of it) and :CLOSED, accept each
  *       connection and close it at once, at most 64 a port before the
  *       other's turn (a flood on OPEN never fills CLOSED's queue, whose
  *       dropped SYNs would look like the policy's). Nothing is read or
@@ -19,9 +20,17 @@
  *       SIGINT, 1 when a port cannot be listened on, 2 on bad arguments.
  *
  *   gate --wait OPEN CLOSED SECONDS IP [IP...]
- *       run's, before the program. Rounds on one canary address at a
+ *       run's, before the program. OPEN is a port or a list P,Q,... of
+ *       at most 4, all of which must connect: the execution's policy
+ *       allows ports of the gate's range picked by its uid, so that a
+ *       policy left on the node for an earlier pod at the same address
+ *       (kube-router matches a pod's rules by address until its next sync:
+ *       seen on the test node, 2026-11-28, the earlier pod's CIDRs reached
+ *       from the new one) is not taken for this one's: it allows other
+ *       ports. Rounds on one canary address at a
  *       time (at most 8) until one passes or SECONDS (1-3600) have gone:
- *         1. IP:OPEN connects within 1 s (its time is the round trip, rtt);
+ *         1. IP:OPEN connects within 1 s, each of its ports (the first's
+ *            time is the round trip, rtt);
  *         2. three connects to IP:CLOSED at once, given T =
  *            clamp(20 * rtt, 25 ms, 500 ms): none may complete, and one
  *            to IP:OPEN beside them must (else the round is retried);
@@ -61,6 +70,8 @@
 #include <unistd.h>
 
 #define MAX_IPS		8
+#define SERVE_OPEN_MAX	256	/* ports of a --serve range */
+#define WAIT_OPEN_MAX	4	/* ports of a --wait list */
 #define NCLOSED		3
 #define PASSES		2	/* rounds in a row */
 #define SERVE_BATCH	64	/* accepts a port, then the other's turn */
@@ -111,13 +122,54 @@ parse_num(const char *s, long min, long max, long *out)
 }
 
 /*
- * The two ports of argv[2] and argv[3], told apart. 0, or -1 with why on
- * stderr.
+ * OPEN, s: a port; with range_ok "A-B" (A < B, at most SERVE_OPEN_MAX
+ * ports), else "P,Q,..." (at most WAIT_OPEN_MAX, none twice); into
+ * ports[0..*n). 0, or -1.
  */
 static int
-parse_ports(char **argv, const char *mode, long *open, long *closed)
+parse_open(const char *s, int range_ok, long *ports, int *n)
 {
-	if (parse_num(argv[2], 1, 65535, open) != 0) {
+	char buf[64], *save = NULL, *t;
+	long a, b;
+	const char *dash = strchr(s, '-');
+
+	*n = 0;
+	if (strlen(s) >= sizeof(buf))
+		return -1;
+	if (dash != NULL) {
+		if (!range_ok || (size_t)(dash - s) >= sizeof(buf))
+			return -1;
+		memcpy(buf, s, (size_t)(dash - s));
+		buf[dash - s] = '\0';
+		if (parse_num(buf, 1, 65535, &a) != 0 ||
+		    parse_num(dash + 1, 1, 65535, &b) != 0 || b <= a ||
+		    b - a + 1 > SERVE_OPEN_MAX)
+			return -1;
+		for (long p = a; p <= b; p++)
+			ports[(*n)++] = p;
+		return 0;
+	}
+	strcpy(buf, s);
+	for (t = strtok_r(buf, ",", &save); t != NULL; t = strtok_r(NULL, ",", &save)) {
+		if (*n == (range_ok ? 1 : WAIT_OPEN_MAX) ||
+		    parse_num(t, 1, 65535, &ports[*n]) != 0)
+			return -1;
+		for (int i = 0; i < *n; i++)
+			if (ports[i] == ports[*n])
+				return -1;
+		(*n)++;
+	}
+	return *n > 0 && s[strlen(s) - 1] != ',' ? 0 : -1;
+}
+
+/*
+ * The ports of argv[2] (OPEN, into open[0..*nopen)) and argv[3]
+ * (CLOSED), told apart. 0, or -1 with why on stderr.
+ */
+static int
+parse_ports(char **argv, const char *mode, long *open, int *nopen, long *closed)
+{
+	if (parse_open(argv[2], strcmp(mode, "--serve") == 0, open, nopen) != 0) {
 		fprintf(stderr, "gate: %s: OPEN '%s' is not a port (1-65535)\n", mode, argv[2]);
 		return -1;
 	}
@@ -125,10 +177,12 @@ parse_ports(char **argv, const char *mode, long *open, long *closed)
 		fprintf(stderr, "gate: %s: CLOSED '%s' is not a port (1-65535)\n", mode, argv[3]);
 		return -1;
 	}
-	if (*open == *closed) {
-		fprintf(stderr, "gate: %s: CLOSED '%s' is the same port as OPEN\n", mode, argv[3]);
-		return -1;
-	}
+	for (int i = 0; i < *nopen; i++)
+		if (open[i] == *closed) {
+			fprintf(stderr, "gate: %s: CLOSED '%s' is the same port as OPEN\n",
+			    mode, argv[3]);
+			return -1;
+		}
 	return 0;
 }
 
@@ -138,15 +192,17 @@ parse_ports(char **argv, const char *mode, long *open, long *closed)
  * OPEN must never answer while CLOSED does not: a wait would take that
  * for the policy. So CLOSED listens first, and OPEN goes first at the
  * end: closed by the handler, and, killed, by the kernel, which closes
- * a dying process's fds in order and OPEN's is the lower.
+ * a dying process's fds in order and OPEN's are the lower.
  */
-static int serve_open_fd = -1;
+static int serve_open_fd[SERVE_OPEN_MAX];
+static int serve_nopen;
 
 static void
 serve_stop(int sig)
 {
 	(void)sig;
-	close(serve_open_fd);
+	for (int i = 0; i < serve_nopen; i++)
+		close(serve_open_fd[i]);
 	_exit(0);
 }
 
@@ -168,56 +224,70 @@ serve_listen(int fd, long port)
 	return 0;
 }
 
+/*
+ * Accept and close what waits on each ready socket: at most SERVE_BATCH
+ * a port before the others' turn, so that connects flooding one port (an
+ * execution may loop on an open one) never leave another's queue to
+ * fill: a full queue drops a SYN, which a runner would take for its
+ * policy's drop. A failed accept (the peer gone, no fd to spare) leaves
+ * the rest to the next poll().
+ */
+static void
+serve_accept(struct pollfd *pfd, int n)
+{
+	for (int i = 0; i < n; i++) {
+		int c;
+
+		if (!(pfd[i].revents & POLLIN))
+			continue;
+		for (int k = 0; k < SERVE_BATCH && (c = accept4(pfd[i].fd, NULL,
+		    NULL, SOCK_CLOEXEC)) >= 0; k++)
+			close(c);
+	}
+}
+
 static int
 serve(int argc, char **argv)
 {
-	struct pollfd pfd[2];
+	struct pollfd pfd[SERVE_OPEN_MAX + 1];
 	struct sigaction sa = { 0 };
-	long open, closed;
+	long open[SERVE_OPEN_MAX], closed;
+	int n;
 
 	if (argc != 4) {
 		fprintf(stderr, "gate: %s\n", usage);
 		return 2;
 	}
-	if (parse_ports(argv, "--serve", &open, &closed) != 0)
+	if (parse_ports(argv, "--serve", open, &n, &closed) != 0)
 		return 2;
 	/* _exit in the handler: no flag to check between poll() calls. */
 	sa.sa_handler = serve_stop;
 	sigaction(SIGTERM, &sa, NULL);
 	sigaction(SIGINT, &sa, NULL);
 	signal(SIGPIPE, SIG_IGN);
-	pfd[0].fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-	pfd[1].fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-	serve_open_fd = pfd[0].fd;
-	if (serve_listen(pfd[1].fd, closed) != 0 || serve_listen(pfd[0].fd, open) != 0)
+	/* OPEN's sockets first (the lower fds), CLOSED's last... */
+	for (int i = 0; i < n; i++)
+		serve_open_fd[i] = pfd[i].fd = socket(AF_INET, SOCK_STREAM |
+		    SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	serve_nopen = n;
+	pfd[n].fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	/* ... but CLOSED listening first. */
+	if (serve_listen(pfd[n].fd, closed) != 0)
 		return 1;
-	pfd[0].events = pfd[1].events = POLLIN;
-	fprintf(stderr, "gate: serving %ld and %ld\n", open, closed);
+	for (int i = 0; i < n; i++)
+		if (serve_listen(pfd[i].fd, open[i]) != 0)
+			return 1;
+	for (int i = 0; i <= n; i++)
+		pfd[i].events = POLLIN;
+	fprintf(stderr, "gate: serving %s and %ld\n", argv[2], closed);
 	for (;;) {
-		if (poll(pfd, 2, -1) < 0) {
+		if (poll(pfd, (nfds_t)n + 1, -1) < 0) {
 			if (errno == EINTR)
 				continue;
 			fprintf(stderr, "gate: poll: %s\n", strerror(errno));
 			return 1;
 		}
-		for (int i = 0; i < 2; i++) {
-			int c;
-
-			if (!(pfd[i].revents & POLLIN))
-				continue;
-			/*
-			 * Each closed at once; at most SERVE_BATCH a port before
-			 * the other's turn, so that connects flooding one port
-			 * (an execution may loop on the open one) never leave
-			 * the other's queue to fill: a full queue drops a SYN,
-			 * which a runner would take for its policy's drop. A
-			 * failed accept (the peer gone, no fd to spare) leaves
-			 * the rest to the next poll().
-			 */
-			for (int k = 0; k < SERVE_BATCH && (c = accept4(pfd[i].fd,
-			    NULL, NULL, SOCK_CLOEXEC)) >= 0; k++)
-				close(c);
-		}
+		serve_accept(pfd, n + 1);
 	}
 }
 
@@ -375,18 +445,23 @@ enum round { ROUND_PASS, ROUND_AGAIN, ROUND_NEXT };
 
 /* One round on ip (see the header); why says what failed. */
 static enum round
-round_once(struct in_addr ip, long open, long closed, char *why, size_t n)
+round_once(struct in_addr ip, const long *open, int nopen, long closed,
+    char *why, size_t n)
 {
-	long long rtt;
+	long long rtt, other;
 	long t;
 
-	if (probe_open(ip, open, &rtt, why, n) != 0)
+	if (probe_open(ip, open[0], &rtt, why, n) != 0)
 		return ROUND_NEXT;
+	/* This execution's other ports: one refused is an older policy's. */
+	for (int i = 1; i < nopen; i++)
+		if (probe_open(ip, open[i], &other, why, n) != 0)
+			return ROUND_AGAIN;
 	t = (long)(rtt * 20 / 1000);
 	t = t < T_MIN_MS ? T_MIN_MS : t > T_MAX_MS ? T_MAX_MS : t;
-	if (probe_closed(ip, open, closed, t, why, n) != 0)
+	if (probe_closed(ip, open[0], closed, t, why, n) != 0)
 		return ROUND_AGAIN;
-	if (probe_open(ip, open, &rtt, why, n) != 0)
+	if (probe_open(ip, open[0], &rtt, why, n) != 0)
 		return ROUND_NEXT;
 	return ROUND_PASS;
 }
@@ -396,7 +471,8 @@ wait_main(int argc, char **argv)
 {
 	struct in_addr ips[MAX_IPS];
 	char why[256] = "no round ran";
-	long open, closed, secs;
+	long open[WAIT_OPEN_MAX], closed, secs;
+	int nopen;
 	long long deadline;
 	int nip = argc - 5, cur = 0;
 
@@ -404,7 +480,7 @@ wait_main(int argc, char **argv)
 		fprintf(stderr, "gate: %s\n", usage);
 		return WAIT_FAIL;
 	}
-	if (parse_ports(argv, "--wait", &open, &closed) != 0)
+	if (parse_ports(argv, "--wait", open, &nopen, &closed) != 0)
 		return WAIT_FAIL;
 	if (parse_num(argv[4], 1, 3600, &secs) != 0) {
 		fprintf(stderr, "gate: --wait: SECONDS '%s' is not a number of seconds (1-3600)\n",
@@ -426,7 +502,7 @@ wait_main(int argc, char **argv)
 		 * PASSES rounds in a row, on the same address: one SYN lost
 		 * (a queue full for a moment) is never taken for the policy.
 		 */
-		switch (round_once(ips[cur], open, closed, why, sizeof(why))) {
+		switch (round_once(ips[cur], open, nopen, closed, why, sizeof(why))) {
 		case ROUND_PASS:
 			if (++passed == PASSES)
 				return 0;

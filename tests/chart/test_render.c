@@ -1209,17 +1209,18 @@ test_egress_on(void **state)
 	c = at(pod, "containers[0]");
 	assert_string_equal(str(c, "image"), "airlock.dev/egress-gate:0.1.0");
 	assert_string_equal(str(c, "imagePullPolicy"), "IfNotPresent");
-	s = xasprintf("[\"/gate\", \"--serve\", \"%d\", \"%d\"]", PODSPEC_GATE_OPEN,
-	    PODSPEC_GATE_CLOSED);
+	/* Every port an execution's policy may name (podspec_gate_ports). */
+	s = xasprintf("[\"/gate\", \"--serve\", \"%d-%d\", \"%d\"]", PODSPEC_GATE_OPEN_BASE,
+	    PODSPEC_GATE_OPEN_BASE + PODSPEC_GATE_OPEN_PORTS - 1, PODSPEC_GATE_CLOSED);
 	assert_json(at(c, "command"), s);
 	free(s);
 	assert_null(at(c, "args"));
 	s = xasprintf("[{\"name\": \"open\", \"containerPort\": %d}, {\"name\": \"closed\", "
-	    "\"containerPort\": %d}]", PODSPEC_GATE_OPEN, PODSPEC_GATE_CLOSED);
+	    "\"containerPort\": %d}]", PODSPEC_GATE_OPEN_BASE, PODSPEC_GATE_CLOSED);
 	assert_json(at(c, "ports"), s);
 	free(s);
 	assert_int_equal(json_integer_value(at(c, "readinessProbe.tcpSocket.port")),
-	    PODSPEC_GATE_OPEN);
+	    PODSPEC_GATE_OPEN_BASE);
 	assert_json(at(c, "securityContext"), "{\"allowPrivilegeEscalation\": false, "
 	    "\"readOnlyRootFilesystem\": true, \"capabilities\": {\"drop\": [\"ALL\"]}}");
 	assert_json(at(c, "resources"), "{\"requests\": {\"cpu\": \"10m\", \"memory\": \"8Mi\"}, "
@@ -1275,8 +1276,9 @@ test_egress_on(void **state)
 	s = xasprintf("[{\"from\": [{\"namespaceSelector\": {}, \"podSelector\": {\"matchLabels\": "
 	    "{\"app.kubernetes.io/managed-by\": \"airlock-controller\", "
 	    "\"app.kubernetes.io/component\": \"execution\"}}}], \"ports\": [{\"protocol\": "
-	    "\"TCP\", \"port\": %d}, {\"protocol\": \"TCP\", \"port\": %d}, {\"protocol\": "
-	    "\"TCP\", \"port\": %d}]}]", PODSPEC_GATE_OPEN, PODSPEC_GATE_CLOSED,
+	    "\"TCP\", \"port\": %d, \"endPort\": %d}, {\"protocol\": \"TCP\", \"port\": %d}, "
+	    "{\"protocol\": \"TCP\", \"port\": %d}]}]", PODSPEC_GATE_OPEN_BASE,
+	    PODSPEC_GATE_OPEN_BASE + PODSPEC_GATE_OPEN_PORTS - 1, PODSPEC_GATE_CLOSED,
 	    PODSPEC_PROXY_PORT);
 	assert_json(at(o, "spec.ingress"), s);
 	free(s);

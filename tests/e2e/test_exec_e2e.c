@@ -1792,8 +1792,8 @@ eg_run(const char *ns2, const char *name, const char *runtime, const char *a_ip,
 
 /*
  * The egress start gate's pod (docs/network.md) in np_ns, as the chart
- * runs it: labelled as the controller looks for it, serving 8181 and
- * 8182, with the container proxy and the volumes (both stolen; NULL:
+ * runs it: labelled as the controller looks for it, serving 8200-8327
+ * and 8182, with the container proxy and the volumes (both stolen; NULL:
  * none) beside the gate; then Running, its IP in g->ip.
  */
 static void
@@ -1812,7 +1812,7 @@ gate_pod_start_with(struct np_pod *g, json_t *proxy, json_t *volumes)
 	    "runAsGroup", (json_int_t)65532, "fsGroup", (json_int_t)65532,
 	    "seccompProfile", "type", "RuntimeDefault",
 	    "containers", "name", "gate", "image", it_env_need("EGRESS_GATE_IMAGE"),
-	    "command", "/gate", "--serve", "8181", "8182",
+	    "command", "/gate", "--serve", "8200-8327", "8182",
 	    "securityContext", "allowPrivilegeEscalation", 0, "readOnlyRootFilesystem", 1,
 	    "capabilities", "drop", "ALL", "volumes", volumes ? volumes : json_array());
 
@@ -2110,6 +2110,26 @@ proxy_gate_pod_start(struct np_pod *g, const char *ports, const char *exempt)
 	gate_pod_start_with(g, proxy, volumes);
 }
 
+/* On a failure: the gate pod's containers and the proxy's logs, printed. */
+static void
+gate_diagnose(const char *gate)
+{
+	char *cmd = NULL, *out, *errout;
+
+	if (asprintf(&cmd, "K='%s --kubeconfig %s -n %s'; $K get pod %s -o "
+	    "jsonpath='{.status.containerStatuses}'; echo; $K logs %s -c proxy "
+	    "--previous --tail 30; $K logs %s -c proxy --tail 30 | grep -v '^{'; "
+	    "$K get pods -A -o wide | grep -v kube-system",
+	    it_env_need("KUBECTL"), it_env_need("KUBECONFIG_ADMIN"), np_ns, gate,
+	    gate, gate) < 0)
+		fail_msg("out of memory");
+	it_sh(cmd, &out, &errout);
+	print_message("# the gate pod:\n%s%s\n", out, errout);
+	free(cmd);
+	free(out);
+	free(errout);
+}
+
 /*
  * The proxy's audit records (its container's log) for execution uid ("":
  * those that name none), a line each: method host:port sni decision
@@ -2242,6 +2262,8 @@ test_egress_host(void **state)
 	print_message("# hosts: %s/%s in %lld ms: %s %s\n", it_str(st, "phase"),
 	    it_str(st, "reason"), it_int(st, "durationMillis"), it_str(st, "stdout"),
 	    it_str(st, "stderr"));
+	if (strcmp(it_str(st, "phase"), "Succeeded") != 0)
+		gate_diagnose("gate");
 	assert_string_equal(it_str(st, "phase"), "Succeeded");
 	want = xasprintf("{\"denied\": \"403\", \"direct\": \"fail\", \"forged\": \"403\", "
 	    "\"http\": \"a host=allowed.test:8080 sni=-\", \"literal\": \"403\", "
@@ -2272,7 +2294,9 @@ test_egress_host(void **state)
 		/* Without a pass, or with a forged one: no execution named. */
 		got = proxy_audit("gate", "");
 		assert_string_equal(got, "CONNECT allowed.test:8443 allowed.test refused no-pass\n"
-		    "CONNECT allowed.test:8443 allowed.test refused bad-pass\n");
+		    "CONNECT allowed.test:8443 allowed.test refused bad-pass\n"
+		    "GET allowed.test:8080 - refused manager\n"
+		    "GET allowed.test:8080 - refused scheme\n");
 		free(got);
 		json_decref(cx);
 	}

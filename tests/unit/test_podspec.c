@@ -65,6 +65,12 @@ cx(const char *spec)
 
 
 #define UID "0b9c4b1e-1111-2222-3333-444455556666"
+/* Its gate ports (podspec_gate_ports): 8200 + the first two 16-bit words of its SHA-256, mod 128. */
+#define GATE_P	8263
+#define GATE_Q	8295
+#define GATE_PS	"8263"
+#define GATE_QS	"8295"
+#define GATE_PQ	GATE_PS "," GATE_QS
 
 static void
 test_pod_hardening(void **state)
@@ -916,11 +922,20 @@ test_egress_gate(void **state)
 	last = json_array_get(env, json_array_size(env) - 1);
 	assert_string_equal(json_string_value(json_object_get(last, "name")),
 	    "AIRLOCK_EGRESS_GATE");
+	/* Two ports of the gate's range, this uid's own (its SHA-256's). */
+	{
+		int p2[2];
+
+		podspec_gate_ports(UID, p2);
+		assert_int_equal(p2[0], GATE_P);
+		assert_int_equal(p2[1], GATE_Q);
+	}
 	assert_string_equal(json_string_value(json_object_get(last, "value")),
-	    "8181 8182 30 10.244.0.9 10.244.0.12");
+	    GATE_PQ " 8182 30 10.244.0.9 10.244.0.12");
 	got = json_dumps(json_array_get(json_object_get(json_object_get(r.netpol,
 	    "spec"), "egress"), 1), JSON_COMPACT | JSON_SORT_KEYS);
-	assert_string_equal(got, "{\"ports\":[{\"port\":8181,\"protocol\":\"TCP\"}],"
+	assert_string_equal(got, "{\"ports\":[{\"port\":" GATE_PS ",\"protocol\":\"TCP\"},"
+	    "{\"port\":" GATE_QS ",\"protocol\":\"TCP\"}],"
 	    "\"to\":[{\"namespaceSelector\":{\"matchLabels\":"
 	    "{\"kubernetes.io/metadata.name\":\"airlock-system\"}},"
 	    "\"podSelector\":{\"matchLabels\":"
@@ -1112,7 +1127,7 @@ test_egress_proxy(void **state)
 
 		snprintf(all, sizeof(all), "HTTP_PROXY=%s;http_proxy=%s;"
 		    "HTTPS_PROXY=%s;https_proxy=%s;NO_PROXY=10.20.0.0/16;"
-		    "no_proxy=10.20.0.0/16;AIRLOCK_EGRESS_GATE=8181 8182 30 "
+		    "no_proxy=10.20.0.0/16;AIRLOCK_EGRESS_GATE=" GATE_PQ " 8182 30 "
 		    "10.244.0.9 10.244.0.12;", want, want, want, want);
 		assert_string_equal(got, all);
 	}
@@ -1134,7 +1149,8 @@ test_egress_proxy(void **state)
 	assert_string_equal(got, "{\"egress\":["
 	    "{\"ports\":[{\"port\":5432,\"protocol\":\"TCP\"}],"
 	    "\"to\":[{\"ipBlock\":{\"cidr\":\"10.20.0.0/16\"}}]},"
-	    "{\"ports\":[{\"port\":8181,\"protocol\":\"TCP\"},"
+	    "{\"ports\":[{\"port\":" GATE_PS ",\"protocol\":\"TCP\"},"
+	    "{\"port\":" GATE_QS ",\"protocol\":\"TCP\"},"
 	    "{\"port\":3128,\"protocol\":\"TCP\"}],"
 	    "\"to\":[{\"namespaceSelector\":{\"matchLabels\":"
 	    "{\"kubernetes.io/metadata.name\":\"airlock-system\"}},"
@@ -1170,7 +1186,7 @@ test_egress_proxy(void **state)
 	assert_int_equal(r.hosts, 0);
 	assert_int_equal(podspec_egress_gate(&r, &g, &err), 0);
 	got = env_from(r.pod, before);
-	assert_string_equal(got, "AIRLOCK_EGRESS_GATE=8181 8182 30 10.244.0.9;");
+	assert_string_equal(got, "AIRLOCK_EGRESS_GATE=" GATE_PQ " 8182 30 10.244.0.9;");
 	free(got);
 	podspec_result_free(&r);
 	json_decref(o);
