@@ -245,6 +245,10 @@ render() {
 		*[!A-Za-z0-9._/-]*) die "EGRESS_HOSTS_FILE: '$hosts' has characters other than A-Z a-z 0-9 . _ / -" ;;
 		esac
 		[ -f "$hosts" ] && [ -r "$hosts" ] || die "EGRESS_HOSTS_FILE: cannot read '$hosts'"
+		# Squid 5.7 skips a last line without its newline (seen: the
+		# name then has no address).
+		[ -z "$(tail -c 1 "$hosts")" ] ||
+			die "EGRESS_HOSTS_FILE: '$hosts' does not end with a newline (Squid would skip its last line)"
 	fi
 
 	# (die in $(...) leaves only the subshell: hence || exit 2.)

@@ -230,6 +230,17 @@ test_refused(void **state)
 	expect_refused(BASE "EGRESS_MAX_SECONDS=99999999999",
 	    E "EGRESS_MAX_SECONDS: '99999999999' is not a number of seconds "
 	    "(1..2592000)\n");
+	{
+		FILE *f = fopen("/tmp/airlock-egress-hosts-nonl", "w");
+
+		assert_non_null(f);
+		fputs("10.1.2.3 a.test", f);
+		fclose(f);
+		expect_refused(BASE "EGRESS_HOSTS_FILE=/tmp/airlock-egress-hosts-nonl",
+		    E "EGRESS_HOSTS_FILE: '/tmp/airlock-egress-hosts-nonl' does not end "
+		    "with a newline (Squid would skip its last line)\n");
+		unlink("/tmp/airlock-egress-hosts-nonl");
+	}
 	expect_refused(BASE "EGRESS_DNS=10.0.0.256",
 	    E "EGRESS_DNS: '10.0.0.256' is not an IP address\n");
 	expect_refused(BASE "EGRESS_DNS=dns.example",
