@@ -31,31 +31,8 @@ pids=()
 trap bench_cleanup EXIT
 
 bench_install
-k create ns "$ns" >/dev/null
-until k -n "$ns" get serviceaccount default >/dev/null 2>&1; do sleep 0.2; done
-k apply --server-side -f - >/dev/null <<YAML
-apiVersion: node.k8s.io/v1
-kind: RuntimeClass
-metadata: {name: airlock-bench-runc}
-handler: runc
-YAML
-k -n "$ns" apply -f - >/dev/null <<YAML
-apiVersion: v1
-kind: Pod
-metadata:
-  name: gate
-  labels: {app.kubernetes.io/component: egress-gate}
-spec:
-  runtimeClassName: airlock-bench-runc
-  automountServiceAccountToken: false
-  securityContext: {runAsNonRoot: true, runAsUser: 65532, seccompProfile: {type: RuntimeDefault}}
-  containers:
-  - name: gate
-    image: $EGRESS_GATE_IMAGE
-    command: [/gate, --serve, "8200-8327", "8182"]
-    securityContext: {allowPrivilegeEscalation: false, readOnlyRootFilesystem: true, capabilities: {drop: [ALL]}}
-YAML
-k -n "$ns" wait --for=condition=Ready pod/gate --timeout=120s >/dev/null
+bench_runc_ns
+bench_gate_pod
 cat > "$work/config.yaml" <<YAML
 networkRuntimeClassName: $RUNTIME_CLASS_NET
 profiles:

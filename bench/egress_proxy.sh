@@ -32,14 +32,7 @@ pids=()
 trap bench_cleanup EXIT
 
 bench_install
-k create ns "$ns" >/dev/null
-until k -n "$ns" get serviceaccount default >/dev/null 2>&1; do sleep 0.2; done
-k apply --server-side -f - >/dev/null <<YAML
-apiVersion: node.k8s.io/v1
-kind: RuntimeClass
-metadata: {name: airlock-bench-runc}
-handler: runc
-YAML
+bench_runc_ns
 openssl req -x509 -newkey rsa:2048 -nodes -days 1 -subj /CN=allowed.test \
 	-keyout "$work/k.pem" -out "$work/c.pem" 2>/dev/null
 head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n' > "$work/key"
@@ -82,21 +75,7 @@ a=$(k -n "$ns" get pod a -o jsonpath='{.status.podIP}')
 # without its newline (seen: no-address after its DNS timeout).
 printf '%s allowed.test\n' "$a" > "$work/hosts"
 k -n "$ns" create configmap egress-hosts --from-file=hosts="$work/hosts" >/dev/null
-k -n "$ns" apply -f - >/dev/null <<YAML
-apiVersion: v1
-kind: Pod
-metadata:
-  name: gate
-  labels: {app.kubernetes.io/component: egress-gate}
-spec:
-  runtimeClassName: airlock-bench-runc
-  automountServiceAccountToken: false
-  securityContext: {runAsNonRoot: true, runAsUser: 65532, fsGroup: 65532, seccompProfile: {type: RuntimeDefault}}
-  containers:
-  - name: gate
-    image: $EGRESS_GATE_IMAGE
-    command: [/gate, --serve, "8200-8327", "8182"]
-    securityContext: {allowPrivilegeEscalation: false, readOnlyRootFilesystem: true, capabilities: {drop: [ALL]}}
+bench_gate_pod "$(cat <<YAML
   - name: proxy
     image: $EGRESS_IMAGE
     env:
@@ -116,7 +95,7 @@ spec:
   - {name: key, secret: {secretName: egress-key, defaultMode: 288}}
   - {name: hosts, configMap: {name: egress-hosts}}
 YAML
-k -n "$ns" wait --for=condition=Ready pod/gate --timeout=120s >/dev/null
+)"
 cat > "$work/config.yaml" <<YAML
 networkRuntimeClassName: $RUNTIME_CLASS_NET
 profiles:

@@ -88,6 +88,46 @@ bench_daemons() {
 	until curl -sf "http://$aaddr/readyz" >/dev/null 2>&1; do sleep 0.2; done
 }
 
+# bench_runc_ns: the namespace $ns made (its default ServiceAccount
+# there) and the RuntimeClass airlock-bench-runc (handler runc) for the
+# pods the chart runs under the cluster's default runtime (the gate).
+bench_runc_ns() {
+	k create ns "$ns" >/dev/null
+	until k -n "$ns" get serviceaccount default >/dev/null 2>&1; do sleep 0.2; done
+	k apply --server-side -f - >/dev/null <<YAML
+apiVersion: node.k8s.io/v1
+kind: RuntimeClass
+metadata: {name: airlock-bench-runc}
+handler: runc
+YAML
+}
+
+# bench_gate_pod [MORE]: the egress start gate's pod "gate" in $ns, as
+# the chart runs it (under airlock-bench-runc), with MORE appended (YAML:
+# more containers after the gate's, then the pod's volumes); once ready.
+bench_gate_pod() {
+	{
+		cat <<YAML
+apiVersion: v1
+kind: Pod
+metadata:
+  name: gate
+  labels: {app.kubernetes.io/component: egress-gate}
+spec:
+  runtimeClassName: airlock-bench-runc
+  automountServiceAccountToken: false
+  securityContext: {runAsNonRoot: true, runAsUser: 65532, fsGroup: 65532, seccompProfile: {type: RuntimeDefault}}
+  containers:
+  - name: gate
+    image: $EGRESS_GATE_IMAGE
+    command: [/gate, --serve, "8200-8327", "8182"]
+    securityContext: {allowPrivilegeEscalation: false, readOnlyRootFilesystem: true, capabilities: {drop: [ALL]}}
+YAML
+		printf '%s\n' "${1-}"
+	} | k -n "$ns" apply -f - >/dev/null
+	k -n "$ns" wait --for=condition=Ready pod/gate --timeout=120s >/dev/null
+}
+
 # bench_cleanup: an EXIT trap for a script with one namespace ($ns) and
 # daemons ($pids): they stopped, it deleted (not waited for), $work gone.
 bench_cleanup() {
