@@ -2,11 +2,9 @@
  * egress_token.c - see egress_token.h.
  */
 #include <errno.h>
-#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include <jansson.h>
 #include <openssl/crypto.h>
@@ -14,6 +12,7 @@
 #include <openssl/hmac.h>
 
 #include "base64.h"
+#include "buf.h"
 #include "egress.h"
 #include "egress_token.h"
 #include "xmalloc.h"
@@ -222,36 +221,32 @@ int
 egress_key_load(const char *path, unsigned char **key, size_t *keylen,
     struct k8s_error *err)
 {
-	unsigned char buf[EGRESS_KEY_MAX + 2];
-	size_t len = 0;
-	ssize_t k;
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	struct buf b;
+	size_t len;
+	int rc;
 
 	*key = NULL;
-	if (fd < 0)
-		return k8s_error_set(err, K8S_EINVAL, 0, NULL, "egress key %s: "
-		    "%s", path, strerror(errno));
-	while (len < sizeof(buf) && (k = read(fd, buf + len,
-	    sizeof(buf) - len)) != 0) {
-		if (k < 0 && errno == EINTR)
-			continue;
-		if (k < 0) {
-			close(fd);
-			return k8s_error_set(err, K8S_EINVAL, 0, NULL, "egress "
-			    "key %s: %s", path, strerror(errno));
-		}
-		len += (size_t)k;
-	}
-	close(fd);
-	if (len > 0 && buf[len - 1] == '\n')
+	/* The key and a newline at most: more is refused unread. */
+	buf_init(&b, EGRESS_KEY_MAX + 1);
+	rc = buf_read_file(&b, path, NULL);
+	len = b.len;
+	if (len > 0 && b.data[len - 1] == '\n')
 		len--;
-	if (len < EGRESS_KEY_MIN || len > EGRESS_KEY_MAX)
-		return k8s_error_set(err, K8S_EINVAL, 0, NULL, "egress key %s: "
-		    "%zu bytes, not %d to %d", path, len, EGRESS_KEY_MIN,
-		    EGRESS_KEY_MAX);
-	*key = xmalloc(len);
-	memcpy(*key, buf, len);
-	*keylen = len;
-	OPENSSL_cleanse(buf, sizeof(buf));
-	return 0;
+	if (rc == BUF_EIO)
+		rc = k8s_error_set(err, K8S_EINVAL, 0, NULL, "egress key %s: "
+		    "%s", path, strerror(errno));
+	else if (rc != 0 || len < EGRESS_KEY_MIN || len > EGRESS_KEY_MAX)
+		rc = k8s_error_set(err, K8S_EINVAL, 0, NULL, "egress key %s: "
+		    "%s%zu bytes, not %d to %d", path, rc != 0 ? "more than " :
+		    "", rc != 0 ? (size_t)EGRESS_KEY_MAX + 1 : len,
+		    EGRESS_KEY_MIN, EGRESS_KEY_MAX);
+	else {
+		*key = xmalloc(len);
+		memcpy(*key, b.data, len);
+		*keylen = len;
+	}
+	if (b.data != NULL)
+		OPENSSL_cleanse(b.data, b.alloc);
+	buf_free(&b);
+	return rc;
 }
