@@ -1130,6 +1130,11 @@ test_egress_off(void **state)
 	}
 	c = at(find(all, "DaemonSet", NULL), "spec.template.spec.containers[0]");
 	arg_is(c, "--network-runtime-class", NULL);
+	/* No metering: no iptables, no NET_ADMIN, the pod's own network. */
+	arg_is(c, "--iptables", NULL);
+	assert_json(at(c, "securityContext.capabilities"),
+	    "{\"drop\": [\"ALL\"], \"add\": [\"KILL\"]}");
+	assert_false(json_is_true(at(find(all, "DaemonSet", NULL), "spec.template.spec.hostNetwork")));
 	assert_null(strstr(str(find(all, "ConfigMap", "rel-airlock-controller"),
 	    "data.config\\.yaml"), "networkRuntimeClassName"));
 	json_decref(all);
@@ -1180,6 +1185,28 @@ test_egress_on(void **state)
 	/* The agent lets that class's sandboxes have a network stack. */
 	c = at(find(all, "DaemonSet", "rel-airlock-node-agent"), "spec.template.spec.containers[0]");
 	arg_is(c, "--network-runtime-class=", "gvisor-net");
+	/*
+	 * And meters them (the byte cap): its iptables, NET_ADMIN for the
+	 * host's netfilter, on the host's network, with the host's lock.
+	 */
+	arg_is(c, "--iptables=", "/usr/sbin/iptables");
+	assert_json(at(c, "securityContext.capabilities"),
+	    "{\"drop\": [\"ALL\"], \"add\": [\"KILL\", \"NET_ADMIN\"]}");
+	assert_true(json_is_true(at(find(all, "DaemonSet", "rel-airlock-node-agent"),
+	    "spec.template.spec.hostNetwork")));
+	arg_is(c, "--probe-addr=", "127.0.0.1:8083");
+	{
+		json_t *v, *vols = at(find(all, "DaemonSet", "rel-airlock-node-agent"),
+		    "spec.template.spec.volumes");
+		const char *lock = NULL;
+		size_t j;
+
+		json_array_foreach(vols, j, v)
+			if (strcmp(str(v, "name"), "xtables-lock") == 0)
+				lock = str(v, "hostPath.path");
+		assert_non_null(lock);
+		assert_string_equal(lock, "/run/xtables.lock");
+	}
 	/* The controller runs executions with egress under it. */
 	conf = str(find(all, "ConfigMap", "rel-airlock-controller"), "data.config\\.yaml");
 	assert_non_null(strstr(conf, "\nnetworkRuntimeClassName: gvisor-net\n"));
