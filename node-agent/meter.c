@@ -201,12 +201,21 @@ owned(const char *name, json_t *pods, const struct want *w, size_t nw)
 	return 0;
 }
 
-/* The script of a pass: installs and removals. 0, or -1 (too big). */
+/*
+ * The script of a pass: FORWARD's jump put first again if something was
+ * put before it, installs and removals. 0, or -1 (too big).
+ */
 static int
-script(struct buf *b, const struct meter_seen *seen, size_t ns,
-    const struct want *w, size_t nw, json_t *pods)
+script(struct buf *b, enum meter_jump fwd, const struct meter_seen *seen,
+    size_t ns, const struct want *w, size_t nw, json_t *pods)
 {
 	int rc = buf_append_str(b, "*filter\n");
+
+	if (rc == 0 && fwd != METER_FIRST) {
+		log_warn("egress meter: FORWARD's jump to its chain put first again",
+		    "was=%s", fwd == METER_LATER ? "later" : "absent");
+		rc = meter_forward_fix(b, fwd);
+	}
 
 	for (size_t i = 0; rc == 0 && i < nw; i++) {
 		const struct meter_seen *s = meter_find(seen, ns, w[i].name);
@@ -290,7 +299,7 @@ agent_meter_pass(struct agent *a)
 		log_error("cannot list the egress meter's chains", "cmd=%s", save);
 	else {
 		ns = meter_parse(text, seen, METER_SEEN_MAX);
-		if (script(&b, seen, ns, w, nw, pods) != 0)
+		if (script(&b, meter_forward(text), seen, ns, w, nw, pods) != 0)
 			log_error("egress meter: too many chains to change at once",
 			    "chains=%zu runs=%zu", ns, nw);
 		else if (b.len == strlen("*filter\nCOMMIT\n") ||

@@ -51,6 +51,17 @@ struct meter_seen {
  */
 size_t meter_parse(const char *text, struct meter_seen *out, size_t max);
 
+/*
+ * Where FORWARD jumps to METER_CHAIN in text (a filter listing):
+ * METER_FIRST, its first rule; METER_LATER, a later one (a NetworkPolicy
+ * engine that put its own first would accept packets before they are
+ * counted); METER_ABSENT.
+ */
+enum meter_jump { METER_ABSENT, METER_FIRST, METER_LATER };
+enum meter_jump meter_forward(const char *text);
+/* Append to b the moves that make FORWARD's jump to METER_CHAIN its first rule. */
+int meter_forward_fix(struct buf *b, enum meter_jump where);
+
 /* The one of name in seen[0..n), or NULL. */
 const struct meter_seen *meter_find(const struct meter_seen *seen, size_t n,
     const char *name);

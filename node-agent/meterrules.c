@@ -131,6 +131,42 @@ meter_parse(const char *text, struct meter_seen *out, size_t max)
 	return n;
 }
 
+enum meter_jump
+meter_forward(const char *text)
+{
+	static const char jump[] = "-A FORWARD -j " METER_CHAIN;
+	int in_filter = 0, first = 1;
+
+	for (const char *line = text; line && *line;) {
+		const char *eol = strchr(line, '\n'), *rule;
+
+		if (eol == NULL)
+			eol = line + strlen(line);
+		if (*line == '*')
+			in_filter = eol - line == 7 && strncmp(line, "*filter", 7) == 0;
+		else if (in_filter && (rule = strstr(line, "-A FORWARD ")) != NULL &&
+		    rule < eol) {
+			if ((size_t)(eol - rule) == strlen(jump) &&
+			    strncmp(rule, jump, strlen(jump)) == 0)
+				return first ? METER_FIRST : METER_LATER;
+			first = 0;
+		}
+		line = *eol ? eol + 1 : NULL;
+	}
+	return METER_ABSENT;
+}
+
+int
+meter_forward_fix(struct buf *b, enum meter_jump where)
+{
+	if (where == METER_FIRST)
+		return 0;
+	if (where == METER_LATER &&
+	    buf_append_str(b, "-D FORWARD -j " METER_CHAIN "\n") != 0)
+		return BUF_ETOOBIG;
+	return buf_append_str(b, "-I FORWARD 1 -j " METER_CHAIN "\n");
+}
+
 int
 meter_install(struct buf *b, const char *name, const char *ip, int port,
     long long cap)

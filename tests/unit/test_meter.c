@@ -109,6 +109,34 @@ test_parse(void **state)
 	    "[1:2] -A AIRLOCK-E-short -j DROP\n[1:2]\n", s, 4), 0);
 }
 
+/* FORWARD's jump: first, after a rule put before it, or absent. */
+static void
+test_forward(void **state)
+{
+	static const char later[] = "*filter\n:FORWARD ACCEPT [0:0]\n"
+	    "[5:300] -A FORWARD -m comment --comment \"kube-router\" -j KUBE-ROUTER-FORWARD\n"
+	    "[9:540] -A FORWARD -j AIRLOCK-EGRESS\nCOMMIT\n";
+	static const char nat_only[] = "*nat\n[9:540] -A FORWARD -j AIRLOCK-EGRESS\n"
+	    "COMMIT\n*filter\n[1:2] -A FORWARD -j AIRLOCK-EGRESS-X\nCOMMIT\n";
+	struct buf b;
+
+	(void)state;
+	assert_int_equal(meter_forward(listing), METER_FIRST);
+	assert_int_equal(meter_forward(later), METER_LATER);
+	assert_int_equal(meter_forward(nat_only), METER_ABSENT);
+	assert_int_equal(meter_forward(""), METER_ABSENT);
+	buf_init(&b, 4096);
+	assert_int_equal(meter_forward_fix(&b, METER_FIRST), 0);
+	assert_int_equal(b.len, 0);
+	assert_int_equal(meter_forward_fix(&b, METER_LATER), 0);
+	assert_string_equal(b.data, "-D FORWARD -j AIRLOCK-EGRESS\n"
+	    "-I FORWARD 1 -j AIRLOCK-EGRESS\n");
+	buf_reset(&b);
+	assert_int_equal(meter_forward_fix(&b, METER_ABSENT), 0);
+	assert_string_equal(b.data, "-I FORWARD 1 -j AIRLOCK-EGRESS\n");
+	buf_free(&b);
+}
+
 static void
 test_scripts(void **state)
 {
@@ -365,6 +393,7 @@ main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_chain_name),
 		cmocka_unit_test(test_parse),
+		cmocka_unit_test(test_forward),
 		cmocka_unit_test(test_scripts),
 		cmocka_unit_test(test_netns_traffic),
 	};
