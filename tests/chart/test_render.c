@@ -855,6 +855,16 @@ test_refused(void **state)
 	    "at '/egress/proxy/hosts/0': missing property 'names'");
 	refused("--set egress.enabled=true --set config.profiles.python.network.ingress=x",
 	    "at '/config/profiles/python/network': additional properties 'ingress' not allowed");
+	/* The byte cap: a quantity, beside egress entries only. */
+	refused("--set egress.enabled=true --set-json 'config.profiles.python.network="
+	    "{\"egress\":[{\"cidr\":\"10.0.0.0/8\",\"ports\":[1]}],\"egressBytes\":\"64MB\"}'",
+	    "at '/config/profiles/python/network/egressBytes': '64MB' does not match pattern");
+	refused("--set egress.enabled=true --set-json 'config.profiles.python.network="
+	    "{\"egressBytes\":\"64Mi\"}'",
+	    "at '/config/profiles/python/network': missing property 'egress'");
+	refused("--set egress.enabled=true --set-json 'config.profiles.python.network="
+	    "{\"egress\":[],\"egressBytes\":\"64Mi\"}'",
+	    "at '/config/profiles/python/network/egress': minItems: got 0, want 1");
 #undef NET
 #undef GROUPS
 #undef G0
@@ -1359,10 +1369,11 @@ test_egress_on(void **state)
 	 * (ctl_config.c): any refusal, or another list, is the chart's fault.
 	 */
 	all = render("--set egress.enabled=true --set-json 'config.profiles.python.network="
-	    "{\"egress\":[{\"cidr\":\"10.20.0.0/16\",\"ports\":[5432,5433]}]}'");
+	    "{\"egress\":[{\"cidr\":\"10.20.0.0/16\",\"ports\":[5432,5433]}],"
+	    "\"egressBytes\":\"64Mi\"}'");
 	conf = str(find(all, "ConfigMap", "rel-airlock-controller"), "data.config\\.yaml");
 	assert_non_null(strstr(conf, "\n    network: {\"egress\":[{\"cidr\":\"10.20.0.0/16\","
-	    "\"ports\":[5432,5433]}]}\n"));
+	    "\"ports\":[5432,5433]}],\"egressBytes\":\"64Mi\"}\n"));
 	/* The one profile's only. */
 	assert_null(strstr(strstr(conf, "\n    network: ") + 1, "\n    network: "));
 	if (ctl_config_parse(conf, strlen(conf), "chart config", &cfg, &err) == 0) {
@@ -1373,7 +1384,9 @@ test_egress_on(void **state)
 		assert_int_equal(p->egress[0].nports, 2);
 		assert_int_equal(p->egress[0].ports[0], 5432);
 		assert_int_equal(p->egress[0].ports[1], 5433);
+		assert_int_equal(p->egress_bytes, 64 << 20);
 		assert_int_equal(ctl_config_profile(cfg, "node")->negress, 0);
+		assert_int_equal(ctl_config_profile(cfg, "node")->egress_bytes, 0);
 		ctl_config_free(cfg);
 	} else
 		fail_msg("the controller refuses the chart's egress: %s\n%s", err.message, conf);
