@@ -46,7 +46,7 @@ profiles:
     sourceFile: main.py
     network: {egress: [{cidr: 10.253.0.0/16, ports: [5432]}]}
 YAML
-bench_daemons "$bin" "$ns" --network-runtime-class "$RUNTIME_CLASS_NET"
+bench_daemons "$bin" "$ns" --network-runtime-class "$RUNTIME_CLASS_NET" --iptables iptables
 
 cache=${AIRLOCK_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/airlock}
 py=$cache/pyvenv-$(sha256sum "$top/tests/sdk/requirements.txt" | cut -c1-12)/bin/python

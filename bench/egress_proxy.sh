@@ -106,7 +106,7 @@ profiles:
     network: {egress: [{cidr: $a/32, ports: [8080, 8443]}, {host: allowed.test, ports: [8080, 8443]}]}
 YAML
 ctl_flags=(--egress-key "$work/key")
-bench_daemons "$bin" "$ns" --network-runtime-class "$RUNTIME_CLASS_NET"
+bench_daemons "$bin" "$ns" --network-runtime-class "$RUNTIME_CLASS_NET" --iptables iptables
 
 cat > "$work/main.py" <<'PY'
 import base64, http.client, json, os, socket, ssl, sys, time, urllib.parse
