@@ -255,6 +255,12 @@ stream_main(void *arg)
 	for (;;) {
 		long long t0 = clock_mono_ms();
 
+		/* Records are counted only against a full cache. */
+		if (informer_wait_synced(s->f->ctl->cx_inf, 0) != 0) {
+			if (stream_wait(s, 200) != 0)
+				break;
+			continue;
+		}
 		if ((path = log_path(s)) == NULL)
 			break;
 		egresslog_pos_resume(&s->pos);
@@ -305,18 +311,23 @@ stream_free(struct stream *s)
 }
 
 /*
- * The streams match the gate pods: one for each whose proxy runs (by
- * name and uid); one whose pod went is marked gone and ends at its log's
- * end; ended ones are joined. Every stream stopped when not leading.
+ * While leading, the streams match the gate pods: one for each whose
+ * proxy runs (by name and uid); one whose pod went is marked gone and
+ * ends at its log's end; ended ones are joined.
  */
 static void
 sync_streams(struct egress_follow *f)
 {
-	json_t *pods = f->leading ? informer_list(f->ctl->gate_inf) : NULL, *p;
+	json_t *pods = informer_list(f->ctl->gate_inf), *p;
 	struct stream *done[FOLLOW_MAX_STREAMS];
 	size_t i, k, nd = 0;
 
 	pthread_mutex_lock(&f->lock);
+	if (!f->leading) {
+		pthread_mutex_unlock(&f->lock);
+		json_decref(pods);
+		return;
+	}
 	for (k = 0; k < f->n; k++) {
 		int there = 0;
 
@@ -325,12 +336,7 @@ sync_streams(struct egress_follow *f)
 			    strcmp(k8s_obj_name(p), f->s[k]->pod) == 0 &&
 			    strcmp(k8s_obj_uid(p), f->s[k]->pod_uid) == 0;
 		f->s[k]->gone |= !there;
-		if (!f->leading && !f->s[k]->stop) {
-			f->s[k]->stop = 1;
-			linestream_stop(f->s[k]->ls);
-		}
 	}
-	pthread_cond_broadcast(&f->cond);
 	json_array_foreach(pods, i, p) {
 		const char *name = k8s_obj_name(p);
 		const char *uid = k8s_obj_uid(p);
@@ -388,6 +394,9 @@ ctl_egress_follow_new(struct controller *ctl, struct metrics *m)
 void
 ctl_egress_follow_leading(struct egress_follow *f, int leading)
 {
+	struct stream *all[FOLLOW_MAX_STREAMS];
+	size_t n = 0;
+
 	if (f == NULL)
 		return;
 	pthread_mutex_lock(&f->lock);
@@ -397,10 +406,22 @@ ctl_egress_follow_leading(struct egress_follow *f, int leading)
 		f->too_many = 0;
 	}
 	f->leading = leading;
-	if (!leading)
+	if (!leading) {
+		/* Every stream stopped and joined: none outlives the lead. */
 		egresslog_clear(f->table);
+		for (n = 0; n < f->n; n++) {
+			all[n] = f->s[n];
+			all[n]->stop = 1;
+			linestream_stop(all[n]->ls);
+		}
+		f->n = 0;
+		pthread_cond_broadcast(&f->cond);
+	}
 	pthread_mutex_unlock(&f->lock);
-	sync_streams(f);
+	for (size_t k = 0; k < n; k++)
+		stream_free(all[k]);
+	if (leading)
+		sync_streams(f);
 }
 
 void
@@ -413,19 +434,9 @@ ctl_egress_follow_sync(struct egress_follow *f)
 void
 ctl_egress_follow_free(struct egress_follow *f)
 {
-	struct stream *all[FOLLOW_MAX_STREAMS];
-	size_t n;
-
 	if (f == NULL)
 		return;
-	ctl_egress_follow_leading(f, 0);	/* every stream stopped */
-	pthread_mutex_lock(&f->lock);
-	n = f->n;
-	memcpy(all, f->s, n * sizeof(all[0]));
-	f->n = 0;
-	pthread_mutex_unlock(&f->lock);
-	for (size_t k = 0; k < n; k++)
-		stream_free(all[k]);
+	ctl_egress_follow_leading(f, 0);	/* every stream joined */
 	egresslog_free(f->table);
 	pthread_mutex_destroy(&f->lock);
 	pthread_cond_destroy(&f->cond);

@@ -282,7 +282,10 @@ test_no_hosts(void **state)
 	assert_int_equal(count_for(fx, 3 * GRACE), 0);
 }
 
-/* An execution without host entries (not proxied): never a patch. */
+/*
+ * An execution without host entries (not proxied): never a patch. A
+ * lead lost and won again follows the log again.
+ */
 static void
 test_not_proxied(void **state)
 {
@@ -293,8 +296,12 @@ test_not_proxied(void **state)
 	ctl_egress_follow_leading(fx->ctl.follow, 1);
 	assert_int_equal(fakeapi_wait_count(fx->api, 1, 5000), 1);
 	assert_int_equal(count_for(fx, 3 * GRACE), 1);
-	/* Losing the lead stops the stream. */
+	/* Losing the lead stops the stream; leading again follows anew. */
 	ctl_egress_follow_leading(fx->ctl.follow, 0);
+	fakeapi_push_stream(fx->api, "");
+	ctl_egress_follow_leading(fx->ctl.follow, 1);
+	assert_int_equal(fakeapi_wait_count(fx->api, 2, 5000), 2);
+	assert_true(strncmp(fakeapi_request(fx->api, 1), LOG, strlen(LOG)) == 0);
 }
 
 int
