@@ -64,7 +64,7 @@ struct stream {
 	struct linestream	*ls;
 	pthread_t		 thread;
 	struct egresslog_pos	 pos;		/* its thread's */
-	int			 clean;		/* its thread's: see stream_main */
+	int			 clean;		/* its thread's: see ended() */
 	/* f->lock held: */
 	long long		 live_since;	/* mono ms it opened; 0: not open */
 	int			 gone, done, stop;
@@ -209,17 +209,17 @@ stream_wait(struct stream *s, long ms)
 
 /*
  * One connection ended with rc (and err): whether the stream goes on.
- * clean: it ended at its container's end (the server ended it, and the
- * container it opened on no longer runs), so nothing of that container
- * is left to read.
+ * The server ending it (rc 0) is taken as the end of its container's
+ * log: the kubelet ends a followed log when its container stops. Then
+ * a pod found gone, or a container other than the one it opened on,
+ * lost nothing. After a failure they mean the log's last lines went
+ * with it.
  */
 static int
 ended(struct stream *s, int rc, const struct k8s_error *err)
 {
-	char cid[256];
 	int gone;
 
-	proxy_cid(s->f, s->pod, cid);
 	pthread_mutex_lock(&s->f->lock);
 	if (s->live_since)
 		metric_add(s->f->m_open, NULL, -1);
@@ -231,11 +231,9 @@ ended(struct stream *s, int rc, const struct k8s_error *err)
 	pthread_mutex_unlock(&s->f->lock);
 	if (rc == K8S_ECANCELED || rc == K8S_ENOTFOUND)
 		return 0;
-	if (rc == 0) {
-		s->clean = gone || strcmp(cid, s->cid) != 0;
+	s->clean = rc == 0;
+	if (rc == 0)
 		return !gone;
-	}
-	s->clean = 0;
 	log_warn("egress log stream broken: reconnecting", "pod=%s code=%ld "
 	    "error=\"%s\"", s->pod, err->http_status, err->message);
 	return 1;
@@ -268,9 +266,15 @@ stream_main(void *arg)
 		free(path);
 		if (!ended(s, rc, &err))
 			break;
-		/* A stream that lived a while was healthy: at once again. */
+		/*
+		 * Ended by the server after a while: at once again (if that
+		 * was not its container's end, the gap stays short). A stream
+		 * that lived a while was healthy: the backoff starts over.
+		 */
 		if (clock_mono_ms() - t0 > 30000)
 			backoff_reset(&b);
+		if (rc == 0 && clock_mono_ms() - t0 >= 1000)
+			continue;
 		if (stream_wait(s, backoff_next(&b)) != 0)
 			break;
 	}
