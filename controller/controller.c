@@ -855,8 +855,6 @@ controller_new(struct k8s_client *c, const struct ctl_config *cfg,
 		ctl->opts.agent_absent_ms = 300000;
 	if (ctl->opts.refill_delay_ms < 0)
 		ctl->opts.refill_delay_ms = 0;
-	if (ctl->opts.egress_grace_ms <= 0)
-		ctl->opts.egress_grace_ms = 5000;
 	cxo.ns = po.ns = ctl->opts.namespace;
 	cxo.resync_ms = ctl->opts.resync_ms;
 	ctl->cx_inf = informer_new(c, &cxo, &cxh);

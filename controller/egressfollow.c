@@ -378,6 +378,8 @@ ctl_egress_follow_new(struct controller *ctl, struct metrics *m)
 			hosts |= ctl->cfg->profiles[i].egress[j].host != NULL;
 	if (!hosts || ctl->gate_inf == NULL)
 		return NULL;
+	if (ctl->opts.egress_grace_ms <= 0)
+		ctl->opts.egress_grace_ms = 5000;
 	f = xcalloc(1, sizeof(*f));
 	f->ctl = ctl;
 	pthread_mutex_init(&f->lock, NULL);
