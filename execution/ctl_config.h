@@ -23,6 +23,7 @@
  *       ...
  *       network:                            # docs/network.md; none: no network
  *         egress: [{cidr: 10.20.0.0/16, ports: [5432]}]
+ *         egressBytes: 64Mi                 # per execution, both ways; 1Gi
  *   defaults: {cpu: 500m, memory: 256Mi, ephemeralStorage: 64Mi}
  *   caps:     {cpu: "2",  memory: 2Gi,   ephemeralStorage: 1Gi}
  *   quota:    {executions: 20, cpu: "8", memory: 8Gi, storedExecutions: 1000,
@@ -63,6 +64,14 @@ enum ctl_policy {
 #define CTL_EGRESS_MAX		32
 #define CTL_EGRESS_PORTS_MAX	16
 #define CTL_EGRESS_HOST_MAX	253	/* a DNS name's longest text form */
+/*
+ * network.egressBytes (docs/network.md, "The byte cap"): the bytes an
+ * execution's pod may move, both ways together, before the node agent's
+ * quota ends its connections. A quantity, only beside egress entries;
+ * CTL_EGRESS_BYTES_DEFAULT when not given; at most CTL_EGRESS_BYTES_MAX.
+ */
+#define CTL_EGRESS_BYTES_DEFAULT	(INT64_C(1) << 30)	/* 1Gi */
+#define CTL_EGRESS_BYTES_MAX		(INT64_C(1) << 40)	/* 1Ti */
 struct ctl_egress {
 	char		*host;		/* lowercase, no trailing dot; or NULL */
 	char		*cidr;		/* "a.b.c.d/n", as given; NULL for a host */
@@ -90,6 +99,8 @@ struct ctl_profile {
 	/* network.egress: none (NULL, 0) is no network at all. */
 	struct ctl_egress	*egress;
 	size_t			 negress;
+	/* network.egressBytes: 0 without egress, else 1 to CTL_EGRESS_BYTES_MAX. */
+	int64_t			 egress_bytes;
 };
 
 struct ctl_resources {

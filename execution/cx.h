@@ -78,6 +78,8 @@ int cx_stream(json_t *cx);
  */
 /* "true": the profile has a code policy (ctl_config.h), whose refusal ends it PolicyDenied. */
 #define CX_ANN_POLICY		"airlock.dev/policy"
+/* An execution pod with egress: its byte cap (docs/network.md, "The byte cap"). */
+#define CX_ANN_EGRESS_BYTES	"airlock.dev/egress-bytes"
 #define CX_ANN_STREAM		"airlock.dev/stream"
 #define CX_OBJECT_BUDGET	(1024 * 1024)
 /*
@@ -102,6 +104,7 @@ int cx_stream(json_t *cx);
 #define CX_EXIT_PROGRAM		(-1)
 #define CX_EXIT_POLICY		120	/* the profile's code policy refused it */
 #define CX_EXIT_NOT_RUN		121	/* the program never ran */
+#define CX_EXIT_EGRESS_LIMIT	122	/* its network traffic passed its cap */
 #define CX_EXIT_OUTPUT_LIMIT	123
 #define CX_EXIT_TIMEOUT		124	/* as timeout(1) */
 #define CX_EXIT_OOM		125
@@ -126,6 +129,7 @@ int cx_stream(json_t *cx);
 	XX(OOM_KILLED,	      "OOMKilled",	     "Failed",	  CX_EXIT_OOM)	\
 	XX(DEADLINE_EXCEEDED, "DeadlineExceeded",    "TimedOut",  CX_EXIT_TIMEOUT) \
 	XX(OUTPUT_LIMIT,      "OutputLimitExceeded", "Failed",	  CX_EXIT_OUTPUT_LIMIT) \
+	XX(EGRESS_LIMIT,      "EgressLimitExceeded", "Failed",	  CX_EXIT_EGRESS_LIMIT) \
 	XX(IMAGE_PULL_FAILED, "ImagePullFailed",     "Failed",	  CX_EXIT_NOT_RUN) \
 	XX(UNSCHEDULABLE,     "Unschedulable",	     "Failed",	  CX_EXIT_NOT_RUN) \
 	XX(REJECTED,	      "Rejected",	     "Failed",	  CX_EXIT_NOT_RUN) \

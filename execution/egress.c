@@ -194,7 +194,7 @@ host_name(const char *s, size_t len, char out[CTL_EGRESS_HOST_MAX + 1])
 	return NULL;
 }
 
-static const char *const network_keys[] = { "egress", NULL };
+static const char *const network_keys[] = { "egress", "egressBytes", NULL };
 static const char *const egress_keys[] = { "cidr", "host", "ports", NULL };
 
 /* A host entry's name, the scalar n, at its entry's path here, into e. */
@@ -268,8 +268,9 @@ same_target(const struct ctl_egress *a, const struct ctl_egress *b)
 	return a->addr == b->addr && a->prefix == b->prefix;
 }
 
-int
-egress_config_walk(struct yamlwalk *w, yaml_node_t *net, const char *at,
+/* net's egress list into p->egress (egress_config_walk). */
+static int
+walk_list(struct yamlwalk *w, yaml_node_t *net, const char *at,
     struct ctl_profile *p)
 {
 	yaml_node_item_t *it;
@@ -277,8 +278,7 @@ egress_config_walk(struct yamlwalk *w, yaml_node_t *net, const char *at,
 	size_t i, j, count;
 	int rc;
 
-	if ((rc = yamlwalk_check_keys(w, net, at, network_keys)) != 0 ||
-	    (rc = yamlwalk_lookup(w, net, at, "egress", &seq)) != 0 ||
+	if ((rc = yamlwalk_lookup(w, net, at, "egress", &seq)) != 0 ||
 	    seq == NULL || yamlwalk_is_null(seq))
 		return rc;
 	if (seq->type != YAML_SEQUENCE_NODE)
@@ -311,6 +311,64 @@ egress_config_walk(struct yamlwalk *w, yaml_node_t *net, const char *at,
 				    p->egress[i].cidr);
 	}
 	return 0;
+}
+
+/*
+ * net's egressBytes into p->egress_bytes, once the list is read: a
+ * quantity of bytes from 1 to CTL_EGRESS_BYTES_MAX, only beside egress
+ * entries (a cap on no network would read as a promise);
+ * CTL_EGRESS_BYTES_DEFAULT when absent or null.
+ */
+static int
+walk_bytes(struct yamlwalk *w, yaml_node_t *net, const char *at,
+    struct ctl_profile *p)
+{
+	struct k8s_error qe;
+	yaml_node_t *n;
+	char text[QUANTITY_MAX_LEN + 1];
+	int64_t v;
+	int rc;
+
+	if ((rc = yamlwalk_lookup(w, net, at, "egressBytes", &n)) != 0)
+		return rc;
+	if (n != NULL && p->negress == 0)
+		return yamlwalk_fail(w, "%s.egressBytes needs egress entries "
+		    "(it caps the bytes of a profile's network egress)", at);
+	if (p->negress == 0)
+		return 0;
+	p->egress_bytes = CTL_EGRESS_BYTES_DEFAULT;
+	if (n == NULL)
+		return 0;
+	if (n->type != YAML_SCALAR_NODE ||
+	    n->data.scalar.length > QUANTITY_MAX_LEN ||
+	    memchr(n->data.scalar.value, '\0', n->data.scalar.length) != NULL)
+		return yamlwalk_fail(w, "%s.egressBytes is not a quantity of "
+		    "bytes (such as 64Mi)", at);
+	memcpy(text, n->data.scalar.value, n->data.scalar.length);
+	text[n->data.scalar.length] = '\0';
+	k8s_error_clear(&qe);
+	if ((rc = quantity_parse(text, &v, &qe)) != 0 && rc != K8S_ETOOBIG)
+		return yamlwalk_fail(w, "%s.egressBytes: %s", at, qe.message);
+	if (rc == 0 && v <= 0)
+		return yamlwalk_fail(w, "%s.egressBytes '%s' must be greater "
+		    "than zero", at, text);
+	if (rc != 0 || v > CTL_EGRESS_BYTES_MAX)
+		return yamlwalk_fail(w, "%s.egressBytes '%s' is above 1Ti "
+		    "(%lld bytes)", at, text, (long long)CTL_EGRESS_BYTES_MAX);
+	p->egress_bytes = v;
+	return 0;
+}
+
+int
+egress_config_walk(struct yamlwalk *w, yaml_node_t *net, const char *at,
+    struct ctl_profile *p)
+{
+	int rc;
+
+	if ((rc = yamlwalk_check_keys(w, net, at, network_keys)) != 0 ||
+	    (rc = walk_list(w, net, at, p)) != 0)
+		return rc;
+	return walk_bytes(w, net, at, p);
 }
 
 int

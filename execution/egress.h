@@ -26,10 +26,14 @@
  * null or [] egress is none. Each entry a cidr (canonical, no host bits,
  * none given twice, none overlapping a range no execution may reach:
  * 169.254.0.0/16, 127.0.0.0/8, 0.0.0.0/8, 224.0.0.0/3, so no 0.0.0.0/0
- * either) and 1 to CTL_EGRESS_PORTS_MAX TCP ports; host names
- * are refused until the egress proxy is built. K8S_EINVAL through w with
- * the field named; p->negress counts what was allocated, so
- * egress_free(p->egress, p->negress) frees a partial list.
+ * either) or a host name (a DNS name of two labels or more, lowercased),
+ * and 1 to CTL_EGRESS_PORTS_MAX TCP ports. Then egressBytes into
+ * p->egress_bytes: a quantity from 1 to CTL_EGRESS_BYTES_MAX,
+ * CTL_EGRESS_BYTES_DEFAULT when absent, refused without egress entries
+ * (which leave it 0). K8S_EINVAL through w with the field named
+ * ("profiles.p.network.egressBytes '2Ti' is above 1Ti (...)");
+ * p->negress counts what was allocated, so egress_free(p->egress,
+ * p->negress) frees a partial list.
  */
 int egress_config_walk(struct yamlwalk *w, yaml_node_t *net, const char *at,
     struct ctl_profile *p) __attribute__((warn_unused_result));

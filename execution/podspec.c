@@ -363,19 +363,24 @@ tar_env(json_t *env, json_t *data, json_t *items, size_t *chunks,
 }
 
 void
-podspec_gate_ports(const char *uid, int ports[2])
+podspec_gate_ports(const char *uid, int ports[PODSPEC_GATE_NPORTS])
 {
 	char h[65];
-	unsigned a, b;
+	unsigned a, b, m;
 
 	sha256_hex(uid, strlen(uid), h);
-	sscanf(h, "%4x%4x", &a, &b);
+	sscanf(h, "%4x%4x%4x", &a, &b, &m);
 	a %= PODSPEC_GATE_OPEN_PORTS;
 	b %= PODSPEC_GATE_OPEN_PORTS;
+	m %= PODSPEC_GATE_OPEN_PORTS;
 	if (b == a)
 		b = (b + 1) % PODSPEC_GATE_OPEN_PORTS;
+	/* At most two steps: the range has 128 ports. */
+	while (m == a || m == b)
+		m = (m + 1) % PODSPEC_GATE_OPEN_PORTS;
 	ports[0] = PODSPEC_GATE_OPEN_BASE + (int)a;
 	ports[1] = PODSPEC_GATE_OPEN_BASE + (int)b;
+	ports[2] = PODSPEC_GATE_OPEN_BASE + (int)m;
 }
 
 /* A rule of r's policy to the gate pods of g on ports[0..n). */
@@ -468,7 +473,7 @@ podspec_egress_gate(struct podspec_result *r, const struct podspec_gate *g,
 	const char *uid = json_string_value(json_object_get(json_object_get(
 	    json_object_get(r->pod, "metadata"), "labels"), CX_LABEL_UID));
 	char val[64 + PODSPEC_GATE_MAX * PODSPEC_GATE_ADDR];
-	int n, ports[3];
+	int n, ports[PODSPEC_GATE_NPORTS + 1];
 
 	if (r->netpol == NULL || !json_is_array(rules) || c == NULL ||
 	    g->n == 0 || g->n > PODSPEC_GATE_MAX || g->ns == NULL || uid == NULL)
@@ -478,14 +483,16 @@ podspec_egress_gate(struct podspec_result *r, const struct podspec_gate *g,
 	    "metadata"), err) != 0)
 		return K8S_EINVAL;
 	podspec_gate_ports(uid, ports);
-	ports[2] = PODSPEC_PROXY_PORT;
-	n = snprintf(val, sizeof(val), "%d,%d %d %d", ports[0], ports[1],
-	    PODSPEC_GATE_CLOSED, PODSPEC_GATE_SECONDS);
+	ports[PODSPEC_GATE_NPORTS] = PODSPEC_PROXY_PORT;
+	n = snprintf(val, sizeof(val), "%d,%d %d %d %d", ports[0], ports[1],
+	    ports[2], PODSPEC_GATE_CLOSED, PODSPEC_GATE_SECONDS);
 	for (size_t i = 0; i < g->n; i++)
 		n += snprintf(val + n, sizeof(val) - (size_t)n, " %.15s",
 		    g->addrs[i]);
 	set_env(c, PODSPEC_GATE_ENV, val);
-	gate_rule(rules, g, ports, r->hosts ? 3 : 2);
+	/* M too: refused only by the agent's rule, never by the policy. */
+	gate_rule(rules, g, ports, r->hosts ? PODSPEC_GATE_NPORTS + 1 :
+	    PODSPEC_GATE_NPORTS);
 	return 0;
 }
 
@@ -649,6 +656,12 @@ podspec_build_sized(const struct ctl_config *cfg, json_t *cx, size_t size,
 			json_object_set_new(ann, CX_ANN_STREAM, json_string("true"));
 		if (p->policy != CTL_POLICY_NONE)
 			json_object_set_new(ann, CX_ANN_POLICY, json_string("true"));
+		/* The agent's quota (0: a profile not read from a config). */
+		if (neg > 0) {
+			snprintf(v, sizeof(v), "%lld", (long long)(p->egress_bytes > 0 ?
+			    p->egress_bytes : CTL_EGRESS_BYTES_DEFAULT));
+			json_object_set_new(ann, CX_ANN_EGRESS_BYTES, json_string(v));
+		}
 	}
 	json_object_set_new(md, "ownerReferences", json_pack(
 	    "[{s:s, s:s, s:s, s:s, s:b, s:b}]", "apiVersion",

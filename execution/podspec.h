@@ -66,7 +66,8 @@ struct podspec_result {
  * spec.network that is not a narrowing of its profile's egress
  * (egress_effective()). The pod's RuntimeClass and the NetworkPolicy
  * (netpol) follow the execution's list, not the profile's: egress: []
- * gives the plain class and no policy.
+ * gives the plain class and no policy. A pod with egress carries its
+ * profile's byte cap in the annotation CX_ANN_EGRESS_BYTES.
  */
 int podspec_build(const struct ctl_config *cfg, json_t *cx,
     struct podspec_result *out, struct k8s_error *err)
@@ -89,18 +90,23 @@ void podspec_result_free(struct podspec_result *r);
  * the controller's namespace (label PODSPEC_GATE_LABEL=
  * PODSPEC_GATE_COMPONENT), which listen on every port of the range
  * PODSPEC_GATE_OPEN_BASE + [0, PODSPEC_GATE_OPEN_PORTS), of which its
- * policy allows two picked by its uid (podspec_gate_ports), and on
+ * policy allows three picked by its uid (podspec_gate_ports), and on
  * PODSPEC_GATE_CLOSED, which it never does; for at most
  * PODSPEC_GATE_SECONDS, after which the program never runs. Two ports of
- * its own: a policy left on the node for an earlier pod at the same
- * address (kube-router matches by address until its next sync) allows
- * other ones, but for 1 in 8128 pairs.
+ * its own, P and Q, that must connect: a policy left on the node for an
+ * earlier pod at the same address (kube-router matches by address until
+ * its next sync) allows other ones, but for 1 in 8128 pairs. The third,
+ * M, the metered port, must be refused with a reset: the node agent's
+ * chain for the pod (docs/network.md, "The byte cap") rejects the pod's
+ * connects to port M, ahead of its byte quota, so M refused while P and
+ * Q connect shows the quota in place. M is never P or Q.
  */
 #define PODSPEC_GATE_LABEL	"app.kubernetes.io/component"
 #define PODSPEC_GATE_COMPONENT	"egress-gate"
 #define PODSPEC_GATE_OPEN_BASE	8200
 #define PODSPEC_GATE_OPEN_PORTS	128
 #define PODSPEC_GATE_CLOSED	8182
+#define PODSPEC_GATE_NPORTS	3	/* P, Q, M */
 #define PODSPEC_GATE_SECONDS	30
 #define PODSPEC_GATE_ENV	"AIRLOCK_EGRESS_GATE"
 #define PODSPEC_GATE_ADDR	16	/* an IPv4 address's text and NUL */
@@ -116,8 +122,17 @@ void podspec_result_free(struct podspec_result *r);
 #define PODSPEC_PROXY_PORT	3128
 #define PODSPEC_PASS_SLACK	600
 
-/* The two gate ports of execution uid's policy, different, in the range. */
-void podspec_gate_ports(const char *uid, int ports[2]);
+/*
+ * The gate ports of execution uid, all three in the range and different:
+ * ports[0] and ports[1] its open ones, P and Q, and ports[2] its metered
+ * one, M; each from a 16-bit word of the SHA-256 of uid (the first three)
+ * mod PODSPEC_GATE_OPEN_PORTS, Q one up when it falls on P, M one up
+ * (again) while it falls on P or Q. The node agent, which knows the
+ * execution's uid from its pod's label, computes the same M for its
+ * reject rule. An earlier pod's M at the same address is this one's for
+ * about 1 uid in 128 (the agent removes a pod's chain when it ends).
+ */
+void podspec_gate_ports(const char *uid, int ports[PODSPEC_GATE_NPORTS]);
 
 struct podspec_gate {
 	const char	*ns;	/* the gate pods' namespace */
@@ -130,9 +145,11 @@ struct podspec_gate {
 
 /*
  * Give r (a podspec_build result with egress: r->netpol set) its gate:
- * the pod's env PODSPEC_GATE_ENV, "P,Q CLOSED SECONDS ADDR..." (P, Q its
- * podspec_gate_ports), set last so that it wins over a spec.env of that
- * name, and the policy's rule to the gate pods' P and Q. With host entries (r->hosts), the proxy too:
+ * the pod's env PODSPEC_GATE_ENV, "P,Q M CLOSED SECONDS ADDR..." (P, Q,
+ * M its podspec_gate_ports; the words are gate --wait's arguments, which
+ * images/runner/gate.c describes), set last so that it wins over a
+ * spec.env of that name, and the policy's rule to the gate pods' P, Q
+ * and M (M allowed: a refusal there is the agent's rule alone). With host entries (r->hosts), the proxy too:
  * http://PASS@ADDR:PODSPEC_PROXY_PORT, ADDR one of g's addresses (by the
  * execution's uid), in HTTP_PROXY, HTTPS_PROXY and their lowercase forms,
  * the CIDR entries in NO_PROXY, and the policy's rule to the proxy's

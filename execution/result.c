@@ -89,6 +89,12 @@ cx_result_outcome(const struct cx_run_end *e, struct cx_outcome *o)
 		    "confirmed: the program, which may have started, was killed "
 		    "and is not run again");
 		break;
+	case CX_KILL_EGRESS:
+		o->reason = CX_REASON_EGRESS_LIMIT;
+		snprintf(o->message, sizeof(o->message), "stopped: its network "
+		    "traffic passed its cap of %lld bytes (network.egressBytes)",
+		    e->egress_cap);
+		break;
 	case CX_KILL_OUTPUT:
 		o->reason = CX_REASON_OUTPUT_LIMIT;
 		snprintf(o->message, sizeof(o->message), "killed after writing "
@@ -236,6 +242,9 @@ status_build(const struct cx_run_end *e, struct cx_outcome *op)
 	if (st && e->peak_memory >= 0)
 		json_object_set_new(st, "peakMemoryBytes",
 		    json_integer(e->peak_memory));
+	if (st && e->egress_metered)
+		json_object_set_new(st, "egressBytes",
+		    json_integer(e->egress_bytes));
 	if (st && e->cpu_ns >= 0)
 		json_object_set_new(st, "cpuTimeMillis",
 		    json_integer(e->cpu_ns / 1000000));

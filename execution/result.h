@@ -38,6 +38,11 @@ enum cx_kill {
 	 * step, with session_end's message.
 	 */
 	CX_KILL_SESSION,
+	/*
+	 * Its network traffic passed its cap (network.egressBytes, counted
+	 * on the node: docs/network.md, "The byte cap").
+	 */
+	CX_KILL_EGRESS,
 };
 
 struct cx_run_end {
@@ -58,6 +63,13 @@ struct cx_run_end {
 	 */
 	int		 interrupted;
 	long long	 hard_cap;	/* CX_KILL_OUTPUT: the cap, bytes */
+	/*
+	 * Egress counted on the node (egress_metered): the cap
+	 * (CX_KILL_EGRESS's) and the bytes within it (status.egressBytes).
+	 */
+	int		 egress_metered;
+	long long	 egress_cap;
+	long long	 egress_bytes;
 	const char	*isolation;	/* CX_KILL_ISOLATION: why; may be NULL */
 	const char	*session_end;	/* CX_KILL_SESSION: the message */
 	/*

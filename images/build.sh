@@ -32,6 +32,9 @@ DAEMON_PACKAGES="libcurl4 libjansson4 libyaml-0-2 libmicrohttpd12"
 # ssl_bump peek, so no SNI), and openssl for the throwaway certificate of
 # the bump port (egress/entrypoint.sh).
 EGRESS_PACKAGES="squid-openssl openssl"
+# The node agent: iptables, for the egress byte cap's rules in the node's
+# netfilter (node-agent/meter.c; the chart passes --iptables with egress).
+AGENT_PACKAGES="iptables"
 
 die() { echo "images/build.sh: $*" >&2; exit 1; }
 
@@ -98,11 +101,11 @@ key() {
 		  "$(apt_sources)"; suite; arch; gcc --version | head -n1
 		  runner_packages "$1"; runner_cmd "$1"; runner_env "$1"
 		  runner_purge "$1"; } | hash_of ;;
-	daemon-base|egress-base)
+	daemon-base|agent-base|egress-base)
 		{ cat "$here/build.sh" "$(apt_sources)"; suite; arch; echo "$1"; } | hash_of ;;
 	controller|node-agent)
 		[ -x "$bindir/airlock-$1" ] || die "$bindir/airlock-$1 is not built (run make)"
-		{ key daemon-base; sha256sum <"$bindir/airlock-$1"; } | hash_of ;;
+		{ key "$(daemon_base "$1")"; sha256sum <"$bindir/airlock-$1"; } | hash_of ;;
 	egress)
 		[ -x "$bindir/airlock-egress" ] || die "$bindir/airlock-egress is not built (run make)"
 		{ key egress-base; cat "$here/egress/entrypoint.sh" "$here/egress/squid.conf.in"
@@ -238,7 +241,15 @@ build_runner() {
 base_packages() {
 	case $1 in
 	daemon-base) echo "$DAEMON_PACKAGES ca-certificates" ;;
+	agent-base) echo "$DAEMON_PACKAGES ca-certificates $AGENT_PACKAGES" ;;
 	egress-base) echo "$DAEMON_PACKAGES $EGRESS_PACKAGES" ;;
+	esac
+}
+# daemon_base NAME: the base a daemon's image is built on.
+daemon_base() {
+	case $1 in
+	node-agent) echo agent-base ;;
+	*) echo daemon-base ;;
 	esac
 }
 # egress-base: squid-openssl depends on libdbi-perl (for log_db_daemon, a
@@ -312,7 +323,7 @@ base_root() {
 # which its DaemonSet narrows to the capabilities it needs (the chart).
 build_daemon() {
 	local name=$1 out=$2 ref=$3 base d user
-	base=$(base_root daemon-base)
+	base=$(base_root "$(daemon_base "$name")")
 	d=$(mktemp -d "$cache/.$name.XXXXXX")
 	mkdir -p "$d/root/usr/local/bin"
 	strip -o "$d/root/usr/local/bin/airlock-$name" "$bindir/airlock-$name"

@@ -13,6 +13,8 @@
  * Network calls (containerd, the API server) are made outside the lock.
  * agent_priv.h says which file holds which part.
  */
+#include <arpa/inet.h>
+#include <errno.h>
 #include <limits.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -206,6 +208,35 @@ agent_pod_keeps_sandbox(json_t *pod)
 }
 
 /*
+ * The byte cap of r, an execution's own pod under the network class
+ * (meter.c): its cap (CX_ANN_EGRESS_BYTES, which the controller wrote),
+ * and its IPv4 address once it has one.
+ */
+static void
+meter_learn(struct run *r, json_t *pod)
+{
+	json_t *ann = json_object_get(json_object_get(pod, "metadata"),
+	    "annotations");
+	const char *cap = json_string_value(json_object_get(ann,
+	    CX_ANN_EGRESS_BYTES));
+	const char *ip = json_string_value(json_object_get(json_object_get(pod,
+	    "status"), "podIP"));
+	struct in_addr in;
+	char *end;
+	long long v;
+
+	if (cap != NULL && r->meter_cap == 0) {
+		errno = 0;
+		v = strtoll(cap, &end, 10);
+		if (errno == 0 && end != cap && *end == '\0' && v > 0)
+			r->meter_cap = v;
+	}
+	if (ip != NULL && r->ip[0] == '\0' && strlen(ip) < sizeof(r->ip) &&
+	    inet_pton(AF_INET, ip, &in) == 1)
+		snprintf(r->ip, sizeof(r->ip), "%s", ip);
+}
+
+/*
  * What the run learns from its pod (lock held). netclass: the network
  * RuntimeClass (--network-runtime-class): an execution's pod under it (its
  * spec, which no one changes after the pod is made) may have a sandbox
@@ -237,6 +268,7 @@ agent_learn_pod(struct run *r, json_t *pod, const char *netclass)
 	    netclass != NULL && rc != NULL && strcmp(rc, netclass) == 0) {
 		r->netclass = 1;
 		agent_netstack_grant(r);
+		meter_learn(r, pod);
 	}
 }
 
@@ -507,7 +539,8 @@ trim_pod(json_t *pod)
 {
 	static const char *const keep[] = { CX_ANN_NAME,
 	    CX_ANN_TIMEOUT_MS, CX_ANN_MAX_OUTPUT,
-	    CX_ANN_OUTPUT_BUDGET, CX_ANN_STREAM, CX_ANN_POLICY, ARTIFACTS_ANN };
+	    CX_ANN_OUTPUT_BUDGET, CX_ANN_STREAM, CX_ANN_POLICY, ARTIFACTS_ANN,
+	    CX_ANN_EGRESS_BYTES };
 	json_t *md = json_object_get(pod, "metadata");
 	json_t *ann = json_object_get(md, "annotations");
 	json_t *euid = json_object_get(json_object_get(md, "labels"),
@@ -574,10 +607,17 @@ trim_pod(json_t *pod)
 	 * most 253 bytes, as the API server checks it.
 	 */
 	if (euid && !pool && !sess && json_is_string(json_object_get(
-	    json_object_get(pod, "spec"), "runtimeClassName")))
+	    json_object_get(pod, "spec"), "runtimeClassName"))) {
 		json_object_set_new(out, "spec", json_pack("{s:O}",
 		    "runtimeClassName", json_object_get(json_object_get(pod,
 		    "spec"), "runtimeClassName")));
+		/* Its address: the byte cap's rules name it (meter.c). */
+		if (json_is_string(json_object_get(json_object_get(pod,
+		    "status"), "podIP")))
+			json_object_set(json_object_get(out, "status"), "podIP",
+			    json_object_get(json_object_get(pod, "status"),
+			    "podIP"));
+	}
 	if (sess && json_object_get(json_object_get(pod, "spec"),
 	    "activeDeadlineSeconds"))
 		json_object_set_new(out, "spec", json_pack("{s:O}",

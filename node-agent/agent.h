@@ -63,6 +63,13 @@ struct agent_opts {
 	 */
 	const char	*network_class;
 	/*
+	 * The node's iptables (iptables, iptables-nft, iptables-legacy):
+	 * with it, PATH-save and PATH-restore beside it, the agent meters
+	 * executions with egress and stops one past its byte cap (meter.c).
+	 * NULL: no metering, and their start gates never pass.
+	 */
+	const char	*iptables;
+	/*
 	 * Told each time readiness changes (node-agent/check.c): why it is
 	 * not ready (a message naming what is wrong), or NULL once ready.
 	 * From a worker thread; may be NULL.

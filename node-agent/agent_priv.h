@@ -149,6 +149,20 @@ struct run {
 	int		 netclass;
 	int		 egress;
 	int		 netstack;
+	/*
+	 * The byte cap (meter.c): its pod's address and its cap
+	 * (CX_ANN_EGRESS_BYTES), learned from its pod; meter_wanted, both
+	 * and an agent that meters (--iptables). meter_on: its chain was
+	 * put in place; meter_done: read at its end and taken away (or never
+	 * made); meter_read, with a reading: meter_bytes, within the cap.
+	 */
+	char		 ip[16];
+	long long	 meter_cap;
+	int		 meter_wanted;
+	int		 meter_on;
+	int		 meter_done;
+	int		 meter_read;
+	long long	 meter_bytes;
 	int		 kill_sent;
 	long long	 kill_at_ms;		/* sent then; again if no exit */
 	int64_t		 sandbox_killed_ns;	/* SIGKILL landed on runsc-sandbox */
@@ -269,6 +283,12 @@ struct agent {
 	 */
 	struct agent_sbx	*sbxs;
 	int			 nsbx;
+
+	/* The byte cap's passes (meter.c): one at a time, on a worker. */
+	int			 metering;
+	int			 meter_setup;	/* its chain and FORWARD's jump made */
+	int			 meter_failed;	/* the last pass did not get through */
+	long long		 next_meter_ms;
 
 	atomic_int		 warm_threads;	/* warm.c's, running */
 	atomic_int		 exit_waiters;	/* exitwait.c's, running */
@@ -514,6 +534,18 @@ void agent_exitwait_spawn(struct agent *a, const char *uid, const char *cid);
  */
 int agent_wait_takes(const struct run *r, const char *cid, uint32_t status);
 void agent_wake(struct agent *a);
+
+/*
+ * meter.c (docs/network.md, "The byte cap"). agent_meter_pass, a worker's
+ * "meter" key (without the lock): the chains of metered runs made, read
+ * and removed; a run past its cap gets CX_KILL_EGRESS. agent_meter_due
+ * (lock held): whether the ticker should queue a pass now.
+ */
+#define METER_MS	1000		/* a live metered run's counters read this often */
+#define METER_IDLE_MS	60000		/* with none: stale chains looked for this often */
+#define METER_FINAL_MS	5000		/* an ended run's last reading waited for at most */
+void agent_meter_pass(struct agent *a);
+int agent_meter_due(const struct agent *a, long long now);
 
 /* check.c */
 /*

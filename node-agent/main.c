@@ -28,7 +28,8 @@ usage(void)
 	    "       [--poll-ms MS] [--hard-output-cap BYTES] [--metrics-addr ADDR] [--probe-addr ADDR]\n"
 	    "       [--cgroup-mount DIR] [--cgroup-root PATH] [--sweep-ms MS] [--keep-stale-logs]\n"
 	    "       [--exec-dir DIR] [--runsc PATH --runsc-root DIR] [--log-level LEVEL]\n"
-	    "       [--lease-namespace NS] [--network-runtime-class NAME]\n");
+	    "       [--lease-namespace NS] [--network-runtime-class NAME]\n"
+	    "       [--iptables PATH]\n");
 	exit(2);
 }
 
@@ -164,6 +165,7 @@ main(int argc, char **argv)
 		{ "runsc", required_argument, NULL, 'r' },
 		{ "runsc-root", required_argument, NULL, 'o' },
 		{ "network-runtime-class", required_argument, NULL, 'W' },
+		{ "iptables", required_argument, NULL, 'I' },
 		{ "lease-namespace", required_argument, NULL, 'L' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -191,6 +193,7 @@ main(int argc, char **argv)
 		case 'r': o.runsc = optarg; break;
 		case 'o': o.runsc_root = optarg; break;
 		case 'W': o.network_class = optarg; break;
+		case 'I': o.iptables = optarg; break;
 		case 'L': lease_ns = optarg; break;
 		case 'S': o.sweep_ms = (long)daemon_flag_number(prog, "--sweep-ms", optarg, 100, 86400000); break;
 		case 'm': metrics_addr = optarg; break;

@@ -176,7 +176,9 @@ result_patch(struct agent *a, struct run *r, const char *expect,
 	    .scheduled = sched, .out = crilog_stdout(r->log),
 	    .err = crilog_stderr(r->log), .budget = r->budget,
 	    .peak_memory = r->usage.peak_memory, .cpu_ns = r->usage.cpu_ns,
-	    .artifacts = arts, .out_note = note };
+	    .artifacts = arts, .out_note = note,
+	    .egress_metered = r->meter_read, .egress_cap = r->meter_cap,
+	    .egress_bytes = r->meter_bytes };
 	struct cx_outcome oc;
 	size_t olen, elen, i;
 	const char *key;

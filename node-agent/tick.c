@@ -285,6 +285,10 @@ act(struct agent *a, const char *key)
 		agent_session_end(a, key + 8);
 		return;
 	}
+	if (strcmp(key, "meter") == 0) {
+		agent_meter_pass(a);	/* clears metering */
+		return;
+	}
 	if (strcmp(key, "serve-end") == 0) {
 		agent_serve_end_swept(a);
 		return;
@@ -358,6 +362,14 @@ agent_decide(const struct run *r, long long hard_cap, long poll_ms,
 		return now >= r->retry_ms && !r->step ? AGENT_DELETE :
 		    AGENT_WAIT;
 	if (r->exited && r->unknown)	/* the controller decides */
+		return AGENT_WAIT;
+	/*
+	 * Metered (meter.c): its bytes are read at its end and its chain
+	 * removed before its result goes, for METER_FINAL_MS at most (then
+	 * it goes without them: iptables does not answer).
+	 */
+	if (r->exited && r->meter_wanted && !r->meter_done &&
+	    now - r->exit_seen_ms < METER_FINAL_MS)
 		return AGENT_WAIT;
 	if (r->exited && r->warm)	/* its output comes from FIFOs: warm.c */
 		return r->io_done && now >= r->retry_ms ? AGENT_RECORD :
@@ -531,6 +543,7 @@ tick(struct agent *a)
 		}
 		if (!r->recorded && !r->warm && r->cid)
 			tail(a, r);
+		r->meter_wanted = a->o.iptables != NULL && r->meter_cap > 0;
 		if (r->verified)
 			agent_usage_once(a, r);
 		switch (agent_decide(r, a->o.hard_cap, a->o.poll_ms, now, wall,
@@ -606,6 +619,10 @@ tick(struct agent *a)
 			break;
 		}
 		pp = &r->next;
+	}
+	if (agent_meter_due(a, now)) {
+		a->metering = 1;
+		workqueue_add(a->q, "meter");
 	}
 	if (now >= a->next_check_ms && !a->checking) {
 		a->checking = 1;

@@ -9,6 +9,9 @@
  * ports: OPEN (the execution's policy allows it) and CLOSED (no policy
  * does). One process serves both, so one cannot be down while the other
  * is up. Before the policy is in force both connect; after, only OPEN.
+ * The program must not send before the node agent's byte quota for the
+ * pod is in place either, so the gate also waits for the agent's rule
+ * that refuses one more port of the range, METERED.
  *
  *   gate --serve OPEN CLOSED
  *       the canary: listen on 0.0.0.0:OPEN (a port, or a range A-B of at
@@ -19,7 +22,7 @@
  *       kept, so memory is bounded whatever arrives. Exit 0 on SIGTERM or
  *       SIGINT, 1 when a port cannot be listened on, 2 on bad arguments.
  *
- *   gate --wait OPEN CLOSED SECONDS IP [IP...]
+ *   gate --wait OPEN METERED CLOSED SECONDS IP [IP...]
  *       run's, before the program. OPEN is a port or a list P,Q,... of
  *       at most 4, all of which must connect: the execution's policy
  *       allows ports of the gate's range picked by its uid, so that a
@@ -27,26 +30,37 @@
  *       (kube-router matches a pod's rules by address until its next sync:
  *       seen on the test node, 2026-11-28, the earlier pod's CIDRs reached
  *       from the new one) is not taken for this one's: it allows other
- *       ports. Rounds on one canary address at a
+ *       ports. METERED, M, one more port of that range, which the policy
+ *       allows too but the node agent's chain for the pod rejects with a
+ *       TCP reset, ahead of the pod's byte quota (docs/network.md, "The
+ *       byte cap"): refused, it shows the quota in place. The canary
+ *       listens on M as on OPEN (one process, the whole range), so a
+ *       refusal there is the node's. Rounds on one canary address at a
  *       time (at most 8) until one passes or SECONDS (1-3600) have gone:
  *         1. IP:OPEN connects within 1 s, each of its ports (the first's
  *            time is the round trip, rtt);
  *         2. three connects to IP:CLOSED at once, given T =
  *            clamp(20 * rtt, 25 ms, 500 ms): none may complete, and one
  *            to IP:OPEN beside them must (else the round is retried);
- *         3. IP:OPEN connects again: a canary that died during the round
- *            would have refused CLOSED too.
+ *         3. IP:METERED is refused (ECONNREFUSED, a reset) within 1 s;
+ *         4. IP:OPEN connects again: a canary that died during the round
+ *            would have refused CLOSED and METERED too.
  *       A CLOSED connect that times out, is refused or finds the host or
  *       net unreachable is denied: only a completed connect shows the
- *       policy is not in force. Two rounds in a row that pass, on one
+ *       policy is not in force. METERED the other way round: only a
+ *       reset shows the meter; connected, timed out or any other error,
+ *       the round does not pass. Two rounds in a row that pass, on one
  *       address (a SYN lost once, a queue full for a moment, is never
- *       taken for the policy): exit 0, silent. CLOSED answered: the same
- *       address again 50 ms later. OPEN did not connect: that canary
- *       cannot vouch, so the next address, 50 ms later. At the deadline
- *       (checked between rounds: a round started before it, at most
- *       2.5 s, finishes), one line on stderr and exit 125:
+ *       taken for the policy): exit 0, silent. CLOSED answered, or
+ *       METERED not refused: the same address again 50 ms later. OPEN
+ *       did not connect: that canary cannot vouch, so the next address,
+ *       50 ms later. At the deadline (checked between rounds: a round
+ *       started before it finishes: at most 4.5 s with two OPEN ports), one line on stderr,
+ *       naming the check the last round failed, and exit 125:
  *         airlock: egress: the execution's network policy was not seen
  *         in force within N s (REASON)
+ *         airlock: egress: the egress meter was not seen in place
+ *         within N s (REASON)
  *       Any other error (no socket, another errno) fails the round: the
  *       program never goes through on a doubt. Bad arguments: exit 125,
  *       as any failure of the runner before the program.
@@ -82,7 +96,10 @@
 #define WAIT_FAIL	125
 
 static const char usage[] = "usage: gate --serve OPEN CLOSED | "
-    "gate --wait OPEN CLOSED SECONDS IP [IP...]";
+    "gate --wait OPEN METERED CLOSED SECONDS IP [IP...]";
+static const char policy_unseen[] = "the execution's network policy was not "
+    "seen in force";
+static const char meter_unseen[] = "the egress meter was not seen in place";
 
 static long long
 now_us(void)
@@ -163,27 +180,51 @@ parse_open(const char *s, int range_ok, long *ports, int *n)
 }
 
 /*
- * The ports of argv[2] (OPEN, into open[0..*nopen)) and argv[3]
- * (CLOSED), told apart. 0, or -1 with why on stderr.
+ * One port, argv[i] named name, into *port, unlike each of the earlier
+ * ones: open[0..nopen) (OPEN) and, when metered is not NULL, *metered
+ * (METERED). 0, or -1 with why on stderr.
  */
 static int
-parse_ports(char **argv, const char *mode, long *open, int *nopen, long *closed)
+parse_other(char **argv, int i, const char *mode, const char *name,
+    const long *open, int nopen, const long *metered, long *port)
+{
+	if (parse_num(argv[i], 1, 65535, port) != 0) {
+		fprintf(stderr, "gate: %s: %s '%s' is not a port (1-65535)\n", mode,
+		    name, argv[i]);
+		return -1;
+	}
+	for (int k = 0; k < nopen; k++)
+		if (open[k] == *port) {
+			fprintf(stderr, "gate: %s: %s '%s' is the same port as OPEN\n",
+			    mode, name, argv[i]);
+			return -1;
+		}
+	if (metered != NULL && *metered == *port) {
+		fprintf(stderr, "gate: %s: %s '%s' is the same port as METERED\n",
+		    mode, name, argv[i]);
+		return -1;
+	}
+	return 0;
+}
+
+/*
+ * The ports of argv[2] (OPEN, into open[0..*nopen)), with metered not
+ * NULL argv[3] (METERED, --wait's), then CLOSED, all told apart. 0, or -1
+ * with why on stderr.
+ */
+static int
+parse_ports(char **argv, const char *mode, long *open, int *nopen,
+    long *metered, long *closed)
 {
 	if (parse_open(argv[2], strcmp(mode, "--serve") == 0, open, nopen) != 0) {
 		fprintf(stderr, "gate: %s: OPEN '%s' is not a port (1-65535)\n", mode, argv[2]);
 		return -1;
 	}
-	if (parse_num(argv[3], 1, 65535, closed) != 0) {
-		fprintf(stderr, "gate: %s: CLOSED '%s' is not a port (1-65535)\n", mode, argv[3]);
+	if (metered != NULL && parse_other(argv, 3, mode, "METERED", open, *nopen,
+	    NULL, metered) != 0)
 		return -1;
-	}
-	for (int i = 0; i < *nopen; i++)
-		if (open[i] == *closed) {
-			fprintf(stderr, "gate: %s: CLOSED '%s' is the same port as OPEN\n",
-			    mode, argv[3]);
-			return -1;
-		}
-	return 0;
+	return parse_other(argv, metered != NULL ? 4 : 3, mode, "CLOSED", open,
+	    *nopen, metered, closed);
 }
 
 /* --serve */
@@ -258,7 +299,7 @@ serve(int argc, char **argv)
 		fprintf(stderr, "gate: %s\n", usage);
 		return 2;
 	}
-	if (parse_ports(argv, "--serve", open, &n, &closed) != 0)
+	if (parse_ports(argv, "--serve", open, &n, NULL, &closed) != 0)
 		return 2;
 	/* _exit in the handler: no flag to check between poll() calls. */
 	sa.sa_handler = serve_stop;
@@ -441,16 +482,57 @@ probe_closed(struct in_addr ip, long open, long closed, long t_ms, char *why, si
 	return rc;
 }
 
+/*
+ * Connect to ip:port, METERED, within OPEN_MS: 0 when refused (a reset:
+ * the node agent's rule), else -1 with why in why: connected (no meter
+ * yet), no answer, or any other error, none of which shows the meter.
+ */
+static int
+probe_metered(struct in_addr ip, long port, char *why, size_t n)
+{
+	char addr[INET_ADDRSTRLEN];
+	int fd, r = conn_start(ip, port, &fd), err = errno;
+
+	if (r == 0) {
+		struct pollfd p = { .fd = fd, .events = POLLOUT };
+		int k;
+
+		while ((k = poll(&p, 1, OPEN_MS)) < 0 && errno == EINTR)
+			;
+		err = k < 0 ? errno : k == 0 ? ETIMEDOUT : conn_error(fd);
+		r = err == 0 ? 1 : -1;
+	}
+	if (fd >= 0)
+		close(fd);
+	if (r < 0 && err == ECONNREFUSED)
+		return 0;
+	inet_ntop(AF_INET, &ip, addr, sizeof(addr));
+	if (r == 1)
+		snprintf(why, n, "%s:%ld was not refused", addr, port);
+	else if (fd < 0)
+		snprintf(why, n, "cannot make a socket: %s", strerror(err));
+	else if (err == ETIMEDOUT)
+		snprintf(why, n, "%s:%ld did not answer within %d ms, where a reset "
+		    "was due", addr, port, OPEN_MS);
+	else
+		snprintf(why, n, "connect to %s:%ld: %s", addr, port, strerror(err));
+	return -1;
+}
+
 enum round { ROUND_PASS, ROUND_AGAIN, ROUND_NEXT };
 
-/* One round on ip (see the header); why says what failed. */
+/*
+ * One round on ip (see the header); why says what failed, *what which
+ * check (policy_unseen or meter_unseen).
+ */
 static enum round
-round_once(struct in_addr ip, const long *open, int nopen, long closed,
-    char *why, size_t n)
+round_once(struct in_addr ip, const long *open, int nopen, long metered,
+    long closed, char *why, size_t n, const char **what)
 {
 	long long rtt, other;
 	long t;
 
+	*what = policy_unseen;
 	if (probe_open(ip, open[0], &rtt, why, n) != 0)
 		return ROUND_NEXT;
 	/* This execution's other ports: one refused is an older policy's. */
@@ -461,6 +543,11 @@ round_once(struct in_addr ip, const long *open, int nopen, long closed,
 	t = t < T_MIN_MS ? T_MIN_MS : t > T_MAX_MS ? T_MAX_MS : t;
 	if (probe_closed(ip, open[0], closed, t, why, n) != 0)
 		return ROUND_AGAIN;
+	/* The policy is in force: now the node's meter. */
+	if (probe_metered(ip, metered, why, n) != 0) {
+		*what = meter_unseen;
+		return ROUND_AGAIN;
+	}
 	if (probe_open(ip, open[0], &rtt, why, n) != 0)
 		return ROUND_NEXT;
 	return ROUND_PASS;
@@ -471,20 +558,21 @@ wait_main(int argc, char **argv)
 {
 	struct in_addr ips[MAX_IPS];
 	char why[256] = "no round ran";
-	long open[WAIT_OPEN_MAX], closed, secs;
+	const char *what = policy_unseen;
+	long open[WAIT_OPEN_MAX], metered, closed, secs;
 	int nopen;
 	long long deadline;
-	int nip = argc - 5, cur = 0;
+	int nip = argc - 6, cur = 0;
 
-	if (argc < 6) {
+	if (argc < 7) {
 		fprintf(stderr, "gate: %s\n", usage);
 		return WAIT_FAIL;
 	}
-	if (parse_ports(argv, "--wait", open, &nopen, &closed) != 0)
+	if (parse_ports(argv, "--wait", open, &nopen, &metered, &closed) != 0)
 		return WAIT_FAIL;
-	if (parse_num(argv[4], 1, 3600, &secs) != 0) {
+	if (parse_num(argv[5], 1, 3600, &secs) != 0) {
 		fprintf(stderr, "gate: --wait: SECONDS '%s' is not a number of seconds (1-3600)\n",
-		    argv[4]);
+		    argv[5]);
 		return WAIT_FAIL;
 	}
 	if (nip > MAX_IPS) {
@@ -492,8 +580,8 @@ wait_main(int argc, char **argv)
 		return WAIT_FAIL;
 	}
 	for (int i = 0; i < nip; i++)
-		if (inet_pton(AF_INET, argv[5 + i], &ips[i]) != 1) {
-			fprintf(stderr, "gate: --wait: IP '%s' is not an IPv4 address\n", argv[5 + i]);
+		if (inet_pton(AF_INET, argv[6 + i], &ips[i]) != 1) {
+			fprintf(stderr, "gate: --wait: IP '%s' is not an IPv4 address\n", argv[6 + i]);
 			return WAIT_FAIL;
 		}
 	deadline = now_us() + secs * 1000000;
@@ -502,7 +590,8 @@ wait_main(int argc, char **argv)
 		 * PASSES rounds in a row, on the same address: one SYN lost
 		 * (a queue full for a moment) is never taken for the policy.
 		 */
-		switch (round_once(ips[cur], open, nopen, closed, why, sizeof(why))) {
+		switch (round_once(ips[cur], open, nopen, metered, closed, why,
+		    sizeof(why), &what)) {
 		case ROUND_PASS:
 			if (++passed == PASSES)
 				return 0;
@@ -519,8 +608,7 @@ wait_main(int argc, char **argv)
 		if (now_us() >= deadline)
 			break;
 	}
-	fprintf(stderr, "airlock: egress: the execution's network policy was not seen "
-	    "in force within %ld s (%s)\n", secs, why);
+	fprintf(stderr, "airlock: egress: %s within %ld s (%s)\n", what, secs, why);
 	return WAIT_FAIL;
 }
 

@@ -221,10 +221,12 @@ die(const char *fmt, ...)
 
 /*
  * An execution with egress (docs/network.md, "The start gate"): its
- * program waits until its NetworkPolicy is seen in force, as run's cold
- * form does; a direct pod (--env) never goes through run. The variable
- * holds gate --wait's arguments, "OPEN CLOSED SECONDS IP [IP...]". Not in
- * force in time: gate has said why on stderr, and the program never runs.
+ * program waits until its NetworkPolicy is seen in force and its byte
+ * quota in place, as run's cold form does; a direct pod (--env) never
+ * goes through run. The variable holds gate --wait's arguments, "OPEN
+ * METERED CLOSED SECONDS IP [IP...]" (at most 12 words: 8 addresses).
+ * Not in force in time: gate has said why on stderr, and the program
+ * never runs.
  */
 #ifndef GATE_BIN
 #define GATE_BIN "/airlock/bin/gate"

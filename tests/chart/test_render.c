@@ -874,6 +874,16 @@ test_refused(void **state)
 	    "at '/egress/proxy/hosts/0': missing property 'names'");
 	refused("--set egress.enabled=true --set config.profiles.python.network.ingress=x",
 	    "at '/config/profiles/python/network': additional properties 'ingress' not allowed");
+	/* The byte cap: a quantity, beside egress entries only. */
+	refused("--set egress.enabled=true --set-json 'config.profiles.python.network="
+	    "{\"egress\":[{\"cidr\":\"10.0.0.0/8\",\"ports\":[1]}],\"egressBytes\":\"64MB\"}'",
+	    "at '/config/profiles/python/network/egressBytes': '64MB' does not match pattern");
+	refused("--set egress.enabled=true --set-json 'config.profiles.python.network="
+	    "{\"egressBytes\":\"64Mi\"}'",
+	    "at '/config/profiles/python/network': missing property 'egress'");
+	refused("--set egress.enabled=true --set-json 'config.profiles.python.network="
+	    "{\"egress\":[],\"egressBytes\":\"64Mi\"}'",
+	    "at '/config/profiles/python/network/egress': minItems: got 0, want 1");
 #undef NET
 #undef GROUPS
 #undef G0
@@ -1152,6 +1162,11 @@ test_egress_off(void **state)
 	assert_int_equal(count_text(all, "pods/log"), 0);
 	c = at(find(all, "DaemonSet", NULL), "spec.template.spec.containers[0]");
 	arg_is(c, "--network-runtime-class", NULL);
+	/* No metering: no iptables, no NET_ADMIN, the pod's own network. */
+	arg_is(c, "--iptables", NULL);
+	assert_json(at(c, "securityContext.capabilities"),
+	    "{\"drop\": [\"ALL\"], \"add\": [\"KILL\"]}");
+	assert_false(json_is_true(at(find(all, "DaemonSet", NULL), "spec.template.spec.hostNetwork")));
 	assert_null(strstr(str(find(all, "ConfigMap", "rel-airlock-controller"),
 	    "data.config\\.yaml"), "networkRuntimeClassName"));
 	json_decref(all);
@@ -1202,6 +1217,28 @@ test_egress_on(void **state)
 	/* The agent lets that class's sandboxes have a network stack. */
 	c = at(find(all, "DaemonSet", "rel-airlock-node-agent"), "spec.template.spec.containers[0]");
 	arg_is(c, "--network-runtime-class=", "gvisor-net");
+	/*
+	 * And meters them (the byte cap): its iptables, NET_ADMIN for the
+	 * host's netfilter, on the host's network, with the host's lock.
+	 */
+	arg_is(c, "--iptables=", "/usr/sbin/iptables");
+	assert_json(at(c, "securityContext.capabilities"),
+	    "{\"drop\": [\"ALL\"], \"add\": [\"KILL\", \"NET_ADMIN\"]}");
+	assert_true(json_is_true(at(find(all, "DaemonSet", "rel-airlock-node-agent"),
+	    "spec.template.spec.hostNetwork")));
+	arg_is(c, "--probe-addr=", "127.0.0.1:8083");
+	{
+		json_t *v, *vols = at(find(all, "DaemonSet", "rel-airlock-node-agent"),
+		    "spec.template.spec.volumes");
+		const char *lock = NULL;
+		size_t j;
+
+		json_array_foreach(vols, j, v)
+			if (strcmp(str(v, "name"), "xtables-lock") == 0)
+				lock = str(v, "hostPath.path");
+		assert_non_null(lock);
+		assert_string_equal(lock, "/run/xtables.lock");
+	}
 	/* The controller runs executions with egress under it. */
 	conf = str(find(all, "ConfigMap", "rel-airlock-controller"), "data.config\\.yaml");
 	assert_non_null(strstr(conf, "\nnetworkRuntimeClassName: gvisor-net\n"));
@@ -1370,10 +1407,11 @@ test_egress_on(void **state)
 	 * (ctl_config.c): any refusal, or another list, is the chart's fault.
 	 */
 	all = render("--set egress.enabled=true --set-json 'config.profiles.python.network="
-	    "{\"egress\":[{\"cidr\":\"10.20.0.0/16\",\"ports\":[5432,5433]}]}'");
+	    "{\"egress\":[{\"cidr\":\"10.20.0.0/16\",\"ports\":[5432,5433]}],"
+	    "\"egressBytes\":\"64Mi\"}'");
 	conf = str(find(all, "ConfigMap", "rel-airlock-controller"), "data.config\\.yaml");
 	assert_non_null(strstr(conf, "\n    network: {\"egress\":[{\"cidr\":\"10.20.0.0/16\","
-	    "\"ports\":[5432,5433]}]}\n"));
+	    "\"ports\":[5432,5433]}],\"egressBytes\":\"64Mi\"}\n"));
 	/* The one profile's only. */
 	assert_null(strstr(strstr(conf, "\n    network: ") + 1, "\n    network: "));
 	if (ctl_config_parse(conf, strlen(conf), "chart config", &cfg, &err) == 0) {
@@ -1384,7 +1422,9 @@ test_egress_on(void **state)
 		assert_int_equal(p->egress[0].nports, 2);
 		assert_int_equal(p->egress[0].ports[0], 5432);
 		assert_int_equal(p->egress[0].ports[1], 5433);
+		assert_int_equal(p->egress_bytes, 64 << 20);
 		assert_int_equal(ctl_config_profile(cfg, "node")->negress, 0);
+		assert_int_equal(ctl_config_profile(cfg, "node")->egress_bytes, 0);
 		ctl_config_free(cfg);
 	} else
 		fail_msg("the controller refuses the chart's egress: %s\n%s", err.message, conf);

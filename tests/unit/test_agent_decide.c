@@ -347,6 +347,44 @@ test_exit_after_kill(void **state)
 	assert_int_equal(why, CX_KILL_DEADLINE);
 }
 
+/*
+ * Metered (the byte cap): its result waits for its last reading (the
+ * chain read and removed at its end), METER_FINAL_MS at most; a run
+ * past its cap is killed as any other kill.
+ */
+static void
+test_metered(void **state)
+{
+	struct fixture *f = *state;
+	enum cx_kill why;
+
+	f->r.meter_wanted = 1;
+	f->r.meter_cap = 1048576;
+	f->r.why = CX_KILL_EGRESS;
+	assert_int_equal(decide(&f->r, NOW, WALL, &why), AGENT_KILL);
+	assert_int_equal(why, CX_KILL_EGRESS);
+	f->r.kill_sent = 1;
+	f->r.kill_at_ms = NOW;
+	f->r.exited = 1;
+	f->r.exit_seen_ms = NOW;
+	f->r.last_read_ms = NOW;
+	f->r.log_closed = 1;
+	f->r.exit_exact = 1;
+	assert_int_equal(decide(&f->r, NOW + 100, WALL, &why), AGENT_WAIT);
+	assert_int_equal(decide(&f->r, NOW + METER_FINAL_MS - 1, WALL, &why),
+	    AGENT_WAIT);
+	/* iptables never answered: the result goes without its bytes. */
+	assert_int_equal(decide(&f->r, NOW + METER_FINAL_MS, WALL, &why),
+	    AGENT_RECORD);
+	f->r.meter_done = 1;
+	assert_int_equal(decide(&f->r, NOW + 100, WALL, &why), AGENT_RECORD);
+	assert_int_equal(why, CX_KILL_EGRESS);
+	/* Not metered (an agent without --iptables): no wait at all. */
+	f->r.meter_done = 0;
+	f->r.meter_wanted = 0;
+	assert_int_equal(decide(&f->r, NOW + 100, WALL, &why), AGENT_RECORD);
+}
+
 /* OOM is the runtime's doing, not a kill: recorded as it exited. */
 static void
 test_oom(void **state)
@@ -1124,6 +1162,49 @@ test_netstack_learned(void **state)
 	assert_int_equal(agent_trust_egress(NULL, "pod-uid-1"), 0);
 }
 
+/*
+ * The byte cap's cap and address are learned from an execution's own pod
+ * under the network class only: its annotation (a positive decimal, else
+ * none) and its first IPv4 address (an IPv6 one is not taken), never
+ * changed after.
+ */
+static void
+test_meter_learned(void **state)
+{
+	static const char *const caps[] = { "1048576", "0", "-5", "1Mi", "12x",
+	    "99999999999999999999", NULL, "1048576" };
+	static const long long want[] = { 1048576, 0, 0, 0, 0, 0, 0, 0 };
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
+		struct run r = { 0 };
+		json_t *pod = exec_pod();
+
+		json_object_set_new(pod, "spec", json_pack("{s:s}",
+		    "runtimeClassName", "gvisor-net"));
+		if (caps[i])
+			json_object_set_new(json_object_get(json_object_get(pod,
+			    "metadata"), "annotations"), CX_ANN_EGRESS_BYTES,
+			    json_string(caps[i]));
+		/* The last: the same pod, but under the plain class. */
+		agent_learn_pod(&r, pod, i == 7 ? "other-class" : "gvisor-net");
+		assert_int_equal(r.meter_cap, want[i]);
+		assert_string_equal(r.ip, "");
+		json_object_set_new(pod, "status", json_pack("{s:s}", "podIP",
+		    i == 2 ? "fd00::1" : "10.244.0.7"));
+		agent_learn_pod(&r, pod, i == 7 ? "other-class" : "gvisor-net");
+		assert_string_equal(r.ip, i == 2 || i == 7 ? "" : "10.244.0.7");
+		json_object_set_new(json_object_get(pod, "status"), "podIP",
+		    json_string("10.244.0.8"));
+		agent_learn_pod(&r, pod, i == 7 ? "other-class" : "gvisor-net");
+		assert_string_equal(r.ip, i == 7 ? "" : i == 2 ? "10.244.0.8" :
+		    "10.244.0.7");
+		free(r.cx);
+		free(r.cx_uid);
+		json_decref(pod);
+	}
+}
+
 int
 main(void)
 {
@@ -1141,6 +1222,7 @@ main(void)
 		T(test_pid_start),
 		T(test_flush_pace),
 		T(test_exit_after_kill),
+		T(test_metered),
 		T(test_oom),
 		T(test_oom_from_cgroup),
 		T(test_recorded),
@@ -1154,6 +1236,7 @@ main(void)
 		cmocka_unit_test(test_trust_refused),
 		cmocka_unit_test(test_memory_bound),
 		cmocka_unit_test(test_netstack_learned),
+		cmocka_unit_test(test_meter_learned),
 	};
 #undef T
 

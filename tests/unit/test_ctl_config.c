@@ -1070,6 +1070,104 @@ test_network_egress(void **state)
 	}
 }
 
+/*
+ * network.egressBytes (docs/network.md, "The byte cap"): a quantity of
+ * bytes, 1Gi when a profile with egress does not give one, 0 without
+ * egress; refused, naming the field: not a quantity, not above zero,
+ * above 1Ti, or on a profile without egress entries.
+ */
+static void
+test_network_egress_bytes(void **state)
+{
+#define NET_PROFILE	"profiles:\n  p: {image: i, command: [/airlock/bin/run, x], " \
+	"sourceFile: m,\n    network: "
+#define NET_EGRESS	"egress: [{cidr: 10.20.0.0/16, ports: [5432]}]"
+	static const struct { const char *net; long long bytes; } ok[] = {
+		{ "{" NET_EGRESS "}", 1LL << 30 },
+		{ "{" NET_EGRESS ", egressBytes: null}", 1LL << 30 },
+		{ "{" NET_EGRESS ", egressBytes: 64Mi}", 64LL << 20 },
+		{ "{" NET_EGRESS ", egressBytes: 104857600}", 104857600 },
+		{ "{" NET_EGRESS ", egressBytes: '1e6'}", 1000000 },
+		{ "{" NET_EGRESS ", egressBytes: 1}", 1 },
+		{ "{" NET_EGRESS ", egressBytes: 1Ti}", 1LL << 40 },
+		{ "{" NET_EGRESS ", egressBytes: 1099511627776}", 1LL << 40 },
+		/* Rounded up, as Kubernetes rounds a quantity. */
+		{ "{" NET_EGRESS ", egressBytes: 0.5}", 1 },
+		/* No egress: no cap, and none to give. */
+		{ "{egress: []}", 0 },
+		{ "{egressBytes: null}", 0 },
+	};
+	static const struct { const char *net, *msg; } bad[] = {
+		{ "{" NET_EGRESS ", egressBytes: 64MB}",
+		    "profiles.p.network.egressBytes: quantity '64MB' is not valid: "
+		    "unknown suffix 'MB'" },
+		{ "{" NET_EGRESS ", egressBytes: lots}",
+		    "profiles.p.network.egressBytes: quantity 'lots' is not valid: "
+		    "it has no digits" },
+		{ "{" NET_EGRESS ", egressBytes: ''}",
+		    "profiles.p.network.egressBytes: quantity '' is not valid: it is empty" },
+		{ "{" NET_EGRESS ", egressBytes: [64Mi]}",
+		    "profiles.p.network.egressBytes is not a quantity of bytes (such as 64Mi)" },
+		{ "{" NET_EGRESS ", egressBytes: {a: 1}}",
+		    "profiles.p.network.egressBytes is not a quantity of bytes (such as 64Mi)" },
+		{ "{" NET_EGRESS ", egressBytes: 0}",
+		    "profiles.p.network.egressBytes '0' must be greater than zero" },
+		{ "{" NET_EGRESS ", egressBytes: 0Mi}",
+		    "profiles.p.network.egressBytes '0Mi' must be greater than zero" },
+		{ "{" NET_EGRESS ", egressBytes: -1Mi}",
+		    "profiles.p.network.egressBytes '-1Mi' must be greater than zero" },
+		{ "{" NET_EGRESS ", egressBytes: 1099511627777}",
+		    "profiles.p.network.egressBytes '1099511627777' is above 1Ti "
+		    "(1099511627776 bytes)" },
+		{ "{" NET_EGRESS ", egressBytes: 2Ti}",
+		    "profiles.p.network.egressBytes '2Ti' is above 1Ti (1099511627776 bytes)" },
+		/* Past 64 bits: above 1Ti all the same. */
+		{ "{" NET_EGRESS ", egressBytes: 9Ei}",
+		    "profiles.p.network.egressBytes '9Ei' is above 1Ti (1099511627776 bytes)" },
+		{ "{egressBytes: 64Mi}",
+		    "profiles.p.network.egressBytes needs egress entries (it caps "
+		    "the bytes of a profile's network egress)" },
+		{ "{egress: [], egressBytes: 64Mi}",
+		    "profiles.p.network.egressBytes needs egress entries (it caps "
+		    "the bytes of a profile's network egress)" },
+		{ "{egress: null, egressBytes: 1}",
+		    "profiles.p.network.egressBytes needs egress entries (it caps "
+		    "the bytes of a profile's network egress)" },
+		{ "{" NET_EGRESS ", egressbytes: 64Mi}",
+		    "profiles.p.network.egressbytes is not a known key" },
+	};
+	struct ctl_config *c = NULL;
+	struct k8s_error e;
+	char *y;
+
+	(void)state;
+	k8s_error_clear(&e);
+	for (size_t i = 0; i < sizeof(ok) / sizeof(ok[0]); i++) {
+		y = xasprintf(NET_PROFILE "%s}\n", ok[i].net);
+		if (ctl_config_parse(y, strlen(y), "mem", &c, &e) != 0)
+			fail_msg("%s: %s", y, e.message);
+		if (ctl_config_profile(c, "p")->egress_bytes != ok[i].bytes)
+			fail_msg("%s: %lld bytes, want %lld", y, (long long)
+			    ctl_config_profile(c, "p")->egress_bytes, ok[i].bytes);
+		ctl_config_free(c);
+		c = NULL;
+		free(y);
+	}
+	/* A profile without network has no cap either. */
+	y = xasprintf("profiles:\n  p: {image: i, command: [x], sourceFile: m}\n");
+	assert_int_equal(ctl_config_parse(y, strlen(y), "mem", &c, &e), 0);
+	assert_int_equal(ctl_config_profile(c, "p")->egress_bytes, 0);
+	ctl_config_free(c);
+	free(y);
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		y = xasprintf(NET_PROFILE "%s}\n", bad[i].net);
+		expect_message(y, bad[i].msg);
+		free(y);
+	}
+#undef NET_PROFILE
+#undef NET_EGRESS
+}
+
 int
 main(void)
 {
@@ -1087,6 +1185,7 @@ main(void)
 		cmocka_unit_test(test_size_cap),
 		cmocka_unit_test(test_artifacts),
 		cmocka_unit_test(test_network_egress),
+		cmocka_unit_test(test_network_egress_bytes),
 		cmocka_unit_test(test_unreadable),
 	};
 

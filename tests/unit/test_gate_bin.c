@@ -4,7 +4,10 @@
  * (--wait) on loopback. The policy "in force" is, here, a port nothing
  * listens on (refused), and in a network namespace of the test's own an
  * iptables rule that drops or rejects the CLOSED port, as the policy
- * engine does; that case is skipped where unshare or iptables cannot run.
+ * engine does; the egress meter in place is METERED refused: nothing
+ * listening there, or in the namespace an iptables rule that rejects it
+ * with a reset, as the node agent's does. The namespace cases are
+ * skipped where unshare or iptables cannot run.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -28,6 +31,7 @@
 #include "itutil.h"
 
 #define PREFIX "airlock: egress: the execution's network policy was not seen in force within "
+#define METER_PREFIX "airlock: egress: the egress meter was not seen in place within "
 
 static char gate[4096 + 16];
 /* The canary a test started, stopped by teardown if the test failed first. */
@@ -145,7 +149,7 @@ test_wait_no_policy(void **state)
 	long ms;
 
 	(void)state;
-	snprintf(args, sizeof(args), "--wait %d %d 1 127.0.0.1", o, c);
+	snprintf(args, sizeof(args), "--wait %d %d %d 1 127.0.0.1", o, it_free_port(), c);
 	assert_int_equal(run_gate(args, &out, &ms), 125);
 	snprintf(want, sizeof(want), PREFIX "1 s (127.0.0.1:%d still answered)\n", c);
 	assert_string_equal(out, want);
@@ -154,7 +158,10 @@ test_wait_no_policy(void **state)
 	serve_stop(pid);
 }
 
-/* OPEN answers, CLOSED is refused (nothing there): in force, at once. */
+/*
+ * OPEN answers, CLOSED and METERED are refused (nothing there): in
+ * force and metered, at once.
+ */
 static void
 test_wait_closed_refused(void **state)
 {
@@ -163,12 +170,36 @@ test_wait_closed_refused(void **state)
 	long ms;
 
 	(void)state;
-	snprintf(args, sizeof(args), "--wait %d %d 5 127.0.0.1", o, c);
+	snprintf(args, sizeof(args), "--wait %d %d %d 5 127.0.0.1", o, it_free_port(), c);
 	assert_int_equal(run_gate(args, &out, &ms), 0);
 	assert_string_equal(out, "");
 	assert_in_range(ms, 0, 500);
 	free(out);
 	close(fd);
+}
+
+/*
+ * The policy in force (CLOSED refused), but METERED answers: no meter,
+ * so the wait never passes, and at the deadline says that check, not
+ * the policy's.
+ */
+static void
+test_wait_unmetered(void **state)
+{
+	int o = it_free_port(), m = it_free_port(), c = it_free_port();
+	int fo = listen_on("127.0.0.1", o), fm = listen_on("127.0.0.1", m);
+	char args[128], want[256], *out;
+	long ms;
+
+	(void)state;
+	snprintf(args, sizeof(args), "--wait %d %d %d 1 127.0.0.1", o, m, c);
+	assert_int_equal(run_gate(args, &out, &ms), 125);
+	snprintf(want, sizeof(want), METER_PREFIX "1 s (127.0.0.1:%d was not refused)\n", m);
+	assert_string_equal(out, want);
+	assert_in_range(ms, 1000, 2500);
+	free(out);
+	close(fo);
+	close(fm);
 }
 
 /* Nothing on OPEN: no canary can vouch, whatever CLOSED does. */
@@ -180,7 +211,8 @@ test_wait_no_gate(void **state)
 	long ms;
 
 	(void)state;
-	snprintf(args, sizeof(args), "--wait %d %d 1 127.0.0.1 127.0.0.2", o, c);
+	snprintf(args, sizeof(args), "--wait %d %d %d 1 127.0.0.1 127.0.0.2", o,
+	    it_free_port(), c);
 	assert_int_equal(run_gate(args, &out, &ms), 125);
 	snprintf(want, sizeof(want), PREFIX "1 s (no gate answered on port %d)\n", o);
 	assert_string_equal(out, want);
@@ -195,17 +227,18 @@ test_wait_no_gate(void **state)
 static void
 test_wait_next_ip(void **state)
 {
-	int o = it_free_port(), c = it_free_port(), fd = listen_on("127.0.0.1", o);
+	int o = it_free_port(), m = it_free_port(), c = it_free_port();
+	int fd = listen_on("127.0.0.1", o);
 	char args[128], want[256], *out;
 	long ms;
 
 	(void)state;
-	snprintf(args, sizeof(args), "--wait %d %d 5 127.0.0.2 127.0.0.1", o, c);
+	snprintf(args, sizeof(args), "--wait %d %d %d 5 127.0.0.2 127.0.0.1", o, m, c);
 	assert_int_equal(run_gate(args, &out, &ms), 0);
 	assert_string_equal(out, "");
 	assert_in_range(ms, 0, 1000);
 	free(out);
-	snprintf(args, sizeof(args), "--wait %d %d 1 127.0.0.2", o, c);
+	snprintf(args, sizeof(args), "--wait %d %d %d 1 127.0.0.2", o, m, c);
 	assert_int_equal(run_gate(args, &out, NULL), 125);
 	snprintf(want, sizeof(want), PREFIX "1 s (no gate answered on port %d)\n", o);
 	assert_string_equal(out, want);
@@ -214,37 +247,82 @@ test_wait_next_ip(void **state)
 }
 
 /*
- * In a network namespace of its own, with lo up: the canary on 8181 and
- * 8182, and iptables as the policy engine. One line a case: its name,
- * the wait's exit status and time in ms, its stderr.
+ * In a network namespace of its own, with lo up: the canary on the range
+ * 8200-8202 and on 8182, and iptables as the policy engine (the chain
+ * POLICY) and as the node agent's meter (the chain METER, jumped first,
+ * as AIRLOCK-EGRESS is at the top of FORWARD). The wait's OPEN is
+ * 8200,8201, METERED 8202, CLOSED 8182. One line a case: its name, the
+ * wait's exit status and time in ms, its stderr.
  */
 static const char netns_script[] =
     "G=$1\n"
     "ip link set lo up || exit 3\n"
-    "$G --serve 8181 8182 2>/dev/null & p=$!\n"
-    "w() { s=$(date +%s%N); e=$($G --wait 8181 8182 $1 127.0.0.1 2>&1); r=$?;\n"
+    "$G --serve 8200-8202 8182 2>/dev/null & p=$!\n"
+    "iptables -N METER && iptables -N POLICY || exit 4\n"
+    "iptables -A INPUT -j METER && iptables -A INPUT -j POLICY || exit 4\n"
+    "meter() { iptables -A METER -p tcp --dport 8202 -j REJECT --reject-with tcp-reset; }\n"
+    "w() { s=$(date +%s%N); e=$($G --wait 8200,8201 8202 8182 $1 127.0.0.1 2>&1); r=$?;\n"
     "  echo \"$2 $r $(( ($(date +%s%N) - s) / 1000000 )) $e\"; }\n"
     "w 1 none\n"
-    "iptables -A INPUT -p tcp --dport 8182 -j DROP || exit 4\n"
+    "meter\n"
+    "w 1 meter-only\n"
+    "iptables -A POLICY -p tcp --dport 8182 -j DROP\n"
     "w 5 drop\n"
-    "iptables -F INPUT\n"
-    "iptables -A INPUT -p tcp --dport 8182 -j REJECT --reject-with tcp-reset\n"
+    "iptables -F POLICY\n"
+    "iptables -A POLICY -p tcp --dport 8182 -j REJECT --reject-with tcp-reset\n"
     "w 5 reject\n"
-    "iptables -F INPUT\n"
-    "(sleep 1; iptables -A INPUT -p tcp --dport 8182 -j DROP) &\n"
+    "iptables -F POLICY\n"
+    "(sleep 1; iptables -A POLICY -p tcp --dport 8182 -j DROP) &\n"
     "w 5 late\n"
     "wait $!\n"
-    "iptables -A INPUT -p tcp --dport 8181 -j DROP\n"
+    "iptables -F METER\n"
+    "w 1 unmetered\n"
+    "(sleep 1; meter) &\n"
+    "w 5 meter-late\n"
+    "wait $!\n"
+    "iptables -F METER\n"
+    "iptables -A METER -p tcp --dport 8202 -j DROP\n"
+    "w 2 meter-drop\n"
+    "iptables -F METER\n"
+    "meter\n"
+    "iptables -A POLICY -p tcp --dport 8200 -j DROP\n"
     "w 1 all\n"
     "kill $p\n";
+
+/*
+ * A line of the script's: name, exit status, ms in [lo, hi] and its
+ * stderr after them exactly (with its newline; "" for none). The next
+ * line in *line.
+ */
+static void
+netns_line(char **line, const char *all, const char *name, int code, long lo,
+    long hi, const char *err)
+{
+	char *nl = strchr(*line, '\n'), got[32];
+	int st, end;
+	long ms;
+
+	if (nl == NULL)
+		fail_msg("no line for %s:\n%s", name, all);
+	*nl = '\0';
+	if (sscanf(*line, "%31s %d %ld %n", got, &st, &ms, &end) != 3 ||
+	    strcmp(got, name) != 0 || st != code || ms < lo || ms > hi)
+		fail_msg("%s: want exit %d in %ld-%ld ms, got '%s':\n%s", name,
+		    code, lo, hi, *line, all);
+	*nl = '\n';
+	/* err's newline is the script's echo's: the line ends with it. */
+	if (*err == '\0' ? *line + end != nl :
+	    strncmp(*line + end, err, strlen(err)) != 0 ||
+	    *line + end + strlen(err) != nl + 1)
+		fail_msg("%s: want stderr '%s':\n%s", name, err, all);
+	*line = nl + 1;
+}
 
 static void
 test_wait_netns(void **state)
 {
 	char path[] = "/tmp/airlock-gate-test-XXXXXX", cmd[8192], *out, *line;
-	char name[4][16];
-	int code[4], fd, end;
-	long ms[4];
+	int fd;
 	FILE *f;
 
 	(void)state;
@@ -265,32 +343,30 @@ test_wait_netns(void **state)
 	 */
 	line = out;
 	/* No rule: CLOSED answers, and the deadline's line says so. */
-	if (strncmp(line, "none 125 ", 9) != 0 ||
-	    strstr(line, PREFIX "1 s (127.0.0.1:8182 still answered)\n") == NULL)
-		fail_msg("%s", out);
-	line = strchr(line, '\n') + 1;
-	for (int i = 0; i < 3; i++) {
-		char *nl = strchr(line, '\n');
-
-		if (nl == NULL)
-			fail_msg("%s", out);
-		*nl = '\0';
-		/* The line ends after the time: nothing on stderr. */
-		if (sscanf(line, "%15s %d %ld%n", name[i], &code[i], &ms[i], &end) != 3 ||
-		    strcmp(line + end, " ") != 0)
-			fail_msg("line %d: '%s'", i + 2, line);
-		*nl = '\n';
-		line = nl + 1;
-	}
+	netns_line(&line, out, "none", 125, 1000, 2500,
+	    PREFIX "1 s (127.0.0.1:8182 still answered)\n");
+	/* The meter alone is not the policy: its check is still the one missing. */
+	netns_line(&line, out, "meter-only", 125, 1000, 2500,
+	    PREFIX "1 s (127.0.0.1:8182 still answered)\n");
 	/* Dropped: T after OPEN; rejected: at once. */
-	if (strcmp(name[0], "drop") != 0 || code[0] != 0 || ms[0] < 25 || ms[0] > 2000 ||
-	    strcmp(name[1], "reject") != 0 || code[1] != 0 || ms[1] > 2000 ||
-	    /* The policy arrives a second after the pod starts: the wait holds it. */
-	    strcmp(name[2], "late") != 0 || code[2] != 0 || ms[2] < 900 || ms[2] > 3000 ||
-	    /* Everything dropped, OPEN too: a second of connect timeout, then 125. */
-	    strncmp(line, "all 125 ", 8) != 0 ||
-	    strstr(line, PREFIX "1 s (no gate answered on port 8181)\n") == NULL)
-		fail_msg("%s", out);
+	netns_line(&line, out, "drop", 0, 25, 2000, "");
+	netns_line(&line, out, "reject", 0, 0, 2000, "");
+	/* The policy arrives a second after the pod starts: the wait holds it. */
+	netns_line(&line, out, "late", 0, 900, 3000, "");
+	/* The policy in force, no meter: METERED connects, never passes. */
+	netns_line(&line, out, "unmetered", 125, 1000, 2500,
+	    METER_PREFIX "1 s (127.0.0.1:8202 was not refused)\n");
+	/* The meter's rule a second late: the wait holds the program for it. */
+	netns_line(&line, out, "meter-late", 0, 900, 3000, "");
+	/* METERED dropped, not reset: no answer is no meter, never a pass. */
+	netns_line(&line, out, "meter-drop", 125, 2000, 4500,
+	    METER_PREFIX "2 s (127.0.0.1:8202 did not answer within 1000 ms, "
+	    "where a reset was due)\n");
+	/* Everything dropped, OPEN too: a second of connect timeout, then 125. */
+	netns_line(&line, out, "all", 125, 1000, 2500,
+	    PREFIX "1 s (no gate answered on port 8200)\n");
+	if (*line != '\0')
+		fail_msg("more lines:\n%s", out);
 	free(out);
 }
 
@@ -300,17 +376,18 @@ test_wait_netns(void **state)
  * pod's would, but allows the earlier pod's gate ports (8200 and 8201
  * here), not this one's. The wait for this pod's two never passes; the
  * earlier pod's pair would; one port of two is not enough. Before the
- * range and the pair (8181 for every execution), this passed.
+ * range and the pair (8181 for every execution), this passed. METERED
+ * (8204) is refused throughout: the meter is not what is tested here.
  */
 static const char stale_script[] =
     "G=$1\n"
     "ip link set lo up || exit 3\n"
-    "$G --serve 8200-8203 8182 2>/dev/null & p=$!\n"
+    "$G --serve 8200-8204 8182 2>/dev/null & p=$!\n"
     "iptables -A INPUT -p tcp --dport 8182 -j DROP || exit 4\n"
-    "iptables -A INPUT -p tcp --dport 8202:8203 -j REJECT --reject-with tcp-reset\n"
-    "$G --wait 8202,8203 8182 1 127.0.0.1 2>&1; echo \"new $?\"\n"
-    "$G --wait 8200,8201 8182 1 127.0.0.1 2>&1; echo \"old $?\"\n"
-    "$G --wait 8201,8202 8182 1 127.0.0.1 2>&1; echo \"half $?\"\n"
+    "iptables -A INPUT -p tcp --dport 8202:8204 -j REJECT --reject-with tcp-reset\n"
+    "$G --wait 8202,8203 8204 8182 1 127.0.0.1 2>&1; echo \"new $?\"\n"
+    "$G --wait 8200,8201 8204 8182 1 127.0.0.1 2>&1; echo \"old $?\"\n"
+    "$G --wait 8201,8202 8204 8182 1 127.0.0.1 2>&1; echo \"half $?\"\n"
     "kill $p\n";
 
 static void
@@ -335,6 +412,9 @@ test_wait_stale_policy(void **state)
 	free(out);
 }
 
+#define USAGE "gate: usage: gate --serve OPEN CLOSED | gate --wait OPEN METERED CLOSED " \
+	"SECONDS IP [IP...]\n"
+
 /* Bad arguments: each named, exit 125 for --wait (the runner's), 2 for the rest. */
 static void
 test_bad_args(void **state)
@@ -344,9 +424,9 @@ test_bad_args(void **state)
 		int code;
 		const char *out;
 	} t[] = {
-		{ "", 2, "gate: usage: gate --serve OPEN CLOSED | gate --wait OPEN CLOSED SECONDS IP [IP...]\n" },
-		{ "--nope 1 2", 2, "gate: usage: gate --serve OPEN CLOSED | gate --wait OPEN CLOSED SECONDS IP [IP...]\n" },
-		{ "--serve 8181", 2, "gate: usage: gate --serve OPEN CLOSED | gate --wait OPEN CLOSED SECONDS IP [IP...]\n" },
+		{ "", 2, USAGE },
+		{ "--nope 1 2", 2, USAGE },
+		{ "--serve 8181", 2, USAGE },
 		{ "--serve 0 8182", 2, "gate: --serve: OPEN '0' is not a port (1-65535)\n" },
 		{ "--serve 8181 65536", 2, "gate: --serve: CLOSED '65536' is not a port (1-65535)\n" },
 		{ "--serve 8181 8181", 2, "gate: --serve: CLOSED '8181' is the same port as OPEN\n" },
@@ -354,22 +434,31 @@ test_bad_args(void **state)
 		{ "--serve 8200-8456 8182", 2, "gate: --serve: OPEN '8200-8456' is not a port (1-65535)\n" },
 		{ "--serve 8200-8200 8182", 2, "gate: --serve: OPEN '8200-8200' is not a port (1-65535)\n" },
 		{ "--serve 8200,8201 8182", 2, "gate: --serve: OPEN '8200,8201' is not a port (1-65535)\n" },
-		{ "--wait 8200-8201 8182 5 10.0.0.1", 125, "gate: --wait: OPEN '8200-8201' is not a port (1-65535)\n" },
-		{ "--wait 1,2,3,4,5 8182 5 10.0.0.1", 125, "gate: --wait: OPEN '1,2,3,4,5' is not a port (1-65535)\n" },
-		{ "--wait 8200,8200 8182 5 10.0.0.1", 125, "gate: --wait: OPEN '8200,8200' is not a port (1-65535)\n" },
-		{ "--wait 8200, 8182 5 10.0.0.1", 125, "gate: --wait: OPEN '8200,' is not a port (1-65535)\n" },
-		{ "--wait 8200,8182 8182 5 10.0.0.1", 125, "gate: --wait: CLOSED '8182' is the same port as OPEN\n" },
-		{ "--wait 8181 8182 5", 125, "gate: usage: gate --serve OPEN CLOSED | gate --wait OPEN CLOSED SECONDS IP [IP...]\n" },
-		{ "--wait 08181 8182 5 10.0.0.1", 125, "gate: --wait: OPEN '08181' is not a port (1-65535)\n" },
-		{ "--wait +8181 8182 5 10.0.0.1", 125, "gate: --wait: OPEN '+8181' is not a port (1-65535)\n" },
-		{ "--wait 8181 x 5 10.0.0.1", 125, "gate: --wait: CLOSED 'x' is not a port (1-65535)\n" },
-		{ "--wait 8181 8182 0 10.0.0.1", 125, "gate: --wait: SECONDS '0' is not a number of seconds (1-3600)\n" },
-		{ "--wait 8181 8182 3601 10.0.0.1", 125, "gate: --wait: SECONDS '3601' is not a number of seconds (1-3600)\n" },
-		{ "--wait 8181 8182 5 10.0.0.1 10.0.0.256", 125, "gate: --wait: IP '10.0.0.256' is not an IPv4 address\n" },
-		{ "--wait 8181 8182 5 10.0.0.01", 125, "gate: --wait: IP '10.0.0.01' is not an IPv4 address\n" },
-		{ "--wait 8181 8182 5 10.0.1", 125, "gate: --wait: IP '10.0.1' is not an IPv4 address\n" },
-		{ "--wait 8181 8182 5 ::1", 125, "gate: --wait: IP '::1' is not an IPv4 address\n" },
-		{ "--wait 8181 8182 5 1.1.1.1 1.1.1.2 1.1.1.3 1.1.1.4 1.1.1.5 1.1.1.6 1.1.1.7 1.1.1.8 1.1.1.9",
+		{ "--wait 8200-8201 8203 8182 5 10.0.0.1", 125, "gate: --wait: OPEN '8200-8201' is not a port (1-65535)\n" },
+		{ "--wait 1,2,3,4,5 8203 8182 5 10.0.0.1", 125, "gate: --wait: OPEN '1,2,3,4,5' is not a port (1-65535)\n" },
+		{ "--wait 8200,8200 8203 8182 5 10.0.0.1", 125, "gate: --wait: OPEN '8200,8200' is not a port (1-65535)\n" },
+		{ "--wait 8200, 8203 8182 5 10.0.0.1", 125, "gate: --wait: OPEN '8200,' is not a port (1-65535)\n" },
+		{ "--wait 8200,8182 8203 8182 5 10.0.0.1", 125, "gate: --wait: CLOSED '8182' is the same port as OPEN\n" },
+		{ "--wait 8200,8201 8201 8182 5 10.0.0.1", 125, "gate: --wait: METERED '8201' is the same port as OPEN\n" },
+		{ "--wait 8200,8201 8203 8203 5 10.0.0.1", 125, "gate: --wait: CLOSED '8203' is the same port as METERED\n" },
+		{ "--wait 8200,8201 x 8182 5 10.0.0.1", 125, "gate: --wait: METERED 'x' is not a port (1-65535)\n" },
+		{ "--wait 8200,8201 0 8182 5 10.0.0.1", 125, "gate: --wait: METERED '0' is not a port (1-65535)\n" },
+		{ "--wait 8200,8201 8203,8204 8182 5 10.0.0.1", 125, "gate: --wait: METERED '8203,8204' is not a port (1-65535)\n" },
+		{ "--wait 8181 8203 8182 5", 125, USAGE },
+		/* The words of a pod made before METERED: refused, never passed. */
+		{ "--wait 8200,8201 8182 30 10.0.0.1", 125, USAGE },
+		{ "--wait 8200,8201 8182 30 10.0.0.1 10.0.0.2", 125,
+		    "gate: --wait: SECONDS '10.0.0.1' is not a number of seconds (1-3600)\n" },
+		{ "--wait 08181 8203 8182 5 10.0.0.1", 125, "gate: --wait: OPEN '08181' is not a port (1-65535)\n" },
+		{ "--wait +8181 8203 8182 5 10.0.0.1", 125, "gate: --wait: OPEN '+8181' is not a port (1-65535)\n" },
+		{ "--wait 8181 8203 x 5 10.0.0.1", 125, "gate: --wait: CLOSED 'x' is not a port (1-65535)\n" },
+		{ "--wait 8181 8203 8182 0 10.0.0.1", 125, "gate: --wait: SECONDS '0' is not a number of seconds (1-3600)\n" },
+		{ "--wait 8181 8203 8182 3601 10.0.0.1", 125, "gate: --wait: SECONDS '3601' is not a number of seconds (1-3600)\n" },
+		{ "--wait 8181 8203 8182 5 10.0.0.1 10.0.0.256", 125, "gate: --wait: IP '10.0.0.256' is not an IPv4 address\n" },
+		{ "--wait 8181 8203 8182 5 10.0.0.01", 125, "gate: --wait: IP '10.0.0.01' is not an IPv4 address\n" },
+		{ "--wait 8181 8203 8182 5 10.0.1", 125, "gate: --wait: IP '10.0.1' is not an IPv4 address\n" },
+		{ "--wait 8181 8203 8182 5 ::1", 125, "gate: --wait: IP '::1' is not an IPv4 address\n" },
+		{ "--wait 8181 8203 8182 5 1.1.1.1 1.1.1.2 1.1.1.3 1.1.1.4 1.1.1.5 1.1.1.6 1.1.1.7 1.1.1.8 1.1.1.9",
 		    125, "gate: --wait: 9 addresses, more than 8\n" },
 	};
 
@@ -462,6 +551,7 @@ main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_teardown(test_wait_no_policy, teardown),
 		cmocka_unit_test(test_wait_closed_refused),
+		cmocka_unit_test(test_wait_unmetered),
 		cmocka_unit_test(test_wait_no_gate),
 		cmocka_unit_test(test_wait_next_ip),
 		cmocka_unit_test(test_wait_netns),

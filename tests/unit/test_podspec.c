@@ -65,12 +65,16 @@ cx(const char *spec)
 
 
 #define UID "0b9c4b1e-1111-2222-3333-444455556666"
-/* Its gate ports (podspec_gate_ports): 8200 + the first two 16-bit words of its SHA-256, mod 128. */
+/* Its gate ports (podspec_gate_ports): 8200 + the first three 16-bit words of its SHA-256, mod 128. */
 #define GATE_P	8263
 #define GATE_Q	8295
+#define GATE_M	8284
 #define GATE_PS	"8263"
 #define GATE_QS	"8295"
+#define GATE_MS	"8284"
 #define GATE_PQ	GATE_PS "," GATE_QS
+/* The gate's words before its addresses: P,Q M CLOSED SECONDS. */
+#define GATE_ARGS	GATE_PQ " " GATE_MS " 8182 30"
 
 static void
 test_pod_hardening(void **state)
@@ -793,6 +797,9 @@ test_egress_policy(void **state)
 	assert_string_equal(json_string_value(json_object_get(json_object_get(r.pod,
 	    "spec"), "runtimeClassName")), "gvisor");
 	assert_null(r.netpol);
+	/* No egress, no byte cap for the agent. */
+	assert_null(json_object_get(jp_at(r.pod, "metadata.annotations"),
+	    CX_ANN_EGRESS_BYTES));
 	podspec_result_free(&r);
 
 	p->egress = xcalloc(2, sizeof(*p->egress));
@@ -804,6 +811,14 @@ test_egress_policy(void **state)
 	assert_int_equal(podspec_build(c, o, &r, &err), 0);
 	assert_string_equal(json_string_value(json_object_get(json_object_get(r.pod,
 	    "spec"), "runtimeClassName")), "gvisor-net");
+	/* The byte cap, for the agent: 1Gi for a profile not read from a config. */
+	assert_string_equal(jp_key(r.pod, "metadata.annotations",
+	    "airlock.dev/egress-bytes"), "1073741824");
+	podspec_result_free(&r);
+	p->egress_bytes = 64 << 20;
+	assert_int_equal(podspec_build(c, o, &r, &err), 0);
+	assert_string_equal(jp_key(r.pod, "metadata.annotations",
+	    "airlock.dev/egress-bytes"), "67108864");
 	assert_non_null(r.netpol);
 	got = json_dumps(r.netpol, JSON_COMPACT | JSON_SORT_KEYS);
 	assert_string_equal(got,
@@ -841,9 +856,52 @@ test_egress_policy(void **state)
 }
 
 /*
+ * The gate ports of a uid: P, Q and M, three of the range, never two the
+ * same. Q steps up off P; M steps up off P, then off Q, wrapping round
+ * the range (uids found to fall so).
+ */
+static void
+test_gate_ports(void **state)
+{
+	static const struct { const char *uid; int p, q, m; } t[] = {
+		{ UID, GATE_P, GATE_Q, GATE_M },
+		/* M's word falls on P (85): one up. */
+		{ "00000000-0000-0000-0000-000000000002", 8285, 8234, 8286 },
+		/* On Q (91): one up. */
+		{ "00000000-0000-0000-0000-000000000051", 8317, 8291, 8292 },
+		/* On P (89), then on Q, one above it: two up. */
+		{ "00000000-0000-0000-0000-000000004940", 8289, 8290, 8291 },
+		/* On Q at the range's top (127): round to its bottom. */
+		{ "00000000-0000-0000-0000-000000004400", 8276, 8327, 8200 },
+	};
+	int got[PODSPEC_GATE_NPORTS];
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++) {
+		podspec_gate_ports(t[i].uid, got);
+		if (got[0] != t[i].p || got[1] != t[i].q || got[2] != t[i].m)
+			fail_msg("%s: %d,%d %d; want %d,%d %d", t[i].uid, got[0],
+			    got[1], got[2], t[i].p, t[i].q, t[i].m);
+	}
+	/* Any uid: three of the range, all different. */
+	for (int i = 0; i < 20000; i++) {
+		char uid[40];
+
+		snprintf(uid, sizeof(uid), "u-%d", i);
+		podspec_gate_ports(uid, got);
+		for (int j = 0; j < PODSPEC_GATE_NPORTS; j++)
+			assert_in_range(got[j], PODSPEC_GATE_OPEN_BASE,
+			    PODSPEC_GATE_OPEN_BASE + PODSPEC_GATE_OPEN_PORTS - 1);
+		if (got[0] == got[1] || got[2] == got[0] || got[2] == got[1])
+			fail_msg("%s: %d,%d %d", uid, got[0], got[1], got[2]);
+	}
+}
+
+/*
  * The start gate (docs/network.md): the pod's env names the gate's ports,
  * its bound and the addresses, last (a spec.env of the name loses); the
- * policy gains the rule to the gate pods' open port, never the closed one.
+ * policy gains the rule to the gate pods' open ports and metered one,
+ * never the closed one.
  * No policy or no address: refused, the pod unchanged.
  */
 static void
@@ -922,20 +980,23 @@ test_egress_gate(void **state)
 	last = json_array_get(env, json_array_size(env) - 1);
 	assert_string_equal(json_string_value(json_object_get(last, "name")),
 	    "AIRLOCK_EGRESS_GATE");
-	/* Two ports of the gate's range, this uid's own (its SHA-256's). */
+	/* Three ports of the gate's range, this uid's own (its SHA-256's). */
 	{
-		int p2[2];
+		int p3[PODSPEC_GATE_NPORTS];
 
-		podspec_gate_ports(UID, p2);
-		assert_int_equal(p2[0], GATE_P);
-		assert_int_equal(p2[1], GATE_Q);
+		podspec_gate_ports(UID, p3);
+		assert_int_equal(p3[0], GATE_P);
+		assert_int_equal(p3[1], GATE_Q);
+		assert_int_equal(p3[2], GATE_M);
 	}
 	assert_string_equal(json_string_value(json_object_get(last, "value")),
-	    GATE_PQ " 8182 30 10.244.0.9 10.244.0.12");
+	    GATE_ARGS " 10.244.0.9 10.244.0.12");
+	/* M allowed as P and Q are: only the agent's rule refuses it. */
 	got = json_dumps(json_array_get(json_object_get(json_object_get(r.netpol,
 	    "spec"), "egress"), 1), JSON_COMPACT | JSON_SORT_KEYS);
 	assert_string_equal(got, "{\"ports\":[{\"port\":" GATE_PS ",\"protocol\":\"TCP\"},"
-	    "{\"port\":" GATE_QS ",\"protocol\":\"TCP\"}],"
+	    "{\"port\":" GATE_QS ",\"protocol\":\"TCP\"},"
+	    "{\"port\":" GATE_MS ",\"protocol\":\"TCP\"}],"
 	    "\"to\":[{\"namespaceSelector\":{\"matchLabels\":"
 	    "{\"kubernetes.io/metadata.name\":\"airlock-system\"}},"
 	    "\"podSelector\":{\"matchLabels\":"
@@ -1026,6 +1087,9 @@ test_egress_narrowed(void **state)
 	assert_string_equal(json_string_value(json_object_get(json_object_get(r.pod,
 	    "spec"), "runtimeClassName")), "gvisor");
 	assert_null(r.netpol);
+	/* Nor a byte cap: no network to count. */
+	assert_null(json_object_get(jp_at(r.pod, "metadata.annotations"),
+	    CX_ANN_EGRESS_BYTES));
 	podspec_result_free(&r);
 	json_decref(o);
 	/* Wider than the profile's: Rejected, naming the entry. */
@@ -1127,7 +1191,7 @@ test_egress_proxy(void **state)
 
 		snprintf(all, sizeof(all), "HTTP_PROXY=%s;http_proxy=%s;"
 		    "HTTPS_PROXY=%s;https_proxy=%s;NO_PROXY=10.20.0.0/16;"
-		    "no_proxy=10.20.0.0/16;AIRLOCK_EGRESS_GATE=" GATE_PQ " 8182 30 "
+		    "no_proxy=10.20.0.0/16;AIRLOCK_EGRESS_GATE=" GATE_ARGS " "
 		    "10.244.0.9 10.244.0.12;", want, want, want, want);
 		assert_string_equal(got, all);
 	}
@@ -1151,6 +1215,7 @@ test_egress_proxy(void **state)
 	    "\"to\":[{\"ipBlock\":{\"cidr\":\"10.20.0.0/16\"}}]},"
 	    "{\"ports\":[{\"port\":" GATE_PS ",\"protocol\":\"TCP\"},"
 	    "{\"port\":" GATE_QS ",\"protocol\":\"TCP\"},"
+	    "{\"port\":" GATE_MS ",\"protocol\":\"TCP\"},"
 	    "{\"port\":3128,\"protocol\":\"TCP\"}],"
 	    "\"to\":[{\"namespaceSelector\":{\"matchLabels\":"
 	    "{\"kubernetes.io/metadata.name\":\"airlock-system\"}},"
@@ -1186,7 +1251,7 @@ test_egress_proxy(void **state)
 	assert_int_equal(r.hosts, 0);
 	assert_int_equal(podspec_egress_gate(&r, &g, &err), 0);
 	got = env_from(r.pod, before);
-	assert_string_equal(got, "AIRLOCK_EGRESS_GATE=" GATE_PQ " 8182 30 10.244.0.9;");
+	assert_string_equal(got, "AIRLOCK_EGRESS_GATE=" GATE_ARGS " 10.244.0.9;");
 	free(got);
 	podspec_result_free(&r);
 	json_decref(o);
@@ -1209,6 +1274,7 @@ main(void)
 		cmocka_unit_test(test_stream_annotation),
 		cmocka_unit_test(test_policy_profile),
 		cmocka_unit_test(test_egress_policy),
+		cmocka_unit_test(test_gate_ports),
 		cmocka_unit_test(test_egress_gate),
 		cmocka_unit_test(test_egress_narrowed),
 		cmocka_unit_test(test_egress_proxy),

@@ -172,6 +172,36 @@ test_kills(void **state)
 }
 
 /*
+ * Egress counted on the node: the bytes in status.egressBytes whenever it
+ * was metered (never otherwise), and past the cap, EgressLimitExceeded.
+ */
+static void
+test_egress_metered(void **state)
+{
+	struct fixture *f = *state;
+	json_t *st;
+
+	st = expect(f, "Succeeded", "Completed", "exit code 0", 0);
+	assert_null(json_object_get(st, "egressBytes"));
+	json_decref(st);
+	f->e.egress_metered = 1;
+	f->e.egress_cap = 1048576;
+	f->e.egress_bytes = 0;
+	st = expect(f, "Succeeded", "Completed", "exit code 0", 0);
+	assert_int_equal(json_integer_value(json_object_get(st, "egressBytes")), 0);
+	json_decref(st);
+	f->e.egress_bytes = 1047000;
+	f->e.exit_status = 137;
+	f->e.why = CX_KILL_EGRESS;
+	st = expect(f, "Failed", "EgressLimitExceeded", "stopped: its network "
+	    "traffic passed its cap of 1048576 bytes (network.egressBytes)", 137);
+	assert_int_equal(json_integer_value(json_object_get(st, "egressBytes")),
+	    1047000);
+	assert_int_equal(cx_exit_code(st), 122);
+	json_decref(st);
+}
+
+/*
  * A profile with a code policy: its guard's refusal (exit 120 from
  * Python's, 137 from bash's) ends it PolicyDenied, in the guard's last
  * words; the same exits without a policy, or OOM, are what they are.
@@ -434,6 +464,7 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_completed, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_error_exit, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_kills, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_egress_metered, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_policy_denied, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_oom, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_budget_cut, setup, teardown),

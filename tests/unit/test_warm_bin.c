@@ -127,8 +127,9 @@ test_unpack_any_pieces(void **state)
  * A direct pod with egress (docs/network.md): warm --env runs the start
  * gate before the program. Nothing answers on the gate's open port: the
  * gate says so, warm exits 125, and the program never ran (no file). A
- * gate address whose open port answers and whose closed port refuses:
- * the program runs.
+ * gate address whose open port answers and whose closed port refuses,
+ * but whose metered port answers too: no meter, the same. Its metered
+ * port refused as well: the program runs.
  */
 static void
 test_egress_gate(void **state)
@@ -137,18 +138,29 @@ test_egress_gate(void **state)
 	char *b64 = b64_tar(e, 1), *out, gate[128];
 	struct sockaddr_in sa = { .sin_family = AF_INET };
 	socklen_t len = sizeof(sa);
-	int open_fd = socket(AF_INET, SOCK_STREAM, 0), closed_port;
+	int open_fd = socket(AF_INET, SOCK_STREAM, 0), closed_port, meter_port;
+	int busy_fd = socket(AF_INET, SOCK_STREAM, 0), busy_port;
 
 	(void)state;
-	/* Ports: one listening, one bound and closed again (nothing there). */
+	/*
+	 * Ports: two listening, two free (nothing there: refused). Nothing
+	 * accepts: the backlog holds a second of rounds (at most 3 connects
+	 * to OPEN each, 20 a second).
+	 */
 	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	assert_int_equal(bind(busy_fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	assert_int_equal(listen(busy_fd, 128), 0);
+	assert_int_equal(getsockname(busy_fd, (struct sockaddr *)&sa, &len), 0);
+	busy_port = ntohs(sa.sin_port);
+	sa.sin_port = 0;
 	assert_int_equal(bind(open_fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
-	assert_int_equal(listen(open_fd, 16), 0);
+	assert_int_equal(listen(open_fd, 128), 0);
 	assert_int_equal(getsockname(open_fd, (struct sockaddr *)&sa, &len), 0);
 	closed_port = it_free_port();
+	meter_port = it_free_port();
 
-	snprintf(gate, sizeof(gate), "%d %d 1 127.0.0.1", closed_port,
-	    ntohs(sa.sin_port));
+	snprintf(gate, sizeof(gate), "%d %d %d 1 127.0.0.1", closed_port,
+	    meter_port, ntohs(sa.sin_port));
 	setenv("AIRLOCK_EGRESS_GATE", gate, 1);
 	assert_int_equal(run(b64, 1 << 20, NULL, "touch ran; echo ran", &out), 0);
 	assert_non_null(strstr(out, "airlock: egress: "));
@@ -157,14 +169,27 @@ test_egress_gate(void **state)
 	assert_non_null(strstr(out, "exit 125\n"));
 	free(out);
 
-	snprintf(gate, sizeof(gate), "%d %d 5 127.0.0.1", ntohs(sa.sin_port),
-	    closed_port);
+	/* The metered port answers: no meter. */
+	snprintf(gate, sizeof(gate), "%d %d %d 1 127.0.0.1", ntohs(sa.sin_port),
+	    busy_port, closed_port);
+	setenv("AIRLOCK_EGRESS_GATE", gate, 1);
+	assert_int_equal(run(b64, 1 << 20, NULL, "touch ran; echo ran", &out), 0);
+	if (strstr(out, "airlock: egress: the egress meter was not seen in place "
+	    "within 1 s") == NULL)
+		fail_msg("%s: %s", gate, out);
+	assert_null(strstr(out, "ran\n"));
+	assert_non_null(strstr(out, "exit 125\n"));
+	free(out);
+
+	snprintf(gate, sizeof(gate), "%d %d %d 5 127.0.0.1", ntohs(sa.sin_port),
+	    meter_port, closed_port);
 	setenv("AIRLOCK_EGRESS_GATE", gate, 1);
 	assert_int_equal(run(b64, 1 << 20, NULL, "echo ran", &out), 0);
 	assert_string_equal(out, "ran\nexit 0\n");
 	free(out);
 	unsetenv("AIRLOCK_EGRESS_GATE");
 	close(open_fd);
+	close(busy_fd);
 	free(b64);
 }
 

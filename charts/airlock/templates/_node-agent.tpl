@@ -6,6 +6,8 @@ common ones); name, its name; group, its node group's name ("": none).
 {{- define "airlock.agentDaemonSet" -}}
 {{- $r := .root -}}
 {{- $a := .a -}}
+{{- /* The egress byte cap's rules are the host's: its network namespace. */ -}}
+{{- $hn := or $a.hostNetwork $r.Values.egress.enabled -}}
 apiVersion: apps/v1
 kind: DaemonSet
 metadata:
@@ -37,7 +39,7 @@ spec:
       # The deadline's SIGKILL goes straight to gVisor's sandbox process
       # on the host (node-agent/docs/agent.md): the host's PID namespace.
       hostPID: true
-      hostNetwork: {{ $a.hostNetwork }}
+      hostNetwork: {{ $hn }}
       {{- with $a.priorityClassName }}
       priorityClassName: {{ . }}
       {{- end }}
@@ -57,7 +59,7 @@ spec:
             - --hard-output-cap={{ $a.hardOutputCap | int64 }}
             - --sweep-ms={{ $a.sweepMs | int64 }}
             - --metrics-addr=:{{ $a.metricsPort }}
-            - --probe-addr={{ if $a.hostNetwork }}127.0.0.1{{ end }}:{{ $a.probePort }}
+            - --probe-addr={{ if $hn }}127.0.0.1{{ end }}:{{ $a.probePort }}
             - --log-level={{ $a.logLevel }}
             # Its heartbeat, beside the controller's lease (controller/agents.c).
             - --lease-namespace=$(POD_NAMESPACE)
@@ -69,6 +71,9 @@ spec:
             # The one class whose sandboxes may have a network stack
             # (runsc's network=sandbox); without the flag, none may.
             - --network-runtime-class={{ $r.Values.egress.runtimeClass.name }}
+            # The byte cap (docs/network.md): each such sandbox's traffic
+            # counted in the node's netfilter, through this iptables.
+            - --iptables={{ $r.Values.egress.meter.iptables }}
             {{- end }}
             {{- if $a.runsc.path }}
             - --runsc={{ $a.runsc.path }}
@@ -92,7 +97,7 @@ spec:
             httpGet:
               path: /healthz
               port: probes
-              {{- if $a.hostNetwork }}
+              {{- if $hn }}
               host: 127.0.0.1
               {{- end }}
             periodSeconds: 10
@@ -100,19 +105,21 @@ spec:
             httpGet:
               path: /readyz
               port: probes
-              {{- if $a.hostNetwork }}
+              {{- if $hn }}
               host: 127.0.0.1
               {{- end }}
             periodSeconds: 5
           resources:
             {{- toYaml $a.resources | nindent 12 }}
           # Root for the containerd socket and the kubelet's root-owned log
-          # files; no capability but KILL, for the sandbox processes.
+          # files; no capability but KILL, for the sandbox processes, and
+          # with egress NET_ADMIN, for the byte cap's rules in the host's
+          # netfilter (on the host's network: hostNetwork above).
           securityContext:
             runAsUser: 0
             allowPrivilegeEscalation: false
             readOnlyRootFilesystem: true
-            capabilities: {drop: [ALL], add: [KILL]}
+            capabilities: {drop: [ALL], add: [KILL{{ if $r.Values.egress.enabled }}, NET_ADMIN{{ end }}]}
           volumeMounts:
             - name: pod-logs
               mountPath: /var/log/pods
@@ -134,6 +141,12 @@ spec:
             - name: runsc-root
               mountPath: {{ $a.runsc.root }}
             {{- end }}
+            {{- if $r.Values.egress.enabled }}
+            # iptables' lock, the host's: shared with kube-proxy and the
+            # NetworkPolicy engine (iptables -w waits on it).
+            - name: xtables-lock
+              mountPath: /run/xtables.lock
+            {{- end }}
       volumes:
         - name: pod-logs
           hostPath: {path: {{ $a.hostPaths.podLogs | quote }}, type: Directory}
@@ -150,6 +163,10 @@ spec:
         # first gVisor pod, and the agent must start before that one.
         - name: runsc-root
           hostPath: {path: {{ $a.runsc.root | quote }}, type: DirectoryOrCreate}
+        {{- end }}
+        {{- if $r.Values.egress.enabled }}
+        - name: xtables-lock
+          hostPath: {path: /run/xtables.lock, type: FileOrCreate}
         {{- end }}
       {{- with $a.nodeSelector }}
       nodeSelector: {{- toYaml . | nindent 8 }}
