@@ -102,7 +102,13 @@ cx_result_outcome(const struct cx_run_end *e, struct cx_outcome *o)
 		break;
 	case CX_KILL_NONE:
 	default:
-		if (e->oom) {
+		if (e->egress_over && !e->oom) {
+			o->reason = CX_REASON_EGRESS_LIMIT;
+			snprintf(o->message, sizeof(o->message), "its network "
+			    "traffic passed its cap of %lld bytes "
+			    "(network.egressBytes); it ended with exit code %d",
+			    e->egress_cap, e->exit_status);
+		} else if (e->oom) {
 			o->reason = CX_REASON_OOM_KILLED;
 			snprintf(o->message, sizeof(o->message), "out of memory");
 		} else if (e->policy && (e->exit_status == CX_EXIT_POLICY ||

@@ -70,6 +70,11 @@ struct cx_run_end {
 	int		 egress_metered;
 	long long	 egress_cap;
 	long long	 egress_bytes;
+	/*
+	 * It ended by itself after its traffic passed the cap (the node's
+	 * last reading): EgressLimitExceeded too, its own exit code kept.
+	 */
+	int		 egress_over;
 	const char	*isolation;	/* CX_KILL_ISOLATION: why; may be NULL */
 	const char	*session_end;	/* CX_KILL_SESSION: the message */
 	/*

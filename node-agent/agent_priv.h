@@ -162,6 +162,7 @@ struct run {
 	int		 meter_on;
 	int		 meter_done;
 	int		 meter_read;
+	int		 meter_over;		/* past its cap at the last reading */
 	long long	 meter_bytes;
 	int		 kill_sent;
 	long long	 kill_at_ms;		/* sent then; again if no exit */

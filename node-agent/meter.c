@@ -6,7 +6,7 @@
  * end, its bytes go into its result and the chain goes.
  *
  * One pass (a worker's "meter" key) does it all from one listing,
- * `iptables-save -c -t filter`, and one `iptables-restore --noflush`:
+ * `iptables-save -c -t mangle`, and one `iptables-restore --noflush`:
  * install the chains of runs that need one, read the counters, remove
  * the chains of runs that ended and those no pod of this node owns (an
  * agent that restarted finds its runs' chains and keeps them, counters
@@ -15,6 +15,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <spawn.h>
 #include <stdio.h>
@@ -32,6 +33,7 @@
 
 #define METER_LIST_MAX	(8 << 20)	/* bytes of a listing read at most */
 #define METER_SCRIPT_MAX (4 << 20)
+#define METER_CMD_MS	10000		/* an iptables command's time at most */
 
 /*
  * Run argv (argv[0] a path, or a name on the agent's PATH), in its stdin
@@ -85,10 +87,22 @@ run_cmd(char *const *argv, const char *in, char **outp)
 	}
 	if (in)
 		close(ip[1]);
-	for (;;) {
+	for (long long end = clock_mono_ms() + METER_CMD_MS;;) {
+		struct pollfd pf = { op[0], POLLIN, 0 };
 		char chunk[65536];
-		ssize_t n = read(op[0], chunk, sizeof(chunk));
+		long long left = end - clock_mono_ms();
+		int k = left > 0 ? poll(&pf, 1, (int)left) : 0;
+		ssize_t n;
 
+		if (k < 0 && errno == EINTR)
+			continue;
+		/* A hung iptables (its lock held elsewhere): killed, a failure. */
+		if (k == 0) {
+			kill(pid, SIGKILL);
+			st = -1;
+			break;
+		}
+		n = read(op[0], chunk, sizeof(chunk));
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n <= 0)
@@ -125,10 +139,10 @@ static int
 setup(struct agent *a)
 {
 	char *ipt = (char *)a->o.iptables;
-	char *mk[] = { ipt, "-w", "-t", "filter", "-N", METER_CHAIN, NULL };
-	char *has[] = { ipt, "-w", "-t", "filter", "-C", "FORWARD", "-j",
+	char *mk[] = { ipt, "-w", "-t", METER_TABLE, "-N", METER_CHAIN, NULL };
+	char *has[] = { ipt, "-w", "-t", METER_TABLE, "-C", "FORWARD", "-j",
 	    METER_CHAIN, NULL };
-	char *ins[] = { ipt, "-w", "-t", "filter", "-I", "FORWARD", "1", "-j",
+	char *ins[] = { ipt, "-w", "-t", METER_TABLE, "-I", "FORWARD", "1", "-j",
 	    METER_CHAIN, NULL };
 
 	(void)run_cmd(mk, NULL, NULL);		/* fails when it is there */
@@ -209,7 +223,7 @@ static int
 script(struct buf *b, enum meter_jump fwd, const struct meter_seen *seen,
     size_t ns, const struct want *w, size_t nw, json_t *pods)
 {
-	int rc = buf_append_str(b, "*filter\n");
+	int rc = buf_append_str(b, "*" METER_TABLE "\n");
 
 	if (rc == 0 && fwd != METER_FIRST) {
 		log_warn("egress meter: FORWARD's jump to its chain put first again",
@@ -256,6 +270,9 @@ apply(struct agent *a, const struct meter_seen *seen, size_t ns,
 			if (written || s == NULL) {
 				r->meter_done = 1;
 				r->meter_read = s != NULL || r->meter_on;
+				/* Cut off, then it ended by itself: said too. */
+				r->meter_over = s != NULL && s->over > 0 &&
+				    r->why == CX_KILL_NONE;
 			}
 			continue;
 		}
@@ -275,7 +292,7 @@ void
 agent_meter_pass(struct agent *a)
 {
 	char *save = tool(a, "-save"), *restore = tool(a, "-restore");
-	char *list_argv[] = { save, "-c", "-t", "filter", NULL };
+	char *list_argv[] = { save, "-c", "-t", METER_TABLE, NULL };
 	char *restore_argv[] = { restore, "-w", "--noflush", NULL };
 	struct meter_seen *seen = xcalloc(METER_SEEN_MAX, sizeof(*seen));
 	char *text = NULL;
@@ -302,7 +319,7 @@ agent_meter_pass(struct agent *a)
 		if (script(&b, meter_forward(text), seen, ns, w, nw, pods) != 0)
 			log_error("egress meter: too many chains to change at once",
 			    "chains=%zu runs=%zu", ns, nw);
-		else if (b.len == strlen("*filter\nCOMMIT\n") ||
+		else if (b.len == strlen("*" METER_TABLE "\nCOMMIT\n") ||
 		    run_cmd(restore_argv, b.data, NULL) == 0)
 			written = 1;
 		else
@@ -315,6 +332,8 @@ agent_meter_pass(struct agent *a)
 	else	/* iptables failed: again in a while, not at once */
 		a->next_meter_ms = clock_mono_ms() + METER_MS;
 	a->meter_failed = !written;
+	if (!written)
+		a->meter_setup = 0;	/* the chain or FORWARD's jump may be gone */
 	a->metering = 0;
 	pthread_mutex_unlock(&a->lock);
 	json_decref(pods);
@@ -330,6 +349,12 @@ int
 agent_meter_due(const struct agent *a, long long now)
 {
 	if (a->o.iptables == NULL || a->metering)
+		return 0;
+	/*
+	 * Not before the pod cache has its first list: a pass removes the
+	 * chains of pods it does not know, which would be all of them.
+	 */
+	if (informer_wait_synced(a->pods, 0) != 0)
 		return 0;
 	/* On its clock: the first at once, then METER_MS or METER_IDLE_MS. */
 	if (now >= a->next_meter_ms)

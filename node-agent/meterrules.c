@@ -99,6 +99,8 @@ parse_rule(const char *line, const char *eol, struct meter_seen *out,
 			return;
 		if (addr_of(chain, " -s ", s->src) != 0)
 			(void)addr_of(chain, " -d ", s->dst);
+		if (s->njump < METER_JUMPS && strlen(chain) < METER_RULE)
+			memcpy(s->jump[s->njump++], chain, strlen(chain) + 1);
 		return;
 	}
 	if ((s = entry(out, max, n, chain, clen)) == NULL)
@@ -115,7 +117,7 @@ size_t
 meter_parse(const char *text, struct meter_seen *out, size_t max)
 {
 	size_t n = 0;
-	int in_filter = 0;
+	int in_table = 0;
 
 	for (const char *line = text; line && *line;) {
 		const char *eol = strchr(line, '\n');
@@ -123,8 +125,9 @@ meter_parse(const char *text, struct meter_seen *out, size_t max)
 		if (eol == NULL)
 			eol = line + strlen(line);
 		if (*line == '*')
-			in_filter = eol - line == 7 && strncmp(line, "*filter", 7) == 0;
-		else if (in_filter && *line == '[')
+			in_table = (size_t)(eol - line) == strlen("*" METER_TABLE) &&
+			    strncmp(line, "*" METER_TABLE, strlen("*" METER_TABLE)) == 0;
+		else if (in_table && *line == '[')
 			parse_rule(line, eol, out, max, &n);
 		line = *eol ? eol + 1 : NULL;
 	}
@@ -135,7 +138,7 @@ enum meter_jump
 meter_forward(const char *text)
 {
 	static const char jump[] = "-A FORWARD -j " METER_CHAIN;
-	int in_filter = 0, first = 1;
+	int in_table = 0, first = 1;
 
 	for (const char *line = text; line && *line;) {
 		const char *eol = strchr(line, '\n'), *rule;
@@ -143,8 +146,9 @@ meter_forward(const char *text)
 		if (eol == NULL)
 			eol = line + strlen(line);
 		if (*line == '*')
-			in_filter = eol - line == 7 && strncmp(line, "*filter", 7) == 0;
-		else if (in_filter && (rule = strstr(line, "-A FORWARD ")) != NULL &&
+			in_table = (size_t)(eol - line) == strlen("*" METER_TABLE) &&
+			    strncmp(line, "*" METER_TABLE, strlen("*" METER_TABLE)) == 0;
+		else if (in_table && (rule = strstr(line, "-A FORWARD ")) != NULL &&
 		    rule < eol) {
 			if ((size_t)(eol - rule) == strlen(jump) &&
 			    strncmp(rule, jump, strlen(jump)) == 0)
@@ -175,13 +179,12 @@ meter_install(struct buf *b, const char *name, const char *ip, int port,
 
 	snprintf(t, sizeof(t),
 	    ":%s - [0:0]\n"
-	    "-A %s -s %s/32 -p tcp -m tcp --dport %d -j REJECT --reject-with tcp-reset\n"
+	    "-A %s -s %s/32 -p tcp -m tcp --dport %d -j DROP\n"
 	    "-A %s -m quota --quota %lld -j RETURN\n"
-	    "-A %s -p tcp -j REJECT --reject-with tcp-reset\n"
 	    "-A %s -j DROP\n"
 	    "-I %s -s %s/32 -j %s\n"
-	    "-I %s -d %s/32 -j %s\n",
-	    name, name, ip, port, name, cap, name, name,
+	    "-I %s -d %s/32 -m conntrack --ctdir REPLY -j %s\n",
+	    name, name, ip, port, name, cap, name,
 	    METER_CHAIN, ip, name, METER_CHAIN, ip, name);
 	return buf_append_str(b, t);
 }
@@ -189,15 +192,11 @@ meter_install(struct buf *b, const char *name, const char *ip, int port,
 int
 meter_remove(struct buf *b, const struct meter_seen *s)
 {
-	char t[512];
+	char t[METER_JUMPS * (METER_RULE + 4) + 128];
 	int n = 0;
 
-	if (s->src[0])
-		n += snprintf(t + n, sizeof(t) - (size_t)n, "-D %s -s %s/32 -j %s\n",
-		    METER_CHAIN, s->src, s->name);
-	if (s->dst[0])
-		n += snprintf(t + n, sizeof(t) - (size_t)n, "-D %s -d %s/32 -j %s\n",
-		    METER_CHAIN, s->dst, s->name);
+	for (int i = 0; i < s->njump; i++)
+		n += snprintf(t + n, sizeof(t) - (size_t)n, "-D %s\n", s->jump[i]);
 	snprintf(t + n, sizeof(t) - (size_t)n, "-F %s\n-X %s\n", s->name, s->name);
 	return buf_append_str(b, t);
 }

@@ -178,7 +178,7 @@ result_patch(struct agent *a, struct run *r, const char *expect,
 	    .peak_memory = r->usage.peak_memory, .cpu_ns = r->usage.cpu_ns,
 	    .artifacts = arts, .out_note = note,
 	    .egress_metered = r->meter_read, .egress_cap = r->meter_cap,
-	    .egress_bytes = r->meter_bytes };
+	    .egress_bytes = r->meter_bytes, .egress_over = r->meter_over };
 	struct cx_outcome oc;
 	size_t olen, elen, i;
 	const char *key;

@@ -11,7 +11,7 @@
  * is up. Before the policy is in force both connect; after, only OPEN.
  * The program must not send before the node agent's byte quota for the
  * pod is in place either, so the gate also waits for the agent's rule
- * that refuses one more port of the range, METERED.
+ * that drops one more port of the range, METERED.
  *
  *   gate --serve OPEN CLOSED
  *       the canary: listen on 0.0.0.0:OPEN (a port, or a range A-B of at
@@ -31,32 +31,34 @@
  *       seen on the test node, 2026-11-28, the earlier pod's CIDRs reached
  *       from the new one) is not taken for this one's: it allows other
  *       ports. METERED, M, one more port of that range, which the policy
- *       allows too but the node agent's chain for the pod rejects with a
- *       TCP reset, ahead of the pod's byte quota (docs/network.md, "The
- *       byte cap"): refused, it shows the quota in place. The canary
- *       listens on M as on OPEN (one process, the whole range), so a
- *       refusal there is the node's. Rounds on one canary address at a
+ *       allows too but the node agent's chain for the pod drops, ahead of
+ *       the pod's byte quota, in the mangle table, before any policy
+ *       engine's filter rules (docs/network.md, "The byte cap"): dropped,
+ *       it shows the quota in place. The canary listens on M as on OPEN
+ *       (one process, the whole range), so only the node's rule keeps a
+ *       connect to M from completing. Rounds on one canary address at a
  *       time (at most 8) until one passes or SECONDS (1-3600) have gone:
  *         1. IP:OPEN connects within 1 s, each of its ports (the first's
  *            time is the round trip, rtt);
  *         2. three connects to IP:CLOSED at once, given T =
  *            clamp(20 * rtt, 25 ms, 500 ms): none may complete, and one
  *            to IP:OPEN beside them must (else the round is retried);
- *         3. IP:METERED is refused (ECONNREFUSED, a reset) within 1 s;
+ *         3. the same for IP:METERED, but each connect must still be
+ *            under way at T (dropped): refused or unreachable, which a
+ *            Service's rule can answer for any address, is not the meter;
  *         4. IP:OPEN connects again: a canary that died during the round
  *            would have refused CLOSED and METERED too.
  *       A CLOSED connect that times out, is refused or finds the host or
  *       net unreachable is denied: only a completed connect shows the
- *       policy is not in force. METERED the other way round: only a
- *       reset shows the meter; connected, timed out or any other error,
- *       the round does not pass. Two rounds in a row that pass, on one
+ *       policy is not in force; for METERED only a connect still under
+ *       way shows the meter. Two rounds in a row that pass, on one
  *       address (a SYN lost once, a queue full for a moment, is never
- *       taken for the policy): exit 0, silent. CLOSED answered, or
- *       METERED not refused: the same address again 50 ms later. OPEN
- *       did not connect: that canary cannot vouch, so the next address,
- *       50 ms later. At the deadline (checked between rounds: a round
- *       started before it finishes: at most 4.5 s with two OPEN ports), one line on stderr,
- *       naming the check the last round failed, and exit 125:
+ *       taken for the policy): exit 0, silent. CLOSED or METERED
+ *       answered: the same address again 50 ms later. OPEN did not
+ *       connect: that canary cannot vouch, so the next address, 50 ms
+ *       later. At the deadline (checked between rounds: a round started
+ *       before it finishes, at most 4 s with two OPEN ports), one line
+ *       on stderr, naming the check the last round failed, and exit 125:
  *         airlock: egress: the execution's network policy was not seen
  *         in force within N s (REASON)
  *         airlock: egress: the egress meter was not seen in place
@@ -409,11 +411,15 @@ probe_open(struct in_addr ip, long port, long long *rtt_us, char *why, size_t n)
  * CPU or a full queue would look denied, and the control, on the same
  * path at the same time, shows the path was quick enough. 0 when the
  * control connected within t_ms and no CLOSED connect completed, each
- * denied or still under way; 1 when one completed; 2 when the control
- * did not connect; -1 on any other error. why says which, but for 0.
+ * denied or still under way (with drop_only, METERED's check: each still
+ * under way, a drop; refused or unreachable, which a tenant's Service
+ * can answer for any address, is not the meter); 1 when one completed;
+ * 2 when the control did not connect; -1 on any other error. why says
+ * which, but for 0.
  */
 static int
-probe_closed(struct in_addr ip, long open, long closed, long t_ms, char *why, size_t n)
+probe_closed(struct in_addr ip, long open, long closed, long t_ms,
+    int drop_only, char *why, size_t n)
 {
 	struct pollfd p[NCLOSED + 1];
 	char addr[INET_ADDRSTRLEN];
@@ -429,7 +435,7 @@ probe_closed(struct in_addr ip, long open, long closed, long t_ms, char *why, si
 		p[i].events = POLLOUT;
 		if (r == 1)
 			i < NCLOSED ? (rc = 1) : (ctl = 1);
-		else if (r < 0 && (i == NCLOSED || !denied(err))) {
+		else if (r < 0 && (i == NCLOSED || drop_only || !denied(err))) {
 			snprintf(why, n, "connect to %s:%ld: %s", addr,
 			    i < NCLOSED ? closed : open, strerror(err));
 			rc = -1;
@@ -461,7 +467,7 @@ probe_closed(struct in_addr ip, long open, long closed, long t_ms, char *why, si
 				ctl = err == 0;
 			else if (err == 0)
 				rc = 1;
-			else if (!denied(err)) {
+			else if (drop_only || !denied(err)) {
 				snprintf(why, n, "connect to %s:%ld: %s", addr, closed, strerror(err));
 				rc = -1;
 			}
@@ -480,43 +486,6 @@ probe_closed(struct in_addr ip, long open, long closed, long t_ms, char *why, si
 		rc = 2;
 	}
 	return rc;
-}
-
-/*
- * Connect to ip:port, METERED, within OPEN_MS: 0 when refused (a reset:
- * the node agent's rule), else -1 with why in why: connected (no meter
- * yet), no answer, or any other error, none of which shows the meter.
- */
-static int
-probe_metered(struct in_addr ip, long port, char *why, size_t n)
-{
-	char addr[INET_ADDRSTRLEN];
-	int fd, r = conn_start(ip, port, &fd), err = errno;
-
-	if (r == 0) {
-		struct pollfd p = { .fd = fd, .events = POLLOUT };
-		int k;
-
-		while ((k = poll(&p, 1, OPEN_MS)) < 0 && errno == EINTR)
-			;
-		err = k < 0 ? errno : k == 0 ? ETIMEDOUT : conn_error(fd);
-		r = err == 0 ? 1 : -1;
-	}
-	if (fd >= 0)
-		close(fd);
-	if (r < 0 && err == ECONNREFUSED)
-		return 0;
-	inet_ntop(AF_INET, &ip, addr, sizeof(addr));
-	if (r == 1)
-		snprintf(why, n, "%s:%ld was not refused", addr, port);
-	else if (fd < 0)
-		snprintf(why, n, "cannot make a socket: %s", strerror(err));
-	else if (err == ETIMEDOUT)
-		snprintf(why, n, "%s:%ld did not answer within %d ms, where a reset "
-		    "was due", addr, port, OPEN_MS);
-	else
-		snprintf(why, n, "connect to %s:%ld: %s", addr, port, strerror(err));
-	return -1;
 }
 
 enum round { ROUND_PASS, ROUND_AGAIN, ROUND_NEXT };
@@ -541,10 +510,10 @@ round_once(struct in_addr ip, const long *open, int nopen, long metered,
 			return ROUND_AGAIN;
 	t = (long)(rtt * 20 / 1000);
 	t = t < T_MIN_MS ? T_MIN_MS : t > T_MAX_MS ? T_MAX_MS : t;
-	if (probe_closed(ip, open[0], closed, t, why, n) != 0)
+	if (probe_closed(ip, open[0], closed, t, 0, why, n) != 0)
 		return ROUND_AGAIN;
-	/* The policy is in force: now the node's meter. */
-	if (probe_metered(ip, metered, why, n) != 0) {
+	/* The policy is in force: now the node's meter, which drops M. */
+	if (probe_closed(ip, open[0], metered, t, 1, why, n) != 0) {
 		*what = meter_unseen;
 		return ROUND_AGAIN;
 	}

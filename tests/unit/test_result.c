@@ -199,6 +199,14 @@ test_egress_metered(void **state)
 	    1047000);
 	assert_int_equal(cx_exit_code(st), 122);
 	json_decref(st);
+	/* Cut off, it ended by itself before the agent stopped it: said so. */
+	f->e.why = CX_KILL_NONE;
+	f->e.exit_status = 1;
+	f->e.egress_over = 1;
+	st = expect(f, "Failed", "EgressLimitExceeded", "its network traffic "
+	    "passed its cap of 1048576 bytes (network.egressBytes); it ended "
+	    "with exit code 1", 1);
+	json_decref(st);
 }
 
 /*

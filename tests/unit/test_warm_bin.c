@@ -129,7 +129,8 @@ test_unpack_any_pieces(void **state)
  * gate says so, warm exits 125, and the program never ran (no file). A
  * gate address whose open port answers and whose closed port refuses,
  * but whose metered port answers too: no meter, the same. Its metered
- * port refused as well: the program runs.
+ * port dropping connects (a listener whose queue is full: the kernel
+ * drops the SYN, as the node agent's rule does): the program runs.
  */
 static void
 test_egress_gate(void **state)
@@ -181,12 +182,31 @@ test_egress_gate(void **state)
 	assert_non_null(strstr(out, "exit 125\n"));
 	free(out);
 
-	snprintf(gate, sizeof(gate), "%d %d %d 5 127.0.0.1", ntohs(sa.sin_port),
-	    meter_port, closed_port);
-	setenv("AIRLOCK_EGRESS_GATE", gate, 1);
-	assert_int_equal(run(b64, 1 << 20, NULL, "echo ran", &out), 0);
-	assert_string_equal(out, "ran\nexit 0\n");
-	free(out);
+	{
+		int full = socket(AF_INET, SOCK_STREAM, 0), c[2];
+		struct sockaddr_in fa = { .sin_family = AF_INET };
+		socklen_t flen = sizeof(fa);
+
+		fa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+		assert_int_equal(bind(full, (struct sockaddr *)&fa, sizeof(fa)), 0);
+		assert_int_equal(listen(full, 0), 0);
+		assert_int_equal(getsockname(full, (struct sockaddr *)&fa, &flen), 0);
+		/* Backlog 0 holds one; two fill it, and the next SYNs are dropped. */
+		for (int i = 0; i < 2; i++) {
+			c[i] = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
+			(void)connect(c[i], (struct sockaddr *)&fa, sizeof(fa));
+		}
+		usleep(100000);
+		snprintf(gate, sizeof(gate), "%d %d %d 5 127.0.0.1", ntohs(sa.sin_port),
+		    ntohs(fa.sin_port), closed_port);
+		setenv("AIRLOCK_EGRESS_GATE", gate, 1);
+		assert_int_equal(run(b64, 1 << 20, NULL, "echo ran", &out), 0);
+		assert_string_equal(out, "ran\nexit 0\n");
+		free(out);
+		close(c[0]);
+		close(c[1]);
+		close(full);
+	}
 	unsetenv("AIRLOCK_EGRESS_GATE");
 	close(open_fd);
 	close(busy_fd);
