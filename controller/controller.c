@@ -56,6 +56,7 @@ cx_delete(void *arg, json_t *obj, int unknown)
 {
 	(void)unknown;
 	ctl_audit_deleted(arg, obj);
+	ctl_egress_forget(arg, k8s_obj_uid(obj));
 	enqueue_obj(arg, obj);	/* the reconcile finds it gone and sweeps */
 }
 
@@ -722,6 +723,8 @@ ctl_trim_cx(json_t *cx)
 		 */
 		if (out && !json_is_true(json_object_get(st, "audited")))
 			trim_keep_audit(out, cx);
+		if (out)
+			ctl_egress_trim_keep(out, cx);
 		/* Not a cold pod's name: it is the uid's (named_pod). */
 		if (out && k8s_obj_uid(cx)) {
 			char *cold = podspec_pod_name(k8s_obj_uid(cx));
@@ -870,6 +873,7 @@ controller_new(struct k8s_client *c, const struct ctl_config *cfg,
 	ctl->lease_inf = ctl_nodes_informer(ctl);
 	ctl->agent_inf = ctl_agents_informer(ctl);
 	ctl->gate_inf = ctl_gate_informer(ctl);
+	ctl->follow = ctl_egress_follow_new(ctl, m);
 	ctl->queue = workqueue_new(NULL);
 	ctl->guarded = json_object();
 	ctl->ended = json_object();
@@ -985,6 +989,7 @@ controller_set_leading(struct controller *ctl, int leading)
 	json_decref(keys);
 	if (leading)
 		workqueue_add(ctl->queue, CTL_NODES_KEY);
+	ctl_egress_follow_leading(ctl->follow, leading);
 	pthread_mutex_lock(&ctl->lock);
 	atomic_store(&ctl->first_pass_done, 0);
 	atomic_store(&ctl->leading, leading);
@@ -1033,6 +1038,7 @@ controller_stop(struct controller *ctl)
 	workqueue_shutdown(ctl->queue);
 	for (int i = 0; ctl->threads && i < ctl->opts.workers; i++)
 		pthread_join(ctl->threads[i], NULL);
+	ctl_egress_follow_leading(ctl->follow, 0);
 	informer_stop(ctl->cx_inf);
 	informer_stop(ctl->pod_inf);
 	informer_stop(ctl->pool_inf);
@@ -1051,6 +1057,7 @@ controller_free(struct controller *ctl)
 {
 	if (ctl == NULL)
 		return;
+	ctl_egress_follow_free(ctl->follow);
 	informer_free(ctl->cx_inf);
 	informer_free(ctl->pod_inf);
 	informer_free(ctl->pool_inf);

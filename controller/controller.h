@@ -86,6 +86,13 @@ struct controller_opts {
 	 * audit.md): a file descriptor; 0 means standard output (1).
 	 */
 	int		 audit_fd;
+	/*
+	 * An execution with host entries gets its egress counts written
+	 * that long after its end, every proxy log stream open that long
+	 * (controller/egressfollow.c); it waits up to 12 times as long for
+	 * a stream that is not open. Default 5000.
+	 */
+	long		 egress_grace_ms;
 };
 
 struct controller;

@@ -27,6 +27,7 @@ struct controller {
 	struct informer		*lease_inf;	/* kube-node-lease (nodes.c) */
 	struct informer		*agent_inf;	/* agents' leases (agents.c); NULL: none */
 	struct informer		*gate_inf;	/* egress gate pods (egress.c); NULL: none */
+	struct egress_follow	*follow;	/* egressfollow.c; NULL: no host entries */
 	struct workqueue	*queue;
 	pthread_t		*threads;
 
@@ -173,6 +174,33 @@ struct informer *ctl_agents_informer(struct controller *ctl);
 struct informer *ctl_gate_informer(struct controller *ctl);
 size_t ctl_gate_addrs(struct controller *ctl, char addrs[][PODSPEC_GATE_ADDR],
     size_t max);
+/*
+ * egressfollow.c: the proxies' records counted into the status of each
+ * execution with host entries (status.egress.proxied). The follower of
+ * the gate pods' proxy logs, or NULL when no profile has a host entry or
+ * there is no gate informer: then nothing is followed, nor written.
+ */
+struct egress_follow *ctl_egress_follow_new(struct controller *ctl,
+    struct metrics *m);
+/* Stops every stream first. NULL is fine. */
+void ctl_egress_follow_free(struct egress_follow *f);
+/*
+ * Streams run only while leading: gaining the lead starts them (reading
+ * back FOLLOW_LOOKBACK_S), losing it stops them and drops every count.
+ */
+void ctl_egress_follow_leading(struct egress_follow *f, int leading);
+/* The gate pods changed (the gate informer's handlers): streams follow. */
+void ctl_egress_follow_sync(struct egress_follow *f);
+/* Execution uid is gone: its counts, if any, are dropped. */
+void ctl_egress_forget(struct controller *ctl, const char *uid);
+/*
+ * Finished execution cx (cached): with host entries and no counts yet,
+ * its counts written once they are in (one JSON patch testing its uid),
+ * else its key comes back when they may be. 0, or the write's error.
+ */
+int ctl_egress_count(struct controller *ctl, json_t *cx, const char *key);
+/* What the count needs of finished cx, kept in its trimmed copy out. */
+void ctl_egress_trim_keep(json_t *out, json_t *cx);
 /* An agent's Lease seen at now (clock_mono_ms()); for the tests too. */
 void ctl_agent_lease_seen(struct controller *ctl, json_t *lease,
     long long now);

@@ -23,13 +23,18 @@
 #include "log.h"
 #include "podspec.h"
 
-/* Of a gate pod: its name, and its address while it is ready, else none. */
+/*
+ * Of a gate pod: its name and uid, its address while it is ready, and
+ * the id of its proxy container while that runs (egressfollow.c follows
+ * its log).
+ */
 static json_t *
 trim_gate(json_t *obj)
 {
 	json_t *md = json_object_get(obj, "metadata");
 	json_t *st = json_object_get(obj, "status"), *c;
 	const char *ip = json_string_value(json_object_get(st, "podIP"));
+	const char *proxy = NULL;
 	int ready = 0;
 	size_t i;
 
@@ -40,12 +45,43 @@ trim_gate(json_t *obj)
 		if (t && s && strcmp(t, "Ready") == 0)
 			ready = strcmp(s, "True") == 0;
 	}
+	json_array_foreach(json_object_get(st, "containerStatuses"), i, c) {
+		const char *n = json_string_value(json_object_get(c, "name"));
+
+		if (n && strcmp(n, "proxy") == 0 && json_object_get(
+		    json_object_get(c, "state"), "running") != NULL)
+			proxy = json_string_value(json_object_get(c,
+			    "containerID"));
+	}
 	if (json_object_get(md, "deletionTimestamp") != NULL)
 		ready = 0;
-	return json_pack("{s:{s:O*, s:O*}, s:s?}", "metadata",
+	return json_pack("{s:{s:O*, s:O*, s:O*}, s:s?, s:s?}", "metadata",
 	    "name", json_object_get(md, "name"),
 	    "namespace", json_object_get(md, "namespace"),
-	    "ip", ready ? ip : NULL);
+	    "uid", json_object_get(md, "uid"),
+	    "ip", ready ? ip : NULL, "proxy", proxy);
+}
+
+/* A gate pod came, changed or went: the proxy log streams follow. */
+static void
+gate_added(void *arg, json_t *obj)
+{
+	(void)obj;
+	ctl_egress_follow_sync(((struct controller *)arg)->follow);
+}
+
+static void
+gate_updated(void *arg, json_t *old, json_t *cur)
+{
+	(void)old;
+	gate_added(arg, cur);
+}
+
+static void
+gate_deleted(void *arg, json_t *obj, int unknown)
+{
+	(void)unknown;
+	gate_added(arg, obj);
 }
 
 struct informer *
@@ -54,7 +90,8 @@ ctl_gate_informer(struct controller *ctl)
 	struct informer_opts o = { .res = &k8s_res_pods,
 	    .ns = ctl->opts.agent_lease_ns, .label_selector = CTL_GATE_SELECTOR,
 	    .transform = trim_gate, .packed = 1 };
-	struct informer_handlers h = { NULL, NULL, NULL, ctl };
+	struct informer_handlers h = { gate_added, gate_updated, gate_deleted,
+	    ctl };
 	int any = 0;
 
 	for (size_t i = 0; i < ctl->cfg->nprofiles; i++)

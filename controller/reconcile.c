@@ -614,10 +614,14 @@ out:
  * than made (follow_pod): that one runs without.
  */
 static void
-grant_egress(json_t *status, const char *pod_uid)
+grant_egress(json_t *status, const char *pod_uid, int hosts)
 {
 	json_object_set_new(status, "egress", json_pack("{s:b, s:s}",
 	    "granted", 1, "podUID", pod_uid));
+	/* Host entries: the proxy's records are counted (egressfollow.c). */
+	if (hosts)
+		json_object_set_new(json_object_get(status, "egress"),
+		    "proxied", json_true());
 }
 
 /* Follow the pod into the status: Scheduled, Started, Running. */
@@ -926,7 +930,7 @@ create_pod(struct controller *ctl, json_t *cached)
 	json_object_set_new(status, "podName", json_string(k8s_obj_name(r.pod)));
 	json_object_set_new(status, "codeSha256", json_string(r.code_sha256));
 	if (r.netpol && made)
-		grant_egress(status, made);
+		grant_egress(status, made, r.hosts);
 	free(made);
 	init_pending(cx, status, &notes);
 	podspec_result_free(&r);
@@ -1044,6 +1048,9 @@ controller_reconcile(struct controller *ctl, const char *key)
 		/* Its audit record, once (audit.c). */
 		if (rc == 0)
 			rc = ctl_audit_finished(ctl, cx);
+		/* Its proxy's decisions counted, once they are in. */
+		if (rc == 0)
+			rc = ctl_egress_count(ctl, cx, key);
 		if (rc == 0)
 			rc = ttl(ctl, cx, key);
 		/*

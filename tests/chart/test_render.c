@@ -142,6 +142,25 @@ count(json_t *all, const char *kind)
 	return n;
 }
 
+/* How many manifests' JSON holds the string text (quoted, whole). */
+static int
+count_text(json_t *all, const char *text)
+{
+	char *quoted = xasprintf("\"%s\"", text);
+	json_t *o;
+	size_t i;
+	int n = 0;
+
+	json_array_foreach(all, i, o) {
+		char *j = json_dumps(o, JSON_COMPACT);
+
+		n += j && strstr(j, quoted) != NULL;
+		free(j);
+	}
+	free(quoted);
+	return n;
+}
+
 /*
  * A path of keys and [indexes] into v, "spec.containers[0].image"; a dot
  * inside a key is written "\\.".
@@ -1138,6 +1157,9 @@ test_egress_off(void **state)
 			    str(o, "kind"), str(o, "metadata.name"));
 		free(text);
 	}
+	/* Nor the proxies' log (controller/egressfollow.c). */
+	assert_null(find(all, "Role", "rel-airlock-controller-egress-log"));
+	assert_int_equal(count_text(all, "pods/log"), 0);
 	c = at(find(all, "DaemonSet", NULL), "spec.template.spec.containers[0]");
 	arg_is(c, "--network-runtime-class", NULL);
 	/* No metering: no iptables, no NET_ADMIN, the pod's own network. */
@@ -1292,6 +1314,22 @@ test_egress_on(void **state)
 	arg_is(at(c, "containers[0]"), "--egress-key=", "/etc/airlock-egress/key");
 	assert_string_equal(str(c, "volumes[1].secret.secretName"), "rel-airlock-egress-key");
 	assert_int_equal(json_integer_value(at(c, "securityContext.fsGroup")), 65532);
+	/*
+	 * The proxies' records, counted into executions' status
+	 * (controller/egressfollow.c): their container's log, read through
+	 * the API in the release namespace only, and nowhere else.
+	 */
+	assert_non_null(o = find(all, "Role", "rel-airlock-controller-egress-log"));
+	assert_string_equal(str(o, "metadata.namespace"), "airlock-system");
+	assert_json(at(o, "rules"), "[{\"apiGroups\": [\"\"], \"resources\": [\"pods/log\"], "
+	    "\"verbs\": [\"get\"]}]");
+	assert_non_null(o = find(all, "RoleBinding", "rel-airlock-controller-egress-log"));
+	assert_string_equal(str(o, "metadata.namespace"), "airlock-system");
+	assert_json(at(o, "roleRef"), "{\"apiGroup\": \"rbac.authorization.k8s.io\", "
+	    "\"kind\": \"Role\", \"name\": \"rel-airlock-controller-egress-log\"}");
+	assert_json(at(o, "subjects"), "[{\"kind\": \"ServiceAccount\", \"name\": "
+	    "\"rel-airlock-controller\", \"namespace\": \"airlock-system\"}]");
+	assert_int_equal(count_text(all, "pods/log"), 1);
 	/* Not an Airlock-managed pod: the forgery guard would refuse it. */
 	assert_null(json_object_get(at(d, "spec.template.metadata.labels"),
 	    "app.kubernetes.io/managed-by"));

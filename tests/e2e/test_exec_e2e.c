@@ -29,6 +29,7 @@
 #include <openssl/evp.h>
 
 #include "client.h"
+#include "clock.h"
 #include "cx.h"
 #include "podspec.h"
 #include "pool.h"
@@ -2342,6 +2343,99 @@ proxy_audit(const char *gate, const char *uid)
 	return recs;
 }
 
+/*
+ * The proxy's records of execution uid (its container's log, read with
+ * kubectl: not the controller's way), summed as its status counts them:
+ * refused, allowed, and the allowed ones' bytesOut and bytesIn.
+ */
+static void
+proxy_sums(const char *gate, const char *uid, long long sum[4])
+{
+	char *cmd = NULL, *out, *errout, *line, *save = NULL;
+
+	memset(sum, 0, 4 * sizeof(sum[0]));
+	if (asprintf(&cmd, "'%s' --kubeconfig '%s' -n '%s' logs '%s' -c proxy",
+	    it_env_need("KUBECTL"), it_env_need("KUBECONFIG_ADMIN"), np_ns, gate) < 0)
+		fail_msg("out of memory");
+	if (it_sh(cmd, &out, &errout) != 0)
+		fail_msg("kubectl logs %s: %s", gate, errout);
+	for (line = strtok_r(out, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+		json_t *r = json_loads(line, 0, NULL);
+		const char *ru = json_string_value(json_object_get(r, "uid"));
+
+		if (ru && strcmp(ru, uid) == 0) {
+			int allowed = strcmp(it_str(r, "decision"), "allowed") == 0;
+
+			sum[allowed]++;
+			if (allowed) {
+				sum[2] += json_integer_value(json_object_get(r, "bytesOut"));
+				sum[3] += json_integer_value(json_object_get(r, "bytesIn"));
+			}
+		}
+		json_decref(r);
+	}
+	free(cmd);
+	free(out);
+	free(errout);
+}
+
+/* Has its status the proxy's counts (controller/egressfollow.c)? */
+static int
+egress_counted(json_t *st)
+{
+	return json_object_get(json_object_get(st, "egress"), "refused") != NULL;
+}
+
+/*
+ * Execution name's egress counts, once written (within 60 s of its
+ * end): refused and allowed as given, bytes as the proxy's own log
+ * sums them (gate NULL: its pod is gone, not checked), complete as
+ * given; and no write after them. Its status.egress (a new reference).
+ */
+static json_t *
+egress_counts_are(const char *ns2, const char *name, long long refused,
+    long long allowed, const char *gate, int complete)
+{
+	json_t *st = it_cx_until(c, ns2, name, egress_counted, "its egress counts", 60000);
+	json_t *eg = json_incref(json_object_get(st, "egress")), *again;
+	struct k8s_error err;
+	long long sum[4];
+	char *rv, now[CLOCK_RFC3339_LEN];
+
+	clock_format_rfc3339((long long)time(NULL) * 1000000000LL, 0, now);
+	print_message("# %s: refused %lld allowed %lld bytesOut %lld bytesIn %lld "
+	    "complete %d, written by %s (ended %s)\n", name, it_int(eg, "refused"),
+	    it_int(eg, "allowed"), it_int(eg, "bytesOut"), it_int(eg, "bytesIn"),
+	    it_bool(eg, "countsComplete"), now, it_str(st, "completionTime"));
+	assert_true(it_bool(eg, "proxied"));
+	assert_int_equal(it_int(eg, "refused"), refused);
+	if (allowed >= 0)
+		assert_int_equal(it_int(eg, "allowed"), allowed);
+	assert_int_equal(it_bool(eg, "countsComplete"), complete);
+	if (gate) {
+		json_t *cx = NULL;
+
+		if (k8s_get(c, &cx_resource, ns2, name, &cx, &err) != 0)
+			fail_msg("get: %s", err.message);
+		proxy_sums(gate, k8s_obj_uid(cx), sum);
+		assert_int_equal(sum[0], refused);
+		assert_int_equal(sum[1], it_int(eg, "allowed"));
+		assert_int_equal(it_int(eg, "bytesOut"), sum[2]);
+		assert_int_equal(it_int(eg, "bytesIn"), sum[3]);
+		/* One write: none after it, a grace and more later. */
+		rv = xstrdup(k8s_obj_rv(cx));
+		json_decref(cx);
+		it_sleep_ms(7000);
+		if (k8s_get(c, &cx_resource, ns2, name, &again, &err) != 0)
+			fail_msg("get: %s", err.message);
+		assert_string_equal(k8s_obj_rv(again), rv);
+		json_decref(again);
+		free(rv);
+	}
+	json_decref(st);
+	return eg;
+}
+
 static void
 test_egress_host(void **state)
 {
@@ -2469,6 +2563,12 @@ test_egress_host(void **state)
 		json_decref(cx);
 	}
 	json_decref(st);
+	/*
+	 * Its status counts them (controller/egressfollow.c): the six
+	 * refusals above and the two allowed, with their bytes as the
+	 * proxy's log has them; the passless four are no one's.
+	 */
+	json_decref(egress_counts_are(ns2, "hosts", 6, 2, "gate", 1));
 
 	/* Narrowed to TLS on allowed.test: plain HTTP there is refused. */
 	o = json_pack("{s:s, s:s, s:{s:s}, s:{s:s, s:s, s:i, s:[s, s], s:{s:[{s:s, s:[i]}]}}}",
@@ -2484,6 +2584,7 @@ test_egress_host(void **state)
 	assert_string_equal(it_str(st, "stdout"), "{\"http\": \"403\", "
 	    "\"tls\": \"a host=allowed.test sni=allowed.test\"}\n");
 	json_decref(st);
+	json_decref(egress_counts_are(ns2, "narrowed", 1, 1, "gate", 1));
 
 	/*
 	 * The proxy's failure closes egress: its pod gone mid-run, the
@@ -2507,6 +2608,15 @@ test_egress_host(void **state)
 	assert_string_equal(it_str(st, "phase"), "Succeeded");
 	assert_string_equal(it_str(st, "stdout"), "first a host=allowed.test:8080 "
 	    "sni=-\nthen error\ndirect fail\n");
+	json_decref(st);
+	/*
+	 * Its proxy's pod went mid-run, its log with it: allowed at least
+	 * the first request (how many more the proxy logged before it was
+	 * killed is not known), refused none; complete, as the stream was
+	 * open to the container's end.
+	 */
+	st = egress_counts_are(ns2, "down", 0, -1, NULL, 1);
+	assert_true(it_int(st, "allowed") >= 1);
 	json_decref(st);
 	pair_end(pid, ns2, nst);
 	unlink(conf);

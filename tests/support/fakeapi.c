@@ -2,6 +2,7 @@
 #include <microhttpd.h>
 #include <netinet/in.h>
 #include <pthread.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,7 +23,16 @@ struct reply {
 	char	*body;
 	long	 delay_ms;	/* FAKEAPI_HOLD: until fakeapi_release() */
 	int	 echo;		/* >= 0: the body of that request instead */
-	int	 hold;		/* with FAKEAPI_HOLD: its place among them */
+	int	 hold;		/* with FAKEAPI_HOLD or stream: its place among them */
+	int	 stream;	/* the body at once, the end held */
+};
+
+/* A stream's answer: its body, then its end held (fakeapi_push_stream). */
+struct streamed {
+	struct fakeapi	*f;
+	char		*body;
+	size_t		 len, off;
+	int		 hold;
 };
 
 struct req {
@@ -71,6 +81,35 @@ hdr(struct MHD_Connection *c, const char *name)
 	return v ? v : "";
 }
 
+/* The body, then nothing until released or stopped, then the end. */
+static ssize_t
+stream_read(void *cls, uint64_t pos, char *out, size_t max)
+{
+	struct streamed *st = cls;
+	size_t n = st->len - st->off < max ? st->len - st->off : max;
+
+	(void)pos;
+	if (n > 0) {
+		memcpy(out, st->body + st->off, n);
+		st->off += n;
+		return (ssize_t)n;
+	}
+	pthread_mutex_lock(&st->f->lock);
+	while (!st->f->stopping && st->f->released <= st->hold)
+		pthread_cond_wait(&st->f->cond, &st->f->lock);
+	pthread_mutex_unlock(&st->f->lock);
+	return MHD_CONTENT_READER_END_OF_STREAM;
+}
+
+static void
+stream_free(void *cls)
+{
+	struct streamed *st = cls;
+
+	free(st->body);
+	free(st);
+}
+
 static enum MHD_Result
 handle(void *cls, struct MHD_Connection *c, const char *url,
     const char *method, const char *version, const char *data,
@@ -79,7 +118,7 @@ handle(void *cls, struct MHD_Connection *c, const char *url,
 	struct fakeapi *f = cls;
 	struct conn *cn = *ctx;
 	struct MHD_Response *resp;
-	struct reply r = { 599, NULL, "{}", 0, -1, 0 };
+	struct reply r = { 599, NULL, "{}", 0, -1, 0, 0 };
 	char *echoed = NULL;
 	const char *q;
 	struct buf line;
@@ -138,8 +177,16 @@ handle(void *cls, struct MHD_Connection *c, const char *url,
 	}
 	if (echoed)
 		r.body = echoed;
-	resp = MHD_create_response_from_buffer(strlen(r.body), r.body,
-	    MHD_RESPMEM_MUST_COPY);
+	if (r.stream) {
+		struct streamed *st = xcalloc(1, sizeof(*st));
+
+		*st = (struct streamed){ f, xstrdup(r.body), strlen(r.body), 0,
+		    r.hold };
+		resp = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 4096,
+		    stream_read, st, stream_free);
+	} else
+		resp = MHD_create_response_from_buffer(strlen(r.body), r.body,
+		    MHD_RESPMEM_MUST_COPY);
 	free(echoed);
 	MHD_add_response_header(resp, "Content-Type", "application/json");
 	if (r.retry_after)
@@ -229,7 +276,18 @@ fakeapi_push(struct fakeapi *f, int status, const char *retry_after,
 		abort();
 	f->script[f->nscript++] = (struct reply){ status,
 	    retry_after ? xstrdup(retry_after) : NULL, xstrdup(body),
-	    delay_ms, -1, delay_ms == FAKEAPI_HOLD ? f->nholds++ : 0 };
+	    delay_ms, -1, delay_ms == FAKEAPI_HOLD ? f->nholds++ : 0, 0 };
+	pthread_mutex_unlock(&f->lock);
+}
+
+void
+fakeapi_push_stream(struct fakeapi *f, const char *body)
+{
+	pthread_mutex_lock(&f->lock);
+	if (f->nscript == MAX_SCRIPT)
+		abort();
+	f->script[f->nscript++] = (struct reply){ 200, NULL, xstrdup(body), 0,
+	    -1, f->nholds++, 1 };
 	pthread_mutex_unlock(&f->lock);
 }
 
@@ -240,7 +298,7 @@ fakeapi_push_echo(struct fakeapi *f, int status, int req)
 	if (f->nscript == MAX_SCRIPT)
 		abort();
 	f->script[f->nscript++] = (struct reply){ status, NULL, xstrdup(""), 0,
-	    req, 0 };
+	    req, 0, 0 };
 	pthread_mutex_unlock(&f->lock);
 }
 

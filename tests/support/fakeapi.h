@@ -48,6 +48,13 @@ void fakeapi_push(struct fakeapi *f, int status, const char *retry_after,
 void fakeapi_release(struct fakeapi *f);
 
 /*
+ * Queue a 200 that is a long stream (a followed log): body sent at once,
+ * then the answer held open until fakeapi_release() lets it end (in push
+ * order among the held answers) or fakeapi_stop().
+ */
+void fakeapi_push_stream(struct fakeapi *f, const char *body);
+
+/*
  * Queue a response whose body is the body request req (0-based) sent: the
  * object a create stored, as a later GET of it returns it.
  */

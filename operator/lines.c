@@ -25,6 +25,13 @@ lines_free(struct lines *l)
 	l->buf = NULL;
 }
 
+void
+lines_reset(struct lines *l)
+{
+	l->len = 0;
+	l->dropping = 0;
+}
+
 int
 lines_feed(struct lines *l, const char *data, size_t n, lines_fn fn,
     void *arg)

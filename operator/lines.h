@@ -1,11 +1,12 @@
 /*
- * lines.h - the line framing both of Squid's helpers speak: a stream cut
- * into lines of at most a cap, and each answer written whole.
+ * lines.h - a stream cut into lines of at most a cap, and each answer
+ * written whole: the framing Squid's helpers speak (proxy/: requests to
+ * the ACL helper, records to the log daemon), and a followed container
+ * log (linestream.h).
  *
- * Squid writes requests (the ACL helper) and log records (the log
- * daemon) one a line; a line past the cap is handed on once, cut, marked
- * too long, and the rest of it up to its newline is dropped, so that a
- * hostile or broken peer costs at most the cap in memory.
+ * A line past the cap is handed on once, cut, marked too long, and the
+ * rest of it up to its newline is dropped, so that a hostile or broken
+ * peer costs at most the cap in memory.
  */
 #ifndef AIRLOCK_LINES_H
 #define AIRLOCK_LINES_H
@@ -29,6 +30,8 @@ struct lines {
 
 void lines_init(struct lines *l, size_t max);
 void lines_free(struct lines *l);
+/* Forget a partial line: the next byte fed starts a new one. */
+void lines_reset(struct lines *l);
 
 /* Feed n bytes; fn for each complete line, in order. 0 or fn's value. */
 int lines_feed(struct lines *l, const char *data, size_t n, lines_fn fn,
