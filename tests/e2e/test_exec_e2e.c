@@ -35,6 +35,7 @@
 #include "pool.h"
 #include "clirun.h"
 #include "itutil.h"
+#include "meter.h"
 #include "artifacts.h"
 #include "base64.h"
 #include "xmalloc.h"
@@ -2049,8 +2050,17 @@ cap_chain_gone(const char *ns2, json_t *st)
 		if (*p != '-')
 			hex[n++] = *p;
 	hex[n] = '\0';
-	if (asprintf(&cmd, "iptables-save -t filter") < 0 || it_sh(cmd, &out, &errout) != 0)
+	/*
+	 * The agent's table (node-agent/meter.h). iptables-nft-save fails now
+	 * and then while another writer changes the tables ("Set with index
+	 * 10 in kernel doesn't exist", kube-router's sets): asked again.
+	 */
+	if (asprintf(&cmd, "iptables-save -t " METER_TABLE " || { sleep 1; "
+	    "iptables-save -t " METER_TABLE "; } || { sleep 1; iptables-save -t "
+	    METER_TABLE "; }") < 0 || it_sh(cmd, &out, &errout) != 0)
 		fail_msg("iptables-save: %s", errout ? errout : "");
+	if (strstr(out, "*" METER_TABLE "\n") == NULL)
+		fail_msg("no %s table listed:\n%s", METER_TABLE, out);
 	if (strstr(out, hex) != NULL)
 		fail_msg("the chain of pod %s is still there:\n%s", puid, out);
 	free(cmd);
