@@ -41,20 +41,24 @@
  * set. 0 when it exited 0, else -1.
  */
 static int
-run_cmd(char *const *argv, const char *in, char **outp)
+run_cmd(char *const *argv, const char *in, char **outp, char *err, size_t errlen)
 {
 	char *envp[] = { "PATH=/usr/sbin:/usr/bin:/sbin:/bin", NULL };
 	posix_spawn_file_actions_t fa;
-	int ip[2] = { -1, -1 }, op[2], rc, st = 0;
+	int ip[2] = { -1, -1 }, op[2], ep[2] = { -1, -1 }, rc, st = 0;
 	struct buf out;
 	pid_t pid;
 
 	buf_init(&out, METER_LIST_MAX);
 	if (pipe2(op, O_CLOEXEC) != 0)
 		return -1;
-	if (in && pipe2(ip, O_CLOEXEC) != 0) {
+	if ((in && pipe2(ip, O_CLOEXEC) != 0) || pipe2(ep, O_CLOEXEC | O_NONBLOCK) != 0) {
 		close(op[0]);
 		close(op[1]);
+		if (ip[0] >= 0) {
+			close(ip[0]);
+			close(ip[1]);
+		}
 		return -1;
 	}
 	posix_spawn_file_actions_init(&fa);
@@ -63,14 +67,16 @@ run_cmd(char *const *argv, const char *in, char **outp)
 	else
 		posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
 	posix_spawn_file_actions_adddup2(&fa, op[1], 1);
-	posix_spawn_file_actions_addopen(&fa, 2, "/dev/null", O_WRONLY, 0);
+	posix_spawn_file_actions_adddup2(&fa, ep[1], 2);
 	rc = posix_spawnp(&pid, argv[0], &fa, NULL, argv, envp);
 	posix_spawn_file_actions_destroy(&fa);
 	close(op[1]);
+	close(ep[1]);
 	if (in)
 		close(ip[0]);
 	if (rc != 0) {
 		close(op[0]);
+		close(ep[0]);
 		if (in)
 			close(ip[1]);
 		return -1;
@@ -116,6 +122,14 @@ run_cmd(char *const *argv, const char *in, char **outp)
 	close(op[0]);
 	while (waitpid(pid, &rc, 0) < 0 && errno == EINTR)
 		;
+	/* Its first words on stderr, for the log (iptables' own, no tenant's). */
+	if (err && errlen) {
+		ssize_t n = read(ep[0], err, errlen - 1);
+
+		err[n > 0 ? n : 0] = '\0';
+		err[strcspn(err, "\n")] = '\0';
+	}
+	close(ep[0]);
 	if (st == 0 && (!WIFEXITED(rc) || WEXITSTATUS(rc) != 0))
 		st = -1;
 	if (st == 0 && outp)
@@ -145,8 +159,9 @@ setup(struct agent *a)
 	char *ins[] = { ipt, "-w", "-t", METER_TABLE, "-I", "FORWARD", "1", "-j",
 	    METER_CHAIN, NULL };
 
-	(void)run_cmd(mk, NULL, NULL);		/* fails when it is there */
-	if (run_cmd(has, NULL, NULL) == 0 || run_cmd(ins, NULL, NULL) == 0)
+	(void)run_cmd(mk, NULL, NULL, NULL, 0);	/* fails when it is there */
+	if (run_cmd(has, NULL, NULL, NULL, 0) == 0 ||
+	    run_cmd(ins, NULL, NULL, NULL, 0) == 0)
 		return 0;
 	return -1;
 }
@@ -273,6 +288,8 @@ apply(struct agent *a, const struct meter_seen *seen, size_t ns,
 				/* Cut off, then it ended by itself: said too. */
 				r->meter_over = s != NULL && s->over > 0 &&
 				    r->why == CX_KILL_NONE;
+			} else {
+				live = 1;	/* its last reading: again soon */
 			}
 			continue;
 		}
@@ -295,7 +312,7 @@ agent_meter_pass(struct agent *a)
 	char *list_argv[] = { save, "-c", "-t", METER_TABLE, NULL };
 	char *restore_argv[] = { restore, "-w", "--noflush", NULL };
 	struct meter_seen *seen = xcalloc(METER_SEEN_MAX, sizeof(*seen));
-	char *text = NULL;
+	char *text = NULL, why[256] = "";
 	struct want *w;
 	size_t nw, ns = 0;
 	struct buf b;
@@ -312,19 +329,23 @@ agent_meter_pass(struct agent *a)
 	if (!a->meter_setup)
 		log_error("cannot make the egress meter's chain", "iptables=%s "
 		    "chain=%s", a->o.iptables, METER_CHAIN);
-	else if (run_cmd(list_argv, NULL, &text) != 0)
-		log_error("cannot list the egress meter's chains", "cmd=%s", save);
+	else if (run_cmd(list_argv, NULL, &text, why, sizeof(why)) != 0)
+		log_error("cannot list the egress meter's chains", "cmd=%s "
+		    "error=\"%s\"", save, why);
 	else {
 		ns = meter_parse(text, seen, METER_SEEN_MAX);
 		if (script(&b, meter_forward(text), seen, ns, w, nw, pods) != 0)
 			log_error("egress meter: too many chains to change at once",
 			    "chains=%zu runs=%zu", ns, nw);
 		else if (b.len == strlen("*" METER_TABLE "\nCOMMIT\n") ||
-		    run_cmd(restore_argv, b.data, NULL) == 0)
+		    run_cmd(restore_argv, b.data, NULL, why, sizeof(why)) == 0 ||
+		    /* Once more: iptables-nft fails now and then beside another writer. */
+		    (usleep(100000) == 0 &&
+		    run_cmd(restore_argv, b.data, NULL, why, sizeof(why)) == 0))
 			written = 1;
 		else
-			log_error("egress meter: iptables-restore failed", "cmd=%s",
-			    restore);
+			log_error("egress meter: iptables-restore failed", "cmd=%s "
+			    "error=\"%s\"", restore, why);
 	}
 	pthread_mutex_lock(&a->lock);
 	if (text != NULL)
