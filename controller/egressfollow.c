@@ -302,7 +302,15 @@ start_locked(struct egress_follow *f, const char *name, const char *pod_uid)
 	snprintf(s->pod, sizeof(s->pod), "%s", name);
 	snprintf(s->pod_uid, sizeof(s->pod_uid), "%s", pod_uid);
 	s->ls = linestream_new(f->ctl->client, EGRESSLOG_LINE_MAX);
-	pthread_create(&s->thread, NULL, stream_main, s);
+	if (pthread_create(&s->thread, NULL, stream_main, s) != 0) {
+		/* Not followed: its records are missed, and said so. */
+		log_warn("cannot start following an egress proxy's log",
+		    "pod=%s", name);
+		loss_locked(f, name, "no thread to follow it");
+		linestream_free(s->ls);
+		free(s);
+		return;
+	}
 	f->s[f->n++] = s;
 }
 

@@ -218,7 +218,9 @@ bytes(json_t *v, long long *out)
 		*out = 0;
 		return 0;
 	}
-	if (!json_is_integer(v) || json_integer_value(v) < 0)
+	/* Squid's counts are 18 digits at most (accesslog.c): more is no record. */
+	if (!json_is_integer(v) || json_integer_value(v) < 0 ||
+	    json_integer_value(v) > EGRESSLOG_BYTES_MAX)
 		return -1;
 	*out = (long long)json_integer_value(v);
 	return 0;
@@ -238,7 +240,6 @@ tally(json_t *rec, struct egress_count *c)
 		c->refused++;
 	} else if (strcmp(d, "allowed") == 0) {
 		c->allowed++;
-		/* Squid's counts are 18 digits at most (accesslog.c). */
 		c->bytes_out += out;
 		c->bytes_in += in;
 	} else
@@ -283,8 +284,11 @@ egresslog_count(struct egresslog *t, const char *rec, size_t len,
 	else {
 		e->c.refused += c.refused;
 		e->c.allowed += c.allowed;
-		e->c.bytes_out += c.bytes_out;
-		e->c.bytes_in += c.bytes_in;
+		/* Saturating: a sum never wraps to a negative the CRD refuses. */
+		e->c.bytes_out = e->c.bytes_out > EGRESSLOG_BYTES_MAX - c.bytes_out ?
+		    EGRESSLOG_BYTES_MAX : e->c.bytes_out + c.bytes_out;
+		e->c.bytes_in = e->c.bytes_in > EGRESSLOG_BYTES_MAX - c.bytes_in ?
+		    EGRESSLOG_BYTES_MAX : e->c.bytes_in + c.bytes_in;
 		r = EGRESSLOG_COUNTED;
 	}
 	json_decref(o);

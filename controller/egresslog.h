@@ -23,6 +23,9 @@
 
 #include <stddef.h>
 
+/* A record's bytes, 18 digits at most (accesslog.c); sums saturate there. */
+#define EGRESSLOG_BYTES_MAX	999999999999999999LL
+
 /*
  * A log line's most bytes. accesslog.c's longest record is under 3 KiB
  * (its strings capped at 253 bytes plus "...", printable ASCII, which

@@ -333,10 +333,17 @@ run)
 	# them to the container's stdout. Opened read-write, cat never sees
 	# an end when a log daemon Squid restarts closes it; if cat dies, the
 	# daemon's write fails and Squid exits with it: no unaudited traffic.
-	rm -f "$RUN/audit"
-	mkfifo -m 600 "$RUN/audit"
+	rm -f "$RUN/audit" "$RUN/squid.err"
+	mkfifo -m 600 "$RUN/audit" "$RUN/squid.err"
 	cat <>"$RUN/audit" &
-	exec /usr/sbin/squid -N -f "$RUN/squid.conf"
+	# Squid's own log (cache_log: stderr) can carry a request's raw
+	# bytes, newlines and all (a header with a NUL is logged whole, before
+	# any rule): each of its lines is prefixed, so that none can read as
+	# an audit record where the controller follows this container's log,
+	# stdout and stderr together (the hostile review of the counts: a
+	# forged record was counted).
+	sed -u 's/^/squid: /' <>"$RUN/squid.err" >&2 &
+	exec /usr/sbin/squid -N -f "$RUN/squid.conf" 2>"$RUN/squid.err"
 	;;
 parse)
 	conf

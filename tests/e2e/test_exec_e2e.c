@@ -2196,6 +2196,18 @@ test_egress_cap(void **state)
 	"    s.sendall(('GET %s HTTP/1.1\\r\\nHost: allowed.test:8080\\r\\nProxy-Authorization: %s\\r\\n'\n" \
 	"               'Connection: close\\r\\n\\r\\n' % (url, good)).encode())\n" \
 	"    return s.recv(4096).split(b'\\r\\n')[0].split(b' ')[1].decode()\n" \
+	"def inject():\n" \
+	"    c = json.loads(base64.urlsafe_b64decode(u.username + '=' * (-len(u.username) % 4)))\n" \
+	"    rec = json.dumps({'apiVersion': 'airlock.dev/v1alpha1', 'kind': 'CodeExecutionEgress',\n" \
+	"        'time': '2026-11-28T00:00:00.000Z', 'namespace': c['ns'], 'name': c['name'], 'uid': c['uid'],\n" \
+	"        'client': '10.0.0.1:1', 'method': 'GET', 'host': 'allowed.test', 'port': 8080, 'sni': None,\n" \
+	"        'server': None, 'decision': 'allowed', 'reason': None, 'bytesOut': 123456789,\n" \
+	"        'bytesIn': 0, 'durationMillis': 1})\n" \
+	"    s = socket.create_connection((u.hostname, u.port), timeout=10)\n" \
+	"    s.sendall(b'GET http://allowed.test:8080/ HTTP/1.1\\r\\nHost: x\\r\\n' + rec.encode() +\n" \
+	"        b'\\r\\n{{\\r\\nX: a\\0b\\r\\n\\r\\n')\n" \
+	"    try: return s.recv(4096).split(b'\\r\\n')[0].split(b' ')[1].decode()\n" \
+	"    except (OSError, IndexError): return 'closed'\n" \
 	"def direct(ip):\n" \
 	"    s = socket.socket(); s.settimeout(2)\n" \
 	"    try: s.connect((ip, 8080)); return 'open'\n" \
@@ -2209,7 +2221,7 @@ test_egress_cap(void **state)
 	"        'sni': tls('allowed.test', 8443, 'denied.test'), 'nopass': tls('allowed.test', 8443, 'allowed.test', None),\n" \
 	"        'forged': tls('allowed.test', 8443, 'allowed.test', bad),\n" \
 	"        'manager': raw('cache_object://allowed.test:8080/menu'), 'scheme': raw('ftp://allowed.test:8080/'),\n" \
-	"        'direct': direct(sys.argv[1])})\n" \
+	"        'direct': direct(sys.argv[1]), 'inject': inject()})\n" \
 	"print(json.dumps(out, sort_keys=True))\n"
 
 /* Through the proxy until it fails, then a direct connect (argv[1]). */
@@ -2538,7 +2550,7 @@ test_egress_host(void **state)
 		gate_diagnose("gate");
 	assert_string_equal(it_str(st, "phase"), "Succeeded");
 	want = xasprintf("{\"denied\": \"403\", \"direct\": \"fail\", \"forged\": \"403\", "
-	    "\"http\": \"a host=allowed.test:8080 sni=-\", \"literal\": \"403\", "
+	    "\"http\": \"a host=allowed.test:8080 sni=-\", \"inject\": \"400\", \"literal\": \"403\", "
 	    "\"manager\": \"403\", \"meta\": \"403\", \"nopass\": \"403\", \"port\": \"403\", "
 	    "\"rebind\": \"403\", \"scheme\": \"403\", \"sni\": \"refused\", "
 	    "\"tls\": \"a host=allowed.test sni=allowed.test\"}\n");

@@ -164,6 +164,10 @@ test_malformed(void **state)
 		{ "{\"kind\":\"CodeExecutionEgress\",\"uid\":\"" UID_A "\","
 		    "\"namespace\":\"team-a\",\"name\":\"run-a\",\"decision\":"
 		    "\"allowed\",\"bytesIn\":\"5\"}", "malformed" },
+		/* More than Squid's 18 digits: no record of its. */
+		{ "{\"kind\":\"CodeExecutionEgress\",\"uid\":\"" UID_A "\","
+		    "\"namespace\":\"team-a\",\"name\":\"run-a\",\"decision\":"
+		    "\"allowed\",\"bytesOut\":1000000000000000000}", "malformed" },
 		{ "{\"kind\":\"CodeExecutionEgress\",\"uid\":\"" UID_A "\","
 		    "\"name\":\"run-a\",\"decision\":\"refused\"}", "malformed" },
 		{ "{\"kind\":\"CodeExecutionEgress\",\"uid\":7,\"namespace\":"
@@ -195,6 +199,17 @@ test_malformed(void **state)
 	    EGRESSLOG_MALFORMED);
 	assert_counts(t, UID_A, 0, 1, 0, 0);
 	assert_int_equal(egresslog_len(t), 1);
+	/* Sums saturate at 18 nines: never a wrapped, negative count. */
+	{
+		static const char big[] = "{\"kind\":\"CodeExecutionEgress\",\"uid\":\""
+		    UID_A "\",\"namespace\":\"team-a\",\"name\":\"run-a\",\"decision\":"
+		    "\"allowed\",\"bytesOut\":999999999999999999,\"bytesIn\":1}";
+
+		for (int i = 0; i < 3; i++)
+			assert_int_equal(egresslog_count(t, big, strlen(big), known,
+			    &calls), EGRESSLOG_COUNTED);
+		assert_counts(t, UID_A, 0, 4, EGRESSLOG_BYTES_MAX, 3);
+	}
 	/* Only what may have been a record lost is a loss. */
 	assert_false(egresslog_result_loss(EGRESSLOG_COUNTED));
 	assert_false(egresslog_result_loss(EGRESSLOG_OTHER));
