@@ -113,49 +113,62 @@ parse_rule(const char *line, const char *eol, struct meter_seen *out,
 	}
 }
 
+/*
+ * The next rule line of METER_TABLE in a listing ("[P:B] -A CHAIN ..."),
+ * from *cur on, which moves past it; its end (its newline, or the text's)
+ * in *eol. *in_table: whether *cur is inside that table's section. NULL
+ * past the last. One pass over the text, whatever its size.
+ */
+static const char *
+next_rule(const char **cur, int *in_table, const char **eol)
+{
+	while (*cur != NULL && **cur != '\0') {
+		const char *line = *cur, *e = strchr(line, '\n');
+
+		if (e == NULL)
+			e = line + strlen(line);
+		*cur = *e ? e + 1 : NULL;
+		if (*line == '*')
+			*in_table = (size_t)(e - line) == strlen("*" METER_TABLE) &&
+			    strncmp(line, "*" METER_TABLE, strlen("*" METER_TABLE)) == 0;
+		else if (*in_table && *line == '[') {
+			*eol = e;
+			return line;
+		}
+	}
+	return NULL;
+}
+
 size_t
 meter_parse(const char *text, struct meter_seen *out, size_t max)
 {
+	const char *cur = text, *line, *eol;
 	size_t n = 0;
 	int in_table = 0;
 
-	for (const char *line = text; line && *line;) {
-		const char *eol = strchr(line, '\n');
-
-		if (eol == NULL)
-			eol = line + strlen(line);
-		if (*line == '*')
-			in_table = (size_t)(eol - line) == strlen("*" METER_TABLE) &&
-			    strncmp(line, "*" METER_TABLE, strlen("*" METER_TABLE)) == 0;
-		else if (in_table && *line == '[')
-			parse_rule(line, eol, out, max, &n);
-		line = *eol ? eol + 1 : NULL;
-	}
+	while ((line = next_rule(&cur, &in_table, &eol)) != NULL)
+		parse_rule(line, eol, out, max, &n);
 	return n;
 }
 
 enum meter_jump
 meter_forward(const char *text)
 {
-	static const char jump[] = "-A FORWARD -j " METER_CHAIN;
+	static const char fwd[] = "-A FORWARD ", jump[] = "-A FORWARD -j " METER_CHAIN;
+	const char *cur = text, *line, *eol, *rule;
 	int in_table = 0, first = 1;
 
-	for (const char *line = text; line && *line;) {
-		const char *eol = strchr(line, '\n'), *rule;
-
-		if (eol == NULL)
-			eol = line + strlen(line);
-		if (*line == '*')
-			in_table = (size_t)(eol - line) == strlen("*" METER_TABLE) &&
-			    strncmp(line, "*" METER_TABLE, strlen("*" METER_TABLE)) == 0;
-		else if (in_table && (rule = strstr(line, "-A FORWARD ")) != NULL &&
-		    rule < eol) {
-			if ((size_t)(eol - rule) == strlen(jump) &&
-			    strncmp(rule, jump, strlen(jump)) == 0)
-				return first ? METER_FIRST : METER_LATER;
-			first = 0;
-		}
-		line = *eol ? eol + 1 : NULL;
+	while ((line = next_rule(&cur, &in_table, &eol)) != NULL) {
+		/* The rule's words after its counters: "[P:B] -A ...". */
+		if ((rule = memchr(line, ']', (size_t)(eol - line))) == NULL ||
+		    (size_t)(eol - rule) < 2 + strlen(fwd) ||
+		    strncmp(rule + 2, fwd, strlen(fwd)) != 0)
+			continue;
+		rule += 2;
+		if ((size_t)(eol - rule) == strlen(jump) &&
+		    strncmp(rule, jump, strlen(jump)) == 0)
+			return first ? METER_FIRST : METER_LATER;
+		first = 0;
 	}
 	return METER_ABSENT;
 }
