@@ -215,9 +215,14 @@ wanted(struct agent *a, size_t *nw)
 	return w;
 }
 
-/* Is chain name some pod's of this node (the cache's), or a wanted run's? */
+/*
+ * Is chain name a wanted run's, or else some pod's of this node (the
+ * cache's)? The cache is listed (a parse of every pod) only for a chain
+ * no run wants, once a pass, into *pods.
+ */
 static int
-owned(const char *name, json_t *pods, const struct want *w, size_t nw)
+owned(struct agent *a, const char *name, json_t **pods, const struct want *w,
+    size_t nw)
 {
 	json_t *p;
 	size_t i;
@@ -226,7 +231,9 @@ owned(const char *name, json_t *pods, const struct want *w, size_t nw)
 	for (i = 0; i < nw; i++)
 		if (strcmp(w[i].name, name) == 0)
 			return !w[i].ended;
-	json_array_foreach(pods, i, p) {
+	if (*pods == NULL)
+		*pods = informer_list(a->pods);
+	json_array_foreach(*pods, i, p) {
 		const char *uid = k8s_obj_uid(p);
 
 		if (uid && meter_chain_name(uid, mine) == 0 &&
@@ -242,7 +249,7 @@ owned(const char *name, json_t *pods, const struct want *w, size_t nw)
  */
 static int
 script(struct buf *b, enum meter_jump fwd, const struct meter_seen *seen,
-    size_t ns, const struct want *w, size_t nw, json_t *pods)
+    size_t ns, const struct want *w, size_t nw, struct agent *a, json_t **pods)
 {
 	int rc = buf_append_str(b, "*" METER_TABLE "\n");
 
@@ -263,7 +270,7 @@ script(struct buf *b, enum meter_jump fwd, const struct meter_seen *seen,
 			    w[i].cap);
 	}
 	for (size_t i = 0; rc == 0 && i < ns; i++)
-		if (!owned(seen[i].name, pods, w, nw))
+		if (!owned(a, seen[i].name, pods, w, nw))
 			rc = meter_remove(b, &seen[i]);
 	if (rc == 0)
 		rc = buf_append_str(b, "COMMIT\n");
@@ -322,14 +329,13 @@ agent_meter_pass(struct agent *a)
 	struct want *w;
 	size_t nw, ns = 0;
 	struct buf b;
-	json_t *pods;
+	json_t *pods = NULL;
 	int written = 0;
 
 	buf_init(&b, METER_SCRIPT_MAX);
 	pthread_mutex_lock(&a->lock);
 	w = wanted(a, &nw);
 	pthread_mutex_unlock(&a->lock);
-	pods = informer_list(a->pods);
 	if (!a->meter_setup && setup(a) == 0)
 		a->meter_setup = 1;
 	if (!a->meter_setup)
@@ -340,7 +346,7 @@ agent_meter_pass(struct agent *a)
 		    "error=\"%s\"", save, why);
 	else {
 		ns = meter_parse(text, seen, METER_SEEN_MAX);
-		if (script(&b, meter_forward(text), seen, ns, w, nw, pods) != 0)
+		if (script(&b, meter_forward(text), seen, ns, w, nw, a, &pods) != 0)
 			log_error("egress meter: too many chains to change at once",
 			    "chains=%zu runs=%zu", ns, nw);
 		else if (b.len == strlen("*" METER_TABLE "\nCOMMIT\n") ||
