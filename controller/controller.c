@@ -507,6 +507,13 @@ ctl_trim_pod(json_t *pod)
 				    "metadata"), "labels", l = json_object());
 			if (pl)
 				json_object_set(l, POOL_LABEL_UID, pl);
+			/* Whether a holder has a network stack (pools.c). */
+			if (pl && json_is_string(json_object_get(json_object_get(
+			    pod, "spec"), "runtimeClassName")))
+				json_object_set(json_object_get(out, "spec"),
+				    "runtimeClassName", json_object_get(
+				    json_object_get(pod, "spec"),
+				    "runtimeClassName"));
 			if (sl)
 				json_object_set(l, SESSION_LABEL_UID, sl);
 		}
@@ -886,6 +893,7 @@ controller_new(struct k8s_client *c, const struct ctl_config *cfg,
 	ctl->pool_lent = json_object();
 	ctl->lend_tried = json_object();
 	ctl->pool_keys = json_object();
+	ctl->pool_netpols = json_object();
 	ctl->quota_slot = json_object();
 	ctl->quota_gate = json_object();
 	ctl->reserved = json_object();
@@ -1082,6 +1090,7 @@ controller_free(struct controller *ctl)
 	json_decref(ctl->pool_lent);
 	json_decref(ctl->lend_tried);
 	json_decref(ctl->pool_keys);
+	json_decref(ctl->pool_netpols);
 	json_decref(ctl->quota_slot);
 	json_decref(ctl->quota_gate);
 	json_decref(ctl->reserved);

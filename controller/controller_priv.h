@@ -71,6 +71,7 @@ struct controller {
 	json_t			*pool_claimed;	/* pool uid -> ms of its last claim */
 	json_t			*pool_gone;	/* "ns/name" -> [uid, ms]: deleted */
 	json_t			*pool_keys;	/* pool uid -> its pool_key */
+	json_t			*pool_netpols;	/* pool uid -> true: its egress policy set */
 	/*
 	 * pool uid -> [holders ended unused in a row, ms of the last, its
 	 * preload failure message or null]: the refill's back-off
@@ -141,6 +142,12 @@ json_t *ctl_find_condition(json_t *status, const char *type);
  * and a 403 for a quota that is full for now (ctl_quota_full).
  */
 int ctl_create_refused(const struct k8s_error *err);
+/*
+ * status.egress: granted to the pod of uid pod_uid (hosts: proxied too),
+ * which the node agent asks for before it lets a sandbox keep gVisor's
+ * network stack (reconcile.c, docs/network.md).
+ */
+void ctl_grant_egress(json_t *status, const char *pod_uid, int hosts);
 
 /*
  * Whether a create was refused because the namespace's quota has no room

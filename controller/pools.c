@@ -269,6 +269,7 @@ ctl_pool_forget(struct controller *ctl, json_t *pool)
 	json_object_del(ctl->pool_claimed, uid);
 	json_object_del(ctl->pool_failed, uid);
 	json_object_del(ctl->pool_keys, uid);
+	json_object_del(ctl->pool_netpols, uid);
 	json_object_del(ctl->pool_lent, uid);
 	json_object_foreach_safe(ctl->pool_gone, tmp, k, v)
 		if (now - json_integer_value(json_array_get(v, 1)) >= GONE_MS)
@@ -420,6 +421,128 @@ fail_wait(struct controller *ctl, const char *pool_uid, long long ready,
 	return left;
 }
 
+/* --- egress (docs/network.md, "Warm") -------------------------------------- */
+
+#define GATE_RETRY_MS	2000	/* no gate pod ready: the pool looks again */
+
+/*
+ * The pool's NetworkPolicy np (pool_holder_egress) in place: made, or
+ * one of its name that this pool owns set to np's spec. One not this
+ * pool's is refused (a tenant's, made ahead under our name, must not
+ * stand in for it): K8S_EEXIST.
+ */
+static int
+ensure_policy(struct controller *ctl, json_t *pool, json_t *np,
+    struct k8s_error *err)
+{
+	const char *ns = k8s_obj_namespace(pool);
+	json_t *there = NULL;
+	int rc = k8s_create(ctl->client, ctl_guard_res[1], ns, np, NULL, err);
+
+	if (rc != K8S_EEXIST)
+		return rc;
+	if ((rc = k8s_get(ctl->client, ctl_guard_res[1], ns, k8s_obj_name(np),
+	    &there, err)) != 0)
+		return rc;
+	if (!ctl_owned_by(there, "CodeExecutionPool", k8s_obj_uid(pool)))
+		rc = k8s_error_set(err, K8S_EEXIST, 409, "AlreadyExists",
+		    "networkpolicies %s exists and is not this pool's",
+		    k8s_obj_name(np));
+	else if (!json_equal(json_object_get(there, "spec"),
+	    json_object_get(np, "spec"))) {
+		/* The profile's list changed (a new config): at its version. */
+		json_object_set(json_object_get(np, "metadata"), "resourceVersion",
+		    json_object_get(json_object_get(there, "metadata"),
+		    "resourceVersion"));
+		rc = k8s_update(ctl->client, ctl_guard_res[1], ns,
+		    k8s_obj_name(np), NULL, np, NULL, err);
+		json_object_del(json_object_get(np, "metadata"), "resourceVersion");
+	}
+	json_decref(there);
+	return rc;
+}
+
+/*
+ * The egress of a pool whose profile has some: its holders' gate (on
+ * *holder, made here if NULL) and its NetworkPolicy, made before any
+ * holder (making: holders are to be made now) and once in this
+ * controller's life (a changed config's list, brought to a policy its
+ * idle holders already have). 0: done, or no egress; 1: not now, *why and
+ * msg say why (no gate pod ready: again after GATE_RETRY_MS); or the
+ * API's error.
+ */
+static int
+holder_egress(struct controller *ctl, json_t *pool, json_t **holder,
+    int making, const char **why, char *msg, size_t len)
+{
+	const struct ctl_profile *p = ctl_config_profile(ctl->cfg,
+	    json_string_value(json_object_get(json_object_get(pool, "spec"),
+	    "runtime")));
+	struct podspec_gate g = { .ns = ctl->opts.agent_lease_ns };
+	const char *uid = k8s_obj_uid(pool);
+	struct k8s_error err;
+	json_t *np = NULL;
+	char *key;
+	int rc, done;
+
+	if (p == NULL || p->negress == 0)
+		return 0;
+	pthread_mutex_lock(&ctl->lock);
+	done = json_object_get(ctl->pool_netpols, uid) != NULL;
+	pthread_mutex_unlock(&ctl->lock);
+	if (done && !making)
+		return 0;
+	g.n = ctl_gate_addrs(ctl, g.addrs, PODSPEC_GATE_MAX);
+	if (g.n == 0) {
+		*why = "GateWaiting";
+		snprintf(msg, len, "no egress start gate pod (label %s) is ready "
+		    "in namespace %s: this pool's sandboxes have egress, and are "
+		    "made once one is (docs/network.md)", CTL_GATE_SELECTOR,
+		    g.ns ? g.ns : "(none)");
+		key = ctl_pool_key(k8s_obj_namespace(pool), k8s_obj_name(pool));
+		workqueue_add_after(ctl->queue, key, GATE_RETRY_MS);
+		free(key);
+		return 1;
+	}
+	if (*holder == NULL && (*holder = pool_holder(ctl->cfg, pool, &err)) ==
+	    NULL)
+		goto refused;
+	if (pool_holder_egress(ctl->cfg, pool, *holder, &g, &np, &err) != 0)
+		goto refused;
+	rc = np ? ensure_policy(ctl, pool, np, &err) : 0;
+	json_decref(np);
+	if (rc == 0) {
+		pthread_mutex_lock(&ctl->lock);
+		json_object_set_new(ctl->pool_netpols, uid, json_true());
+		pthread_mutex_unlock(&ctl->lock);
+		return 0;
+	}
+	if (rc != K8S_EEXIST && !ctl_create_refused(&err))
+		return rc;
+refused:
+	*why = "Rejected";
+	snprintf(msg, len, "the pool's NetworkPolicy: %.1000s", err.message);
+	return 1;
+}
+
+/*
+ * Whether holder pod (the cache's) has the network its pool's profile p
+ * gives now: the network RuntimeClass exactly when p has egress. One made
+ * before a new config gave p egress, or took it away, is not claimed,
+ * and is replaced.
+ */
+static int
+holder_fits(const struct controller *ctl, json_t *pod,
+    const struct ctl_profile *p)
+{
+	const char *rc = json_string_value(json_object_get(json_object_get(pod,
+	    "spec"), "runtimeClassName"));
+	const char *net = ctl->cfg->network_runtime_class;
+	int has = rc != NULL && net != NULL && strcmp(rc, net) == 0;
+
+	return p != NULL && has == (p->negress > 0);
+}
+
 int
 ctl_pool_reconcile(struct controller *ctl, const char *ns, const char *name)
 {
@@ -427,6 +550,7 @@ ctl_pool_reconcile(struct controller *ctl, const char *ns, const char *name)
 	    .grace_period_seconds = 0 };
 	json_t *pool = informer_get(ctl->pool_inf, ns, name), *pods = NULL, *p;
 	json_t *status = NULL, *holder = NULL;
+	const struct ctl_profile *prof;
 	struct k8s_error err;
 	const char *uid, *why = NULL;
 	char *idx = NULL, msg[1200], *key, fmsg[POOL_PRELOAD_MSG_MAX + 1];
@@ -448,6 +572,8 @@ ctl_pool_reconcile(struct controller *ctl, const char *ns, const char *name)
 		json_decref(pool);
 		return rc == K8S_ECANCELED ? 0 : rc;
 	}
+	prof = ctl_config_profile(ctl->cfg, json_string_value(json_object_get(
+	    json_object_get(pool, "spec"), "runtime")));
 	replicas = json_integer_value(json_object_get(json_object_get(pool,
 	    "spec"), "replicas"));
 	if (replicas < 0 || replicas > POOL_MAX_REPLICAS)
@@ -471,7 +597,17 @@ ctl_pool_reconcile(struct controller *ctl, const char *ns, const char *name)
 		int pf = unclaimed && !going && mine &&
 		    pool_holder_preload_failed(p, fmsg, sizeof(fmsg));
 
-		if (pool_holder_idle(p) && !pf) {
+		if (pool_holder_idle(p) && !pf && mine && !holder_fits(ctl, p,
+		    prof)) {
+			/* Its network is not its profile's now: replaced. */
+			del.precondition_uid = k8s_obj_uid(p);
+			del.precondition_rv = k8s_obj_rv(p);
+			if (k8s_delete(ctl->client, &k8s_res_pods, ns,
+			    k8s_obj_name(p), &del, NULL, &err) != 0)
+				log_debug("cannot delete an unfit holder",
+				    "pod=%s/%s error=\"%s\"", ns, k8s_obj_name(p),
+				    err.message);
+		} else if (pool_holder_idle(p) && !pf) {
 			idle++;
 			ready += pool_holder_ready(p);
 		} else if ((pf || pool_holder_dead(p)) && unclaimed && mine) {
@@ -550,6 +686,11 @@ ctl_pool_reconcile(struct controller *ctl, const char *ns, const char *name)
 	if (want > 0 && (holder = pool_holder(ctl->cfg, pool, &err)) == NULL) {
 		why = "Rejected";
 		snprintf(msg, sizeof(msg), "%.1100s", err.message);
+		want = 0;
+	}
+	if (why == NULL && (rc = holder_egress(ctl, pool, &holder, want > 0,
+	    &why, msg, sizeof(msg))) != 0) {
+		rc = rc == 1 ? 0 : rc;
 		want = 0;
 	}
 	if (want > 0)
@@ -668,6 +809,7 @@ json_t *
 ctl_pick_holder(struct controller *ctl, json_t *cx)
 {
 	json_t *pools, *pool, *pods, *p, *found = NULL;
+	const struct ctl_profile *prof;
 	char want[POOL_KEY_LEN], have[POOL_KEY_LEN];
 	struct k8s_error err;
 	long long now = clock_mono_ms();
@@ -676,6 +818,8 @@ ctl_pick_holder(struct controller *ctl, json_t *cx)
 	if (!pool_cx_warmable(cx) || pool_key(ctl->cfg, json_object_get(cx,
 	    "spec"), want, &err) != 0)
 		return NULL;
+	prof = ctl_config_profile(ctl->cfg, json_string_value(json_object_get(
+	    json_object_get(cx, "spec"), "runtime")));
 	pools = informer_by_index(ctl->pool_inf, k8s_obj_namespace(cx));
 	json_array_foreach(pools, i, pool) {
 		char *idx;
@@ -693,7 +837,8 @@ ctl_pick_holder(struct controller *ctl, json_t *cx)
 
 			if (!pool_holder_ready(p) || (r && now -
 			    json_integer_value(r) < CTL_RESERVE_MS) ||
-			    ctl_pod_lost_locked(ctl, p))
+			    ctl_pod_lost_locked(ctl, p) || !holder_fits(ctl, p,
+			    prof))
 				continue;
 			json_object_set_new(ctl->reserved, k8s_obj_uid(p),
 			    json_integer(now));
@@ -940,8 +1085,15 @@ ctl_warm_start(struct controller *ctl, json_t *cached, long long seen_ms,
 	{
 		char where[400];
 
+		const struct ctl_profile *prof = ctl_config_profile(ctl->cfg,
+		    json_string_value(json_object_get(json_object_get(cx, "spec"),
+		    "runtime")));
+
 		ctl_delivered_status(cx, status, pod, "Warm", NULL,
 		    "in warm sandbox", "delivered to a warm sandbox", where);
+		/* A holder of a profile with egress (holder_fits): its network. */
+		if (prof != NULL && prof->negress > 0)
+			ctl_grant_egress(status, k8s_obj_uid(pod), 0);
 	}
 	if ((rc = ctl_write_status(ctl, cx, status, NULL)) != 0) {
 		*rcp = rc;

@@ -611,10 +611,12 @@ out:
  * alone (node-agent/trust.c), and only for the pod this controller made:
  * by its uid, so that a pod made later under the same name gets nothing.
  * Written with podName, in the same patch; never for a pod found rather
- * than made (follow_pod): that one runs without.
+ * than made (follow_pod): that one runs without. A warm claim of a holder
+ * of a profile with egress writes it too (pools.c), for the holder the
+ * pool made, under the pool's policy.
  */
-static void
-grant_egress(json_t *status, const char *pod_uid, int hosts)
+void
+ctl_grant_egress(json_t *status, const char *pod_uid, int hosts)
 {
 	json_object_set_new(status, "egress", json_pack("{s:b, s:s}",
 	    "granted", 1, "podUID", pod_uid));
@@ -930,7 +932,7 @@ create_pod(struct controller *ctl, json_t *cached)
 	json_object_set_new(status, "podName", json_string(k8s_obj_name(r.pod)));
 	json_object_set_new(status, "codeSha256", json_string(r.code_sha256));
 	if (r.netpol && made)
-		grant_egress(status, made, r.hosts);
+		ctl_grant_egress(status, made, r.hosts);
 	free(made);
 	init_pending(cx, status, &notes);
 	podspec_result_free(&r);

@@ -403,11 +403,11 @@ egress_free(struct ctl_egress *e, size_t n)
  * namespace's own objects, not one per execution.
  */
 json_t *
-egress_policy(const struct ctl_egress *e, size_t n, json_t *md)
+egress_policy(const struct ctl_egress *e, size_t n, json_t *md, const char *by)
 {
 	json_t *rules = json_array(), *np;
 	const char *uid = json_string_value(json_object_get(json_object_get(md,
-	    "labels"), CX_LABEL_UID));
+	    "labels"), by));
 
 	for (size_t i = 0; i < n; i++) {
 		json_t *ports;
@@ -427,11 +427,11 @@ egress_policy(const struct ctl_egress *e, size_t n, json_t *md)
 	    "metadata", "name", json_object_get(md, "name"),
 	    "namespace", json_object_get(md, "namespace"),
 	    "labels", "app.kubernetes.io/name", "airlock",
-	    CX_LABEL_COMPONENT, CX_COMPONENT, CX_LABEL_UID, uid,
+	    CX_LABEL_COMPONENT, CX_COMPONENT, by, uid,
 	    "annotations", CX_ANN_NAME, json_object_get(json_object_get(md,
 	    "annotations"), CX_ANN_NAME),
 	    "ownerReferences", json_object_get(md, "ownerReferences"),
-	    "spec", "podSelector", "matchLabels", CX_LABEL_UID, uid,
+	    "spec", "podSelector", "matchLabels", by, uid,
 	    "policyTypes", "Egress", "egress", rules);
 	return np;
 }

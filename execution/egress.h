@@ -79,12 +79,14 @@ int egress_config_hosts(const struct ctl_config *c, struct k8s_error *err);
 void egress_free(struct ctl_egress *e, size_t n);
 
 /*
- * The execution's NetworkPolicy for its list e[0..n) (n > 0; borrowed):
- * its pod (by its uid label) may connect to each entry's CIDR on its TCP
- * ports, and nowhere else. Named, labelled and owned as the pod, whose
- * metadata is md (borrowed). A new reference, or NULL when md lacks
- * strings it needs.
+ * The NetworkPolicy for the list e[0..n) (n > 0; borrowed): the pods
+ * with md's label by (an execution's uid label, CX_LABEL_UID; a pool's
+ * holders', POOL_LABEL_UID) at its value may connect to each entry's
+ * CIDR on its TCP ports, and nowhere else. Named, labelled and owned as
+ * md (borrowed) says, with its label by. A new reference, or NULL when md
+ * lacks strings it needs.
  */
-json_t *egress_policy(const struct ctl_egress *e, size_t n, json_t *md);
+json_t *egress_policy(const struct ctl_egress *e, size_t n, json_t *md,
+    const char *by);
 
 #endif

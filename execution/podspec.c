@@ -475,8 +475,11 @@ podspec_egress_gate(struct podspec_result *r, const struct podspec_gate *g,
 	char val[64 + PODSPEC_GATE_MAX * PODSPEC_GATE_ADDR];
 	int n, ports[PODSPEC_GATE_NPORTS + 1];
 
+	if (g->id != NULL)
+		uid = g->id;
 	if (r->netpol == NULL || !json_is_array(rules) || c == NULL ||
-	    g->n == 0 || g->n > PODSPEC_GATE_MAX || g->ns == NULL || uid == NULL)
+	    g->n == 0 || g->n > PODSPEC_GATE_MAX || g->ns == NULL || uid == NULL ||
+	    (r->hosts && g->id != NULL))
 		return k8s_error_set(err, K8S_EINVAL, 0, NULL,
 		    "no egress start gate to give the pod");
 	if (r->hosts && proxy_env_set(c, r, g, json_object_get(r->pod,
@@ -781,7 +784,7 @@ podspec_build_sized(const struct ctl_config *cfg, json_t *cx, size_t size,
 	}
 	/* No policy, no pod: one that selects nothing would leave it open. */
 	if (neg > 0 && out->pod && (out->netpol = egress_policy(eg, neg,
-	    json_object_get(out->pod, "metadata"))) == NULL) {
+	    json_object_get(out->pod, "metadata"), CX_LABEL_UID)) == NULL) {
 		json_decref(out->pod);
 		out->pod = NULL;
 	}

@@ -141,6 +141,12 @@ struct podspec_gate {
 	const unsigned char *key;	/* the proxy's key, for host entries */
 	size_t		 keylen;
 	long long	 now;	/* Unix seconds: the pass's expiry counts from it */
+	/*
+	 * The uid the gate ports are from: NULL, the pod's execution's (its
+	 * CX_LABEL_UID); a pool's holders, the pool's (POOL_LABEL_UID), which
+	 * the node agent reads from the holder's label alike.
+	 */
+	const char	*id;
 };
 
 /*

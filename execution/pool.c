@@ -105,6 +105,28 @@ no_network(const struct ctl_profile *p, json_t *spec, struct k8s_error *err)
 	return 0;
 }
 
+/* 0 when a holder of profile p (with egress) may run spec's execution. */
+static int
+egress_warmable(const struct ctl_profile *p, json_t *spec,
+    struct k8s_error *err)
+{
+	json_t *net = json_object_get(spec, "network");
+
+	for (size_t i = 0; i < p->negress; i++)
+		if (p->egress[i].host != NULL)
+			return k8s_error_set(err, K8S_EINVAL, 0, NULL,
+			    "spec.runtime: profile '%s' has host entries in its "
+			    "egress: its executions run cold, each with a pass "
+			    "of its own for the proxy (docs/network.md)", p->name);
+	if (net != NULL && !json_is_null(net) && !json_is_null(json_object_get(
+	    net, "egress")) && json_object_get(net, "egress") != NULL)
+		return k8s_error_set(err, K8S_EINVAL, 0, NULL,
+		    "spec.network.egress: an execution that names its egress "
+		    "runs cold, with a NetworkPolicy of its own; a warm sandbox "
+		    "has its profile's whole list (docs/network.md)");
+	return 0;
+}
+
 int
 pool_key(const struct ctl_config *cfg, json_t *spec, char key[POOL_KEY_LEN],
     struct k8s_error *err)
@@ -117,18 +139,22 @@ pool_key(const struct ctl_config *cfg, json_t *spec, char key[POOL_KEY_LEN],
 		return rc;
 	p = ctl_config_profile(cfg, json_string_value(json_object_get(spec,
 	    "runtime")));
-	/* Its own NetworkPolicy, made with its pod: never a holder's. */
-	if (p != NULL && p->negress > 0)
-		return k8s_error_set(err, K8S_EINVAL, 0, NULL,
-		    "spec.runtime: profile '%s' has network egress: its "
-		    "executions run cold, each in a pod of its own with its own "
-		    "NetworkPolicy, not from a pool or in a session "
-		    "(docs/network.md)", p->name);
+	/*
+	 * A profile with egress: its holders are under its whole list (the
+	 * pool's NetworkPolicy, pool_holder_egress), so only an execution
+	 * that asks for no other runs in one; one that narrows it, or names
+	 * it at all, gets a pod and a policy of its own. Host entries: a
+	 * pass per execution in the pod's env, so cold (docs/network.md,
+	 * "Warm").
+	 */
+	if (p != NULL && p->negress > 0 && (rc = egress_warmable(p, spec,
+	    err)) != 0)
+		return rc;
 	/*
 	 * Nor one that asks for a network its profile lacks (Rejected when
 	 * it runs cold); egress: [] is no network, which a holder has.
 	 */
-	if (p != NULL && (rc = no_network(p, spec, err)) != 0)
+	if (p != NULL && p->negress == 0 && (rc = no_network(p, spec, err)) != 0)
 		return rc;
 	if (p == NULL || p->command[0] == NULL ||
 	    strcmp(p->command[0], POOL_RUNNER) != 0)
@@ -186,9 +212,11 @@ pool_holder(const struct ctl_config *cfg, json_t *pool, struct k8s_error *err)
 	    "labels"));
 	json_object_del(labels, CX_LABEL_UID);
 	json_object_set_new(labels, POOL_LABEL_UID, json_string(uid));
-	md = json_pack("{s:s, s:s, s:o, s:{s:s}, s:[{s:s, s:s, s:s, s:s, s:b,"
+	md = json_pack("{s:s, s:s, s:o, s:{s:s, s:O*}, s:[{s:s, s:s, s:s, s:s, s:b,"
 	    " s:b}]}", "generateName", POOL_HOLDER_PREFIX, "namespace", ns,
 	    "labels", labels, "annotations", POOL_ANN_KEY, key,
+	    CX_ANN_EGRESS_BYTES, json_object_get(json_object_get(json_object_get(
+	    pod, "metadata"), "annotations"), CX_ANN_EGRESS_BYTES),
 	    "ownerReferences", "apiVersion", "airlock.dev/v1alpha1",
 	    "kind", "CodeExecutionPool", "name", k8s_obj_name(pool), "uid", uid,
 	    "controller", 1, "blockOwnerDeletion", 1);
@@ -255,6 +283,48 @@ pool_holder(const struct ctl_config *cfg, json_t *pool, struct k8s_error *err)
 	drop_named(json_object_get(json_object_get(pod, "spec"), "volumes"),
 	    "code");
 	return pod;
+}
+
+int
+pool_holder_egress(const struct ctl_config *cfg, json_t *pool, json_t *holder,
+    const struct podspec_gate *g, json_t **np, struct k8s_error *err)
+{
+	const struct ctl_profile *p = ctl_config_profile(cfg, json_string_value(
+	    json_object_get(json_object_get(pool, "spec"), "runtime")));
+	const char *uid = k8s_obj_uid(pool);
+	struct podspec_result r;
+	struct podspec_gate pg = *g;
+	json_t *md;
+	char *name;
+
+	*np = NULL;
+	if (p == NULL || p->negress == 0)
+		return 0;
+	if (uid == NULL || k8s_obj_name(pool) == NULL)
+		return k8s_error_set(err, K8S_EINVAL, 0, NULL,
+		    "the pool lacks metadata.name or uid");
+	name = xasprintf("%s%s", POOL_NETPOL_PREFIX, uid);
+	md = json_pack("{s:s, s:s, s:{s:s}, s:[{s:s, s:s, s:s, s:s, s:b, s:b}]}",
+	    "name", name, "namespace", k8s_obj_namespace(pool),
+	    "labels", POOL_LABEL_UID, uid,
+	    "ownerReferences", "apiVersion", "airlock.dev/v1alpha1",
+	    "kind", "CodeExecutionPool", "name", k8s_obj_name(pool), "uid", uid,
+	    "controller", 1, "blockOwnerDeletion", 1);
+	free(name);
+	memset(&r, 0, sizeof(r));
+	r.pod = holder;
+	r.netpol = md ? egress_policy(p->egress, p->negress, md,
+	    POOL_LABEL_UID) : NULL;
+	json_decref(md);
+	pg.id = uid;
+	/* The gate's env on the holder and its rule in the policy; no pass. */
+	if (r.netpol == NULL || podspec_egress_gate(&r, &pg, err) != 0) {
+		json_decref(r.netpol);
+		return r.netpol == NULL ? k8s_error_set(err, K8S_EINVAL, 0, NULL,
+		    "cannot build the pool's NetworkPolicy") : K8S_EINVAL;
+	}
+	*np = r.netpol;
+	return 0;
 }
 
 static int
@@ -411,7 +481,8 @@ pool_run_annotations(const struct ctl_config *cfg, json_t *cx, size_t stored,
 	}
 	/* A cold start refuses these (Rejected); so does a warm one. */
 	if (podspec_check_reserved(spec, p, err) != 0 ||
-	    no_network(p, spec, err) != 0)
+	    (p->negress > 0 ? egress_warmable(p, spec, err) :
+	    no_network(p, spec, err)) != 0)
 		return NULL;
 	if (stored == 0)
 		stored = jsonsize_value(cx);

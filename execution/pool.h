@@ -150,6 +150,22 @@ json_t *pool_holder(const struct ctl_config *cfg, json_t *pool,
     struct k8s_error *err);
 
 /*
+ * The egress of pool's holders (docs/network.md, "Warm"), when its
+ * profile has egress entries (CIDRs only: pool_key refuses host entries):
+ * in *np a new NetworkPolicy, named POOL_NETPOL_PREFIX and the pool's uid,
+ * owned by the pool, that lets its holders (POOL_LABEL_UID) reach the
+ * profile's whole list and the start gate g (podspec_egress_gate, its
+ * ports from the pool's uid); and holder (a pool_holder pod, changed) gets
+ * the gate's env. *np NULL and holder unchanged for a profile without
+ * egress. 0, or K8S_EINVAL with err.
+ */
+#define POOL_NETPOL_PREFIX	"airlock-pool-"
+struct podspec_gate;
+int pool_holder_egress(const struct ctl_config *cfg, json_t *pool,
+    json_t *holder, const struct podspec_gate *g, json_t **np,
+    struct k8s_error *err) __attribute__((warn_unused_result));
+
+/*
  * Whether the holder pod (borrowed, possibly trimmed by a cache) is idle,
  * i.e. not claimed and not being deleted, and ready: its container
  * running and ready (its startup probe passed: the warm-up is over).

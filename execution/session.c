@@ -67,6 +67,11 @@ session_check(const struct ctl_config *cfg, json_t *session,
 		return k8s_error_set(err, K8S_EINVAL, 0, NULL,
 		    "spec.runtime: sessions are not offered for runtime '%s' "
 		    "(only Python and bash runtimes without a code policy)", rt);
+	/* Its sandbox has no network: nor a profile that gives one. */
+	if (ctl_config_profile(cfg, rt)->negress > 0)
+		return k8s_error_set(err, K8S_EINVAL, 0, NULL,
+		    "spec.runtime: profile '%s' has network egress: sessions "
+		    "have no network (docs/network.md)", rt);
 	/* The caps and defaults, as a pool's: the same key a holder has. */
 	return pool_key(cfg, spec, key, err);
 }

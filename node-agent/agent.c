@@ -234,6 +234,49 @@ meter_learn(struct run *r, json_t *pod)
 	if (ip != NULL && r->ip[0] == '\0' && strlen(ip) < sizeof(r->ip) &&
 	    inet_pton(AF_INET, ip, &in) == 1)
 		snprintf(r->ip, sizeof(r->ip), "%s", ip);
+	if (r->meter_port == 0) {
+		const char *id = json_string_value(json_object_get(json_object_get(
+		    json_object_get(pod, "metadata"), "labels"), POOL_LABEL_UID));
+		int ports[PODSPEC_GATE_NPORTS];
+
+		if (id == NULL)
+			id = r->cx_uid;
+		if (id != NULL) {
+			podspec_gate_ports(id, ports);
+			r->meter_port = ports[2];
+		}
+	}
+}
+
+/*
+ * A pool's holder under the network class, not claimed yet (lock held):
+ * its chain is made now (docs/network.md, "Warm"), since its start gate
+ * (run --hold) waits for it before the holder gets ready. Any pod of the
+ * node named, labelled and classed as one gets it: a chain only takes
+ * away. 1 when r is new to metering (the ticker should look now).
+ */
+static int
+holder_meter(struct agent *a, json_t *pod)
+{
+	json_t *md = json_object_get(pod, "metadata");
+	const char *rc = json_string_value(json_object_get(json_object_get(pod,
+	    "spec"), "runtimeClassName"));
+	struct run *r;
+	int was;
+
+	if (a->o.iptables == NULL || a->o.network_class == NULL || rc == NULL ||
+	    strcmp(rc, a->o.network_class) != 0 ||
+	    json_object_get(md, "deletionTimestamp") ||
+	    json_object_get(json_object_get(md, "annotations"),
+	    CX_ANN_EGRESS_BYTES) == NULL)
+		return 0;
+	if ((r = agent_find_run(a, k8s_obj_uid(pod))) == NULL)
+		r = agent_new_run(a, k8s_obj_uid(pod), k8s_obj_namespace(pod),
+		    k8s_obj_name(pod));
+	was = r->meter_wanted && r->ip[0] != '\0';
+	meter_learn(r, pod);
+	r->meter_wanted = r->meter_cap > 0 && r->meter_port > 0;
+	return !was && r->meter_wanted && r->ip[0] != '\0';
 }
 
 /*
@@ -264,8 +307,9 @@ agent_learn_pod(struct run *r, json_t *pod, const char *netclass)
 		r->out_bytes = lim.out_bytes;
 		r->out_files = lim.out_files;
 	}
-	if (r->learned && !r->step && !agent_pod_keeps_sandbox(pod) &&
-	    netclass != NULL && rc != NULL && strcmp(rc, netclass) == 0) {
+	if (r->learned && !r->step && json_object_get(json_object_get(
+	    json_object_get(pod, "metadata"), "labels"), SESSION_LABEL_UID) ==
+	    NULL && netclass != NULL && rc != NULL && strcmp(rc, netclass) == 0) {
 		r->netclass = 1;
 		agent_netstack_grant(r);
 		meter_learn(r, pod);
@@ -305,8 +349,15 @@ claimed_seen(struct agent *a, json_t *pod, const char *cid, json_t *state,
 	struct run *r;
 	int ask;
 
-	if ((step ? step_limits(pod, &lim) : agent_pod_limits(pod, &lim)) != 0)
-		return;			/* not claimed, no step on it */
+	if ((step ? step_limits(pod, &lim) : agent_pod_limits(pod, &lim)) != 0) {
+		/* Not claimed, no step on it: a holder's chain, maybe. */
+		pthread_mutex_lock(&a->lock);
+		ask = !step && holder_meter(a, pod);
+		pthread_mutex_unlock(&a->lock);
+		if (ask)
+			agent_wake(a);
+		return;
+	}
 	pthread_mutex_lock(&a->lock);
 	r = agent_find_run(a, k8s_obj_uid(pod));
 	if (step && r && r->step && r->cx_uid &&
@@ -602,11 +653,12 @@ trim_pod(json_t *pod)
 	if (out == NULL)
 		return json_incref(pod);
 	/*
-	 * An execution's own pod: its RuntimeClass, which says whether its
-	 * sandbox may have a network stack (agent_learn_pod): a name, at
-	 * most 253 bytes, as the API server checks it.
+	 * An execution's own pod, or a pool's holder: its RuntimeClass, which
+	 * says whether its sandbox may have a network stack (agent_learn_pod,
+	 * holder_meter): a name, at most 253 bytes, as the API server checks
+	 * it.
 	 */
-	if (euid && !pool && !sess && json_is_string(json_object_get(
+	if ((euid || pool) && !sess && json_is_string(json_object_get(
 	    json_object_get(pod, "spec"), "runtimeClassName"))) {
 		json_object_set_new(out, "spec", json_pack("{s:O}",
 		    "runtimeClassName", json_object_get(json_object_get(pod,

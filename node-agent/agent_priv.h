@@ -158,6 +158,12 @@ struct run {
 	 */
 	char		 ip[16];
 	long long	 meter_cap;
+	/*
+	 * Its gate's metered port M (podspec_gate_ports): from its
+	 * execution's uid, or a pool's holder's from its pool's (it is
+	 * metered before any claim); 0 until known.
+	 */
+	int		 meter_port;
 	int		 meter_wanted;
 	int		 meter_on;
 	int		 meter_done;

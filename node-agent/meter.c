@@ -185,9 +185,7 @@ wanted(struct agent *a, size_t *nw)
 	size_t n = 0, cap = 0;
 
 	for (struct run *r = a->runs; r; r = r->next) {
-		int ports[3] = { 0, 0, 0 };
-
-		if (!r->meter_wanted || r->meter_done || r->cx_uid == NULL)
+		if (!r->meter_wanted || r->meter_done || r->meter_port == 0)
 			continue;
 		if (n == cap) {
 			cap = cap ? cap * 2 : 16;
@@ -198,8 +196,7 @@ wanted(struct agent *a, size_t *nw)
 			continue;
 		snprintf(w[n].uid, sizeof(w[n].uid), "%s", r->uid);
 		snprintf(w[n].ip, sizeof(w[n].ip), "%s", r->ip);
-		podspec_gate_ports(r->cx_uid, ports);
-		w[n].port = ports[2];
+		w[n].port = r->meter_port;
 		w[n].cap = r->meter_cap;
 		w[n].ended = r->exited || r->refused || r->recorded;
 		/*

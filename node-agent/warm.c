@@ -111,6 +111,15 @@ agent_warm_maybe_record(struct agent *a, struct run *r)
 	if (!r->warm || !r->exited || !r->io_done || r->busy || r->recorded ||
 	    !atomic_load(&a->act_ok))
 		return;
+	/*
+	 * Metered (a holder with egress): its bytes are read at its end and
+	 * its chain removed first, as a cold run's; the ticker records it
+	 * then (or after METER_FINAL_MS without them).
+	 */
+	if (r->meter_wanted && !r->meter_done) {
+		agent_wake(a);
+		return;
+	}
 	agent_usage_once(a, r);
 	crilog_finish(r->log);
 	r->busy = 1;
@@ -912,8 +921,14 @@ warm_main(void *arg)
 		goto out;
 	}
 	if (!checked && refused == NULL &&
-	    (bad = agent_sandbox_refused(pid, 1)) != NULL)
-		refused = xstrdup(bad);
+	    (bad = agent_sandbox_refused(pid, 1)) != NULL) {
+		/* A network stack its execution granted (trust.c): its egress. */
+		pthread_mutex_lock(&a->lock);
+		r = agent_find_run(a, w->uid);
+		if (bad != AGENT_NETSTACK || r == NULL || !r->netstack)
+			refused = xstrdup(bad);
+		pthread_mutex_unlock(&a->lock);
+	}
 	if (refused != NULL) {
 		pool_process_free(&pp);
 		log_warn("sandbox refused", "pod=%s/%s problem=\"%s\"", w->ns,

@@ -1988,6 +1988,145 @@ test_egress_cidr(void **state)
 }
 
 /*
+ * Warm egress (docs/network.md, "Warm"): a pool of a profile that allows
+ * pod a alone (b, not in its list, stands for the rest). Its holder is
+ * under the pool's NetworkPolicy, its gate passed and its chain made
+ * before it counts as ready; an execution asking for the profile's list
+ * claims it (startMode Warm), reaches a, and not b, not even at its
+ * first connect; its bytes are counted and its chain goes at its end.
+ * One that names its egress runs cold.
+ */
+static void cap_chain_gone(const char *ns2, json_t *st);
+static const char *wpool_ns;
+/*
+ * Its pair, stopped by its teardown if a failure left it running: a
+ * metering agent scoped to another namespace takes the chains of pods it
+ * does not know for stale, and would remove the next test's.
+ */
+static pid_t wpool_pid[2];
+static char *wpool_nss[2];
+static int
+wpool_teardown(void **state)
+{
+	(void)state;
+	if (wpool_pid[0] > 0)
+		pair_end(wpool_pid, wpool_nss[0], wpool_nss[1]);
+	wpool_pid[0] = wpool_pid[1] = 0;
+	wpool_nss[0] = wpool_nss[1] = NULL;
+	return 0;
+}
+
+static int
+wpool_ready(void *arg)
+{
+	struct k8s_error err;
+	json_t *o = NULL;
+	int ok = k8s_get(c, &pool_resource, wpool_ns, arg, &o, &err) == 0 &&
+	    json_integer_value(json_object_get(json_object_get(o, "status"),
+	    "readyReplicas")) >= 1;
+
+	json_decref(o);
+	return ok;
+}
+
+static void
+test_egress_warm(void **state)
+{
+	static const struct k8s_resource np_res = { "networking.k8s.io", "v1", "networkpolicies", 1 };
+	struct np_pod pods[] = { { "a", 0, "" }, { "b", 0, "" } };
+	struct np_pod gate = { "gate", 0, "" };
+	const char *netclass = it_env("RUNTIME_CLASS_NET");
+	char conf[] = "/tmp/airlock-e2e-egress-XXXXXX";
+	char *nst, *ns2, want[80], *pname;
+	struct k8s_error err;
+	json_t *o, *st, *pool = NULL;
+	pid_t pid[2];
+	FILE *f;
+	int fd;
+
+	(void)state;
+	if (netclass == NULL || *netclass == '\0') {
+		print_message("# skipped: the node has no network RuntimeClass\n");
+		skip();
+	}
+	nst = it_namespace_new(c, "e2e-wegress-t");
+	ns2 = it_namespace_new(c, "e2e-wegress");
+	np_ns = nst;
+	np_ns2 = ns2;
+	wpool_ns = ns2;
+	runc_class();
+	np_pods_start(pods, 2);
+	gate_pod_start(&gate);
+	if ((fd = mkstemp(conf)) < 0 || (f = fdopen(fd, "w")) == NULL)
+		fail_msg("mkstemp");
+	fprintf(f, "networkRuntimeClassName: %s\nprofiles:\n"
+	    "  python-net:\n    image: %s\n    command: [/airlock/bin/run, python3, main.py]\n"
+	    "    sourceFile: main.py\n"
+	    "    network: {egress: [{cidr: %s/32, ports: [8080]}]}\n",
+	    netclass, it_env_need("RUNNER_PYTHON_IMAGE"), pods[0].ip);
+	fclose(f);
+	spawn_pair(ns2, conf, netclass, nst, pid);
+	wpool_pid[0] = pid[0];
+	wpool_pid[1] = pid[1];
+	wpool_nss[0] = ns2;
+	wpool_nss[1] = nst;
+	o = json_pack("{s:s, s:s, s:{s:s}, s:{s:s, s:i}}", "apiVersion",
+	    "airlock.dev/v1alpha1", "kind", "CodeExecutionPool", "metadata",
+	    "name", "net", "spec", "runtime", "python-net", "replicas", 1);
+	if (k8s_create(c, &pool_resource, ns2, o, &pool, &err) != 0)
+		fail_msg("create the pool: %s", err.message);
+	json_decref(o);
+	if (!it_wait_for(wpool_ready, "net", 120000))
+		fail_msg("the pool of python-net has no ready sandbox after 120 s");
+	/* The pool's policy: its holders by the pool's label, a's address. */
+	pname = NULL;
+	if (asprintf(&pname, "airlock-pool-%s", k8s_obj_uid(pool)) < 0)
+		fail_msg("asprintf");
+	o = NULL;
+	if (k8s_get(c, &np_res, ns2, pname, &o, &err) != 0)
+		fail_msg("the pool's NetworkPolicy %s: %s", pname, err.message);
+	assert_string_equal(json_string_value(json_object_get(json_object_get(
+	    json_object_get(json_object_get(o, "spec"), "podSelector"),
+	    "matchLabels"), "airlock.dev/pool-uid")), k8s_obj_uid(pool));
+	snprintf(want, sizeof(want), "%s/32", pods[0].ip);
+	assert_string_equal(json_string_value(json_object_get(json_object_get(
+	    json_array_get(json_object_get(json_array_get(json_object_get(
+	    json_object_get(o, "spec"), "egress"), 0), "to"), 0), "ipBlock"),
+	    "cidr")), want);
+	json_decref(o);
+	st = eg_run(ns2, "warm", "python-net", pods[0].ip, pods[1].ip, "20", NULL);
+	print_message("# warm with egress: %s/%s %s in %lld ms, %lld bytes: %s\n",
+	    it_str(st, "phase"), it_str(st, "reason"), it_str(st, "startMode"),
+	    it_int(st, "durationMillis"), it_int(st, "egressBytes"),
+	    it_str(st, "stdout"));
+	assert_string_equal(it_str(st, "phase"), "Succeeded");
+	assert_string_equal(it_str(st, "startMode"), "Warm");
+	assert_string_equal(it_str(st, "stdout"), "a open\nb fail\nb at the start fail\n");
+	assert_true(json_is_true(json_object_get(json_object_get(st, "egress"), "granted")));
+	assert_true(strncmp(it_str(st, "podName"), "airlock-warm-", 13) == 0);
+	/* Counted: a's answers, the gate's probes; within the 1Gi default. */
+	assert_true(it_int(st, "egressBytes") > 0);
+	cap_chain_gone(ns2, st);
+	json_decref(st);
+	/* Naming its list: a pod and a policy of its own, cold. */
+	st = eg_run(ns2, "named", "python-net", pods[0].ip, pods[1].ip, "20",
+	    json_pack("{s:[{s:s, s:[i]}]}", "egress", "cidr", want, "ports", 8080));
+	assert_string_equal(it_str(st, "phase"), "Succeeded");
+	assert_string_equal(it_str(st, "startMode"), "Cold");
+	assert_string_equal(it_str(st, "stdout"), "a open\nb fail\nb at the start fail\n");
+	json_decref(st);
+	/* Its refill: a new holder gets ready, under the same policy. */
+	if (!it_wait_for(wpool_ready, "net", 120000))
+		fail_msg("the pool was not refilled within 120 s");
+	free(pname);
+	json_decref(pool);
+	wpool_pid[0] = wpool_pid[1] = 0;
+	wpool_nss[0] = wpool_nss[1] = NULL;
+	pair_end(pid, ns2, nst);
+	unlink(conf);
+}
+
+/*
  * The byte cap (docs/network.md, "The byte cap"): a profile of 1 MiB. Pod
  * a serves as many bytes as its path asks for. An execution fetching
  * 100 kB ends Succeeded, its bytes counted; one fetching 4 MB after them
@@ -3417,6 +3556,7 @@ main(void)
 		COLD(cmocka_unit_test(test_network_policy_enforced))
 		COLD(cmocka_unit_test(test_egress_cidr))
 		COLD(cmocka_unit_test(test_egress_cap))
+		COLD(cmocka_unit_test_teardown(test_egress_warm, wpool_teardown))
 		COLD(cmocka_unit_test(test_egress_host))
 		cmocka_unit_test(test_fork_bomb),
 		cmocka_unit_test(test_fill_tmp),

@@ -840,16 +840,23 @@ test_egress_policy(void **state)
 	    "\"policyTypes\":[\"Egress\"]}}");
 	free(got);
 	podspec_result_free(&r);
-	/* Never a holder's, nor a session's: a pool key is refused. */
+	/*
+	 * A pool's holder may run it (its whole list: test_pool's
+	 * test_holder_egress); one naming its egress, never.
+	 */
 	{
 		char key[POOL_KEY_LEN];
+		json_t *n = cx("{\"runtime\":\"python\",\"source\":\"print(1)\","
+		    "\"network\":{\"egress\":[{\"cidr\":\"10.20.0.0/16\","
+		    "\"ports\":[443]}]}}");
 
-		assert_int_equal(pool_key(c, json_object_get(o, "spec"), key, &err),
+		assert_int_equal(pool_key(c, json_object_get(n, "spec"), key, &err),
 		    K8S_EINVAL);
-		assert_string_equal(err.message, "spec.runtime: profile 'python' "
-		    "has network egress: its executions run cold, each in a pod "
-		    "of its own with its own NetworkPolicy, not from a pool or in "
-		    "a session (docs/network.md)");
+		assert_string_equal(err.message, "spec.network.egress: an "
+		    "execution that names its egress runs cold, with a "
+		    "NetworkPolicy of its own; a warm sandbox has its profile's "
+		    "whole list (docs/network.md)");
+		json_decref(n);
 	}
 	json_decref(o);
 	ctl_config_free(c);

@@ -19,6 +19,7 @@
 #include "jsonsize.h"
 #include "podspec.h"
 #include "pool.h"
+#include "session.h"
 
 /*
  * No defaults or caps: the config's own (500m/256Mi/64Mi, capped at
@@ -53,7 +54,18 @@ static const char conf[] =
     "    command: [/airlock/bin/run, python3, main.py]\n"
     "    sourceFile: main.py\n"
     "    policy: {denyImports: [subprocess]}\n"
-    "    preload: [json]\n";
+    "    preload: [json]\n"
+    /* Issue 32: CIDR egress (warm), and a host entry (cold only). */
+    "  net:\n"
+    "    image: airlock/runner-python:0.1\n"
+    "    command: [/airlock/bin/run, python3, main.py]\n"
+    "    sourceFile: main.py\n"
+    "    network: {egress: [{cidr: 10.20.0.0/16, ports: [5432]}], egressBytes: 1Mi}\n"
+    "  nethost:\n"
+    "    image: airlock/runner-python:0.1\n"
+    "    command: [/airlock/bin/run, python3, main.py]\n"
+    "    sourceFile: main.py\n"
+    "    network: {egress: [{host: pypi.org, ports: [443]}]}\n";
 
 static struct ctl_config *cfg;
 
@@ -283,6 +295,109 @@ test_holder_metadata(void **state)
 	    "\"apiVersion\":\"airlock.dev/v1alpha1\","
 	    "\"kind\":\"CodeExecutionPool\",\"name\":\"py\",\"uid\":\"p-uid\","
 	    "\"controller\":true,\"blockOwnerDeletion\":true}]");
+	json_decref(pod);
+	json_decref(pool);
+}
+
+/*
+ * A pool of a profile with CIDR egress (docs/network.md, "Warm"): its
+ * holders under the network class with the byte cap, the gate in their
+ * env with ports from the pool's uid, and a policy of the pool's that
+ * selects them by the pool's label: the profile's whole list and the
+ * gate's P, Q and M. An execution naming its egress, a profile with a
+ * host entry and a session run no holder of it.
+ */
+static void
+test_holder_egress(void **state)
+{
+	json_t *pool = parse("{\"metadata\":{\"name\":\"n\",\"namespace\":"
+	    "\"team-a\",\"uid\":\"p-uid\"},\"spec\":{\"runtime\":\"net\"}}");
+	json_t *pod = holder_of(pool), *np = NULL, *o;
+	struct podspec_gate g = { .ns = "airlock-system", .n = 1 };
+	char k[POOL_KEY_LEN], want[128], *got;
+	struct k8s_error err;
+	int ports[PODSPEC_GATE_NPORTS];
+
+	(void)state;
+	snprintf(g.addrs[0], sizeof(g.addrs[0]), "10.0.0.9");
+	assert_string_equal(jp_str(pod, "spec.runtimeClassName"), "gvisor-net");
+	assert_json(jp_at(pod, "metadata.annotations"),
+	    "{\"airlock.dev/warm-key\":\"net/500/268435456/67108864\","
+	    "\"airlock.dev/egress-bytes\":\"1048576\"}");
+	assert_int_equal(pool_holder_egress(cfg, pool, pod, &g, &np, &err), 0);
+	assert_non_null(np);
+	podspec_gate_ports("p-uid", ports);
+	snprintf(want, sizeof(want), "%d,%d %d 8182 30 10.0.0.9", ports[0],
+	    ports[1], ports[2]);
+	o = json_array_get(jp_at(pod, "spec.containers[0].env"),
+	    json_array_size(jp_at(pod, "spec.containers[0].env")) - 1);
+	assert_string_equal(json_string_value(json_object_get(o, "name")),
+	    "AIRLOCK_EGRESS_GATE");
+	assert_string_equal(json_string_value(json_object_get(o, "value")), want);
+	got = json_dumps(np, JSON_COMPACT | JSON_SORT_KEYS);
+	snprintf(want, sizeof(want), "[{\"port\":%d,\"protocol\":\"TCP\"},"
+	    "{\"port\":%d,\"protocol\":\"TCP\"},{\"port\":%d,\"protocol\":"
+	    "\"TCP\"}]", ports[0], ports[1], ports[2]);
+	assert_non_null(strstr(got, want));
+	json_object_del(json_array_get(jp_at(np, "spec.egress"), 1), "ports");
+	free(got);
+	got = json_dumps(np, JSON_COMPACT | JSON_SORT_KEYS);
+	assert_string_equal(got,
+	    "{\"apiVersion\":\"networking.k8s.io/v1\",\"kind\":\"NetworkPolicy\","
+	    "\"metadata\":{\"annotations\":{},"
+	    "\"labels\":{\"airlock.dev/pool-uid\":\"p-uid\","
+	    "\"app.kubernetes.io/component\":\"execution\","
+	    "\"app.kubernetes.io/name\":\"airlock\"},"
+	    "\"name\":\"airlock-pool-p-uid\",\"namespace\":\"team-a\","
+	    "\"ownerReferences\":[{\"apiVersion\":\"airlock.dev/v1alpha1\","
+	    "\"blockOwnerDeletion\":true,\"controller\":true,"
+	    "\"kind\":\"CodeExecutionPool\",\"name\":\"n\",\"uid\":\"p-uid\"}]},"
+	    "\"spec\":{\"egress\":["
+	    "{\"ports\":[{\"port\":5432,\"protocol\":\"TCP\"}],"
+	    "\"to\":[{\"ipBlock\":{\"cidr\":\"10.20.0.0/16\"}}]},"
+	    "{\"to\":[{\"namespaceSelector\":{\"matchLabels\":"
+	    "{\"kubernetes.io/metadata.name\":\"airlock-system\"}},"
+	    "\"podSelector\":{\"matchLabels\":"
+	    "{\"app.kubernetes.io/component\":\"egress-gate\"}}}]}],"
+	    "\"podSelector\":{\"matchLabels\":{\"airlock.dev/pool-uid\":\"p-uid\"}},"
+	    "\"policyTypes\":[\"Egress\"]}}");
+	free(got);
+	json_decref(np);
+	json_decref(pod);
+	/* The pool's key is its whole list's: an execution asking nothing gets it. */
+	assert_int_equal(pool_key(cfg, jp_at(pool, "spec"), k, &err), 0);
+	assert_string_equal(k, "net/500/268435456/67108864");
+	o = parse("{\"runtime\":\"net\",\"network\":{}}");
+	assert_int_equal(pool_key(cfg, o, k, &err), 0);
+	assert_string_equal(k, "net/500/268435456/67108864");
+	json_decref(o);
+	key_refused("{\"runtime\":\"net\",\"network\":{\"egress\":"
+	    "[{\"cidr\":\"10.20.0.0/16\",\"ports\":[5432]}]}}",
+	    "spec.network.egress: an execution that names its egress runs "
+	    "cold, with a NetworkPolicy of its own; a warm sandbox has its "
+	    "profile's whole list (docs/network.md)");
+	key_refused("{\"runtime\":\"net\",\"network\":{\"egress\":[]}}",
+	    "spec.network.egress: an execution that names its egress runs "
+	    "cold, with a NetworkPolicy of its own; a warm sandbox has its "
+	    "profile's whole list (docs/network.md)");
+	key_refused("{\"runtime\":\"nethost\"}",
+	    "spec.runtime: profile 'nethost' has host entries in its egress: "
+	    "its executions run cold, each with a pass of its own for the "
+	    "proxy (docs/network.md)");
+	o = parse("{\"spec\":{\"runtime\":\"net\"}}");
+	assert_int_equal(session_check(cfg, o, &err), K8S_EINVAL);
+	assert_string_equal(err.message, "spec.runtime: profile 'net' has "
+	    "network egress: sessions have no network (docs/network.md)");
+	json_decref(o);
+	json_decref(pool);
+	/* A pool without egress: no policy, the holder as it was. */
+	pool = a_pool();
+	pod = holder_of(pool);
+	o = json_deep_copy(pod);
+	assert_int_equal(pool_holder_egress(cfg, pool, pod, &g, &np, &err), 0);
+	assert_null(np);
+	assert_true(json_equal(o, pod));
+	json_decref(o);
 	json_decref(pod);
 	json_decref(pool);
 }
@@ -1279,6 +1394,7 @@ main(void)
 		cmocka_unit_test(test_key_refused),
 		cmocka_unit_test(test_key_no_runner),
 		cmocka_unit_test(test_holder_metadata),
+		cmocka_unit_test(test_holder_egress),
 		cmocka_unit_test(test_holder_spec),
 		cmocka_unit_test(test_holder_other_profile),
 		cmocka_unit_test(test_holder_preload),
