@@ -366,6 +366,12 @@ agent_meter_pass(struct agent *a)
 		a->meter_setup = 0;	/* the chain or FORWARD's jump may be gone */
 	a->metering = 0;
 	pthread_mutex_unlock(&a->lock);
+	/*
+	 * A run read at its end waits on this pass for its record: the
+	 * ticker looks now, not at its next poll.
+	 */
+	if (written)
+		agent_wake(a);
 	json_decref(pods);
 	buf_free(&b);
 	free(text);
