@@ -552,6 +552,22 @@ ctl_trim_pod(json_t *pod)
 			json_object_set(a, SESSION_ANN_STEP, step);
 		}
 	}
+	/* A holder's egress stamp (pools.c's holder_fits): 16 hex digits. */
+	{
+		json_t *st = json_object_get(json_object_get(md, "annotations"),
+		    POOL_ANN_EGRESS);
+
+		if (json_is_string(st) && json_string_length(st) <= POOL_STAMP_LEN &&
+		    json_object_get(json_object_get(md, "labels"), POOL_LABEL_UID)) {
+			json_t *a = json_object_get(json_object_get(out,
+			    "metadata"), "annotations");
+
+			if (a == NULL)
+				json_object_set_new(json_object_get(out,
+				    "metadata"), "annotations", a = json_object());
+			json_object_set(a, POOL_ANN_EGRESS, st);
+		}
+	}
 	if (sched)
 		json_object_set_new(json_object_get(out, "status"),
 		    "conditions", json_pack("[o]", sched));

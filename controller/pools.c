@@ -463,28 +463,31 @@ ensure_policy(struct controller *ctl, json_t *pool, json_t *np,
 }
 
 /*
- * The egress of a pool whose profile has some: its holders' gate (on
- * *holder, made here if NULL) and its NetworkPolicy, made before any
- * holder (making: holders are to be made now) and once in this
- * controller's life (a changed config's list, brought to a policy its
- * idle holders already have). 0: done, or no egress; 1: not now, *why and
- * msg say why (no gate pod ready: again after GATE_RETRY_MS); or the
- * API's error.
+ * The egress of pool's holders (profile p): the pool's NetworkPolicy put
+ * in place once in this controller's life and before holders are made
+ * (making), and then the pool's stamp kept (ctl->pool_netpols: claims
+ * wait for it, holder_fits); when making, the gate's env and the stamp on
+ * *holder (made here if NULL). 0: done, or nothing
+ * to do; 1: not now, *why and msg say why (no gate pod ready to give a
+ * new holder: again after GATE_RETRY_MS); or the API's error.
  */
 static int
-holder_egress(struct controller *ctl, json_t *pool, json_t **holder,
-    int making, const char **why, char *msg, size_t len)
+holder_egress(struct controller *ctl, json_t *pool,
+    const struct ctl_profile *p, json_t **holder, int making,
+    const char **why, char *msg, size_t len)
 {
-	const struct ctl_profile *p = ctl_config_profile(ctl->cfg,
-	    json_string_value(json_object_get(json_object_get(pool, "spec"),
-	    "runtime")));
 	struct podspec_gate g = { .ns = ctl->opts.agent_lease_ns };
-	const char *uid = k8s_obj_uid(pool);
+	const char *uid = k8s_obj_uid(pool), *stamp;
 	struct k8s_error err;
-	json_t *np = NULL;
+	json_t *np = NULL, *h = NULL;
 	char *key;
 	int rc, done;
 
+	/*
+	 * None: no request at all. A policy left from a config that gave the
+	 * profile egress selects holders with no network stack now (the old
+	 * ones are replaced: holder_fits), and goes with the pool.
+	 */
 	if (p == NULL || p->negress == 0)
 		return 0;
 	pthread_mutex_lock(&ctl->lock);
@@ -493,7 +496,7 @@ holder_egress(struct controller *ctl, json_t *pool, json_t **holder,
 	if (done && !making)
 		return 0;
 	g.n = ctl_gate_addrs(ctl, g.addrs, PODSPEC_GATE_MAX);
-	if (g.n == 0) {
+	if (g.n == 0 && making) {
 		*why = "GateWaiting";
 		snprintf(msg, len, "no egress start gate pod (label %s) is ready "
 		    "in namespace %s: this pool's sandboxes have egress, and are "
@@ -504,19 +507,33 @@ holder_egress(struct controller *ctl, json_t *pool, json_t **holder,
 		free(key);
 		return 1;
 	}
-	if (*holder == NULL && (*holder = pool_holder(ctl->cfg, pool, &err)) ==
-	    NULL)
+	if (g.n == 0) {
+		/* The policy alone: no holder gets these addresses. */
+		g.n = 1;
+		snprintf(g.addrs[0], sizeof(g.addrs[0]), "127.0.0.1");
+	}
+	if (*holder == NULL && (*holder = h = pool_holder(ctl->cfg, pool,
+	    &err)) == NULL)
 		goto refused;
 	if (pool_holder_egress(ctl->cfg, pool, *holder, &g, &np, &err) != 0)
 		goto refused;
-	rc = np ? ensure_policy(ctl, pool, np, &err) : 0;
+	rc = ensure_policy(ctl, pool, np, &err);
 	json_decref(np);
+	stamp = json_string_value(json_object_get(json_object_get(
+	    json_object_get(*holder, "metadata"), "annotations"), POOL_ANN_EGRESS));
 	if (rc == 0) {
 		pthread_mutex_lock(&ctl->lock);
-		json_object_set_new(ctl->pool_netpols, uid, json_true());
+		json_object_set_new(ctl->pool_netpols, uid, json_string(stamp ?
+		    stamp : ""));
 		pthread_mutex_unlock(&ctl->lock);
-		return 0;
 	}
+	if (h != NULL) {
+		/* Made for the policy alone. */
+		json_decref(h);
+		*holder = NULL;
+	}
+	if (rc == 0)
+		return 0;
 	if (rc != K8S_EEXIST && !ctl_create_refused(&err))
 		return rc;
 refused:
@@ -527,20 +544,27 @@ refused:
 
 /*
  * Whether holder pod (the cache's) has the network its pool's profile p
- * gives now: the network RuntimeClass exactly when p has egress. One made
- * before a new config gave p egress, or took it away, is not claimed,
+ * gives now: the network RuntimeClass exactly when p has egress, and
+ * then the pool's stamp (pool.h) now, stamp. One made before a new config
+ * gave p egress, took it away or changed its list or cap is not claimed,
  * and is replaced.
  */
 static int
 holder_fits(const struct controller *ctl, json_t *pod,
-    const struct ctl_profile *p)
+    const struct ctl_profile *p, const char *stamp)
 {
 	const char *rc = json_string_value(json_object_get(json_object_get(pod,
 	    "spec"), "runtimeClassName"));
 	const char *net = ctl->cfg->network_runtime_class;
+	const char *has_stamp = json_string_value(json_object_get(json_object_get(
+	    json_object_get(pod, "metadata"), "annotations"), POOL_ANN_EGRESS));
 	int has = rc != NULL && net != NULL && strcmp(rc, net) == 0;
 
-	return p != NULL && has == (p->negress > 0);
+	if (p == NULL || has != (p->negress > 0))
+		return 0;
+	/* With egress: gated under the pool's policy as it is now. */
+	return p->negress == 0 || (stamp != NULL && stamp[0] != '\0' &&
+	    has_stamp != NULL && strcmp(has_stamp, stamp) == 0);
 }
 
 int
@@ -551,6 +575,7 @@ ctl_pool_reconcile(struct controller *ctl, const char *ns, const char *name)
 	json_t *pool = informer_get(ctl->pool_inf, ns, name), *pods = NULL, *p;
 	json_t *status = NULL, *holder = NULL;
 	const struct ctl_profile *prof;
+	char stamp[POOL_STAMP_LEN + 1] = "";
 	struct k8s_error err;
 	const char *uid, *why = NULL;
 	char *idx = NULL, msg[1200], *key, fmsg[POOL_PRELOAD_MSG_MAX + 1];
@@ -574,6 +599,9 @@ ctl_pool_reconcile(struct controller *ctl, const char *ns, const char *name)
 	}
 	prof = ctl_config_profile(ctl->cfg, json_string_value(json_object_get(
 	    json_object_get(pool, "spec"), "runtime")));
+	if (prof != NULL && prof->negress > 0 && pool_egress_stamp(ctl->cfg,
+	    pool, ctl->opts.agent_lease_ns, stamp, &err) != 0)
+		stamp[0] = '\0';
 	replicas = json_integer_value(json_object_get(json_object_get(pool,
 	    "spec"), "replicas"));
 	if (replicas < 0 || replicas > POOL_MAX_REPLICAS)
@@ -598,7 +626,7 @@ ctl_pool_reconcile(struct controller *ctl, const char *ns, const char *name)
 		    pool_holder_preload_failed(p, fmsg, sizeof(fmsg));
 
 		if (pool_holder_idle(p) && !pf && mine && !holder_fits(ctl, p,
-		    prof)) {
+		    prof, stamp)) {
 			/* Its network is not its profile's now: replaced. */
 			del.precondition_uid = k8s_obj_uid(p);
 			del.precondition_rv = k8s_obj_rv(p);
@@ -688,10 +716,23 @@ ctl_pool_reconcile(struct controller *ctl, const char *ns, const char *name)
 		snprintf(msg, sizeof(msg), "%.1100s", err.message);
 		want = 0;
 	}
-	if (why == NULL && (rc = holder_egress(ctl, pool, &holder, want > 0,
-	    &why, msg, sizeof(msg))) != 0) {
-		rc = rc == 1 ? 0 : rc;
-		want = 0;
+	/*
+	 * Whatever else is said: no holder of a profile with egress is made
+	 * without its gate, and before the pool's policy.
+	 */
+	{
+		const char *ewhy = NULL;
+		char emsg[1200];
+
+		if ((rc = holder_egress(ctl, pool, prof, &holder, want > 0, &ewhy,
+		    emsg, sizeof(emsg))) != 0) {
+			if (why == NULL && ewhy != NULL) {
+				why = ewhy;
+				snprintf(msg, sizeof(msg), "%s", emsg);
+			}
+			rc = rc == 1 ? 0 : rc;
+			want = 0;
+		}
 	}
 	if (want > 0)
 		ctl_avoid_lost_nodes(ctl, holder);
@@ -838,7 +879,8 @@ ctl_pick_holder(struct controller *ctl, json_t *cx)
 			if (!pool_holder_ready(p) || (r && now -
 			    json_integer_value(r) < CTL_RESERVE_MS) ||
 			    ctl_pod_lost_locked(ctl, p) || !holder_fits(ctl, p,
-			    prof))
+			    prof, json_string_value(json_object_get(
+			    ctl->pool_netpols, k8s_obj_uid(pool)))))
 				continue;
 			json_object_set_new(ctl->reserved, k8s_obj_uid(p),
 			    json_integer(now));

@@ -893,10 +893,17 @@ claim(struct controller *ctl, json_t *s, json_t *holder, int *undone)
 static int
 claim_holder(struct controller *ctl, json_t *s, json_t *status)
 {
-	json_t *h = ctl_pick_holder(ctl, s);
+	struct k8s_error err;
+	json_t *h;
 	int rc, undone = 0;
 
-	if (h == NULL)
+	/*
+	 * What make_pod refuses (a profile with egress, among others) takes
+	 * no holder either: a network holder would be refused at its first
+	 * step, and the session never said Rejected.
+	 */
+	if (session_check(ctl->cfg, s, &err) != 0 ||
+	    (h = ctl_pick_holder(ctl, s)) == NULL)
 		return 0;
 	json_object_set_new(status, "phase", json_string(SESSION_PENDING));
 	json_object_set_new(status, "startMode", json_string("Warm"));

@@ -833,6 +833,11 @@ config_walk(struct yamlwalk *w, yaml_node_t *root, struct ctl_config *c)
 	    &c->allow_custom_images)) != 0 ||
 	    (rc = get_int(w, root, "", "runAsUser", &uid, &present)) != 0)
 		return rc;
+	/* One class for both: no sandbox could be told to have no network. */
+	if (strcmp(c->runtime_class, c->network_runtime_class) == 0)
+		return yamlwalk_fail(w, "networkRuntimeClassName '%s' is "
+		    "runtimeClassName too: the network stack's class must be "
+		    "another (docs/network.md)", c->network_runtime_class);
 	if (present && (uid < 1 || uid > UID_MAX_K8S))
 		return yamlwalk_fail(w, "runAsUser %lld is refused: it must be "
 		    "a non-root uid from 1 to %lld", (long long)uid,

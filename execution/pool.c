@@ -14,6 +14,7 @@
 #include "artifacts.h"
 #include "pool.h"
 #include "quantity.h"
+#include "sha256.h"
 #include "xmalloc.h"
 
 const struct k8s_resource pool_resource = { "airlock.dev", "v1alpha1",
@@ -323,8 +324,50 @@ pool_holder_egress(const struct ctl_config *cfg, json_t *pool, json_t *holder,
 		return r.netpol == NULL ? k8s_error_set(err, K8S_EINVAL, 0, NULL,
 		    "cannot build the pool's NetworkPolicy") : K8S_EINVAL;
 	}
+	{
+		/* What the holder was gated under: the policy's spec, its cap. */
+		char *spec = json_dumps(json_object_get(r.netpol, "spec"),
+		    JSON_COMPACT | JSON_SORT_KEYS);
+		char *in = xasprintf("%s %lld", spec ? spec : "",
+		    (long long)p->egress_bytes), h[65];
+		json_t *md2 = json_object_get(holder, "metadata");
+
+		sha256_hex(in, strlen(in), h);
+		h[POOL_STAMP_LEN] = '\0';
+		free(spec);
+		free(in);
+		if (!json_is_object(json_object_get(md2, "annotations")))
+			json_object_set_new(md2, "annotations", json_object());
+		json_object_set_new(json_object_get(md2, "annotations"),
+		    POOL_ANN_EGRESS, json_string(h));
+	}
 	*np = r.netpol;
 	return 0;
+}
+
+int
+pool_egress_stamp(const struct ctl_config *cfg, json_t *pool,
+    const char *gate_ns, char stamp[POOL_STAMP_LEN + 1],
+    struct k8s_error *err)
+{
+	struct podspec_gate g = { .ns = gate_ns, .n = 1 };
+	json_t *holder, *np = NULL;
+	const char *h;
+	int rc;
+
+	stamp[0] = '\0';
+	/* Addresses go into the holder's env alone, never into the stamp. */
+	snprintf(g.addrs[0], sizeof(g.addrs[0]), "127.0.0.1");
+	if ((holder = pool_holder(cfg, pool, err)) == NULL)
+		return K8S_EINVAL;
+	rc = pool_holder_egress(cfg, pool, holder, &g, &np, err);
+	h = json_string_value(json_object_get(json_object_get(json_object_get(
+	    holder, "metadata"), "annotations"), POOL_ANN_EGRESS));
+	if (rc == 0 && h != NULL)
+		snprintf(stamp, POOL_STAMP_LEN + 1, "%s", h);
+	json_decref(np);
+	json_decref(holder);
+	return rc;
 }
 
 static int

@@ -160,10 +160,27 @@ json_t *pool_holder(const struct ctl_config *cfg, json_t *pool,
  * egress. 0, or K8S_EINVAL with err.
  */
 #define POOL_NETPOL_PREFIX	"airlock-pool-"
+/*
+ * The holder is stamped (annotation POOL_ANN_EGRESS) with the first
+ * POOL_STAMP_LEN hex digits of the SHA-256 of the policy's spec and the
+ * profile's byte cap: what its gate passed under. A holder whose stamp
+ * is not the pool's now (a new config's list or cap) is never claimed.
+ */
+#define POOL_ANN_EGRESS		"airlock.dev/egress-stamp"
+#define POOL_STAMP_LEN		16
 struct podspec_gate;
 int pool_holder_egress(const struct ctl_config *cfg, json_t *pool,
     json_t *holder, const struct podspec_gate *g, json_t **np,
     struct k8s_error *err) __attribute__((warn_unused_result));
+
+/*
+ * The stamp the holders of pool (a profile with egress, its gate pods in
+ * gate_ns) get now, into stamp; "" and K8S_EINVAL when no holder can be
+ * built, "" and 0 for a profile without egress. No API call.
+ */
+int pool_egress_stamp(const struct ctl_config *cfg, json_t *pool,
+    const char *gate_ns, char stamp[POOL_STAMP_LEN + 1],
+    struct k8s_error *err);
 
 /*
  * Whether the holder pod (borrowed, possibly trimmed by a cache) is idle,

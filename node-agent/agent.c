@@ -264,9 +264,17 @@ holder_meter(struct agent *a, json_t *pod)
 	struct run *r;
 	int was;
 
+	json_t *cs = json_array_get(json_object_get(json_object_get(pod,
+	    "status"), "containerStatuses"), 0);
+
+	/*
+	 * Not one that ended: its address may be another pod's by now (an
+	 * agent that restarted sees it), whose traffic the chain would take.
+	 */
 	if (a->o.iptables == NULL || a->o.network_class == NULL || rc == NULL ||
 	    strcmp(rc, a->o.network_class) != 0 ||
-	    json_object_get(md, "deletionTimestamp") ||
+	    json_object_get(md, "deletionTimestamp") || pool_holder_dead(pod) ||
+	    json_object_get(json_object_get(cs, "state"), "terminated") ||
 	    json_object_get(json_object_get(md, "annotations"),
 	    CX_ANN_EGRESS_BYTES) == NULL)
 		return 0;
@@ -388,6 +396,10 @@ claimed_seen(struct agent *a, json_t *pod, const char *cid, json_t *state,
 		if (step)
 			r->step = 1;
 		agent_learn_pod(r, pod, a->o.network_class);
+		/* A metered holder claimed: read each METER_MS from now on. */
+		if (r->meter_wanted && a->next_meter_ms > clock_mono_ms() +
+		    METER_MS)
+			a->next_meter_ms = clock_mono_ms() + METER_MS;
 	}
 	if (r->cid == NULL && cid && strncmp(cid, "containerd://", 13) == 0)
 		r->cid = xstrdup(cid + 13);
@@ -562,6 +574,7 @@ pod_delete(void *arg, json_t *pod, int unknown)
 {
 	struct agent *a = arg;
 	struct run *r;
+	int metered;
 
 	(void)unknown;
 	pthread_mutex_lock(&a->lock);
@@ -577,7 +590,19 @@ pod_delete(void *arg, json_t *pod, int unknown)
 		r->exit_early = 0;
 		r->exit_seen_ms = clock_mono_ms();
 	}
+	/*
+	 * Its chain, if it had one (a warm run's is kept while its pod lives:
+	 * meter.c; its run may be freed already), goes at a pass now, before
+	 * its address can be another pod's.
+	 */
+	metered = a->o.iptables != NULL && json_object_get(json_object_get(
+	    json_object_get(pod, "metadata"), "annotations"),
+	    CX_ANN_EGRESS_BYTES) != NULL;
+	if (metered)
+		a->next_meter_ms = 0;
 	pthread_mutex_unlock(&a->lock);
+	if (metered)
+		agent_wake(a);
 }
 
 /*

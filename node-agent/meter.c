@@ -175,6 +175,13 @@ struct want {
 	long long	 cap;
 	int		 ended;		/* exited: read it, then remove */
 	int		 live;		/* not exited: install if absent */
+	/*
+	 * A warm run's: its holder's sandbox outlives the program (what it
+	 * left running), so its chain is read at its end but kept, its quota
+	 * still the cap, until its pod is gone (owned()).
+	 */
+	int		 keep;
+	int		 idle;		/* an unclaimed holder's: nothing to watch */
 };
 
 /* The runs a pass is about (lock held); *nw of them, malloc'd. */
@@ -206,6 +213,8 @@ wanted(struct agent *a, size_t *nw)
 		 * program ~200 ms longer at its gate (bench/egress.sh).
 		 */
 		w[n].live = !w[n].ended && r->ip[0] != '\0';
+		w[n].keep = r->warm && !r->refused;
+		w[n].idle = !r->learned;
 		n++;
 	}
 	*nw = n;
@@ -226,7 +235,7 @@ owned(struct agent *a, const char *name, json_t **pods, const struct want *w,
 	char mine[METER_NAME];
 
 	for (i = 0; i < nw; i++)
-		if (strcmp(w[i].name, name) == 0)
+		if (strcmp(w[i].name, name) == 0 && (!w[i].ended || !w[i].keep))
 			return !w[i].ended;
 	if (*pods == NULL)
 		*pods = informer_list(a->pods);
@@ -274,13 +283,16 @@ script(struct buf *b, enum meter_jump fwd, const struct meter_seen *seen,
 	return rc == 0 ? 0 : -1;
 }
 
-/* What the pass saw, into the runs (lock held). */
-static void
+/*
+ * What the pass saw, into the runs (lock held). 1 when a run's last
+ * reading was taken (its record waits on it).
+ */
+static int
 apply(struct agent *a, const struct meter_seen *seen, size_t ns,
     const struct want *w, size_t nw, int written)
 {
 	long long now = clock_mono_ms();
-	int live = 0;
+	int live = 0, read = 0;
 
 	for (size_t i = 0; i < nw; i++) {
 		const struct meter_seen *s = meter_find(seen, ns, w[i].name);
@@ -294,6 +306,7 @@ apply(struct agent *a, const struct meter_seen *seen, size_t ns,
 			/* Read at its end and removed (or never made). */
 			if (written || s == NULL) {
 				r->meter_done = 1;
+				read = 1;
 				r->meter_read = s != NULL || r->meter_on;
 				/* Cut off, then it ended by itself: said too. */
 				r->meter_over = s != NULL && s->over > 0 &&
@@ -303,16 +316,20 @@ apply(struct agent *a, const struct meter_seen *seen, size_t ns,
 			}
 			continue;
 		}
-		live = 1;
+		/* An unclaimed holder's chain in place: read on the idle clock. */
+		if (!(w[i].idle && s != NULL && s->quota))
+			live = 1;
 		if (written && w[i].live)
 			r->meter_on = 1;
-		if (s && s->over > 0 && !r->exited && r->why == CX_KILL_NONE) {
+		if (s && s->over > 0 && !r->exited && r->why == CX_KILL_NONE &&
+		    !w[i].idle) {
 			r->why = CX_KILL_EGRESS;
 			log_info("egress cap reached: stopping the run", "pod=%s/%s "
 			    "cap=%lld", r->ns, r->pod, r->meter_cap);
 		}
 	}
 	a->next_meter_ms = now + (live ? METER_MS : METER_IDLE_MS);
+	return read;
 }
 
 void
@@ -327,7 +344,7 @@ agent_meter_pass(struct agent *a)
 	size_t nw, ns = 0;
 	struct buf b;
 	json_t *pods = NULL;
-	int written = 0;
+	int written = 0, read = 0;
 
 	buf_init(&b, METER_SCRIPT_MAX);
 	pthread_mutex_lock(&a->lock);
@@ -358,7 +375,7 @@ agent_meter_pass(struct agent *a)
 	}
 	pthread_mutex_lock(&a->lock);
 	if (text != NULL)
-		apply(a, seen, ns, w, nw, written);
+		read = apply(a, seen, ns, w, nw, written);
 	else	/* iptables failed: again in a while, not at once */
 		a->next_meter_ms = clock_mono_ms() + METER_MS;
 	a->meter_failed = !written;
@@ -370,7 +387,7 @@ agent_meter_pass(struct agent *a)
 	 * A run read at its end waits on this pass for its record: the
 	 * ticker looks now, not at its next poll.
 	 */
-	if (written)
+	if (read)
 		agent_wake(a);
 	json_decref(pods);
 	buf_free(&b);

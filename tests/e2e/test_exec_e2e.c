@@ -2173,22 +2173,13 @@ cap_run(const char *ns2, const char *name, const char *a_ip, const char *big)
 	return it_cx_wait(c, ns2, name, 150000);
 }
 
-/* Is the node's netfilter free of the chain of execution st's pod? */
-static void
-cap_chain_gone(const char *ns2, json_t *st)
+/* Is the node's netfilter free of the chain of pod uid arg (16 hex digits)? */
+static int
+chain_absent(void *arg)
 {
-	char *cmd = NULL, *out = NULL, *errout = NULL, hex[17];
-	const char *puid = json_string_value(json_object_get(json_object_get(st,
-	    "egress"), "podUID"));
-	size_t n = 0;
+	char *cmd = NULL, *out = NULL, *errout = NULL;
+	int absent;
 
-	(void)ns2;
-	if (puid == NULL)
-		fail_msg("no status.egress.podUID");
-	for (const char *p = puid; *p && n < 16; p++)
-		if (*p != '-')
-			hex[n++] = *p;
-	hex[n] = '\0';
 	/*
 	 * The agent's table (node-agent/meter.h). iptables-nft-save fails now
 	 * and then while another writer changes the tables ("Set with index
@@ -2200,11 +2191,35 @@ cap_chain_gone(const char *ns2, json_t *st)
 		fail_msg("iptables-save: %s", errout ? errout : "");
 	if (strstr(out, "*" METER_TABLE "\n") == NULL)
 		fail_msg("no %s table listed:\n%s", METER_TABLE, out);
-	if (strstr(out, hex) != NULL)
-		fail_msg("the chain of pod %s is still there:\n%s", puid, out);
+	absent = strstr(out, (const char *)arg) == NULL;
 	free(cmd);
 	free(out);
 	free(errout);
+	return absent;
+}
+
+/*
+ * The chain of execution st's pod leaves the node's netfilter once its
+ * pod is gone (a warm run's is kept while its holder lives: meter.c).
+ */
+static void
+cap_chain_gone(const char *ns2, json_t *st)
+{
+	const char *puid = json_string_value(json_object_get(json_object_get(st,
+	    "egress"), "podUID"));
+	char hex[17];
+	size_t n = 0;
+
+	(void)ns2;
+	if (puid == NULL)
+		fail_msg("no status.egress.podUID");
+	for (const char *p = puid; *p && n < 16; p++)
+		if (*p != '-')
+			hex[n++] = *p;
+	hex[n] = '\0';
+	if (!it_wait_for(chain_absent, hex, 15000))
+		fail_msg("the chain of pod %s is still there 15 s after its end",
+		    puid);
 }
 
 static void

@@ -974,6 +974,15 @@ test_network_egress(void **state)
 	expect_message("networkRuntimeClassName: Bad_Name\nprofiles:\n  p: {image: i, "
 	    "command: [x], sourceFile: m}\n", "networkRuntimeClassName 'Bad_Name' "
 	    "is not a valid name (lowercase letters, digits, '-' and '.')");
+	/* The same class as the plain one: no sandbox would lack a network. */
+	expect_message("networkRuntimeClassName: gvisor\nprofiles:\n  p: {image: i, "
+	    "command: [x], sourceFile: m}\n", "networkRuntimeClassName 'gvisor' "
+	    "is runtimeClassName too: the network stack's class must be another "
+	    "(docs/network.md)");
+	expect_message("runtimeClassName: gvisor-net\nprofiles:\n  p: {image: i, "
+	    "command: [x], sourceFile: m}\n", "networkRuntimeClassName 'gvisor-net' "
+	    "is runtimeClassName too: the network stack's class must be another "
+	    "(docs/network.md)");
 	/*
 	 * Well formed, but not started by the runner, which holds the
 	 * program until its policy is in force: refused.

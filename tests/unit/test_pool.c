@@ -326,6 +326,29 @@ test_holder_egress(void **state)
 	    "\"airlock.dev/egress-bytes\":\"1048576\"}");
 	assert_int_equal(pool_holder_egress(cfg, pool, pod, &g, &np, &err), 0);
 	assert_non_null(np);
+	/*
+	 * Stamped with what it is gated under, the same as the pool's now
+	 * (the addresses not in it); another cap, another stamp.
+	 */
+	{
+		char stamp[POOL_STAMP_LEN + 1], other[POOL_STAMP_LEN + 1];
+		struct ctl_profile *pr = (struct ctl_profile *)
+		    ctl_config_profile(cfg, "net");
+
+		assert_int_equal(pool_egress_stamp(cfg, pool, "airlock-system",
+		    stamp, &err), 0);
+		assert_int_equal(strlen(stamp), POOL_STAMP_LEN);
+		assert_string_equal(jp_key(pod, "metadata.annotations",
+		    POOL_ANN_EGRESS), stamp);
+		pr->egress_bytes *= 2;
+		assert_int_equal(pool_egress_stamp(cfg, pool, "airlock-system",
+		    other, &err), 0);
+		pr->egress_bytes /= 2;
+		assert_string_not_equal(stamp, other);
+		assert_int_equal(pool_egress_stamp(cfg, pool, "elsewhere",
+		    other, &err), 0);
+		assert_string_not_equal(stamp, other);
+	}
 	podspec_gate_ports("p-uid", ports);
 	snprintf(want, sizeof(want), "%d,%d %d 8182 30 10.0.0.9", ports[0],
 	    ports[1], ports[2]);
