@@ -1881,6 +1881,48 @@ np_gone(void *arg)
 	return rc == K8S_ENOTFOUND;
 }
 
+/*
+ * What an execution with egress still may not reach, from runtime's
+ * sandbox in ns2: the node's kubelet and API server ports, the API
+ * server's Service address, the metadata address, and pod b (another
+ * workload's, not in its list). Each one 'fail'.
+ */
+#define REACH_CLIENT "import socket, sys\n" \
+	"def go(h, p):\n" \
+	"    s = socket.socket(); s.settimeout(1)\n" \
+	"    try:\n" \
+	"        s.connect((h, p)); return 'open'\n" \
+	"    except OSError:\n" \
+	"        return 'fail'\n" \
+	"    finally:\n" \
+	"        s.close()\n" \
+	"for h, p in [(sys.argv[1], 10250), (sys.argv[1], int(sys.argv[2])),\n" \
+	"             ('10.96.0.1', 443), ('169.254.169.254', 80), (sys.argv[3], 8080)]:\n" \
+	"    print(go(h, p))\n"
+
+static void
+reach_none(const char *ns2, const char *name, const char *b_ip, const char *mode)
+{
+	const char *api = it_env_need("APISERVER_URL");
+	struct k8s_error err;
+	json_t *o = json_pack("{s:s, s:s, s:{s:s}, s:{s:s, s:s, s:i, s:[s, s, s]}}",
+	    "apiVersion", "airlock.dev/v1alpha1", "kind", "CodeExecution",
+	    "metadata", "name", name, "spec", "runtime", "python-net", "source",
+	    REACH_CLIENT, "timeoutSeconds", 60, "args", it_env_need("NODE_IP"),
+	    strrchr(api, ':') + 1, b_ip), *st;
+
+	if (k8s_create(c, &cx_resource, ns2, o, NULL, &err) != 0)
+		fail_msg("create %s: %s", name, err.message);
+	json_decref(o);
+	st = it_cx_wait(c, ns2, name, 120000);
+	print_message("# %s: %s/%s %s: %s\n", name, it_str(st, "phase"),
+	    it_str(st, "reason"), it_str(st, "startMode"), it_str(st, "stdout"));
+	assert_string_equal(it_str(st, "phase"), "Succeeded");
+	assert_string_equal(it_str(st, "startMode"), mode);
+	assert_string_equal(it_str(st, "stdout"), "fail\nfail\nfail\nfail\nfail\n");
+	json_decref(st);
+}
+
 static void
 test_egress_cidr(void **state)
 {
@@ -1960,6 +2002,8 @@ test_egress_cidr(void **state)
 	assert_string_equal(it_str(st, "phase"), "Succeeded");
 	assert_string_equal(it_str(st, "stdout"), "a open\nb open\nb at the start open\n");
 	json_decref(st);
+	/* Nothing else: the node, the API server, the metadata address (TEST-NET last). */
+	reach_none(ns2, "reach", "192.0.2.1", "Cold");
 	/* None asked: no network at all, no policy, nothing granted. */
 	st = eg_run(ns2, "none", "python-net", pods[0].ip, pods[1].ip, "3",
 	    json_pack("{s:[]}", "egress"));
@@ -2118,6 +2162,8 @@ test_egress_warm(void **state)
 	/* Its refill: a new holder gets ready, under the same policy. */
 	if (!it_wait_for(wpool_ready, "net", 120000))
 		fail_msg("the pool was not refilled within 120 s");
+	/* Nothing else, warm from it. */
+	reach_none(ns2, "reach", pods[1].ip, "Warm");
 	free(pname);
 	json_decref(pool);
 	wpool_pid[0] = wpool_pid[1] = 0;
