@@ -91,13 +91,7 @@ for name, rt in (("plain", "python"), ("net", "python-net")):
 def pods():
     return A.get("/api/v1/namespaces/%s/pods" % ns)["items"]
 
-def idle_ready(p):
-    md, st = p["metadata"], p.get("status", {})
-    cs = (st.get("containerStatuses") or [{}])[0]
-    return ("airlock.dev/pool-uid" in md.get("labels", {}) and
-            "airlock.dev/execution-uid" not in md.get("labels", {}) and
-            "deletionTimestamp" not in md and st.get("phase") == "Running" and
-            "running" in cs.get("state", {}) and cs.get("ready") is True)
+idle_ready = lib.idle_ready
 
 def refilled():
     t0 = time.monotonic()

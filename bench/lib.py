@@ -139,6 +139,16 @@ def cri_floor_run(cri_floor, sock, image, work, kubelet, *opts):
     return f
 
 
+def idle_ready(p):
+    """Pod p is a pool's holder, unclaimed, not going, running and ready."""
+    md, st = p["metadata"], p.get("status", {})
+    cs = (st.get("containerStatuses") or [{}])[0]
+    return ("airlock.dev/pool-uid" in md.get("labels", {}) and
+            "airlock.dev/execution-uid" not in md.get("labels", {}) and
+            "deletionTimestamp" not in md and st.get("phase") == "Running" and
+            "running" in cs.get("state", {}) and cs.get("ready") is True)
+
+
 def q(v, p):
     """The p-th percentile of v, nearest rank."""
     v = sorted(v)

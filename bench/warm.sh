@@ -112,13 +112,7 @@ cxp = "/apis/airlock.dev/v1alpha1/namespaces/%s/codeexecutions"
 def pods(ns):
     return A.get("/api/v1/namespaces/%s/pods" % ns)["items"]
 
-def idle_ready(p):
-    md, st = p["metadata"], p.get("status", {})
-    cs = (st.get("containerStatuses") or [{}])[0]
-    return ("airlock.dev/pool-uid" in md.get("labels", {}) and
-            "airlock.dev/execution-uid" not in md.get("labels", {}) and
-            "deletionTimestamp" not in md and st.get("phase") == "Running" and
-            "running" in cs.get("state", {}) and cs.get("ready") is True)
+idle_ready = lib.idle_ready
 
 quiet = []
 def quiesce():

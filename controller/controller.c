@@ -439,6 +439,18 @@ pod_condition(json_t *ps, const char *type)
 	    "lastTransitionTime", json_object_get(c, "lastTransitionTime"));
 }
 
+/* Annotation key (value v) kept on a trimmed object out. */
+static void
+keep_annotation(json_t *out, const char *key, json_t *v)
+{
+	json_t *md = json_object_get(out, "metadata");
+	json_t *a = json_object_get(md, "annotations");
+
+	if (a == NULL)
+		json_object_set_new(md, "annotations", a = json_object());
+	json_object_set(a, key, v);
+}
+
 /*
  * Of a pod: its identity and creation time, the label and annotation naming its execution
  * (not the code annotations, up to 192 KiB each), the node, the phase,
@@ -542,15 +554,8 @@ ctl_trim_pod(json_t *pod)
 
 		if (json_is_string(step) && json_string_length(step) <= 64 &&
 		    json_object_get(json_object_get(md, "labels"),
-		    SESSION_LABEL_UID)) {
-			json_t *a = json_object_get(json_object_get(out,
-			    "metadata"), "annotations");
-
-			if (a == NULL)
-				json_object_set_new(json_object_get(out,
-				    "metadata"), "annotations", a = json_object());
-			json_object_set(a, SESSION_ANN_STEP, step);
-		}
+		    SESSION_LABEL_UID))
+			keep_annotation(out, SESSION_ANN_STEP, step);
 	}
 	/* A holder's egress stamp (pools.c's holder_fits): 16 hex digits. */
 	{
@@ -558,15 +563,8 @@ ctl_trim_pod(json_t *pod)
 		    POOL_ANN_EGRESS);
 
 		if (json_is_string(st) && json_string_length(st) <= POOL_STAMP_LEN &&
-		    json_object_get(json_object_get(md, "labels"), POOL_LABEL_UID)) {
-			json_t *a = json_object_get(json_object_get(out,
-			    "metadata"), "annotations");
-
-			if (a == NULL)
-				json_object_set_new(json_object_get(out,
-				    "metadata"), "annotations", a = json_object());
-			json_object_set(a, POOL_ANN_EGRESS, st);
-		}
+		    json_object_get(json_object_get(md, "labels"), POOL_LABEL_UID))
+			keep_annotation(out, POOL_ANN_EGRESS, st);
 	}
 	if (sched)
 		json_object_set_new(json_object_get(out, "status"),

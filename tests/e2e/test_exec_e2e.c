@@ -1882,6 +1882,60 @@ np_gone(void *arg)
 }
 
 /*
+ * An egress test's start: skipped without the node's network RuntimeClass
+ * (RUNTIME_CLASS_NET: the gVisor shim built here), else its name; two
+ * namespaces, *nst for the targets and the gate (the controller's own)
+ * and *ns2 for the executions (np_ns, np_ns2), the runc class, the n
+ * target pods serving code, and the gate pod.
+ */
+static const char *
+eg_begin(const char *prefix, struct np_pod *pods, size_t n, const char *code,
+    struct np_pod *gate, char **nst, char **ns2)
+{
+	const char *netclass = it_env("RUNTIME_CLASS_NET");
+	char t[64];
+
+	if (netclass == NULL || *netclass == '\0') {
+		print_message("# skipped: the node has no network RuntimeClass "
+		    "(RUNTIME_CLASS_NET: the gVisor shim built here)\n");
+		skip();
+	}
+	snprintf(t, sizeof(t), "%s-t", prefix);
+	*nst = it_namespace_new(c, t);
+	*ns2 = it_namespace_new(c, prefix);
+	np_ns = *nst;
+	np_ns2 = *ns2;
+	runc_class();
+	np_pods_start_with(pods, n, code, NULL);
+	gate_pod_start(gate);
+	return netclass;
+}
+
+/*
+ * The controller's config (fmt, a mkstemp path into path) and the pair
+ * scoped to ns2, its own namespace nst, metering under netclass.
+ */
+static void eg_spawn(char *path, const char *netclass, const char *nst,
+    const char *ns2, pid_t pid[2], const char *fmt, ...)
+    __attribute__((format(printf, 6, 7)));
+static void
+eg_spawn(char *path, const char *netclass, const char *nst, const char *ns2,
+    pid_t pid[2], const char *fmt, ...)
+{
+	va_list ap;
+	FILE *f;
+	int fd;
+
+	if ((fd = mkstemp(path)) < 0 || (f = fdopen(fd, "w")) == NULL)
+		fail_msg("mkstemp");
+	va_start(ap, fmt);
+	vfprintf(f, fmt, ap);
+	va_end(ap);
+	fclose(f);
+	spawn_pair(ns2, path, netclass, nst, pid);
+}
+
+/*
  * What an execution with egress still may not reach, from runtime's
  * sandbox in ns2: the node's kubelet and API server ports, the API
  * server's Service address, the metadata address, and pod b (another
@@ -1929,40 +1983,23 @@ test_egress_cidr(void **state)
 	static const struct k8s_resource np_res = { "networking.k8s.io", "v1", "networkpolicies", 1 };
 	struct np_pod pods[] = { { "a", 0, "" }, { "b", 0, "" } };
 	struct np_pod gate = { "gate", 0, "" };
-	const char *netclass = it_env("RUNTIME_CLASS_NET");
 	char conf[] = "/tmp/airlock-e2e-egress-XXXXXX";
 	char *nst, *ns2, want[80], *podname;
+	const char *netclass;
 	struct k8s_error err;
 	json_t *o, *st, *pod = NULL;
 	pid_t pid[2];
-	FILE *f;
-	int fd;
 
 	(void)state;
-	if (netclass == NULL || *netclass == '\0') {
-		print_message("# skipped: the node has no network RuntimeClass "
-		    "(RUNTIME_CLASS_NET: the gVisor shim built here)\n");
-		skip();
-	}
-	nst = it_namespace_new(c, "e2e-egress-t");
-	ns2 = it_namespace_new(c, "e2e-egress");
-	np_ns = nst;
-	np_ns2 = ns2;
-	runc_class();
-	np_pods_start(pods, 2);
-	gate_pod_start(&gate);
-	if ((fd = mkstemp(conf)) < 0 || (f = fdopen(fd, "w")) == NULL)
-		fail_msg("mkstemp");
-	fprintf(f, "networkRuntimeClassName: %s\nprofiles:\n"
+	netclass = eg_begin("e2e-egress", pods, 2, NP_SERVER, &gate, &nst, &ns2);
+	/* The controller's own namespace, where it finds the gate, is nst. */
+	eg_spawn(conf, netclass, nst, ns2, pid, "networkRuntimeClassName: %s\nprofiles:\n"
 	    "  python-net:\n    image: %s\n    command: [/airlock/bin/run, python3, main.py]\n"
 	    "    sourceFile: main.py\n"
 	    "    network: {egress: [{cidr: %s/32, ports: [8080]}, {cidr: %s/32, ports: [8080]}]}\n"
 	    "  python:\n    image: %s\n    command: [/airlock/bin/run, python3, main.py]\n"
 	    "    sourceFile: main.py\n", netclass, it_env_need("RUNNER_PYTHON_IMAGE"),
 	    pods[0].ip, pods[1].ip, it_env_need("RUNNER_PYTHON_IMAGE"));
-	fclose(f);
-	/* The controller's own namespace, where it finds the gate, is nst. */
-	spawn_pair(ns2, conf, netclass, nst, pid);
 	/* Narrowed to a: b, which the profile allows, is lost. */
 	snprintf(want, sizeof(want), "%s/32", pods[0].ip);
 	st = eg_run(ns2, "egress", "python-net", pods[0].ip, pods[1].ip, "20",
@@ -2079,37 +2116,21 @@ test_egress_warm(void **state)
 	static const struct k8s_resource np_res = { "networking.k8s.io", "v1", "networkpolicies", 1 };
 	struct np_pod pods[] = { { "a", 0, "" }, { "b", 0, "" } };
 	struct np_pod gate = { "gate", 0, "" };
-	const char *netclass = it_env("RUNTIME_CLASS_NET");
 	char conf[] = "/tmp/airlock-e2e-egress-XXXXXX";
 	char *nst, *ns2, want[80], *pname;
+	const char *netclass;
 	struct k8s_error err;
 	json_t *o, *st, *pool = NULL;
 	pid_t pid[2];
-	FILE *f;
-	int fd;
 
 	(void)state;
-	if (netclass == NULL || *netclass == '\0') {
-		print_message("# skipped: the node has no network RuntimeClass\n");
-		skip();
-	}
-	nst = it_namespace_new(c, "e2e-wegress-t");
-	ns2 = it_namespace_new(c, "e2e-wegress");
-	np_ns = nst;
-	np_ns2 = ns2;
+	netclass = eg_begin("e2e-wegress", pods, 2, NP_SERVER, &gate, &nst, &ns2);
 	wpool_ns = ns2;
-	runc_class();
-	np_pods_start(pods, 2);
-	gate_pod_start(&gate);
-	if ((fd = mkstemp(conf)) < 0 || (f = fdopen(fd, "w")) == NULL)
-		fail_msg("mkstemp");
-	fprintf(f, "networkRuntimeClassName: %s\nprofiles:\n"
+	eg_spawn(conf, netclass, nst, ns2, pid, "networkRuntimeClassName: %s\nprofiles:\n"
 	    "  python-net:\n    image: %s\n    command: [/airlock/bin/run, python3, main.py]\n"
 	    "    sourceFile: main.py\n"
 	    "    network: {egress: [{cidr: %s/32, ports: [8080]}]}\n",
 	    netclass, it_env_need("RUNNER_PYTHON_IMAGE"), pods[0].ip);
-	fclose(f);
-	spawn_pair(ns2, conf, netclass, nst, pid);
 	wpool_pid[0] = pid[0];
 	wpool_pid[1] = pid[1];
 	wpool_nss[0] = ns2;
@@ -2270,36 +2291,20 @@ test_egress_cap(void **state)
 {
 	struct np_pod pods[] = { { "a", 0, "" } };
 	struct np_pod gate = { "gate", 0, "" };
-	const char *netclass = it_env("RUNTIME_CLASS_NET");
 	char conf[] = "/tmp/airlock-e2e-egress-XXXXXX";
+	const char *netclass;
 	char *nst, *ns2;
 	json_t *st;
 	pid_t pid[2];
 	long long bytes;
-	FILE *f;
-	int fd;
 
 	(void)state;
-	if (netclass == NULL || *netclass == '\0') {
-		print_message("# skipped: the node has no network RuntimeClass\n");
-		skip();
-	}
-	nst = it_namespace_new(c, "e2e-cap-t");
-	ns2 = it_namespace_new(c, "e2e-cap");
-	np_ns = nst;
-	np_ns2 = ns2;
-	runc_class();
-	np_pods_start_with(pods, 1, CAP_SERVER, NULL);
-	gate_pod_start(&gate);
-	if ((fd = mkstemp(conf)) < 0 || (f = fdopen(fd, "w")) == NULL)
-		fail_msg("mkstemp");
-	fprintf(f, "networkRuntimeClassName: %s\nprofiles:\n"
+	netclass = eg_begin("e2e-cap", pods, 1, CAP_SERVER, &gate, &nst, &ns2);
+	eg_spawn(conf, netclass, nst, ns2, pid, "networkRuntimeClassName: %s\nprofiles:\n"
 	    "  python-net:\n    image: %s\n    command: [/airlock/bin/run, python3, main.py]\n"
 	    "    sourceFile: main.py\n"
 	    "    network: {egress: [{cidr: %s/32, ports: [8080]}], egressBytes: 1Mi}\n",
 	    netclass, it_env_need("RUNNER_PYTHON_IMAGE"), pods[0].ip);
-	fclose(f);
-	spawn_pair(ns2, conf, netclass, nst, pid);
 	st = cap_run(ns2, "within", pods[0].ip, NULL);
 	bytes = it_int(st, "egressBytes");
 	print_message("# within the cap: %s/%s, %lld bytes counted: %s\n",
