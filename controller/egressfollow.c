@@ -84,20 +84,11 @@ struct egress_follow {
 	struct metric		*m_lines, *m_open, *m_written;
 };
 
-static long long
-wall_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 /* Records may have been missed now. f->lock held. */
 static void
 loss_locked(struct egress_follow *f, const char *pod, const char *why)
 {
-	f->loss_ms = wall_ms();
+	f->loss_ms = clock_wall_ms();
 	log_warn("egress records may be missed: counts of executions in "
 	    "flight are a lower bound", "pod=%s why=\"%s\"", pod, why);
 }
@@ -415,7 +406,7 @@ ctl_egress_follow_leading(struct egress_follow *f, int leading)
 		return;
 	pthread_mutex_lock(&f->lock);
 	if (leading && !f->leading) {
-		f->since_s = wall_ms() / 1000 - FOLLOW_LOOKBACK_S;
+		f->since_s = clock_wall_ms() / 1000 - FOLLOW_LOOKBACK_S;
 		f->loss_ms = f->since_s * 1000;
 		f->too_many = 0;
 	}

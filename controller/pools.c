@@ -599,9 +599,23 @@ ctl_pool_reconcile(struct controller *ctl, const char *ns, const char *name)
 	}
 	prof = ctl_config_profile(ctl->cfg, json_string_value(json_object_get(
 	    json_object_get(pool, "spec"), "runtime")));
-	if (prof != NULL && prof->negress > 0 && pool_egress_stamp(ctl->cfg,
-	    pool, ctl->opts.agent_lease_ns, stamp, &err) != 0)
-		stamp[0] = '\0';
+	if (prof != NULL && prof->negress > 0) {
+		/*
+		 * The stamp kept once the pool's policy was set (holder_egress):
+		 * the config does not change under a running controller, so
+		 * it is the one built here; built (a holder and its policy)
+		 * only until then.
+		 */
+		pthread_mutex_lock(&ctl->lock);
+		snprintf(stamp, sizeof(stamp), "%s", json_string_value(
+		    json_object_get(ctl->pool_netpols, uid)) ?
+		    json_string_value(json_object_get(ctl->pool_netpols, uid)) :
+		    "");
+		pthread_mutex_unlock(&ctl->lock);
+		if (stamp[0] == '\0' && pool_egress_stamp(ctl->cfg, pool,
+		    ctl->opts.agent_lease_ns, stamp, &err) != 0)
+			stamp[0] = '\0';
+	}
 	replicas = json_integer_value(json_object_get(json_object_get(pool,
 	    "spec"), "replicas"));
 	if (replicas < 0 || replicas > POOL_MAX_REPLICAS)

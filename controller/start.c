@@ -174,7 +174,6 @@ int
 ctl_start_deadline(struct controller *ctl, json_t *cx, json_t *pod,
     json_t *status, const char *key, int *rc)
 {
-	struct timespec ts;
 	struct k8s_delete_opts now = { .grace_period_set = 1,
 	    .grace_period_seconds = 0, .propagation_policy = "Background",
 	    .precondition_uid = k8s_obj_uid(pod) };
@@ -184,8 +183,7 @@ ctl_start_deadline(struct controller *ctl, json_t *cx, json_t *pod,
 	long long left, now_ms;
 	json_t *fresh = NULL;
 
-	clock_gettime(CLOCK_REALTIME, &ts);
-	now_ms = (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+	now_ms = clock_wall_ms();
 	left = ctl_start_overdue(cx, pod, now_ms, &ctl->opts, &reason, msg,
 	    sizeof(msg));
 	if (left == 0) {

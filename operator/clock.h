@@ -14,6 +14,8 @@
 
 /* Milliseconds on CLOCK_MONOTONIC. */
 long long clock_mono_ms(void);
+/* Wall-clock ms since the epoch (CLOCK_REALTIME). */
+long long clock_wall_ms(void);
 
 /* The timespec of the monotonic instant at_ms (as clock_mono_ms counts). */
 void clock_mono_ts(struct timespec *ts, long long at_ms);
